@@ -1,0 +1,73 @@
+"""Per-document provenance index: sorted, nested ranges answered by lookup.
+
+Like MLIR's mlir-lsp-server, every question is "which range contains this offset?".
+Ranges are character offsets (code points); converting to editor positions is the caller's job.
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_right
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Range:
+    """One indexed piece of a document."""
+
+    start: int
+    end: int
+    origin_set: int
+    kind: str
+    key: str
+    link: str | None = None
+
+
+class DocumentIndex:
+    """The ranges of one document, sorted by start and nested outer-before-inner."""
+
+    def __init__(self, ranges: list[Range]):
+        self.ranges = sorted(ranges, key=lambda r: (r.start, -r.end))
+        self._starts = [r.start for r in self.ranges]
+        self._parent = self._parents(self.ranges)
+        self._by_key: dict[str, list[int]] = {}
+        for i, rng in enumerate(self.ranges):
+            self._by_key.setdefault(rng.key, []).append(i)
+
+    @staticmethod
+    def _parents(ranges: list[Range]) -> list[int]:
+        parents = []
+        stack: list[int] = []
+        for i, rng in enumerate(ranges):
+            while stack and ranges[stack[-1]].end <= rng.start:
+                stack.pop()
+            parents.append(stack[-1] if stack else -1)
+            stack.append(i)
+        return parents
+
+    def at(self, offset: int) -> Range | None:
+        """The innermost range containing ``offset``, or None."""
+        i = bisect_right(self._starts, offset) - 1
+        while i >= 0 and self.ranges[i].end <= offset:
+            i = self._parent[i]
+        return self.ranges[i] if i >= 0 else None
+
+    def enclosing(self, offset: int) -> list[Range]:
+        """All ranges containing ``offset``, innermost first."""
+        out = []
+        i = bisect_right(self._starts, offset) - 1
+        while i >= 0:
+            if self.ranges[i].end > offset:
+                out.append(self.ranges[i])
+            i = self._parent[i]
+        return out
+
+    def by_key(self, key: str) -> list[Range]:
+        """Every range carrying ``key`` (usually one)."""
+        return [self.ranges[i] for i in self._by_key.get(key, ())]
+
+    def keys(self):
+        """All keys present in this document."""
+        return self._by_key.keys()
+
+    def __len__(self) -> int:
+        return len(self.ranges)

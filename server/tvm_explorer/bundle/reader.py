@@ -1,0 +1,248 @@
+"""Load a bundle written by ``tvm-explorer compile`` and answer provenance questions.
+
+Loading validates everything a damaged or hostile bundle could get wrong (JSON, schema,
+paths leading outside the bundle, ranges past the end of a document) and raises
+``BundleError`` naming the file; it never executes anything from the bundle.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..errors import BundleError
+from .format import FORMAT_NAME, INDEX, KINDS, MANIFEST, SCHEMA_VERSION, STAGES
+from .index import DocumentIndex, Range
+
+
+@dataclass(frozen=True)
+class Layer:
+    """One TFLite operator of the model."""
+
+    id: int
+    subgraph: int
+    op_index: int
+    opcode: str
+    outputs: tuple[str, ...]
+    output_types: tuple[dict, ...]
+
+
+@dataclass(frozen=True)
+class Document:
+    """One text document of a bundle."""
+
+    path: str
+    stage: str
+    language: str
+    pass_index: int | None
+    order: int
+
+
+@dataclass(frozen=True)
+class Origin:
+    """A layer that a piece of text came from."""
+
+    layer: Layer
+    is_output: bool
+
+    def to_json(self) -> dict:
+        """The shape printed by ``tvm-explorer origins --json``."""
+        return {
+            "subgraph": self.layer.subgraph,
+            "op_index": self.layer.op_index,
+            "opcode": self.layer.opcode,
+            "outputs": list(self.layer.outputs),
+            "is_output": self.is_output,
+        }
+
+
+def _read_json(path: Path, what: str):
+    try:
+        with open(path, encoding="utf-8") as fh:
+            return json.load(fh)
+    except FileNotFoundError:
+        raise BundleError(f"{path}: missing {what}") from None
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as err:
+        raise BundleError(f"{path}: {what} is not readable JSON ({err})") from None
+
+
+def resolve_inside(root: Path, rel: str) -> Path:
+    """``root/rel`` if it stays inside ``root`` (after following symlinks), else BundleError."""
+    if not isinstance(rel, str) or not rel or rel.startswith(("/", "\\")) or "\x00" in rel:
+        raise BundleError(f"{root}: document path {rel!r} is not a relative path")
+    parts = rel.split("/")
+    if any(p in ("", ".", "..") for p in parts) or os.path.isabs(rel):
+        raise BundleError(f"{root}: document path {rel!r} leaves the bundle")
+    full = (root / rel).resolve()
+    if full != root and root not in full.parents:
+        raise BundleError(f"{root}: document path {rel!r} leads outside the bundle")
+    return full
+
+
+class Bundle:
+    """A loaded, validated bundle. Document texts and indexes are read on first use."""
+
+    def __init__(self, root: str | os.PathLike):
+        self.root = Path(root).resolve()
+        if not self.root.is_dir():
+            raise BundleError(f"{root}: not a bundle directory")
+        self.manifest = self._load_manifest()
+        index = _read_json(self.root / INDEX, "provenance index")
+        if not isinstance(index, dict) or index.get("schema_version") != SCHEMA_VERSION:
+            raise BundleError(f"{self.root / INDEX}: unknown index schema")
+        self.layers = self._load_layers(index.get("layers"))
+        self.origin_sets = self._load_origin_sets(index.get("origin_sets"))
+        self.documents = self._load_documents()
+        self._doc_by_path = {d.path: d for d in self.documents}
+        raw = index.get("documents")
+        if not isinstance(raw, dict):
+            raise BundleError(f"{self.root / INDEX}: 'documents' must be an object")
+        self._raw_index = raw
+        self._indexes: dict[str, DocumentIndex] = {}
+        self._texts: dict[str, str] = {}
+        self._layer_by_op = {(lay.subgraph, lay.op_index): lay for lay in self.layers}
+
+    # -- loading -----------------------------------------------------------------------
+    def _load_manifest(self) -> dict:
+        path = self.root / MANIFEST
+        manifest = _read_json(path, "manifest")
+        if not isinstance(manifest, dict) or manifest.get("format") != FORMAT_NAME:
+            raise BundleError(f"{path}: not a tvm-explorer bundle manifest")
+        if manifest.get("schema_version") != SCHEMA_VERSION:
+            raise BundleError(
+                f"{path}: schema version {manifest.get('schema_version')!r} is not supported "
+                f"(this tvm-explorer reads version {SCHEMA_VERSION}); recompile the bundle"
+            )
+        if manifest.get("complete") is not True:
+            raise BundleError(f"{path}: bundle is incomplete (its compile did not finish)")
+        for key in ("documents", "passes"):
+            if not isinstance(manifest.get(key), list):
+                raise BundleError(f"{path}: '{key}' must be a list")
+        return manifest
+
+    def _load_layers(self, raw) -> list[Layer]:
+        if not isinstance(raw, list):
+            raise BundleError(f"{self.root / INDEX}: 'layers' must be a list")
+        layers = []
+        try:
+            for i, lay in enumerate(raw):
+                if lay["id"] != i:
+                    raise ValueError(f"layer {i} has id {lay['id']}")
+                layers.append(
+                    Layer(
+                        i,
+                        int(lay["subgraph"]),
+                        int(lay["op_index"]),
+                        str(lay["opcode"]),
+                        tuple(str(o) for o in lay.get("outputs", ())),
+                        tuple(lay.get("output_types", ())),
+                    )
+                )
+        except (KeyError, TypeError, ValueError) as err:
+            raise BundleError(f"{self.root / INDEX}: bad layer table ({err})") from None
+        return layers
+
+    def _load_origin_sets(self, raw) -> list[tuple[tuple[int, bool], ...]]:
+        if not isinstance(raw, list):
+            raise BundleError(f"{self.root / INDEX}: 'origin_sets' must be a list")
+        sets = []
+        for k, members in enumerate(raw):
+            try:
+                entry = tuple((int(lid), bool(out)) for lid, out in members)
+            except (TypeError, ValueError):
+                raise BundleError(f"{self.root / INDEX}: origin set {k} is malformed") from None
+            if any(not 0 <= lid < len(self.layers) for lid, _ in entry):
+                raise BundleError(f"{self.root / INDEX}: origin set {k} names an unknown layer")
+            sets.append(entry)
+        return sets
+
+    def _load_documents(self) -> list[Document]:
+        docs = []
+        for order, raw in enumerate(self.manifest["documents"]):
+            if not isinstance(raw, dict) or raw.get("stage") not in STAGES:
+                raise BundleError(f"{self.root / MANIFEST}: document entry {order} is malformed")
+            path = raw.get("path")
+            resolve_inside(self.root, path)
+            docs.append(
+                Document(
+                    path,
+                    raw["stage"],
+                    str(raw.get("language", "")),
+                    raw.get("pass_index"),
+                    order,
+                )
+            )
+        return docs
+
+    # -- queries -----------------------------------------------------------------------
+    def document(self, path: str) -> Document | None:
+        """The document at bundle-relative ``path``, or None."""
+        return self._doc_by_path.get(path)
+
+    def text(self, path: str) -> str:
+        """The text of a document (read once, then cached)."""
+        if path not in self._texts:
+            if path not in self._doc_by_path:
+                raise BundleError(f"{self.root}: {path!r} is not a document of this bundle")
+            full = resolve_inside(self.root, path)
+            try:
+                self._texts[path] = full.read_text(encoding="utf-8")
+            except FileNotFoundError:
+                raise BundleError(f"{full}: document listed in the manifest is missing") from None
+            except (OSError, UnicodeDecodeError) as err:
+                raise BundleError(f"{full}: cannot read document ({err})") from None
+        return self._texts[path]
+
+    def index(self, path: str) -> DocumentIndex:
+        """The provenance index of a document (validated against its text on first use)."""
+        if path not in self._indexes:
+            self._indexes[path] = self._build_index(path)
+        return self._indexes[path]
+
+    def _build_index(self, path: str) -> DocumentIndex:
+        raw = self._raw_index.get(path)
+        if raw is None:
+            return DocumentIndex([])
+        where = f"{self.root / INDEX} ({path})"
+        length = len(self.text(path))
+        if not isinstance(raw, dict) or raw.get("length") != length:
+            raise BundleError(f"{where}: index does not match the document (stale or damaged)")
+        ranges = []
+        try:
+            for item in raw.get("ranges", ()):
+                start, end, oset, kind, key = item[:5]
+                link = item[5] if len(item) > 5 else None
+                if not (0 <= start <= end <= length):
+                    raise BundleError(f"{where}: range [{start}, {end}) lies past the document end")
+                if not 0 <= oset < len(self.origin_sets) or kind not in KINDS:
+                    raise BundleError(f"{where}: range [{start}, {end}) is malformed")
+                ranges.append(Range(int(start), int(end), int(oset), kind, str(key), link))
+        except (TypeError, ValueError):
+            raise BundleError(f"{where}: ranges are malformed") from None
+        return DocumentIndex(ranges)
+
+    def origins(self, origin_set: int) -> list[Origin]:
+        """The layers of an origin set."""
+        return [Origin(self.layers[lid], out) for lid, out in self.origin_sets[origin_set]]
+
+    def origins_at(self, path: str, offset: int) -> list[Origin]:
+        """Origins of the innermost indexed range at ``offset`` that has any (else [])."""
+        for rng in self.index(path).enclosing(offset):
+            if rng.origin_set:
+                return self.origins(rng.origin_set)
+        return []
+
+    def layer(self, subgraph: int, op_index: int) -> Layer | None:
+        """The layer of a TFLite operator, or None."""
+        return self._layer_by_op.get((subgraph, op_index))
+
+    def offset_of(self, path: str, line: int, column: int = 0) -> int:
+        """Character offset of a 0-based (line, column) in a document; clamps the column."""
+        text = self.text(path)
+        lines = text.split("\n")
+        if not 0 <= line < len(lines):
+            raise BundleError(f"{path}: line {line + 1} is past the end ({len(lines)} lines)")
+        start = sum(len(s) + 1 for s in lines[:line])
+        return start + min(max(column, 0), len(lines[line]))
