@@ -90,7 +90,7 @@ class ProvenanceTracker:
         self._prev_binding: dict[tuple[str, str], int] = {}
         self._next_unit = 1
         self._stores: dict[int, StoreInfo] = {}
-        self._seen_funcs: dict[str, int] = {}
+        self._fused_calls: dict[str, list[tuple[str, int]]] = {}
         self.unit_derived: dict[int, int] = {}
 
     # -- public ----------------------------------------------------------------------
@@ -148,12 +148,18 @@ class ProvenanceTracker:
         if not all(sets):
             rest = self.origins.as_parts(self.origins.union(sets)) if any(sets) else self.function_set(fname)
             sets = [s or rest for s in sets]
+        calls: list[tuple[str, int]] = []
         for b, sid in zip(bindings, sets):
             if sid:
                 self._stamp_binding(b, sid)
             for gv in _global_refs(b.value):
-                if isinstance(mod.functions.get(gv) if gv in mod.functions else None, tirx.PrimFunc):
+                if gv in mod.functions and isinstance(mod[gv], tirx.PrimFunc):
                     call_sites.setdefault(gv.name_hint, []).append(sid)
+                    calls.append((gv.name_hint, sid))
+        if calls and fname != "main":
+            # FuseTIR will inline these PrimFuncs into one named like this function, in
+            # this order: remember which call each copied store comes from.
+            self._fused_calls[fname] = calls
         self.func_origin[fname] = self.origins.union(sets)
         return list(zip(bindings, sets))
 
@@ -201,6 +207,7 @@ class ProvenanceTracker:
         current: dict[int, StoreInfo] = {}
         fresh: list[tuple[str, object]] = []
         spanned: dict[str, int] = {}
+        occurrences: dict[tuple[str, int], int] = {}
         params: dict[str, set[str]] = {}
         for gv, func in sorted(prim_funcs, key=lambda gf: gf[0].name_hint):
             name = gv.name_hint
@@ -213,6 +220,12 @@ class ProvenanceTracker:
                     continue
                 spanned[name] = spanned.get(name, 0) + 1
                 sid, unit = got
+                origin_func = previous[unit].func if unit in previous else None
+                if origin_func and origin_func != name and name in self._fused_calls:
+                    sid = self._call_site_set(name, origin_func, unit, sid, occurrences)
+                    if sid != got[0]:
+                        set_span(store, origin_span(sid, unit))
+                        got = (sid, unit)
                 if unit in current:
                     # The same store in a second function: a copy (FuseTIR, cloning).
                     fresh.append((name, store))
@@ -248,6 +261,17 @@ class ProvenanceTracker:
                 self.func_origin[name] = self.origins.union(
                     info.origin_set for info in current.values() if info.func == name
                 )
+
+    def _call_site_set(self, fused: str, prim: str, unit: int, sid: int, occurrences) -> int:
+        """Origins of the k-th copy of a store of ``prim`` inlined into ``fused``: the k-th
+        call of ``prim`` in the fused function (a deduplicated PrimFunc serves many layers)."""
+        k = occurrences.get((fused, unit), 0)
+        occurrences[(fused, unit)] = k + 1
+        sites = [site for callee, site in self._fused_calls[fused] if callee == prim]
+        if k >= len(sites) or not sites[k]:
+            return sid
+        produces = any(out for _, out in self.origins.get(sid))
+        return sites[k] if produces else self.origins.as_parts(sites[k])
 
     def _within(self, sid: int, fset: int) -> int:
         """``sid`` narrowed to the layers its function serves (if that leaves any)."""
