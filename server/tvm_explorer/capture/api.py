@@ -17,6 +17,8 @@ from ..provenance import OriginTable
 from .codegen import index_source
 from .importer import import_tflite
 from .pipeline import TARGETS, build, generated_sources, make_target
+from .exact import ExactOrigins
+from .schedules import ScheduleRecorder
 from .session import CaptureSession
 
 _CODE_DOCUMENTS = {"c": "code/module.c", "cuda": "code/device.cu", "ll": "code/host.ll"}
@@ -57,7 +59,8 @@ def _add_generated_code(session: CaptureSession, executable, target: str) -> dic
         if kind == "ll" or session.final_tir is None:
             ranges, cov = [], None
         else:
-            ranges, cov = index_source(text, session.final_tir, session.tracker, session.origins)
+            link = session.schedules.trace_link if session.schedules is not None else None
+            ranges, cov = index_source(text, session.final_tir, session.tracker, session.origins, link)
         if session.writer is not None:
             session.writer.add_document(path, text, ranges, "code", pass_index=index)
             session.writer.passes.append({
@@ -70,6 +73,14 @@ def _add_generated_code(session: CaptureSession, executable, target: str) -> dic
         index += 1
     session.pass_index = index
     return coverage
+
+
+def _add_schedule_traces(session: CaptureSession) -> None:
+    if session.schedules is None or session.writer is None:
+        return
+    for entry, text in session.schedules.files():
+        session.writer.add_file(entry["path"], text)
+        session.writer.traces.append(entry)
 
 
 def _manifest(model: LoadedModel, target: str, options: dict) -> dict:
@@ -112,17 +123,22 @@ def compile_model(model_path: str | os.PathLike, bundle: str | os.PathLike | Non
         session.record("import", mod, "relax")
         instruments = [session.instrument()]
         if exact_origins:
-            from .exact import ExactOrigins
-
             instruments.insert(0, ExactOrigins())
+        if schedule_records and target == "cuda":
+            session.schedules = ScheduleRecorder()
         try:
-            executable = build(mod, target, instruments)
+            if session.schedules is not None:
+                with session.schedules:
+                    executable = build(mod, target, instruments)
+            else:
+                executable = build(mod, target, instruments)
         except ExplorerError:
             raise
         except Exception as err:  # noqa: BLE001 - TVM failures reach the user as one message
             first = " ".join(str(err).split())[:500] or type(err).__name__
             raise ExplorerError(f"{model.path}: TVM failed to compile the model for {target}: {first}") from None
         code_cov = _add_generated_code(session, executable, target)
+        _add_schedule_traces(session)
         options = {"spans": True, "exact_origins": exact_origins, "schedule_records": schedule_records}
         path = None
         n_docs = len(writer.documents) if writer else 0
