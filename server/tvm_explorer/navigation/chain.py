@@ -2,6 +2,7 @@
 
 The rules, tried in order (see docs/navigation.md):
 
+0. Relax of the import -> model: the origin layer(s).
 1. TIR -> Relax: a position inside PrimFunc ``X`` goes to the Relax binding(s) of the
    previous document carrying link ``prim:X`` (the binding that calls the PrimFunc).
 2. Same key: the innermost enclosing range whose key exists in the previous document
@@ -32,6 +33,8 @@ def previous_stage(view: BundleView, path: str, offset: int, keep: Keep = keep_a
     ranges = view.enclosing(path, offset, keep)
     if not ranges:
         return []
+    if prev.stage == "model":
+        return view.layer_places(o.layer.id for o in view.origins_of(ranges))
     here = view.bundle.index(path)
     there = view.bundle.index(prev.path)
     prim = next((r for r in ranges if r.kind == "primfunc"), None)
