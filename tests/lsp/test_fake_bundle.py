@@ -153,3 +153,97 @@ async def test_blank_and_outside_positions_answer_empty(client, bundle):
     other = types.TextDocumentIdentifier("file:///nonexistent/x.relax")
     assert await client.text_document_definition_async(
         types.DefinitionParams(other, types.Position(0, 0))) == []
+
+
+async def test_list_bundles_and_passes(client, bundle):
+    result = await client.protocol.send_request_async("tvmExplorer/listBundles", {})
+    (info,) = result.bundles
+    assert (info.root, info.model, info.target, info.passes, info.documents) == (
+        str(bundle), "tiny.tflite", "c", 6, 7)
+    passes = await client.protocol.send_request_async(
+        "tvmExplorer/listPasses", {"bundle": uri(bundle)})
+    names = [(p.index, p.stage, p.name, p.changed) for p in passes.passes]
+    assert names[:2] == [(0, "relax", "import", True), (1, "relax", "DispatchSampling", False)]
+    assert passes.passes[0].before is None
+    assert passes.passes[2].after == uri(bundle / "relax/004-LegalizeOps.relax")
+    # Any document of the bundle names it too; an unknown bundle has no passes.
+    same = await client.protocol.send_request_async(
+        "tvmExplorer/listPasses", {"bundle": uri(bundle / "code/module.c")})
+    assert len(same.passes) == 6
+    none = await client.protocol.send_request_async("tvmExplorer/listPasses", {"bundle": "file:///x"})
+    assert list(none.passes) == []
+
+
+async def test_origins_request_uses_documented_field_names(client, bundle):
+    path = "relax/007-FuseTIR.relax"
+    result = await client.protocol.send_request_async(
+        "tvmExplorer/origins",
+        {"textDocument": {"uri": uri(bundle / path)},
+         "position": {"line": position_of(TEXTS[path], "lv2 =").line, "character": 12}},
+    )
+    origins = result.origins
+    assert [(o.subgraph, o.op_index, o.opcode, list(o.outputs), o.is_output) for o in origins] == [
+        (0, 0, "CONV_2D", ["conv1"], True), (0, 1, "RELU", ["relu1"], True)]
+    assert origins[0].location.uri == uri(bundle / "model.tflgraph")
+
+
+async def test_document_symbols_nest(client, bundle):
+    path = "relax/004-LegalizeOps.relax"
+    symbols = await client.text_document_document_symbol_async(
+        types.DocumentSymbolParams(doc(bundle, path)))
+    assert [s.name for s in symbols] == ["conv2d", "relu", "add", "main"]
+    main = symbols[-1]
+    assert [(c.name, c.detail) for c in main.children] == [
+        ("lv", "conv2d"), ("lv1", "relu"), ("gv", "add")]
+    model = await client.text_document_document_symbol_async(
+        types.DocumentSymbolParams(doc(bundle, "model.tflgraph")))
+    assert [(s.name, s.detail) for s in model] == [
+        ("0: CONV_2D", "conv1"), ("1: RELU", "relu1"), ("2: ADD", "out")]
+
+
+async def test_code_lens_counts_places_per_layer(client, bundle):
+    lenses = await client.text_document_code_lens_async(
+        types.CodeLensParams(doc(bundle, "model.tflgraph")))
+    assert [lens.command.title for lens in lenses] == [
+        "7 places in 6 stages", "7 places in 6 stages", "7 places in 6 stages"]
+    assert lenses[0].command.command == "tvmExplorer.showReferences"
+    assert not await client.text_document_code_lens_async(
+        types.CodeLensParams(doc(bundle, "code/module.c")))
+
+
+async def test_document_links_to_primfunc_and_trace(client, bundle):
+    links = await client.text_document_document_link_async(
+        types.DocumentLinkParams(doc(bundle, "relax/007-FuseTIR.relax")))
+    assert [link.target.split("/tiny/")[1] for link in links] == [
+        "tir/000-input.tir#L3,1", "tir/000-input.tir#L9,1"]
+    traced = await client.text_document_document_link_async(
+        types.DocumentLinkParams(doc(bundle, "tir/012-s_tir.LowerOpaqueBlock.tir")))
+    assert [link.target.split("/tiny/")[1] for link in traced] == ["traces/fused_conv2d_relu.py"]
+
+
+async def test_references_from_ir_include_declaration(client, bundle):
+    path = "code/module.c"
+    found = await client.text_document_references_async(
+        types.ReferenceParams(
+            text_document=doc(bundle, path),
+            position=position_of(TEXTS[path], "y_1[i] = (x_1"),
+            context=types.ReferenceContext(include_declaration=True),
+        )
+    )
+    places = where(bundle, found)
+    assert places[0] == ("model.tflgraph", "op 2  ADD  (relu1, c) -> out [1,8,8,4] float32")
+    assert ("code/module.c", "y_1[i] = (x_1[i] + c[i]);") in places
+    assert len(places) == 8
+
+
+async def test_hover_on_model_layer_and_fused_binding(client, bundle):
+    hover = await client.text_document_hover_async(types.HoverParams(
+        doc(bundle, "model.tflgraph"), position_of(TEXTS["model.tflgraph"], "ADD")))
+    assert "**ADD** layer 2" in hover.contents.value
+    assert "7 places in 6 stages" in hover.contents.value
+    assert "Model document of `tiny.tflite`" in hover.contents.value
+    path = "relax/007-FuseTIR.relax"
+    hover = await client.text_document_hover_async(types.HoverParams(
+        doc(bundle, path), position_of(TEXTS[path], "lv2 =")))
+    assert hover.contents.value.count("layer output") == 2
+    assert "Relax after pass 7 `FuseTIR`" in hover.contents.value

@@ -68,6 +68,10 @@ def create_server(poll_interval: float = 1.0) -> ExplorerServer:
     @server.feature(types.INITIALIZE)
     def initialize(ls: ExplorerServer, params: types.InitializeParams):
         watcher.configure(params)
+        caps = params.capabilities.text_document
+        session.link_tooltips = bool(
+            caps and caps.document_link and caps.document_link.tooltip_support
+        )
 
     @server.feature(types.INITIALIZED)
     async def initialized(ls: ExplorerServer, params: types.InitializedParams):
