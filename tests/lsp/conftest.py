@@ -4,6 +4,8 @@ server process (``python -m tvm_explorer serve``) over stdio."""
 from __future__ import annotations
 
 import asyncio
+import os
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -79,3 +81,31 @@ def fake_workspace(tmp_path_factory) -> Path:
     ws = tmp_path_factory.mktemp("fake-ws")
     write_fake_bundle(ws / "bundles" / "tiny")
     return ws
+
+
+REAL_MODELS = ("small_cnn_fp32", "small_cnn_int8")
+MODELS_DIR = Path(__file__).resolve().parents[1] / "models"
+
+
+def compile_bundle(model: Path, out: Path, target: str = "c") -> Path:
+    """Run the real ``tvm-explorer compile`` (``TVM_EXPLORER_COMPILE`` may name another
+    interpreter/command prefix, for trying a capture that is not merged yet)."""
+    prefix = os.environ.get("TVM_EXPLORER_COMPILE", f"{sys.executable} -m tvm_explorer").split()
+    cmd = [*prefix, "compile", str(model), "-o", str(out), "--target", target]
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=1800)
+    if proc.returncode != 0 and "invalid choice: 'compile'" in proc.stderr:
+        pytest.skip("`tvm-explorer compile` is not available on this branch yet")
+    assert proc.returncode == 0, f"{' '.join(cmd)} failed:\n{proc.stdout}\n{proc.stderr}"
+    return out.resolve()
+
+
+@pytest.fixture(scope="session")
+def real_workspace(tmp_path_factory) -> dict:
+    """A workspace with real bundles compiled once per test session (target c)."""
+    folder = tmp_path_factory.mktemp("real-ws")
+    (folder / "bundles").mkdir()
+    bundles = {
+        name: compile_bundle(MODELS_DIR / f"{name}.tflite", folder / "bundles" / name)
+        for name in REAL_MODELS
+    }
+    return {"folder": folder, "bundles": bundles}
