@@ -194,8 +194,9 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv=None) -> int:
     """Run the command line; returns the exit code."""
     args = build_parser().parse_args(argv)
+    run = getattr(args, "run", None) or args.func
     try:
-        return args.run(args)
+        return run(args)
     except BrokenPipeError:
         return 0
 

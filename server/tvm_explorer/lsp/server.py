@@ -1,0 +1,134 @@
+"""The language server: the one place that registers handlers and hands them to features."""
+
+from __future__ import annotations
+
+import logging
+
+from lsprotocol import types
+from pygls.lsp.server import LanguageServer
+
+from .. import __version__
+from .features.bundles import BundleWatcher
+from .features.codelens import CodeLenses
+from .features.custom import ExplorerRequests
+from .features.declaration import PreviousStage
+from .features.definition import Definition
+from .features.documents import DocumentTracker
+from .features.hover import Hover
+from .features.links import DocumentLinks
+from .features.references import References
+from .features.symbols import DocumentSymbols
+from .protocol import (
+    LIST_BUNDLES,
+    LIST_PASSES,
+    ORIGINS,
+    PREVIOUS_STAGE,
+    ExplorerProtocol,
+    ListBundlesResult,
+    ListPassesResult,
+    OriginsResult,
+    converter_factory,
+)
+from .session import ENCODINGS, Session
+
+logger = logging.getLogger(__name__)
+
+
+class ExplorerServer(LanguageServer):
+    """pygls server reporting failures of notification handlers to the log only (a request
+    failing is answered with an error by pygls; our handlers answer empty instead)."""
+
+    def report_server_error(self, error, source):
+        """Log instead of popping up an "Error in server" message."""
+        logger.error("server error (%s): %s", getattr(source, "__name__", source), error)
+
+
+def create_server(poll_interval: float = 1.0) -> ExplorerServer:
+    """A server with every feature registered; ``poll_interval`` seconds between checks of
+    the bundles on disk (0 disables polling)."""
+    server = ExplorerServer(
+        "tvm-explorer",
+        __version__,
+        protocol_cls=ExplorerProtocol,
+        converter_factory=converter_factory,
+        text_document_sync_kind=types.TextDocumentSyncKind.Incremental,
+    )
+    session = Session()
+    watcher = BundleWatcher(server, session, poll_interval)
+    documents = DocumentTracker(server, session, watcher)
+    definition = Definition(session)
+    previous = PreviousStage(session)
+    hover = Hover(session)
+    references = References(session)
+    symbols = DocumentSymbols(session)
+    lenses = CodeLenses(session)
+    links = DocumentLinks(session)
+    requests = ExplorerRequests(session)
+
+    @server.feature(types.INITIALIZE)
+    def initialize(ls: ExplorerServer, params: types.InitializeParams):
+        watcher.configure(params)
+        caps = params.capabilities.text_document
+        session.link_tooltips = bool(
+            caps and caps.document_link and caps.document_link.tooltip_support
+        )
+
+    @server.feature(types.INITIALIZED)
+    async def initialized(ls: ExplorerServer, params: types.InitializedParams):
+        session.encoding = ENCODINGS.get(str(ls.workspace.position_encoding), "utf-16")
+        await watcher.start()
+
+    @server.feature(types.SHUTDOWN)
+    def shutdown(ls: ExplorerServer, params):
+        watcher.stop()
+
+    @server.feature(types.WORKSPACE_DID_CHANGE_WORKSPACE_FOLDERS)
+    def folders_changed(ls: ExplorerServer, params: types.DidChangeWorkspaceFoldersParams):
+        watcher.folders_changed(params.event)
+
+    @server.feature(types.WORKSPACE_DID_CHANGE_WATCHED_FILES)
+    def files_changed(ls: ExplorerServer, params: types.DidChangeWatchedFilesParams):
+        watcher.files_changed()
+
+    @server.feature(types.TEXT_DOCUMENT_DID_OPEN)
+    def did_open(ls: ExplorerServer, params: types.DidOpenTextDocumentParams):
+        documents.opened(params)
+
+    @server.feature(types.TEXT_DOCUMENT_DID_CHANGE)
+    def did_change(ls: ExplorerServer, params: types.DidChangeTextDocumentParams):
+        documents.changed(params)
+
+    @server.feature(types.TEXT_DOCUMENT_DID_CLOSE)
+    def did_close(ls: ExplorerServer, params: types.DidCloseTextDocumentParams):
+        documents.closed(params)
+
+    def answer(method: str, handler, empty):
+        """Register ``handler`` for ``method``: wait for the bundle to be loaded, then look up.
+        A failure answers ``empty`` (and is logged), never an error response: a bug at one
+        position must not break the editor's navigation."""
+
+        async def respond(ls: ExplorerServer, params):
+            document = getattr(params, "text_document", None)
+            await watcher.wait_for(getattr(document, "uri", None))
+            try:
+                return handler(params)
+            except Exception:
+                logger.exception("%s failed", method)
+                return empty
+
+        respond.__name__ = method.replace("/", "_")
+        server.feature(method)(respond)
+
+    answer(types.TEXT_DOCUMENT_DEFINITION, definition.definition, [])
+    answer(types.TEXT_DOCUMENT_DECLARATION, previous.previous_stage, [])
+    answer(PREVIOUS_STAGE, previous.previous_stage, [])
+    answer(types.TEXT_DOCUMENT_HOVER, hover.hover, None)
+    answer(types.TEXT_DOCUMENT_REFERENCES, references.references, [])
+    answer(types.TEXT_DOCUMENT_DOCUMENT_SYMBOL, symbols.symbols, [])
+    answer(types.TEXT_DOCUMENT_CODE_LENS, lenses.code_lenses, [])
+    answer(types.TEXT_DOCUMENT_DOCUMENT_LINK, links.links, [])
+    answer(LIST_BUNDLES, requests.list_bundles, ListBundlesResult([]))
+    answer(LIST_PASSES, requests.list_passes, ListPassesResult([]))
+    answer(ORIGINS, requests.origins, OriginsResult([]))
+    return server
+
