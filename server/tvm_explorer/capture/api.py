@@ -126,6 +126,7 @@ def compile_model(model_path: str | os.PathLike, bundle: str | os.PathLike | Non
             instruments.insert(0, ExactOrigins())
         if schedule_records and target == "cuda":
             session.schedules = ScheduleRecorder()
+            instruments.append(session.schedules.instrument())
         try:
             if session.schedules is not None:
                 with session.schedules:

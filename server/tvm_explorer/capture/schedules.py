@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+import tvm
 from tvm import s_tir
 
 from .spans import handle
@@ -29,8 +30,12 @@ class ScheduleRecord:
 
 
 def _loop_steps(sch) -> dict[str, int]:
+    """Loop variable of the scheduled function -> the first step that created that loop.
+    Lookups (``get_loops``) create nothing: a loop they return existed before."""
     out: dict[str, int] = {}
     for step, inst in enumerate(sch.trace.insts):
+        if inst.kind.name.startswith("Get"):
+            continue
         for rv in inst.outputs:
             if type(rv).__name__ != "LoopRV":
                 continue
@@ -40,7 +45,7 @@ def _loop_steps(sch) -> dict[str, int]:
                 continue
             name = getattr(getattr(loop, "loop_var", None), "name", None)
             if name:
-                out[name] = step
+                out.setdefault(name, step)
     return out
 
 
@@ -56,12 +61,7 @@ class ScheduleRecorder:
         from tvm.s_tir.dlight.base import transform as dl_transform
 
         original_apply = dl_transform._apply_rules
-        original_module = dl_transform.ApplyDefaultSchedule.transform_module
         recorder = self
-
-        def transform_module(this, mod, ctx):
-            recorder._names = {handle(f): gv.name_hint for gv, f in mod.functions.items()}
-            return original_module(this, mod, ctx)
 
         def apply_rules(func, target, rules, tunable):
             for rule in rules:
@@ -74,16 +74,18 @@ class ScheduleRecorder:
                 return space
             return None
 
-        self._saved = (dl_transform, original_apply, original_module)
+        self._saved = (dl_transform, original_apply)
         dl_transform._apply_rules = apply_rules
-        dl_transform.ApplyDefaultSchedule.transform_module = transform_module
         return self
 
     def __exit__(self, *exc):
-        module, original_apply, original_module = self._saved
+        module, original_apply = self._saved
         module._apply_rules = original_apply
-        module.ApplyDefaultSchedule.transform_module = original_module
         return False
+
+    def instrument(self):
+        """A pass instrument that tells the recorder the PrimFuncs' names before scheduling."""
+        return _NameWatcher(self)
 
     def _record(self, func, rule, space) -> None:
         name = self._names.get(handle(func))
@@ -128,3 +130,15 @@ class ScheduleRecorder:
             }
             out.append((entry, header + rec.program + "\n"))
         return out
+
+
+@tvm.ir.instrument.pass_instrument
+class _NameWatcher:
+    """Before ``ApplyDefaultSchedule`` runs, note which PrimFunc object has which name."""
+
+    def __init__(self, recorder: ScheduleRecorder):
+        self.recorder = recorder
+
+    def run_before_pass(self, mod, info):
+        if info.name == "ApplyDefaultSchedule":
+            self.recorder._names = {handle(f): gv.name_hint for gv, f in mod.functions.items()}
