@@ -46,7 +46,9 @@ def _compile_in_this_process(args) -> int:
         print(f"  generated {kind}: {cov['attributed']}/{cov['units']} computing lines attributed")
     print("Open it in VS Code with the TVM Explorer extension:")
     print(f"  code {bundle}")
-    print(f"Query a position: tvm-explorer origins {bundle} code/module.c:LINE")
+    code = {"c": "code/module.c", "cuda": "code/device.cu"}.get(args.target)
+    if code:
+        print(f"Ask where a line came from:\n  tvm-explorer origins {bundle} {code}:LINE")
     return 0
 
 

@@ -6,8 +6,6 @@ id everywhere (spans stamped into TVM IR, the bundle index). Id 0 is the empty s
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 Origin = tuple[int, bool]
 
 
@@ -61,22 +59,3 @@ class OriginTable:
 
     def __len__(self) -> int:
         return len(self._sets)
-
-
-@dataclass(frozen=True)
-class DocRange:
-    """An indexed piece of a document before it is written: offsets in code points."""
-
-    start: int
-    end: int
-    origin_set: int
-    kind: str
-    key: str
-    link: str | None = None
-
-    def to_json(self) -> list:
-        """The index entry ``[start, end, set, kind, key(, link)]``."""
-        item = [self.start, self.end, self.origin_set, self.kind, self.key]
-        if self.link:
-            item.append(self.link)
-        return item

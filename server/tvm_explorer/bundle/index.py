@@ -21,6 +21,13 @@ class Range:
     key: str
     link: str | None = None
 
+    def to_json(self) -> list:
+        """The index entry ``[start, end, set, kind, key(, link)]``."""
+        item = [self.start, self.end, self.origin_set, self.kind, self.key]
+        if self.link:
+            item.append(self.link)
+        return item
+
 
 class DocumentIndex:
     """The ranges of one document, sorted by start and nested outer-before-inner."""

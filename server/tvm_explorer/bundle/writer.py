@@ -13,7 +13,8 @@ import shutil
 from pathlib import Path
 
 from ..errors import ExplorerError
-from ..provenance import DocRange, OriginTable
+from ..bundle.index import Range
+from ..provenance import OriginTable
 from .format import FORMAT_NAME, INDEX, LANGUAGE_BY_SUFFIX, MANIFEST, SCHEMA_VERSION, STAGES
 
 _RENAME_EXCHANGE = 2
@@ -65,7 +66,7 @@ class BundleWriter:
         self._index: dict[str, dict] = {}
         self._done = False
 
-    def add_document(self, path: str, text: str, ranges: list[DocRange], stage: str,
+    def add_document(self, path: str, text: str, ranges: list[Range], stage: str,
                      pass_index: int | None = None, **extra) -> None:
         """Write one document and remember its index entry."""
         assert stage in STAGES

@@ -16,7 +16,8 @@ from dataclasses import dataclass
 import tvm_ffi
 from tvm import tirx
 
-from ..provenance import DocRange, OriginTable
+from ..bundle.index import Range
+from ..provenance import OriginTable
 from .spans import handle, read_span
 from .tracker import ProvenanceTracker
 
@@ -133,7 +134,7 @@ class CodeCoverage:
 
 
 def index_source(text: str, final_tir, tracker: ProvenanceTracker, origins: OriginTable,
-                 trace_link=None) -> tuple[list[DocRange], CodeCoverage]:
+                 trace_link=None) -> tuple[list[Range], CodeCoverage]:
     """Ranges for every generated function, loop and store line of a C/CUDA source."""
     by_symbol: dict[str, tuple[str, object]] = {}
     for gv, func in final_tir.functions.items():
@@ -149,7 +150,7 @@ def index_source(text: str, final_tir, tracker: ProvenanceTracker, origins: Orig
     for line in lines:
         starts.append(pos)
         pos += len(line) + 1
-    ranges: list[DocRange] = []
+    ranges: list[Range] = []
     cov = CodeCoverage()
 
     def rng(first: int, last: int) -> tuple[int, int]:
@@ -163,17 +164,17 @@ def index_source(text: str, final_tir, tracker: ProvenanceTracker, origins: Orig
         fname, func = found
         fset = tracker.function_set(fname)
         s, e = rng(gf.first, gf.last)
-        ranges.append(DocRange(s, e, fset, "primfunc", f"prim:{fname}",
+        ranges.append(Range(s, e, fset, "primfunc", f"prim:{fname}",
                                trace_link(fname) if trace_link else None))
         ranges.extend(_index_body(lines, gf, _events(func, fname), fname, fset, origins, rng, cov,
                                   trace_link))
     return ranges, cov
 
 
-def _index_body(lines, gf, events, fname, fset, origins, rng, cov, trace_link) -> list[DocRange]:
+def _index_body(lines, gf, events, fname, fset, origins, rng, cov, trace_link) -> list[Range]:
     stores = [e for e in events if e.kind == "store"]
     loops = [e for e in events if e.kind == "loop"]
-    out: list[DocRange] = []
+    out: list[Range] = []
     stack: list[tuple[int, int, list[int], str, str | None]] = []  # first, depth, sets, key, link
     depth = 0
     s_cursor = l_cursor = 0
@@ -182,7 +183,7 @@ def _index_body(lines, gf, events, fname, fset, origins, rng, cov, trace_link) -
         first, _d, sets, key, link = stack.pop()
         sid = origins.union(sets)
         s, e = rng(first, line_no)
-        out.append(DocRange(s, e, sid, "loop", key, link))
+        out.append(Range(s, e, sid, "loop", key, link))
         cov.units += 1
         cov.attributed += bool(sid)
         if stack:
@@ -220,7 +221,7 @@ def _index_body(lines, gf, events, fname, fset, origins, rng, cov, trace_link) -
                     sid = origins.as_parts(around or fset)
                     key = f"line:{fname}:{i}"
                 s, e = rng(i, i)
-                out.append(DocRange(s, e, sid, "stmt", key))
+                out.append(Range(s, e, sid, "stmt", key))
                 cov.units += 1
                 cov.attributed += bool(sid)
                 for frame in stack:
@@ -236,7 +237,7 @@ def _index_body(lines, gf, events, fname, fset, origins, rng, cov, trace_link) -
 _LL_DEFINE = re.compile(r"^define\b.*?@\"?([\w.$]+)\"?\(")
 
 
-def index_llvm(text: str, final_tir, tracker: ProvenanceTracker) -> list[DocRange]:
+def index_llvm(text: str, final_tir, tracker: ProvenanceTracker) -> list[Range]:
     """Function-level ranges of LLVM IR host code: each ``define`` maps to its PrimFunc."""
     by_symbol: dict[str, str] = {}
     for gv, func in final_tir.functions.items():
@@ -245,7 +246,7 @@ def index_llvm(text: str, final_tir, tracker: ProvenanceTracker) -> list[DocRang
             symbol = func.attrs.get("global_symbol") if func.attrs is not None else None
             if symbol:
                 by_symbol[str(symbol)] = gv.name_hint
-    out: list[DocRange] = []
+    out: list[Range] = []
     pos = 0
     start = name = None
     for line in text.split("\n"):
@@ -256,7 +257,7 @@ def index_llvm(text: str, final_tir, tracker: ProvenanceTracker) -> list[DocRang
                 if found is not None:
                     start, name = pos, found[0]
         elif line == "}":
-            out.append(DocRange(start, pos + 1, tracker.function_set(name), "primfunc", f"prim:{name}"))
+            out.append(Range(start, pos + 1, tracker.function_set(name), "primfunc", f"prim:{name}"))
             start = name = None
         pos += len(line) + 1
     return out

@@ -5,7 +5,8 @@ from __future__ import annotations
 import tvm_ffi
 from tvm import relax, s_tir, tirx
 
-from ..provenance import DocRange, OriginTable
+from ..bundle.index import Range
+from ..provenance import OriginTable
 from .printer import PlacedFunction
 from .codegen import loop_keys
 from .spans import handle, read_span
@@ -22,13 +23,13 @@ def _prim_callee(value, prim_names: set[str]) -> str | None:
 
 
 def index_module(placed: list[PlacedFunction], starts: list[int], mod, tracker: ProvenanceTracker,
-                 origins: OriginTable, trace_link=None) -> list[DocRange]:
+                 origins: OriginTable, trace_link=None) -> list[Range]:
     """Ranges for every function, binding, loop, block and store of a printed module.
 
     ``trace_link(function, loop_var)`` names the schedule step that created a loop, if any.
     """
     prim_names = {gv.name_hint for gv, f in mod.functions.items() if isinstance(f, tirx.PrimFunc)}
-    ranges: list[DocRange] = []
+    ranges: list[Range] = []
     for pf in placed:
         ftext = pf.text
         lines = ftext.lines
@@ -41,7 +42,7 @@ def index_module(placed: list[PlacedFunction], starts: list[int], mod, tracker: 
             return start, end
 
         fstart, fend = span_of(0, len(lines) - 1)
-        ranges.append(DocRange(fstart, fend, tracker.function_set(ftext.name),
+        ranges.append(Range(fstart, fend, tracker.function_set(ftext.name),
                                "primfunc" if is_prim else "function",
                                f"{'prim' if is_prim else 'func'}:{ftext.name}",
                                trace_link(ftext.name) if (trace_link and is_prim) else None))
@@ -52,7 +53,7 @@ def index_module(placed: list[PlacedFunction], starts: list[int], mod, tracker: 
             while open_containers and open_containers[-1][0] < line:
                 _last, sets, (start, end, kind, key, link) = open_containers.pop()
                 sid = origins.union(sets)
-                ranges.append(DocRange(start, end, sid, kind, key, link))
+                ranges.append(Range(start, end, sid, kind, key, link))
                 if open_containers:
                     open_containers[-1][1].append(sid)
 
@@ -62,7 +63,7 @@ def index_module(placed: list[PlacedFunction], starts: list[int], mod, tracker: 
             start, end = span_of(anchor.first, anchor.last)
             if isinstance(node, tirx.BufferStore):
                 got = read_span(node) or (0, 0)
-                ranges.append(DocRange(start, end, got[0], "stmt", f"store:{got[1]}"))
+                ranges.append(Range(start, end, got[0], "stmt", f"store:{got[1]}"))
                 for container in open_containers:
                     container[1].append(got[0])
             elif isinstance(node, tirx.For):
@@ -75,7 +76,7 @@ def index_module(placed: list[PlacedFunction], starts: list[int], mod, tracker: 
             else:  # a Relax binding
                 got = read_span(node) or read_span(node.var) or (0, 0)
                 link = _prim_callee(node.value, prim_names)
-                ranges.append(DocRange(start, end, got[0], "binding",
+                ranges.append(Range(start, end, got[0], "binding",
                                        f"bind:{ftext.name}:{node.var.name}",
                                        f"prim:{link}" if link else None))
         close_until(len(lines) + 1)

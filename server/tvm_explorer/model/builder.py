@@ -244,11 +244,7 @@ def conv_add_relu_dense(path=None, seed: int = 0) -> bytes:
     y = g.reshape(y, [1, 6 * 6 * 4], name="flatten")
     y = g.fully_connected(y, units=5, name="dense")
     g.output(y)
-    data = g.build()
-    if path is not None:
-        with open(path, "wb") as fh:
-            fh.write(data)
-    return data
+    return _save(g.build(), path)
 
 
 def chain(layers: int, path=None, seed: int = 0) -> bytes:
@@ -268,7 +264,10 @@ def chain(layers: int, path=None, seed: int = 0) -> bytes:
     y = g.fully_connected(y, units=10, name="head")
     y = g.softmax(y, name="probs")
     g.output(y)
-    data = g.build()
+    return _save(g.build(), path)
+
+
+def _save(data: bytes, path) -> bytes:
     if path is not None:
         with open(path, "wb") as fh:
             fh.write(data)

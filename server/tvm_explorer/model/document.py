@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import re
 
-from ..provenance import DocRange, OriginTable
+from ..bundle.index import Range
+from ..provenance import OriginTable
 from .loader import LayerInfo, LoadedModel, TensorInfo
 
 _ENUMS = {
@@ -44,7 +45,7 @@ class _Writer:
     def __init__(self):
         self.parts: list[str] = []
         self.offset = 0
-        self.ranges: list[DocRange] = []
+        self.ranges: list[Range] = []
 
     def write(self, text: str) -> int:
         start = self.offset
@@ -53,7 +54,7 @@ class _Writer:
         return start
 
 
-def render_model_document(model: LoadedModel, origins: OriginTable) -> tuple[str, list[DocRange]]:
+def render_model_document(model: LoadedModel, origins: OriginTable) -> tuple[str, list[Range]]:
     """The model document's text and its ranges (layers and tensor names)."""
     producer: dict[tuple[int, str], int] = {}
     for layer in model.layers:
@@ -72,7 +73,7 @@ def render_model_document(model: LoadedModel, origins: OriginTable) -> tuple[str
         w.write(prefix)
         start = w.write(t.name)
         owner = producer.get((s, t.name))
-        w.ranges.append(DocRange(start, start + len(t.name), layer_sets[owner] if owner is not None else 0,
+        w.ranges.append(Range(start, start + len(t.name), layer_sets[owner] if owner is not None else 0,
                                  "tensor", f"tensor:{s}:{t.name}"))
         pad = " " * max(1, width - len(t.name) + 1)
         extra = " const" if t.is_constant else ""
@@ -97,6 +98,6 @@ def render_model_document(model: LoadedModel, origins: OriginTable) -> tuple[str
                 tensor_line("  in   ", sg.index, t, width)
             for t in lay.outputs:
                 tensor_line("  out  ", sg.index, t, width)
-            w.ranges.append(DocRange(start, w.offset - 1, layer_sets[lay.id], "layer",
+            w.ranges.append(Range(start, w.offset - 1, layer_sets[lay.id], "layer",
                                      f"layer:{lay.subgraph}:{lay.op_index}"))
     return "".join(w.parts), w.ranges
