@@ -1,0 +1,45 @@
+"""Provenance carried inside TVM IR as spans.
+
+A span we stamp has source name ``tvmx``; its line is an origin-set id and its column a unit
+id (the id of a TIR store, stable across passes). TVM never prints spans, so stamping them
+changes neither the printed IR nor what is computed.
+"""
+
+from __future__ import annotations
+
+import tvm
+
+SOURCE_NAME = "tvmx"
+_SOURCE = tvm.ir.SourceName(SOURCE_NAME)
+
+
+def handle(obj) -> int:
+    """Identity of a TVM object (its C handle), usable as a dict key."""
+    return obj.__chandle__()
+
+
+def origin_span(origin_set: int, unit: int = 0) -> tvm.ir.Span:
+    """A span carrying an origin set id and a unit id."""
+    return tvm.ir.Span(_SOURCE, origin_set, unit, origin_set, unit)
+
+
+def read_span(node) -> tuple[int, int] | None:
+    """``(origin_set, unit)`` if ``node`` carries a span we stamped, else None."""
+    span = getattr(node, "span", None)
+    if span is None or span.source_name is None or span.source_name.name != SOURCE_NAME:
+        return None
+    return span.line, span.column
+
+
+def set_span(node, span: tvm.ir.Span) -> None:
+    """Stamp ``span`` on ``node`` in place.
+
+    IR nodes are frozen; TVM's force-setter is safe here because we only stamp nodes that a
+    pass just created (or that we created), and a span never changes what TVM computes.
+    """
+    for cls in type(node).__mro__:
+        prop = cls.__dict__.get("span")
+        if prop is not None and hasattr(prop, "set"):
+            prop.set(node, span)
+            return
+    raise TypeError(f"{type(node).__name__} has no span field")

@@ -1,0 +1,225 @@
+"""Read a TFLite flatbuffer and describe its operators as layers.
+
+Every failure becomes a ``ModelError`` naming the file (and the operator, where one is at
+fault): empty, truncated or foreign files must never surface as a traceback.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..errors import ModelError
+
+TFLITE_IDENTIFIER = b"TFL3"
+
+_DTYPES = {
+    0: "float32", 1: "float16", 2: "int32", 3: "uint8", 4: "int64", 5: "string", 6: "bool",
+    7: "int16", 8: "complex64", 9: "int8", 10: "float64", 11: "complex128", 12: "uint64",
+    13: "resource", 14: "variant", 15: "uint32", 16: "uint16", 17: "int4",
+}
+
+
+@dataclass(frozen=True)
+class TensorInfo:
+    """A tensor as the model document shows it."""
+
+    index: int
+    name: str
+    shape: tuple[int, ...]
+    dtype: str
+    is_constant: bool
+    quantized: bool = False
+
+
+@dataclass
+class LayerInfo:
+    """One TFLite operator: the unit every provenance answer points back to."""
+
+    id: int
+    subgraph: int
+    op_index: int
+    opcode: str
+    inputs: list[TensorInfo]
+    outputs: list[TensorInfo]
+    options: dict = field(default_factory=dict)
+
+    @property
+    def label(self) -> str:
+        """``op 12 CONV_2D`` (with the subgraph when it is not the main one)."""
+        where = f"subgraph {self.subgraph} " if self.subgraph else ""
+        return f"{where}op {self.op_index} {self.opcode}"
+
+
+@dataclass
+class SubgraphInfo:
+    """A subgraph's name, inputs and outputs."""
+
+    index: int
+    name: str
+    inputs: list[TensorInfo]
+    outputs: list[TensorInfo]
+
+
+@dataclass
+class LoadedModel:
+    """A parsed TFLite model with its layer table."""
+
+    path: str
+    data: bytes
+    sha256: str
+    model: object  # tflite.Model
+    subgraphs: list[SubgraphInfo]
+    layers: list[LayerInfo]
+
+    @property
+    def name(self) -> str:
+        """The model's file name."""
+        return os.path.basename(self.path)
+
+    def layer(self, subgraph: int, op_index: int) -> LayerInfo:
+        """The layer of operator ``op_index`` in ``subgraph``."""
+        return self._by_op[(subgraph, op_index)]
+
+    def __post_init__(self):
+        self._by_op = {(lay.subgraph, lay.op_index): lay for lay in self.layers}
+
+
+def _opcode_names() -> dict[int, str]:
+    from tflite.BuiltinOperator import BuiltinOperator
+
+    return {v: k for k, v in vars(BuiltinOperator).items() if not k.startswith("_")}
+
+
+def opcode_of(model, op, names: dict[int, str]) -> str:
+    """The builtin opcode name of ``op`` (``CUSTOM:<code>`` for custom operators)."""
+    op_code = model.OperatorCodes(op.OpcodeIndex())
+    code = max(op_code.DeprecatedBuiltinCode(), op_code.BuiltinCode())
+    name = names.get(code, f"UNKNOWN_{code}")
+    if name == "CUSTOM":
+        custom = op_code.CustomCode()
+        return f"CUSTOM:{custom.decode('utf-8', 'replace')}" if custom else "CUSTOM"
+    return name
+
+
+def _tensor_info(model, subgraph, index: int) -> TensorInfo:
+    tensor = subgraph.Tensors(index)
+    raw_name = tensor.Name()
+    name = raw_name.decode("utf-8", "replace") if raw_name else f"tvmgen_tensor_{index}"
+    shape = tuple(int(d) for d in tensor.ShapeAsNumpy()) if tensor.ShapeLength() else ()
+    buffer = model.Buffers(tensor.Buffer()) if tensor.Buffer() < model.BuffersLength() else None
+    is_const = bool(buffer is not None and (buffer.DataLength() > 0 or buffer.Offset() > 1))
+    quant = tensor.Quantization()
+    quantized = bool(quant is not None and quant.ScaleLength() > 0)
+    return TensorInfo(index, name, shape, _DTYPES.get(tensor.Type(), f"type{tensor.Type()}"),
+                      is_const, quantized)
+
+
+def _options(op) -> dict:
+    """Scalar builtin options of an operator (strides, padding, fused activation, ...)."""
+    from tflite.BuiltinOptions import BuiltinOptions
+
+    kind = op.BuiltinOptionsType()
+    names = {v: k for k, v in vars(BuiltinOptions).items() if not k.startswith("_")}
+    cls_name = names.get(kind)
+    table = op.BuiltinOptions()
+    if not cls_name or cls_name == "NONE" or table is None:
+        return {}
+    try:
+        module = __import__(f"tflite.{cls_name}", fromlist=[cls_name])
+        opts = getattr(module, cls_name)()
+        opts.Init(table.Bytes, table.Pos)
+    except (ImportError, AttributeError):
+        return {}
+    out = {}
+    for attr in dir(opts):
+        if attr.startswith("_") or attr in ("Init",) or attr.endswith(("AsNumpy", "Length", "IsNone")):
+            continue
+        if attr.startswith("GetRootAs") or attr.startswith(cls_name):
+            continue
+        fn = getattr(opts, attr)
+        if not callable(fn):
+            continue
+        try:
+            value = fn()
+        except TypeError:
+            continue
+        if isinstance(value, (bool, int, float, np.integer, np.floating)):
+            out[attr] = value.item() if hasattr(value, "item") else value
+    return out
+
+
+def load_model(path: str | os.PathLike) -> LoadedModel:
+    """Read and validate a TFLite model; raise ModelError naming the file if it is not one."""
+    path = os.fspath(path)
+    try:
+        with open(path, "rb") as fh:
+            data = fh.read()
+    except FileNotFoundError:
+        raise ModelError(f"{path}: no such file") from None
+    except IsADirectoryError:
+        raise ModelError(f"{path}: is a directory, not a TFLite model") from None
+    except OSError as err:
+        raise ModelError(f"{path}: cannot read ({err.strerror})") from None
+    if not data:
+        raise ModelError(f"{path}: file is empty, not a TFLite model")
+    if len(data) < 8 or data[4:8] != TFLITE_IDENTIFIER:
+        raise ModelError(f"{path}: not a TFLite model (no 'TFL3' flatbuffer identifier)")
+    try:
+        return _parse(path, data)
+    except ModelError:
+        raise
+    except Exception as err:  # noqa: BLE001 - any reader failure means a damaged flatbuffer
+        raise ModelError(
+            f"{path}: damaged or truncated TFLite model ({type(err).__name__}: {err})"
+        ) from None
+
+
+def _parse(path: str, data: bytes) -> LoadedModel:
+    import tflite
+
+    model = tflite.Model.GetRootAsModel(data, 0)
+    n_sub = model.SubgraphsLength()
+    if n_sub < 1:
+        raise ModelError(f"{path}: TFLite model has no subgraph")
+    names = _opcode_names()
+    subgraphs, layers = [], []
+    for s in range(n_sub):
+        sg = model.Subgraphs(s)
+        n_tensors = sg.TensorsLength()
+
+        def tensors(indices, sg=sg, n_tensors=n_tensors, s=s):
+            out = []
+            for t in indices:
+                t = int(t)
+                if t < 0:
+                    continue  # optional input left out
+                if t >= n_tensors:
+                    raise ModelError(f"{path}: subgraph {s} refers to tensor {t}, which does not exist")
+                out.append(_tensor_info(model, sg, t))
+            return out
+
+        raw_name = sg.Name()
+        sg_name = raw_name.decode("utf-8", "replace") if raw_name else ("main" if s == 0 else f"subgraph_{s}")
+        subgraphs.append(SubgraphInfo(s, sg_name, tensors(sg.InputsAsNumpy() if sg.InputsLength() else []),
+                                      tensors(sg.OutputsAsNumpy() if sg.OutputsLength() else [])))
+        for i in range(sg.OperatorsLength()):
+            op = sg.Operators(i)
+            if op.OpcodeIndex() >= model.OperatorCodesLength():
+                raise ModelError(f"{path}: subgraph {s} operator {i} has an invalid opcode index")
+            layers.append(
+                LayerInfo(
+                    id=len(layers),
+                    subgraph=s,
+                    op_index=i,
+                    opcode=opcode_of(model, op, names),
+                    inputs=tensors(op.InputsAsNumpy() if op.InputsLength() else []),
+                    outputs=tensors(op.OutputsAsNumpy() if op.OutputsLength() else []),
+                    options=_options(op),
+                )
+            )
+    digest = hashlib.sha256(data).hexdigest()
+    return LoadedModel(path, data, digest, model, subgraphs, layers)
