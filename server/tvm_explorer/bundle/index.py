@@ -30,8 +30,13 @@ class DocumentIndex:
         self._starts = [r.start for r in self.ranges]
         self._parent = self._parents(self.ranges)
         self._by_key: dict[str, list[int]] = {}
+        self._by_link: dict[str, list[int]] = {}
+        self._by_set: dict[int, list[int]] = {}
         for i, rng in enumerate(self.ranges):
             self._by_key.setdefault(rng.key, []).append(i)
+            self._by_set.setdefault(rng.origin_set, []).append(i)
+            if rng.link:
+                self._by_link.setdefault(rng.link, []).append(i)
 
     @staticmethod
     def _parents(ranges: list[Range]) -> list[int]:
@@ -64,6 +69,20 @@ class DocumentIndex:
     def by_key(self, key: str) -> list[Range]:
         """Every range carrying ``key`` (usually one)."""
         return [self.ranges[i] for i in self._by_key.get(key, ())]
+
+    def by_link(self, link: str) -> list[Range]:
+        """Every range carrying ``link`` as its sixth element (e.g. bindings calling a PrimFunc)."""
+        return [self.ranges[i] for i in self._by_link.get(link, ())]
+
+    def by_origin_set(self, origin_set: int) -> list[Range]:
+        """Every range whose origin set is ``origin_set``, in document order."""
+        return [self.ranges[i] for i in self._by_set.get(origin_set, ())]
+
+    @property
+    def parents(self) -> list[int]:
+        """``parents[i]`` is the index in ``ranges`` of the range directly enclosing
+        ``ranges[i]`` (-1 for top-level ranges)."""
+        return self._parent
 
     def keys(self):
         """All keys present in this document."""

@@ -103,6 +103,9 @@ class Bundle:
         self._indexes: dict[str, DocumentIndex] = {}
         self._texts: dict[str, str] = {}
         self._layer_by_op = {(lay.subgraph, lay.op_index): lay for lay in self.layers}
+        self._producer = {
+            (lay.subgraph, name): lay for lay in self.layers for name in lay.outputs
+        }
 
     # -- loading -----------------------------------------------------------------------
     def _load_manifest(self) -> dict:
@@ -233,6 +236,44 @@ class Bundle:
             if rng.origin_set:
                 return self.origins(rng.origin_set)
         return []
+
+    def preload(self, on_document=None) -> list[BundleError]:
+        """Read every document and build every index now, so that later queries never touch
+        the disk (a bundle replaced on disk meanwhile cannot mix into this one).
+
+        A document whose text or index is damaged gets an empty index; its error is returned
+        instead of raised. ``on_document(i, n, path)`` is called before each document.
+        """
+        problems = []
+        for i, doc in enumerate(self.documents):
+            if on_document is not None:
+                on_document(i, len(self.documents), doc.path)
+            try:
+                self.index(doc.path)
+            except BundleError as err:
+                problems.append(err)
+                self._texts.setdefault(doc.path, "")
+                self._indexes[doc.path] = DocumentIndex([])
+        return problems
+
+    def previous_document(self, path: str) -> Document | None:
+        """The document one stage back in the provenance chain, or None for the model.
+
+        Documents are ordered model -> relax passes -> tir passes -> code. Code documents
+        (C, CUDA, host LLVM) are siblings: each one's previous stage is the last TIR document.
+        """
+        doc = self._doc_by_path.get(path)
+        if doc is None or doc.order == 0:
+            return None
+        for prev in reversed(self.documents[: doc.order]):
+            if doc.stage != "code" or prev.stage != "code":
+                return prev
+        return None
+
+    def producer(self, subgraph: int, tensor: str) -> Layer | None:
+        """The layer whose output is ``tensor`` in ``subgraph``, or None (graph inputs,
+        constants)."""
+        return self._producer.get((subgraph, tensor))
 
     def layer(self, subgraph: int, op_index: int) -> Layer | None:
         """The layer of a TFLite operator, or None."""

@@ -1,0 +1,1 @@
+"""The LSP glue: the only package that imports pygls or lsprotocol."""

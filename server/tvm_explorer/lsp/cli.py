@@ -1,0 +1,61 @@
+"""``tvm-explorer serve``: start the language server (stdio, or TCP with ``--tcp``).
+
+``add_serve_parser(subparsers)`` adds the subcommand to the main CLI; ``run_serve(args)``
+runs it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+
+
+def add_serve_parser(subparsers) -> argparse.ArgumentParser:
+    """Add the ``serve`` subcommand to an ``argparse`` subparsers object."""
+    parser = subparsers.add_parser(
+        "serve",
+        help="run the language server (stdio by default)",
+        description="Serve the bundles of the workspace over the Language Server Protocol.",
+    )
+    parser.add_argument("--stdio", action="store_true", help="talk LSP over stdin/stdout (default)")
+    parser.add_argument("--tcp", metavar="HOST:PORT", help="listen on a TCP port instead of stdio")
+    parser.add_argument(
+        "--poll-interval", type=float, default=1.0, metavar="SECONDS",
+        help="how often to check bundles on disk for recompiles (0: never; default 1)",
+    )
+    parser.add_argument("--log-file", help="write a debug log to this file")
+    parser.set_defaults(func=run_serve)
+    return parser
+
+
+def run_serve(args: argparse.Namespace) -> int:
+    """Run the server until the client disconnects; returns the exit status."""
+    from .server import create_server  # pygls is only imported when serving
+
+    logging.basicConfig(
+        filename=args.log_file,
+        level=logging.DEBUG if args.log_file else logging.WARNING,
+        stream=None if args.log_file else sys.stderr,
+        format="%(asctime)s %(name)s %(levelname)s %(message)s",
+    )
+    server = create_server(poll_interval=args.poll_interval)
+    if args.tcp:
+        host, _, port = args.tcp.rpartition(":")
+        try:
+            server.start_tcp(host or "127.0.0.1", int(port))
+        except ValueError:
+            print(f"tvm-explorer serve: --tcp wants HOST:PORT, not {args.tcp!r}", file=sys.stderr)
+            return 2
+    else:
+        server.start_io()
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m tvm_explorer.lsp``: the ``serve`` subcommand on its own."""
+    parser = argparse.ArgumentParser(prog="tvm-explorer")
+    sub = parser.add_subparsers(dest="command", required=True)
+    add_serve_parser(sub)
+    args = parser.parse_args(["serve", *(sys.argv[1:] if argv is None else argv)])
+    return run_serve(args)

@@ -1,0 +1,1 @@
+"""One LSP feature per module; ``lsp.server`` wires them to the protocol."""

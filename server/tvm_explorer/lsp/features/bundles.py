@@ -1,0 +1,177 @@
+"""Finding, loading and watching bundles: progress while loading, a notification after every
+change, a message for every damaged bundle."""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import logging
+from pathlib import Path
+
+from lsprotocol import types
+
+from ...errors import BundleError
+from ...navigation import registry as reg
+from ..protocol import BUNDLES_CHANGED, BundlesChangedParams
+from ..session import Session, uri_to_path
+
+logger = logging.getLogger(__name__)
+RESCAN_EVERY = 5  # polls between two walks of the workspace folders
+
+
+class BundleWatcher:
+    """Keeps ``session.registry`` in step with the bundles on disk."""
+
+    def __init__(self, server, session: Session, poll_interval: float = 1.0):
+        self.server = server
+        self.session = session
+        self.poll_interval = poll_interval
+        self.folders: list[Path] = []
+        self._lock = asyncio.Lock()
+        self._task: asyncio.Task | None = None
+        self._tokens = itertools.count(1)
+
+    # -- lifecycle ---------------------------------------------------------------------
+    def configure(self, params: types.InitializeParams) -> None:
+        """Take the workspace folders and options of ``initialize``."""
+        folders = [f.uri for f in params.workspace_folders or ()]
+        if not folders and params.root_uri:
+            folders = [params.root_uri]
+        self.folders = [p for uri in folders if (p := uri_to_path(uri)) and p.is_dir()]
+        options = params.initialization_options
+        if isinstance(options, dict) and isinstance(options.get("pollInterval"), (int, float)):
+            self.poll_interval = max(0.05, float(options["pollInterval"]))
+
+    async def start(self) -> None:
+        """Load the workspace's bundles, then poll for changes."""
+        await self.refresh(rescan=True)
+        if self.poll_interval > 0:
+            self._task = asyncio.get_running_loop().create_task(self._poll())
+
+    def stop(self) -> None:
+        """Stop polling."""
+        if self._task is not None:
+            self._task.cancel()
+
+    async def _poll(self) -> None:
+        for tick in itertools.count(1):
+            await asyncio.sleep(self.poll_interval)
+            try:
+                await self.refresh(rescan=tick % RESCAN_EVERY == 0)
+            except Exception:  # a watcher that dies silently would be worse than a log line
+                logger.exception("bundle refresh failed")
+
+    # -- events ------------------------------------------------------------------------
+    def folders_changed(self, event: types.WorkspaceFoldersChangeEvent) -> None:
+        """Apply ``workspace/didChangeWorkspaceFolders``."""
+        removed = {uri_to_path(f.uri) for f in event.removed}
+        added = [p for f in event.added if (p := uri_to_path(f.uri)) and p.is_dir()]
+        self.folders = [f for f in self.folders if f not in removed] + added
+        self._soon(rescan=True)
+
+    def files_changed(self) -> None:
+        """``workspace/didChangeWatchedFiles``: check now instead of at the next poll."""
+        self._soon(rescan=True)
+
+    def document_opened(self, uri: str) -> None:
+        """Load the bundle of an opened document if it is not known yet."""
+        path = uri_to_path(uri)
+        if path is None or self.session.registry.find(path):
+            return
+        root = reg.enclosing_root(path)
+        if root is not None and root not in self.session.registry.signatures:
+            self._soon(extra=[root])
+
+    def _soon(self, rescan: bool = False, extra: list[Path] | None = None) -> None:
+        asyncio.get_running_loop().create_task(self.refresh(rescan=rescan, extra=extra))
+
+    # -- loading -----------------------------------------------------------------------
+    async def refresh(self, rescan: bool = False, extra: list[Path] | None = None) -> None:
+        """Load new bundles, reload changed ones, forget vanished ones."""
+        async with self._lock:
+            registry = self.session.registry
+            todo = set(extra or ())
+            if rescan and self.folders:
+                found = await asyncio.to_thread(reg.discover, self.folders)
+                todo.update(r for r in found if r not in registry.signatures)
+            todo.update(registry.changed())
+            if not todo:
+                return
+            changed = await self._load_all(sorted(todo))
+            if changed:
+                uris = [self.session.uri_of_root(r) for r in changed]
+                self.server.protocol.notify(BUNDLES_CHANGED, BundlesChangedParams(uris))
+
+    async def _load_all(self, roots: list[Path]) -> list[Path]:
+        registry = self.session.registry
+        progress = await self._progress_begin(len(roots))
+        changed = []
+        for i, root in enumerate(roots):
+            sig = reg.signature(root)
+            if sig is None:
+                if root in registry.bundles:
+                    changed.append(root)
+                registry.forget(root)
+                continue
+            loop = asyncio.get_running_loop()
+
+            def on_document(k: int, n: int, path: str, i=i, root=root) -> None:
+                # Called from the loading thread; notifications go out from the event loop.
+                done = (i + k / max(n, 1)) / len(roots)
+                loop.call_soon_threadsafe(
+                    self._progress_report, progress, f"{root.name}: {path}", done
+                )
+
+            try:
+                view = await asyncio.to_thread(reg.load, root, on_document)
+            except BundleError as err:
+                had = root in registry.bundles
+                registry.install(root, None, sig, str(err))
+                self._report(f"TVM Explorer: cannot load bundle: {err}")
+                if had:
+                    changed.append(root)
+                continue
+            except Exception as err:  # never let a hostile bundle take the server down
+                logger.exception("loading %s failed", root)
+                registry.install(root, None, sig, repr(err))
+                self._report(f"TVM Explorer: cannot load bundle {root}: {err!r}")
+                continue
+            registry.install(root, view, sig)
+            changed.append(root)
+            for problem in view.problems:
+                self._report(f"TVM Explorer: damaged document in {root.name}: {problem}",
+                             types.MessageType.Warning)
+        self._progress_end(progress, f"{len(self.session.registry.bundles)} bundle(s) loaded")
+        return changed
+
+    def _report(self, message: str, kind=types.MessageType.Error) -> None:
+        logger.warning(message)
+        self.server.window_show_message(types.ShowMessageParams(type=kind, message=message))
+
+    # -- $/progress ----------------------------------------------------------------------
+    async def _progress_begin(self, count: int) -> str | None:
+        caps = self.server.client_capabilities
+        if not (caps and caps.window and caps.window.work_done_progress):
+            return None
+        token = f"tvm-explorer-load-{next(self._tokens)}"
+        try:
+            await self.server.work_done_progress.create_async(token)
+        except Exception:  # the client refused: load without a progress bar
+            return None
+        self.server.work_done_progress.begin(
+            token,
+            types.WorkDoneProgressBegin(
+                title="Loading TVM Explorer bundles", message=f"{count} bundle(s)", percentage=0
+            ),
+        )
+        return token
+
+    def _progress_report(self, token: str | None, message: str, done: float) -> None:
+        if token is not None:
+            self.server.work_done_progress.report(
+                token, types.WorkDoneProgressReport(message=message, percentage=int(done * 100))
+            )
+
+    def _progress_end(self, token: str | None, message: str) -> None:
+        if token is not None:
+            self.server.work_done_progress.end(token, types.WorkDoneProgressEnd(message=message))

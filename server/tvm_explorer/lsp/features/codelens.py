@@ -1,0 +1,44 @@
+"""``textDocument/codeLens``: on each model layer, how many places it ended up in."""
+
+from __future__ import annotations
+
+from lsprotocol import types
+
+from ...navigation.provenance import reach
+from ..protocol import SHOW_REFERENCES_COMMAND
+from ..session import Session
+
+
+class CodeLenses:
+    """"12 places in 5 stages" above every layer of the model document."""
+
+    def __init__(self, session: Session):
+        self.session = session
+
+    def code_lenses(self, params: types.CodeLensParams) -> list[types.CodeLens]:
+        """One lens per layer entry; its command asks the client to show the references."""
+        found = self.session.locate(params.text_document.uri)
+        if found is None:
+            return []
+        view, path = found
+        doc = view.bundle.document(path)
+        if doc is None or doc.stage != "model":
+            return []
+        out = []
+        for layer_reach in reach(view):
+            entry = layer_reach.entry
+            rng = self.session.range(view, path, entry.start, entry.start)
+            if rng is None:
+                continue
+            out.append(
+                types.CodeLens(
+                    range=types.Range(rng.start, rng.start),
+                    command=types.Command(
+                        title=layer_reach.summary(),
+                        command=SHOW_REFERENCES_COMMAND,
+                        arguments=[params.text_document.uri, {"line": rng.start.line,
+                                                             "character": rng.start.character}],
+                    ),
+                )
+            )
+        return out

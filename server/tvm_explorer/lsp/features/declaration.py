@@ -1,0 +1,24 @@
+"""``textDocument/declaration`` and ``tvmExplorer/previousStage``: one stage back."""
+
+from __future__ import annotations
+
+from lsprotocol import types
+
+from ...navigation.chain import previous_stage
+from ..session import Session
+
+
+class PreviousStage:
+    """Go to the same computation in the previous document of the provenance chain."""
+
+    def __init__(self, session: Session):
+        self.session = session
+
+    def previous_stage(self, params: types.TextDocumentPositionParams) -> list[types.Location]:
+        """Locations one stage back (see docs/navigation.md); [] when there is none."""
+        if params is None:
+            return []
+        q = self.session.query(params.text_document.uri, params.position)
+        if q is None:
+            return []
+        return self.session.locations(q.view, previous_stage(q.view, q.path, q.offset, q.keep))

@@ -1,0 +1,29 @@
+"""``textDocument/hover``: origin layers, stage/pass and schedule step, as Markdown."""
+
+from __future__ import annotations
+
+from lsprotocol import types
+
+from ...navigation.hover import hover
+from ..session import Session
+
+
+class Hover:
+    """Say where the text under the mouse came from."""
+
+    def __init__(self, session: Session):
+        self.session = session
+
+    def hover(self, params: types.HoverParams) -> types.Hover | None:
+        """Markdown hover over the innermost indexed range, or None."""
+        q = self.session.query(params.text_document.uri, params.position)
+        if q is None:
+            return None
+        found = hover(q.view, q.path, q.offset, q.keep)
+        if found is None:
+            return None
+        text, rng = found
+        return types.Hover(
+            contents=types.MarkupContent(kind=types.MarkupKind.Markdown, value=text),
+            range=self.session.range(q.view, q.path, rng.start, rng.end),
+        )

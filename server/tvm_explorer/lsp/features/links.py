@@ -1,0 +1,35 @@
+"""``textDocument/documentLink``: Relax calls to their PrimFunc, scheduled loops to traces."""
+
+from __future__ import annotations
+
+from lsprotocol import types
+
+from ...navigation.links import document_links
+from ..session import Session
+
+
+class DocumentLinks:
+    """Clickable PrimFunc names and schedule-trace links."""
+
+    def __init__(self, session: Session):
+        self.session = session
+
+    def links(self, params: types.DocumentLinkParams) -> list[types.DocumentLink]:
+        """Links of a bundle document; a target position is given as ``#L<line>,<col>``."""
+        found = self.session.locate(params.text_document.uri)
+        if found is None:
+            return []
+        view, path = found
+        out = []
+        for link in document_links(view, path):
+            rng = self.session.range(view, path, link.start, link.end)
+            if rng is None:
+                continue
+            target = self.session.uri(view, link.target)
+            if link.target_offset is not None:
+                line, col = view.line_index(link.target, self.session.encoding).position(
+                    link.target_offset
+                )
+                target += f"#L{line + 1},{col + 1}"
+            out.append(types.DocumentLink(range=rng, target=target, tooltip=link.tooltip))
+        return out

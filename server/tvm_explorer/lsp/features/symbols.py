@@ -1,0 +1,57 @@
+"""``textDocument/documentSymbol``: the outline of a bundle document."""
+
+from __future__ import annotations
+
+from lsprotocol import types
+
+from ...navigation.symbols import Symbol, document_symbols
+from ...navigation.view import BundleView
+from ..session import Session
+
+SYMBOL_KINDS = {
+    "layer": types.SymbolKind.Operator,
+    "function": types.SymbolKind.Function,
+    "primfunc": types.SymbolKind.Function,
+    "binding": types.SymbolKind.Variable,
+    "block": types.SymbolKind.Struct,
+}
+
+
+class DocumentSymbols:
+    """Functions, PrimFuncs, bindings, blocks and layers, nested."""
+
+    def __init__(self, session: Session):
+        self.session = session
+
+    def symbols(self, params: types.DocumentSymbolParams) -> list[types.DocumentSymbol]:
+        """The outline; entries an editor change touched are left out (their children stay)."""
+        found = self.session.locate(params.text_document.uri)
+        if found is None:
+            return []
+        view, path = found
+        return self._convert(view, path, document_symbols(view, path))
+
+    def _convert(self, view: BundleView, path: str, symbols: list[Symbol]) -> list[types.DocumentSymbol]:
+        out = []
+        text = view.bundle.text(path)
+        for sym in symbols:
+            children = self._convert(view, path, sym.children)
+            rng = self.session.range(view, path, sym.start, sym.end)
+            first_line_end = text.find("\n", sym.start, sym.end)
+            sel = self.session.range(
+                view, path, sym.start, sym.end if first_line_end < 0 else first_line_end
+            )
+            if rng is None or sel is None:
+                out.extend(children)
+                continue
+            out.append(
+                types.DocumentSymbol(
+                    name=sym.name or "?",
+                    detail=sym.detail or None,
+                    kind=SYMBOL_KINDS.get(sym.kind, types.SymbolKind.Object),
+                    range=rng,
+                    selection_range=sel,
+                    children=children or None,
+                )
+            )
+        return out

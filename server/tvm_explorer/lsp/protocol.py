@@ -1,0 +1,149 @@
+"""Typed messages of the ``tvmExplorer/`` custom requests (see docs/lsp-protocol.md).
+
+Results keep the field names of the protocol document exactly (``op_index``, not
+``opIndex``): they are unstructured without lsprotocol's camelCase renaming.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Optional, Union
+
+import attrs
+from cattrs.gen import make_dict_unstructure_fn
+from lsprotocol import types
+from pygls.protocol import LanguageServerProtocol, default_converter
+
+LIST_BUNDLES = "tvmExplorer/listBundles"
+LIST_PASSES = "tvmExplorer/listPasses"
+ORIGINS = "tvmExplorer/origins"
+PREVIOUS_STAGE = "tvmExplorer/previousStage"
+BUNDLES_CHANGED = "tvmExplorer/bundlesChanged"
+SHOW_REFERENCES_COMMAND = "tvmExplorer.showReferences"
+
+
+@attrs.define
+class ListBundlesParams:
+    """``tvmExplorer/listBundles`` params: none."""
+
+
+@attrs.define
+class BundleInfo:
+    """One loaded bundle."""
+
+    uri: str
+    root: str
+    model: str
+    target: str
+    passes: int
+    documents: int
+    problems: list[str] = attrs.field(factory=list)
+
+
+@attrs.define
+class ListBundlesResult:
+    """``tvmExplorer/listBundles`` result."""
+
+    bundles: list[BundleInfo]
+
+
+@attrs.define
+class ListPassesParams:
+    """``tvmExplorer/listPasses`` params: the bundle's URI (its directory, or any of its
+    documents)."""
+
+    bundle: str
+
+
+@attrs.define
+class PassInfo:
+    """One pass of the recorded pipeline."""
+
+    index: int
+    stage: str
+    name: str
+    changed: bool
+    before: Optional[str]
+    after: Optional[str]
+
+
+@attrs.define
+class ListPassesResult:
+    """``tvmExplorer/listPasses`` result."""
+
+    passes: list[PassInfo]
+
+
+@attrs.define
+class OriginInfo:
+    """One origin layer of a position."""
+
+    subgraph: int
+    op_index: int
+    opcode: str
+    outputs: list[str]
+    is_output: bool
+    location: Optional[types.Location]
+
+
+@attrs.define
+class OriginsResult:
+    """``tvmExplorer/origins`` result."""
+
+    origins: list[OriginInfo]
+
+
+@attrs.define
+class BundlesChangedParams:
+    """``tvmExplorer/bundlesChanged`` notification params."""
+
+    bundles: list[str]
+
+
+def _request(method: str, params_type: Any):
+    @attrs.define
+    class Request:
+        id: Union[int, str]
+        params: Optional[params_type] = None
+        method: str = method
+        jsonrpc: str = "2.0"
+
+    Request.__name__ = Request.__qualname__ = method.split("/")[-1] + "Request"
+    return Request
+
+
+MESSAGE_TYPES = {
+    LIST_BUNDLES: (_request(LIST_BUNDLES, ListBundlesParams), ListBundlesResult),
+    LIST_PASSES: (_request(LIST_PASSES, ListPassesParams), ListPassesResult),
+    ORIGINS: (_request(ORIGINS, types.TextDocumentPositionParams), OriginsResult),
+    PREVIOUS_STAGE: (
+        _request(PREVIOUS_STAGE, types.TextDocumentPositionParams),
+        list[types.Location],
+    ),
+}
+
+_PLAIN_NAMES = (BundleInfo, ListBundlesResult, PassInfo, ListPassesResult, OriginInfo,
+                OriginsResult, BundlesChangedParams)
+
+
+def converter_factory():
+    """pygls' converter, plus the custom messages with their documented field names."""
+    converter = default_converter()
+    for cls in _PLAIN_NAMES:
+        converter.register_unstructure_hook(cls, make_dict_unstructure_fn(cls, converter))
+    return converter
+
+
+class ExplorerProtocol(LanguageServerProtocol):
+    """The LSP protocol, knowing the types of the ``tvmExplorer/`` requests."""
+
+    def get_message_type(self, method: str):
+        """Request type of a method (custom ones first)."""
+        if method in MESSAGE_TYPES:
+            return MESSAGE_TYPES[method][0]
+        return super().get_message_type(method)
+
+    def get_result_type(self, method: str):
+        """Result type of a method (custom ones first)."""
+        if method in MESSAGE_TYPES:
+            return MESSAGE_TYPES[method][1]
+        return super().get_result_type(method)

@@ -1,0 +1,141 @@
+"""What the features share: the bundle registry, the open documents, and the conversions
+between LSP positions/URIs and the places of the navigation layer."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from lsprotocol import types
+from pygls.uris import from_fs_path, to_fs_path
+
+from ..navigation.drift import Drift
+from ..navigation.positions import LineIndex
+from ..navigation.registry import Registry
+from ..navigation.view import BundleView, Keep, Place, keep_all
+
+ENCODINGS = {"utf-8": "utf-8", "utf-16": "utf-16", "utf-32": "utf-32"}
+
+
+@dataclass(frozen=True)
+class Query:
+    """A request position resolved to a bundle document and a bundle-text offset."""
+
+    view: BundleView
+    path: str
+    offset: int
+    keep: Keep
+
+
+@dataclass
+class OpenDocument:
+    """A bundle document open in the editor, with the text the editor holds."""
+
+    uri: str
+    text: str
+    _lines: LineIndex | None = None
+    _drift: tuple[BundleView, Drift] | None = field(default=None, repr=False)
+
+    def set_text(self, text: str) -> None:
+        """Take the editor's new text."""
+        self.text = text
+        self._lines = None
+        self._drift = None
+
+    def lines(self, encoding: str) -> LineIndex:
+        """Line index of the editor's text."""
+        if self._lines is None or self._lines.encoding != encoding:
+            self._lines = LineIndex(self.text, encoding)
+        return self._lines
+
+    def drift(self, view: BundleView, path: str) -> Drift:
+        """How the editor's text differs from this bundle's text of the document."""
+        if self._drift is None or self._drift[0] is not view:
+            self._drift = (view, Drift(view.bundle.text(path), self.text))
+        return self._drift[1]
+
+
+def uri_to_path(uri: str) -> Path | None:
+    """The resolved file system path of a ``file:`` URI, or None."""
+    try:
+        fs_path = to_fs_path(uri)
+    except Exception:  # a malformed URI is just "not a bundle document"
+        return None
+    if not fs_path or not uri.startswith("file:"):
+        return None
+    try:
+        return Path(fs_path).resolve()
+    except (OSError, RuntimeError, ValueError):
+        return None
+
+
+class Session:
+    """State shared by the features. ``encoding`` is the negotiated position encoding."""
+
+    def __init__(self):
+        self.registry = Registry()
+        self.open: dict[Path, OpenDocument] = {}
+        self.encoding = "utf-16"
+
+    # -- documents ---------------------------------------------------------------------
+    def locate(self, uri: str) -> tuple[BundleView, str] | None:
+        """The bundle and bundle-relative path of a URI, if it is a bundle document."""
+        path = uri_to_path(uri)
+        return self.registry.find(path) if path else None
+
+    def lines(self, view: BundleView, path: str) -> tuple[LineIndex, Drift | None]:
+        """Line index of what the editor shows for a document, and its drift if edited."""
+        opened = self.open.get(view.root / path)
+        if opened is None:
+            return view.line_index(path, self.encoding), None
+        drift = opened.drift(view, path)
+        if drift.clean:
+            return view.line_index(path, self.encoding), None
+        return opened.lines(self.encoding), drift
+
+    def query(self, uri: str, position: types.Position) -> Query | None:
+        """Resolve a request position; None when there is nothing to answer."""
+        found = self.locate(uri)
+        if found is None:
+            return None
+        view, path = found
+        lines, drift = self.lines(view, path)
+        offset = lines.token_offset(position.line, position.character)
+        if offset is None:
+            return None
+        if drift is None:
+            return Query(view, path, offset, keep_all)
+        offset = drift.to_original(offset)
+        if offset is None:
+            return None
+        return Query(view, path, offset, lambda r: drift.keeps(r.start, r.end))
+
+    # -- answers -----------------------------------------------------------------------
+    @staticmethod
+    def uri_of_root(root: Path) -> str:
+        """The URI of a bundle directory."""
+        return from_fs_path(str(root)) or ""
+
+    def uri(self, view: BundleView, path: str) -> str:
+        """The URI of a bundle document."""
+        return from_fs_path(str(view.root / path)) or ""
+
+    def range(self, view: BundleView, path: str, start: int, end: int) -> types.Range | None:
+        """The LSP range of a bundle-text span as the editor shows it (None if edited away)."""
+        lines, drift = self.lines(view, path)
+        if drift is not None:
+            shifted = drift.to_current(start, end)
+            if shifted is None:
+                return None
+            start, end = shifted
+        (l0, c0), (l1, c1) = lines.position(start), lines.position(end)
+        return types.Range(types.Position(l0, c0), types.Position(l1, c1))
+
+    def location(self, view: BundleView, place: Place) -> types.Location | None:
+        """The LSP location of a place (None if an edit in the editor removed it)."""
+        rng = self.range(view, place.path, place.start, place.end)
+        return types.Location(self.uri(view, place.path), rng) if rng else None
+
+    def locations(self, view: BundleView, places: list[Place]) -> list[types.Location]:
+        """LSP locations of places, dropping those an edit removed."""
+        return [loc for p in places if (loc := self.location(view, p)) is not None]

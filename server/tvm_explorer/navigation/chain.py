@@ -1,0 +1,109 @@
+"""One stage back: the same computation in the previous document of the provenance chain.
+
+The rules, tried in order (see docs/navigation.md):
+
+1. TIR -> Relax: a position inside PrimFunc ``X`` goes to the Relax binding(s) of the
+   previous document carrying link ``prim:X`` (the binding that calls the PrimFunc).
+2. Same key: the innermost enclosing range whose key exists in the previous document
+   (``store:<id>``, ``loop:``, ``prim:``, ``bind:<fn>:<var>``, ``func:`` ...), if it is
+   the innermost range itself.
+3. Inside PrimFunc ``X`` of a Relax document: the bindings of this document calling ``X``,
+   found by key in the previous document.
+4. Same origin set: ranges of the previous document with the origin set of the innermost
+   range that has one (inside the anchor found in 2 when there is one).
+5. Part of the origins: ranges of the previous document whose layers are a subset of those
+   origins, same kind preferred (a fused binding goes back to the bindings it fused).
+6. The anchor of 2 (a coarser enclosing range: loop, PrimFunc, function).
+7. The origin layer(s) in the model document.
+"""
+
+from __future__ import annotations
+
+from ..bundle.index import DocumentIndex, Range
+from .view import BundleView, Keep, Place, keep_all
+
+
+def previous_stage(view: BundleView, path: str, offset: int, keep: Keep = keep_all) -> list[Place]:
+    """Places of the computation at ``offset`` one stage back (empty for the model)."""
+    doc = view.bundle.document(path)
+    prev = view.bundle.previous_document(path)
+    if doc is None or prev is None:
+        return []
+    ranges = view.enclosing(path, offset, keep)
+    if not ranges:
+        return []
+    here = view.bundle.index(path)
+    there = view.bundle.index(prev.path)
+    prim = next((r for r in ranges if r.kind == "primfunc"), None)
+
+    def places(found: list[Range]) -> list[Place]:
+        return [Place.of(prev.path, r) for r in found]
+
+    if prim is not None and doc.stage == "tir" and prev.stage == "relax":
+        if found := there.by_link(prim.key):
+            return places(found)
+    anchor = next((r for r in ranges if there.by_key(r.key)), None)
+    if anchor is ranges[0]:
+        return places(there.by_key(anchor.key))
+    if prim is not None and doc.stage == "relax" and prev.stage == "relax":
+        callers = [r for b in here.by_link(prim.key) for r in there.by_key(b.key)]
+        if callers:
+            return places(_unique(callers))
+    within = there.by_key(anchor.key) if anchor is not None else None
+    if found := _same_origins(view, there, prev.path, ranges, within):
+        return places(found)
+    if within:
+        return places(within)
+    return view.layer_places(o.layer.id for o in view.origins_of(ranges))
+
+
+def _same_origins(
+    view: BundleView,
+    there: DocumentIndex,
+    there_path: str,
+    ranges: list[Range],
+    within: list[Range] | None,
+) -> list[Range]:
+    source = next((r for r in ranges if r.origin_set), None)
+    if source is None:
+        return []
+
+    def inside(rng: Range) -> bool:
+        return within is None or any(w.start <= rng.start and rng.end <= w.end for w in within)
+
+    found = [r for r in there.by_origin_set(source.origin_set) if inside(r)]
+    if found:
+        return _innermost(found)
+    lmap = view.layer_map
+    layers = lmap.layers_of_set[source.origin_set]
+    part = [
+        r
+        for lid in layers
+        for r in lmap.ranges.get(lid, {}).get(there_path, ())
+        if lmap.layers_of_set[r.origin_set] <= layers and inside(r)
+    ]
+    same_kind = [r for r in part if r.kind == source.kind]
+    return _outermost(_unique(same_kind or part))
+
+
+def _unique(ranges: list[Range]) -> list[Range]:
+    return sorted(set(ranges), key=lambda r: (r.start, -r.end))
+
+
+def _innermost(ranges: list[Range]) -> list[Range]:
+    """Drop every range that contains another one of the list."""
+    ranges = _unique(ranges)
+    return [
+        r
+        for i, r in enumerate(ranges)
+        if not (i + 1 < len(ranges) and ranges[i + 1].start < r.end)
+    ]
+
+
+def _outermost(ranges: list[Range]) -> list[Range]:
+    """Drop every range contained in another one of the list."""
+    out: list[Range] = []
+    for r in ranges:
+        if not out or r.start >= out[-1].end:
+            out.append(r)
+    return out

@@ -1,0 +1,72 @@
+"""Document links: from a Relax call to its PrimFunc, from a scheduled loop to its trace."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from ..bundle.reader import resolve_inside
+from ..errors import BundleError
+from .hover import trace_entry
+from .view import BundleView
+
+
+@dataclass(frozen=True)
+class Link:
+    """A clickable ``[start, end)`` in a document leading to ``target`` (bundle path) at
+    character offset ``target_offset`` (None: the top of the file)."""
+
+    start: int
+    end: int
+    target: str
+    target_offset: int | None
+    tooltip: str
+
+
+def document_links(view: BundleView, path: str) -> list[Link]:
+    """Links of one document (computed from its index and text, once per request)."""
+    bundle = view.bundle
+    text = bundle.text(path)
+    out = []
+    for rng in bundle.index(path).ranges:
+        link = rng.link
+        if not link:
+            continue
+        if link.startswith("prim:"):
+            name = link[len("prim:") :]
+            target = _primfunc_definition(view, path, link)
+            match = re.search(r"\b" + re.escape(name) + r"\b", text[rng.start : rng.end])
+            if target and match:
+                out.append(
+                    Link(rng.start + match.start(), rng.start + match.end(), target[0],
+                         target[1], f"PrimFunc {name} in {target[0]}")
+                )
+        elif link.startswith("trace:"):
+            primfunc = link[len("trace:") :].rpartition(":")[0]
+            trace = trace_entry(view, primfunc)
+            word = re.match(r"\s*\w+", text[rng.start : rng.end])
+            if trace and word and _inside(view, trace.get("path")):
+                out.append(
+                    Link(rng.start, rng.start + word.end(), trace["path"], None,
+                         f"Schedule trace of {primfunc}")
+                )
+    return out
+
+
+def _primfunc_definition(view: BundleView, path: str, key: str) -> tuple[str, int] | None:
+    """The PrimFunc ``key`` in this document if printed here, else in the first later
+    document that defines it."""
+    bundle = view.bundle
+    start = view.document_order(path)
+    for doc in bundle.documents[start:]:
+        found = bundle.index(doc.path).by_key(key)
+        if found:
+            return doc.path, found[0].start
+    return None
+
+
+def _inside(view: BundleView, rel) -> bool:
+    try:
+        return resolve_inside(view.root, rel).is_file()
+    except BundleError:
+        return False

@@ -1,0 +1,93 @@
+"""Character offsets <-> editor positions (0-based line, column in UTF-16/8/32 code units).
+
+The index and every domain query speak character offsets (code points). Editors speak
+``(line, column)`` where the column counts code units of the negotiated encoding (LSP
+default: UTF-16). This module is the only place that converts between the two.
+"""
+
+from __future__ import annotations
+
+import re
+from bisect import bisect_right
+
+_LINE_BREAK = re.compile(r"\r\n|\n|\r")
+
+UNIT_BYTES = {"utf-8": 1, "utf-16": 2, "utf-32": 4}
+
+
+def _units(text: str, encoding: str) -> int:
+    """Length of ``text`` in code units of ``encoding``."""
+    if encoding == "utf-32":
+        return len(text)
+    codec = "utf-16-le" if encoding == "utf-16" else "utf-8"
+    return len(text.encode(codec, "surrogatepass")) // UNIT_BYTES[encoding]
+
+
+class LineIndex:
+    """Line starts of one text, for converting offsets and positions both ways."""
+
+    def __init__(self, text: str, encoding: str = "utf-16"):
+        if encoding not in UNIT_BYTES:
+            raise ValueError(f"unknown position encoding {encoding!r}")
+        self.text = text
+        self.encoding = encoding
+        self._starts = [0]
+        self._ends = []  # offset of each line's break (or of the text end)
+        for match in _LINE_BREAK.finditer(text):
+            self._ends.append(match.start())
+            self._starts.append(match.end())
+        self._ends.append(len(text))
+        # Columns equal code points unless a line holds a character outside one code unit.
+        self._simple = encoding == "utf-32" or _units(text, encoding) == len(text)
+
+    @property
+    def line_count(self) -> int:
+        """Number of lines (a text ending in a line break has an empty last line)."""
+        return len(self._starts)
+
+    def line_text(self, line: int) -> str:
+        """The text of ``line`` without its line break."""
+        return self.text[self._starts[line] : self._ends[line]]
+
+    def position(self, offset: int) -> tuple[int, int]:
+        """The (line, column) of a character offset (clamped into the text)."""
+        offset = min(max(offset, 0), len(self.text))
+        line = bisect_right(self._starts, offset) - 1
+        # An offset inside a "\r\n" break belongs to the end of its line.
+        column_chars = min(offset, self._ends[line]) - self._starts[line]
+        if self._simple:
+            return line, column_chars
+        start = self._starts[line]
+        return line, _units(self.text[start : start + column_chars], self.encoding)
+
+    def offset(self, line: int, column: int) -> int | None:
+        """The character offset of (line, column), or None when it lies past the line's end
+        or past the last line. A column inside a surrogate pair or a UTF-8 sequence snaps to
+        the start of its character."""
+        if not 0 <= line < len(self._starts) or column < 0:
+            return None
+        start, end = self._starts[line], self._ends[line]
+        if self._simple:
+            return start + column if column <= end - start else None
+        units = 0
+        for i, char in enumerate(self.text[start:end]):
+            width = _units(char, self.encoding)
+            if units + width > column:
+                return start + i
+            units += width
+        return end if units == column else None
+
+    def token_offset(self, line: int, column: int) -> int | None:
+        """The offset of the character a cursor at (line, column) points at, or None when the
+        cursor is not on or right after a non-blank character (blank lines, indentation,
+        past the end of a line or of the text)."""
+        offset = self.offset(line, column)
+        if offset is None:
+            return None
+        text = self.text
+        if offset < self._ends[line] and not text[offset].isspace():
+            return offset
+        # A cursor right after a word (typical for F12 after typing) means that word.
+        if offset > self._starts[line] and not text[offset - 1].isspace():
+            return offset - 1
+        return None

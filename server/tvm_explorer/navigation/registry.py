@@ -1,0 +1,128 @@
+"""Which bundles exist, which one a file belongs to, and which ones changed on disk.
+
+Protocol-free: the language server asks this registry, it never walks the disk itself.
+Bundles are replaced atomically by ``tvm-explorer compile`` (a directory rename), so a bundle
+is identified by the inode of its directory and of its manifest: any recompile changes them.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Callable
+
+from ..bundle.format import MANIFEST
+from ..bundle.reader import Bundle
+from ..errors import BundleError
+from .view import BundleView
+
+SKIP_DIRS = {"node_modules", "__pycache__", ".git", ".venv", "venv", ".tox", "site-packages"}
+MAX_DEPTH = 6
+MAX_DIRS = 20000
+ANCESTOR_LEVELS = 4
+
+Signature = tuple
+
+
+def signature(root: Path) -> Signature | None:
+    """What identifies the bundle currently at ``root`` (None: no manifest there)."""
+    try:
+        dir_stat = os.stat(root)
+        man = os.stat(root / MANIFEST)
+    except OSError:
+        return None
+    return (dir_stat.st_dev, dir_stat.st_ino, man.st_ino, man.st_mtime_ns, man.st_size)
+
+
+def discover(folders: list[Path]) -> list[Path]:
+    """Bundle directories (holding a manifest.json) under the workspace folders. Hidden
+    directories (in-progress ``.X.tmp-<pid>`` compiles) and symlinks are not entered."""
+    found: list[Path] = []
+    visited = 0
+    for folder in folders:
+        base_depth = len(folder.parts)
+        for dirpath, dirnames, filenames in os.walk(folder):
+            visited += 1
+            here = Path(dirpath)
+            if MANIFEST in filenames:
+                found.append(here.resolve())
+                dirnames[:] = []
+                continue
+            if len(here.parts) - base_depth >= MAX_DEPTH or visited > MAX_DIRS:
+                dirnames[:] = []
+                continue
+            dirnames[:] = sorted(
+                d for d in dirnames if not d.startswith(".") and d not in SKIP_DIRS
+            )
+    return sorted(set(found))
+
+
+def enclosing_root(path: Path) -> Path | None:
+    """The bundle directory holding ``path`` (a few levels up at most), or None."""
+    for parent in list(path.parents)[:ANCESTOR_LEVELS]:
+        if (parent / MANIFEST).is_file():
+            return parent
+    return None
+
+
+def load(root: Path, on_document: Callable[[int, int, str], None] | None = None) -> BundleView:
+    """Load and fully read the bundle at ``root``. Raises BundleError if it is unusable.
+
+    Retries when the bundle is replaced while being read, so the result never mixes two
+    compiles."""
+    for _ in range(3):
+        before = signature(root)
+        if before is None:
+            raise BundleError(f"{root}: no {MANIFEST} (not a bundle, or being replaced)")
+        bundle = Bundle(root)
+        problems = bundle.preload(on_document)
+        if signature(root) == before:
+            return BundleView(bundle, problems)
+    raise BundleError(f"{root}: bundle keeps changing while being read")
+
+
+class Registry:
+    """The loaded bundles by root. Every change replaces the whole mapping, so a reader
+    holding ``registry.bundles`` sees one consistent state."""
+
+    def __init__(self):
+        self.bundles: dict[Path, BundleView] = {}
+        self.signatures: dict[Path, Signature | None] = {}
+        self.failures: dict[Path, str] = {}
+
+    def find(self, path: Path) -> tuple[BundleView, str] | None:
+        """The loaded bundle containing file ``path`` and the path's bundle-relative form,
+        if it is one of that bundle's documents."""
+        bundles = self.bundles
+        for parent in list(path.parents)[:ANCESTOR_LEVELS]:
+            view = bundles.get(parent)
+            if view is not None:
+                rel = path.relative_to(parent).as_posix()
+                return (view, rel) if view.bundle.document(rel) else None
+        return None
+
+    def install(self, root: Path, view: BundleView | None, sig: Signature | None, error: str | None = None) -> None:
+        """Record the outcome of (re)loading ``root``: a bundle, or the error that kept it out."""
+        bundles = dict(self.bundles)
+        if view is None:
+            bundles.pop(root, None)
+        else:
+            bundles[root] = view
+        failures = dict(self.failures)
+        if error is None:
+            failures.pop(root, None)
+        else:
+            failures[root] = error
+        self.signatures = {**self.signatures, root: sig}
+        self.failures = failures
+        self.bundles = bundles
+
+    def forget(self, root: Path) -> None:
+        """Drop everything known about ``root`` (it disappeared)."""
+        self.bundles = {r: v for r, v in self.bundles.items() if r != root}
+        self.signatures = {r: s for r, s in self.signatures.items() if r != root}
+        self.failures = {r: e for r, e in self.failures.items() if r != root}
+
+    def changed(self) -> list[Path]:
+        """Known roots whose bundle on disk differs from the one last loaded (or tried)."""
+        return [root for root, sig in self.signatures.items() if signature(root) != sig]

@@ -1,0 +1,146 @@
+"""An immutable, fully loaded bundle plus the lookup tables built from it on first use."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+from ..bundle.format import MODEL_DOCUMENT
+from ..bundle.index import Range
+from ..bundle.reader import Bundle, Layer, Origin
+from ..errors import BundleError
+from .positions import LineIndex
+
+Keep = Callable[[Range], bool]
+"""Says whether a range of the queried document may be used (False: an edit touched it)."""
+
+
+def keep_all(_rng: Range) -> bool:
+    """The ``Keep`` of a document nobody edited."""
+    return True
+
+
+@dataclass(frozen=True)
+class Place:
+    """An indexed piece of a bundle document: what every navigation answer is made of."""
+
+    path: str
+    start: int
+    end: int
+    kind: str
+    key: str
+
+    @classmethod
+    def of(cls, path: str, rng: Range) -> Place:
+        """The place of range ``rng`` in document ``path``."""
+        return cls(path, rng.start, rng.end, rng.kind, rng.key)
+
+
+class LayerMap:
+    """Where each layer ended up: built once per bundle, then every question is a lookup."""
+
+    def __init__(self, bundle: Bundle):
+        self.layers_of_set = [frozenset(lid for lid, _ in s) for s in bundle.origin_sets]
+        # layer -> path -> every range whose origin set holds the layer
+        self.ranges: dict[int, dict[str, list[Range]]] = {}
+        # layer -> innermost places outside the model document, in document order
+        self.places: dict[int, list[Place]] = {}
+        # layer -> its entry in the model document
+        self.model_places: dict[int, list[Place]] = {}
+        for doc in bundle.documents:
+            self._add_document(bundle, doc.path, doc.stage == "model")
+        order = {doc.path: doc.order for doc in bundle.documents}
+        for places in self.places.values():
+            places.sort(key=lambda p: (order[p.path], p.start, -p.end))
+
+    def _add_document(self, bundle: Bundle, path: str, is_model: bool) -> None:
+        index = bundle.index(path)
+        ranges, parents = index.ranges, index.parents
+        below: list[frozenset[int] | None] = [None] * len(ranges)
+        # Reverse document order visits every range after all of its descendants.
+        for i in range(len(ranges) - 1, -1, -1):
+            rng = ranges[i]
+            own = self.layers_of_set[rng.origin_set]
+            inner = below[i] or frozenset()
+            for lid in own:
+                self.ranges.setdefault(lid, {}).setdefault(path, []).append(rng)
+                if is_model:
+                    if rng.kind == "layer":
+                        self.model_places.setdefault(lid, []).append(Place.of(path, rng))
+                elif lid not in inner:
+                    self.places.setdefault(lid, []).append(Place.of(path, rng))
+            parent = parents[i]
+            if parent >= 0 and (own or inner):
+                mine = own | inner
+                below[parent] = mine if below[parent] is None else below[parent] | mine
+        for per_path in self.ranges.values():
+            if path in per_path:
+                per_path[path].reverse()
+
+
+class BundleView:
+    """A loaded bundle as the server sees it. Never mutated after loading, so a request that
+    holds one sees one consistent bundle even while a newer one replaces it."""
+
+    def __init__(self, bundle: Bundle, problems: list[BundleError] | None = None):
+        self.bundle = bundle
+        self.root: Path = bundle.root
+        self.problems = list(problems or [])
+        self._layer_map: LayerMap | None = None
+        self._line_indexes: dict[tuple[str, str], LineIndex] = {}
+
+    @property
+    def layer_map(self) -> LayerMap:
+        """Layer -> places, computed on first use."""
+        if self._layer_map is None:
+            self._layer_map = LayerMap(self.bundle)
+        return self._layer_map
+
+    def line_index(self, path: str, encoding: str) -> LineIndex:
+        """Line starts of a document's bundle text (cached)."""
+        key = (path, encoding)
+        if key not in self._line_indexes:
+            self._line_indexes[key] = LineIndex(self.bundle.text(path), encoding)
+        return self._line_indexes[key]
+
+    @property
+    def model_path(self) -> str:
+        """Path of the model document."""
+        for doc in self.bundle.documents:
+            if doc.stage == "model":
+                return doc.path
+        return MODEL_DOCUMENT
+
+    def enclosing(self, path: str, offset: int, keep: Keep = keep_all) -> list[Range]:
+        """Usable ranges containing ``offset``, innermost first."""
+        return [r for r in self.bundle.index(path).enclosing(offset) if keep(r)]
+
+    def origins_of(self, ranges: list[Range]) -> list[Origin]:
+        """Origins of the innermost range (of ``ranges``, innermost first) that has any."""
+        for rng in ranges:
+            if rng.origin_set:
+                return self.bundle.origins(rng.origin_set)
+        return []
+
+    def layer_of_key(self, key: str) -> Layer | None:
+        """The layer named by a ``layer:<subgraph>:<op_index>`` key, or None."""
+        parts = key.split(":")
+        if len(parts) != 3 or parts[0] != "layer":
+            return None
+        try:
+            return self.bundle.layer(int(parts[1]), int(parts[2]))
+        except ValueError:
+            return None
+
+    def layer_places(self, layer_ids) -> list[Place]:
+        """The model-document entries of the given layers, in layer order."""
+        out = []
+        for lid in sorted(set(layer_ids)):
+            out.extend(self.layer_map.model_places.get(lid, ()))
+        return out
+
+    def document_order(self, path: str) -> int:
+        """Position of a document in the provenance chain (-1 if unknown)."""
+        doc = self.bundle.document(path)
+        return doc.order if doc else -1
