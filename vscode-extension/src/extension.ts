@@ -49,6 +49,8 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     command('tvmExplorer.previousPass', () => diffs.step(-1)),
     command('tvmExplorer.revealInModel', () => server && revealInModel(server)),
     command('tvmExplorer.showPlaces', showPlaces),
+    // The server's code lenses ("N places in M stages") run this one, with JSON arguments.
+    command('tvmExplorer.showReferences', showPlaces),
     vscode.workspace.onDidChangeConfiguration((e) => {
       if (e.affectsConfiguration('tvmExplorer.passView.showUnchanged')) {
         syncShowUnchangedContext();

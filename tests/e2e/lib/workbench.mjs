@@ -74,8 +74,8 @@ export async function goToLine(page, line) {
  * Client rectangle of `word` on the editor line that holds the cursor (after goToLine),
  * found with a DOM Range over the line's text nodes.
  */
-export async function wordRectOnCursorLine(page, word) {
-  const rect = await page.evaluate((word) => {
+export async function wordRectOnCursorLine(page, word, from = 0) {
+  const rect = await page.evaluate(([word, from]) => {
     const editor = document.querySelector('.editor-instance .monaco-editor.focused') ||
       document.querySelector('.editor-instance .monaco-editor');
     const cursor = editor.querySelector('.cursors-layer .cursor');
@@ -89,8 +89,9 @@ export async function wordRectOnCursorLine(page, word) {
     const walker = document.createTreeWalker(line, NodeFilter.SHOW_TEXT);
     while (walker.nextNode()) nodes.push(walker.currentNode);
     const text = nodes.map((n) => n.data).join('').replace(/\u00a0/g, ' ');
-    const re = new RegExp(`(?<![A-Za-z0-9_])${word.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}(?![A-Za-z0-9_])`);
-    const m = re.exec(text);
+    const re = new RegExp(`(?<![A-Za-z0-9_])${word.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}(?![A-Za-z0-9_])`, 'g');
+    re.lastIndex = from;
+    const m = re.exec(text) ?? ((re.lastIndex = 0), re.exec(text));
     if (!m) return { error: `"${word}" not on line "${text}"` };
     const at = (offset) => {
       for (const n of nodes) {
@@ -104,7 +105,7 @@ export async function wordRectOnCursorLine(page, word) {
     range.setEnd(...at(m.index + word.length));
     const r = range.getBoundingClientRect();
     return { x: r.x, y: r.y, width: r.width, height: r.height, line: text };
-  }, word);
+  }, [word, from]);
   if (!rect || rect.error) throw new Error(rect ? rect.error : 'cursor line not rendered');
   return rect;
 }
