@@ -20,7 +20,7 @@ def handle(obj) -> int:
 
 def origin_span(origin_set: int, unit: int = 0) -> tvm.ir.Span:
     """A span carrying an origin set id and a unit id."""
-    return tvm.ir.Span(_SOURCE, origin_set, unit, origin_set, unit)
+    return tvm.ir.Span(_SOURCE, origin_set, origin_set, unit, unit)  # (line, end_line, col, end_col)
 
 
 def read_span(node) -> tuple[int, int] | None:

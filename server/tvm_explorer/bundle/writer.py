@@ -1,0 +1,136 @@
+"""Write a bundle atomically: everything goes into a temporary sibling directory, which
+replaces the destination only once complete. A failed or interrupted compile leaves the
+previous bundle (or nothing) in place, never something that loads as good."""
+
+from __future__ import annotations
+
+import ctypes
+import ctypes.util
+import datetime as _dt
+import json
+import os
+import shutil
+from pathlib import Path
+
+from ..errors import ExplorerError
+from ..provenance import DocRange, OriginTable
+from .format import FORMAT_NAME, INDEX, LANGUAGE_BY_SUFFIX, MANIFEST, SCHEMA_VERSION, STAGES
+
+_RENAME_EXCHANGE = 2
+
+
+def _exchange(a: Path, b: Path) -> bool:
+    """Atomically swap two paths (Linux renameat2); False where unsupported."""
+    try:
+        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
+        fn = libc.renameat2
+    except (OSError, AttributeError):
+        return False
+    at_fdcwd = -100
+    rc = fn(at_fdcwd, os.fsencode(a), at_fdcwd, os.fsencode(b), _RENAME_EXCHANGE)
+    return rc == 0
+
+
+def check_destination(dest: str | os.PathLike) -> Path:
+    """Validate an output path before any work is done; raise ExplorerError if unusable."""
+    dest = Path(dest)
+    if dest.exists() or dest.is_symlink():
+        if not dest.is_dir() or dest.is_symlink():
+            raise ExplorerError(f"{dest}: output path exists and is not a directory")
+        if any(dest.iterdir()) and not (dest / MANIFEST).is_file():
+            raise ExplorerError(
+                f"{dest}: output directory exists, is not empty and is not a bundle; "
+                "refusing to replace it"
+            )
+    parent = dest.absolute().parent
+    if not parent.is_dir():
+        raise ExplorerError(f"{dest}: parent directory {parent} does not exist")
+    if not os.access(parent, os.W_OK | os.X_OK):
+        raise ExplorerError(f"{dest}: parent directory {parent} is not writable")
+    return dest
+
+
+class BundleWriter:
+    """Collects documents and their ranges, then commits the bundle in one step."""
+
+    def __init__(self, dest: str | os.PathLike):
+        self.dest = check_destination(dest).absolute()
+        self.tmp = self.dest.parent / f".{self.dest.name}.tmp-{os.getpid()}"
+        if self.tmp.exists():
+            shutil.rmtree(self.tmp)
+        self.tmp.mkdir()
+        self.documents: list[dict] = []
+        self.passes: list[dict] = []
+        self.traces: list[dict] = []
+        self._index: dict[str, dict] = {}
+        self._done = False
+
+    def add_document(self, path: str, text: str, ranges: list[DocRange], stage: str,
+                     pass_index: int | None = None, **extra) -> None:
+        """Write one document and remember its index entry."""
+        assert stage in STAGES
+        full = self.tmp / path
+        full.parent.mkdir(parents=True, exist_ok=True)
+        with open(full, "w", encoding="utf-8", newline="\n") as fh:
+            fh.write(text)
+        suffix = os.path.splitext(path)[1]
+        entry = {"path": path, "stage": stage, "language": LANGUAGE_BY_SUFFIX.get(suffix, "plaintext")}
+        if pass_index is not None:
+            entry["pass_index"] = pass_index
+        entry.update(extra)
+        self.documents.append(entry)
+        ordered = sorted(ranges, key=lambda r: (r.start, -r.end))
+        self._index[path] = {"length": len(text), "ranges": [r.to_json() for r in ordered]}
+
+    def add_file(self, path: str, text: str) -> None:
+        """Write an auxiliary file (schedule trace) that is not an indexed document."""
+        full = self.tmp / path
+        full.parent.mkdir(parents=True, exist_ok=True)
+        full.write_text(text, encoding="utf-8")
+
+    def commit(self, manifest: dict, layers: list[dict], origins: OriginTable) -> Path:
+        """Write index and manifest (last), then move the bundle into place."""
+        order = {s: i for i, s in enumerate(STAGES)}
+        docs = sorted(self.documents, key=lambda d: (order[d["stage"]], d.get("pass_index", -1)))
+        index = {
+            "schema_version": SCHEMA_VERSION,
+            "layers": layers,
+            "origin_sets": origins.to_json(),
+            "documents": self._index,
+        }
+        with open(self.tmp / INDEX, "w", encoding="utf-8") as fh:
+            json.dump(index, fh, separators=(",", ":"))
+        full = {
+            "format": FORMAT_NAME,
+            "schema_version": SCHEMA_VERSION,
+            "complete": True,
+            "created": _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+            **manifest,
+            "documents": docs,
+            "passes": self.passes,
+            "traces": self.traces,
+        }
+        with open(self.tmp / MANIFEST, "w", encoding="utf-8") as fh:
+            json.dump(full, fh, indent=1)
+            fh.flush()
+            os.fsync(fh.fileno())
+        self._swap_into_place()
+        self._done = True
+        return self.dest
+
+    def _swap_into_place(self) -> None:
+        if self.dest.exists():
+            if _exchange(self.tmp, self.dest):
+                shutil.rmtree(self.tmp, ignore_errors=True)
+                return
+            old = self.dest.parent / f".{self.dest.name}.old-{os.getpid()}"
+            os.rename(self.dest, old)
+            os.rename(self.tmp, self.dest)
+            shutil.rmtree(old, ignore_errors=True)
+        else:
+            os.rename(self.tmp, self.dest)
+
+    def abort(self) -> None:
+        """Remove everything written so far (the destination is untouched)."""
+        if not self._done:
+            shutil.rmtree(self.tmp, ignore_errors=True)

@@ -1,0 +1,81 @@
+"""Targets, their real TVM pipelines, and getting generated source out of a build."""
+
+from __future__ import annotations
+
+import tvm
+import tvm_ffi
+from tvm import relax
+
+from ..errors import ExplorerError
+
+TARGETS = ("c", "llvm", "cuda")
+
+
+def make_target(name: str) -> tvm.target.Target:
+    """The TVM target for one of ``TARGETS``."""
+    if name == "c":
+        return tvm.target.Target("c")
+    if name == "llvm":
+        return tvm.target.Target("llvm")
+    if name == "cuda":
+        # sm_80 fixes the schedule rules' assumptions; no GPU is needed to generate source.
+        return tvm.target.Target({"kind": "cuda", "arch": "sm_80"}, host="llvm")
+    raise ExplorerError(f"unsupported target {name!r}; choose one of: {', '.join(TARGETS)}")
+
+
+def relax_pipeline(target_name: str, target: tvm.target.Target):
+    """TVM's own Relax pipeline for the target: the fusing CPU one, or the CUDA backend's."""
+    if target_name == "cuda":
+        return relax.backend.cuda.get_default_pipeline(target)
+    return relax.backend.cpu_generic.get_default_pipeline(target)
+
+
+def _placeholder_cuda_compile(code, target):  # noqa: ARG001 - TVM's callback signature
+    """Stands in for nvcc: source generation needs no GPU and no CUDA toolkit."""
+    return bytearray(b"tvm-explorer: CUDA binary not built (source only)")
+
+
+def enable_source_only_cuda() -> None:
+    """Make CUDA builds return placeholder bytes instead of calling nvcc."""
+    tvm_ffi.register_global_func("tvm_callback_cuda_compile", _placeholder_cuda_compile, override=True)
+
+
+def build(mod, target_name: str, instruments=()):
+    """Compile ``mod`` for ``target_name`` with TVM's real pipeline; returns the executable."""
+    target = make_target(target_name)
+    if target_name == "cuda":
+        enable_source_only_cuda()
+    with tvm.transform.PassContext(opt_level=3, instruments=list(instruments)):
+        return tvm.compile(mod, target, relax_pipeline=relax_pipeline(target_name, target))
+
+
+def _all_modules(mod):
+    seen, out, todo = set(), [], [mod]
+    while todo:
+        m = todo.pop(0)
+        key = id(m)
+        if key in seen:
+            continue
+        seen.add(key)
+        out.append(m)
+        todo.extend(list(m.imports))
+    return out
+
+
+def generated_sources(executable, target_name: str) -> dict[str, str]:
+    """Generated source by kind: ``{"c": ...}``, or ``{"cuda": ..., "ll": ...}``."""
+    out: dict[str, str] = {}
+    for m in _all_modules(executable.mod):
+        kind = m.kind
+        wanted = {"c": ("c",), "llvm": ("ll",), "cuda": ("cuda",)}.get(kind)
+        if not wanted:
+            continue
+        for fmt in wanted:
+            try:
+                src = m.inspect_source(fmt)
+            except Exception:  # noqa: BLE001 - a module without that format
+                src = ""
+            if src:
+                key = "ll" if fmt == "ll" else kind
+                out.setdefault(key, src)
+    return out

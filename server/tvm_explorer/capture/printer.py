@@ -1,0 +1,163 @@
+"""Print an IRModule as TVMScript and learn on which line every binding and statement lands.
+
+TVM cannot print spans, but ``script(obj_to_annotate=...)`` appends a comment to the line of
+an annotated binding or statement (or puts it on its own line just above a compound
+statement). We print each function once with a unique marker per node, find the markers,
+strip them, and keep ``(line, node)`` anchors. Functions are printed one at a time and cached
+by object identity: a pass that leaves a function alone hands back the same object, so only
+what changed is printed again.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+import tvm
+import tvm_ffi
+from tvm import relax, s_tir, tirx
+
+from .spans import handle
+
+_MARK = "@@tvmx{}@@"
+_MARK_RE = re.compile(r"@@tvmx(\d+)@@")
+_ONLY_MARKS = re.compile(r"^\s*#(\s*@@tvmx\d+@@)+\s*$")
+_TRAILING = re.compile(r"\s*#(\s*@@tvmx\d+@@)+\s*$")
+
+TIR_NODES = (tirx.BufferStore, tirx.For, s_tir.SBlockRealize)
+RELAX_NODES = (relax.VarBinding, relax.MatchCast)
+
+
+@dataclass
+class Anchor:
+    """A node and the lines its text spans inside a function's printed lines."""
+
+    first: int
+    last: int
+    node: object
+
+
+@dataclass
+class FunctionText:
+    """One printed function: its lines (indented as a class member) and its anchors."""
+
+    name: str
+    func: object
+    lines: list[str]
+    anchors: list[Anchor]
+    header: list[str]
+
+
+def _block_end(lines: list[str], first: int) -> int:
+    """Last line of the statement starting at ``first``: all deeper-indented lines after it."""
+    indent = len(lines[first]) - len(lines[first].lstrip())
+    last = first
+    for i in range(first + 1, len(lines)):
+        text = lines[i]
+        if not text.strip():
+            continue
+        if len(text) - len(text.lstrip()) <= indent:
+            break
+        last = i
+    return last
+
+
+def _nodes_of(func) -> list:
+    kinds = RELAX_NODES if isinstance(func, relax.Function) else TIR_NODES
+    found: list = []
+    tvm_ffi.structural_walk(func, [(kinds, found.append)], order="pre")
+    return found
+
+
+def print_function(name: str, gv, func) -> FunctionText:
+    """Print one function with markers, then strip them into anchors."""
+    nodes = _nodes_of(func)
+    annotate = {node: _MARK.format(i) for i, node in enumerate(nodes)}
+    text = tvm.IRModule({gv: func}).script(obj_to_annotate=annotate)
+    raw = text.split("\n")
+    try:
+        start = next(i for i, line in enumerate(raw) if line.startswith("class Module"))
+    except StopIteration:
+        start = -1
+    header = [line for line in raw[: max(start, 0)] if line.startswith("# from ")]
+    lines: list[str] = []
+    node_line: dict[int, int] = {}
+    pending: list[int] = []
+    for line in raw[start + 1:]:
+        if _ONLY_MARKS.match(line):
+            pending.extend(int(m) for m in _MARK_RE.findall(line))
+            continue
+        marks = [int(m) for m in _MARK_RE.findall(line)] if "@@tvmx" in line else []
+        if marks:
+            line = _TRAILING.sub("", line)
+        for m in pending + marks:
+            node_line.setdefault(m, len(lines))
+        pending = []
+        lines.append(line)
+    while lines and not lines[-1].strip():
+        lines.pop()
+    anchors = [
+        Anchor(line, _block_end(lines, line), nodes[i]) for i, line in sorted(node_line.items())
+    ]
+    anchors.sort(key=lambda a: (a.first, -a.last))
+    return FunctionText(name, func, lines, anchors, header)
+
+
+class ModulePrinter:
+    """Prints modules function by function, reusing the text of functions seen before."""
+
+    def __init__(self):
+        self._cache: dict[int, FunctionText] = {}
+
+    def functions(self, mod, include=None) -> list[FunctionText]:
+        """Printed functions of ``mod`` sorted by name (``include`` filters by function)."""
+        out = []
+        seen = set()
+        for gv, func in sorted(mod.functions.items(), key=lambda kv: kv[0].name_hint):
+            if include is not None and not include(func):
+                continue
+            key = handle(func)
+            seen.add(key)
+            cached = self._cache.get(key)
+            if cached is None or cached.name != gv.name_hint:
+                cached = print_function(gv.name_hint, gv, func)
+                self._cache[key] = cached
+            out.append(cached)
+        return out
+
+    def forget_except(self, keep: set[int]) -> None:
+        """Drop cached functions that are no longer alive in any recent module."""
+        for key in list(self._cache):
+            if key not in keep:
+                del self._cache[key]
+
+
+@dataclass
+class PlacedFunction:
+    """A printed function placed in a document: its first line's number there."""
+
+    text: FunctionText
+    line: int
+
+
+def assemble(functions: list[FunctionText]) -> tuple[str, list[PlacedFunction], list[int]]:
+    """One document from printed functions; returns text, placements and line start offsets."""
+    header: list[str] = []
+    for f in functions:
+        for line in f.header:
+            if line not in header:
+                header.append(line)
+    lines = header + ["", "@I.ir_module", "class Module:"]
+    placed = []
+    for i, f in enumerate(functions):
+        if i:
+            lines.append("")
+        placed.append(PlacedFunction(f, len(lines)))
+        lines.extend(f.lines)
+    text = "\n".join(lines) + "\n"
+    starts = []
+    pos = 0
+    for line in lines:
+        starts.append(pos)
+        pos += len(line) + 1
+    return text, placed, starts

@@ -1,0 +1,169 @@
+"""One capture: follow a real TVM compile pass by pass and write what it did into a bundle.
+
+``CaptureSession.instrument()`` is a TVM pass instrument. It sees every Relax pass and every
+TIR pass (``tirx.build`` runs inside the same PassContext); after each top-level pass it lets
+the tracker re-attach provenance, and if the pass changed the module it prints the module
+(reusing unchanged functions' text) and indexes it. Passes nested inside another pass
+(FoldConstant evaluates subgraphs by building them; FuseTIR runs helper passes) are not part
+of the recorded pipeline.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+
+import tvm
+import tvm_ffi
+from tvm import relax
+
+from ..model.document import render_model_document
+from ..model.loader import LoadedModel
+from ..bundle.format import MODEL_DOCUMENT
+from ..bundle.writer import BundleWriter
+from ..provenance import OriginTable
+from .indexer import index_module
+from .printer import ModulePrinter, assemble
+from .spans import handle
+from .tracker import ProvenanceTracker
+
+# Passes that only group other passes; their children are the pipeline's steps.
+CONTAINERS = {"sequential", "_pipeline"}
+
+
+def _stage_of(mod) -> str:
+    return "relax" if any(isinstance(f, relax.Function) for f in mod.functions.values()) else "tir"
+
+
+def _safe(name: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_.-]+", "_", name)
+
+
+class CaptureSession:
+    """State of one capture: origins, tracker, printer, and the bundle being written."""
+
+    def __init__(self, model: LoadedModel, writer: BundleWriter | None, origins: OriginTable):
+        self.model = model
+        self.writer = writer
+        self.origins = origins
+        self.tracker = ProvenanceTracker(origins)
+        self.printer = ModulePrinter()
+        self.pass_index = 0
+        self.last_document: dict[str, str | None] = {"relax": None, "tir": None}
+        self._last_funcs: dict[str, dict[str, tuple]] = {}
+        self.print_seconds = 0.0
+        self.final_tir = None
+
+    # -- documents -------------------------------------------------------------------
+    def write_model_document(self) -> None:
+        """Render the model document (where 'go to the layer' lands)."""
+        if self.writer is None:
+            return
+        text, ranges = render_model_document(self.model, self.origins)
+        self.writer.add_document(MODEL_DOCUMENT, text, ranges, "model")
+
+    def record(self, name: str, mod, stage: str | None = None, *, merge: bool = False,
+               note: str | None = None) -> None:
+        """Record ``mod`` as the result of pass ``name`` (attributing it first).
+
+        ``merge``: ``mod`` holds only some of the functions (after the TIR build split host
+        and device code); it updates those in the stage's current module.
+        """
+        stage = stage or _stage_of(mod)
+        if merge and self._last_funcs.get(stage):
+            merged = dict(self._last_funcs[stage])
+            merged.update({gv.name_hint: (gv, f) for gv, f in mod.functions.items()})
+            mod = tvm.IRModule({gv: f for gv, f in merged.values()})
+        coverage = self.tracker.after_pass(mod)
+        funcs = {gv.name_hint: (gv, f) for gv, f in mod.functions.items()}
+        changed = self._changed(self._last_funcs.get(stage), funcs) and note is None
+        before = self.last_document[stage]
+        index = self.pass_index
+        self.pass_index += 1
+        after = before
+        if changed or before is None:
+            after = self._write_module(mod, stage, index, name)
+            self.last_document[stage] = after
+        if note is None:
+            self._last_funcs[stage] = funcs
+        if stage == "tir":
+            self.final_tir = mod
+        entry = {
+            "index": index,
+            "stage": stage,
+            "name": name,
+            "changed": bool(changed),
+            "before": before,
+            "after": after,
+            "units": coverage.units,
+            "attributed": coverage.attributed,
+        }
+        if note:
+            entry["note"] = note
+        if stage == "relax":
+            entry["tir_units"] = coverage.extra.get("stores", 0)
+            entry["tir_attributed"] = coverage.extra.get("stores_attributed", 0)
+        if self.writer is not None:
+            self.writer.passes.append(entry)
+
+    @staticmethod
+    def _changed(prev: dict | None, funcs: dict) -> bool:
+        """Did a pass change the module? New objects that print the same are no change."""
+        if prev is None or prev.keys() != funcs.keys():
+            return True
+        for name, (_gv, func) in funcs.items():
+            old = prev[name][1]
+            if handle(old) != handle(func) and not tvm_ffi.structural_equal(old, func):
+                return True
+        return False
+
+    def _write_module(self, mod, stage: str, index: int, name: str) -> str | None:
+        if self.writer is None:
+            return None
+        started = time.perf_counter()
+        functions = self.printer.functions(mod)
+        text, placed, starts = assemble(functions)
+        ranges = index_module(placed, starts, mod, self.tracker, self.origins)
+        ext = "relax" if stage == "relax" else "tir"
+        path = f"{stage}/{index:03d}-{_safe(name)}.{ext}"
+        self.writer.add_document(path, text, ranges, stage, pass_index=index, pass_name=name)
+        self.printer.forget_except(set(handle(f) for f in mod.functions.values()))
+        self.print_seconds += time.perf_counter() - started
+        return path
+
+    def instrument(self) -> "PassRecorder":
+        """A TVM pass instrument feeding this session."""
+        return PassRecorder(self)
+
+
+@tvm.ir.instrument.pass_instrument
+class PassRecorder:
+    """Records the top-level passes of a compile (not passes nested inside another)."""
+
+    def __init__(self, session: CaptureSession):
+        self.session = session
+        self.stack: list[str] = []
+        self.started_tir = False
+        self.split = False
+
+    def _top_level(self) -> bool:
+        return all(name in CONTAINERS for name in self.stack)
+
+    def run_before_pass(self, mod, info):
+        if self._top_level() and info.name not in CONTAINERS and not self.started_tir:
+            if _stage_of(mod) == "tir":
+                self.started_tir = True
+                self.session.record("input", mod, "tir")
+        self.stack.append(info.name)
+
+    def run_after_pass(self, mod, info):
+        self.stack.pop()
+        if info.name in CONTAINERS or not self._top_level():
+            return
+        if info.name == "tirx.Filter":
+            # The TIR build splits host and device functions into two modules here; each
+            # half goes on through its own passes, and we keep showing the whole.
+            self.split = True
+            self.session.record(info.name, mod, merge=True, note="splits host and device code")
+            return
+        self.session.record(info.name, mod, merge=self.split)

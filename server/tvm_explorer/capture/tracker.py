@@ -1,0 +1,290 @@
+"""Keep provenance alive across TVM passes that drop it.
+
+After every pass the tracker looks at the module the pass produced, works out the origin set
+of every Relax binding, function, PrimFunc and TIR BufferStore, and stamps it back as a span
+so the next pass carries it on. Nothing but spans is ever changed.
+
+Relax bindings, in order of preference: a span we stamped on the binding, its variable or
+its value (LegalizeOps keeps variables; FuseOps keeps values); a call to a function whose
+origins are known; the same binding (function and variable name) before the pass
+(ToNonDataflow renames nothing but replaces every variable); else the data flow: plumbing
+(allocations, kills, shape checks) serves the layers whose values it takes or feeds.
+
+PrimFuncs take the union of their call sites. Each BufferStore carries a unit id that stays
+with it through every later pass and into generated code; a store seen in two functions
+(FuseTIR copies stores of deduplicated PrimFuncs) gets a fresh id in all but one, and keeps
+only the layers the function containing it serves. Stores a pass creates (schedule rules,
+lowering) serve the stores they feed or read from. Stores that vanish (inlined epilogues)
+hand their layers to the stores that absorbed them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import tvm
+import tvm_ffi
+from tvm import relax, tirx
+
+from ..provenance import OriginTable
+from .printer import RELAX_NODES
+from .spans import handle, origin_span, read_span, set_span
+
+
+@dataclass
+class StoreInfo:
+    """What the tracker knows about one TIR store in the current module."""
+
+    node: object
+    func: str
+    origin_set: int
+    writes: str
+    reads: frozenset[str]
+
+
+@dataclass
+class PassCoverage:
+    """Units (Relax bindings or TIR stores) in a module, and how many have origins."""
+
+    units: int = 0
+    attributed: int = 0
+    extra: dict = field(default_factory=dict)
+
+
+def _bindings(func) -> list:
+    found: list = []
+    tvm_ffi.structural_walk(func.body, [(RELAX_NODES, found.append)], order="pre")
+    return found
+
+
+def _stores(func) -> list:
+    found: list = []
+    tvm_ffi.structural_walk(func.body, [(tirx.BufferStore, found.append)], order="pre")
+    return found
+
+
+def _global_refs(expr) -> list:
+    found: list = []
+    tvm_ffi.structural_walk(expr, [(relax.GlobalVar, found.append)])
+    return found
+
+
+def _var_refs(expr) -> list:
+    found: list = []
+    tvm_ffi.structural_walk(expr, [(relax.Var, found.append)])
+    return found
+
+
+def _loaded_buffers(expr) -> frozenset[str]:
+    found: list = []
+    tvm_ffi.structural_walk(expr, [(tvm.ir.TensorLoad, found.append)])
+    return frozenset(getattr(load.source, "name", "") for load in found)
+
+
+class ProvenanceTracker:
+    """Attributes and re-stamps modules pass after pass for one capture."""
+
+    def __init__(self, origins: OriginTable):
+        self.origins = origins
+        self.func_origin: dict[str, int] = {}
+        self._prev_binding: dict[tuple[str, str], int] = {}
+        self._next_unit = 1
+        self._stores: dict[int, StoreInfo] = {}
+        self._seen_funcs: dict[str, int] = {}
+        self.unit_derived: dict[int, int] = {}
+
+    # -- public ----------------------------------------------------------------------
+    def after_pass(self, mod) -> PassCoverage:
+        """Attribute everything in ``mod`` (just produced by a pass) and stamp it back."""
+        relax_funcs = [(gv, f) for gv, f in mod.functions.items() if isinstance(f, relax.Function)]
+        prim_funcs = [(gv, f) for gv, f in mod.functions.items() if isinstance(f, tirx.PrimFunc)]
+        cov = PassCoverage()
+        binding_sets: dict[tuple[str, str], int] = {}
+        call_sites: dict[str, list[int]] = {}
+        if relax_funcs:
+            # Callees before callers so a call to a fused function finds its origins.
+            relax_funcs.sort(key=lambda gf: gf[0].name_hint == "main")
+            for gv, func in relax_funcs:
+                sets = self._attribute_relax(gv.name_hint, func, mod, call_sites)
+                for b, sid in sets:
+                    binding_sets[(gv.name_hint, b.var.name)] = sid
+                    cov.units += 1
+                    cov.attributed += bool(sid)
+            self._prev_binding = binding_sets
+        for gv, func in prim_funcs:
+            sites = call_sites.get(gv.name_hint)
+            if sites:
+                self.func_origin[gv.name_hint] = self.origins.union(sites)
+        self._attribute_tir(prim_funcs)
+        stores = [s for s in self._stores.values()]
+        cov.extra["stores"] = len(stores)
+        cov.extra["stores_attributed"] = sum(1 for s in stores if s.origin_set)
+        if not relax_funcs:
+            cov.units, cov.attributed = cov.extra["stores"], cov.extra["stores_attributed"]
+        return cov
+
+    def store_set(self, unit: int) -> int:
+        """Current origin set of a store id (0 if unknown)."""
+        info = self._stores.get(unit)
+        return info.origin_set if info else 0
+
+    def function_set(self, name: str) -> int:
+        """Origin set of a function by name, deriving it for split-off functions."""
+        if name in self.func_origin:
+            return self.func_origin[name]
+        for known in sorted(self.func_origin, key=len, reverse=True):
+            if name.startswith(known + "_"):
+                return self.func_origin[known]
+        return 0
+
+    # -- Relax -----------------------------------------------------------------------
+    def _attribute_relax(self, fname, func, mod, call_sites):
+        bindings = _bindings(func)
+        sets: list[int] = []
+        for b in bindings:
+            sets.append(self._direct_set(fname, b, mod))
+        by_var = {handle(b.var): i for i, b in enumerate(bindings)}
+        self._fill_by_dataflow(bindings, sets, by_var)
+        if not all(sets):
+            rest = self.origins.as_parts(self.origins.union(sets)) if any(sets) else self.function_set(fname)
+            sets = [s or rest for s in sets]
+        for b, sid in zip(bindings, sets):
+            if sid:
+                self._stamp_binding(b, sid)
+            for gv in _global_refs(b.value):
+                if isinstance(mod.functions.get(gv) if gv in mod.functions else None, tirx.PrimFunc):
+                    call_sites.setdefault(gv.name_hint, []).append(sid)
+        self.func_origin[fname] = self.origins.union(sets)
+        return list(zip(bindings, sets))
+
+    def _direct_set(self, fname, b, mod) -> int:
+        for node in (b, b.var, b.value):
+            got = read_span(node)
+            if got and got[0]:
+                return got[0]
+        value = b.value
+        callee = value.op if isinstance(value, relax.Call) else None
+        if isinstance(callee, relax.GlobalVar) and callee in mod.functions:
+            if isinstance(mod[callee], relax.Function) and self.func_origin.get(callee.name_hint):
+                return self.func_origin[callee.name_hint]
+        return self._prev_binding.get((fname, b.var.name), 0)
+
+    def _fill_by_dataflow(self, bindings, sets, by_var) -> None:
+        uses = [[by_var[handle(v)] for v in _var_refs(b.value) if handle(v) in by_var] for b in bindings]
+        for _ in range(3):
+            if all(sets):
+                return
+            for i in range(len(bindings)):
+                if sets[i]:
+                    continue
+                producers = [sets[j] for j in uses[i] if sets[j]]
+                if not producers:
+                    producers = [sets[k] for k, used in enumerate(uses) if i in used and sets[k]]
+                if producers:
+                    sets[i] = self.origins.as_parts(self.origins.union(producers))
+
+    @staticmethod
+    def _stamp_binding(b, sid: int) -> None:
+        span = origin_span(sid)
+        for node in (b, b.var, b.value):
+            got = read_span(node)
+            if got is None or got[0] != sid:
+                if node is b.value and isinstance(node, (relax.Var, relax.Constant, relax.GlobalVar)):
+                    continue
+                if node is b.value and isinstance(node, (relax.ShapeExpr, relax.ExternFunc)):
+                    continue
+                set_span(node, span)
+
+    # -- TIR -------------------------------------------------------------------------
+    def _attribute_tir(self, prim_funcs) -> None:
+        previous = self._stores
+        current: dict[int, StoreInfo] = {}
+        fresh: list[tuple[str, object]] = []
+        spanned: dict[str, int] = {}
+        params: dict[str, set[str]] = {}
+        for gv, func in sorted(prim_funcs, key=lambda gf: gf[0].name_hint):
+            name = gv.name_hint
+            fset = self.function_set(name)
+            params[name] = {getattr(p, "name", "") for p in func.params}
+            for store in _stores(func):
+                got = read_span(store)
+                if got is None or got[1] == 0:
+                    fresh.append((name, store))
+                    continue
+                spanned[name] = spanned.get(name, 0) + 1
+                sid, unit = got
+                if unit in current:
+                    # The same store in a second function: a copy (FuseTIR, cloning).
+                    fresh.append((name, store))
+                    continue
+                sid = self._within(sid, fset)
+                current[unit] = StoreInfo(store, name, sid, store.buffer.name, _loaded_buffers(store.value))
+                if got[0] != sid:
+                    set_span(store, origin_span(sid, unit))
+        for name, store in fresh:
+            got = read_span(store)
+            fset = self.function_set(name)
+            if got and got[0]:
+                sid = self._within(got[0], fset)
+            elif spanned.get(name):
+                sid = self._serving(name, store, current)  # made by a pass among known stores
+            else:
+                sid = 0
+            if not sid:
+                # A new PrimFunc (LegalizeOps, TE): the store writing a result computes the
+                # call's output; the others are steps towards it.
+                writes_result = store.buffer.name in params.get(name, ())
+                sid = fset if writes_result else self.origins.as_parts(fset)
+            unit = self._next_unit
+            self._next_unit += 1
+            if got and got[1]:
+                self.unit_derived[unit] = got[1]
+            set_span(store, origin_span(sid, unit))
+            current[unit] = StoreInfo(store, name, sid, store.buffer.name, _loaded_buffers(store.value))
+        self._absorb_vanished(previous, current)
+        self._stores = current
+        for name in {info.func for info in current.values()}:
+            if name not in self.func_origin:
+                self.func_origin[name] = self.origins.union(
+                    info.origin_set for info in current.values() if info.func == name
+                )
+
+    def _within(self, sid: int, fset: int) -> int:
+        """``sid`` narrowed to the layers its function serves (if that leaves any)."""
+        if not fset or not sid:
+            return sid
+        allowed = set(self.origins.layers(fset))
+        kept = [(layer, out) for layer, out in self.origins.get(sid) if layer in allowed]
+        return self.origins.intern(kept) if kept else sid
+
+    def _serving(self, name, store, current) -> int:
+        """Origins of a store a pass created: the stores it reads from, else those reading it."""
+        reads = _loaded_buffers(store.value)
+        writes = store.buffer.name
+        same = [info for info in current.values() if info.func == name and info.origin_set]
+        producers = [info.origin_set for info in same if info.writes in reads and info.writes != writes]
+        consumers = [info.origin_set for info in same if writes in info.reads]
+        picked = consumers or producers
+        return self.origins.as_parts(self.origins.union(picked)) if picked else 0
+
+    def _absorb_vanished(self, previous, current) -> None:
+        by_func: dict[str, list[StoreInfo]] = {}
+        for info in current.values():
+            by_func.setdefault(info.func, []).append(info)
+        for unit, old in previous.items():
+            if unit in current or not old.origin_set:
+                continue
+            family = [i for f, infos in by_func.items() if f == old.func or f.startswith(old.func + "_")
+                      for i in infos]
+            # A store now writing the vanished one's buffer computes its result (reverse
+            # inlining); one reading its inputs merely absorbed its computation (inlining).
+            takers = [i for i in family if i.writes == old.writes]
+            given = old.origin_set
+            if not takers:
+                takers = [i for i in family if old.reads & i.reads]
+                given = self.origins.as_parts(old.origin_set)
+            for info in takers:
+                merged = self.origins.union([info.origin_set, given])
+                if merged != info.origin_set:
+                    info.origin_set = merged
+                    set_span(info.node, origin_span(merged, read_span(info.node)[1]))
