@@ -33,11 +33,12 @@ def run_serve(args: argparse.Namespace) -> int:
     """Run the server until the client disconnects; returns the exit status."""
     from .server import create_server  # pygls is only imported when serving
 
+    # stdout carries the protocol: logs go to a file or to stderr, never to stdout.
+    target = {"filename": args.log_file} if args.log_file else {"stream": sys.stderr}
     logging.basicConfig(
-        filename=args.log_file,
         level=logging.DEBUG if args.log_file else logging.WARNING,
-        stream=None if args.log_file else sys.stderr,
         format="%(asctime)s %(name)s %(levelname)s %(message)s",
+        **target,
     )
     server = create_server(poll_interval=args.poll_interval)
     if args.tcp:

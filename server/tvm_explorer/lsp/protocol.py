@@ -99,16 +99,17 @@ class BundlesChangedParams:
     bundles: list[str]
 
 
-def _request(method: str, params_type: Any):
-    @attrs.define
-    class Request:
-        id: Union[int, str]
-        params: Optional[params_type] = None
-        method: str = method
-        jsonrpc: str = "2.0"
-
-    Request.__name__ = Request.__qualname__ = method.split("/")[-1] + "Request"
-    return Request
+def _request(method: str, params_type: Any) -> type:
+    """The JSON-RPC request message class of a custom method."""
+    return attrs.make_class(
+        method.split("/")[-1] + "Request",
+        {
+            "id": attrs.field(type=Union[int, str]),
+            "params": attrs.field(type=Optional[params_type], default=None),
+            "method": attrs.field(type=str, default=method),
+            "jsonrpc": attrs.field(type=str, default="2.0"),
+        },
+    )
 
 
 MESSAGE_TYPES = {

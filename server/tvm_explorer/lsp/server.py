@@ -24,6 +24,8 @@ from .protocol import (
     ORIGINS,
     PREVIOUS_STAGE,
     ExplorerProtocol,
+    ListBundlesResult,
+    ListPassesResult,
     OriginsResult,
     converter_factory,
 )
@@ -66,6 +68,10 @@ def create_server(poll_interval: float = 1.0) -> ExplorerServer:
     @server.feature(types.INITIALIZE)
     def initialize(ls: ExplorerServer, params: types.InitializeParams):
         watcher.configure(params)
+        caps = params.capabilities.text_document
+        session.link_tooltips = bool(
+            caps and caps.document_link and caps.document_link.tooltip_support
+        )
 
     @server.feature(types.INITIALIZED)
     async def initialized(ls: ExplorerServer, params: types.InitializedParams):
@@ -96,58 +102,33 @@ def create_server(poll_interval: float = 1.0) -> ExplorerServer:
     def did_close(ls: ExplorerServer, params: types.DidCloseTextDocumentParams):
         documents.closed(params)
 
-    @server.feature(types.TEXT_DOCUMENT_DEFINITION)
-    def goto_definition(ls: ExplorerServer, params: types.DefinitionParams):
-        return _safe(definition.definition, params, [])
+    def answer(method: str, handler, empty):
+        """Register ``handler`` for ``method``: wait for the bundle to be loaded, then look up.
+        A failure answers ``empty`` (and is logged), never an error response: a bug at one
+        position must not break the editor's navigation."""
 
-    @server.feature(types.TEXT_DOCUMENT_DECLARATION)
-    def goto_declaration(ls: ExplorerServer, params: types.DeclarationParams):
-        return _safe(previous.previous_stage, params, [])
+        async def respond(ls: ExplorerServer, params):
+            document = getattr(params, "text_document", None)
+            await watcher.wait_for(getattr(document, "uri", None))
+            try:
+                return handler(params)
+            except Exception:
+                logger.exception("%s failed", method)
+                return empty
 
-    @server.feature(PREVIOUS_STAGE)
-    def previous_stage(ls: ExplorerServer, params: types.TextDocumentPositionParams):
-        return _safe(previous.previous_stage, params, [])
+        respond.__name__ = method.replace("/", "_")
+        server.feature(method)(respond)
 
-    @server.feature(types.TEXT_DOCUMENT_HOVER)
-    def on_hover(ls: ExplorerServer, params: types.HoverParams):
-        return _safe(hover.hover, params, None)
-
-    @server.feature(types.TEXT_DOCUMENT_REFERENCES)
-    def find_references(ls: ExplorerServer, params: types.ReferenceParams):
-        return _safe(references.references, params, [])
-
-    @server.feature(types.TEXT_DOCUMENT_DOCUMENT_SYMBOL)
-    def document_symbols(ls: ExplorerServer, params: types.DocumentSymbolParams):
-        return _safe(symbols.symbols, params, [])
-
-    @server.feature(types.TEXT_DOCUMENT_CODE_LENS)
-    def code_lens(ls: ExplorerServer, params: types.CodeLensParams):
-        return _safe(lenses.code_lenses, params, [])
-
-    @server.feature(types.TEXT_DOCUMENT_DOCUMENT_LINK)
-    def document_link(ls: ExplorerServer, params: types.DocumentLinkParams):
-        return _safe(links.links, params, [])
-
-    @server.feature(LIST_BUNDLES)
-    def list_bundles(ls: ExplorerServer, params):
-        return requests.list_bundles(params)
-
-    @server.feature(LIST_PASSES)
-    def list_passes(ls: ExplorerServer, params):
-        return requests.list_passes(params)
-
-    @server.feature(ORIGINS)
-    def origins(ls: ExplorerServer, params):
-        return _safe(requests.origins, params, OriginsResult([]))
-
+    answer(types.TEXT_DOCUMENT_DEFINITION, definition.definition, [])
+    answer(types.TEXT_DOCUMENT_DECLARATION, previous.previous_stage, [])
+    answer(PREVIOUS_STAGE, previous.previous_stage, [])
+    answer(types.TEXT_DOCUMENT_HOVER, hover.hover, None)
+    answer(types.TEXT_DOCUMENT_REFERENCES, references.references, [])
+    answer(types.TEXT_DOCUMENT_DOCUMENT_SYMBOL, symbols.symbols, [])
+    answer(types.TEXT_DOCUMENT_CODE_LENS, lenses.code_lenses, [])
+    answer(types.TEXT_DOCUMENT_DOCUMENT_LINK, links.links, [])
+    answer(LIST_BUNDLES, requests.list_bundles, ListBundlesResult([]))
+    answer(LIST_PASSES, requests.list_passes, ListPassesResult([]))
+    answer(ORIGINS, requests.origins, OriginsResult([]))
     return server
 
-
-def _safe(handler, params, empty):
-    """Run a feature; an unexpected failure answers empty (and is logged), never an error
-    response: a bug for one position must not break the editor's navigation."""
-    try:
-        return handler(params)
-    except Exception:
-        logger.exception("%s failed", getattr(handler, "__qualname__", handler))
-        return empty

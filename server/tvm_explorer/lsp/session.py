@@ -76,6 +76,7 @@ class Session:
         self.registry = Registry()
         self.open: dict[Path, OpenDocument] = {}
         self.encoding = "utf-16"
+        self.link_tooltips = False
 
     # -- documents ---------------------------------------------------------------------
     def locate(self, uri: str) -> tuple[BundleView, str] | None:

@@ -2,19 +2,23 @@
 
 The rules, tried in order (see docs/navigation.md):
 
+0. Relax of the import -> model: the origin layer(s).
 1. TIR -> Relax: a position inside PrimFunc ``X`` goes to the Relax binding(s) of the
    previous document carrying link ``prim:X`` (the binding that calls the PrimFunc).
-2. Same key: the innermost enclosing range whose key exists in the previous document
+2. A binding calling PrimFunc ``X`` (link ``prim:X``): the bindings of the previous
+   document calling ``X`` (the one with the same key, else the same origins, else all).
+3. Same key: the innermost enclosing range whose key exists in the previous document
    (``store:<id>``, ``loop:``, ``prim:``, ``bind:<fn>:<var>``, ``func:`` ...), if it is
-   the innermost range itself.
-3. Inside PrimFunc ``X`` of a Relax document: the bindings of this document calling ``X``,
+   the innermost range itself. A candidate sharing no origin layer is not the same
+   computation (binding names are recycled by some passes) and is ignored.
+4. Inside PrimFunc ``X`` of a Relax document: the bindings of this document calling ``X``,
    found by key in the previous document.
-4. Same origin set: ranges of the previous document with the origin set of the innermost
-   range that has one (inside the anchor found in 2 when there is one).
-5. Part of the origins: ranges of the previous document whose layers are a subset of those
+5. Same origin set: ranges of the previous document with the origin set of the innermost
+   range that has one (inside the anchor found in 3 when there is one).
+6. Part of the origins: ranges of the previous document whose layers are a subset of those
    origins, same kind preferred (a fused binding goes back to the bindings it fused).
-6. The anchor of 2 (a coarser enclosing range: loop, PrimFunc, function).
-7. The origin layer(s) in the model document.
+7. The anchor of 3 (a coarser enclosing range: loop, PrimFunc, function).
+8. The origin layer(s) in the model document.
 """
 
 from __future__ import annotations
@@ -32,6 +36,8 @@ def previous_stage(view: BundleView, path: str, offset: int, keep: Keep = keep_a
     ranges = view.enclosing(path, offset, keep)
     if not ranges:
         return []
+    if prev.stage == "model":
+        return view.layer_places(o.layer.id for o in view.origins_of(ranges))
     here = view.bundle.index(path)
     there = view.bundle.index(prev.path)
     prim = next((r for r in ranges if r.kind == "primfunc"), None)
@@ -40,16 +46,28 @@ def previous_stage(view: BundleView, path: str, offset: int, keep: Keep = keep_a
         return [Place.of(prev.path, r) for r in found]
 
     if prim is not None and doc.stage == "tir" and prev.stage == "relax":
-        if found := there.by_link(prim.key):
+        if found := _narrow(there.by_link(prim.key), prim):
             return places(found)
-    anchor = next((r for r in ranges if there.by_key(r.key)), None)
-    if anchor is ranges[0]:
-        return places(there.by_key(anchor.key))
+    inner = ranges[0]
+    if inner.link and inner.link.startswith("prim:"):
+        if found := _narrow(there.by_link(inner.link), inner):
+            return places(found)
+    layers = view.layer_map.layers_of_set
+
+    def same_key(rng: Range) -> list[Range]:
+        # Equal keys name the same computation, except binding names that a pass recycled
+        # (FuseOps reuses "lv1" for another value): those have no origin in common.
+        mine = layers[rng.origin_set]
+        return [r for r in there.by_key(rng.key) if not mine or not layers[r.origin_set]
+                or mine & layers[r.origin_set]]
+
+    anchor = next((r for r in ranges if same_key(r)), None)
+    if anchor is inner:
+        return places(_narrow(same_key(inner), inner))
     if prim is not None and doc.stage == "relax" and prev.stage == "relax":
-        callers = [r for b in here.by_link(prim.key) for r in there.by_key(b.key)]
-        if callers:
+        if callers := [r for b in here.by_link(prim.key) for r in same_key(b)]:
             return places(_unique(callers))
-    within = there.by_key(anchor.key) if anchor is not None else None
+    within = same_key(anchor) if anchor is not None else None
     if found := _same_origins(view, there, prev.path, ranges, within):
         return places(found)
     if within:
@@ -84,6 +102,14 @@ def _same_origins(
     ]
     same_kind = [r for r in part if r.kind == source.kind]
     return _outermost(_unique(same_kind or part))
+
+
+def _narrow(candidates: list[Range], like: Range) -> list[Range]:
+    """Of several candidates, those with ``like``'s key, else its origin set, else all."""
+    for same in (lambda r: r.key == like.key, lambda r: r.origin_set == like.origin_set):
+        if narrowed := [r for r in candidates if same(r)]:
+            return narrowed
+    return candidates
 
 
 def _unique(ranges: list[Range]) -> list[Range]:

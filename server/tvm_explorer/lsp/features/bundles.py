@@ -30,6 +30,8 @@ class BundleWatcher:
         self._lock = asyncio.Lock()
         self._task: asyncio.Task | None = None
         self._tokens = itertools.count(1)
+        self._initial: asyncio.Task | None = None
+        self._opening: dict[Path, asyncio.Task] = {}
 
     # -- lifecycle ---------------------------------------------------------------------
     def configure(self, params: types.InitializeParams) -> None:
@@ -44,6 +46,7 @@ class BundleWatcher:
 
     async def start(self) -> None:
         """Load the workspace's bundles, then poll for changes."""
+        self._initial = asyncio.current_task()
         await self.refresh(rescan=True)
         if self.poll_interval > 0:
             self._task = asyncio.get_running_loop().create_task(self._poll())
@@ -52,6 +55,19 @@ class BundleWatcher:
         """Stop polling."""
         if self._task is not None:
             self._task.cancel()
+
+    async def wait_for(self, uri: str | None, timeout: float = 120.0) -> None:
+        """Wait until the first load, and the load of ``uri``'s newly opened bundle, are done,
+        so that the first requests get answers instead of empty results. Reloads of known
+        bundles are not waited for: requests meanwhile are answered from the old bundle."""
+        pending = []
+        if self._initial is not None and not self._initial.done() and self._initial is not asyncio.current_task():
+            pending.append(self._initial)
+        path = uri_to_path(uri) if uri else None
+        if path is not None:
+            pending += [t for root, t in self._opening.items() if root in path.parents and not t.done()]
+        if pending:
+            await asyncio.wait(pending, timeout=timeout)
 
     async def _poll(self) -> None:
         for tick in itertools.count(1):
@@ -80,10 +96,10 @@ class BundleWatcher:
             return
         root = reg.enclosing_root(path)
         if root is not None and root not in self.session.registry.signatures:
-            self._soon(extra=[root])
+            self._opening[root] = self._soon(extra=[root])
 
-    def _soon(self, rescan: bool = False, extra: list[Path] | None = None) -> None:
-        asyncio.get_running_loop().create_task(self.refresh(rescan=rescan, extra=extra))
+    def _soon(self, rescan: bool = False, extra: list[Path] | None = None) -> asyncio.Task:
+        return asyncio.get_running_loop().create_task(self.refresh(rescan=rescan, extra=extra))
 
     # -- loading -----------------------------------------------------------------------
     async def refresh(self, rescan: bool = False, extra: list[Path] | None = None) -> None:

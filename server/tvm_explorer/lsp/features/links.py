@@ -31,5 +31,6 @@ class DocumentLinks:
                     link.target_offset
                 )
                 target += f"#L{line + 1},{col + 1}"
-            out.append(types.DocumentLink(range=rng, target=target, tooltip=link.tooltip))
+            tooltip = link.tooltip if self.session.link_tooltips else None
+            out.append(types.DocumentLink(range=rng, target=target, tooltip=tooltip))
         return out

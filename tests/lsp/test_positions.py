@@ -1,0 +1,95 @@
+"""Offsets <-> LSP positions, and drift of an edited document (protocol-free units)."""
+
+from __future__ import annotations
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from tvm_explorer.navigation.drift import Drift
+from tvm_explorer.navigation.positions import LineIndex
+
+TEXT = "ab\n🙂x = 1\r\n\n  é🙂\n"
+
+
+def test_utf16_columns_count_surrogate_pairs():
+    lines = LineIndex(TEXT)
+    x = TEXT.index("x")
+    assert lines.position(x) == (1, 2)
+    assert lines.offset(1, 2) == x
+    last = TEXT.rindex("🙂")
+    assert lines.position(last) == (3, 3)
+    assert lines.position(last + 1) == (3, 5)
+
+
+def test_utf8_and_utf32_columns():
+    x = TEXT.index("x")
+    assert LineIndex(TEXT, "utf-8").position(x) == (1, 4)
+    assert LineIndex(TEXT, "utf-32").position(x) == (1, 1)
+    assert LineIndex(TEXT, "utf-8").offset(1, 4) == x
+
+
+def test_crlf_is_one_line_break():
+    lines = LineIndex(TEXT)
+    assert lines.line_text(1) == "🙂x = 1"
+    assert lines.position(TEXT.index("\r")) == (1, 7)
+    assert lines.offset(2, 0) == TEXT.index("\n\n") + 1
+
+
+def test_past_the_end_and_blank_positions_have_no_token():
+    lines = LineIndex(TEXT)
+    assert lines.offset(1, 99) is None
+    assert lines.offset(99, 0) is None
+    assert lines.token_offset(2, 0) is None  # blank line
+    assert lines.token_offset(3, 0) is None  # indentation
+    assert lines.token_offset(0, 2) == 1  # right after "ab" means "ab"
+    assert lines.token_offset(0, 0) == 0
+
+
+def test_column_inside_surrogate_pair_snaps_to_the_character():
+    lines = LineIndex(TEXT)
+    assert lines.offset(1, 1) == TEXT.index("🙂")
+
+
+@given(st.text(alphabet=st.sampled_from("a é🙂\n\r\t"), max_size=60), st.data())
+def test_position_and_offset_round_trip(text, data):
+    for encoding in ("utf-16", "utf-8", "utf-32"):
+        lines = LineIndex(text, encoding)
+        offset = data.draw(st.integers(0, len(text)))
+        if 0 < offset < len(text) and text[offset - 1 : offset + 1] == "\r\n":
+            continue  # inside a line break: no column of its own
+        assert lines.offset(*lines.position(offset)) == offset
+
+
+def test_drift_shifts_outside_and_drops_inside_the_edit():
+    original = "aaa bbb ccc ddd"
+    current = "aaa bXXbb ccc ddd"  # inserted inside "bbb"
+    drift = Drift(original, current)
+    assert not drift.clean
+    assert drift.to_original(0) == 0
+    assert drift.to_original(current.index("ccc")) == original.index("ccc")
+    assert drift.to_original(current.index("X")) is None
+    assert drift.to_current(0, 3) == (0, 3)
+    assert drift.to_current(8, 11) == (10, 13)
+    assert drift.to_current(4, 7) is None  # "bbb" was edited
+    assert drift.to_current(0, 15) is None  # encloses the edit
+    assert Drift(original, original).to_current(4, 7) == (4, 7)
+
+
+def test_drift_drops_a_range_glued_to_the_edit():
+    drift = Drift("lv3 = f(x)", "lv3x = f(x)")
+    assert drift.to_current(0, 3) is None
+    assert drift.to_current(6, 10) == (7, 11)
+
+
+@given(st.text(alphabet="ab\n", max_size=30), st.text(alphabet="ab\n", max_size=30))
+def test_drift_maps_only_identical_characters(original, current):
+    drift = Drift(original, current)
+    for offset, char in enumerate(current):
+        back = drift.to_original(offset)
+        if back is not None:
+            assert original[back] == char
+    for start in range(len(original)):
+        for end in range(start, min(len(original), start + 4) + 1):
+            moved = drift.to_current(start, end)
+            if moved is not None:
+                assert current[moved[0] : moved[1]] == original[start:end]

@@ -1,0 +1,199 @@
+"""End-to-end tests against bundles compiled by the real ``tvm-explorer compile`` from real
+TFLite models. Ground truth comes from outside the index: the names TVM gives PrimFuncs
+(``fused_conv2d_add_relu`` comes from the first CONV_2D) and the model's operator list."""
+
+from __future__ import annotations
+
+import re
+import time
+
+import pytest
+import pytest_lsp
+from lsprotocol import types
+from pytest_lsp import LanguageClient
+
+from tvm_explorer.bundle.reader import Bundle
+
+from .conftest import SERVER, start_session, uri
+
+# small_cnn_fp32: PrimFunc name in the generated C -> the operator it computes.
+SMALL_CNN_FUNCS = {
+    "fused_conv2d_add_relu": "op 0 CONV_2D",
+    "max_pool2d": "op 1 MAX_POOL_2D",
+    "fused_conv2d1_add1_relu1": "op 2 CONV_2D",
+    "max_pool2d1": "op 3 MAX_POOL_2D",
+    "fused_matmul_relu2": "op 5 FULLY_CONNECTED",
+    "matmul1": "op 6 FULLY_CONNECTED",
+    "softmax": "op 7 SOFTMAX",
+}
+
+
+@pytest_lsp.fixture(config=SERVER, scope="module")
+async def client(lsp_client: LanguageClient, real_workspace):
+    await start_session(lsp_client, real_workspace["folder"], expect=len(real_workspace["bundles"]))
+    yield
+    await lsp_client.shutdown_session()
+
+
+@pytest.fixture(scope="module")
+def cnn(real_workspace):
+    return Bundle(real_workspace["bundles"]["small_cnn_fp32"])
+
+
+def td(bundle: Bundle, path: str) -> types.TextDocumentIdentifier:
+    return types.TextDocumentIdentifier(uri(bundle.root / path))
+
+
+def pos(text: str, offset: int) -> types.Position:
+    line = text.count("\n", 0, offset)
+    col = offset - (text.rfind("\n", 0, offset) + 1)
+    return types.Position(line, len(text[offset - col : offset].encode("utf-16-le")) // 2)
+
+
+def text_at(bundle: Bundle, loc) -> tuple[str, str]:
+    rel = loc.uri[len(uri(bundle.root)) + 1 :]
+    lines = bundle.text(rel).split("\n")
+    return rel, lines[loc.range.start.line][loc.range.start.character :]
+
+
+def c_function_bodies(text: str) -> dict[str, tuple[int, int]]:
+    """PrimFunc name -> [start, end) of its body in the generated C (by brace matching)."""
+    out = {}
+    for m in re.finditer(r"int32_t __tvm_ffi_(\w+)\([^)]*\) \{", text):
+        depth, i = 1, m.end()
+        while depth:
+            depth += {"{": 1, "}": -1}.get(text[i], 0)
+            i += 1
+        out[m.group(1)] = (m.end(), i)
+    return out
+
+
+def first_store(text: str, body: tuple[int, int]) -> int:
+    """Offset of the first array store (``x[...] = ...;``) in a C body."""
+    m = re.compile(r"\n\s*(\w+\[[^\n]*\] = )").search(text, body[0], body[1])
+    assert m, "no store in body"
+    return m.start(1)
+
+
+async def test_bundles_listed_with_passes(client: LanguageClient, real_workspace, cnn):
+    result = await client.protocol.send_request_async("tvmExplorer/listBundles", {})
+    assert {b.root for b in result.bundles} == {str(p) for p in real_workspace["bundles"].values()}
+    passes = await client.protocol.send_request_async(
+        "tvmExplorer/listPasses", {"bundle": uri(cnn.root)})
+    assert len(passes.passes) == len(cnn.manifest["passes"])
+    assert {p.stage for p in passes.passes} >= {"relax", "tir"}
+
+
+@pytest.mark.parametrize("func, expected", sorted(SMALL_CNN_FUNCS.items()))
+async def test_definition_from_generated_c_lands_on_the_layer(client, cnn, func, expected):
+    text = cnn.text("code/module.c")
+    offset = first_store(text, c_function_bodies(text)[func])
+    found = await client.text_document_definition_async(
+        types.DefinitionParams(td(cnn, "code/module.c"), pos(text, offset)))
+    landed = [text_at(cnn, loc) for loc in found]
+    assert landed and all(rel == "model.tflgraph" for rel, _ in landed)
+    assert [re.match(r"op \d+ \w+", t).group(0) for _, t in landed] == [expected]
+
+
+async def test_previous_stage_walks_back_to_the_model(client, cnn):
+    order = {d.path: d.order for d in cnn.documents}
+    text = cnn.text("code/module.c")
+    for func, expected in SMALL_CNN_FUNCS.items():
+        doc, offset = "code/module.c", first_store(text, c_function_bodies(text)[func])
+        position = pos(text, offset)
+        seen = [doc]
+        while doc != "model.tflgraph":
+            found = await client.text_document_declaration_async(
+                types.DeclarationParams(td(cnn, doc), position))
+            assert found, f"{func}: chain stops in {doc} after {seen}"
+            rel, landed = text_at(cnn, found[0])
+            assert order[rel] < order[doc], (func, doc, rel)
+            doc, position = rel, found[0].range.start
+            seen.append(doc)
+            if cnn.document(doc).stage == "relax" and cnn.document(seen[-2]).stage == "tir":
+                # TIR -> Relax lands on the binding that calls this very PrimFunc.
+                assert re.search(rf"\b{func}\b", landed), (func, landed)
+        assert landed.startswith(expected), (func, seen)
+        assert len(seen) <= len(cnn.documents)
+
+
+async def test_references_and_code_lens_agree(client, cnn):
+    model = cnn.text("model.tflgraph")
+    lenses = await client.text_document_code_lens_async(
+        types.CodeLensParams(td(cnn, "model.tflgraph")))
+    assert len(lenses) == len(cnn.layers)
+    bodies = c_function_bodies(cnn.text("code/module.c"))
+    for lens in lenses:
+        refs = await client.text_document_references_async(types.ReferenceParams(
+            text_document=td(cnn, "model.tflgraph"), position=lens.range.start,
+            context=types.ReferenceContext(include_declaration=False)))
+        n, m = map(int, re.match(r"(\d+) places? in (\d+) stages?", lens.command.title).groups())
+        assert n == len(refs) and m == len({r.uri for r in refs})
+        entry = model.split("\n")[lens.range.start.line]
+        funcs = [f for f, op in SMALL_CNN_FUNCS.items() if entry.startswith(op)]
+        in_c = [r for r in refs if r.uri.endswith("code/module.c")]
+        c_text = cnn.text("code/module.c")
+        for func in funcs:  # every C function computing this layer is among the references
+            start, end = bodies[func]
+            assert any(start <= _offset(c_text, r.range.start) < end for r in in_c), (entry, func)
+
+
+def _offset(text: str, position: types.Position) -> int:
+    return sum(len(line) + 1 for line in text.split("\n")[: position.line]) + position.character
+
+
+async def test_hover_on_generated_c(client, cnn):
+    text = cnn.text("code/module.c")
+    offset = first_store(text, c_function_bodies(text)["softmax"])
+    hover = await client.text_document_hover_async(
+        types.HoverParams(td(cnn, "code/module.c"), pos(text, offset)))
+    value = hover.contents.value
+    assert "**SOFTMAX**" in value and "layer 7" in value
+    assert "Generated code (target `c`)" in value
+    assert "float32" in value
+
+
+async def test_document_symbols_of_relax_and_model(client, cnn):
+    last_relax = [d.path for d in cnn.documents if d.stage == "relax"][-1]
+    symbols = await client.text_document_document_symbol_async(
+        types.DocumentSymbolParams(td(cnn, last_relax)))
+    names = {s.name for s in symbols}
+    assert "main" in names and set(SMALL_CNN_FUNCS) <= names
+    main = next(s for s in symbols if s.name == "main")
+    assert main.children and all(c.kind == types.SymbolKind.Variable for c in main.children)
+    model = await client.text_document_document_symbol_async(
+        types.DocumentSymbolParams(td(cnn, "model.tflgraph")))
+    assert [s.name for s in model] == [f"{lay.op_index}: {lay.opcode}" for lay in cnn.layers]
+
+
+async def test_every_indexed_position_answers_quickly(client, real_workspace):
+    """Definition and declaration at the start of every range of every document: never an
+    error, definitions always in the model, and fast (lookups, not searches)."""
+    count, started = 0, time.monotonic()
+    for root in real_workspace["bundles"].values():
+        bundle = Bundle(root)
+        for doc in bundle.documents:
+            text = bundle.text(doc.path)
+            ranges = bundle.index(doc.path).ranges
+            for rng in ranges[:: max(1, len(ranges) // 40)]:
+                position = pos(text, rng.start)
+                found = await client.text_document_definition_async(
+                    types.DefinitionParams(td(bundle, doc.path), position))
+                assert all(loc.uri.endswith("/model.tflgraph") for loc in found)
+                await client.text_document_declaration_async(
+                    types.DeclarationParams(td(bundle, doc.path), position))
+                count += 2
+    elapsed = time.monotonic() - started
+    assert count > 100
+    assert elapsed / count < 0.05, f"{elapsed / count * 1000:.1f} ms per request"
+
+
+async def test_blank_lines_and_past_the_end_in_real_documents(client, cnn):
+    for doc in cnn.documents:
+        lines = cnn.text(doc.path).split("\n")
+        blank = [i for i, line in enumerate(lines) if not line.strip()]
+        for position in [types.Position(blank[0], 0)] if blank else []:
+            assert await client.text_document_definition_async(
+                types.DefinitionParams(td(cnn, doc.path), position)) == []
+        assert await client.text_document_hover_async(
+            types.HoverParams(td(cnn, doc.path), types.Position(len(lines) + 5, 0))) is None
