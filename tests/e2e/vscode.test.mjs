@@ -5,7 +5,7 @@
  */
 import assert from 'node:assert/strict';
 import { join, relative } from 'node:path';
-import { after, before, test } from 'node:test';
+import { after, afterEach, before, test } from 'node:test';
 import { BundleView, compileBundle } from './lib/bundle.mjs';
 import { PYTHON } from './lib/paths.mjs';
 import { emptyWorkspace, Session } from './lib/session.mjs';
@@ -35,6 +35,13 @@ before(async () => {
     },
     settings: { 'tvmExplorer.pythonPath': PYTHON },
   });
+});
+
+let step = 0;
+afterEach(async (t) => {
+  // The state each test ends in (also on failure), for a person to look at.
+  step += 1;
+  await screenshot(session.page, `end-${step}-${t.name.replace(/[^A-Za-z0-9]+/g, '-').slice(0, 40)}`).catch(() => {});
 });
 
 after(async () => {
@@ -108,6 +115,23 @@ test('the pass view opens a before/after diff of a pass that changed the IR', as
   const title = await activeTabTitle(page);
   await screenshot(page, '05-pass-diff');
   assert.ok(title.includes(pass.name), `diff tab "${title}" is not titled with ${pass.name}`);
-  const before = bundle.codePoints(pass.before).join('').split('\n').find((l) => l.trim());
-  assert.ok(before, 'empty before document');
+  const firstLine = (path) => bundle.codePoints(path).join('').split('\n')[0].trim();
+  const sideText = async (side) =>
+    (await diff.locator(`.editor.${side} .view-line`).allTextContents()).join('\n').replace(/\u00a0/g, ' ');
+  assert.ok((await sideText('original')).includes(firstLine(pass.before)), 'left side is not the IR before the pass');
+  assert.ok((await sideText('modified')).includes(firstLine(pass.after)), 'right side is not the IR after the pass');
+});
+
+test('next/previous pass steps the diff through the changed passes', async () => {
+  const { page } = session;
+  const shown = bundle.manifest.passes.filter((p) => p.changed);
+  const first = bundle.changedPass('relax');
+  const next = shown[shown.indexOf(shown.find((p) => p.index === first.index)) + 1];
+  await runCommand(page, 'TVM Explorer: Next Pass Diff');
+  await poll(async () => (await activeTabTitle(page)).includes(next.name));
+  await screenshot(page, '06-next-pass-diff');
+  assert.ok((await activeTabTitle(page)).includes(next.name), `next pass ${next.name} not shown`);
+  await runCommand(page, 'TVM Explorer: Previous Pass Diff');
+  await poll(async () => (await activeTabTitle(page)).includes(first.name));
+  assert.ok((await activeTabTitle(page)).includes(first.name), `previous pass ${first.name} not shown`);
 });

@@ -118,7 +118,7 @@ export class PassTreeProvider implements vscode.TreeDataProvider<PassNode>, vsco
         vscode.TreeItemCollapsibleState.Expanded,
       );
       item.id = `stage:${node.bundle.info.uri}#${node.stage}`;
-      item.description = `${changed} of ${node.passes.length} passes changed the IR`;
+      item.description = `${changed}/${node.passes.length} passes changed`;
       item.iconPath = new vscode.ThemeIcon('layers');
       item.contextValue = 'stage';
       return item;
@@ -149,6 +149,9 @@ function passItem(bundle: Bundle, pass: PassInfo): vscode.TreeItem {
   item.tooltip = `${pass.stage} pass #${pass.index} ${pass.name}\n${before} → ${after}${
     pass.changed ? '' : '\n(changed nothing)'
   }`;
+  item.accessibilityInformation = {
+    label: `${pass.name}, ${pass.stage} pass ${pass.index}, ${pass.changed ? 'changed the IR' : 'unchanged'}`,
+  };
   item.contextValue = pass.changed ? 'pass.changed' : 'pass.unchanged';
   item.command = {
     command: 'tvmExplorer.openPassDiff',
