@@ -49,11 +49,11 @@ after(async () => {
   assert.deepEqual(leftovers ?? [], [], 'processes left behind');
 });
 
-/** Opens a bundle document and puts the cursor on a 0-based line. */
-async function openAt(path, line) {
+/** Opens a bundle document and puts the cursor on a 0-based line (and column). */
+async function openAt(path, line, character) {
   const { page } = session;
   await openFile(page, relative(folder, join(bundle.root, path)));
-  await goToLine(page, line + 1);
+  await goToLine(page, line + 1, character === undefined ? undefined : character + 1);
 }
 
 test('ctrl-click in the conv loop of the generated C opens the model at CONV_2D', async () => {
@@ -134,4 +134,39 @@ test('next/previous pass steps the diff through the changed passes', async () =>
   await runCommand(page, 'TVM Explorer: Previous Pass Diff');
   await poll(async () => (await activeTabTitle(page)).includes(first.name));
   assert.ok((await activeTabTitle(page)).includes(first.name), `previous pass ${first.name} not shown`);
+});
+
+test('"Reveal in Model" goes from a TIR statement to its layer', async () => {
+  const { page } = session;
+  const tirPath = bundle.documents('tir').at(-1);
+  const stmt = bundle.statementOf(tirPath, 'CONV_2D');
+  const target = bundle.layerEntry(stmt.layers[0].id);
+  await openAt(tirPath, stmt.line);
+  const rect = await wordRectOnCursorLine(page, stmt.word, stmt.character);
+  await page.mouse.click(rect.x + rect.width / 2, rect.y + rect.height / 2);
+  await runCommand(page, 'TVM Explorer: Reveal in Model');
+  const pos = await poll(async () => {
+    const p = await cursorPosition(page);
+    return (await activeTabTitle(page)).includes('model.tflgraph') && p?.line === target.line + 1 ? p : undefined;
+  });
+  await screenshot(page, '07-reveal-in-model');
+  assert.ok(pos, `not at the layer entry (line ${target.line + 1}) of the model document`);
+});
+
+test('"Show All Places" of a layer lists its places in the references peek', async () => {
+  const { page } = session;
+  const cPath = bundle.documents('code').find((p) => p.endsWith('.c'));
+  const layer = bundle.statementOf(cPath, 'CONV_2D').layers[0];
+  const entry = bundle.layerEntry(layer.id);
+  // On the opcode of the layer's entry (whitespace answers nothing).
+  await openAt(entry.path, entry.line, entry.character + entry.text.indexOf(layer.opcode) + 1);
+  await runCommand(page, 'TVM Explorer: Show All Places of This Layer');
+  const peek = page.locator('.zone-widget .reference-zone-widget, .peekview-widget').first();
+  await peek.waitFor({ state: 'visible' });
+  const rows = page.locator('.reference-zone-widget .monaco-list-row');
+  await rows.first().waitFor();
+  await screenshot(page, '08-show-all-places');
+  const files = (await rows.allTextContents()).join(' | ');
+  assert.ok(files.includes('.tir') || files.includes('.c'), `no TIR or C place listed: ${files}`);
+  await page.keyboard.press('Escape');
 });

@@ -57,13 +57,13 @@ async function focusEditorArea(page) {
   await page.keyboard.press('Escape');
 }
 
-/** Moves the cursor to a 1-based line with Ctrl+G. */
-export async function goToLine(page, line) {
+/** Moves the cursor to a 1-based line (and column) with Ctrl+G. */
+export async function goToLine(page, line, column) {
   await page.locator('.editor-instance .monaco-editor textarea').first().focus();
   await page.keyboard.press('Control+G');
   const input = page.locator('.quick-input-widget input');
   await input.waitFor({ state: 'visible' });
-  await input.fill(`:${line}`);
+  await input.fill(column ? `:${line}:${column}` : `:${line}`);
   await sleep(150);
   await page.keyboard.press('Enter');
   await page.locator('.quick-input-widget').waitFor({ state: 'hidden' });
