@@ -1,4 +1,4 @@
-"""``python -m tvm_explorer``: the ``tvm-explorer`` command line."""
+"""``python -m tvm_explorer`` runs the command line."""
 
 import sys
 

@@ -101,11 +101,13 @@ def compile_bundle(model: Path, out: Path, target: str = "c") -> Path:
 
 @pytest.fixture(scope="session")
 def real_workspace(tmp_path_factory) -> dict:
-    """A workspace with real bundles compiled once per test session (target c)."""
+    """A workspace with real bundles compiled once per test session (target c, and cuda)."""
     folder = tmp_path_factory.mktemp("real-ws")
     (folder / "bundles").mkdir()
     bundles = {
         name: compile_bundle(MODELS_DIR / f"{name}.tflite", folder / "bundles" / name)
         for name in REAL_MODELS
     }
+    bundles["small_cnn_fp32_cuda"] = compile_bundle(
+        MODELS_DIR / "small_cnn_fp32.tflite", folder / "bundles" / "small_cnn_fp32_cuda", "cuda")
     return {"folder": folder, "bundles": bundles}

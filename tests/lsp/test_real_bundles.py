@@ -197,3 +197,42 @@ async def test_blank_lines_and_past_the_end_in_real_documents(client, cnn):
                 types.DefinitionParams(td(cnn, doc.path), position)) == []
         assert await client.text_document_hover_async(
             types.HoverParams(td(cnn, doc.path), types.Position(len(lines) + 5, 0))) is None
+
+
+@pytest.fixture(scope="module")
+def cuda(real_workspace):
+    return Bundle(real_workspace["bundles"]["small_cnn_fp32_cuda"])
+
+
+def cuda_kernel_bodies(text: str) -> dict[str, tuple[int, int]]:
+    """Kernel name (without ``_kernel``) -> [start, end) of its body in device.cu."""
+    out = {}
+    for m in re.finditer(r"__global__ void __launch_bounds__\(\d+\) (\w+)_kernel\([^)]*\) \{", text):
+        depth, i = 1, m.end()
+        while depth:
+            depth += {"{": 1, "}": -1}.get(text[i], 0)
+            i += 1
+        out[m.group(1)] = (m.end(), i)
+    return out
+
+
+@pytest.mark.parametrize("func, expected", sorted(SMALL_CNN_FUNCS.items()))
+async def test_cuda_kernels_go_to_their_layer_and_back_through_the_stages(client, cuda, func, expected):
+    text = cuda.text("code/device.cu")
+    offset = first_store(text, cuda_kernel_bodies(text)[func])
+    doc, position = "code/device.cu", pos(text, offset)
+    found = await client.text_document_definition_async(types.DefinitionParams(td(cuda, doc), position))
+    # The capture may add the producer of a kernel's input (shared-memory staging), so the
+    # kernel's own layer must be among the definitions rather than the only one.
+    assert expected in [re.match(r"op \d+ \w+", text_at(cuda, loc)[1]).group(0) for loc in found]
+    hover = await client.text_document_hover_async(types.HoverParams(td(cuda, doc), position))
+    assert "Generated code (target `cuda`)" in hover.contents.value
+    order = {d.path: d.order for d in cuda.documents}
+    while doc != "model.tflgraph":
+        back = await client.text_document_declaration_async(types.DeclarationParams(td(cuda, doc), position))
+        assert back, f"chain stops in {doc}"
+        rel, landed = text_at(cuda, back[0])
+        assert order[rel] < order[doc]
+        doc, position = rel, back[0].range.start
+    assert re.match(r"op \d+ \w+", landed).group(0) in {expected, *[
+        re.match(r"op \d+ \w+", text_at(cuda, loc)[1]).group(0) for loc in found]}

@@ -132,8 +132,8 @@ class CodeCoverage:
     attributed: int = 0
 
 
-def index_source(text: str, final_tir, tracker: ProvenanceTracker,
-                 origins: OriginTable) -> tuple[list[DocRange], CodeCoverage]:
+def index_source(text: str, final_tir, tracker: ProvenanceTracker, origins: OriginTable,
+                 trace_link=None) -> tuple[list[DocRange], CodeCoverage]:
     """Ranges for every generated function, loop and store line of a C/CUDA source."""
     by_symbol: dict[str, tuple[str, object]] = {}
     for gv, func in final_tir.functions.items():
@@ -164,23 +164,24 @@ def index_source(text: str, final_tir, tracker: ProvenanceTracker,
         fset = tracker.function_set(fname)
         s, e = rng(gf.first, gf.last)
         ranges.append(DocRange(s, e, fset, "primfunc", f"prim:{fname}"))
-        ranges.extend(_index_body(lines, gf, _events(func, fname), fname, fset, origins, rng, cov))
+        ranges.extend(_index_body(lines, gf, _events(func, fname), fname, fset, origins, rng, cov,
+                                  trace_link))
     return ranges, cov
 
 
-def _index_body(lines, gf, events, fname, fset, origins, rng, cov) -> list[DocRange]:
+def _index_body(lines, gf, events, fname, fset, origins, rng, cov, trace_link) -> list[DocRange]:
     stores = [e for e in events if e.kind == "store"]
     loops = [e for e in events if e.kind == "loop"]
     out: list[DocRange] = []
-    stack: list[tuple[int, int, list[int], str]] = []  # (first line, depth, sets, key)
+    stack: list[tuple[int, int, list[int], str, str | None]] = []  # first, depth, sets, key, link
     depth = 0
     s_cursor = l_cursor = 0
 
     def close(line_no: int) -> None:
-        first, _d, sets, key = stack.pop()
+        first, _d, sets, key, link = stack.pop()
         sid = origins.union(sets)
         s, e = rng(first, line_no)
-        out.append(DocRange(s, e, sid, "loop", key))
+        out.append(DocRange(s, e, sid, "loop", key, link))
         cov.units += 1
         cov.attributed += bool(sid)
         if stack:
@@ -198,7 +199,8 @@ def _index_body(lines, gf, events, fname, fset, origins, rng, cov) -> list[DocRa
                 key = f"loop:{fname}:c{i}"
             else:
                 l_cursor = next(j for j in range(l_cursor, len(loops)) if loops[j].key == key) + 1
-            stack.append((i, depth, [], key))
+            link = trace_link(fname, var) if trace_link else None
+            stack.append((i, depth, [], key, link))
         else:
             target = _store_target(line)
             if target is not None and not stripped.startswith(("int", "float", "void", "uint", "half", "double", "bool", "char", "signed", "unsigned", "long", "short")):

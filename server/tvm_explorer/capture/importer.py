@@ -221,10 +221,15 @@ class SpanFillingConverter(tfl.OperatorConverter):
 
 
 def _operator_error(model: LoadedModel, layer, err: Exception) -> ModelError:
-    tensor = layer.outputs[0].name if layer.outputs else "(no output tensor)"
+    if layer.outputs:
+        tensor = f"output tensor '{layer.outputs[0].name}'"
+    elif layer.inputs:
+        tensor = f"input tensor '{layer.inputs[0].name}'"
+    else:
+        tensor = "no tensors"
     msg = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
     return ModelError(
-        f"{model.path}: operator {layer.op_index} ({layer.opcode}, output tensor '{tensor}'"
+        f"{model.path}: operator {layer.op_index} ({layer.opcode}, {tensor}"
         f"{', subgraph ' + str(layer.subgraph) if layer.subgraph else ''}) cannot be imported "
         f"by TVM: {msg}"
     )
@@ -232,18 +237,23 @@ def _operator_error(model: LoadedModel, layer, err: Exception) -> ModelError:
 
 def _first_unsupported(model: LoadedModel, conv, sg_index: int, err: Exception) -> ModelError:
     message = " ".join(str(err).split())
-    for layer in model.layers:
-        if layer.subgraph != sg_index:
-            continue
-        op = conv.subgraph.Operators(layer.op_index)
+    layers = [lay for lay in model.layers if lay.subgraph == sg_index]
+    names = {}
+    for layer in layers:
         try:
-            name = conv.get_op_code_str(op)
+            name = conv.get_op_code_str(conv.subgraph.Operators(layer.op_index))
         except Exception as op_err:  # noqa: BLE001 - custom ops raise here
             return _operator_error(model, layer, op_err)
         if name not in conv.convert_map:
             return _operator_error(model, layer, ValueError(f"{name} is not supported by the TFLite frontend"))
-        if f"'{name}'" in message or f"{name}," in message or message.endswith(name):
-            return _operator_error(model, layer, ValueError(message))
+        names[layer.op_index] = name
+    # The importer lists the rejected opcodes; blame the first operator of the first one named.
+    mentioned = [(message.find(f"'{n}'"), n) for n in set(names.values()) if f"'{n}'" in message]
+    if mentioned:
+        first = min(mentioned)[1]
+        layer = next(lay for lay in layers if names[lay.op_index] == first)
+        reason = message.split(". ")[0].split(": The following")[0]
+        return _operator_error(model, layer, ValueError(reason))
     return ModelError(f"{model.path}: TVM's TFLite importer rejected the model: {message}")
 
 

@@ -22,8 +22,11 @@ def _prim_callee(value, prim_names: set[str]) -> str | None:
 
 
 def index_module(placed: list[PlacedFunction], starts: list[int], mod, tracker: ProvenanceTracker,
-                 origins: OriginTable) -> list[DocRange]:
-    """Ranges for every function, binding, loop, block and store of a printed module."""
+                 origins: OriginTable, trace_link=None) -> list[DocRange]:
+    """Ranges for every function, binding, loop, block and store of a printed module.
+
+    ``trace_link(function, loop_var)`` names the schedule step that created a loop, if any.
+    """
     prim_names = {gv.name_hint for gv, f in mod.functions.items() if isinstance(f, tirx.PrimFunc)}
     ranges: list[DocRange] = []
     for pf in placed:
@@ -46,9 +49,9 @@ def index_module(placed: list[PlacedFunction], starts: list[int], mod, tracker: 
 
         def close_until(line: int) -> None:
             while open_containers and open_containers[-1][0] < line:
-                _last, sets, (start, end, kind, key) = open_containers.pop()
+                _last, sets, (start, end, kind, key, link) = open_containers.pop()
                 sid = origins.union(sets)
-                ranges.append(DocRange(start, end, sid, kind, key))
+                ranges.append(DocRange(start, end, sid, kind, key, link))
                 if open_containers:
                     open_containers[-1][1].append(sid)
 
@@ -63,10 +66,11 @@ def index_module(placed: list[PlacedFunction], starts: list[int], mod, tracker: 
                     container[1].append(got[0])
             elif isinstance(node, tirx.For):
                 key = keys_of_loops.get(handle(node), f"loop:{ftext.name}:?")
-                open_containers.append((anchor.last, [], (start, end, "loop", key)))
+                link = trace_link(ftext.name, node.loop_var.name) if trace_link else None
+                open_containers.append((anchor.last, [], (start, end, "loop", key, link)))
             elif isinstance(node, s_tir.SBlockRealize):
                 key = f"block:{ftext.name}:{node.block.name_hint}"
-                open_containers.append((anchor.last, [], (start, end, "block", key)))
+                open_containers.append((anchor.last, [], (start, end, "block", key, None)))
             else:  # a Relax binding
                 got = read_span(node) or read_span(node.var) or (0, 0)
                 link = _prim_callee(node.value, prim_names)

@@ -53,6 +53,7 @@ class CaptureSession:
         self._last_funcs: dict[str, dict[str, tuple]] = {}
         self.print_seconds = 0.0
         self.final_tir = None
+        self.schedules = None  # a ScheduleRecorder while GPU schedules are recorded
 
     # -- documents -------------------------------------------------------------------
     def write_model_document(self) -> None:
@@ -123,7 +124,8 @@ class CaptureSession:
         started = time.perf_counter()
         functions = self.printer.functions(mod)
         text, placed, starts = assemble(functions)
-        ranges = index_module(placed, starts, mod, self.tracker, self.origins)
+        link = self.schedules.trace_link if self.schedules is not None else None
+        ranges = index_module(placed, starts, mod, self.tracker, self.origins, link)
         ext = "relax" if stage == "relax" else "tir"
         path = f"{stage}/{index:03d}-{_safe(name)}.{ext}"
         self.writer.add_document(path, text, ranges, stage, pass_index=index, pass_name=name)

@@ -75,6 +75,50 @@ def _var_refs(expr) -> list:
     return found
 
 
+_SHARED_VALUES = (tvm.ir.Var, tvm.ir.Constant, tvm.ir.GlobalVar, relax.ShapeExpr, relax.ExternFunc,
+                  tvm.ir.StringImm, tvm.ir.Op)
+
+
+def _constants(value) -> list:
+    """Constants passed directly to a call (weights, biases), not nested deeper."""
+    if not isinstance(value, relax.Call):
+        return []
+    out = []
+    for arg in value.args:
+        items = arg.fields if isinstance(arg, relax.Tuple) else [arg]
+        out.extend(a for a in items if isinstance(a, tvm.ir.GenericConst))
+    return out
+
+
+def _callee(value):
+    """The function a binding calls: ``f(...)`` or ``R.call_tir(f, ...)``."""
+    if not isinstance(value, relax.Call):
+        return None
+    if isinstance(value.op, relax.GlobalVar):
+        return value.op
+    if value.args and isinstance(value.args[0], relax.GlobalVar):
+        return value.args[0]
+    return None
+
+
+def _value_kind(value) -> str:
+    """What a binding computes, coarsely: the operator or function it calls."""
+    if isinstance(value, relax.Call):
+        callee = _callee(value)
+        return callee.name_hint if callee is not None else str(value.op)
+    return type(value).__name__
+
+
+def _call_counts(relax_funcs) -> dict[str, int]:
+    counts: dict[str, int] = {}
+    for _gv, func in relax_funcs:
+        for b in _bindings(func):
+            callee = _callee(b.value)
+            if callee is not None:
+                counts[callee.name_hint] = counts.get(callee.name_hint, 0) + 1
+    return counts
+
+
 def _loaded_buffers(expr) -> frozenset[str]:
     found: list = []
     tvm_ffi.structural_walk(expr, [(tvm.ir.TensorLoad, found.append)])
@@ -87,10 +131,11 @@ class ProvenanceTracker:
     def __init__(self, origins: OriginTable):
         self.origins = origins
         self.func_origin: dict[str, int] = {}
-        self._prev_binding: dict[tuple[str, str], int] = {}
+        self._prev_binding: dict[tuple[str, str], tuple[int, str]] = {}
+        self._const_owner: dict[int, tuple[object, int]] = {}
         self._next_unit = 1
         self._stores: dict[int, StoreInfo] = {}
-        self._seen_funcs: dict[str, int] = {}
+        self._fused_calls: dict[str, list[tuple[str, int]]] = {}
         self.unit_derived: dict[int, int] = {}
 
     # -- public ----------------------------------------------------------------------
@@ -104,13 +149,23 @@ class ProvenanceTracker:
         if relax_funcs:
             # Callees before callers so a call to a fused function finds its origins.
             relax_funcs.sort(key=lambda gf: gf[0].name_hint == "main")
-            for gv, func in relax_funcs:
-                sets = self._attribute_relax(gv.name_hint, func, mod, call_sites)
-                for b, sid in sets:
-                    binding_sets[(gv.name_hint, b.var.name)] = sid
+            sites = _call_counts(relax_funcs)
+            computed = {gv.name_hint: self._relax_sets(gv.name_hint, f, mod, sites)
+                        for gv, f in relax_funcs}
+            self._widen_shared_functions(computed, mod)
+            const_owner: dict[int, tuple[object, int]] = {}
+            for name, (bindings, sets) in computed.items():
+                self._stamp_relax(name, bindings, sets, mod, call_sites)
+                for b, sid in zip(bindings, sets):
+                    binding_sets[(name, b.var.name)] = (sid, _value_kind(b.value))
                     cov.units += 1
                     cov.attributed += bool(sid)
+                    if sid:
+                        for c in _constants(b.value):
+                            old = const_owner.get(handle(c))
+                            const_owner[handle(c)] = (c, self.origins.union([old[1], sid]) if old else sid)
             self._prev_binding = binding_sets
+            self._const_owner = const_owner
         for gv, func in prim_funcs:
             sites = call_sites.get(gv.name_hint)
             if sites:
@@ -138,36 +193,92 @@ class ProvenanceTracker:
         return 0
 
     # -- Relax -----------------------------------------------------------------------
-    def _attribute_relax(self, fname, func, mod, call_sites):
+    def _relax_sets(self, fname, func, mod, sites):
         bindings = _bindings(func)
-        sets: list[int] = []
-        for b in bindings:
-            sets.append(self._direct_set(fname, b, mod))
+        sets = [self._direct_set(fname, b, mod, sites) for b in bindings]
         by_var = {handle(b.var): i for i, b in enumerate(bindings)}
         self._fill_by_dataflow(bindings, sets, by_var)
         if not all(sets):
             rest = self.origins.as_parts(self.origins.union(sets)) if any(sets) else self.function_set(fname)
             sets = [s or rest for s in sets]
+        self.func_origin[fname] = self.origins.union(sets)
+        return bindings, sets
+
+    def _widen_shared_functions(self, computed, mod) -> None:
+        """A Relax function called from several places (FuseOps reuses one fused function for
+        identical groups) serves every caller: its bindings get each caller's layers."""
+        sites: dict[str, list[int]] = {}
+        for bindings, sets in computed.values():
+            for b, sid in zip(bindings, sets):
+                callee = b.value.op if isinstance(b.value, relax.Call) else None
+                if isinstance(callee, relax.GlobalVar) and callee.name_hint in computed and sid:
+                    sites.setdefault(callee.name_hint, []).append(sid)
+        for name, callers in sites.items():
+            if len(set(callers)) < 2:
+                continue
+            bindings, sets = computed[name]
+            widened = [self._widen(sid, callers) for sid in sets]
+            computed[name] = (bindings, widened)
+            self.func_origin[name] = self.origins.union(widened)
+
+    def _widen(self, sid: int, callers: list[int]) -> int:
+        """``sid`` (written for one caller) extended to the matching layers of the others:
+        identical groups come from repeated blocks, so the r-th layer of one caller's group
+        plays the role of the r-th layer of another's."""
+        if not sid:
+            return sid
+        mine = set(self.origins.layers(sid))
+        own = max(callers, key=lambda c: len(mine & set(self.origins.layers(c))))
+        own_layers = sorted(self.origins.layers(own))
+        parts = [sid]
+        for caller in set(callers):
+            if caller == own:
+                continue
+            theirs = sorted(self.origins.layers(caller))
+            if len(theirs) == len(own_layers) and mine <= set(own_layers):
+                rank = dict(zip(own_layers, theirs))
+                parts.append(self.origins.intern((rank[l], out) for l, out in self.origins.get(sid)))
+            else:
+                parts.append(self.origins.as_parts(caller))
+        return self.origins.union(parts)
+
+    def _stamp_relax(self, fname, bindings, sets, mod, call_sites) -> None:
+        calls: list[tuple[str, int]] = []
         for b, sid in zip(bindings, sets):
             if sid:
                 self._stamp_binding(b, sid)
             for gv in _global_refs(b.value):
-                if isinstance(mod.functions.get(gv) if gv in mod.functions else None, tirx.PrimFunc):
+                if gv in mod.functions and isinstance(mod[gv], tirx.PrimFunc):
                     call_sites.setdefault(gv.name_hint, []).append(sid)
-        self.func_origin[fname] = self.origins.union(sets)
-        return list(zip(bindings, sets))
+                    calls.append((gv.name_hint, sid))
+        if calls and fname != "main":
+            # FuseTIR will inline these PrimFuncs into one named like this function, in
+            # this order: remember which call each copied store comes from.
+            self._fused_calls[fname] = calls
 
-    def _direct_set(self, fname, b, mod) -> int:
+    def _direct_set(self, fname, b, mod, sites: dict[str, int]) -> int:
         for node in (b, b.var, b.value):
             got = read_span(node)
             if got and got[0]:
                 return got[0]
         value = b.value
-        callee = value.op if isinstance(value, relax.Call) else None
-        if isinstance(callee, relax.GlobalVar) and callee in mod.functions:
-            if isinstance(mod[callee], relax.Function) and self.func_origin.get(callee.name_hint):
-                return self.func_origin[callee.name_hint]
-        return self._prev_binding.get((fname, b.var.name), 0)
+        # Weights and biases are the same Constant objects before and after a pass that
+        # regroups calls (FuseOps makes new variables and renumbers their names).
+        owners = [self._const_owner[handle(c)][1] for c in _constants(value)
+                  if handle(c) in self._const_owner]
+        if owners:
+            return self.origins.union(owners)
+        callee = _callee(value)
+        if callee is not None and sites.get(callee.name_hint) == 1:
+            known = self.func_origin.get(callee.name_hint)
+            if known:
+                return known
+        prev = self._prev_binding.get((fname, b.var.name))
+        if prev and prev[1] == _value_kind(value):
+            # Same name, same kind of value: a pass that replaced the variable objects but
+            # kept names (ToNonDataflow).
+            return prev[0]
+        return 0
 
     def _fill_by_dataflow(self, bindings, sets, by_var) -> None:
         uses = [[by_var[handle(v)] for v in _var_refs(b.value) if handle(v) in by_var] for b in bindings]
@@ -186,13 +297,13 @@ class ProvenanceTracker:
     @staticmethod
     def _stamp_binding(b, sid: int) -> None:
         span = origin_span(sid)
-        for node in (b, b.var, b.value):
+        value = b.value
+        # Leaves (variables, constants, functions) are shared with other bindings: only the
+        # binding, its own variable and a value it alone holds carry its origins.
+        nodes = [b, b.var] if isinstance(value, _SHARED_VALUES) else [b, b.var, value]
+        for node in nodes:
             got = read_span(node)
             if got is None or got[0] != sid:
-                if node is b.value and isinstance(node, (relax.Var, relax.Constant, relax.GlobalVar)):
-                    continue
-                if node is b.value and isinstance(node, (relax.ShapeExpr, relax.ExternFunc)):
-                    continue
                 set_span(node, span)
 
     # -- TIR -------------------------------------------------------------------------
@@ -201,6 +312,7 @@ class ProvenanceTracker:
         current: dict[int, StoreInfo] = {}
         fresh: list[tuple[str, object]] = []
         spanned: dict[str, int] = {}
+        occurrences: dict[tuple[str, int], int] = {}
         params: dict[str, set[str]] = {}
         for gv, func in sorted(prim_funcs, key=lambda gf: gf[0].name_hint):
             name = gv.name_hint
@@ -213,6 +325,12 @@ class ProvenanceTracker:
                     continue
                 spanned[name] = spanned.get(name, 0) + 1
                 sid, unit = got
+                origin_func = previous[unit].func if unit in previous else None
+                if origin_func and origin_func != name and name in self._fused_calls:
+                    sid = self._call_site_set(name, origin_func, unit, sid, occurrences)
+                    if sid != got[0]:
+                        set_span(store, origin_span(sid, unit))
+                        got = (sid, unit)
                 if unit in current:
                     # The same store in a second function: a copy (FuseTIR, cloning).
                     fresh.append((name, store))
@@ -248,6 +366,17 @@ class ProvenanceTracker:
                 self.func_origin[name] = self.origins.union(
                     info.origin_set for info in current.values() if info.func == name
                 )
+
+    def _call_site_set(self, fused: str, prim: str, unit: int, sid: int, occurrences) -> int:
+        """Origins of the k-th copy of a store of ``prim`` inlined into ``fused``: the k-th
+        call of ``prim`` in the fused function (a deduplicated PrimFunc serves many layers)."""
+        k = occurrences.get((fused, unit), 0)
+        occurrences[(fused, unit)] = k + 1
+        sites = [site for callee, site in self._fused_calls[fused] if callee == prim]
+        if k >= len(sites) or not sites[k]:
+            return sid
+        produces = any(out for _, out in self.origins.get(sid))
+        return sites[k] if produces else self.origins.as_parts(sites[k])
 
     def _within(self, sid: int, fset: int) -> int:
         """``sid`` narrowed to the layers its function serves (if that leaves any)."""

@@ -91,7 +91,8 @@ def _same_origins(
 
     found = [r for r in there.by_origin_set(source.origin_set) if inside(r)]
     if found:
-        return _innermost(found)
+        same_kind = [r for r in found if r.kind == ranges[0].kind]
+        return _innermost(same_kind or found)
     lmap = view.layer_map
     layers = lmap.layers_of_set[source.origin_set]
     part = [

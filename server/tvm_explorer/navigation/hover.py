@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from ..bundle.index import Range
 from ..bundle.reader import Document, Origin
-from .provenance import layers_at, reach
+from .provenance import LayerReach, layers_at
 from .view import BundleView, Keep, keep_all
 
 MAX_LAYERS = 6
@@ -25,9 +25,10 @@ def hover(view: BundleView, path: str, offset: int, keep: Keep = keep_all) -> tu
         lines.append("_No origin layer recorded here._")
     if doc.stage == "model" and len(origins) == 1:
         lid = origins[0].layer.id
-        counts = [r.summary() for r in reach(view) if r.layer.id == lid]
-        if counts:
-            lines.append(f"\nEnded up in {counts[0]}.")
+        entry = view.layer_map.model_places.get(lid)
+        if entry:
+            places = view.layer_map.places.get(lid, [])
+            lines.append(f"\nEnded up in {LayerReach(origins[0].layer, entry[0], places).summary()}.")
     lines.append("\n---\n" + stage_line(view, doc))
     step = _schedule_step(view, ranges)
     if step:
@@ -79,7 +80,8 @@ def _schedule_step(view: BundleView, ranges: list[Range]) -> str | None:
             trace = trace_entry(view, primfunc)
             rule = f", rule `{trace['rule']}`" if trace and trace.get("rule") else ""
             where = f" in `{trace['path']}`" if trace and trace.get("path") else ""
-            return f"Loop created by schedule step {step} of `{primfunc}`{where}{rule}"
+            what = "Loop" if rng is ranges[0] else "Enclosing loop"
+            return f"{what} created by schedule step {step} of `{primfunc}`{where}{rule}"
     return None
 
 

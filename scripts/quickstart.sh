@@ -1,0 +1,6 @@
+#!/usr/bin/env bash
+# Set up TVM Explorer and compile the bundled example model into a bundle.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/setup.sh
+.venv/bin/tvm-explorer compile examples/small_cnn_fp32.tflite -o examples/small_cnn_fp32.bundle --target c

@@ -1,0 +1,222 @@
+"""Capture entry points: ``compile_model`` (what the CLI runs) and ``Capture`` (for scripts
+that drive TVM themselves)."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import tvm
+
+from .. import __version__
+from ..bundle.writer import BundleWriter
+from ..errors import ExplorerError
+from ..model.loader import LoadedModel, load_model
+from ..provenance import OriginTable
+from .codegen import index_source
+from .importer import import_tflite
+from .pipeline import TARGETS, build, generated_sources, make_target
+from .exact import ExactOrigins
+from .schedules import ScheduleRecorder
+from .session import CaptureSession
+
+_CODE_DOCUMENTS = {"c": "code/module.c", "cuda": "code/device.cu", "ll": "code/host.ll"}
+
+
+@dataclass
+class CompileResult:
+    """What a capture produced."""
+
+    bundle: Path | None
+    executable: object
+    passes: int
+    documents: int
+    coverage: dict = field(default_factory=dict)
+
+
+def _layer_table(model: LoadedModel) -> list[dict]:
+    return [
+        {
+            "id": lay.id,
+            "subgraph": lay.subgraph,
+            "op_index": lay.op_index,
+            "opcode": lay.opcode,
+            "outputs": [t.name for t in lay.outputs],
+            "output_types": [{"shape": list(t.shape), "dtype": t.dtype} for t in lay.outputs],
+        }
+        for lay in model.layers
+    ]
+
+
+def _add_generated_code(session: CaptureSession, executable, target: str) -> dict:
+    """Write the generated source documents with line-level provenance."""
+    coverage = {}
+    sources = generated_sources(executable, target)
+    index = session.pass_index
+    for kind, text in sorted(sources.items()):
+        path = _CODE_DOCUMENTS[kind]
+        if kind == "ll" or session.final_tir is None:
+            ranges, cov = [], None
+        else:
+            link = session.schedules.trace_link if session.schedules is not None else None
+            ranges, cov = index_source(text, session.final_tir, session.tracker, session.origins, link)
+        if session.writer is not None:
+            session.writer.add_document(path, text, ranges, "code", pass_index=index)
+            session.writer.passes.append({
+                "index": index, "stage": "code", "name": f"codegen ({kind})", "changed": True,
+                "before": session.last_document.get("tir"), "after": path,
+                "units": cov.units if cov else 0, "attributed": cov.attributed if cov else 0,
+            })
+        if cov is not None:
+            coverage[kind] = {"units": cov.units, "attributed": cov.attributed}
+        index += 1
+    session.pass_index = index
+    return coverage
+
+
+def _add_schedule_traces(session: CaptureSession) -> None:
+    if session.schedules is None or session.writer is None:
+        return
+    for entry, text in session.schedules.files():
+        session.writer.add_file(entry["path"], text)
+        session.writer.traces.append(entry)
+
+
+def _manifest(model: LoadedModel, target: str, options: dict) -> dict:
+    return {
+        "tool": {"tvm_explorer": __version__, "tvm": tvm.__version__},
+        "model": {
+            "file": model.name,
+            "sha256": model.sha256,
+            "subgraphs": len(model.subgraphs),
+            "operators": len(model.layers),
+        },
+        "target": target,
+        "options": options,
+    }
+
+
+def compile_model(model_path: str | os.PathLike, bundle: str | os.PathLike | None,
+                  target: str = "c", *, fill_spans: bool = True,
+                  exact_origins: bool = False, schedule_records: bool = True) -> CompileResult:
+    """Import a TFLite model, compile it with TVM's real pipeline, and write a bundle.
+
+    ``bundle=None`` keeps provenance through every pass but writes nothing (for measuring).
+    ``fill_spans=False`` is a plain stock import and compile (no provenance at all).
+    Raises ExplorerError (ModelError for bad models) with a message for the user.
+    """
+    if target not in TARGETS:
+        make_target(target)  # raises the clear error
+    model = load_model(model_path)
+    if not fill_spans:
+        from .importer import import_tflite as _imp
+
+        mod = _imp(model, None, fill_spans=False)
+        return CompileResult(None, build(mod, target), 0, 0)
+    writer = BundleWriter(bundle) if bundle is not None else None
+    try:
+        origins = OriginTable()
+        session = CaptureSession(model, writer, origins)
+        session.write_model_document()
+        mod = import_tflite(model, origins)
+        session.record("import", mod, "relax")
+        instruments = [session.instrument()]
+        if exact_origins:
+            instruments.insert(0, ExactOrigins())
+        if schedule_records and target == "cuda":
+            session.schedules = ScheduleRecorder()
+            instruments.append(session.schedules.instrument())
+        try:
+            if session.schedules is not None:
+                with session.schedules:
+                    executable = build(mod, target, instruments)
+            else:
+                executable = build(mod, target, instruments)
+        except ExplorerError:
+            raise
+        except Exception as err:  # noqa: BLE001 - TVM failures reach the user as one message
+            first = " ".join(str(err).split())[:500] or type(err).__name__
+            raise ExplorerError(f"{model.path}: TVM failed to compile the model for {target}: {first}") from None
+        code_cov = _add_generated_code(session, executable, target)
+        _add_schedule_traces(session)
+        options = {"spans": True, "exact_origins": exact_origins, "schedule_records": schedule_records}
+        path = None
+        n_docs = len(writer.documents) if writer else 0
+        n_passes = len(writer.passes) if writer else session.pass_index
+        if writer is not None:
+            path = writer.commit(_manifest(model, target, options), _layer_table(model), origins)
+        return CompileResult(path, executable, n_passes, n_docs, code_cov)
+    except BaseException:
+        if writer is not None:
+            writer.abort()
+        raise
+
+
+class Capture:
+    """Record whatever TVM compiles inside a ``with`` block into a bundle.
+
+    ``cap.module`` is the span-filled Relax import of the model; compile it (or a module
+    derived from it) with any pipeline inside the block. ``cap.add_executable(ex)`` adds the
+    generated source. The bundle is written when the block ends without an exception.
+    """
+
+    def __init__(self, model_path: str | os.PathLike, bundle: str | os.PathLike,
+                 target: str | None = None):
+        self.model = load_model(model_path)
+        self.target = target
+        self._writer = BundleWriter(bundle)
+        self._origins = OriginTable()
+        self._session = CaptureSession(self.model, self._writer, self._origins)
+        self._ctx = None
+        self._executable = None
+        self.module = None
+        self.bundle: Path | None = None
+
+    def pipeline(self, target: str):
+        """TVM's Relax pipeline for ``target`` (``c``, ``llvm`` or ``cuda``)."""
+        from .pipeline import enable_source_only_cuda, relax_pipeline
+
+        self.target = target
+        if target == "cuda":
+            enable_source_only_cuda()
+        return relax_pipeline(target, make_target(target))
+
+    def add_executable(self, executable) -> None:
+        """Include the generated source of a built executable in the bundle."""
+        self._executable = executable
+
+    def __enter__(self) -> "Capture":
+        try:
+            self._session.write_model_document()
+            self.module = import_tflite(self.model, self._origins)
+            self._session.record("import", self.module, "relax")
+            cur = tvm.transform.PassContext.current()
+            self._ctx = tvm.transform.PassContext(
+                opt_level=cur.opt_level if cur.opt_level is not None else 3,
+                required_pass=list(cur.required_pass), disabled_pass=list(cur.disabled_pass),
+                instruments=list(cur.instruments) + [self._session.instrument()],
+                config=dict(cur.config),
+            )
+            self._ctx.__enter__()
+        except BaseException:
+            self._writer.abort()
+            raise
+        return self
+
+    def __exit__(self, exc_type, exc, tb):
+        self._ctx.__exit__(exc_type, exc, tb)
+        if exc_type is not None:
+            self._writer.abort()
+            return False
+        try:
+            if self._executable is not None:
+                _add_generated_code(self._session, self._executable, self.target or "c")
+            options = {"spans": True, "exact_origins": False, "schedule_records": True}
+            self.bundle = self._writer.commit(_manifest(self.model, self.target or "unknown", options),
+                                              _layer_table(self.model), self._origins)
+        except BaseException:
+            self._writer.abort()
+            raise
+        return False
+

@@ -1,0 +1,144 @@
+"""Record which dlight rule scheduled each GPU PrimFunc, with its replayable trace.
+
+``s_tir.dlight.ApplyDefaultSchedule`` tries its rules on every PrimFunc; the first rule that
+returns a schedule wins. While a capture runs we look over its shoulder (the rules are
+called exactly as TVM calls them; the schedule returned is the same object): for each
+PrimFunc we keep the rule's name, the trace as TVM prints it (an ``apply_trace(sch)``
+program) and, for every loop of the scheduled function, the trace step that created it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import tvm
+from tvm import s_tir
+
+from .spans import handle
+
+
+@dataclass
+class ScheduleRecord:
+    """The schedule of one PrimFunc."""
+
+    primfunc: str
+    rule: str
+    program: str
+    steps: list[str]
+    first_step_line: int  # 1-based line of step 0 in ``program``
+    loop_steps: dict[str, int] = field(default_factory=dict)  # loop variable -> step
+
+
+def _loop_steps(sch) -> dict[str, int]:
+    """Loop variable of the scheduled function -> the first step that created that loop.
+    Lookups (``get_loops``) create nothing: a loop they return existed before."""
+    out: dict[str, int] = {}
+    for step, inst in enumerate(sch.trace.insts):
+        if inst.kind.name.startswith("Get"):
+            continue
+        for rv in inst.outputs:
+            if type(rv).__name__ != "LoopRV":
+                continue
+            try:
+                loop = sch.get(rv)
+            except Exception:  # noqa: BLE001 - a loop a later step replaced
+                continue
+            name = getattr(getattr(loop, "loop_var", None), "name", None)
+            if name:
+                out.setdefault(name, step)
+    return out
+
+
+class ScheduleRecorder:
+    """While active (a context manager), records every schedule dlight applies."""
+
+    def __init__(self):
+        self.records: dict[str, ScheduleRecord] = {}
+        self._names: dict[int, str] = {}
+        self._saved = None
+
+    def __enter__(self) -> "ScheduleRecorder":
+        from tvm.s_tir.dlight.base import transform as dl_transform
+
+        original_apply = dl_transform._apply_rules
+        recorder = self
+
+        def apply_rules(func, target, rules, tunable):
+            for rule in rules:
+                space = rule.apply(func, target, tunable)
+                if space is None:
+                    continue
+                if isinstance(space, s_tir.Schedule):
+                    space = [space]
+                recorder._record(func, rule, space)
+                return space
+            return None
+
+        self._saved = (dl_transform, original_apply)
+        dl_transform._apply_rules = apply_rules
+        return self
+
+    def __exit__(self, *exc):
+        module, original_apply = self._saved
+        module._apply_rules = original_apply
+        return False
+
+    def instrument(self):
+        """A pass instrument that tells the recorder the PrimFuncs' names before scheduling."""
+        return _NameWatcher(self)
+
+    def _record(self, func, rule, space) -> None:
+        name = self._names.get(handle(func))
+        if name is None or len(space) != 1:
+            return
+        sch = space[0]
+        program = str(sch.trace)
+        lines = program.split("\n")
+        first = next((i + 2 for i, line in enumerate(lines) if line.startswith("def apply_trace")), 1)
+        steps = lines[first - 1:first - 1 + len(sch.trace.insts)]
+        self.records[name] = ScheduleRecord(name, type(rule).__name__, program, steps, first,
+                                            _loop_steps(sch))
+
+    def record_for(self, function_name: str) -> ScheduleRecord | None:
+        """The record of a PrimFunc, or of the PrimFunc a kernel was split from."""
+        if function_name in self.records:
+            return self.records[function_name]
+        for suffix in ("_kernel", "_kernel0", "_compute_"):
+            if function_name.endswith(suffix) and function_name[: -len(suffix)] in self.records:
+                return self.records[function_name[: -len(suffix)]]
+        return None
+
+    def trace_link(self, function_name: str, loop_var: str) -> str | None:
+        """``trace:<primfunc>:<step>`` for a loop a schedule step created, else None."""
+        rec = self.record_for(function_name)
+        if rec is None or loop_var not in rec.loop_steps:
+            return None
+        return f"trace:{rec.primfunc}:{rec.loop_steps[loop_var]}"
+
+    def files(self) -> list[tuple[dict, str]]:
+        """``(manifest entry, file text)`` for every recorded schedule."""
+        out = []
+        for name, rec in sorted(self.records.items()):
+            header = f"# dlight rule {rec.rule} scheduled PrimFunc {name}; replay with apply_trace(sch)\n"
+            entry = {
+                "primfunc": name,
+                "rule": rec.rule,
+                "path": f"traces/{name}.py",
+                "first_step_line": rec.first_step_line + 1,
+                "steps": len(rec.steps),
+                "loops": rec.loop_steps,
+            }
+            out.append((entry, header + rec.program + "\n"))
+        return out
+
+
+@tvm.ir.instrument.pass_instrument
+class _NameWatcher:
+    """Before ``ApplyDefaultSchedule`` runs, note which PrimFunc object has which name."""
+
+    def __init__(self, recorder: ScheduleRecorder):
+        self.recorder = recorder
+
+    def run_before_pass(self, mod, info):
+        if info.name == "ApplyDefaultSchedule":
+            self.recorder._names = {handle(f): gv.name_hint for gv, f in mod.functions.items()}

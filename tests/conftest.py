@@ -1,0 +1,57 @@
+"""Shared fixtures: real models, and bundles compiled once per test session."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+MODELS = Path(__file__).parent / "models"
+
+
+def run_cli(*args, check=False, timeout=900):
+    """Run ``python -m tvm_explorer ARGS`` in a real subprocess."""
+    proc = subprocess.run([sys.executable, "-m", "tvm_explorer", *map(str, args)],
+                          capture_output=True, text=True, timeout=timeout)
+    if check and proc.returncode != 0:
+        raise AssertionError(f"tvm-explorer {' '.join(map(str, args))} failed:\n{proc.stderr}")
+    return proc
+
+
+@pytest.fixture(scope="session")
+def models_dir() -> Path:
+    return MODELS
+
+
+@pytest.fixture(scope="session")
+def gt_model(tmp_path_factory) -> Path:
+    """CONV_2D → ADD → RELU → RESHAPE → FULLY_CONNECTED, built by the test (ground truth)."""
+    from tvm_explorer.model.builder import conv_add_relu_dense
+
+    path = tmp_path_factory.mktemp("models") / "gt.tflite"
+    conv_add_relu_dense(path)
+    return path
+
+
+class BundleCache:
+    """Compile each (model, target, options) once per session through the real CLI."""
+
+    def __init__(self, root: Path):
+        self.root = root
+        self._done: dict[tuple, Path] = {}
+
+    def get(self, model: Path, target: str = "c", *extra: str) -> Path:
+        key = (str(model), target, extra)
+        if key not in self._done:
+            out = self.root / f"{Path(model).stem}.{target}{''.join(extra).replace('-', '_')}.bundle"
+            run_cli("compile", model, "-o", out, "--target", target, *extra, check=True)
+            self._done[key] = out
+        return self._done[key]
+
+
+@pytest.fixture(scope="session")
+def bundles(tmp_path_factory) -> BundleCache:
+    return BundleCache(tmp_path_factory.mktemp("bundles"))
