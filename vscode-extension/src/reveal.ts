@@ -41,7 +41,12 @@ export async function revealInModel(server: ServerManager): Promise<void> {
     return;
   }
   const location = client.protocol2CodeConverter.asLocation(chosen.location);
-  await vscode.window.showTextDocument(location.uri, { selection: location.range, preview: false });
+  // Like go-to-definition: the cursor at the start of the layer entry, the entry in view.
+  const editorAt = await vscode.window.showTextDocument(location.uri, {
+    selection: new vscode.Range(location.range.start, location.range.start),
+    preview: false,
+  });
+  editorAt.revealRange(location.range, vscode.TextEditorRevealType.InCenterIfOutsideViewport);
 }
 
 /**

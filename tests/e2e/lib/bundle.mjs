@@ -89,7 +89,8 @@ export class BundleView {
 
   /**
    * A statement of `path` inside a loop whose only origin is a layer with `opcode`, with the
-   * first identifier of its text (what a person would click) and its position.
+   * first identifier of its text (what a person would click) and its position. The most deeply
+   * nested one is taken: for a convolution, the multiply-accumulate of its reduction loop.
    */
   statementOf(path, opcode, { inLoop = true } = {}) {
     const ranges = this.ranges(path);
@@ -101,6 +102,8 @@ export class BundleView {
         r.origins.every(([id]) => this.layer(id).opcode === opcode) &&
         (!inLoop || loops.some((l) => l.start <= r.start && r.end <= l.end)),
     );
+    const depth = (r) => loops.filter((l) => l.start <= r.start && r.end <= l.end).length;
+    candidates.sort((a, b) => depth(b) - depth(a) || a.start - b.start);
     for (const r of candidates) {
       const text = this.slice(path, r.start, r.end);
       const m = /[A-Za-z_][A-Za-z0-9_]*/.exec(text.split('\n')[0]);
