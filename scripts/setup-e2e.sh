@@ -50,7 +50,8 @@ seed_ripgrep_cache() {
   rm -rf "$stage"
 }
 
-install_npm() {
+# A subshell function: its TMPDIR and npm_config_* settings end with it.
+install_npm() (
   if [ -x node_modules/.bin/code-server ] && [ -f node_modules/.e2e-installed ] \
      && [ node_modules/.e2e-installed -nt package-lock.json ]; then
     log "npm workspace already installed"
@@ -70,7 +71,7 @@ install_npm() {
   npm ci --no-progress ${NPM_CI_ARGS:-} </dev/null
   rm -rf "$TMPDIR"
   touch node_modules/.e2e-installed
-}
+)
 
 check() {
   local cs="$ROOT/node_modules/.bin/code-server" vs="$ROOT/node_modules/code-server/lib/vscode"
