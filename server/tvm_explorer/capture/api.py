@@ -14,7 +14,7 @@ from ..bundle.writer import BundleWriter
 from ..errors import ExplorerError
 from ..model.loader import LoadedModel, load_model
 from ..provenance import OriginTable
-from .codegen import index_source
+from .codegen import index_llvm, index_source
 from .importer import import_tflite
 from .pipeline import TARGETS, build, generated_sources, make_target
 from .exact import ExactOrigins
@@ -56,8 +56,10 @@ def _add_generated_code(session: CaptureSession, executable, target: str) -> dic
     index = session.pass_index
     for kind, text in sorted(sources.items()):
         path = _CODE_DOCUMENTS[kind]
-        if kind == "ll" or session.final_tir is None:
+        if session.final_tir is None:
             ranges, cov = [], None
+        elif kind == "ll":
+            ranges, cov = index_llvm(text, session.final_tir, session.tracker), None
         else:
             link = session.schedules.trace_link if session.schedules is not None else None
             ranges, cov = index_source(text, session.final_tir, session.tracker, session.origins, link)

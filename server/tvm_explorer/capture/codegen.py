@@ -163,7 +163,8 @@ def index_source(text: str, final_tir, tracker: ProvenanceTracker, origins: Orig
         fname, func = found
         fset = tracker.function_set(fname)
         s, e = rng(gf.first, gf.last)
-        ranges.append(DocRange(s, e, fset, "primfunc", f"prim:{fname}"))
+        ranges.append(DocRange(s, e, fset, "primfunc", f"prim:{fname}",
+                               trace_link(fname) if trace_link else None))
         ranges.extend(_index_body(lines, gf, _events(func, fname), fname, fset, origins, rng, cov,
                                   trace_link))
     return ranges, cov
@@ -229,4 +230,33 @@ def _index_body(lines, gf, events, fname, fset, origins, rng, cov, trace_link) -
             close(i)
     while stack:
         close(gf.last - 1)
+    return out
+
+
+_LL_DEFINE = re.compile(r"^define\b.*?@\"?([\w.$]+)\"?\(")
+
+
+def index_llvm(text: str, final_tir, tracker: ProvenanceTracker) -> list[DocRange]:
+    """Function-level ranges of LLVM IR host code: each ``define`` maps to its PrimFunc."""
+    by_symbol: dict[str, str] = {}
+    for gv, func in final_tir.functions.items():
+        if isinstance(func, tirx.PrimFunc):
+            by_symbol[gv.name_hint] = gv.name_hint
+            symbol = func.attrs.get("global_symbol") if func.attrs is not None else None
+            if symbol:
+                by_symbol[str(symbol)] = gv.name_hint
+    out: list[DocRange] = []
+    pos = 0
+    start = name = None
+    for line in text.split("\n"):
+        if start is None:
+            m = _LL_DEFINE.match(line)
+            if m:
+                found = _primfunc_for(m.group(1), {k: (v, None) for k, v in by_symbol.items()})
+                if found is not None:
+                    start, name = pos, found[0]
+        elif line == "}":
+            out.append(DocRange(start, pos + 1, tracker.function_set(name), "primfunc", f"prim:{name}"))
+            start = name = None
+        pos += len(line) + 1
     return out

@@ -43,7 +43,8 @@ def index_module(placed: list[PlacedFunction], starts: list[int], mod, tracker: 
         fstart, fend = span_of(0, len(lines) - 1)
         ranges.append(DocRange(fstart, fend, tracker.function_set(ftext.name),
                                "primfunc" if is_prim else "function",
-                               f"{'prim' if is_prim else 'func'}:{ftext.name}"))
+                               f"{'prim' if is_prim else 'func'}:{ftext.name}",
+                               trace_link(ftext.name) if (trace_link and is_prim) else None))
         open_containers: list[tuple[int, list[int], object]] = []  # (last line, sets, range info)
         keys_of_loops = loop_keys(ftext.func, ftext.name) if is_prim else {}
 

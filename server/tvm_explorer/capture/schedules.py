@@ -108,10 +108,15 @@ class ScheduleRecorder:
                 return self.records[function_name[: -len(suffix)]]
         return None
 
-    def trace_link(self, function_name: str, loop_var: str) -> str | None:
-        """``trace:<primfunc>:<step>`` for a loop a schedule step created, else None."""
+    def trace_link(self, function_name: str, loop_var: str | None = None) -> str | None:
+        """``trace:<primfunc>:<step>`` for a loop a schedule step created; for a whole
+        function (``loop_var`` None) ``trace:<primfunc>:`` if it was scheduled; else None."""
         rec = self.record_for(function_name)
-        if rec is None or loop_var not in rec.loop_steps:
+        if rec is None:
+            return None
+        if loop_var is None:
+            return f"trace:{rec.primfunc}:"
+        if loop_var not in rec.loop_steps:
             return None
         return f"trace:{rec.primfunc}:{rec.loop_steps[loop_var]}"
 
@@ -127,6 +132,8 @@ class ScheduleRecorder:
                 "first_step_line": rec.first_step_line + 1,
                 "steps": len(rec.steps),
                 "loops": rec.loop_steps,
+                "step_text": {str(step): rec.steps[step].strip() for step in sorted(set(rec.loop_steps.values()))
+                              if step < len(rec.steps)},
             }
             out.append((entry, header + rec.program + "\n"))
         return out

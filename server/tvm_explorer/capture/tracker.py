@@ -43,6 +43,17 @@ class StoreInfo:
 
 
 @dataclass
+class _PrevBinding:
+    """A binding as it was before the current pass (for finding regrouped bindings)."""
+
+    var: int
+    kind: str
+    var_args: frozenset[int]
+    sid: int
+    keep: object  # holds the variable alive so its handle stays unique
+
+
+@dataclass
 class PassCoverage:
     """Units (Relax bindings or TIR stores) in a module, and how many have origins."""
 
@@ -133,6 +144,7 @@ class ProvenanceTracker:
         self.func_origin: dict[str, int] = {}
         self._prev_binding: dict[tuple[str, str], tuple[int, str]] = {}
         self._const_owner: dict[int, tuple[object, int]] = {}
+        self._prev_calls: dict[str, list[_PrevBinding]] = {}
         self._next_unit = 1
         self._stores: dict[int, StoreInfo] = {}
         self._fused_calls: dict[str, list[tuple[str, int]]] = {}
@@ -166,6 +178,12 @@ class ProvenanceTracker:
                             const_owner[handle(c)] = (c, self.origins.union([old[1], sid]) if old else sid)
             self._prev_binding = binding_sets
             self._const_owner = const_owner
+            self._prev_calls = {
+                name: [_PrevBinding(handle(b.var), _value_kind(b.value),
+                                    frozenset(handle(v) for v in _var_refs(b.value)), sid, b.var)
+                       for b, sid in zip(bindings, sets)]
+                for name, (bindings, sets) in computed.items()
+            }
         for gv, func in prim_funcs:
             sites = call_sites.get(gv.name_hint)
             if sites:
@@ -195,7 +213,8 @@ class ProvenanceTracker:
     # -- Relax -----------------------------------------------------------------------
     def _relax_sets(self, fname, func, mod, sites):
         bindings = _bindings(func)
-        sets = [self._direct_set(fname, b, mod, sites) for b in bindings]
+        sets = self._regrouped_sets(fname, bindings, mod)
+        sets = [sid or self._direct_set(fname, b, mod, sites) for b, sid in zip(bindings, sets)]
         by_var = {handle(b.var): i for i, b in enumerate(bindings)}
         self._fill_by_dataflow(bindings, sets, by_var)
         if not all(sets):
@@ -203,6 +222,47 @@ class ProvenanceTracker:
             sets = [s or rest for s in sets]
         self.func_origin[fname] = self.origins.union(sets)
         return bindings, sets
+
+    def _regrouped_sets(self, fname, bindings, mod) -> list[int]:
+        """Origins of calls to functions a pass just built out of this function's bindings.
+
+        FuseOps replaces each group of bindings by one call to a new function (new variable,
+        no span, and one function may serve several identical groups). Every group is found
+        again among the bindings before the pass: walking in order, a call's group is made of
+        not yet claimed bindings that compute what the callee's body computes, in that order,
+        from the call's arguments (or from the group itself)."""
+        prev = self._prev_calls.get(fname)
+        sets = [0] * len(bindings)
+        if not prev:
+            return sets
+        prev_by_var = {p.var: p for p in prev}
+        claimed: set[int] = set()
+        alias: dict[int, int] = {}  # variable now -> variable before
+        for i, b in enumerate(bindings):
+            var = handle(b.var)
+            if var in prev_by_var:
+                alias[var] = var
+                continue
+            callee = b.value.op if isinstance(b.value, relax.Call) else None
+            if not (isinstance(callee, relax.GlobalVar) and callee in mod.functions
+                    and isinstance(mod[callee], relax.Function)):
+                continue
+            body = [_value_kind(x.value) for x in _bindings(mod[callee])]
+            available = {alias.get(handle(v), handle(v)) for v in _var_refs(b.value)}
+            group = []
+            for kind in body:
+                found = next((p for k, p in enumerate(prev) if k not in claimed and p.kind == kind
+                              and p.var_args <= available), None)
+                if found is None:
+                    group = []
+                    break
+                claimed.add(prev.index(found))
+                available.add(found.var)
+                group.append(found)
+            if group and all(p.sid for p in group):
+                sets[i] = self.origins.union(p.sid for p in group)
+                alias[var] = group[-1].var
+        return sets
 
     def _widen_shared_functions(self, computed, mod) -> None:
         """A Relax function called from several places (FuseOps reuses one fused function for

@@ -80,8 +80,13 @@ def _schedule_step(view: BundleView, ranges: list[Range]) -> str | None:
             trace = trace_entry(view, primfunc)
             rule = f", rule `{trace['rule']}`" if trace and trace.get("rule") else ""
             where = f" in `{trace['path']}`" if trace and trace.get("path") else ""
+            if not step:
+                return f"Scheduled by dlight{rule.replace(', rule', ' rule')}; trace{where}"
             what = "Loop" if rng is ranges[0] else "Enclosing loop"
-            return f"{what} created by schedule step {step} of `{primfunc}`{where}{rule}"
+            text = ""
+            if trace and isinstance(trace.get("step_text"), dict) and trace["step_text"].get(step):
+                text = f": `{trace['step_text'][step]}`"
+            return f"{what} created by schedule step {step} of `{primfunc}`{where}{rule}{text}"
     return None
 
 
