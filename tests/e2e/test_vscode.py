@@ -7,6 +7,7 @@ without it the tests are skipped, except under CI=true where that is a failure.
 
 from __future__ import annotations
 
+import html
 import os
 import re
 import shutil
@@ -65,6 +66,8 @@ def node_results(tmp_path_factory) -> dict[str, str | None]:
         pytest.fail(f"node --test wrote no report (exit {proc.returncode}):\n{proc.stdout[-4000:]}\n{proc.stderr[-4000:]}")
     results: dict[str, str | None] = {}
     for case in ET.parse(junit).iter("testcase"):
+        # node's junit reporter escapes quotes twice: unescape what XML parsing left.
+        case.set("name", html.unescape(case.get("name", "")))
         failure = case.find("failure")
         skipped = case.find("skipped")
         if failure is not None:
