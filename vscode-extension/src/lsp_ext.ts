@@ -14,6 +14,8 @@ export interface BundleInfo {
   target: string;
   passes: number;
   documents: number;
+  /** Damaged documents of the bundle (their features are off), as sentences. */
+  problems?: string[];
 }
 export interface ListBundlesResult {
   bundles: BundleInfo[];

@@ -106,8 +106,11 @@ export class PassTreeProvider implements vscode.TreeDataProvider<PassNode>, vsco
       );
       item.id = `bundle:${info.uri}`;
       item.description = `${info.model} · ${info.target}`;
-      item.tooltip = `${dir}\n${info.passes} passes, ${info.documents} documents`;
-      item.iconPath = new vscode.ThemeIcon('package');
+      const problems = info.problems ?? [];
+      item.tooltip = [`${dir}`, `${info.passes} passes, ${info.documents} documents`, ...problems].join('\n');
+      item.iconPath = problems.length
+        ? new vscode.ThemeIcon('warning', new vscode.ThemeColor('problemsWarningIcon.foreground'))
+        : new vscode.ThemeIcon('package');
       item.contextValue = 'bundle';
       return item;
     }
