@@ -1,0 +1,91 @@
+"""Run the real-editor e2e tests (tests/e2e/*.test.mjs: code-server + chromium) from pytest.
+
+The node test runner runs once per pytest session (packaging the .vsix first); each node test
+becomes one pytest test that reports its result. Needs `scripts/setup-e2e.sh` to have run:
+without it the tests are skipped, except under CI=true where that is a failure.
+"""
+
+from __future__ import annotations
+
+import html
+import os
+import re
+import shutil
+import subprocess
+import sys
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import pytest
+
+HERE = Path(__file__).resolve().parent
+REPO = HERE.parents[1]
+SUITES = ["smoke.test.mjs", "vscode.test.mjs"]
+TEST_NAME = re.compile(r"^test\(\s*'([^']+)'", re.M)
+
+pytestmark = pytest.mark.e2e
+
+
+def _node_tests() -> list[str]:
+    """Names of the node tests, read from the suites (so that each is a pytest test)."""
+    return [name for suite in SUITES for name in TEST_NAME.findall((HERE / suite).read_text())]
+
+
+def _missing_tools() -> str | None:
+    if not shutil.which("node") or not shutil.which("npm"):
+        return "node/npm not found"
+    if not (REPO / "node_modules" / ".bin" / "code-server").exists():
+        return "code-server not installed"
+    if not Path(os.environ.get("TVM_EXPLORER_CHROMIUM", "/usr/bin/chromium")).exists():
+        return "chromium not installed"
+    return None
+
+
+@pytest.fixture(scope="session")
+def node_results(tmp_path_factory) -> dict[str, str | None]:
+    """Package the extension, run the node suites once; test name -> failure text or None."""
+    missing = _missing_tools()
+    if missing:
+        message = f"{missing}: run scripts/setup-e2e.sh"
+        if os.environ.get("CI"):
+            pytest.fail(message)
+        pytest.skip(message)
+    subprocess.run(["npm", "run", "package"], cwd=REPO, check=True, stdout=subprocess.DEVNULL,
+                   stdin=subprocess.DEVNULL, timeout=600)
+    junit = tmp_path_factory.mktemp("e2e") / "junit.xml"
+    env = {**os.environ, "TVM_EXPLORER_PYTHON": os.environ.get("TVM_EXPLORER_PYTHON", sys.executable)}
+    proc = subprocess.run(
+        ["node", "--test", "--test-concurrency=1",
+         "--test-reporter=spec", "--test-reporter-destination=stdout",
+         "--test-reporter=junit", f"--test-reporter-destination={junit}", *SUITES],
+        cwd=HERE, env=env, stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=1500,
+    )
+    sys.stdout.write(proc.stdout)
+    sys.stderr.write(proc.stderr)
+    if not junit.exists():
+        pytest.fail(f"node --test wrote no report (exit {proc.returncode}):\n{proc.stdout[-4000:]}\n{proc.stderr[-4000:]}")
+    results: dict[str, str | None] = {}
+    for case in ET.parse(junit).iter("testcase"):
+        # node's junit reporter escapes quotes twice: unescape what XML parsing left.
+        case.set("name", html.unescape(case.get("name", "")))
+        failure = case.find("failure")
+        skipped = case.find("skipped")
+        if failure is not None:
+            results[case.get("name", "")] = (failure.get("message") or "") + "\n" + (failure.text or "")
+        elif skipped is not None:
+            results[case.get("name", "")] = "skipped: " + (skipped.get("message") or "")
+        else:
+            results[case.get("name", "")] = None
+    if proc.returncode != 0 and all(v is None for v in results.values()):
+        pytest.fail(f"node --test failed outside the tests (exit {proc.returncode}):\n{proc.stdout[-4000:]}")
+    return results
+
+
+@pytest.mark.parametrize("name", _node_tests())
+def test_vscode(node_results: dict[str, str | None], name: str) -> None:
+    """One e2e test in code-server (see tests/e2e/*.test.mjs; screenshots in test-artifacts/vscode)."""
+    assert name in node_results, f"node test {name!r} did not run (setup failed?): {sorted(node_results)}"
+    outcome = node_results[name]
+    if outcome is not None and outcome.startswith("skipped: "):
+        pytest.skip(outcome)
+    assert outcome is None, outcome

@@ -1,0 +1,172 @@
+/**
+ * The extension in a real VS Code (code-server + chromium), against the real language server,
+ * on a bundle compiled from tests/models/small_cnn_fp32.tflite at test start. Each step leaves
+ * a screenshot in test-artifacts/vscode/.
+ */
+import assert from 'node:assert/strict';
+import { join, relative } from 'node:path';
+import { after, afterEach, before, test } from 'node:test';
+import { BundleView, compileBundle } from './lib/bundle.mjs';
+import { PYTHON } from './lib/paths.mjs';
+import { emptyWorkspace, Session } from './lib/session.mjs';
+import {
+  activeTabTitle,
+  ctrlClickRect,
+  cursorPosition,
+  goToLine,
+  hoverRect,
+  openFile,
+  poll,
+  runCommand,
+  screenshot,
+  wordRectOnCursorLine,
+} from './lib/workbench.mjs';
+
+let session;
+let bundle;
+let folder;
+
+before(async () => {
+  session = await Session.start({
+    workspace: (runDir) => {
+      folder = emptyWorkspace(runDir);
+      bundle = new BundleView(compileBundle(folder));
+      return folder;
+    },
+    settings: { 'tvmExplorer.pythonPath': PYTHON },
+  });
+});
+
+let step = 0;
+afterEach(async (t) => {
+  // The state each test ends in (also on failure), for a person to look at.
+  step += 1;
+  await screenshot(session.page, `end-${step}-${t.name.replace(/[^A-Za-z0-9]+/g, '-').slice(0, 40)}`).catch(() => {});
+});
+
+after(async () => {
+  const leftovers = await session?.close();
+  assert.deepEqual(leftovers ?? [], [], 'processes left behind');
+});
+
+/** Opens a bundle document and puts the cursor on a 0-based line (and column). */
+async function openAt(path, line, character) {
+  const { page } = session;
+  await openFile(page, relative(folder, join(bundle.root, path)));
+  await goToLine(page, line + 1, character === undefined ? undefined : character + 1);
+}
+
+test('ctrl-click in the conv loop of the generated C opens the model at CONV_2D', async () => {
+  const { page } = session;
+  const cPath = bundle.documents('code').find((p) => p.endsWith('.c'));
+  const stmt = bundle.statementOf(cPath, 'CONV_2D');
+  const target = bundle.layerEntry(stmt.layers[0].id);
+  await openAt(cPath, stmt.line);
+  await screenshot(page, '01-c-file-conv-loop');
+  // The server may still be starting: ctrl-click until the model document opens.
+  const opened = await poll(async () => {
+    if (!(await activeTabTitle(page)).includes('.c')) return true;
+    const rect = await wordRectOnCursorLine(page, stmt.word, stmt.character);
+    await ctrlClickRect(page, rect);
+    return poll(async () => (await activeTabTitle(page)).includes('model.tflgraph'), { timeoutMs: 3000 });
+  }, { timeoutMs: 90000, intervalMs: 1000 });
+  assert.ok(opened, 'ctrl-click did not open the model document');
+  const pos = await poll(async () => {
+    const p = await cursorPosition(page);
+    return p && p.line === target.line + 1 ? p : undefined;
+  });
+  await screenshot(page, '02-model-at-conv2d');
+  assert.ok(pos, `cursor not on the layer entry (line ${target.line + 1}): ${JSON.stringify(await cursorPosition(page))}`);
+  assert.match(target.text, /CONV_2D/);
+  const shown = await page.locator('.editor-instance .view-line', { hasText: 'CONV_2D' }).count();
+  assert.ok(shown > 0, 'CONV_2D entry not visible');
+});
+
+test('hovering a TIR statement names its layer', async () => {
+  const { page } = session;
+  const tirPath = bundle.documents('tir').at(-1);
+  const stmt = bundle.statementOf(tirPath, 'CONV_2D');
+  const layer = stmt.layers[0];
+  await openAt(tirPath, stmt.line);
+  const hover = page.locator('.monaco-hover:visible');
+  const text = await poll(async () => {
+    await hoverRect(page, await wordRectOnCursorLine(page, stmt.word, stmt.character));
+    await hover.first().waitFor({ state: 'visible', timeout: 4000 }).catch(() => {});
+    const t = (await hover.allTextContents()).join('\n');
+    return t.includes(layer.opcode) ? t : undefined;
+  }, { timeoutMs: 90000, intervalMs: 1000 });
+  await screenshot(page, '03-tir-hover');
+  assert.ok(text, `no hover naming ${layer.opcode} over "${stmt.lineText.trim()}"`);
+  assert.match(text, new RegExp(`${layer.opcode}.*op ${layer.op_index}`));
+});
+
+test('the pass view opens a before/after diff of a pass that changed the IR', async () => {
+  const { page } = session;
+  const pass = bundle.changedPass('relax');
+  await runCommand(page, 'TVM Explorer: Focus on Passes View');
+  const item = page.getByRole('treeitem', { name: new RegExp(`^${pass.name.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}\\b`) });
+  await item.first().waitFor({ state: 'visible', timeout: 90000 });
+  await screenshot(page, '04-pass-view');
+  await item.first().click();
+  const diff = page.locator('.editor-instance .monaco-diff-editor');
+  await diff.waitFor({ state: 'visible' });
+  await diff.locator('.editor.original .view-line').first().waitFor();
+  await diff.locator('.editor.modified .view-line').first().waitFor();
+  const title = await activeTabTitle(page);
+  await screenshot(page, '05-pass-diff');
+  assert.ok(title.includes(pass.name), `diff tab "${title}" is not titled with ${pass.name}`);
+  const firstLine = (path) => bundle.codePoints(path).join('').split('\n')[0].trim();
+  const sideText = async (side) =>
+    (await diff.locator(`.editor.${side} .view-line`).allTextContents()).join('\n').replace(/\u00a0/g, ' ');
+  assert.ok((await sideText('original')).includes(firstLine(pass.before)), 'left side is not the IR before the pass');
+  assert.ok((await sideText('modified')).includes(firstLine(pass.after)), 'right side is not the IR after the pass');
+});
+
+test('next/previous pass steps the diff through the changed passes', async () => {
+  const { page } = session;
+  const shown = bundle.manifest.passes.filter((p) => p.changed);
+  const first = bundle.changedPass('relax');
+  const next = shown[shown.indexOf(shown.find((p) => p.index === first.index)) + 1];
+  await runCommand(page, 'TVM Explorer: Next Pass Diff');
+  await poll(async () => (await activeTabTitle(page)).includes(next.name));
+  await screenshot(page, '06-next-pass-diff');
+  assert.ok((await activeTabTitle(page)).includes(next.name), `next pass ${next.name} not shown`);
+  await runCommand(page, 'TVM Explorer: Previous Pass Diff');
+  await poll(async () => (await activeTabTitle(page)).includes(first.name));
+  assert.ok((await activeTabTitle(page)).includes(first.name), `previous pass ${first.name} not shown`);
+});
+
+test('"Reveal in Model" goes from a TIR statement to its layer', async () => {
+  const { page } = session;
+  const tirPath = bundle.documents('tir').at(-1);
+  const stmt = bundle.statementOf(tirPath, 'CONV_2D');
+  const target = bundle.layerEntry(stmt.layers[0].id);
+  await openAt(tirPath, stmt.line);
+  const rect = await wordRectOnCursorLine(page, stmt.word, stmt.character);
+  await page.mouse.click(rect.x + rect.width / 2, rect.y + rect.height / 2);
+  await runCommand(page, 'TVM Explorer: Reveal in Model');
+  const pos = await poll(async () => {
+    const p = await cursorPosition(page);
+    return (await activeTabTitle(page)).includes('model.tflgraph') && p?.line === target.line + 1 ? p : undefined;
+  });
+  await screenshot(page, '07-reveal-in-model');
+  assert.ok(pos, `not at the layer entry (line ${target.line + 1}) of the model document`);
+});
+
+test('"Show All Places" of a layer lists its places in the references peek', async () => {
+  const { page } = session;
+  const cPath = bundle.documents('code').find((p) => p.endsWith('.c'));
+  const layer = bundle.statementOf(cPath, 'CONV_2D').layers[0];
+  const entry = bundle.layerEntry(layer.id);
+  // On the opcode of the layer's entry (whitespace answers nothing).
+  await openAt(entry.path, entry.line, entry.character + entry.text.indexOf(layer.opcode) + 1);
+  await runCommand(page, 'TVM Explorer: Show All Places of This Layer');
+  const peek = page.locator('.zone-widget .reference-zone-widget, .peekview-widget').first();
+  await peek.waitFor({ state: 'visible' });
+  const rows = page.locator('.reference-zone-widget .monaco-list-row');
+  await rows.first().waitFor();
+  await screenshot(page, '08-show-all-places');
+  const files = (await rows.allTextContents()).join(' | ');
+  assert.ok(files.includes('.tir') || files.includes('.c'), `no TIR or C place listed: ${files}`);
+  await page.keyboard.press('Escape');
+});

@@ -1,0 +1,69 @@
+/**
+ * Entry point: wires the language client, the bundle registry, the pass view, the pass diffs
+ * and the reveal commands together. Logic lives in the server; this stays thin.
+ */
+import * as vscode from 'vscode';
+import { BundleRegistry } from './bundles';
+import { ServerManager } from './client';
+import { setShowUnchangedPasses, showUnchangedPasses } from './config';
+import { EMPTY_SCHEME, EmptyDocumentProvider, PassDiffs } from './passDiff';
+import { PassDecorations, PassNode, PassTreeProvider } from './passView';
+import { revealInModel, showPlaces } from './reveal';
+
+let server: ServerManager | undefined;
+
+function syncShowUnchangedContext(): void {
+  void vscode.commands.executeCommand('setContext', 'tvmExplorer.showUnchanged', showUnchangedPasses());
+}
+
+export async function activate(context: vscode.ExtensionContext): Promise<void> {
+  const output = vscode.window.createOutputChannel('TVM Explorer');
+  server = new ServerManager(output);
+  const registry = new BundleRegistry(server);
+  const tree = new PassTreeProvider(registry);
+  const view = vscode.window.createTreeView<PassNode>('tvmExplorer.passes', {
+    treeDataProvider: tree,
+    showCollapseAll: true,
+  });
+  const diffs = new PassDiffs(registry, tree, view as vscode.TreeView<unknown>);
+  syncShowUnchangedContext();
+
+  const command = (id: string, fn: (...args: any[]) => unknown) =>
+    vscode.commands.registerCommand(id, fn);
+  context.subscriptions.push(
+    output,
+    server,
+    registry,
+    tree,
+    view,
+    diffs,
+    vscode.window.registerFileDecorationProvider(new PassDecorations()),
+    vscode.workspace.registerTextDocumentContentProvider(EMPTY_SCHEME, new EmptyDocumentProvider()),
+    command('tvmExplorer.restartServer', () => server?.restart()),
+    command('tvmExplorer.showOutput', () => output.show(true)),
+    command('tvmExplorer.refreshPasses', () => registry.refresh()),
+    command('tvmExplorer.showUnchangedPasses', () => setShowUnchangedPasses(true)),
+    command('tvmExplorer.hideUnchangedPasses', () => setShowUnchangedPasses(false)),
+    command('tvmExplorer.openPassDiff', (bundleUri: string, index: number) => diffs.openPass(bundleUri, index)),
+    command('tvmExplorer.nextPass', () => diffs.step(1)),
+    command('tvmExplorer.previousPass', () => diffs.step(-1)),
+    command('tvmExplorer.revealInModel', () => server && revealInModel(server)),
+    command('tvmExplorer.showPlaces', showPlaces),
+    // The server's code lenses ("N places in M stages") run this one, with JSON arguments.
+    command('tvmExplorer.showReferences', showPlaces),
+    vscode.workspace.onDidChangeConfiguration((e) => {
+      if (e.affectsConfiguration('tvmExplorer.passView.showUnchanged')) {
+        syncShowUnchangedContext();
+      }
+      if (e.affectsConfiguration('tvmExplorer.pythonPath') || e.affectsConfiguration('tvmExplorer.serverArgs')) {
+        void server?.restart();
+      }
+    }),
+  );
+  await server.start();
+}
+
+export async function deactivate(): Promise<void> {
+  await server?.stop();
+  server = undefined;
+}

@@ -1,0 +1,78 @@
+/**
+ * The `tvmExplorer/` custom LSP requests and notifications, typed, in one place
+ * (the contract is docs/lsp-protocol.md; rust-analyzer keeps its extensions the same way).
+ *
+ * Every URI here is a `file://` URI string of a bundle file, as sent on the wire.
+ */
+import * as lc from 'vscode-languageclient/node';
+
+/** One loaded bundle, as listed by the server. */
+export interface BundleInfo {
+  uri: string;
+  root: string;
+  model: string;
+  target: string;
+  passes: number;
+  documents: number;
+  /** Damaged documents of the bundle (their features are off), as sentences. */
+  problems?: string[];
+}
+export interface ListBundlesResult {
+  bundles: BundleInfo[];
+}
+export const listBundles = new lc.RequestType<Record<string, never>, ListBundlesResult, void>(
+  'tvmExplorer/listBundles',
+);
+
+/** A compiler stage that writes documents. */
+export type Stage = 'relax' | 'tir' | 'code';
+
+/** One pass of the recorded pipeline; `before` is null for the first document. */
+export interface PassInfo {
+  index: number;
+  stage: Stage;
+  name: string;
+  changed: boolean;
+  before: string | null;
+  after: string;
+}
+export interface ListPassesParams {
+  bundle: string;
+}
+export interface ListPassesResult {
+  passes: PassInfo[];
+}
+export const listPasses = new lc.RequestType<ListPassesParams, ListPassesResult, void>(
+  'tvmExplorer/listPasses',
+);
+
+/** One TFLite layer that the text at a position came from. */
+export interface Origin {
+  subgraph: number;
+  op_index: number;
+  opcode: string;
+  outputs: string[];
+  is_output: boolean;
+  location: lc.Location;
+}
+export interface OriginsResult {
+  origins: Origin[];
+}
+export const origins = new lc.RequestType<lc.TextDocumentPositionParams, OriginsResult, void>(
+  'tvmExplorer/origins',
+);
+
+/** The same computation one stage back (like textDocument/declaration). */
+export const previousStage = new lc.RequestType<
+  lc.TextDocumentPositionParams,
+  lc.Location[] | null,
+  void
+>('tvmExplorer/previousStage');
+
+/** Server → client: bundles were (re)loaded or removed. */
+export interface BundlesChangedParams {
+  bundles: string[];
+}
+export const bundlesChanged = new lc.NotificationType<BundlesChangedParams>(
+  'tvmExplorer/bundlesChanged',
+);

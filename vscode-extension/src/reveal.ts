@@ -1,0 +1,76 @@
+/**
+ * "Reveal in Model" (cursor → origin layer via `tvmExplorer/origins`) and "Show All Places"
+ * (layer or any indexed position → every place sharing its origins, in the references peek).
+ */
+import * as vscode from 'vscode';
+import { ServerManager } from './client';
+import * as ext from './lsp_ext';
+
+/** Opens the model document at the layer the cursor's text came from (asks if several). */
+export async function revealInModel(server: ServerManager): Promise<void> {
+  const editor = vscode.window.activeTextEditor;
+  const client = server.client;
+  if (!editor || !client) {
+    void vscode.window.showWarningMessage('TVM Explorer: no bundle document or no running server.');
+    return;
+  }
+  const params = client.code2ProtocolConverter.asTextDocumentPositionParams(
+    editor.document,
+    editor.selection.active,
+  );
+  const result = await client.sendRequest(ext.origins, params);
+  const found = [...(result?.origins ?? [])].sort((a, b) => Number(b.is_output) - Number(a.is_output));
+  if (found.length === 0) {
+    void vscode.window.showInformationMessage('TVM Explorer: no model layer is known for this position.');
+    return;
+  }
+  let chosen: ext.Origin | undefined = found[0];
+  if (found.length > 1) {
+    const pick = await vscode.window.showQuickPick(
+      found.map((o) => ({
+        label: `${o.opcode}`,
+        description: `subgraph ${o.subgraph}, operator ${o.op_index}`,
+        detail: `${o.is_output ? 'produces' : 'part of'} ${o.outputs.join(', ')}`,
+        origin: o,
+      })),
+      { title: 'Reveal in Model: the text comes from several layers', matchOnDescription: true },
+    );
+    chosen = pick?.origin;
+  }
+  if (!chosen) {
+    return;
+  }
+  const location = client.protocol2CodeConverter.asLocation(chosen.location);
+  // Like go-to-definition: the cursor at the start of the layer entry, the entry in view.
+  const editorAt = await vscode.window.showTextDocument(location.uri, {
+    selection: new vscode.Range(location.range.start, location.range.start),
+    preview: false,
+  });
+  editorAt.revealRange(location.range, vscode.TextEditorRevealType.InCenterIfOutsideViewport);
+}
+
+/**
+ * Shows every place of the layer at a position in the references peek. Arguments are optional
+ * (default: the active cursor) and may be JSON (`uri` string, `{line, character}`), so that a
+ * server code lens can use this command.
+ */
+export async function showPlaces(
+  uriArg?: string | vscode.Uri,
+  positionArg?: { line: number; character: number },
+): Promise<void> {
+  const editor = vscode.window.activeTextEditor;
+  const uri = uriArg ? (typeof uriArg === 'string' ? vscode.Uri.parse(uriArg) : uriArg) : editor?.document.uri;
+  const position = positionArg
+    ? new vscode.Position(positionArg.line, positionArg.character)
+    : editor?.selection.active;
+  if (!uri || !position) {
+    return;
+  }
+  const locations =
+    (await vscode.commands.executeCommand<vscode.Location[]>('vscode.executeReferenceProvider', uri, position)) ?? [];
+  if (locations.length === 0) {
+    void vscode.window.showInformationMessage('TVM Explorer: no places are known for this position.');
+    return;
+  }
+  await vscode.commands.executeCommand('editor.action.showReferences', uri, position, locations);
+}
