@@ -44,7 +44,7 @@ def _compile_in_this_process(args) -> int:
     print(f"  {result.passes} passes recorded, {result.documents} documents")
     for kind, cov in sorted(result.coverage.items()):
         print(f"  generated {kind}: {cov['attributed']}/{cov['units']} computing lines attributed")
-    print("Open it in VS Code with the TVM Explorer extension:")
+    print("Open it in an editor with the TVM Explorer language server (VS Code: docs/vscode.md):")
     print(f"  code {bundle}")
     code = {"c": "code/module.c", "cuda": "code/device.cu"}.get(args.target)
     if code:
