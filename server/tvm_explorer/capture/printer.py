@@ -23,6 +23,7 @@ _MARK = "@@tvmx{}@@"
 _MARK_RE = re.compile(r"@@tvmx(\d+)@@")
 _ONLY_MARKS = re.compile(r"^\s*#(\s*@@tvmx\d+@@)+\s*$")
 _TRAILING = re.compile(r"\s*#(\s*@@tvmx\d+@@)+\s*$")
+_METADATA_NOTE = "# Metadata omitted"
 
 TIR_NODES = (tirx.BufferStore, tirx.For, s_tir.SBlockRealize)
 RELAX_NODES = (relax.VarBinding, relax.MatchCast)
@@ -46,6 +47,7 @@ class FunctionText:
     lines: list[str]
     anchors: list[Anchor]
     header: list[str]
+    metadata_note: bool = False
 
 
 def _block_end(lines: list[str], first: int) -> int:
@@ -94,13 +96,16 @@ def print_function(name: str, gv, func) -> FunctionText:
             node_line.setdefault(m, len(lines))
         pending = []
         lines.append(line)
+    # TVM ends every print with a note about omitted metadata: keep it once per document.
+    metadata_note = any(line.startswith(_METADATA_NOTE) for line in lines)
+    lines = [line for line in lines if not line.startswith(_METADATA_NOTE)]
     while lines and not lines[-1].strip():
         lines.pop()
     anchors = [
         Anchor(line, _block_end(lines, line), nodes[i]) for i, line in sorted(node_line.items())
     ]
     anchors.sort(key=lambda a: (a.first, -a.last))
-    return FunctionText(name, func, lines, anchors, header)
+    return FunctionText(name, func, lines, anchors, header, metadata_note)
 
 
 class ModulePrinter:
@@ -154,6 +159,8 @@ def assemble(functions: list[FunctionText]) -> tuple[str, list[PlacedFunction], 
             lines.append("")
         placed.append(PlacedFunction(f, len(lines)))
         lines.extend(f.lines)
+    if any(f.metadata_note for f in functions):
+        lines += ["", "# Metadata omitted (constants print as metadata[...])."]
     text = "\n".join(lines) + "\n"
     starts = []
     pos = 0
