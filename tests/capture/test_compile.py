@@ -138,3 +138,16 @@ def test_same_outputs_as_stock_build(gt_model, models_dir):
             results.append(vm["main"](tvm.runtime.tensor(data)).numpy())
         assert results[0].dtype == results[1].dtype
         assert np.array_equal(results[0], results[1])
+
+
+def test_llvm_target_maps_generated_functions(gt_model, bundles):
+    out = bundles.get(gt_model, "llvm")
+    b = Bundle(out)
+    assert b.manifest["target"] == "llvm"
+    index = b.index("code/host.ll")
+    funcs = [r for r in index.ranges if r.kind == "primfunc"]
+    assert funcs and all(r.origin_set for r in funcs)
+    text = b.text("code/host.ll")
+    dense = next(r for r in funcs if "matmul" in r.key)
+    assert text[dense.start:dense.end].startswith("define")
+    assert {b.layers[l].opcode for l, _ in b.origin_sets[dense.origin_set]} == {"FULLY_CONNECTED"}
