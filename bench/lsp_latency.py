@@ -122,7 +122,12 @@ def random_positions(view, per_document: int, seed: int = 0) -> list[tuple[str, 
 def answer_size(result) -> int:
     if result is None:
         return 0
-    return len(result) if isinstance(result, list) else 1
+    if isinstance(result, (list, tuple)):
+        return len(result)
+    try:
+        return len(list(result)) if not hasattr(result, "contents") else 1
+    except TypeError:
+        return 1
 
 
 def measure_in_process(server: InProcess, positions, symbol_rounds: int) -> dict:
@@ -165,14 +170,15 @@ async def _real_server(root: Path, positions, server: InProcess) -> dict:
     await client.start_io(sys.executable, "-m", "tvm_explorer", "serve", "--poll-interval", "0")
     proc = client._server
     drain = asyncio.create_task(proc.stderr.read())  # keep the server's log pipe from filling
-    folder = root.parent
     t0 = time.perf_counter()
+    # No workspace folder: opening one document of the bundle makes the server load it.
     await client.initialize_async(types.InitializeParams(
-        capabilities=types.ClientCapabilities(),
-        workspace_folders=[types.WorkspaceFolder(uri=server.session.uri_of_root(folder), name=folder.name)],
-        initialization_options={"pollInterval": 0},
+        capabilities=types.ClientCapabilities(), initialization_options={"pollInterval": 0},
     ))
     client.initialized(types.InitializedParams())
+    first = server.view.bundle.documents[-1].path
+    client.text_document_did_open(types.DidOpenTextDocumentParams(types.TextDocumentItem(
+        uri=server.uri(first), language_id="plaintext", version=1, text=server.view.bundle.text(first))))
     while True:
         got = await client.protocol.send_request_async("tvmExplorer/listBundles", {})
         bundles = getattr(got, "bundles", None) or (got.get("bundles") if isinstance(got, dict) else [])
@@ -188,7 +194,7 @@ async def _real_server(root: Path, positions, server: InProcess) -> dict:
     }
     remote = {f: [] for f in FEATURES}
     local = {f: [] for f in FEATURES}
-    mismatches = 0
+    mismatches: list = []
     for path, line, col in positions:
         uri = server.uri(path)
         for feature in FEATURES:
@@ -199,7 +205,8 @@ async def _real_server(root: Path, positions, server: InProcess) -> dict:
             t1 = time.perf_counter_ns()
             expected = server.handlers[feature](params)
             local[feature].append(time.perf_counter_ns() - t1)
-            mismatches += answer_size(got) != answer_size(expected)
+            if answer_size(got) != answer_size(expected):
+                mismatches.append((feature, path, line, col, answer_size(got), answer_size(expected)))
     mem = bl.proc_status(proc.pid)
     await client.shutdown_async(None)
     client.exit(None)
@@ -281,7 +288,7 @@ def main(argv=None) -> int:
                         "glue + transport p50 ms"], rows))
         print(f"\nserver ready (initialize → bundle listed) in {real['ready_s']:.2f} s; server RSS "
               f"{bl.mib(real['server_rss'])} (peak {bl.mib(real['server_hwm'])}); answers differing in "
-              f"size from in-process: {real['mismatches']}")
+              f"size from in-process: {len(real['mismatches'])} {real['mismatches'][:5]}")
     bl.save_json(args.json, results)
     return 0
 
