@@ -46,7 +46,7 @@ def measure(n: int, workdir: Path, reps: int, per_doc: int) -> dict:
     loads = [bl.run_worker("load", bundle=str(bundle)) for _ in range(reps)]
     server = InProcess(bundle)
     positions = random_positions(server.view, per_doc)
-    lat = measure_in_process(server, positions, symbol_rounds=1)
+    lat = measure_in_process(server, positions, symbol_rounds=2)
     out = {
         "layers": n,
         "stock_cpu": bl.Summary.of(r["cpu"] for r in stock).median,
