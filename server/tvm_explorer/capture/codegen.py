@@ -13,13 +13,13 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-import tvm_ffi
 from tvm import tirx
 
 from ..bundle.index import Range
 from ..provenance import OriginTable
 from .spans import handle, read_span
 from .tracker import ProvenanceTracker
+from .walk import walk
 
 _FUNC = re.compile(r"^[A-Za-z_].*?\b([A-Za-z_]\w*)\(([^()]*)\)\s*\{\s*$")
 _FOR = re.compile(r"^\s*for \((?:[\w\s\*]+?)\b([A-Za-z_]\w*) = ")
@@ -52,7 +52,7 @@ def loop_keys(func, fname: str) -> dict[int, str]:
         seen[name] = k + 1
         keys[handle(node)] = loop_key(fname, name, k)
 
-    tvm_ffi.structural_walk(func.body, [(tirx.For, visit)], order="pre")
+    walk(func.body, (tirx.For,), visit, "pre")
     return keys
 
 
@@ -70,7 +70,7 @@ def _events(func, fname: str) -> list[TirEvent]:
             got = read_span(node) or (0, 0)
             events.append(TirEvent("store", node.buffer.name, got[1], got[0], f"store:{got[1]}"))
 
-    tvm_ffi.structural_walk(func.body, [((tirx.For, tirx.BufferStore), visit)], order="pre")
+    walk(func.body, (tirx.For, tirx.BufferStore), visit, "pre")
     return events
 
 

@@ -89,13 +89,15 @@ class _StampingBuilder:
     def _rebuild(self, expr):
         """``expr`` with every nested non-leaf argument bound to a variable."""
         if isinstance(expr, relax.Call):
-            args = [self._bind_argument(a) for a in expr.args]
-            if all(a.same_as(b) for a, b in zip(args, expr.args)):
+            original = list(expr.args)
+            args = [self._bind_argument(a) for a in original]
+            if all(a.same_as(b) for a, b in zip(args, original)):
                 return expr
             new = relax.Call(expr.op, args, expr.attrs, expr.ty_args, expr.span)
         elif isinstance(expr, relax.Tuple):
-            fields = [self._bind_argument(f) for f in expr.fields]
-            if all(a.same_as(b) for a, b in zip(fields, expr.fields)):
+            original = list(expr.fields)
+            fields = [self._bind_argument(f) for f in original]
+            if all(a.same_as(b) for a, b in zip(fields, original)):
                 return expr
             new = relax.Tuple(fields, expr.span)
         elif isinstance(expr, relax.TupleGetItem):
@@ -160,6 +162,31 @@ def _subgraph_index(model, subgraph) -> int:
     return 0
 
 
+class _WrappedConverters(dict):
+    """The converter table with every converter wrapped by ``wrap(opcode, fn)``, each one
+    wrapped on first use (wrapping all ~200 up front cost more than a small model's import)."""
+
+    def __init__(self, table: dict, wrap):
+        super().__init__(table)
+        self._wrap = wrap
+        self._wrapped: dict = {}
+
+    def __getitem__(self, opcode):
+        fn = self._wrapped.get(opcode)
+        if fn is None:
+            fn = self._wrapped[opcode] = self._wrap(opcode, dict.__getitem__(self, opcode))
+        return fn
+
+    def get(self, opcode, default=None):
+        return self[opcode] if opcode in self else default
+
+    def values(self):
+        return [self[k] for k in self]
+
+    def items(self):
+        return [(k, self[k]) for k in self]
+
+
 class SpanFillingConverter(tfl.OperatorConverter):
     """``OperatorConverter`` that records, per binding, the TFLite operator it came from."""
 
@@ -169,7 +196,7 @@ class SpanFillingConverter(tfl.OperatorConverter):
         super().__init__(model, subgraph, exp_tab, ctx, conversion_state)
         rec = type(self).recorder
         self._sg_index = _subgraph_index(model, subgraph)
-        self.convert_map = {name: self._wrap(name, fn) for name, fn in self.convert_map.items()}
+        self.convert_map = _WrappedConverters(self.convert_map, self._wrap)
         original_set_expr = exp_tab.set_expr
 
         def set_expr(name, expr, force_override=False):
@@ -307,15 +334,15 @@ def _stamp_module(mod, recorder: _Recorder, origins: OriginTable) -> None:
     for gv, func in mod.functions.items():
         if not isinstance(func, relax.Function):
             continue
-        bindings = [b for block in func.body.blocks for b in block.bindings]
+        bindings = [(b, b.var, b.value) for block in func.body.blocks for b in block.bindings]
         found: list[list[tuple[int, bool]]] = []
-        for b in bindings:
-            owner = recorder.owner_of(b.var) or recorder.owner_of(b.value)
+        for _b, var, value in bindings:
+            owner = recorder.owner_of(var) or recorder.owner_of(value)
             if owner is not None:
                 found.append([owner])
-            elif isinstance(b.value, relax.Tuple):
+            elif isinstance(value, relax.Tuple):
                 # A tuple of results (e.g. a graph's outputs) serves every layer it gathers.
-                parts = (recorder.owner_of(f) for f in b.value.fields)
+                parts = (recorder.owner_of(f) for f in value.fields)
                 found.append([(p[0], False) for p in parts if p])
             else:
                 found.append([])
@@ -336,11 +363,11 @@ def _stamp_module(mod, recorder: _Recorder, origins: OriginTable) -> None:
                 found[i] = [(layer, False) for layer, _ in prev]
             else:
                 prev = owner
-        for b, owner in zip(bindings, found):
+        for (b, var, value), owner in zip(bindings, found):
             if not owner:
                 continue
             span = origin_span(origins.intern(owner))
             set_span(b, span)
-            set_span(b.var, span)
-            if not isinstance(b.value, _LEAVES):
-                set_span(b.value, span)
+            set_span(var, span)
+            if not isinstance(value, _LEAVES):
+                set_span(value, span)

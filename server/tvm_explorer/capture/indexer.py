@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import tvm_ffi
 from tvm import relax, s_tir, tirx
 
 from ..bundle.index import Range
@@ -11,12 +10,11 @@ from .printer import PlacedFunction
 from .codegen import loop_keys
 from .spans import handle, read_span
 from .tracker import ProvenanceTracker
+from .walk import collect
 
 
 def _prim_callee(value, prim_names: set[str]) -> str | None:
-    found: list = []
-    tvm_ffi.structural_walk(value, [(relax.GlobalVar, found.append)])
-    for gv in found:
+    for gv in collect(value, (relax.GlobalVar,)):
         if gv.name_hint in prim_names:
             return gv.name_hint
     return None

@@ -14,10 +14,10 @@ import re
 from dataclasses import dataclass
 
 import tvm
-import tvm_ffi
 from tvm import relax, s_tir, tirx
 
 from .spans import handle
+from .walk import collect
 
 _MARK = "@@tvmx{}@@"
 _MARK_RE = re.compile(r"@@tvmx(\d+)@@")
@@ -66,9 +66,7 @@ def _block_end(lines: list[str], first: int) -> int:
 
 def _nodes_of(func) -> list:
     kinds = RELAX_NODES if isinstance(func, relax.Function) else TIR_NODES
-    found: list = []
-    tvm_ffi.structural_walk(func, [(kinds, found.append)], order="pre")
-    return found
+    return collect(func, kinds, "pre")
 
 
 def print_function(name: str, gv, func) -> FunctionText:

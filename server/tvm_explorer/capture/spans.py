@@ -37,9 +37,16 @@ def set_span(node, span: tvm.ir.Span) -> None:
     IR nodes are frozen; TVM's force-setter is safe here because we only stamp nodes that a
     pass just created (or that we created), and a span never changes what TVM computes.
     """
-    for cls in type(node).__mro__:
-        prop = cls.__dict__.get("span")
-        if prop is not None and hasattr(prop, "set"):
-            prop.set(node, span)
-            return
-    raise TypeError(f"{type(node).__name__} has no span field")
+    prop = _SPAN_FIELDS.get(type(node))
+    if prop is None:
+        for cls in type(node).__mro__:
+            prop = cls.__dict__.get("span")
+            if prop is not None and hasattr(prop, "set"):
+                _SPAN_FIELDS[type(node)] = prop
+                break
+        else:
+            raise TypeError(f"{type(node).__name__} has no span field")
+    prop.set(node, span)
+
+
+_SPAN_FIELDS: dict[type, object] = {}  # node type -> its settable ``span`` field

@@ -23,12 +23,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import tvm
-import tvm_ffi
 from tvm import relax, tirx
 
 from ..provenance import OriginTable
 from .printer import RELAX_NODES
 from .spans import handle, origin_span, read_span, set_span
+from .walk import collect
 
 
 @dataclass
@@ -63,27 +63,19 @@ class PassCoverage:
 
 
 def _bindings(func) -> list:
-    found: list = []
-    tvm_ffi.structural_walk(func.body, [(RELAX_NODES, found.append)], order="pre")
-    return found
+    return collect(func.body, RELAX_NODES, "pre")
 
 
 def _stores(func) -> list:
-    found: list = []
-    tvm_ffi.structural_walk(func.body, [(tirx.BufferStore, found.append)], order="pre")
-    return found
+    return collect(func.body, (tirx.BufferStore,), "pre")
 
 
 def _global_refs(expr) -> list:
-    found: list = []
-    tvm_ffi.structural_walk(expr, [(relax.GlobalVar, found.append)])
-    return found
+    return collect(expr, (relax.GlobalVar,))
 
 
 def _var_refs(expr) -> list:
-    found: list = []
-    tvm_ffi.structural_walk(expr, [(relax.Var, found.append)])
-    return found
+    return collect(expr, (relax.Var,))
 
 
 _SHARED_VALUES = (tvm.ir.Var, tvm.ir.Constant, tvm.ir.GlobalVar, relax.ShapeExpr, relax.ExternFunc,
@@ -120,10 +112,10 @@ def _value_kind(value) -> str:
     return type(value).__name__
 
 
-def _call_counts(relax_funcs) -> dict[str, int]:
+def _call_counts(relax_funcs, bindings_of) -> dict[str, int]:
     counts: dict[str, int] = {}
     for _gv, func in relax_funcs:
-        for b in _bindings(func):
+        for b in bindings_of(func):
             callee = _callee(b.value)
             if callee is not None:
                 counts[callee.name_hint] = counts.get(callee.name_hint, 0) + 1
@@ -131,9 +123,7 @@ def _call_counts(relax_funcs) -> dict[str, int]:
 
 
 def _loaded_buffers(expr) -> frozenset[str]:
-    found: list = []
-    tvm_ffi.structural_walk(expr, [(tvm.ir.TensorLoad, found.append)])
-    return frozenset(getattr(load.source, "name", "") for load in found)
+    return frozenset(getattr(load.source, "name", "") for load in collect(expr, (tvm.ir.TensorLoad,)))
 
 
 class ProvenanceTracker:
@@ -149,6 +139,14 @@ class ProvenanceTracker:
         self._stores: dict[int, StoreInfo] = {}
         self._fused_calls: dict[str, list[tuple[str, int]]] = {}
         self.unit_derived: dict[int, int] = {}
+        # Walk results of the last pass, by node identity (the node is kept alive with its
+        # result, so its handle cannot be reused): most TIR passes hand most function bodies
+        # and store values on unchanged.
+        self._store_lists: dict[int, tuple[object, list]] = {}
+        self._reads: dict[int, tuple[object, frozenset[str]]] = {}
+        self._reads_next: dict[int, tuple[object, frozenset[str]]] = {}
+        self._binding_lists: dict[int, tuple[object, list]] = {}
+        self._within_memo: dict[tuple[int, int], int] = {}
 
     # -- public ----------------------------------------------------------------------
     def after_pass(self, mod) -> PassCoverage:
@@ -156,12 +154,13 @@ class ProvenanceTracker:
         relax_funcs = [(gv, f) for gv, f in mod.functions.items() if isinstance(f, relax.Function)]
         prim_funcs = [(gv, f) for gv, f in mod.functions.items() if isinstance(f, tirx.PrimFunc)]
         cov = PassCoverage()
+        self._binding_lists = {}
         binding_sets: dict[tuple[str, str], int] = {}
         call_sites: dict[str, list[int]] = {}
         if relax_funcs:
             # Callees before callers so a call to a fused function finds its origins.
             relax_funcs.sort(key=lambda gf: gf[0].name_hint == "main")
-            sites = _call_counts(relax_funcs)
+            sites = _call_counts(relax_funcs, self._bindings_of)
             computed = {gv.name_hint: self._relax_sets(gv.name_hint, f, mod, sites)
                         for gv, f in relax_funcs}
             self._widen_shared_functions(computed, mod)
@@ -211,8 +210,16 @@ class ProvenanceTracker:
         return 0
 
     # -- Relax -----------------------------------------------------------------------
+    def _bindings_of(self, func) -> list:
+        """``_bindings(func)``, walked once per function object per pass."""
+        key = handle(func)
+        got = self._binding_lists.get(key)
+        if got is None:
+            got = self._binding_lists[key] = (func, _bindings(func))
+        return got[1]
+
     def _relax_sets(self, fname, func, mod, sites):
-        bindings = _bindings(func)
+        bindings = self._bindings_of(func)
         sets = self._regrouped_sets(fname, bindings, mod)
         sets = [sid or self._direct_set(fname, b, mod, sites) for b, sid in zip(bindings, sets)]
         by_var = {handle(b.var): i for i, b in enumerate(bindings)}
@@ -247,7 +254,7 @@ class ProvenanceTracker:
             if not (isinstance(callee, relax.GlobalVar) and callee in mod.functions
                     and isinstance(mod[callee], relax.Function)):
                 continue
-            body = [_value_kind(x.value) for x in _bindings(mod[callee])]
+            body = [_value_kind(x.value) for x in self._bindings_of(mod[callee])]
             available = {alias.get(handle(v), handle(v)) for v in _var_refs(b.value)}
             group = []
             for kind in body:
@@ -374,11 +381,20 @@ class ProvenanceTracker:
         spanned: dict[str, int] = {}
         occurrences: dict[tuple[str, int], int] = {}
         params: dict[str, set[str]] = {}
+        funcs: dict[str, object] = {}
+        store_lists: dict[int, tuple[object, list]] = {}
+        self._reads_next = {}
         for gv, func in sorted(prim_funcs, key=lambda gf: gf[0].name_hint):
             name = gv.name_hint
             fset = self.function_set(name)
-            params[name] = {getattr(p, "name", "") for p in func.params}
-            for store in _stores(func):
+            funcs[name] = func
+            body = func.body
+            key = handle(body)
+            cached = self._store_lists.get(key) or store_lists.get(key)
+            if cached is None:
+                cached = (body, _stores(func))
+            store_lists[key] = cached
+            for store in cached[1]:
                 got = read_span(store)
                 if got is None or got[1] == 0:
                     fresh.append((name, store))
@@ -396,7 +412,7 @@ class ProvenanceTracker:
                     fresh.append((name, store))
                     continue
                 sid = self._within(sid, fset)
-                current[unit] = StoreInfo(store, name, sid, store.buffer.name, _loaded_buffers(store.value))
+                current[unit] = StoreInfo(store, name, sid, store.buffer.name, self._reads_of(store.value))
                 if got[0] != sid:
                     set_span(store, origin_span(sid, unit))
         for name, store in fresh:
@@ -411,21 +427,34 @@ class ProvenanceTracker:
             if not sid:
                 # A new PrimFunc (LegalizeOps, TE): the store writing a result computes the
                 # call's output; the others are steps towards it.
-                writes_result = store.buffer.name in params.get(name, ())
+                if name not in params:
+                    params[name] = {getattr(p, "name", "") for p in funcs[name].params}
+                writes_result = store.buffer.name in params[name]
                 sid = fset if writes_result else self.origins.as_parts(fset)
             unit = self._next_unit
             self._next_unit += 1
             if got and got[1]:
                 self.unit_derived[unit] = got[1]
             set_span(store, origin_span(sid, unit))
-            current[unit] = StoreInfo(store, name, sid, store.buffer.name, _loaded_buffers(store.value))
+            current[unit] = StoreInfo(store, name, sid, store.buffer.name, self._reads_of(store.value))
         self._absorb_vanished(previous, current)
         self._stores = current
+        self._store_lists = store_lists
+        self._reads = self._reads_next
         for name in {info.func for info in current.values()}:
             if name not in self.func_origin:
                 self.func_origin[name] = self.origins.union(
                     info.origin_set for info in current.values() if info.func == name
                 )
+
+    def _reads_of(self, value) -> frozenset[str]:
+        """``_loaded_buffers(value)``, reusing the last pass's answer for the same node."""
+        key = handle(value)
+        got = self._reads.get(key) or self._reads_next.get(key)
+        if got is None:
+            got = (value, _loaded_buffers(value))
+        self._reads_next[key] = got
+        return got[1]
 
     def _call_site_set(self, fused: str, prim: str, unit: int, sid: int, occurrences) -> int:
         """Origins of the k-th copy of a store of ``prim`` inlined into ``fused``: the k-th
@@ -442,13 +471,16 @@ class ProvenanceTracker:
         """``sid`` narrowed to the layers its function serves (if that leaves any)."""
         if not fset or not sid:
             return sid
-        allowed = set(self.origins.layers(fset))
-        kept = [(layer, out) for layer, out in self.origins.get(sid) if layer in allowed]
-        return self.origins.intern(kept) if kept else sid
+        got = self._within_memo.get((sid, fset))
+        if got is None:
+            allowed = set(self.origins.layers(fset))
+            kept = [(layer, out) for layer, out in self.origins.get(sid) if layer in allowed]
+            got = self._within_memo[(sid, fset)] = self.origins.intern(kept) if kept else sid
+        return got
 
     def _serving(self, name, store, current) -> int:
         """Origins of a store a pass created: the stores it reads from, else those reading it."""
-        reads = _loaded_buffers(store.value)
+        reads = self._reads_of(store.value)
         writes = store.buffer.name
         same = [info for info in current.values() if info.func == name and info.origin_set]
         producers = [info.origin_set for info in same if info.writes in reads and info.writes != writes]

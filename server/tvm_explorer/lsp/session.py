@@ -3,6 +3,7 @@ between LSP positions/URIs and the places of the navigation layer."""
 
 from __future__ import annotations
 
+import weakref
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -77,6 +78,12 @@ class Session:
         self.open: dict[Path, OpenDocument] = {}
         self.encoding = "utf-16"
         self.link_tooltips = False
+        # (bundle root, document path) -> its URI / file path: answers such as references
+        # convert thousands of places, and building URIs and paths dominated their time.
+        self._uris: dict[tuple[Path, str], str] = {}
+        self._paths: dict[tuple[Path, str], Path] = {}
+        # Locations of places in documents the editor shows unchanged, per loaded bundle.
+        self._locations: weakref.WeakKeyDictionary[BundleView, dict] = weakref.WeakKeyDictionary()
 
     # -- documents ---------------------------------------------------------------------
     def locate(self, uri: str) -> tuple[BundleView, str] | None:
@@ -86,7 +93,13 @@ class Session:
 
     def lines(self, view: BundleView, path: str) -> tuple[LineIndex, Drift | None]:
         """Line index of what the editor shows for a document, and its drift if edited."""
-        opened = self.open.get(view.root / path)
+        opened = None
+        if self.open:
+            key = (view.root, path)
+            full = self._paths.get(key)
+            if full is None:
+                full = self._paths[key] = view.root / path
+            opened = self.open.get(full)
         if opened is None:
             return view.line_index(path, self.encoding), None
         drift = opened.drift(view, path)
@@ -119,7 +132,11 @@ class Session:
 
     def uri(self, view: BundleView, path: str) -> str:
         """The URI of a bundle document."""
-        return from_fs_path(str(view.root / path)) or ""
+        key = (view.root, path)
+        got = self._uris.get(key)
+        if got is None:
+            got = self._uris[key] = from_fs_path(str(view.root / path)) or ""
+        return got
 
     def range(self, view: BundleView, path: str, start: int, end: int) -> types.Range | None:
         """The LSP range of a bundle-text span as the editor shows it (None if edited away)."""
@@ -138,5 +155,33 @@ class Session:
         return types.Location(self.uri(view, place.path), rng) if rng else None
 
     def locations(self, view: BundleView, places: list[Place]) -> list[types.Location]:
-        """LSP locations of places, dropping those an edit removed."""
-        return [loc for p in places if (loc := self.location(view, p)) is not None]
+        """LSP locations of places, dropping those an edit removed (``location`` for each
+        place, with the URI and line index looked up once per document)."""
+        out = []
+        per_path: dict[str, tuple] = {}
+        cache = self._locations.get(view)
+        if cache is None:
+            cache = self._locations[view] = {}
+        encoding = self.encoding
+        for place in places:
+            got = per_path.get(place.path)
+            if got is None:
+                got = per_path[place.path] = (self.uri(view, place.path), *self.lines(view, place.path))
+            uri, lines, drift = got
+            start, end = place.start, place.end
+            if drift is None:
+                key = (encoding, place.path, start, end)
+                loc = cache.get(key)
+                if loc is None:
+                    (l0, c0), (l1, c1) = lines.position(start), lines.position(end)
+                    loc = cache[key] = types.Location(
+                        uri, types.Range(types.Position(l0, c0), types.Position(l1, c1)))
+                out.append(loc)
+                continue
+            shifted = drift.to_current(start, end)
+            if shifted is None:
+                continue
+            start, end = shifted
+            (l0, c0), (l1, c1) = lines.position(start), lines.position(end)
+            out.append(types.Location(uri, types.Range(types.Position(l0, c0), types.Position(l1, c1))))
+        return out

@@ -83,9 +83,7 @@ def references(
     """Every place sharing the origins of the text at ``offset``, across all documents,
     preceded by the layers' model entries when ``include_declaration``."""
     lids = sorted({o.layer.id for o in layers_at(view, path, offset, keep)})
-    found = {p for lid in lids for p in view.layer_map.places.get(lid, ())}
-    order = view.document_order
-    later = sorted(found, key=lambda p: (order(p.path), p.start, -p.end))
+    later = view.layer_map.places_of(tuple(lids), view.document_order)
     return (view.layer_places(lids) if include_declaration else []) + later
 
 

@@ -53,6 +53,20 @@ class LayerMap:
         order = {doc.path: doc.order for doc in bundle.documents}
         for places in self.places.values():
             places.sort(key=lambda p: (order[p.path], p.start, -p.end))
+        self._places_of: dict[tuple[int, ...], list[Place]] = {}
+
+    def places_of(self, layer_ids: tuple[int, ...], order: Callable[[str], int]) -> list[Place]:
+        """Every place of any of ``layer_ids`` (sorted), once each, in document order
+        (``order(path)``), then by position. Remembered per set of layers: a position on a
+        function or a model layer asks for the same thousands of places again and again."""
+        got = self._places_of.get(layer_ids)
+        if got is None:
+            found = {p for lid in layer_ids for p in self.places.get(lid, ())}
+            got = sorted(found, key=lambda p: (order(p.path), p.start, -p.end))
+            if len(self._places_of) >= 1024:
+                self._places_of.clear()
+            self._places_of[layer_ids] = got
+        return list(got)
 
     def _add_document(self, bundle: Bundle, path: str, is_model: bool) -> None:
         index = bundle.index(path)

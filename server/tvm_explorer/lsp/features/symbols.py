@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import weakref
+
 from lsprotocol import types
 
 from ...navigation.symbols import Symbol, document_symbols
@@ -22,6 +24,9 @@ class DocumentSymbols:
 
     def __init__(self, session: Session):
         self.session = session
+        # Outlines of documents the editor shows unchanged, per loaded bundle (an outline of
+        # a few thousand entries takes tens of milliseconds to build).
+        self._outlines: weakref.WeakKeyDictionary[BundleView, dict] = weakref.WeakKeyDictionary()
 
     def symbols(self, params: types.DocumentSymbolParams) -> list[types.DocumentSymbol]:
         """The outline; entries an editor change touched are left out (their children stay)."""
@@ -29,7 +34,13 @@ class DocumentSymbols:
         if found is None:
             return []
         view, path = found
-        return self._convert(view, path, document_symbols(view, path))
+        if self.session.lines(view, path)[1] is not None:  # edited: no cached answer
+            return self._convert(view, path, document_symbols(view, path))
+        cache = self._outlines.setdefault(view, {})
+        key = (path, self.session.encoding)
+        if key not in cache:
+            cache[key] = self._convert(view, path, document_symbols(view, path))
+        return list(cache[key])
 
     def _convert(self, view: BundleView, path: str, symbols: list[Symbol]) -> list[types.DocumentSymbol]:
         out = []

@@ -1,0 +1,162 @@
+"""Capture overhead: what recording provenance costs over TVM's stock import and compile.
+
+For each model and target, measured side by side in one run (A/B interleaved, rotating order,
+every measurement of a compile in a fresh process):
+
+  import   span-filling TFLite import      vs stock ``from_tflite``                 goal <= 1.10x
+  kept     compile, provenance kept through every pass, nothing written
+                                             vs stock import + compile, same pipeline goal <= 1.05x
+  capture  full capture: every pass, TIR, generated code, index written to a bundle
+                                             vs stock import + compile               goal <= 1.5x
+  memory   peak RSS of each vs stock (fresh process each)                           goal <= 1.10x
+
+Ratios are medians of per-repetition ratios of CPU time (wall time is shown too), with the
+spread (min-max) in parentheses. Usage:
+
+    .venv/bin/python bench/capture_overhead.py [--quick] [--reps N] [--models a,b] [--targets c,cuda] [--json out.json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import benchlib as bl  # noqa: E402
+
+MODELS = ["mobilenet_v1_fp32", "mobilenet_v3_small_int8", "hand_recrop"]
+TARGETS = ["c", "cuda"]
+GOALS = {"import": 1.10, "kept": 1.05, "capture": 1.5, "memory": 1.10}
+
+
+def measure_import(model: Path, reps: int) -> dict:
+    """In-process, interleaved: many short repetitions (the import takes 0.02-0.3 s)."""
+    from tvm_explorer.capture.importer import import_tflite
+    from tvm_explorer.model.loader import load_model
+    from tvm_explorer.provenance import OriginTable
+
+    loaded = load_model(model)
+    runs = {
+        "stock": lambda: import_tflite(loaded, None, fill_spans=False),
+        "spans": lambda: import_tflite(loaded, OriginTable()),
+    }
+    for fn in runs.values():  # warm up both (first-call costs in TVM)
+        fn()
+    cpu = {k: [] for k in runs}
+    wall = {k: [] for k in runs}
+    for _rep, order in bl.rotations(list(runs), reps):
+        for name in order:
+            c0, w0 = time.process_time(), time.perf_counter()
+            runs[name]()
+            cpu[name].append(time.process_time() - c0)
+            wall[name].append(time.perf_counter() - w0)
+    mem = {k: bl.run_worker("import", model=str(model), variant=k) for k in runs}
+    return {
+        "stock_cpu": bl.Summary.of(cpu["stock"]),
+        "ratio_cpu": bl.paired_ratios(cpu["stock"], cpu["spans"]),
+        "ratio_wall": bl.paired_ratios(wall["stock"], wall["spans"]),
+        "peak_ratio": mem["spans"]["peak"] / mem["stock"]["peak"],
+        "growth": {k: m["growth"] for k, m in mem.items()},
+    }
+
+
+def measure_compile(model: Path, target: str, reps: int, workdir: Path) -> dict:
+    variants = ["stock", "kept", "capture"]
+    res = {v: [] for v in variants}
+    for rep, order in bl.rotations(variants, reps):
+        for v in order:
+            out = str(workdir / f"{model.stem}.{target}.{rep}.bundle")
+            r = bl.run_worker("compile", model=str(model), target=target, variant=v, out=out)
+            res[v].append(r)
+            print(f"    rep {rep} {v:8s} cpu {r['cpu']:7.2f}s wall {r['wall']:7.2f}s "
+                  f"peak {bl.mib(r['peak'])}", flush=True)
+    cpu = {v: [r["cpu"] for r in res[v]] for v in variants}
+    wall = {v: [r["wall"] for r in res[v]] for v in variants}
+    peak = {v: [r["peak"] for r in res[v]] for v in variants}
+    growth = {v: [r["growth"] for r in res[v]] for v in variants}
+    return {
+        "stock_cpu": bl.Summary.of(cpu["stock"]),
+        "kept_cpu": bl.paired_ratios(cpu["stock"], cpu["kept"]),
+        "kept_wall": bl.paired_ratios(wall["stock"], wall["kept"]),
+        "capture_cpu": bl.paired_ratios(cpu["stock"], cpu["capture"]),
+        "capture_wall": bl.paired_ratios(wall["stock"], wall["capture"]),
+        "kept_peak": bl.paired_ratios(peak["stock"], peak["kept"]),
+        "capture_peak": bl.paired_ratios(peak["stock"], peak["capture"]),
+        "growth": {v: bl.Summary.of(growth[v]) for v in variants},
+        "peak": {v: bl.Summary.of(peak[v]) for v in variants},
+        "bundle_bytes": res["capture"][0]["bundle_bytes"],
+        "bundle_files": res["capture"][0]["bundle_files"],
+    }
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--quick", action="store_true", help="mobilenet_v1 only, c and cuda, 2 repetitions")
+    ap.add_argument("--reps", type=int, help="repetitions per compile variant (default 5; quick 2)")
+    ap.add_argument("--import-reps", type=int, help="repetitions of the import (default 15; quick 7)")
+    ap.add_argument("--models", help=f"comma-separated names in tests/models (default {','.join(MODELS)})")
+    ap.add_argument("--targets", help="comma-separated targets (default c,cuda)")
+    ap.add_argument("--json", help="also write the results to this JSON file")
+    args = ap.parse_args(argv)
+    models = args.models.split(",") if args.models else (MODELS[:1] if args.quick else MODELS)
+    targets = args.targets.split(",") if args.targets else TARGETS
+    reps = args.reps or (2 if args.quick else 5)
+    import_reps = args.import_reps or (7 if args.quick else 15)
+    print(f"# Capture overhead — {bl.machine_note()}; {reps} compile repetitions, "
+          f"{import_reps} import repetitions\n")
+
+    results = {}
+    with tempfile.TemporaryDirectory(prefix="tvmx-bench-") as tmp:
+        for name in models:
+            model = bl.MODELS / f"{name}.tflite"
+            print(f"## {name}: import", flush=True)
+            results[(name, "import")] = measure_import(model, import_reps)
+            for target in targets:
+                print(f"## {name} / {target}: compile", flush=True)
+                results[(name, target)] = measure_compile(model, target, reps, Path(tmp))
+
+    print("\n### Time (CPU-time ratio vs stock: median of paired repetitions, (min–max))\n")
+    rows = []
+    for name in models:
+        imp = results[(name, "import")]
+        for target in targets:
+            r = results[(name, target)]
+            rows.append([name, target, imp["ratio_cpu"].fmt(), r["stock_cpu"].fmt(2, " s"),
+                         r["kept_cpu"].fmt(), r["capture_cpu"].fmt(),
+                         f"{r['kept_wall'].median:.2f} / {r['capture_wall'].median:.2f}"])
+    print(bl.table(["model", "target", f"import ≤{GOALS['import']}", "stock compile CPU",
+                    f"kept ≤{GOALS['kept']}", f"capture ≤{GOALS['capture']}", "wall kept / capture"], rows))
+
+    print("\n### Memory (peak RSS ratio vs stock, fresh process each) and bundle size\n")
+    rows = []
+    for name in models:
+        imp = results[(name, "import")]
+        for target in targets:
+            r = results[(name, target)]
+            g = r["growth"]
+            rows.append([name, target, f"{imp['peak_ratio']:.3f}", r["kept_peak"].fmt(3), r["capture_peak"].fmt(3),
+                         f"{bl.mib(g['stock'].median)} / {bl.mib(g['kept'].median)} / {bl.mib(g['capture'].median)}",
+                         f"{bl.mib(r['bundle_bytes'])} ({r['bundle_files']} files)"])
+    print(bl.table(["model", "target", f"import ≤{GOALS['memory']}", "kept", "capture",
+                    "growth during compile: stock / kept / capture", "bundle"], rows))
+
+    misses = []
+    for name in models:
+        if results[(name, "import")]["ratio_cpu"].median > GOALS["import"]:
+            misses.append(f"{name}: import")
+        for target in targets:
+            r = results[(name, target)]
+            for key, goal in (("kept_cpu", "kept"), ("capture_cpu", "capture"),
+                              ("kept_peak", "memory"), ("capture_peak", "memory")):
+                if r[key].median > GOALS[goal]:
+                    misses.append(f"{name}/{target}: {key}")
+    print("\nGoals: " + ("all met" if not misses else "missed: " + ", ".join(misses)))
+    bl.save_json(args.json, {f"{k[0]}/{k[1]}": v for k, v in results.items()})
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
