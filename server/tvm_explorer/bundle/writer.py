@@ -100,7 +100,7 @@ class BundleWriter:
             "documents": self._index,
         }
         with open(self.tmp / INDEX, "w", encoding="utf-8") as fh:
-            json.dump(index, fh, separators=(",", ":"))
+            fh.write(json.dumps(index, separators=(",", ":")))  # one C-level encode, one write
         full = {
             "format": FORMAT_NAME,
             "schema_version": SCHEMA_VERSION,

@@ -39,7 +39,14 @@ class StoreInfo:
     func: str
     origin_set: int
     writes: str
-    reads: frozenset[str]
+    _reads: frozenset[str] | None = None
+
+    @property
+    def reads(self) -> frozenset[str]:
+        """Buffers the store's value loads (computed on first use: rarely needed)."""
+        if self._reads is None:
+            self._reads = _loaded_buffers(self.node.value)
+        return self._reads
 
 
 @dataclass
@@ -108,17 +115,39 @@ def _value_kind(value) -> str:
     """What a binding computes, coarsely: the operator or function it calls."""
     if isinstance(value, relax.Call):
         callee = _callee(value)
-        return callee.name_hint if callee is not None else str(value.op)
+        if callee is not None:
+            return callee.name_hint
+        return getattr(value.op, "name", None) or type(value.op).__name__
     return type(value).__name__
 
 
-def _call_counts(relax_funcs, bindings_of) -> dict[str, int]:
+@dataclass
+class _Facts:
+    """What the tracker needs to know about a binding's value; values survive most passes
+    unchanged (the same object), so this is computed once per value, not once per pass."""
+
+    value: object  # keeps the value alive so its handle stays unique
+    kind: str
+    callee: str | None
+    var_refs: tuple[int, ...]
+    constants: tuple
+    global_refs: tuple[str, ...]
+
+
+def _facts_of(value) -> _Facts:
+    callee = _callee(value)
+    return _Facts(value, _value_kind(value), callee.name_hint if callee is not None else None,
+                  tuple(handle(v) for v in _var_refs(value)), tuple(_constants(value)),
+                  tuple(gv.name_hint for gv in _global_refs(value)))
+
+
+def _call_counts(relax_funcs, bindings_of, facts) -> dict[str, int]:
     counts: dict[str, int] = {}
     for _gv, func in relax_funcs:
         for b in bindings_of(func):
-            callee = _callee(b.value)
+            callee = facts(b).callee
             if callee is not None:
-                counts[callee.name_hint] = counts.get(callee.name_hint, 0) + 1
+                counts[callee] = counts.get(callee, 0) + 1
     return counts
 
 
@@ -143,9 +172,9 @@ class ProvenanceTracker:
         # result, so its handle cannot be reused): most TIR passes hand most function bodies
         # and store values on unchanged.
         self._store_lists: dict[int, tuple[object, list]] = {}
-        self._reads: dict[int, tuple[object, frozenset[str]]] = {}
-        self._reads_next: dict[int, tuple[object, frozenset[str]]] = {}
         self._binding_lists: dict[int, tuple[object, list]] = {}
+        self._facts: dict[int, _Facts] = {}
+        self._facts_before: dict[int, _Facts] = {}
         self._within_memo: dict[tuple[int, int], int] = {}
 
     # -- public ----------------------------------------------------------------------
@@ -155,31 +184,33 @@ class ProvenanceTracker:
         prim_funcs = [(gv, f) for gv, f in mod.functions.items() if isinstance(f, tirx.PrimFunc)]
         cov = PassCoverage()
         self._binding_lists = {}
+        self._facts_before, self._facts = self._facts, {}
         binding_sets: dict[tuple[str, str], int] = {}
         call_sites: dict[str, list[int]] = {}
         if relax_funcs:
             # Callees before callers so a call to a fused function finds its origins.
             relax_funcs.sort(key=lambda gf: gf[0].name_hint == "main")
-            sites = _call_counts(relax_funcs, self._bindings_of)
+            sites = _call_counts(relax_funcs, self._bindings_of, self._facts_for)
             computed = {gv.name_hint: self._relax_sets(gv.name_hint, f, mod, sites)
                         for gv, f in relax_funcs}
             self._widen_shared_functions(computed, mod)
             const_owner: dict[int, tuple[object, int]] = {}
+            prim_names = {gv.name_hint for gv, _f in prim_funcs}
             for name, (bindings, sets) in computed.items():
-                self._stamp_relax(name, bindings, sets, mod, call_sites)
+                self._stamp_relax(name, bindings, sets, prim_names, call_sites)
                 for b, sid in zip(bindings, sets):
-                    binding_sets[(name, b.var.name)] = (sid, _value_kind(b.value))
+                    binding_sets[(name, b.var.name)] = (sid, self._facts_for(b).kind)
                     cov.units += 1
                     cov.attributed += bool(sid)
                     if sid:
-                        for c in _constants(b.value):
+                        for c in self._facts_for(b).constants:
                             old = const_owner.get(handle(c))
                             const_owner[handle(c)] = (c, self.origins.union([old[1], sid]) if old else sid)
             self._prev_binding = binding_sets
             self._const_owner = const_owner
             self._prev_calls = {
-                name: [_PrevBinding(handle(b.var), _value_kind(b.value),
-                                    frozenset(handle(v) for v in _var_refs(b.value)), sid, b.var)
+                name: [_PrevBinding(handle(b.var), self._facts_for(b).kind,
+                                    frozenset(self._facts_for(b).var_refs), sid, b.var)
                        for b, sid in zip(bindings, sets)]
                 for name, (bindings, sets) in computed.items()
             }
@@ -218,6 +249,16 @@ class ProvenanceTracker:
             got = self._binding_lists[key] = (func, _bindings(func))
         return got[1]
 
+    def _facts_for(self, binding) -> _Facts:
+        """Facts about a binding's value, reused while the value object lives on."""
+        value = binding.value
+        key = handle(value)
+        got = self._facts.get(key)
+        if got is None:
+            got = self._facts_before.get(key) or _facts_of(value)
+            self._facts[key] = got
+        return got
+
     def _relax_sets(self, fname, func, mod, sites):
         bindings = self._bindings_of(func)
         sets = self._regrouped_sets(fname, bindings, mod)
@@ -254,8 +295,8 @@ class ProvenanceTracker:
             if not (isinstance(callee, relax.GlobalVar) and callee in mod.functions
                     and isinstance(mod[callee], relax.Function)):
                 continue
-            body = [_value_kind(x.value) for x in self._bindings_of(mod[callee])]
-            available = {alias.get(handle(v), handle(v)) for v in _var_refs(b.value)}
+            body = [self._facts_for(x).kind for x in self._bindings_of(mod[callee])]
+            available = {alias.get(v, v) for v in self._facts_for(b).var_refs}
             group = []
             for kind in body:
                 found = next((p for k, p in enumerate(prev) if k not in claimed and p.kind == kind
@@ -309,15 +350,15 @@ class ProvenanceTracker:
                 parts.append(self.origins.as_parts(caller))
         return self.origins.union(parts)
 
-    def _stamp_relax(self, fname, bindings, sets, mod, call_sites) -> None:
+    def _stamp_relax(self, fname, bindings, sets, prim_names, call_sites) -> None:
         calls: list[tuple[str, int]] = []
         for b, sid in zip(bindings, sets):
             if sid:
                 self._stamp_binding(b, sid)
-            for gv in _global_refs(b.value):
-                if gv in mod.functions and isinstance(mod[gv], tirx.PrimFunc):
-                    call_sites.setdefault(gv.name_hint, []).append(sid)
-                    calls.append((gv.name_hint, sid))
+            for name in self._facts_for(b).global_refs:
+                if name in prim_names:
+                    call_sites.setdefault(name, []).append(sid)
+                    calls.append((name, sid))
         if calls and fname != "main":
             # FuseTIR will inline these PrimFuncs into one named like this function, in
             # this order: remember which call each copied store comes from.
@@ -328,27 +369,26 @@ class ProvenanceTracker:
             got = read_span(node)
             if got and got[0]:
                 return got[0]
-        value = b.value
+        facts = self._facts_for(b)
         # Weights and biases are the same Constant objects before and after a pass that
         # regroups calls (FuseOps makes new variables and renumbers their names).
-        owners = [self._const_owner[handle(c)][1] for c in _constants(value)
+        owners = [self._const_owner[handle(c)][1] for c in facts.constants
                   if handle(c) in self._const_owner]
         if owners:
             return self.origins.union(owners)
-        callee = _callee(value)
-        if callee is not None and sites.get(callee.name_hint) == 1:
-            known = self.func_origin.get(callee.name_hint)
+        if facts.callee is not None and sites.get(facts.callee) == 1:
+            known = self.func_origin.get(facts.callee)
             if known:
                 return known
         prev = self._prev_binding.get((fname, b.var.name))
-        if prev and prev[1] == _value_kind(value):
+        if prev and prev[1] == facts.kind:
             # Same name, same kind of value: a pass that replaced the variable objects but
             # kept names (ToNonDataflow).
             return prev[0]
         return 0
 
     def _fill_by_dataflow(self, bindings, sets, by_var) -> None:
-        uses = [[by_var[handle(v)] for v in _var_refs(b.value) if handle(v) in by_var] for b in bindings]
+        uses = [[by_var[v] for v in self._facts_for(b).var_refs if v in by_var] for b in bindings]
         for _ in range(3):
             if all(sets):
                 return
@@ -383,7 +423,6 @@ class ProvenanceTracker:
         params: dict[str, set[str]] = {}
         funcs: dict[str, object] = {}
         store_lists: dict[int, tuple[object, list]] = {}
-        self._reads_next = {}
         for gv, func in sorted(prim_funcs, key=lambda gf: gf[0].name_hint):
             name = gv.name_hint
             fset = self.function_set(name)
@@ -412,7 +451,7 @@ class ProvenanceTracker:
                     fresh.append((name, store))
                     continue
                 sid = self._within(sid, fset)
-                current[unit] = StoreInfo(store, name, sid, store.buffer.name, self._reads_of(store.value))
+                current[unit] = StoreInfo(store, name, sid, store.buffer.name)
                 if got[0] != sid:
                     set_span(store, origin_span(sid, unit))
         for name, store in fresh:
@@ -436,25 +475,15 @@ class ProvenanceTracker:
             if got and got[1]:
                 self.unit_derived[unit] = got[1]
             set_span(store, origin_span(sid, unit))
-            current[unit] = StoreInfo(store, name, sid, store.buffer.name, self._reads_of(store.value))
+            current[unit] = StoreInfo(store, name, sid, store.buffer.name)
         self._absorb_vanished(previous, current)
         self._stores = current
         self._store_lists = store_lists
-        self._reads = self._reads_next
         for name in {info.func for info in current.values()}:
             if name not in self.func_origin:
                 self.func_origin[name] = self.origins.union(
                     info.origin_set for info in current.values() if info.func == name
                 )
-
-    def _reads_of(self, value) -> frozenset[str]:
-        """``_loaded_buffers(value)``, reusing the last pass's answer for the same node."""
-        key = handle(value)
-        got = self._reads.get(key) or self._reads_next.get(key)
-        if got is None:
-            got = (value, _loaded_buffers(value))
-        self._reads_next[key] = got
-        return got[1]
 
     def _call_site_set(self, fused: str, prim: str, unit: int, sid: int, occurrences) -> int:
         """Origins of the k-th copy of a store of ``prim`` inlined into ``fused``: the k-th
@@ -480,7 +509,7 @@ class ProvenanceTracker:
 
     def _serving(self, name, store, current) -> int:
         """Origins of a store a pass created: the stores it reads from, else those reading it."""
-        reads = self._reads_of(store.value)
+        reads = _loaded_buffers(store.value)
         writes = store.buffer.name
         same = [info for info in current.values() if info.func == name and info.origin_set]
         producers = [info.origin_set for info in same if info.writes in reads and info.writes != writes]
