@@ -63,7 +63,7 @@ class BundleWriter:
         self.documents: list[dict] = []
         self.passes: list[dict] = []
         self.traces: list[dict] = []
-        self._index: dict[str, dict] = {}
+        self._index: dict[str, str] = {}  # document path -> its index entry as JSON
         self._done = False
 
     def add_document(self, path: str, text: str, ranges: list[Range], stage: str,
@@ -81,7 +81,9 @@ class BundleWriter:
         entry.update(extra)
         self.documents.append(entry)
         ordered = sorted(ranges, key=lambda r: (r.start, -r.end))
-        self._index[path] = {"length": len(text), "ranges": [r.to_json() for r in ordered]}
+        # Kept as JSON text until commit: far smaller than the equivalent Python lists.
+        self._index[path] = json.dumps({"length": len(text), "ranges": [r.to_json() for r in ordered]},
+                                       separators=(",", ":"))
 
     def add_file(self, path: str, text: str) -> None:
         """Write an auxiliary file (schedule trace) that is not an indexed document."""
@@ -93,14 +95,11 @@ class BundleWriter:
         """Write index and manifest (last), then move the bundle into place."""
         order = {s: i for i, s in enumerate(STAGES)}
         docs = sorted(self.documents, key=lambda d: (order[d["stage"]], d.get("pass_index", -1)))
-        index = {
-            "schema_version": SCHEMA_VERSION,
-            "layers": layers,
-            "origin_sets": origins.to_json(),
-            "documents": self._index,
-        }
+        head = json.dumps({"schema_version": SCHEMA_VERSION, "layers": layers,
+                           "origin_sets": origins.to_json()}, separators=(",", ":"))
+        documents = ",".join(f"{json.dumps(path)}:{entry}" for path, entry in self._index.items())
         with open(self.tmp / INDEX, "w", encoding="utf-8") as fh:
-            fh.write(json.dumps(index, separators=(",", ":")))  # one C-level encode, one write
+            fh.write(f'{head[:-1]},"documents":{{{documents}}}}}')
         full = {
             "format": FORMAT_NAME,
             "schema_version": SCHEMA_VERSION,
