@@ -53,6 +53,15 @@ def wait_for(marker: Path, proc, timeout: float = 120.0) -> None:
         time.sleep(0.05)
 
 
+def wait_for_fork(proc, timeout: float = 60.0) -> None:
+    """Wait until the CLI has forked its compiling child."""
+    children = Path(f"/proc/{proc.pid}/task/{proc.pid}/children")
+    deadline = time.monotonic() + timeout
+    while not children.read_text().split():
+        assert proc.poll() is None and time.monotonic() < deadline
+        time.sleep(0.01)
+
+
 def one_error(stderr: str) -> str:
     lines = [line for line in stderr.strip().split("\n") if line and "Warning" not in line]
     assert len(lines) == 1 and lines[0].startswith("tvm-explorer: error: "), stderr
@@ -102,13 +111,14 @@ def test_interrupt_with_nothing_before_leaves_nothing(tmp_path, models_dir):
 def test_signals_at_random_moments_of_a_real_compile(tmp_path, models_dir, previous):
     """No harness: the real CLI, SIGTERM or SIGINT after a delay spread over a compile."""
     outcomes = []
-    for i, delay in enumerate((0.05, 0.6, 1.0, 1.4, 1.8, 2.6)):
+    for i, delay in enumerate((0.0, 0.3, 0.6, 0.9, 1.2, 1.6)):
         out = tmp_path / f"b{i}"
         shutil.copytree(previous, out)
         before = tree(out)
         proc = subprocess.Popen([sys.executable, "-m", "tvm_explorer", "compile",
                                  str(models_dir / "small_cnn_fp32.tflite"), "-o", str(out)],
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        wait_for_fork(proc)  # from here on the CLI owns its signals
         time.sleep(delay)
         proc.send_signal(signal.SIGTERM if i % 2 else signal.SIGINT)
         _, stderr = proc.communicate(timeout=120)
