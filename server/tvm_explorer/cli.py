@@ -289,7 +289,8 @@ def _run_coverage(args) -> int:
     except ExplorerError as err:
         return _fail(str(err))
     rows = [
-        {k: p.get(k) for k in ("index", "name", "stage", "units", "attributed", "changed")}
+        {k: p.get(k) for k in ("index", "name", "stage", "changed")}
+        | {k: p.get(k, 0) for k in ("units", "attributed")}
         | {k: p[k] for k in ("tir_units", "tir_attributed", "note") if k in p}
         for p in b.manifest["passes"]
     ]
