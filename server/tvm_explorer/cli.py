@@ -7,13 +7,20 @@ import json
 import os
 import signal
 import sys
+import time
+from pathlib import Path
 
 from . import __version__
 from .errors import ExplorerError
 
 EXIT_ERROR = 2
 EXIT_CRASH = 3
+EXIT_TIMEOUT = 4
 EXIT_INTERRUPTED = 130
+
+DEFAULT_TIMEOUT = 1800.0  # seconds; a compile of the largest test model takes well under 60 s
+GRACE = 10.0  # seconds a stopped compile gets to clean up before it is killed
+_STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGUSR1)  # SIGUSR1: the timeout
 
 
 def _fail(message: str, code: int = EXIT_ERROR) -> int:
@@ -21,24 +28,88 @@ def _fail(message: str, code: int = EXIT_ERROR) -> int:
     return code
 
 
-# -- compile ------------------------------------------------------------------------------
-def _compile_in_this_process(args) -> int:
-    from .capture.api import compile_model
-
-    def terminate(signum, _frame):
-        raise KeyboardInterrupt(signal.Signals(signum).name)
-
-    signal.signal(signal.SIGTERM, terminate)
+def _default_memory_limit() -> float:
+    """GiB: three quarters of the machine's memory, at least 4."""
     try:
+        total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30
+    except (ValueError, OSError, AttributeError):
+        return 16.0
+    return max(4.0, round(0.75 * total, 1))
+
+
+def _apply_memory_limit(gib: float) -> None:
+    """Cap the address space of this (compile) process, so that a model that makes TVM
+    allocate without bound fails with a message instead of waking the OOM killer."""
+    if not gib or gib <= 0:
+        return
+    try:
+        import resource
+
+        soft, hard = resource.getrlimit(resource.RLIMIT_AS)
+        limit = int(gib * 2**30)
+        if hard != resource.RLIM_INFINITY:
+            limit = min(limit, hard)
+        if soft == resource.RLIM_INFINITY or limit < soft:
+            resource.setrlimit(resource.RLIMIT_AS, (limit, hard))
+    except (ImportError, ValueError, OSError):
+        pass
+
+
+# -- compile ------------------------------------------------------------------------------
+def _stopped_message(args, why: str, committed: bool) -> str:
+    if committed:
+        return (f"{why} after the bundle was written; {args.output} is complete")
+    return f"{why}; no bundle was written (a previous bundle is unchanged)"
+
+
+def _compile_in_this_process(args) -> int:
+    from .bundle import writer
+
+    stop: dict = {}
+
+    def on_signal(signum, _frame):
+        if stop:
+            return  # already stopping: let the cleanup finish
+        stop["why"] = (f"{args.model}: compile did not finish within {args.timeout:g} s (--timeout)"
+                       if signum == signal.SIGUSR1 else f"interrupted ({signal.Signals(signum).name})")
+        stop["code"] = EXIT_TIMEOUT if signum == signal.SIGUSR1 else EXIT_INTERRUPTED
+        raise KeyboardInterrupt(stop["why"])
+
+    committed = lambda: Path(args.output).absolute() in writer.COMMITTED  # noqa: E731
+    for sig in _STOP_SIGNALS:
+        signal.signal(sig, on_signal)
+    try:
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, _STOP_SIGNALS)
+        _apply_memory_limit(args.memory_limit)
+        from .model.loader import load_model
+
+        load_model(args.model)  # a bad file fails fast, before TVM is even imported
+        from .capture.api import compile_model
+
         result = compile_model(
             args.model, args.output, args.target,
             exact_origins=args.exact_origins, schedule_records=not args.no_schedule_records,
         )
-    except ExplorerError as err:
-        return _fail(str(err))
-    except KeyboardInterrupt:
-        return _fail("interrupted; no bundle was written (a previous bundle is unchanged)",
-                     EXIT_INTERRUPTED)
+    except BaseException as err:  # noqa: BLE001 - every way out gets one message
+        if stop or isinstance(err, KeyboardInterrupt):
+            # An interrupt may also surface as a TVM error raised around a Python callback.
+            why = stop.get("why", "interrupted")
+            return _fail(_stopped_message(args, why, committed()), stop.get("code", EXIT_INTERRUPTED))
+        if isinstance(err, MemoryError) or (isinstance(err, ExplorerError) and "bad_alloc" in str(err)):
+            detail = str(err) if isinstance(err, ExplorerError) else f"{args.model}: MemoryError"
+            return _fail(f"{detail} (the compile ran out of memory; its limit is "
+                         f"{args.memory_limit:g} GiB, see --memory-limit)")
+        if isinstance(err, ExplorerError):
+            return _fail(str(err))
+        if isinstance(err, SystemExit):
+            raise
+        import traceback
+
+        traceback.print_exc()
+        return _fail(f"{args.model}: internal error ({type(err).__name__}: {err}); "
+                     "no bundle was written; please report this")
+    for sig in _STOP_SIGNALS:
+        signal.signal(sig, signal.SIG_IGN)  # the bundle is in place: finish the report
     bundle = result.bundle
     print(f"Bundle written: {bundle}")
     print(f"  {result.passes} passes recorded, {result.documents} documents")
@@ -53,35 +124,155 @@ def _compile_in_this_process(args) -> int:
 
 
 def _run_compile(args) -> int:
-    """Compile in a child process so that a crash inside TVM is reported, not inherited."""
+    """Compile in a child process so that a crash inside TVM is reported, not inherited, and
+    a compile that hangs (``--timeout``) or ignores an interrupt can be stopped."""
     if args.in_process or not hasattr(os, "fork"):
         return _compile_in_this_process(args)
     sys.stdout.flush()
     sys.stderr.flush()
+    # Signals wait until each process has its handlers (no window where one is lost).
+    signal.pthread_sigmask(signal.SIG_BLOCK, _STOP_SIGNALS)
+    err_r, err_w = os.pipe()
     pid = os.fork()
     if pid == 0:  # child
         code = 1
         try:
+            os.close(err_r)
+            os.dup2(err_w, 2)
+            os.close(err_w)
             code = _compile_in_this_process(args)
         finally:
             sys.stdout.flush()
             sys.stderr.flush()
             os._exit(code)
-    forward = lambda signum, _frame: os.kill(pid, signum)  # noqa: E731
+    os.close(err_w)
+    try:
+        return _supervise(args, pid, _ChildErrors(err_r))
+    finally:
+        os.close(err_r)
+
+
+class _ChildErrors:
+    """Passes the compiling child's stderr through, except TVM's native crash dump (it
+    starts with "Segfault encountered"), which goes to a file the crash message names."""
+
+    CRASH_MARKERS = (b"Segfault encountered", b"!!!!!!!")
+
+    def __init__(self, fd: int):
+        self.fd = fd
+        self.pending = b""
+        self.dump: list[bytes] = []
+
+    def pump(self, timeout: float) -> None:
+        """Forward what the child wrote within ``timeout`` seconds."""
+        import select
+
+        try:
+            ready, _, _ = select.select([self.fd], [], [], timeout)
+        except InterruptedError:
+            return
+        if not ready:
+            return
+        chunk = os.read(self.fd, 65536)
+        if not chunk:
+            time.sleep(timeout)  # the child closed stderr; keep polling its exit
+            return
+        self.pending += chunk
+        *lines, self.pending = self.pending.split(b"\n")
+        for line in lines:
+            self._line(line + b"\n")
+
+    def finish(self) -> None:
+        """Forward everything left once the child is gone."""
+        while True:
+            try:
+                chunk = os.read(self.fd, 65536)
+            except OSError:
+                break
+            if not chunk:
+                break
+            self.pending += chunk
+        for line in self.pending.splitlines(keepends=True):
+            self._line(line)
+        self.pending = b""
+
+    def _line(self, line: bytes) -> None:
+        if self.dump or any(m in line for m in self.CRASH_MARKERS):
+            self.dump.append(line)
+            return
+        sys.stderr.buffer.write(line)
+        sys.stderr.flush()
+
+    def save_dump(self) -> str | None:
+        """Write the native crash dump to a file; its path, or None if there was none."""
+        if not self.dump:
+            return None
+        import tempfile
+
+        fd, path = tempfile.mkstemp(prefix="tvm-explorer-crash-", suffix=".txt")
+        with os.fdopen(fd, "wb") as fh:
+            fh.writelines(self.dump)
+        return path
+
+
+def _supervise(args, pid: int, errors: _ChildErrors) -> int:
+    """Wait for the compiling child; forward interrupts, enforce the timeout, and kill it if
+    it does not stop within GRACE seconds. Exactly one message reaches the user."""
+    state = {"stop": None, "kill_at": None, "killed": False}
+
+    def forward(signum, _frame):
+        if state["stop"] is None:
+            state["stop"] = signal.Signals(signum).name
+            state["kill_at"] = time.monotonic() + GRACE
+        _signal_child(pid, signum)
+
     signal.signal(signal.SIGTERM, forward)
-    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the child gets Ctrl-C from the terminal
-    _, status = os.waitpid(pid, 0)
-    if os.WIFSIGNALED(status):
-        sig = signal.Signals(os.WTERMSIG(status)).name
-        _remove_partial(args.output, pid)
-        return _fail(f"{args.model}: TVM crashed ({sig}) while compiling for {args.target}; "
-                     "no bundle was written", EXIT_CRASH)
-    return os.WEXITSTATUS(status)
+    signal.signal(signal.SIGINT, forward)  # from a terminal the child gets Ctrl-C as well
+    signal.signal(signal.SIGUSR1, signal.SIG_IGN)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, _STOP_SIGNALS)
+    deadline = time.monotonic() + args.timeout if args.timeout and args.timeout > 0 else None
+    timed_out = False
+    while True:
+        done, status = os.waitpid(pid, os.WNOHANG)
+        if done:
+            break
+        now = time.monotonic()
+        if deadline is not None and now >= deadline and not timed_out and state["stop"] is None:
+            timed_out = True
+            state["kill_at"] = now + GRACE
+            _signal_child(pid, signal.SIGUSR1)
+        if state["kill_at"] is not None and now >= state["kill_at"] and not state["killed"]:
+            state["killed"] = True
+            _signal_child(pid, signal.SIGKILL)
+        errors.pump(0.05)
+    errors.finish()
+    if os.WIFEXITED(status):
+        return os.WEXITSTATUS(status)
+    sig = signal.Signals(os.WTERMSIG(status)).name
+    _remove_partial(args.output, pid)
+    if timed_out:
+        return _fail(f"{args.model}: compile did not finish within {args.timeout:g} s (--timeout) "
+                     f"and was killed; no bundle was written (a previous bundle is unchanged)",
+                     EXIT_TIMEOUT)
+    if state["stop"] is not None:
+        how = " and was killed" if state["killed"] else ""
+        return _fail(f"interrupted ({state['stop']}){how}; no bundle was written "
+                     "(a previous bundle is unchanged)", EXIT_INTERRUPTED)
+    dump = errors.save_dump()
+    where = f"; TVM's crash report: {dump}" if dump else ""
+    return _fail(f"{args.model}: TVM crashed ({sig}) while compiling for {args.target}; "
+                 f"no bundle was written (a previous bundle is unchanged){where}", EXIT_CRASH)
+
+
+def _signal_child(pid: int, signum) -> None:
+    try:
+        os.kill(pid, signum)
+    except ProcessLookupError:
+        pass
 
 
 def _remove_partial(output: str, pid: int) -> None:
     import shutil
-    from pathlib import Path
 
     dest = Path(output).absolute()
     shutil.rmtree(dest.parent / f".{dest.name}.tmp-{pid}", ignore_errors=True)
@@ -100,7 +291,8 @@ def _run_coverage(args) -> int:
     except ExplorerError as err:
         return _fail(str(err))
     rows = [
-        {k: p.get(k) for k in ("index", "name", "stage", "units", "attributed", "changed")}
+        {k: p.get(k) for k in ("index", "name", "stage", "changed")}
+        | {k: p.get(k, 0) for k in ("units", "attributed")}
         | {k: p[k] for k in ("tir_units", "tir_attributed", "note") if k in p}
         for p in b.manifest["passes"]
     ]
@@ -170,6 +362,11 @@ def build_parser() -> argparse.ArgumentParser:
                    help="one PrimFunc per call site, so every statement has exactly one origin")
     p.add_argument("--no-schedule-records", action="store_true",
                    help="do not record GPU schedule traces")
+    p.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT, metavar="SECONDS",
+                   help=f"stop a compile that runs longer (default {DEFAULT_TIMEOUT:g}; 0: never)")
+    p.add_argument("--memory-limit", type=float, default=_default_memory_limit(), metavar="GIB",
+                   help="address-space limit of the compile (default: 3/4 of the memory, "
+                        "at least 4 GiB; 0: none)")
     p.add_argument("--in-process", action="store_true", help=argparse.SUPPRESS)
     p.set_defaults(run=_run_compile)
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import stat
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -58,26 +59,68 @@ class Origin:
         }
 
 
-def _read_json(path: Path, what: str):
+MAX_FILE_BYTES = 256 * 1024**2
+"""Largest manifest, index or document a loader reads (a generated C file of a large model is
+a few MB); anything bigger is reported as damaged instead of filling the memory."""
+
+
+def read_regular(path: Path, what: str) -> bytes:
+    """The bytes of ``path`` if it is a regular file of sane size. FIFOs, devices and
+    directories are refused without blocking (a FIFO named like a document must not hang
+    the reader)."""
     try:
-        with open(path, encoding="utf-8") as fh:
-            return json.load(fh)
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
     except FileNotFoundError:
         raise BundleError(f"{path}: missing {what}") from None
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as err:
+    except OSError as err:
+        raise BundleError(f"{path}: cannot read {what} ({err.strerror})") from None
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise BundleError(f"{path}: {what} is not a regular file")
+        if info.st_size > MAX_FILE_BYTES:
+            raise BundleError(f"{path}: {what} is {info.st_size / 2**20:.0f} MiB, more than the "
+                              f"{MAX_FILE_BYTES // 2**20} MiB a bundle file may have")
+        chunks, total = [], 0
+        while True:
+            chunk = os.read(fd, 1 << 20)
+            if not chunk:
+                break
+            total += len(chunk)
+            if total > MAX_FILE_BYTES:
+                raise BundleError(f"{path}: {what} grew past {MAX_FILE_BYTES // 2**20} MiB while read")
+            chunks.append(chunk)
+        return b"".join(chunks)
+    except OSError as err:
+        raise BundleError(f"{path}: cannot read {what} ({err.strerror})") from None
+    finally:
+        os.close(fd)
+
+
+def _read_json(root: Path, name: str, what: str):
+    path = root / name
+    full = resolve_inside(root, name, what)
+    try:
+        return json.loads(read_regular(full, what).decode("utf-8"))
+    except BundleError as err:
+        raise BundleError(str(err).replace(str(full), str(path), 1)) from None
+    except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as err:
         raise BundleError(f"{path}: {what} is not readable JSON ({err})") from None
 
 
-def resolve_inside(root: Path, rel: str) -> Path:
+def resolve_inside(root: Path, rel: str, what: str = "document") -> Path:
     """``root/rel`` if it stays inside ``root`` (after following symlinks), else BundleError."""
     if not isinstance(rel, str) or not rel or rel.startswith(("/", "\\")) or "\x00" in rel:
-        raise BundleError(f"{root}: document path {rel!r} is not a relative path")
+        raise BundleError(f"{root}: {what} path {rel!r} is not a relative path")
     parts = rel.split("/")
-    if any(p in ("", ".", "..") for p in parts) or os.path.isabs(rel):
-        raise BundleError(f"{root}: document path {rel!r} leaves the bundle")
-    full = (root / rel).resolve()
+    if any(p in ("", ".", "..") for p in parts) or os.path.isabs(rel) or "\\" in rel:
+        raise BundleError(f"{root}: {what} path {rel!r} leaves the bundle")
+    try:
+        full = (root / rel).resolve()
+    except (OSError, RuntimeError) as err:  # symlink loops
+        raise BundleError(f"{root}: {what} path {rel!r} cannot be resolved ({err})") from None
     if full != root and root not in full.parents:
-        raise BundleError(f"{root}: document path {rel!r} leads outside the bundle")
+        raise BundleError(f"{root}: {what} path {rel!r} leads outside the bundle")
     return full
 
 
@@ -89,7 +132,7 @@ class Bundle:
         if not self.root.is_dir():
             raise BundleError(f"{root}: not a bundle directory")
         self.manifest = self._load_manifest()
-        index = _read_json(self.root / INDEX, "provenance index")
+        index = _read_json(self.root, INDEX, "provenance index")
         if not isinstance(index, dict) or index.get("schema_version") != SCHEMA_VERSION:
             raise BundleError(f"{self.root / INDEX}: unknown index schema")
         self.layers = self._load_layers(index.get("layers"))
@@ -110,7 +153,7 @@ class Bundle:
     # -- loading -----------------------------------------------------------------------
     def _load_manifest(self) -> dict:
         path = self.root / MANIFEST
-        manifest = _read_json(path, "manifest")
+        manifest = _read_json(self.root, MANIFEST, "manifest")
         if not isinstance(manifest, dict) or manifest.get("format") != FORMAT_NAME:
             raise BundleError(f"{path}: not a tvm-explorer bundle manifest")
         if manifest.get("schema_version") != SCHEMA_VERSION:
@@ -123,6 +166,13 @@ class Bundle:
         for key in ("documents", "passes"):
             if not isinstance(manifest.get(key), list):
                 raise BundleError(f"{path}: '{key}' must be a list")
+        for i, entry in enumerate(manifest["passes"]):
+            if not (isinstance(entry, dict) and isinstance(entry.get("index"), int)
+                    and isinstance(entry.get("name"), str) and entry.get("stage") in STAGES):
+                raise BundleError(f"{path}: pass entry {i} is malformed")
+            for key in ("units", "attributed", "tir_units", "tir_attributed"):
+                if key in entry and not isinstance(entry[key], int):
+                    raise BundleError(f"{path}: pass entry {i} has a non-integer '{key}'")
         return manifest
 
     def _load_layers(self, raw) -> list[Layer]:
@@ -190,12 +240,13 @@ class Bundle:
             if path not in self._doc_by_path:
                 raise BundleError(f"{self.root}: {path!r} is not a document of this bundle")
             full = resolve_inside(self.root, path)
+            data = read_regular(full, "document listed in the manifest")
             try:
-                self._texts[path] = full.read_text(encoding="utf-8")
-            except FileNotFoundError:
-                raise BundleError(f"{full}: document listed in the manifest is missing") from None
-            except (OSError, UnicodeDecodeError) as err:
+                # Universal newlines, like reading in text mode (lengths count "\n" once).
+                text = data.decode("utf-8")
+            except UnicodeDecodeError as err:
                 raise BundleError(f"{full}: cannot read document ({err})") from None
+            self._texts[path] = text.replace("\r\n", "\n").replace("\r", "\n")
         return self._texts[path]
 
     def index(self, path: str) -> DocumentIndex:
@@ -217,6 +268,10 @@ class Bundle:
             for item in raw.get("ranges", ()):
                 start, end, oset, kind, key = item[:5]
                 link = item[5] if len(item) > 5 else None
+                if not all(isinstance(v, int) and not isinstance(v, bool) for v in (start, end, oset)):
+                    raise BundleError(f"{where}: range {item[:3]!r} has non-integer offsets")
+                if not isinstance(key, str) or not (link is None or isinstance(link, str)):
+                    raise BundleError(f"{where}: range [{start}, {end}) has a malformed key or link")
                 if not (0 <= start <= end <= length):
                     raise BundleError(f"{where}: range [{start}, {end}) lies past the document end")
                 if not 0 <= oset < len(self.origin_sets) or kind not in KINDS:

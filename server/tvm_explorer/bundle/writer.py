@@ -4,12 +4,15 @@ previous bundle (or nothing) in place, never something that loads as good."""
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import ctypes.util
 import datetime as _dt
 import json
 import os
+import re
 import shutil
+import signal
 from pathlib import Path
 
 from ..errors import ExplorerError
@@ -18,6 +21,10 @@ from ..provenance import OriginTable
 from .format import FORMAT_NAME, INDEX, LANGUAGE_BY_SUFFIX, MANIFEST, SCHEMA_VERSION, STAGES
 
 _RENAME_EXCHANGE = 2
+
+COMMITTED: list[Path] = []
+"""Destinations this process has committed a bundle to (the CLI tells an interrupt that came
+too late to stop the commit from one that kept the previous bundle)."""
 
 
 def _exchange(a: Path, b: Path) -> bool:
@@ -45,10 +52,43 @@ def check_destination(dest: str | os.PathLike) -> Path:
             )
     parent = dest.absolute().parent
     if not parent.is_dir():
-        raise ExplorerError(f"{dest}: parent directory {parent} does not exist")
+        what = "is not a directory" if parent.exists() else "does not exist"
+        raise ExplorerError(f"{dest}: parent directory {parent} {what}")
     if not os.access(parent, os.W_OK | os.X_OK):
         raise ExplorerError(f"{dest}: parent directory {parent} is not writable")
     return dest
+
+
+@contextlib.contextmanager
+def _writing(dest: Path):
+    """File system failures while writing (read-only places, a full disk) as one message."""
+    try:
+        yield
+    except OSError as err:
+        reason = err.strerror or type(err).__name__
+        where = f" ({err.filename})" if err.filename else ""
+        raise ExplorerError(f"{dest}: cannot write the bundle: {reason}{where}") from None
+
+
+def _remove_stale_siblings(dest: Path) -> None:
+    """Remove ``.DEST.tmp-<pid>`` / ``.DEST.old-<pid>`` left by compiles that were killed
+    (their process is gone); never touches one whose process still runs."""
+    pattern = re.compile(re.escape(f".{dest.name}.") + r"(?:tmp|old)-(\d+)")
+    try:
+        siblings = list(dest.parent.iterdir())
+    except OSError:
+        return
+    for path in siblings:
+        match = pattern.fullmatch(path.name)
+        if not match or int(match.group(1)) == os.getpid() or path.is_symlink() or not path.is_dir():
+            continue
+        try:
+            os.kill(int(match.group(1)), 0)
+            continue  # still running (or not ours to judge)
+        except ProcessLookupError:
+            shutil.rmtree(path, ignore_errors=True)
+        except (PermissionError, OverflowError, ValueError):
+            continue
 
 
 class BundleWriter:
@@ -57,9 +97,11 @@ class BundleWriter:
     def __init__(self, dest: str | os.PathLike):
         self.dest = check_destination(dest).absolute()
         self.tmp = self.dest.parent / f".{self.dest.name}.tmp-{os.getpid()}"
-        if self.tmp.exists():
-            shutil.rmtree(self.tmp)
-        self.tmp.mkdir()
+        _remove_stale_siblings(self.dest)
+        with _writing(self.dest):
+            if self.tmp.exists():
+                shutil.rmtree(self.tmp)
+            self.tmp.mkdir()
         self.documents: list[dict] = []
         self.passes: list[dict] = []
         self.traces: list[dict] = []
@@ -71,9 +113,10 @@ class BundleWriter:
         """Write one document and remember its index entry."""
         assert stage in STAGES
         full = self.tmp / path
-        full.parent.mkdir(parents=True, exist_ok=True)
-        with open(full, "w", encoding="utf-8", newline="\n") as fh:
-            fh.write(text)
+        with _writing(self.dest):
+            full.parent.mkdir(parents=True, exist_ok=True)
+            with open(full, "w", encoding="utf-8", newline="\n") as fh:
+                fh.write(text)
         suffix = os.path.splitext(path)[1]
         entry = {"path": path, "stage": stage, "language": LANGUAGE_BY_SUFFIX.get(suffix, "plaintext")}
         if pass_index is not None:
@@ -88,11 +131,16 @@ class BundleWriter:
     def add_file(self, path: str, text: str) -> None:
         """Write an auxiliary file (schedule trace) that is not an indexed document."""
         full = self.tmp / path
-        full.parent.mkdir(parents=True, exist_ok=True)
-        full.write_text(text, encoding="utf-8")
+        with _writing(self.dest):
+            full.parent.mkdir(parents=True, exist_ok=True)
+            full.write_text(text, encoding="utf-8")
 
     def commit(self, manifest: dict, layers: list[dict], origins: OriginTable) -> Path:
         """Write index and manifest (last), then move the bundle into place."""
+        with _writing(self.dest):
+            return self._commit(manifest, layers, origins)
+
+    def _commit(self, manifest: dict, layers: list[dict], origins: OriginTable) -> Path:
         order = {s: i for i, s in enumerate(STAGES)}
         docs = sorted(self.documents, key=lambda d: (order[d["stage"]], d.get("pass_index", -1)))
         head = json.dumps({"schema_version": SCHEMA_VERSION, "layers": layers,
@@ -114,8 +162,16 @@ class BundleWriter:
             json.dump(full, fh, indent=1)
             fh.flush()
             os.fsync(fh.fileno())
-        self._swap_into_place()
-        self._done = True
+        # No interrupt between the swap and the bookkeeping: a signal arriving now is
+        # delivered once the new bundle is in place (and reported as such by the CLI).
+        stop = {signal.SIGINT, signal.SIGTERM, signal.SIGUSR1}
+        previous = signal.pthread_sigmask(signal.SIG_BLOCK, stop)
+        try:
+            self._swap_into_place()
+            self._done = True
+            COMMITTED.append(self.dest)
+        finally:
+            signal.pthread_sigmask(signal.SIG_SETMASK, previous)
         return self.dest
 
     def _swap_into_place(self) -> None:

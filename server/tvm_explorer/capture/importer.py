@@ -146,8 +146,15 @@ class _StampingBuilder:
         return self._real.emit_func_output(output, params)
 
     def normalize(self, expr):
-        rebuilt = self._rebuild(expr)
-        out = self._real.normalize(rebuilt)
+        try:
+            rebuilt = self._rebuild(expr)
+            out = self._real.normalize(rebuilt)
+        except ModelError:
+            raise
+        except Exception as err:  # noqa: BLE001 - type inference of an operator's result failed
+            if self._rec.current is None:
+                raise
+            raise _operator_error(self._rec.model, self._rec.model.layers[self._rec.current], err) from None
         owner = self._rec.owner_of(expr)
         if owner is not None:
             self._rec.own(out, owner[0], owner[1])
@@ -255,6 +262,18 @@ def _operator_error(model: LoadedModel, layer, err: Exception) -> ModelError:
     else:
         tensor = "no tensors"
     msg = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+    if isinstance(err, (KeyError, IndexError)):
+        msg = f"{type(err).__name__}: {msg}"  # a bare key ("-1", "'x'") says nothing alone
+    producers = {t.index: lay for lay in model.layers if lay.subgraph == layer.subgraph
+                 for t in lay.outputs}
+    for t in layer.inputs:
+        src = producers.get(t.index)
+        if src is not None and src.opcode == "DENSIFY":
+            # TVM turns DENSIFY into a constant it keeps aside; converters that read their
+            # input's buffer directly (DEQUANTIZE of float16 weights) find no data there.
+            msg += (f" (its input '{t.name}' is the densified sparse weight made by operator "
+                    f"{src.op_index} DENSIFY, which TVM's importer does not pass on to {layer.opcode})")
+            break
     return ModelError(
         f"{model.path}: operator {layer.op_index} ({layer.opcode}, {tensor}"
         f"{', subgraph ' + str(layer.subgraph) if layer.subgraph else ''}) cannot be imported "

@@ -178,7 +178,86 @@ def load_model(path: str | os.PathLike) -> LoadedModel:
         ) from None
 
 
+# Limits checked before TVM sees a model: beyond them TVM would allocate gigabytes (constant
+# folding materialises tensors) or index past int32, which no real TFLite model needs.
+MAX_TENSOR_BYTES = 2 * 1024**3
+_DTYPE_BYTES = {0: 4, 1: 2, 2: 4, 3: 1, 4: 8, 6: 1, 7: 2, 8: 8, 9: 1, 10: 8, 11: 16, 12: 8,
+                15: 4, 16: 2}  # fixed-size element types (string, resource, variant, int4: no)
+# Builtin options that must be at least 1 (0 divides by zero in TVM's shape arithmetic).
+_POSITIVE_OPTIONS = ("StrideH", "StrideW", "StrideD", "DilationHFactor", "DilationWFactor",
+                     "DilationDFactor", "FilterHeight", "FilterWidth")
+
+
+class _Where:
+    """What is being read, so that a damaged flatbuffer is reported with its place."""
+
+    def __init__(self):
+        self.text = "the model header"
+
+
+def _check_tensor(path: str, model, sg, s: int, t: int, size: int, where: _Where):
+    """Read every field of tensor ``t`` the importer reads, and check it is sane.
+    Returns (is_constant, is_variable)."""
+    where.text = f"subgraph {s} tensor {t}"
+    tensor = sg.Tensors(t)
+    raw = tensor.Name()
+    try:
+        name = raw.decode("utf-8") if raw else f"tvmgen_tensor_{t}"
+    except UnicodeDecodeError:
+        raise ModelError(f"{path}: subgraph {s} tensor {t}: name is not valid UTF-8 ({raw[:40]!r})") from None
+    label = f"{path}: subgraph {s} tensor {t} '{name}'"
+    shape = [int(d) for d in tensor.ShapeAsNumpy()] if tensor.ShapeLength() else []
+    if any(d < 0 for d in shape):
+        raise ModelError(f"{label}: shape {shape} has a negative dimension")
+    ttype = tensor.Type()
+    if ttype not in _DTYPES:
+        raise ModelError(f"{label}: unknown tensor type {ttype}")
+    elements = 1
+    for d in shape:
+        elements *= d
+    nbytes = elements * _DTYPE_BYTES.get(ttype, 1)
+    if nbytes > MAX_TENSOR_BYTES:
+        raise ModelError(f"{label}: shape {shape} of {_DTYPES[ttype]} needs {nbytes / 2**30:.1f} GiB, "
+                         f"more than the {MAX_TENSOR_BYTES // 2**30} GiB a tensor may have")
+    b = tensor.Buffer()
+    if not 0 <= b < model.BuffersLength():
+        raise ModelError(f"{label}: refers to buffer {b}, which does not exist "
+                         f"(the model has {model.BuffersLength()})")
+    where.text = f"subgraph {s} tensor {t} '{name}' (buffer {b})"
+    buffer = model.Buffers(b)
+    n_data = buffer.DataLength()
+    if n_data:
+        buffer.DataAsNumpy()  # the vector must lie inside the file
+    offset = buffer.Offset()
+    if offset > 1 and offset + buffer.Size() > size:
+        raise ModelError(f"{label}: buffer {b} lies past the end of the file (truncated model?)")
+    quant = tensor.Quantization()
+    if quant is not None:
+        where.text = f"subgraph {s} tensor {t} '{name}' (quantization)"
+        if quant.ScaleLength():
+            quant.ScaleAsNumpy()
+        if quant.ZeroPointLength():
+            quant.ZeroPointAsNumpy()
+    sparse = tensor.Sparsity() is not None
+    if n_data and not sparse and ttype in _DTYPE_BYTES and n_data != nbytes:
+        raise ModelError(f"{label}: constant data has {n_data} bytes, but shape {shape} of "
+                         f"{_DTYPES[ttype]} needs {nbytes}")
+    return bool(n_data or offset > 1), bool(tensor.IsVariable())
+
+
 def _parse(path: str, data: bytes) -> LoadedModel:
+    where = _Where()
+    try:
+        return _parse_at(path, data, where)
+    except ModelError:
+        raise
+    except Exception as err:  # noqa: BLE001 - any reader failure means a damaged flatbuffer
+        raise ModelError(
+            f"{path}: damaged or truncated TFLite model (at {where.text}: {type(err).__name__}: {err})"
+        ) from None
+
+
+def _parse_at(path: str, data: bytes, where: _Where) -> LoadedModel:
     import tflite
 
     model = tflite.Model.GetRootAsModel(data, 0)
@@ -186,10 +265,20 @@ def _parse(path: str, data: bytes) -> LoadedModel:
     if n_sub < 1:
         raise ModelError(f"{path}: TFLite model has no subgraph")
     names = _opcode_names()
+    where.text = "the operator code table"
+    for c in range(model.OperatorCodesLength()):
+        model.OperatorCodes(c).CustomCode()
     subgraphs, layers = [], []
     for s in range(n_sub):
+        where.text = f"subgraph {s}"
         sg = model.Subgraphs(s)
         n_tensors = sg.TensorsLength()
+        defined = set()  # tensors with a value before the next operator runs
+        for t in range(n_tensors):
+            constant, variable = _check_tensor(path, model, sg, s, t, len(data), where)
+            if constant or variable:
+                defined.add(t)
+        where.text = f"subgraph {s}"
 
         def tensors(indices, sg=sg, n_tensors=n_tensors, s=s):
             out = []
@@ -204,22 +293,45 @@ def _parse(path: str, data: bytes) -> LoadedModel:
 
         raw_name = sg.Name()
         sg_name = raw_name.decode("utf-8", "replace") if raw_name else ("main" if s == 0 else f"subgraph_{s}")
-        subgraphs.append(SubgraphInfo(s, sg_name, tensors(sg.InputsAsNumpy() if sg.InputsLength() else []),
-                                      tensors(sg.OutputsAsNumpy() if sg.OutputsLength() else [])))
+        sg_inputs = tensors(sg.InputsAsNumpy() if sg.InputsLength() else [])
+        sg_outputs = tensors(sg.OutputsAsNumpy() if sg.OutputsLength() else [])
+        subgraphs.append(SubgraphInfo(s, sg_name, sg_inputs, sg_outputs))
+        defined.update(t.index for t in sg_inputs)
         for i in range(sg.OperatorsLength()):
+            where.text = f"subgraph {s} operator {i}"
             op = sg.Operators(i)
             if op.OpcodeIndex() >= model.OperatorCodesLength():
                 raise ModelError(f"{path}: subgraph {s} operator {i} has an invalid opcode index")
-            layers.append(
-                LayerInfo(
-                    id=len(layers),
-                    subgraph=s,
-                    op_index=i,
-                    opcode=opcode_of(model, op, names),
-                    inputs=tensors(op.InputsAsNumpy() if op.InputsLength() else []),
-                    outputs=tensors(op.OutputsAsNumpy() if op.OutputsLength() else []),
-                    options=_options(op),
-                )
+            layer = LayerInfo(
+                id=len(layers),
+                subgraph=s,
+                op_index=i,
+                opcode=opcode_of(model, op, names),
+                inputs=tensors(op.InputsAsNumpy() if op.InputsLength() else []),
+                outputs=tensors(op.OutputsAsNumpy() if op.OutputsLength() else []),
+                options=_options(op),
             )
+            if op.CustomOptionsLength():
+                op.CustomOptionsAsNumpy()
+            _check_layer(path, layer, defined)
+            defined.update(t.index for t in layer.outputs)
+            layers.append(layer)
+        for t in sg_outputs:
+            if t.index not in defined:
+                raise ModelError(f"{path}: subgraph {s} output tensor {t.index} '{t.name}' is "
+                                 "produced by no operator and is not an input or a constant")
     digest = hashlib.sha256(data).hexdigest()
     return LoadedModel(path, data, digest, model, subgraphs, layers)
+
+
+def _check_layer(path: str, layer: LayerInfo, defined: set[int]) -> None:
+    """Options TVM would divide by, and inputs nothing computes, named at the operator."""
+    where = f"{path}: {layer.label}"
+    for key in _POSITIVE_OPTIONS:
+        value = layer.options.get(key)
+        if value is not None and value < 1:
+            raise ModelError(f"{where}: option {key} is {value} (must be at least 1)")
+    for t in layer.inputs:
+        if t.index not in defined:
+            raise ModelError(f"{where}: input tensor {t.index} '{t.name}' is produced by no earlier "
+                             "operator and is not an input, a constant or a variable")

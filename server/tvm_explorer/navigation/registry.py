@@ -70,12 +70,19 @@ def load(root: Path, on_document: Callable[[int, int, str], None] | None = None)
 
     Retries when the bundle is replaced while being read, so the result never mixes two
     compiles."""
-    for _ in range(3):
+    for _ in range(5):
         before = signature(root)
         if before is None:
             raise BundleError(f"{root}: no {MANIFEST} (not a bundle, or being replaced)")
-        bundle = Bundle(root)
-        problems = bundle.preload(on_document)
+        try:
+            bundle = Bundle(root)
+            problems = bundle.preload(on_document)
+        except BundleError:
+            # Half old, half new (a recompile swapped the directory while it was read):
+            # read again; only an error of a bundle that stays put is the bundle's fault.
+            if signature(root) != before:
+                continue
+            raise
         if signature(root) == before:
             return BundleView(bundle, problems)
     raise BundleError(f"{root}: bundle keeps changing while being read")

@@ -1,0 +1,225 @@
+"""Interrupts, timeouts and crashes of `tvm-explorer compile` in real subprocesses: the
+previous bundle stays intact (or, if the interrupt came after the commit, the new one is
+complete), exactly one message, and no temporary directory is left behind."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from conftest import run_cli
+from tvm_explorer.bundle.reader import Bundle
+
+HARNESS = Path(__file__).resolve().parents[1] / "cli_harness.py"
+
+
+def tree(root: Path) -> dict[str, str]:
+    """Every file of a directory with its content hash."""
+    return {p.relative_to(root).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest()
+            for p in sorted(root.rglob("*")) if p.is_file()}
+
+
+@pytest.fixture(scope="module")
+def previous(tmp_path_factory, models_dir) -> Path:
+    """A good bundle of a different model: what an interrupted recompile must leave alone."""
+    out = tmp_path_factory.mktemp("prev") / "b"
+    run_cli("compile", models_dir / "sine_float.tflite", "-o", out, check=True)
+    return out
+
+
+def start(tmp_path: Path, mode: str, model: Path, *extra: str, env=None) -> tuple:
+    out = tmp_path / "b"
+    marker = tmp_path / "reached"
+    cmd = [sys.executable, str(HARNESS), mode, str(marker), "--", "compile", str(model),
+           "-o", str(out), *extra]
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env={**os.environ, **(env or {})})
+    return proc, out, marker
+
+
+def wait_for(marker: Path, proc, timeout: float = 120.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not marker.exists():
+        assert proc.poll() is None, proc.communicate()
+        assert time.monotonic() < deadline, "the harness never reached its point"
+        time.sleep(0.05)
+
+
+def wait_for_fork(proc, timeout: float = 60.0) -> None:
+    """Wait until the CLI has forked its compiling child."""
+    children = Path(f"/proc/{proc.pid}/task/{proc.pid}/children")
+    deadline = time.monotonic() + timeout
+    while not children.read_text().split():
+        assert proc.poll() is None and time.monotonic() < deadline
+        time.sleep(0.01)
+
+
+def one_error(stderr: str) -> str:
+    lines = [line for line in stderr.strip().split("\n") if line and "Warning" not in line]
+    assert len(lines) == 1 and lines[0].startswith("tvm-explorer: error: "), stderr
+    assert "Traceback" not in stderr
+    return lines[0]
+
+
+def no_leftovers(out: Path) -> None:
+    assert not [p.name for p in out.parent.iterdir() if p.name.startswith(f".{out.name}.")]
+
+
+@pytest.mark.parametrize("point,sig", [
+    ("load", signal.SIGINT), ("build", signal.SIGTERM), ("document", signal.SIGTERM),
+    ("document", signal.SIGINT), ("swap", signal.SIGTERM),
+])
+def test_interrupt_at_several_moments(tmp_path, models_dir, previous, point, sig):
+    proc, out, marker = start(tmp_path, f"pause-{point}", models_dir / "small_cnn_fp32.tflite")
+    shutil.copytree(previous, out)
+    before = tree(out)
+    wait_for(marker, proc)
+    proc.send_signal(sig)
+    _, stderr = proc.communicate(timeout=120)
+    assert proc.returncode == 130, stderr
+    message = one_error(stderr)
+    assert f"interrupted ({sig.name})" in message
+    if point == "swap":
+        # Too late to stop: the commit finishes, and the message says the bundle is complete.
+        assert "is complete" in message
+        assert Bundle(out).manifest["model"]["file"] == "small_cnn_fp32.tflite"
+    else:
+        assert "a previous bundle is unchanged" in message
+        assert tree(out) == before
+    Bundle(out).preload()
+    no_leftovers(out)
+
+
+def test_interrupt_with_nothing_before_leaves_nothing(tmp_path, models_dir):
+    proc, out, marker = start(tmp_path, "pause-document", models_dir / "sine_float.tflite")
+    wait_for(marker, proc)
+    proc.send_signal(signal.SIGINT)
+    _, stderr = proc.communicate(timeout=120)
+    assert proc.returncode == 130 and "no bundle was written" in one_error(stderr)
+    assert not out.exists()
+    no_leftovers(out)
+
+
+def test_signals_at_random_moments_of_a_real_compile(tmp_path, models_dir, previous):
+    """No harness: the real CLI, SIGTERM or SIGINT after a delay spread over a compile."""
+    outcomes = []
+    for i, delay in enumerate((0.0, 0.3, 0.6, 0.9, 1.2, 1.6)):
+        out = tmp_path / f"b{i}"
+        shutil.copytree(previous, out)
+        before = tree(out)
+        proc = subprocess.Popen([sys.executable, "-m", "tvm_explorer", "compile",
+                                 str(models_dir / "small_cnn_fp32.tflite"), "-o", str(out)],
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        wait_for_fork(proc)  # from here on the CLI owns its signals
+        time.sleep(delay)
+        proc.send_signal(signal.SIGTERM if i % 2 else signal.SIGINT)
+        _, stderr = proc.communicate(timeout=120)
+        if proc.returncode == 0:  # finished before the signal
+            assert Bundle(out).manifest["model"]["file"] == "small_cnn_fp32.tflite"
+        else:
+            assert proc.returncode == 130, stderr
+            message = one_error(stderr)
+            if "is complete" in message:
+                assert Bundle(out).manifest["model"]["file"] == "small_cnn_fp32.tflite"
+            else:
+                assert tree(out) == before
+        Bundle(out).preload()
+        no_leftovers(out)
+        outcomes.append(proc.returncode)
+    assert 130 in outcomes
+
+
+def test_tvm_crash_is_reported_and_keeps_the_previous_bundle(tmp_path, models_dir, previous):
+    """A real segfault inside TVM (copy.copy of IR) in the compiling child."""
+    proc, out, _ = start(tmp_path, "segv", models_dir / "small_cnn_fp32.tflite")
+    shutil.copytree(previous, out)
+    before = tree(out)
+    _, stderr = proc.communicate(timeout=120)
+    assert proc.returncode == 3, stderr
+    message = one_error(stderr)
+    assert "small_cnn_fp32.tflite: TVM crashed (SIGSEGV) while compiling for c" in message
+    assert tree(out) == before
+    report = Path(message.rsplit("TVM's crash report: ", 1)[1])
+    assert "Segfault" in report.read_text()
+    report.unlink()
+    no_leftovers(out)
+
+
+def test_timeout_stops_a_compile_that_ignores_signals(tmp_path, models_dir, previous):
+    proc, out, _ = start(tmp_path, "hang", models_dir / "sine_float.tflite", "--timeout", "2",
+                         env={"TVMX_HARNESS_GRACE": "1"})
+    shutil.copytree(previous, out)
+    before = tree(out)
+    t0 = time.monotonic()
+    _, stderr = proc.communicate(timeout=120)
+    assert proc.returncode == 4, stderr
+    assert "did not finish within 2 s (--timeout) and was killed" in one_error(stderr)
+    assert time.monotonic() - t0 < 60
+    assert tree(out) == before
+    no_leftovers(out)
+
+
+def test_timeout_of_a_compile_that_can_stop_itself(tmp_path, models_dir):
+    proc, out, _ = start(tmp_path, "sleep", models_dir / "sine_float.tflite", "--timeout", "2")
+    _, stderr = proc.communicate(timeout=120)
+    assert proc.returncode == 4, stderr
+    message = one_error(stderr)
+    assert "did not finish within 2 s (--timeout); no bundle was written" in message
+    assert not out.exists()
+    no_leftovers(out)
+
+
+def test_sigterm_to_a_stuck_compile_kills_it_after_the_grace(tmp_path, models_dir):
+    proc, out, marker = start(tmp_path, "hang", models_dir / "sine_float.tflite",
+                              env={"TVMX_HARNESS_GRACE": "1"})
+    wait_for(marker, proc)
+    proc.send_signal(signal.SIGTERM)
+    _, stderr = proc.communicate(timeout=60)
+    assert proc.returncode == 130
+    assert "interrupted (SIGTERM) and was killed" in one_error(stderr)
+    assert not out.exists()
+    no_leftovers(out)
+
+
+def test_stale_temporary_directories_of_killed_compiles_are_removed(tmp_path, models_dir):
+    out = tmp_path / "b"
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    stale = tmp_path / f".b.tmp-{dead.pid}"
+    (stale / "relax").mkdir(parents=True)
+    alive = tmp_path / f".b.tmp-{os.getpid()}"  # a compile still running: left alone
+    alive.mkdir()
+    run_cli("compile", models_dir / "sine_float.tflite", "-o", out, check=True)
+    assert not stale.exists() and alive.exists()
+
+
+def test_memory_limit_turns_runaway_allocation_into_a_message(tmp_path):
+    """BROADCAST_TO of a constant to 400M x 4 floats: constant folding would materialise
+    6.4 GB. Under a 3 GiB limit TVM's allocation fails and the user gets one message."""
+    import numpy as np
+
+    from tvm_explorer.model import builder as B
+
+    g = B.GraphBuilder()
+    x = g.input("input", [1, 4])
+    src = g.const("src", np.ones((1, 4), dtype=np.float32))
+    shape = g.const("shape", np.array([400_000_000, 4], dtype=np.int32))
+    big = g._op("BROADCAST_TO", [src, shape], "big", [1, 4])
+    g.output(g.add(x, big, name="add"))
+    model = tmp_path / "runaway.tflite"
+    model.write_bytes(g.build())
+    out = tmp_path / "b"
+    proc = run_cli("compile", model, "-o", out, "--memory-limit", "3", timeout=300)
+    assert proc.returncode == 2, proc.stderr
+    message = one_error(proc.stderr)
+    assert "runaway.tflite" in message and "ran out of memory" in message and "--memory-limit" in message
+    assert not out.exists()
+    no_leftovers(out)

@@ -1,0 +1,87 @@
+"""Run ``tvm-explorer`` with a fault injected at a chosen point: for tests only (the product
+has no such hook). ``python cli_harness.py MODE MARKER -- ARGS...``
+
+MODE:
+  segv            a real TVM crash: ``copy.copy`` of the Relax module (segfaults in TVM 0.27)
+                  when the pipeline is about to run
+  hang            when the pipeline is about to run: block every stop signal and sleep, like
+                  C++ code that never returns to Python
+  sleep           when the pipeline is about to run: sleep (interruptible)
+  pause-POINT     at POINT (load | build | document | swap) sleep PAUSE seconds, then go on
+MARKER is a file created when the point is reached (the test waits for it before signalling).
+``GRACE`` of the CLI is set from $TVMX_HARNESS_GRACE (seconds) when given.
+"""
+
+from __future__ import annotations
+
+import copy
+import os
+import signal
+import sys
+import time
+from pathlib import Path
+
+PAUSE = float(os.environ.get("TVMX_HARNESS_PAUSE", "1.5"))
+
+
+def main() -> int:
+    mode, marker = sys.argv[1], Path(sys.argv[2])
+    args = sys.argv[sys.argv.index("--") + 1:]
+
+    from tvm_explorer import cli
+    from tvm_explorer.bundle import writer
+    from tvm_explorer.capture import api
+
+    if "TVMX_HARNESS_GRACE" in os.environ:
+        cli.GRACE = float(os.environ["TVMX_HARNESS_GRACE"])
+    real_build, real_load = api.build, api.load_model
+    real_add, real_swap = writer.BundleWriter.add_document, writer.BundleWriter._swap_into_place
+
+    def reached():
+        marker.write_text(str(os.getpid()))
+
+    def build(mod, *a, **k):
+        if mode == "segv":
+            reached()
+            copy.copy(mod)
+        elif mode == "hang":
+            signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM, signal.SIGUSR1})
+            reached()
+            time.sleep(3600)
+        elif mode == "sleep":
+            reached()
+            time.sleep(3600)
+        elif mode == "pause-build":
+            reached()
+            time.sleep(PAUSE)
+        return real_build(mod, *a, **k)
+
+    def load(*a, **k):
+        if mode == "pause-load":
+            reached()
+            time.sleep(PAUSE)
+        return real_load(*a, **k)
+
+    calls = []
+
+    def add_document(self, *a, **k):
+        calls.append(1)
+        if mode == "pause-document" and len(calls) == 5:
+            reached()
+            time.sleep(PAUSE)
+        return real_add(self, *a, **k)
+
+    def swap(self):
+        if mode == "pause-swap":
+            reached()
+            time.sleep(PAUSE)  # inside the commit's signal-blocked region
+        return real_swap(self)
+
+    api.build, api.load_model = build, load
+    writer.BundleWriter.add_document = add_document
+    writer.BundleWriter._swap_into_place = swap
+    return cli.main(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
