@@ -77,7 +77,9 @@ class CaptureSession:
             mod = tvm.IRModule({gv: f for gv, f in merged.values()})
         coverage = self.tracker.after_pass(mod)
         funcs = {gv.name_hint: (gv, f) for gv, f in mod.functions.items()}
-        changed = self._changed(self._last_funcs.get(stage), funcs) and note is None
+        # Whether a pass changed the module only matters for the documents written.
+        changed = (self.writer is not None and note is None
+                   and self._changed(self._last_funcs.get(stage), funcs))
         before = self.last_document[stage]
         index = self.pass_index
         self.pass_index += 1

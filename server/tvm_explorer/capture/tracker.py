@@ -175,6 +175,10 @@ class ProvenanceTracker:
         self._binding_lists: dict[int, tuple[object, list]] = {}
         self._facts: dict[int, _Facts] = {}
         self._facts_before: dict[int, _Facts] = {}
+        self._relax_key: tuple = ()
+        self._relax_call_sites: dict[str, list[int]] = {}
+        self._relax_units = (0, 0)
+        self._relax_funcs_alive: list = []
         self._within_memo: dict[tuple[int, int], int] = {}
 
     # -- public ----------------------------------------------------------------------
@@ -184,10 +188,16 @@ class ProvenanceTracker:
         prim_funcs = [(gv, f) for gv, f in mod.functions.items() if isinstance(f, tirx.PrimFunc)]
         cov = PassCoverage()
         self._binding_lists = {}
-        self._facts_before, self._facts = self._facts, {}
         binding_sets: dict[tuple[str, str], int] = {}
         call_sites: dict[str, list[int]] = {}
-        if relax_funcs:
+        relax_key = tuple(sorted((gv.name_hint, handle(f)) for gv, f in relax_funcs))
+        if relax_funcs and relax_key == self._relax_key:
+            # The pass left every Relax function alone (it worked on PrimFuncs): the bindings
+            # and their spans are exactly as attributed after the previous pass.
+            call_sites = self._relax_call_sites
+            cov.units, cov.attributed = self._relax_units
+        elif relax_funcs:
+            self._facts_before, self._facts = self._facts, {}
             # Callees before callers so a call to a fused function finds its origins.
             relax_funcs.sort(key=lambda gf: gf[0].name_hint == "main")
             sites = _call_counts(relax_funcs, self._bindings_of, self._facts_for)
@@ -214,6 +224,10 @@ class ProvenanceTracker:
                        for b, sid in zip(bindings, sets)]
                 for name, (bindings, sets) in computed.items()
             }
+            self._relax_key = relax_key
+            self._relax_call_sites = call_sites
+            self._relax_units = (cov.units, cov.attributed)
+            self._relax_funcs_alive = relax_funcs  # their handles stay unique while remembered
         for gv, func in prim_funcs:
             sites = call_sites.get(gv.name_hint)
             if sites:
