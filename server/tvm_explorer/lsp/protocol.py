@@ -136,8 +136,7 @@ def converter_factory():
 
 
 class _AnsweredRequest:
-    """Stands for a request already answered with an error while it was read (pygls skips
-    messages whose ``jsonrpc`` is not "2.0")."""
+    """Stands for a request already answered with an error while it was read."""
 
     jsonrpc = None
 
@@ -157,6 +156,12 @@ class ExplorerProtocol(LanguageServerProtocol):
             msg_id = data["id"] if isinstance(data["id"], (int, str)) else None
             self._send_response(msg_id, None, err.to_response_error())
             return _AnsweredRequest()
+
+    def handle_message(self, message):
+        """Handle a message (one already answered while it was read needs nothing more)."""
+        if isinstance(message, _AnsweredRequest):
+            return
+        super().handle_message(message)
 
     def get_message_type(self, method: str):
         """Request type of a method (custom ones first)."""
