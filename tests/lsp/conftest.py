@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 from lsprotocol import types
 from pygls.uris import from_fs_path
+from pygls.protocol.json_rpc import JsonRPCNotification, JsonRPCRequestMessage
 from pytest_lsp import ClientServerConfig, LanguageClient
 
 SERVER = ClientServerConfig(server_command=[sys.executable, "-m", "tvm_explorer", "serve"])
@@ -59,6 +60,28 @@ async def wait_for_bundles(client: LanguageClient, count: int, timeout: float = 
         if time.monotonic() > deadline:
             raise AssertionError(f"expected {count} bundles, server has {bundles}")
         await asyncio.sleep(0.1)
+
+
+_IDS = iter(range(1, 10**9))
+
+
+def send_raw(client: LanguageClient, method: str, params, msg_id: str | None = None):
+    """Send a request with raw JSON params (so that invalid ones go out as they are); the
+    answer is parsed like any other."""
+    from concurrent.futures import Future
+
+    proto = client.protocol
+    msg_id = msg_id or f"raw-{next(_IDS)}"
+    future: Future = Future()
+    proto._request_futures[msg_id] = future
+    proto._result_types[msg_id] = proto.get_result_type(method)
+    proto._send_data(JsonRPCRequestMessage(id=msg_id, method=method, jsonrpc="2.0", params=params))
+    return asyncio.wrap_future(future)
+
+
+def cancel(client: LanguageClient, msg_id: str) -> None:
+    client.protocol._send_data(JsonRPCNotification(method="$/cancelRequest", jsonrpc="2.0",
+                                                   params={"id": msg_id}))
 
 
 def position_of(text: str, needle: str, occurrence: int = 0, delta: int = 0) -> types.Position:

@@ -7,13 +7,14 @@ import asyncio
 import json
 import os
 import shutil
+import time
 
 import pytest
 import pytest_lsp
 from lsprotocol import types
 from pytest_lsp import LanguageClient
 
-from .conftest import SERVER, position_of, start_session, uri, wait_for_bundles
+from .conftest import SERVER, position_of, send_raw, start_session, uri, wait_for_bundles
 from .fake_bundle import texts, write_fake_bundle
 
 TEXTS = texts()
@@ -37,7 +38,30 @@ def _damage(ws):
     os.symlink(good / C, link / C)
     stale = write_fake_bundle(ws / "stale")
     (stale / C).write_text((stale / C).read_text() + "// appended\n")
+    # A FIFO in place of a document must not block the loader: that document is damaged.
+    (stale / "relax" / "000-import.relax").unlink()
+    os.mkfifo(stale / "relax" / "000-import.relax")
+    # Hostile bundles: nothing outside the bundle may be read, nothing may block.
+    secret = ws.parent / f"{ws.name}-secret.txt"
+    secret.write_text("secret\n")
+    old = time.time() - 3 * 86400
+    os.utime(secret, (old, secret.stat().st_mtime))
+    for name, damage in {
+        "man_link": lambda b: ((b / "manifest.json").unlink(), os.symlink(secret, b / "manifest.json")),
+        "index_link": lambda b: ((b / "index.json").unlink(), os.symlink(secret, b / "index.json")),
+        "absolute": lambda b: _set_path(b, str(secret)),
+        "dotdot": lambda b: _set_path(b, "../../" + secret.name),
+        "man_fifo": lambda b: ((b / "manifest.json").unlink(), os.mkfifo(b / "manifest.json")),
+        "nested": lambda b: (b / "manifest.json").write_text("[" * 100000 + "]" * 100000),
+    }.items():
+        damage(write_fake_bundle(ws / name))
     return good, stale
+
+
+def _set_path(bundle, value):
+    man = json.loads((bundle / "manifest.json").read_text())
+    man["documents"][1]["path"] = value
+    (bundle / "manifest.json").write_text(json.dumps(man))
 
 
 @pytest.fixture(scope="module")
@@ -65,7 +89,7 @@ async def define(client, root, path, pos):
 
 
 async def test_damaged_bundles_are_reported_not_loaded(client: LanguageClient, workspace):
-    _, good, stale, _ = workspace
+    ws, good, stale, _ = workspace
     bundles = await wait_for_bundles(client, 2)
     assert sorted(b.root for b in bundles) == sorted([str(good), str(stale)])
     text = "\n".join(m.message for m in client.messages)
@@ -74,6 +98,13 @@ async def test_damaged_bundles_are_reported_not_loaded(client: LanguageClient, w
     assert "schema version 99" in text
     assert "leaves the bundle" in text
     assert "stale" in text and "index does not match" in text
+    for name, needle in (("man_link", "leads outside the bundle"), ("index_link", "leads outside"),
+                         ("absolute", "is not a relative path"), ("dotdot", "leaves the bundle"),
+                         ("man_fifo", "not a regular file"), ("nested", "not readable JSON")):
+        assert any(f"/{name}" in m and needle in m for m in text.split("\n")), (name, text)
+    assert "relax/000-import.relax" in text and "not a regular file" in text
+    secret = ws.parent / f"{ws.name}-secret.txt"
+    assert secret.stat().st_atime < time.time() - 86400, "the server read a file outside the bundles"
 
 
 async def test_stale_document_answers_empty_rest_of_bundle_works(client, workspace):
@@ -100,6 +131,23 @@ async def test_unknown_documents_and_garbage_uris_answer_empty(client, workspace
         assert not await client.text_document_references_async(refs)
         sym = types.DocumentSymbolParams(types.TextDocumentIdentifier(doc_uri))
         assert not await client.text_document_document_symbol_async(sym)
+
+
+async def test_requests_with_invalid_params_are_answered(client: LanguageClient, workspace):
+    """pygls 2.1 drops a request it cannot read; the server answers it with InvalidParams
+    (LSP: every request gets a response), and keeps working."""
+    from pygls.exceptions import JsonRpcException
+
+    _, good, _, _ = workspace
+    doc = {"uri": uri(good / C)}
+    for params in ({"textDocument": doc, "position": {"line": -1, "character": 0}},
+                   {"textDocument": doc, "position": {"line": 0, "character": "x"}},
+                   {"textDocument": doc}, {"position": {"line": 0, "character": 0}}, [1, 2]):
+        with pytest.raises(JsonRpcException) as err:
+            await asyncio.wait_for(send_raw(client, types.TEXT_DOCUMENT_DEFINITION, params), 10)
+        assert err.value.code == -32602, err.value
+    pos = position_of(TEXTS[C], "y_1[i] = max")
+    assert len(await define(client, good, C, pos)) == 1
 
 
 async def test_edits_shift_ranges_or_drop_them(client, workspace):

@@ -11,6 +11,7 @@ from typing import Any, Optional, Union
 import attrs
 from cattrs.gen import make_dict_unstructure_fn
 from lsprotocol import types
+from pygls.exceptions import JsonRpcException
 from pygls.protocol import LanguageServerProtocol, default_converter
 
 LIST_BUNDLES = "tvmExplorer/listBundles"
@@ -134,8 +135,33 @@ def converter_factory():
     return converter
 
 
+class _AnsweredRequest:
+    """Stands for a request already answered with an error while it was read."""
+
+    jsonrpc = None
+
+
 class ExplorerProtocol(LanguageServerProtocol):
     """The LSP protocol, knowing the types of the ``tvmExplorer/`` requests."""
+
+    def structure_message(self, data):
+        """Read one message. A request whose params do not fit its method is answered with
+        InvalidParams: pygls 2.1 would log it and never answer, and a client waiting for
+        that answer would wait forever (LSP: every request gets a response)."""
+        try:
+            return super().structure_message(data)
+        except JsonRpcException as err:
+            if not (isinstance(data, dict) and "method" in data and "id" in data):
+                raise
+            msg_id = data["id"] if isinstance(data["id"], (int, str)) else None
+            self._send_response(msg_id, None, err.to_response_error())
+            return _AnsweredRequest()
+
+    def handle_message(self, message):
+        """Handle a message (one already answered while it was read needs nothing more)."""
+        if isinstance(message, _AnsweredRequest):
+            return
+        super().handle_message(message)
 
     def get_message_type(self, method: str):
         """Request type of a method (custom ones first)."""
