@@ -126,7 +126,7 @@ def compile_model(model_path: str | os.PathLike, bundle: str | os.PathLike | Non
         instruments = [session.instrument()]
         if exact_origins:
             instruments.insert(0, ExactOrigins())
-        if schedule_records and target == "cuda":
+        if schedule_records and target == "cuda" and writer is not None:
             session.schedules = ScheduleRecorder()
             instruments.append(session.schedules.instrument())
         try:

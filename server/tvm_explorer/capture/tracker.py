@@ -176,6 +176,7 @@ class ProvenanceTracker:
         self._facts: dict[int, _Facts] = {}
         self._facts_before: dict[int, _Facts] = {}
         self._relax_key: tuple = ()
+        self._tir_cache: dict[str, tuple] = {}  # name -> (body handle, layers, stores, body)
         self._relax_call_sites: dict[str, list[int]] = {}
         self._relax_units = (0, 0)
         self._relax_funcs_alive: list = []
@@ -437,12 +438,22 @@ class ProvenanceTracker:
         params: dict[str, set[str]] = {}
         funcs: dict[str, object] = {}
         store_lists: dict[int, tuple[object, list]] = {}
+        fsets: dict[str, int] = {}
         for gv, func in sorted(prim_funcs, key=lambda gf: gf[0].name_hint):
             name = gv.name_hint
-            fset = self.function_set(name)
+            fset = fsets[name] = self.function_set(name)
             funcs[name] = func
             body = func.body
             key = handle(body)
+            reuse = self._tir_cache.get(name)
+            if (reuse is not None and reuse[0] == key and reuse[1] == fset
+                    and not any(info_unit in current for info_unit, _ in reuse[2])):
+                # Same body, same layers: its stores are exactly as attributed last pass.
+                for info_unit, info in reuse[2]:
+                    current[info_unit] = info
+                spanned[name] = len(reuse[2])
+                store_lists[key] = self._store_lists.get(key) or (body, [i.node for _, i in reuse[2]])
+                continue
             cached = self._store_lists.get(key) or store_lists.get(key)
             if cached is None:
                 cached = (body, _stores(func))
@@ -491,6 +502,13 @@ class ProvenanceTracker:
             set_span(store, origin_span(sid, unit))
             current[unit] = StoreInfo(store, name, sid, store.buffer.name)
         self._absorb_vanished(previous, current)
+        by_func: dict[str, list] = {}
+        for info_unit, info in current.items():
+            by_func.setdefault(info.func, []).append((info_unit, info))
+        self._tir_cache = {
+            name: (handle(func.body), fsets[name], by_func.get(name, []), func.body)
+            for name, func in funcs.items()
+        }
         self._stores = current
         self._store_lists = store_lists
         for name in {info.func for info in current.values()}:
