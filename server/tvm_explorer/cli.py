@@ -75,7 +75,9 @@ def _compile_in_this_process(args) -> int:
         stop["code"] = EXIT_TIMEOUT if signum == signal.SIGUSR1 else EXIT_INTERRUPTED
         raise KeyboardInterrupt(stop["why"])
 
-    committed = lambda: Path(args.output).absolute() in writer.COMMITTED  # noqa: E731
+    def committed() -> bool:
+        return bool(args.output) and Path(args.output).absolute() in writer.COMMITTED
+
     for sig in _STOP_SIGNALS:
         signal.signal(sig, on_signal)
     try:
@@ -87,7 +89,8 @@ def _compile_in_this_process(args) -> int:
         from .capture.api import compile_model
 
         result = compile_model(
-            args.model, args.output, args.target,
+            args.model, None if args.no_spans else args.output, args.target,
+            fill_spans=not args.no_spans,
             exact_origins=args.exact_origins, schedule_records=not args.no_schedule_records,
         )
     except BaseException as err:  # noqa: BLE001 - every way out gets one message
@@ -110,6 +113,10 @@ def _compile_in_this_process(args) -> int:
                      "no bundle was written; please report this")
     for sig in _STOP_SIGNALS:
         signal.signal(sig, signal.SIG_IGN)  # the bundle is in place: finish the report
+    if args.no_spans:
+        print(f"{args.model}: compiled for {args.target} with stock TVM (span filling off); "
+              "nothing recorded, no bundle written")
+        return 0
     bundle = result.bundle
     print(f"Bundle written: {bundle}")
     print(f"  {result.passes} passes recorded, {result.documents} documents")
@@ -126,6 +133,8 @@ def _compile_in_this_process(args) -> int:
 def _run_compile(args) -> int:
     """Compile in a child process so that a crash inside TVM is reported, not inherited, and
     a compile that hangs (``--timeout``) or ignores an interrupt can be stopped."""
+    if not args.output and not args.no_spans:
+        return _fail("compile: -o/--output BUNDLE is required (unless --no-spans)")
     if args.in_process or not hasattr(os, "fork"):
         return _compile_in_this_process(args)
     sys.stdout.flush()
@@ -271,9 +280,11 @@ def _signal_child(pid: int, signum) -> None:
         pass
 
 
-def _remove_partial(output: str, pid: int) -> None:
+def _remove_partial(output: str | None, pid: int) -> None:
     import shutil
 
+    if not output:
+        return
     dest = Path(output).absolute()
     shutil.rmtree(dest.parent / f".{dest.name}.tmp-{pid}", ignore_errors=True)
 
@@ -356,12 +367,15 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("compile", help="compile a TFLite model into an explorer bundle")
     p.add_argument("model", help="the .tflite model")
-    p.add_argument("-o", "--output", required=True, help="bundle directory to write")
+    p.add_argument("-o", "--output", help="bundle directory to write")
     p.add_argument("--target", default="c", help="c (default), llvm or cuda")
     p.add_argument("--exact-origins", action="store_true",
                    help="one PrimFunc per call site, so every statement has exactly one origin")
     p.add_argument("--no-schedule-records", action="store_true",
                    help="do not record GPU schedule traces")
+    p.add_argument("--no-spans", action="store_true",
+                   help="span filling off: a plain stock TVM compile that records nothing and "
+                        "writes no bundle (to compare overhead)")
     p.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT, metavar="SECONDS",
                    help=f"stop a compile that runs longer (default {DEFAULT_TIMEOUT:g}; 0: never)")
     p.add_argument("--memory-limit", type=float, default=_default_memory_limit(), metavar="GIB",

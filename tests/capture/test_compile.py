@@ -151,3 +151,10 @@ def test_llvm_target_maps_generated_functions(gt_model, bundles):
     dense = next(r for r in funcs if "matmul" in r.key)
     assert text[dense.start:dense.end].startswith("define")
     assert {b.layers[l].opcode for l, _ in b.origin_sets[dense.origin_set]} == {"FULLY_CONNECTED"}
+
+
+def test_no_spans_is_a_plain_stock_compile(gt_model, tmp_path):
+    out = tmp_path / "b"
+    proc = run_cli("compile", gt_model, "-o", out, "--no-spans")
+    assert proc.returncode == 0, proc.stderr
+    assert "span filling off" in proc.stdout and not out.exists()

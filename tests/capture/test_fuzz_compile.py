@@ -78,15 +78,7 @@ def byte_mutants(draw) -> bytes:
 
 
 def _graph() -> B.GraphBuilder:
-    g = B.GraphBuilder(seed=0)
-    x = g.input("input", [1, 8, 8, 3])
-    y = g.conv2d(x, filters=4, kernel=3, name="conv")
-    y = g.add(y, g.weights("add/bias", [4]), name="add")
-    y = g.relu(y, name="relu")
-    y = g.reshape(y, [1, 6 * 6 * 4], name="flatten")
-    y = g.fully_connected(y, units=5, name="dense")
-    g.output(y)
-    return g
+    return B.conv_add_relu_dense_graph(seed=0)
 
 
 OPCODES = ["CONV_2D", "ADD", "RELU", "RESHAPE", "FULLY_CONNECTED", "SOFTMAX", "MAX_POOL_2D", "MUL",

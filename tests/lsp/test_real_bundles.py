@@ -56,16 +56,21 @@ def text_at(bundle: Bundle, loc) -> tuple[str, str]:
     return rel, lines[loc.range.start.line][loc.range.start.character :]
 
 
-def c_function_bodies(text: str) -> dict[str, tuple[int, int]]:
-    """PrimFunc name -> [start, end) of its body in the generated C (by brace matching)."""
+def _bodies(text: str, header: str) -> dict[str, tuple[int, int]]:
+    """Name captured by ``header`` -> [start, end) of the body after it (brace matching)."""
     out = {}
-    for m in re.finditer(r"int32_t __tvm_ffi_(\w+)\([^)]*\) \{", text):
+    for m in re.finditer(header, text):
         depth, i = 1, m.end()
         while depth:
             depth += {"{": 1, "}": -1}.get(text[i], 0)
             i += 1
         out[m.group(1)] = (m.end(), i)
     return out
+
+
+def c_function_bodies(text: str) -> dict[str, tuple[int, int]]:
+    """PrimFunc name -> [start, end) of its body in the generated C."""
+    return _bodies(text, r"int32_t __tvm_ffi_(\w+)\([^)]*\) \{")
 
 
 def first_store(text: str, body: tuple[int, int]) -> int:
@@ -206,14 +211,7 @@ def cuda(real_workspace):
 
 def cuda_kernel_bodies(text: str) -> dict[str, tuple[int, int]]:
     """Kernel name (without ``_kernel``) -> [start, end) of its body in device.cu."""
-    out = {}
-    for m in re.finditer(r"__global__ void __launch_bounds__\(\d+\) (\w+)_kernel\([^)]*\) \{", text):
-        depth, i = 1, m.end()
-        while depth:
-            depth += {"{": 1, "}": -1}.get(text[i], 0)
-            i += 1
-        out[m.group(1)] = (m.end(), i)
-    return out
+    return _bodies(text, r"__global__ void __launch_bounds__\(\d+\) (\w+)_kernel\([^)]*\) \{")
 
 
 @pytest.mark.parametrize("func, expected", sorted(SMALL_CNN_FUNCS.items()))

@@ -236,6 +236,11 @@ def conv_add_relu_dense(path=None, seed: int = 0) -> bytes:
 
     Operator indices: 0 CONV_2D, 1 ADD, 2 RELU, 3 RESHAPE, 4 FULLY_CONNECTED.
     """
+    return _save(conv_add_relu_dense_graph(seed).build(), path)
+
+
+def conv_add_relu_dense_graph(seed: int = 0) -> GraphBuilder:
+    """The builder of ``conv_add_relu_dense`` before serialisation (to mutate it)."""
     g = GraphBuilder(seed=seed)
     x = g.input("input", [1, 8, 8, 3])
     y = g.conv2d(x, filters=4, kernel=3, name="conv")
@@ -244,7 +249,7 @@ def conv_add_relu_dense(path=None, seed: int = 0) -> bytes:
     y = g.reshape(y, [1, 6 * 6 * 4], name="flatten")
     y = g.fully_connected(y, units=5, name="dense")
     g.output(y)
-    return _save(g.build(), path)
+    return g
 
 
 def chain(layers: int, path=None, seed: int = 0) -> bytes:
