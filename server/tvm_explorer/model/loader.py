@@ -168,14 +168,7 @@ def load_model(path: str | os.PathLike) -> LoadedModel:
         raise ModelError(f"{path}: file is empty, not a TFLite model")
     if len(data) < 8 or data[4:8] != TFLITE_IDENTIFIER:
         raise ModelError(f"{path}: not a TFLite model (no 'TFL3' flatbuffer identifier)")
-    try:
-        return _parse(path, data)
-    except ModelError:
-        raise
-    except Exception as err:  # noqa: BLE001 - any reader failure means a damaged flatbuffer
-        raise ModelError(
-            f"{path}: damaged or truncated TFLite model ({type(err).__name__}: {err})"
-        ) from None
+    return _parse(path, data)  # _parse turns every reader failure into a ModelError
 
 
 # Limits checked before TVM sees a model: beyond them TVM would allocate gigabytes (constant
