@@ -58,14 +58,11 @@ def loop_keys(func, fname: str) -> dict[int, str]:
 
 def _events(func, fname: str) -> list[TirEvent]:
     events: list[TirEvent] = []
-    seen: dict[str, int] = {}
+    keys = loop_keys(func, fname)
 
     def visit(node):
         if isinstance(node, tirx.For):
-            name = node.loop_var.name
-            k = seen.get(name, 0)
-            seen[name] = k + 1
-            events.append(TirEvent("loop", name, 0, 0, loop_key(fname, name, k)))
+            events.append(TirEvent("loop", node.loop_var.name, 0, 0, keys[handle(node)]))
         elif isinstance(node, tirx.BufferStore):
             got = read_span(node) or (0, 0)
             events.append(TirEvent("store", node.buffer.name, got[1], got[0], f"store:{got[1]}"))

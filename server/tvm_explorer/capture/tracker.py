@@ -167,7 +167,6 @@ class ProvenanceTracker:
         self._next_unit = 1
         self._stores: dict[int, StoreInfo] = {}
         self._fused_calls: dict[str, list[tuple[str, int]]] = {}
-        self.unit_derived: dict[int, int] = {}
         # Walk results of the last pass, by node identity (the node is kept alive with its
         # result, so its handle cannot be reused): most TIR passes hand most function bodies
         # and store values on unchanged.
@@ -497,8 +496,6 @@ class ProvenanceTracker:
                 sid = fset if writes_result else self.origins.as_parts(fset)
             unit = self._next_unit
             self._next_unit += 1
-            if got and got[1]:
-                self.unit_derived[unit] = got[1]
             set_span(store, origin_span(sid, unit))
             current[unit] = StoreInfo(store, name, sid, store.buffer.name)
         self._absorb_vanished(previous, current)
