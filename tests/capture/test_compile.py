@@ -158,3 +158,14 @@ def test_no_spans_is_a_plain_stock_compile(gt_model, tmp_path):
     proc = run_cli("compile", gt_model, "-o", out, "--no-spans")
     assert proc.returncode == 0, proc.stderr
     assert "span filling off" in proc.stdout and not out.exists()
+
+
+def test_kept_compile_indexes_generated_code_on_demand(gt_model, bundles):
+    """Without a bundle the generated C is indexed only when coverage is asked for, and then
+    says exactly what the bundle's codegen entry says."""
+    result = compile_model(gt_model, None, "c")
+    assert result.bundle is None and result._coverage is None
+    entry = next(p for p in Bundle(bundles.get(gt_model, "c")).manifest["passes"]
+                 if p["name"] == "codegen (c)")
+    assert result.coverage == {"c": {"units": entry["units"], "attributed": entry["attributed"]}}
+    assert entry["units"] > 0

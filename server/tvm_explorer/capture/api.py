@@ -26,13 +26,26 @@ _CODE_DOCUMENTS = {"c": "code/module.c", "cuda": "code/device.cu", "ll": "code/h
 
 @dataclass
 class CompileResult:
-    """What a capture produced."""
+    """What a capture produced.
+
+    ``coverage`` (units and attributed lines of each generated source) is computed when
+    first read if no bundle was written: only a written bundle needs the source indexed.
+    """
 
     bundle: Path | None
     executable: object
     passes: int
     documents: int
-    coverage: dict = field(default_factory=dict)
+    _coverage: dict | None = field(default_factory=dict, repr=False)
+    _compute_coverage: object = field(default=None, repr=False)
+
+    @property
+    def coverage(self) -> dict:
+        """``{"c" | "cuda": {"units": n, "attributed": m}}`` for the generated source."""
+        if self._coverage is None:
+            self._coverage = self._compute_coverage() if self._compute_coverage else {}
+            self._compute_coverage = None
+        return self._coverage
 
 
 def _layer_table(model: LoadedModel) -> list[dict]:
@@ -104,7 +117,8 @@ def compile_model(model_path: str | os.PathLike, bundle: str | os.PathLike | Non
                   exact_origins: bool = False, schedule_records: bool = True) -> CompileResult:
     """Import a TFLite model, compile it with TVM's real pipeline, and write a bundle.
 
-    ``bundle=None`` keeps provenance through every pass but writes nothing (for measuring).
+    ``bundle=None`` keeps provenance through every pass but writes nothing (for measuring;
+    the generated source is indexed only when ``result.coverage`` is read).
     ``fill_spans=False`` is a plain stock import and compile (no provenance at all).
     Raises ExplorerError (ModelError for bad models) with a message for the user.
     """
@@ -140,14 +154,15 @@ def compile_model(model_path: str | os.PathLike, bundle: str | os.PathLike | Non
         except Exception as err:  # noqa: BLE001 - TVM failures reach the user as one message
             first = " ".join(str(err).split())[:500] or type(err).__name__
             raise ExplorerError(f"{model.path}: TVM failed to compile the model for {target}: {first}") from None
+        if writer is None:
+            # Nothing is written: index the generated source only if someone asks.
+            return CompileResult(None, executable, session.pass_index, 0, None,
+                                 lambda: _add_generated_code(session, executable, target))
         code_cov = _add_generated_code(session, executable, target)
         _add_schedule_traces(session)
         options = {"spans": True, "exact_origins": exact_origins, "schedule_records": schedule_records}
-        path = None
-        n_docs = len(writer.documents) if writer else 0
-        n_passes = len(writer.passes) if writer else session.pass_index
-        if writer is not None:
-            path = writer.commit(_manifest(model, target, options), _layer_table(model), origins)
+        n_docs, n_passes = len(writer.documents), len(writer.passes)
+        path = writer.commit(_manifest(model, target, options), _layer_table(model), origins)
         return CompileResult(path, executable, n_passes, n_docs, code_cov)
     except BaseException:
         if writer is not None:
