@@ -2,9 +2,13 @@
 
 Tasks:
   import   {"model", "variant": "stock"|"spans"}           TFLite import only
-  compile  {"model", "target", "variant": "stock"|"kept"|"capture", "out"?}
-           stock: stock import + compile (no provenance); kept: provenance kept through every
-           pass, nothing written (``bundle=None``); capture: the full bundle written to ``out``
+  compile  {"model", "target", "variant": "stock"|"reader"|"printer"|"kept"|"capture", "out"?}
+           stock: stock import + compile (no provenance); reader: stock + reading the span
+           of every binding and store each pass rebuilt (the floor of any tracker); printer:
+           stock + TVM's printer on
+           every function a pass rebuilt (the floor of printing every pass's IR); kept:
+           provenance kept through every pass, nothing written (``bundle=None``); capture:
+           the full bundle written to ``out``
   load     {"bundle"}                                     what the language server does on load
 
 Everything the measured step needs is imported before the clock starts; peak memory is the
@@ -50,12 +54,93 @@ def task_import(model: str, variant: str) -> dict:
     return _measure(lambda: bool(import_tflite(loaded, OriginTable())))
 
 
+def _printer_floor_instrument():
+    """A pass instrument that prints, with TVM's own printer, every function object rebuilt
+    by a top-level pass that changed the module, and nothing else: the printing any capture
+    of every changed pass's IR through TVM's printer must pay (no markers, no provenance,
+    no index, nothing written)."""
+    import tvm
+    from tvm_explorer.capture.session import CONTAINERS, CaptureSession
+    from tvm_explorer.capture.spans import handle
+
+    @tvm.ir.instrument.pass_instrument
+    class PrintOnly:
+        def __init__(self):
+            self.stack: list[str] = []
+            self.printed: dict[int, object] = {}
+            self.last = None
+
+        def run_before_pass(self, mod, info):
+            self.stack.append(info.name)
+
+        def run_after_pass(self, mod, info):
+            self.stack.pop()
+            if info.name in CONTAINERS or not all(n in CONTAINERS for n in self.stack):
+                return
+            funcs = {gv.name_hint: (gv, func) for gv, func in mod.functions.items()}
+            if not CaptureSession._changed(self.last, funcs):
+                return
+            self.last = funcs
+            printed = {}
+            for gv, func in funcs.values():
+                key = handle(func)
+                if key not in self.printed:
+                    tvm.IRModule({gv: func}).script()
+                printed[key] = func
+            self.printed = printed
+
+    return PrintOnly()
+
+
+def _tracker_floor_instrument():
+    """A pass instrument that, after every top-level pass, reads the span of each binding
+    and store in every function object the pass rebuilt, and nothing else: the least any
+    tracker that looks at what a pass produced must do (it attributes and stamps nothing)."""
+    import tvm
+    from tvm import relax
+    from tvm_explorer.capture.session import CONTAINERS
+    from tvm_explorer.capture.spans import handle, read_span
+    from tvm_explorer.capture.tracker import _bindings, _stores
+
+    @tvm.ir.instrument.pass_instrument
+    class ReadSpans:
+        def __init__(self):
+            self.stack: list[str] = []
+            self.seen: dict[int, object] = {}
+
+        def run_before_pass(self, mod, info):
+            self.stack.append(info.name)
+
+        def run_after_pass(self, mod, info):
+            self.stack.pop()
+            if info.name in CONTAINERS or not all(n in CONTAINERS for n in self.stack):
+                return
+            seen = {}
+            for _gv, func in mod.functions.items():
+                key = handle(func)
+                if key not in self.seen:
+                    nodes = _bindings(func) if isinstance(func, relax.Function) else _stores(func)
+                    for node in nodes:
+                        read_span(node)
+                seen[key] = func
+            self.seen = seen
+
+    return ReadSpans()
+
+
 def task_compile(model: str, target: str, variant: str, out: str | None = None) -> dict:
     import tvm_explorer.capture.api as api
+    from tvm_explorer.capture.importer import import_tflite
+    from tvm_explorer.capture.pipeline import build
+    from tvm_explorer.model.loader import load_model
 
     def run():
         if variant == "stock":
             api.compile_model(model, None, target, fill_spans=False)
+        elif variant in ("printer", "reader"):
+            mod = import_tflite(load_model(model), None, fill_spans=False)
+            floor = _printer_floor_instrument if variant == "printer" else _tracker_floor_instrument
+            build(mod, target, [floor()])
         elif variant == "kept":
             api.compile_model(model, None, target)
         else:

@@ -31,6 +31,15 @@ _LEAVES = (
 )
 
 
+_ARG_KIND: dict[type, str] = {}  # argument type -> "tuple" | "leaf" | "bind"
+
+
+def _arg_kind(arg) -> str:
+    if isinstance(arg, relax.Tuple):
+        return "tuple"
+    return "leaf" if isinstance(arg, _LEAVES) else "bind"
+
+
 class _Recorder:
     """What the import learned: which operator each binding and each result belongs to."""
 
@@ -74,9 +83,12 @@ class _StampingBuilder:
 
     # -- binding nested arguments the way the normalizer does -------------------------------
     def _bind_argument(self, arg):
-        if isinstance(arg, relax.Tuple):
+        kind = _ARG_KIND.get(type(arg))
+        if kind is None:
+            kind = _ARG_KIND[type(arg)] = _arg_kind(arg)
+        if kind == "tuple":
             return self._rebuild(arg)
-        if isinstance(arg, _LEAVES):
+        if kind == "leaf":
             return arg
         key = (handle(self._real), handle(arg))
         var = self._rec._memo.get(key)
@@ -91,18 +103,20 @@ class _StampingBuilder:
         if isinstance(expr, relax.Call):
             original = list(expr.args)
             args = [self._bind_argument(a) for a in original]
-            if all(a.same_as(b) for a, b in zip(args, original)):
+            # _bind_argument returns the very object it was given when nothing needed binding
+            if all(a is b for a, b in zip(args, original)):
                 return expr
             new = relax.Call(expr.op, args, expr.attrs, expr.ty_args, expr.span)
         elif isinstance(expr, relax.Tuple):
             original = list(expr.fields)
             fields = [self._bind_argument(f) for f in original]
-            if all(a.same_as(b) for a, b in zip(fields, original)):
+            if all(a is b for a, b in zip(fields, original)):
                 return expr
             new = relax.Tuple(fields, expr.span)
         elif isinstance(expr, relax.TupleGetItem):
-            tup = self._bind_argument(expr.tuple_value)
-            if tup.same_as(expr.tuple_value):
+            original = expr.tuple_value
+            tup = self._bind_argument(original)
+            if tup is original:
                 return expr
             new = relax.TupleGetItem(tup, expr.index)
         else:

@@ -2,22 +2,54 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from tvm import relax, s_tir, tirx
 
 from ..bundle.index import Range
 from ..provenance import OriginTable
-from .printer import PlacedFunction
+from .printer import FunctionText, PlacedFunction
 from .codegen import loop_keys
 from .spans import handle, read_span
 from .tracker import ProvenanceTracker
 from .walk import collect
 
 
-def _prim_callee(value, prim_names: set[str]) -> str | None:
-    for gv in collect(value, (relax.GlobalVar,)):
-        if gv.name_hint in prim_names:
-            return gv.name_hint
-    return None
+@dataclass(frozen=True)
+class _Mark:
+    """What indexing needs of one anchored node apart from its span (which a later pass may
+    restamp): read once per printed function, reused by every document that shows it."""
+
+    first: int
+    last: int
+    kind: str  # "stmt" | "loop" | "block" | "binding"
+    node: object
+    key: str = ""  # loops, blocks, bindings (a store's key is its unit)
+    loop_var: str | None = None
+    refs: tuple[str, ...] = ()  # bindings: the global functions their value uses, in order
+
+
+def _marks(ftext: FunctionText) -> list[_Mark]:
+    if ftext.marks is not None:
+        return ftext.marks
+    keys_of_loops = loop_keys(ftext.func, ftext.name) if isinstance(ftext.func, tirx.PrimFunc) else {}
+    marks = []
+    for anchor in ftext.anchors:
+        node = anchor.node
+        if isinstance(node, tirx.BufferStore):
+            marks.append(_Mark(anchor.first, anchor.last, "stmt", node))
+        elif isinstance(node, tirx.For):
+            key = keys_of_loops.get(handle(node), f"loop:{ftext.name}:?")
+            marks.append(_Mark(anchor.first, anchor.last, "loop", node, key, node.loop_var.name))
+        elif isinstance(node, s_tir.SBlockRealize):
+            marks.append(_Mark(anchor.first, anchor.last, "block", node,
+                               f"block:{ftext.name}:{node.block.name_hint}"))
+        else:  # a Relax binding
+            refs = tuple(gv.name_hint for gv in collect(node.value, (relax.GlobalVar,)))
+            marks.append(_Mark(anchor.first, anchor.last, "binding", node,
+                               f"bind:{ftext.name}:{node.var.name}", None, refs))
+    ftext.marks = marks
+    return marks
 
 
 def index_module(placed: list[PlacedFunction], starts: list[int], mod, tracker: ProvenanceTracker,
@@ -31,21 +63,22 @@ def index_module(placed: list[PlacedFunction], starts: list[int], mod, tracker: 
     for pf in placed:
         ftext = pf.text
         lines = ftext.lines
+        name = ftext.name
         is_prim = isinstance(ftext.func, tirx.PrimFunc)
+        base = pf.line
 
         def span_of(first: int, last: int) -> tuple[int, int]:
             line = lines[first]
-            start = starts[pf.line + first] + len(line) - len(line.lstrip())
-            end = starts[pf.line + last] + len(lines[last])
+            start = starts[base + first] + len(line) - len(line.lstrip())
+            end = starts[base + last] + len(lines[last])
             return start, end
 
         fstart, fend = span_of(0, len(lines) - 1)
-        ranges.append(Range(fstart, fend, tracker.function_set(ftext.name),
-                               "primfunc" if is_prim else "function",
-                               f"{'prim' if is_prim else 'func'}:{ftext.name}",
-                               trace_link(ftext.name) if (trace_link and is_prim) else None))
-        open_containers: list[tuple[int, list[int], object]] = []  # (last line, sets, range info)
-        keys_of_loops = loop_keys(ftext.func, ftext.name) if is_prim else {}
+        ranges.append(Range(fstart, fend, tracker.function_set(name),
+                            "primfunc" if is_prim else "function",
+                            f"{'prim' if is_prim else 'func'}:{name}",
+                            trace_link(name) if (trace_link and is_prim) else None))
+        open_containers: list[tuple[int, list[int], tuple]] = []  # (last line, sets, range info)
 
         def close_until(line: int) -> None:
             while open_containers and open_containers[-1][0] < line:
@@ -55,27 +88,25 @@ def index_module(placed: list[PlacedFunction], starts: list[int], mod, tracker: 
                 if open_containers:
                     open_containers[-1][1].append(sid)
 
-        for anchor in ftext.anchors:
-            close_until(anchor.first)
-            node = anchor.node
-            start, end = span_of(anchor.first, anchor.last)
-            if isinstance(node, tirx.BufferStore):
-                got = read_span(node) or (0, 0)
-                ranges.append(Range(start, end, got[0], "stmt", f"store:{got[1]}"))
+        for mark in _marks(ftext):
+            close_until(mark.first)
+            start, end = span_of(mark.first, mark.last)
+            kind = mark.kind
+            if kind == "stmt":
+                sid, unit = read_span(mark.node) or (0, 0)
+                ranges.append(Range(start, end, sid, "stmt", f"store:{unit}"))
                 for container in open_containers:
-                    container[1].append(got[0])
-            elif isinstance(node, tirx.For):
-                key = keys_of_loops.get(handle(node), f"loop:{ftext.name}:?")
-                link = trace_link(ftext.name, node.loop_var.name) if trace_link else None
-                open_containers.append((anchor.last, [], (start, end, "loop", key, link)))
-            elif isinstance(node, s_tir.SBlockRealize):
-                key = f"block:{ftext.name}:{node.block.name_hint}"
-                open_containers.append((anchor.last, [], (start, end, "block", key, None)))
-            else:  # a Relax binding
+                    container[1].append(sid)
+            elif kind == "loop":
+                link = trace_link(name, mark.loop_var) if trace_link else None
+                open_containers.append((mark.last, [], (start, end, "loop", mark.key, link)))
+            elif kind == "block":
+                open_containers.append((mark.last, [], (start, end, "block", mark.key, None)))
+            else:
+                node = mark.node
                 got = read_span(node) or read_span(node.var) or (0, 0)
-                link = _prim_callee(node.value, prim_names)
-                ranges.append(Range(start, end, got[0], "binding",
-                                       f"bind:{ftext.name}:{node.var.name}",
-                                       f"prim:{link}" if link else None))
+                callee = next((ref for ref in mark.refs if ref in prim_names), None)
+                ranges.append(Range(start, end, got[0], "binding", mark.key,
+                                    f"prim:{callee}" if callee else None))
         close_until(len(lines) + 1)
     return ranges

@@ -48,20 +48,26 @@ class FunctionText:
     anchors: list[Anchor]
     header: list[str]
     metadata_note: bool = False
+    marks: list | None = None  # the indexer's summary of the anchors, made once
 
 
-def _block_end(lines: list[str], first: int) -> int:
-    """Last line of the statement starting at ``first``: all deeper-indented lines after it."""
-    indent = len(lines[first]) - len(lines[first].lstrip())
-    last = first
-    for i in range(first + 1, len(lines)):
-        text = lines[i]
-        if not text.strip():
+def _block_ends(lines: list[str], firsts: list[int]) -> dict[int, int]:
+    """Last line of the statement starting at each of ``firsts``: all deeper-indented lines
+    after it (blank lines inside count, trailing blank lines do not). One pass over the lines."""
+    n = len(lines)
+    indent = [len(t) - len(t.lstrip()) if t.strip() else -1 for t in lines]
+    following = [n] * n  # the next non-blank line indented no deeper than this one
+    waiting: list[int] = []
+    for j in range(n):
+        if indent[j] < 0:
             continue
-        if len(text) - len(text.lstrip()) <= indent:
-            break
-        last = i
-    return last
+        while waiting and indent[waiting[-1]] >= indent[j]:
+            following[waiting.pop()] = j
+        waiting.append(j)
+    last_text = [-1] * (n + 1)  # last_text[k]: the last non-blank line before line k
+    for k in range(1, n + 1):
+        last_text[k] = k - 1 if indent[k - 1] >= 0 else last_text[k - 1]
+    return {f: max(f, last_text[following[f]]) for f in firsts}
 
 
 def _nodes_of(func) -> list:
@@ -84,12 +90,17 @@ def print_function(name: str, gv, func) -> FunctionText:
     node_line: dict[int, int] = {}
     pending: list[int] = []
     for line in raw[start + 1:]:
+        if "@@tvmx" not in line:
+            for m in pending:
+                node_line.setdefault(m, len(lines))
+            pending = []
+            lines.append(line)
+            continue
         if _ONLY_MARKS.match(line):
             pending.extend(int(m) for m in _MARK_RE.findall(line))
             continue
-        marks = [int(m) for m in _MARK_RE.findall(line)] if "@@tvmx" in line else []
-        if marks:
-            line = _TRAILING.sub("", line)
+        marks = [int(m) for m in _MARK_RE.findall(line)]
+        line = _TRAILING.sub("", line)
         for m in pending + marks:
             node_line.setdefault(m, len(lines))
         pending = []
@@ -99,9 +110,8 @@ def print_function(name: str, gv, func) -> FunctionText:
     lines = [line for line in lines if not line.startswith(_METADATA_NOTE)]
     while lines and not lines[-1].strip():
         lines.pop()
-    anchors = [
-        Anchor(line, _block_end(lines, line), nodes[i]) for i, line in sorted(node_line.items())
-    ]
+    ends = _block_ends(lines, sorted(set(node_line.values())))
+    anchors = [Anchor(line, ends[line], nodes[i]) for i, line in sorted(node_line.items())]
     anchors.sort(key=lambda a: (a.first, -a.last))
     return FunctionText(name, func, lines, anchors, header, metadata_note)
 
