@@ -19,8 +19,17 @@ def handle(obj) -> int:
 
 
 def origin_span(origin_set: int, unit: int = 0) -> tvm.ir.Span:
-    """A span carrying an origin set id and a unit id."""
+    """A span carrying an origin set id and a unit id (spans are immutable: one object per
+    origin set serves every binding stamped with it)."""
+    if unit == 0:
+        span = _SET_SPANS.get(origin_set)
+        if span is None:
+            span = _SET_SPANS[origin_set] = tvm.ir.Span(_SOURCE, origin_set, origin_set, 0, 0)
+        return span
     return tvm.ir.Span(_SOURCE, origin_set, origin_set, unit, unit)  # (line, end_line, col, end_col)
+
+
+_SET_SPANS: dict[int, tvm.ir.Span] = {}
 
 
 def read_span(node) -> tuple[int, int] | None:

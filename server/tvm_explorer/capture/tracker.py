@@ -77,12 +77,12 @@ def _stores(func) -> list:
     return collect(func.body, (tirx.BufferStore,), "pre")
 
 
-def _global_refs(expr) -> list:
-    return collect(expr, (relax.GlobalVar,))
-
-
-def _var_refs(expr) -> list:
-    return collect(expr, (relax.Var,))
+def _refs(expr) -> tuple[list, list]:
+    """The variables and the global functions ``expr`` uses (one walk), each in walk order."""
+    variables, functions = [], []
+    for node in collect(expr, (relax.Var, relax.GlobalVar)):
+        (functions if isinstance(node, relax.GlobalVar) else variables).append(node)
+    return variables, functions
 
 
 _SHARED_VALUES = (tvm.ir.Var, tvm.ir.Constant, tvm.ir.GlobalVar, relax.ShapeExpr, relax.ExternFunc,
@@ -111,10 +111,9 @@ def _callee(value):
     return None
 
 
-def _value_kind(value) -> str:
-    """What a binding computes, coarsely: the operator or function it calls."""
+def _value_kind(value, callee) -> str:
+    """What a binding computes, coarsely: the operator or function (``callee``) it calls."""
     if isinstance(value, relax.Call):
-        callee = _callee(value)
         if callee is not None:
             return callee.name_hint
         return getattr(value.op, "name", None) or type(value.op).__name__
@@ -132,13 +131,16 @@ class _Facts:
     var_refs: tuple[int, ...]
     constants: tuple
     global_refs: tuple[str, ...]
+    var_set: frozenset[int]
 
 
 def _facts_of(value) -> _Facts:
     callee = _callee(value)
-    return _Facts(value, _value_kind(value), callee.name_hint if callee is not None else None,
-                  tuple(handle(v) for v in _var_refs(value)), tuple(_constants(value)),
-                  tuple(gv.name_hint for gv in _global_refs(value)))
+    variables, functions = _refs(value)
+    var_refs = tuple(handle(v) for v in variables)
+    return _Facts(value, _value_kind(value, callee), callee.name_hint if callee is not None else None,
+                  var_refs, tuple(_constants(value)), tuple(gv.name_hint for gv in functions),
+                  frozenset(var_refs))
 
 
 def _call_counts(relax_funcs, bindings_of, facts) -> dict[str, int]:
@@ -220,7 +222,7 @@ class ProvenanceTracker:
             self._const_owner = const_owner
             self._prev_calls = {
                 name: [_PrevBinding(handle(b.var), self._facts_for(b).kind,
-                                    frozenset(self._facts_for(b).var_refs), sid, b.var)
+                                    self._facts_for(b).var_set, sid, b.var)
                        for b, sid in zip(bindings, sets)]
                 for name, (bindings, sets) in computed.items()
             }
