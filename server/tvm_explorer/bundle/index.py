@@ -7,12 +7,12 @@ Ranges are character offsets (code points); converting to editor positions is th
 from __future__ import annotations
 
 from bisect import bisect_right
-from dataclasses import dataclass
+from typing import NamedTuple
 
 
-@dataclass(frozen=True)
-class Range:
-    """One indexed piece of a document."""
+class Range(NamedTuple):
+    """One indexed piece of a document (a named tuple: documents hold hundreds of thousands,
+    made at capture time and again at every load)."""
 
     start: int
     end: int
@@ -23,10 +23,7 @@ class Range:
 
     def to_json(self) -> list:
         """The index entry ``[start, end, set, kind, key(, link)]``."""
-        item = [self.start, self.end, self.origin_set, self.kind, self.key]
-        if self.link:
-            item.append(self.link)
-        return item
+        return list(self) if self.link else list(self[:5])
 
 
 class DocumentIndex:

@@ -43,16 +43,22 @@ class TirEvent:
 
 def loop_keys(func, fname: str) -> dict[int, str]:
     """Key of every loop of a PrimFunc, by loop node identity."""
+    loops: list = []
+    walk(func.body, (tirx.For,), loops.append, "pre")
+    return loop_keys_of(loops, fname)
+
+
+def loop_keys_of(nodes: list, fname: str) -> dict[int, str]:
+    """Key of every loop among ``nodes`` (a PrimFunc's nodes in walk pre-order; other kinds
+    are skipped), by loop node identity."""
     keys: dict[int, str] = {}
     seen: dict[str, int] = {}
-
-    def visit(node):
-        name = node.loop_var.name
-        k = seen.get(name, 0)
-        seen[name] = k + 1
-        keys[handle(node)] = loop_key(fname, name, k)
-
-    walk(func.body, (tirx.For,), visit, "pre")
+    for node in nodes:
+        if isinstance(node, tirx.For):
+            name = node.loop_var.name
+            k = seen.get(name, 0)
+            seen[name] = k + 1
+            keys[handle(node)] = loop_key(fname, name, k)
     return keys
 
 

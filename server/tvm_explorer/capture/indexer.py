@@ -2,21 +2,20 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from tvm import relax, s_tir, tirx
 
 from ..bundle.index import Range
 from ..provenance import OriginTable
 from .printer import FunctionText, PlacedFunction
-from .codegen import loop_keys
+from .codegen import loop_keys_of
 from .spans import handle, read_span
 from .tracker import ProvenanceTracker
 from .walk import collect
 
 
-@dataclass(frozen=True)
-class _Mark:
+class _Mark(NamedTuple):
     """What indexing needs of one anchored node apart from its span (which a later pass may
     restamp): read once per printed function, reused by every document that shows it."""
 
@@ -32,7 +31,9 @@ class _Mark:
 def _marks(ftext: FunctionText) -> list[_Mark]:
     if ftext.marks is not None:
         return ftext.marks
-    keys_of_loops = loop_keys(ftext.func, ftext.name) if isinstance(ftext.func, tirx.PrimFunc) else {}
+    # The function's nodes are in walk pre-order, the order loop_keys counts loops in.
+    keys_of_loops = (loop_keys_of(ftext.nodes, ftext.name) if isinstance(ftext.func, tirx.PrimFunc)
+                     else {})
     marks = []
     for anchor in ftext.anchors:
         node = anchor.node

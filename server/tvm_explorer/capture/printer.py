@@ -11,7 +11,7 @@ what changed is printed again.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import tvm
 from tvm import relax, s_tir, tirx
@@ -22,7 +22,7 @@ from .walk import collect
 _MARK = "@@tvmx{}@@"
 _MARK_RE = re.compile(r"@@tvmx(\d+)@@")
 _ONLY_MARKS = re.compile(r"^\s*#(\s*@@tvmx\d+@@)+\s*$")
-_TRAILING = re.compile(r"\s*#(\s*@@tvmx\d+@@)+\s*$")
+_MARKS_ONLY = re.compile(r"(\s*@@tvmx\d+@@)+\s*")
 _METADATA_NOTE = "# Metadata omitted"
 
 TIR_NODES = (tirx.BufferStore, tirx.For, s_tir.SBlockRealize)
@@ -48,7 +48,17 @@ class FunctionText:
     anchors: list[Anchor]
     header: list[str]
     metadata_note: bool = False
+    nodes: list = field(default_factory=list)  # the anchored kinds of nodes, in walk pre-order
     marks: list | None = None  # the indexer's summary of the anchors, made once
+
+
+def _strip_markers(line: str) -> str:
+    """``line`` without a trailing comment made only of markers (a plain search: a regex
+    anchored at the line's end tries every position of a 300-character line)."""
+    hash_at = line.rfind("#", 0, line.find("@@tvmx"))
+    if hash_at < 0 or not _MARKS_ONLY.fullmatch(line, hash_at + 1):
+        return line
+    return line[:hash_at].rstrip()
 
 
 def _block_ends(lines: list[str], firsts: list[int]) -> dict[int, int]:
@@ -100,7 +110,7 @@ def print_function(name: str, gv, func) -> FunctionText:
             pending.extend(int(m) for m in _MARK_RE.findall(line))
             continue
         marks = [int(m) for m in _MARK_RE.findall(line)]
-        line = _TRAILING.sub("", line)
+        line = _strip_markers(line)
         for m in pending + marks:
             node_line.setdefault(m, len(lines))
         pending = []
@@ -113,7 +123,7 @@ def print_function(name: str, gv, func) -> FunctionText:
     ends = _block_ends(lines, sorted(set(node_line.values())))
     anchors = [Anchor(line, ends[line], nodes[i]) for i, line in sorted(node_line.items())]
     anchors.sort(key=lambda a: (a.first, -a.last))
-    return FunctionText(name, func, lines, anchors, header, metadata_note)
+    return FunctionText(name, func, lines, anchors, header, metadata_note, nodes)
 
 
 class ModulePrinter:
