@@ -61,6 +61,7 @@ def create_server(poll_interval: float = 1.0) -> ExplorerServer:
     hover = Hover(session)
     references = References(session)
     symbols = DocumentSymbols(session)
+    watcher.after_load.append(symbols.warm)
     lenses = CodeLenses(session)
     links = DocumentLinks(session)
     requests = ExplorerRequests(session)

@@ -140,14 +140,23 @@ class Session:
 
     def range(self, view: BundleView, path: str, start: int, end: int) -> types.Range | None:
         """The LSP range of a bundle-text span as the editor shows it (None if edited away)."""
+        return self.ranger(view, path)(start, end)
+
+    def ranger(self, view: BundleView, path: str):
+        """``range`` for many spans of one document: ``ranger(view, path)(start, end)``."""
         lines, drift = self.lines(view, path)
-        if drift is not None:
-            shifted = drift.to_current(start, end)
-            if shifted is None:
-                return None
-            start, end = shifted
-        (l0, c0), (l1, c1) = lines.position(start), lines.position(end)
-        return types.Range(types.Position(l0, c0), types.Position(l1, c1))
+        position = lines.position
+
+        def convert(start: int, end: int) -> types.Range | None:
+            if drift is not None:
+                shifted = drift.to_current(start, end)
+                if shifted is None:
+                    return None
+                start, end = shifted
+            (l0, c0), (l1, c1) = position(start), position(end)
+            return types.Range(types.Position(l0, c0), types.Position(l1, c1))
+
+        return convert
 
     def location(self, view: BundleView, place: Place) -> types.Location | None:
         """The LSP location of a place (None if an edit in the editor removed it)."""

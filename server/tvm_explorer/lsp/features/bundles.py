@@ -12,6 +12,7 @@ from lsprotocol import types
 
 from ...errors import BundleError
 from ...navigation import registry as reg
+from .. import heap
 from ..protocol import BUNDLES_CHANGED, BundlesChangedParams
 from ..session import Session, uri_to_path
 
@@ -32,6 +33,10 @@ class BundleWatcher:
         self._tokens = itertools.count(1)
         self._initial: asyncio.Task | None = None
         self._opening: dict[Path, asyncio.Task] = {}
+        # Work to do for each freshly loaded bundle, off the event loop, after it is
+        # installed (requests are answered meanwhile): ``fn(view)``.
+        self.after_load: list = []
+        self._background: set[asyncio.Task] = set()
 
     # -- lifecycle ---------------------------------------------------------------------
     def configure(self, params: types.InitializeParams) -> None:
@@ -115,6 +120,7 @@ class BundleWatcher:
                 return
             changed = await self._load_all(sorted(todo))
             if changed:
+                heap.settle()
                 uris = [self.session.uri_of_root(r) for r in changed]
                 self.server.protocol.notify(BUNDLES_CHANGED, BundlesChangedParams(uris))
 
@@ -154,11 +160,24 @@ class BundleWatcher:
                 continue
             registry.install(root, view, sig)
             changed.append(root)
+            for work in self.after_load:
+                self._in_background(work, view)
             for problem in view.problems:
                 self._report(f"TVM Explorer: damaged document in {root.name}: {problem}",
                              types.MessageType.Warning)
         self._progress_end(progress, f"{len(self.session.registry.bundles)} bundle(s) loaded")
         return changed
+
+    def _in_background(self, work, view) -> None:
+        async def run() -> None:
+            try:
+                await asyncio.to_thread(work, view)
+            except Exception:  # background preparation is an optimization, never an error
+                logger.exception("preparing %s failed", view.root)
+
+        task = asyncio.get_running_loop().create_task(run())
+        self._background.add(task)  # the loop keeps only weak references to tasks
+        task.add_done_callback(self._background.discard)
 
     def _report(self, message: str, kind=types.MessageType.Error) -> None:
         logger.warning(message)

@@ -42,16 +42,30 @@ class DocumentSymbols:
             cache[key] = self._convert(view, path, document_symbols(view, path))
         return list(cache[key])
 
+    def warm(self, view: BundleView) -> None:
+        """Build the outline of every document of a freshly loaded bundle ahead of the
+        editor's requests (run off the event loop: a large document's outline takes tens of
+        milliseconds, too long for the first request to wait for)."""
+        for doc in view.bundle.documents:
+            if self.session.registry.bundles.get(view.root) is not view:
+                return  # replaced or forgotten meanwhile
+            if self.session.lines(view, doc.path)[1] is not None:
+                continue  # edited in the editor: outlines of edited documents are not kept
+            cache = self._outlines.setdefault(view, {})
+            key = (doc.path, self.session.encoding)
+            if key not in cache:
+                cache[key] = self._convert(view, doc.path, document_symbols(view, doc.path))
+
     def _convert(self, view: BundleView, path: str, symbols: list[Symbol]) -> list[types.DocumentSymbol]:
+        return self._convert_all(view.bundle.text(path), self.session.ranger(view, path), symbols)
+
+    def _convert_all(self, text: str, to_range, symbols: list[Symbol]) -> list[types.DocumentSymbol]:
         out = []
-        text = view.bundle.text(path)
         for sym in symbols:
-            children = self._convert(view, path, sym.children)
-            rng = self.session.range(view, path, sym.start, sym.end)
+            children = self._convert_all(text, to_range, sym.children)
+            rng = to_range(sym.start, sym.end)
             first_line_end = text.find("\n", sym.start, sym.end)
-            sel = self.session.range(
-                view, path, sym.start, sym.end if first_line_end < 0 else first_line_end
-            )
+            sel = to_range(sym.start, sym.end if first_line_end < 0 else first_line_end)
             if rng is None or sel is None:
                 out.extend(children)
                 continue
