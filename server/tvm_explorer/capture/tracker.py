@@ -38,8 +38,15 @@ class StoreInfo:
     node: object
     func: str
     origin_set: int
-    writes: str
+    _writes: str | None = None
     _reads: frozenset[str] | None = None
+
+    @property
+    def writes(self) -> str:
+        """The buffer the store writes (read on first use: rarely needed)."""
+        if self._writes is None:
+            self._writes = self.node.buffer.name
+        return self._writes
 
     @property
     def reads(self) -> frozenset[str]:
@@ -315,12 +322,12 @@ class ProvenanceTracker:
             available = {alias.get(v, v) for v in self._facts_for(b).var_refs}
             group = []
             for kind in body:
-                found = next((p for k, p in enumerate(prev) if k not in claimed and p.kind == kind
-                              and p.var_args <= available), None)
+                k, found = next(((k, p) for k, p in enumerate(prev) if k not in claimed and p.kind == kind
+                                 and p.var_args <= available), (None, None))
                 if found is None:
                     group = []
                     break
-                claimed.add(prev.index(found))
+                claimed.add(k)
                 available.add(found.var)
                 group.append(found)
             if group and all(p.sid for p in group):
@@ -477,7 +484,7 @@ class ProvenanceTracker:
                     fresh.append((name, store))
                     continue
                 sid = self._within(sid, fset)
-                current[unit] = StoreInfo(store, name, sid, store.buffer.name)
+                current[unit] = StoreInfo(store, name, sid)
                 if got[0] != sid:
                     set_span(store, origin_span(sid, unit))
         for name, store in fresh:
@@ -499,7 +506,7 @@ class ProvenanceTracker:
             unit = self._next_unit
             self._next_unit += 1
             set_span(store, origin_span(sid, unit))
-            current[unit] = StoreInfo(store, name, sid, store.buffer.name)
+            current[unit] = StoreInfo(store, name, sid)
         self._absorb_vanished(previous, current)
         by_func: dict[str, list] = {}
         for info_unit, info in current.items():
@@ -510,11 +517,9 @@ class ProvenanceTracker:
         }
         self._stores = current
         self._store_lists = store_lists
-        for name in {info.func for info in current.values()}:
+        for name, infos in by_func.items():  # in store order: origin set ids stay deterministic
             if name not in self.func_origin:
-                self.func_origin[name] = self.origins.union(
-                    info.origin_set for info in current.values() if info.func == name
-                )
+                self.func_origin[name] = self.origins.union(info.origin_set for _unit, info in infos)
 
     def _call_site_set(self, fused: str, prim: str, unit: int, sid: int, occurrences) -> int:
         """Origins of the k-th copy of a store of ``prim`` inlined into ``fused``: the k-th
@@ -549,6 +554,8 @@ class ProvenanceTracker:
         return self.origins.as_parts(self.origins.union(picked)) if picked else 0
 
     def _absorb_vanished(self, previous, current) -> None:
+        if all(unit in current or not old.origin_set for unit, old in previous.items()):
+            return  # nothing vanished (most passes)
         by_func: dict[str, list[StoreInfo]] = {}
         for info in current.values():
             by_func.setdefault(info.func, []).append(info)
