@@ -54,78 +54,76 @@ def task_import(model: str, variant: str) -> dict:
     return _measure(lambda: bool(import_tflite(loaded, OriginTable())))
 
 
-def _printer_floor_instrument():
-    """A pass instrument that prints, with TVM's own printer, every function object rebuilt
-    by a top-level pass that changed the module, and nothing else: the printing any capture
-    of every changed pass's IR through TVM's printer must pay (no markers, no provenance,
-    no index, nothing written)."""
+def _after_top_level_passes(step):
+    """A pass instrument calling ``step(mod)`` after every top-level pass of a compile (the
+    passes the capture records; not those nested inside another pass)."""
     import tvm
-    from tvm_explorer.capture.session import CONTAINERS, CaptureSession
-    from tvm_explorer.capture.spans import handle
+    from tvm_explorer.capture.session import CONTAINERS
 
     @tvm.ir.instrument.pass_instrument
-    class PrintOnly:
+    class AfterTopLevel:
         def __init__(self):
             self.stack: list[str] = []
-            self.printed: dict[int, object] = {}
-            self.last = None
 
         def run_before_pass(self, mod, info):
             self.stack.append(info.name)
 
         def run_after_pass(self, mod, info):
             self.stack.pop()
-            if info.name in CONTAINERS or not all(n in CONTAINERS for n in self.stack):
-                return
-            funcs = {gv.name_hint: (gv, func) for gv, func in mod.functions.items()}
-            if not CaptureSession._changed(self.last, funcs):
-                return
-            self.last = funcs
-            printed = {}
-            for gv, func in funcs.values():
-                key = handle(func)
-                if key not in self.printed:
-                    tvm.IRModule({gv: func}).script()
-                printed[key] = func
-            self.printed = printed
+            if info.name not in CONTAINERS and all(n in CONTAINERS for n in self.stack):
+                step(mod)
 
-    return PrintOnly()
+    return AfterTopLevel()
+
+
+def _printer_floor_instrument():
+    """Prints, with TVM's own printer, every function object rebuilt by a top-level pass that
+    changed the module, and nothing else: the printing any capture of every changed pass's
+    IR through TVM's printer must pay (no markers, no provenance, no index, nothing written)."""
+    import tvm
+    from tvm_explorer.capture.session import CaptureSession
+    from tvm_explorer.capture.spans import handle
+
+    state = {"last": None, "printed": {}}
+
+    def step(mod):
+        funcs = {gv.name_hint: (gv, func) for gv, func in mod.functions.items()}
+        if not CaptureSession._changed(state["last"], funcs):
+            return
+        state["last"] = funcs
+        printed = {}
+        for gv, func in funcs.values():
+            key = handle(func)
+            if key not in state["printed"]:
+                tvm.IRModule({gv: func}).script()
+            printed[key] = func
+        state["printed"] = printed
+
+    return _after_top_level_passes(step)
 
 
 def _tracker_floor_instrument():
-    """A pass instrument that, after every top-level pass, reads the span of each binding
-    and store in every function object the pass rebuilt, and nothing else: the least any
-    tracker that looks at what a pass produced must do (it attributes and stamps nothing)."""
-    import tvm
+    """After every top-level pass, reads the span of each binding and store in every function
+    object the pass rebuilt, and nothing else: the least any tracker that looks at what a
+    pass produced must do (it attributes and stamps nothing)."""
     from tvm import relax
-    from tvm_explorer.capture.session import CONTAINERS
     from tvm_explorer.capture.spans import handle, read_span
     from tvm_explorer.capture.tracker import _bindings, _stores
 
-    @tvm.ir.instrument.pass_instrument
-    class ReadSpans:
-        def __init__(self):
-            self.stack: list[str] = []
-            self.seen: dict[int, object] = {}
+    state = {"seen": {}}
 
-        def run_before_pass(self, mod, info):
-            self.stack.append(info.name)
+    def step(mod):
+        seen = {}
+        for _gv, func in mod.functions.items():
+            key = handle(func)
+            if key not in state["seen"]:
+                nodes = _bindings(func) if isinstance(func, relax.Function) else _stores(func)
+                for node in nodes:
+                    read_span(node)
+            seen[key] = func
+        state["seen"] = seen
 
-        def run_after_pass(self, mod, info):
-            self.stack.pop()
-            if info.name in CONTAINERS or not all(n in CONTAINERS for n in self.stack):
-                return
-            seen = {}
-            for _gv, func in mod.functions.items():
-                key = handle(func)
-                if key not in self.seen:
-                    nodes = _bindings(func) if isinstance(func, relax.Function) else _stores(func)
-                    for node in nodes:
-                        read_span(node)
-                seen[key] = func
-            self.seen = seen
-
-    return ReadSpans()
+    return _after_top_level_passes(step)
 
 
 def task_compile(model: str, target: str, variant: str, out: str | None = None) -> dict:
