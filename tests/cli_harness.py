@@ -7,7 +7,8 @@ MODE:
   hang            when the pipeline is about to run: block every stop signal and sleep, like
                   C++ code that never returns to Python
   sleep           when the pipeline is about to run: sleep (interruptible)
-  pause-POINT     at POINT (load | build | document | swap) sleep PAUSE seconds, then go on
+  pause-POINT     at POINT (load | build | document | swap | finished: the compile returned,
+                  the report not begun) sleep PAUSE seconds, then go on
 MARKER is a file created when the point is reached (the test waits for it before signalling).
 ``GRACE`` of the CLI is set from $TVMX_HARNESS_GRACE (seconds) when given.
 """
@@ -77,6 +78,17 @@ def main() -> int:
             time.sleep(PAUSE)  # inside the commit's signal-blocked region
         return real_swap(self)
 
+    real_signal = signal.signal
+
+    def set_handler(signum, handler):
+        if mode == "pause-finished" and signum == signal.SIGINT and handler is signal.SIG_IGN:
+            # The compile has returned and the CLI is about to ignore stop signals for its
+            # report: the last moment a stop signal can still arrive.
+            reached()
+            time.sleep(PAUSE)
+        return real_signal(signum, handler)
+
+    signal.signal = set_handler
     api.build, api.load_model = build, load
     writer.BundleWriter.add_document = add_document
     writer.BundleWriter._swap_into_place = swap

@@ -66,6 +66,10 @@ def _compile_in_this_process(args) -> int:
     from .bundle import writer
 
     stop: dict = {}
+    # Interrupts are raised into the code only while it compiles; one arriving later (or
+    # while an error is being reported) is noted and reported once, never raised where
+    # nothing would catch it.
+    compiling = {"now": False}
 
     def on_signal(signum, _frame):
         if stop:
@@ -73,7 +77,8 @@ def _compile_in_this_process(args) -> int:
         stop["why"] = (f"{args.model}: compile did not finish within {args.timeout:g} s (--timeout)"
                        if signum == signal.SIGUSR1 else f"interrupted ({signal.Signals(signum).name})")
         stop["code"] = EXIT_TIMEOUT if signum == signal.SIGUSR1 else EXIT_INTERRUPTED
-        raise KeyboardInterrupt(stop["why"])
+        if compiling["now"]:
+            raise KeyboardInterrupt(stop["why"])
 
     def committed() -> bool:
         return bool(args.output) and Path(args.output).absolute() in writer.COMMITTED
@@ -81,18 +86,22 @@ def _compile_in_this_process(args) -> int:
     for sig in _STOP_SIGNALS:
         signal.signal(sig, on_signal)
     try:
-        signal.pthread_sigmask(signal.SIG_UNBLOCK, _STOP_SIGNALS)
-        _apply_memory_limit(args.memory_limit)
-        from .model.loader import load_model
+        compiling["now"] = True
+        try:
+            signal.pthread_sigmask(signal.SIG_UNBLOCK, _STOP_SIGNALS)
+            _apply_memory_limit(args.memory_limit)
+            from .model.loader import load_model
 
-        load_model(args.model)  # a bad file fails fast, before TVM is even imported
-        from .capture.api import compile_model
+            load_model(args.model)  # a bad file fails fast, before TVM is even imported
+            from .capture.api import compile_model
 
-        result = compile_model(
-            args.model, None if args.no_spans else args.output, args.target,
-            fill_spans=not args.no_spans,
-            exact_origins=args.exact_origins, schedule_records=not args.no_schedule_records,
-        )
+            result = compile_model(
+                args.model, None if args.no_spans else args.output, args.target,
+                fill_spans=not args.no_spans,
+                exact_origins=args.exact_origins, schedule_records=not args.no_schedule_records,
+            )
+        finally:
+            compiling["now"] = False
     except BaseException as err:  # noqa: BLE001 - every way out gets one message
         if stop or isinstance(err, KeyboardInterrupt):
             # An interrupt may also surface as a TVM error raised around a Python callback.
@@ -113,6 +122,8 @@ def _compile_in_this_process(args) -> int:
                      "no bundle was written; please report this")
     for sig in _STOP_SIGNALS:
         signal.signal(sig, signal.SIG_IGN)  # the bundle is in place: finish the report
+    if stop:  # arrived just as the compile finished: it stands, and the user hears of both
+        return _fail(_stopped_message(args, stop["why"], committed()), stop["code"])
     if args.no_spans:
         print(f"{args.model}: compiled for {args.target} with stock TVM (span filling off); "
               "nothing recorded, no bundle written")

@@ -75,7 +75,8 @@ def no_leftovers(out: Path) -> None:
 
 @pytest.mark.parametrize("point,sig", [
     ("load", signal.SIGINT), ("build", signal.SIGTERM), ("document", signal.SIGTERM),
-    ("document", signal.SIGINT), ("swap", signal.SIGTERM),
+    ("document", signal.SIGINT), ("swap", signal.SIGTERM), ("finished", signal.SIGINT),
+    ("finished", signal.SIGTERM),
 ])
 def test_interrupt_at_several_moments(tmp_path, models_dir, previous, point, sig):
     proc, out, marker = start(tmp_path, f"pause-{point}", models_dir / "small_cnn_fp32.tflite")
@@ -87,7 +88,7 @@ def test_interrupt_at_several_moments(tmp_path, models_dir, previous, point, sig
     assert proc.returncode == 130, stderr
     message = one_error(stderr)
     assert f"interrupted ({sig.name})" in message
-    if point == "swap":
+    if point in ("swap", "finished"):
         # Too late to stop: the commit finishes, and the message says the bundle is complete.
         assert "is complete" in message
         assert Bundle(out).manifest["model"]["file"] == "small_cnn_fp32.tflite"
