@@ -82,7 +82,9 @@ test('ctrl-click in the conv loop of the generated C opens the model at CONV_2D'
   assert.ok(shown > 0, 'CONV_2D entry not visible');
 });
 
-test('hovering a TIR statement names its layer', async () => {
+/** Hovers the CONV_2D statement of the last TIR document until the hover names its layer;
+ * returns the hover's text and the layer (undefined text if it never did). */
+async function hoverConvInTir(shot) {
   const { page } = session;
   const tirPath = bundle.documents('tir').at(-1);
   const stmt = bundle.statementOf(tirPath, 'CONV_2D');
@@ -95,8 +97,13 @@ test('hovering a TIR statement names its layer', async () => {
     const t = (await hover.allTextContents()).join('\n');
     return t.includes(layer.opcode) ? t : undefined;
   }, { timeoutMs: 90000, intervalMs: 1000 });
-  await screenshot(page, '03-tir-hover');
+  await screenshot(page, shot);
   assert.ok(text, `no hover naming ${layer.opcode} over "${stmt.lineText.trim()}"`);
+  return { text, layer };
+}
+
+test('hovering a TIR statement names its layer', async () => {
+  const { text, layer } = await hoverConvInTir('03-tir-hover');
   assert.match(text, new RegExp(`${layer.opcode}.*op ${layer.op_index}`));
 });
 
@@ -169,4 +176,33 @@ test('"Show All Places" of a layer lists its places in the references peek', asy
   const files = (await rows.allTextContents()).join(' | ');
   assert.ok(files.includes('.tir') || files.includes('.c'), `no TIR or C place listed: ${files}`);
   await page.keyboard.press('Escape');
+});
+
+const escapeRegExp = (text) => text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+
+test('unchanged passes are listed only after "Show Unchanged Passes"', async () => {
+  const { page } = session;
+  const unchanged = bundle.manifest.passes.find((p) => !p.changed);
+  assert.ok(unchanged, 'the bundle has no pass that changed nothing');
+  await runCommand(page, 'TVM Explorer: Focus on Passes View');
+  await page.getByRole('treeitem', { name: /, changed the IR$/ }).first().waitFor({ state: 'visible', timeout: 90000 });
+  const anyUnchanged = page.getByRole('treeitem', { name: /, unchanged$/ });
+  assert.equal(await anyUnchanged.count(), 0, 'unchanged passes listed before asking');
+  await runCommand(page, 'TVM Explorer: Show Unchanged Passes');
+  const row = page.getByRole('treeitem', {
+    name: new RegExp(`^${escapeRegExp(unchanged.name)}, ${unchanged.stage} pass ${unchanged.index}, unchanged$`),
+  });
+  await row.first().waitFor({ state: 'visible', timeout: 30000 });
+  await screenshot(page, '09-unchanged-passes-shown');
+  await runCommand(page, 'TVM Explorer: Hide Unchanged Passes');
+  const hidden = await poll(async () => ((await anyUnchanged.count()) === 0 ? true : undefined));
+  await screenshot(page, '10-unchanged-passes-hidden');
+  assert.ok(hidden, 'unchanged passes still listed after hiding them');
+});
+
+test('"Restart Language Server" brings a new server that answers', async () => {
+  const { page } = session;
+  await runCommand(page, 'TVM Explorer: Restart Language Server');
+  const { text, layer } = await hoverConvInTir('11-hover-after-restart');
+  assert.match(text, new RegExp(`${layer.opcode}.*op ${layer.op_index}`));
 });

@@ -72,6 +72,12 @@ export async function prepareCodeServer(runDir, settings) {
   const config = join(runDir, 'code-server.yaml');
   writeFileSync(config, `bind-addr: 127.0.0.1:${port}\nauth: none\ncert: false\n`);
   writeFileSync(join(userData, 'User', 'settings.json'), JSON.stringify(userSettings(settings), null, 2));
+  // The extension host of code-server runs "remotely": settings scoped to the machine (the
+  // interpreter path) belong in the remote machine's settings, where a user of code-server
+  // or VS Code Remote puts them. From the user settings VS Code applies them only until the
+  // first settings change (then it filters them out, as it should).
+  mkdirSync(join(userData, 'Machine'), { recursive: true });
+  writeFileSync(join(userData, 'Machine', 'settings.json'), JSON.stringify(settings, null, 2));
   const env = isolatedEnv(runDir);
   const common = ['--config', config, '--user-data-dir', userData, '--extensions-dir', extensions];
   execFileSync(CODE_SERVER, [...common, '--install-extension', VSIX], {
