@@ -206,3 +206,32 @@ test('"Restart Language Server" brings a new server that answers', async () => {
   const { text, layer } = await hoverConvInTir('11-hover-after-restart');
   assert.match(text, new RegExp(`${layer.opcode}.*op ${layer.op_index}`));
 });
+
+test('"Reveal in Model" on text from several layers asks which one, then goes there', async () => {
+  const { page } = session;
+  const relaxPath = bundle.documents('relax').at(-1);
+  const main = bundle.ranges(relaxPath).find((r) => r.kind === 'function' && r.key === 'func:main');
+  const layerIds = [...new Set(main.origins.map(([id]) => id))];
+  assert.ok(layerIds.length >= 2, `main of ${relaxPath} serves ${layerIds.length} layer(s)`);
+  const chosen = bundle.layer(layerIds.at(-1));
+  const target = bundle.layerEntry(chosen.id);
+  // On "def main": the innermost range there is the function, which serves every layer.
+  const defAt = bundle.slice(relaxPath, main.start, main.end).indexOf('def main');
+  const pos = bundle.position(relaxPath, main.start + defAt);
+  await openAt(relaxPath, pos.line, pos.character + 4);
+  const rect = await wordRectOnCursorLine(page, 'main', pos.character + 4);
+  await page.mouse.click(rect.x + rect.width / 2, rect.y + rect.height / 2);
+  await runCommand(page, 'TVM Explorer: Reveal in Model');
+  const picker = page.locator('.quick-input-widget');
+  await picker.getByText('several layers').waitFor({ state: 'visible', timeout: 30000 });
+  const rows = picker.locator('.monaco-list-row');
+  await screenshot(page, '12-reveal-picker');
+  assert.equal(await rows.count(), layerIds.length, 'the picker does not list every layer');
+  await rows.filter({ hasText: new RegExp(`operator ${chosen.op_index}(?!\\d)`) }).first().click();
+  const at = await poll(async () => {
+    const p = await cursorPosition(page);
+    return (await activeTabTitle(page)).includes('model.tflgraph') && p?.line === target.line + 1 ? p : undefined;
+  });
+  await screenshot(page, '13-reveal-picked-layer');
+  assert.ok(at, `not at the chosen layer's entry (line ${target.line + 1}) of the model document`);
+});
