@@ -142,9 +142,14 @@ class Session:
         """The LSP range of a bundle-text span as the editor shows it (None if edited away)."""
         return self.ranger(view, path)(start, end)
 
-    def ranger(self, view: BundleView, path: str):
-        """``range`` for many spans of one document: ``ranger(view, path)(start, end)``."""
-        lines, drift = self.lines(view, path)
+    def ranger(self, view: BundleView, path: str, *, as_saved: bool = False):
+        """``range`` for many spans of one document: ``ranger(view, path)(start, end)``.
+        ``as_saved``: positions in the document as the bundle has it, whatever the editor shows
+        (for answers kept to serve while the document is unedited)."""
+        if as_saved:
+            lines, drift = view.line_index(path, self.encoding), None
+        else:
+            lines, drift = self.lines(view, path)
         position = lines.position
 
         def convert(start: int, end: int) -> types.Range | None:

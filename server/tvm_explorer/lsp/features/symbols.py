@@ -35,12 +35,8 @@ class DocumentSymbols:
             return []
         view, path = found
         if self.session.lines(view, path)[1] is not None:  # edited: no cached answer
-            return self._convert(view, path, document_symbols(view, path))
-        cache = self._outlines.setdefault(view, {})
-        key = (path, self.session.encoding)
-        if key not in cache:
-            cache[key] = self._convert(view, path, document_symbols(view, path))
-        return list(cache[key])
+            return self._convert(view, path, self.session.ranger(view, path))
+        return list(self._saved_outline(view, path))
 
     def warm(self, view: BundleView) -> None:
         """Build the outline of every document of a freshly loaded bundle ahead of the
@@ -49,15 +45,20 @@ class DocumentSymbols:
         for doc in view.bundle.documents:
             if self.session.registry.bundles.get(view.root) is not view:
                 return  # replaced or forgotten meanwhile
-            if self.session.lines(view, doc.path)[1] is not None:
-                continue  # edited in the editor: outlines of edited documents are not kept
-            cache = self._outlines.setdefault(view, {})
-            key = (doc.path, self.session.encoding)
-            if key not in cache:
-                cache[key] = self._convert(view, doc.path, document_symbols(view, doc.path))
+            self._saved_outline(view, doc.path)
 
-    def _convert(self, view: BundleView, path: str, symbols: list[Symbol]) -> list[types.DocumentSymbol]:
-        return self._convert_all(view.bundle.text(path), self.session.ranger(view, path), symbols)
+    def _saved_outline(self, view: BundleView, path: str) -> list[types.DocumentSymbol]:
+        """The outline of a document as the bundle has it, built once per encoding (served
+        while the editor shows the document unedited)."""
+        cache = self._outlines.setdefault(view, {})
+        key = (path, self.session.encoding)
+        got = cache.get(key)
+        if got is None:
+            got = cache[key] = self._convert(view, path, self.session.ranger(view, path, as_saved=True))
+        return got
+
+    def _convert(self, view: BundleView, path: str, to_range) -> list[types.DocumentSymbol]:
+        return self._convert_all(view.bundle.text(path), to_range, document_symbols(view, path))
 
     def _convert_all(self, text: str, to_range, symbols: list[Symbol]) -> list[types.DocumentSymbol]:
         out = []
