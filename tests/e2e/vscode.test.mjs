@@ -4,77 +4,30 @@
  * a screenshot in test-artifacts/vscode/.
  */
 import assert from 'node:assert/strict';
-import { join, relative } from 'node:path';
-import { after, afterEach, before, test } from 'node:test';
-import { BundleView, compileBundle } from './lib/bundle.mjs';
-import { PYTHON } from './lib/paths.mjs';
-import { emptyWorkspace, Session } from './lib/session.mjs';
+import { test } from 'node:test';
+import { bundleSuite, ctrlClickToModel, hoverNamingLayer, openAt as openIn } from './lib/suite.mjs';
 import {
   activeTabTitle,
-  ctrlClickRect,
   cursorPosition,
-  goToLine,
-  hoverRect,
-  openFile,
   poll,
   runCommand,
   screenshot,
   wordRectOnCursorLine,
 } from './lib/workbench.mjs';
 
-let session;
-let bundle;
-let folder;
-
-before(async () => {
-  session = await Session.start({
-    workspace: (runDir) => {
-      folder = emptyWorkspace(runDir);
-      bundle = new BundleView(compileBundle(folder));
-      return folder;
-    },
-    settings: { 'tvmExplorer.pythonPath': PYTHON },
-  });
-});
-
-let step = 0;
-afterEach(async (t) => {
-  // The state each test ends in (also on failure), for a person to look at.
-  step += 1;
-  await screenshot(session.page, `end-${step}-${t.name.replace(/[^A-Za-z0-9]+/g, '-').slice(0, 40)}`).catch(() => {});
-});
-
-after(async () => {
-  const leftovers = await session?.close();
-  assert.deepEqual(leftovers ?? [], [], 'processes left behind');
-});
+const suite = bundleSuite(); // its session and bundle exist once its `before` hook ran
 
 /** Opens a bundle document and puts the cursor on a 0-based line (and column). */
-async function openAt(path, line, character) {
-  const { page } = session;
-  await openFile(page, relative(folder, join(bundle.root, path)));
-  await goToLine(page, line + 1, character === undefined ? undefined : character + 1);
-}
+const openAt = (path, line, character) => openIn(suite, path, line, character);
 
 test('ctrl-click in the conv loop of the generated C opens the model at CONV_2D', async () => {
+  const { session, bundle } = suite;
   const { page } = session;
   const cPath = bundle.documents('code').find((p) => p.endsWith('.c'));
   const stmt = bundle.statementOf(cPath, 'CONV_2D');
-  const target = bundle.layerEntry(stmt.layers[0].id);
   await openAt(cPath, stmt.line);
   await screenshot(page, '01-c-file-conv-loop');
-  // The server may still be starting: ctrl-click until the model document opens.
-  const opened = await poll(async () => {
-    if (!(await activeTabTitle(page)).includes('.c')) return true;
-    const rect = await wordRectOnCursorLine(page, stmt.word, stmt.character);
-    await ctrlClickRect(page, rect);
-    return poll(async () => (await activeTabTitle(page)).includes('model.tflgraph'), { timeoutMs: 3000 });
-  }, { timeoutMs: 90000, intervalMs: 1000 });
-  assert.ok(opened, 'ctrl-click did not open the model document');
-  const pos = await poll(async () => {
-    const p = await cursorPosition(page);
-    return p && p.line === target.line + 1 ? p : undefined;
-  });
+  const { target, pos } = await ctrlClickToModel(suite, stmt, '.c');
   await screenshot(page, '02-model-at-conv2d');
   assert.ok(pos, `cursor not on the layer entry (line ${target.line + 1}): ${JSON.stringify(await cursorPosition(page))}`);
   assert.match(target.text, /CONV_2D/);
@@ -83,23 +36,15 @@ test('ctrl-click in the conv loop of the generated C opens the model at CONV_2D'
 });
 
 /** Hovers the CONV_2D statement of the last TIR document until the hover names its layer;
- * returns the hover's text and the layer (undefined text if it never did). */
+ * returns the hover's text and the layer. */
 async function hoverConvInTir(shot) {
-  const { page } = session;
+  const { session, bundle } = suite;
   const tirPath = bundle.documents('tir').at(-1);
   const stmt = bundle.statementOf(tirPath, 'CONV_2D');
-  const layer = stmt.layers[0];
   await openAt(tirPath, stmt.line);
-  const hover = page.locator('.monaco-hover:visible');
-  const text = await poll(async () => {
-    await hoverRect(page, await wordRectOnCursorLine(page, stmt.word, stmt.character));
-    await hover.first().waitFor({ state: 'visible', timeout: 4000 }).catch(() => {});
-    const t = (await hover.allTextContents()).join('\n');
-    return t.includes(layer.opcode) ? t : undefined;
-  }, { timeoutMs: 90000, intervalMs: 1000 });
-  await screenshot(page, shot);
-  assert.ok(text, `no hover naming ${layer.opcode} over "${stmt.lineText.trim()}"`);
-  return { text, layer };
+  const text = await hoverNamingLayer(suite, stmt);
+  await screenshot(session.page, shot);
+  return { text, layer: stmt.layers[0] };
 }
 
 test('hovering a TIR statement names its layer', async () => {
@@ -108,6 +53,7 @@ test('hovering a TIR statement names its layer', async () => {
 });
 
 test('the pass view opens a before/after diff of a pass that changed the IR', async () => {
+  const { session, bundle } = suite;
   const { page } = session;
   const pass = bundle.changedPass('relax');
   await runCommand(page, 'TVM Explorer: Focus on Passes View');
@@ -130,6 +76,7 @@ test('the pass view opens a before/after diff of a pass that changed the IR', as
 });
 
 test('next/previous pass steps the diff through the changed passes', async () => {
+  const { session, bundle } = suite;
   const { page } = session;
   const shown = bundle.manifest.passes.filter((p) => p.changed);
   const first = bundle.changedPass('relax');
@@ -144,6 +91,7 @@ test('next/previous pass steps the diff through the changed passes', async () =>
 });
 
 test('"Reveal in Model" goes from a TIR statement to its layer', async () => {
+  const { session, bundle } = suite;
   const { page } = session;
   const tirPath = bundle.documents('tir').at(-1);
   const stmt = bundle.statementOf(tirPath, 'CONV_2D');
@@ -161,6 +109,7 @@ test('"Reveal in Model" goes from a TIR statement to its layer', async () => {
 });
 
 test('"Show All Places" of a layer lists its places in the references peek', async () => {
+  const { session, bundle } = suite;
   const { page } = session;
   const cPath = bundle.documents('code').find((p) => p.endsWith('.c'));
   const layer = bundle.statementOf(cPath, 'CONV_2D').layers[0];
@@ -181,6 +130,7 @@ test('"Show All Places" of a layer lists its places in the references peek', asy
 const escapeRegExp = (text) => text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
 
 test('unchanged passes are listed only after "Show Unchanged Passes"', async () => {
+  const { session, bundle } = suite;
   const { page } = session;
   const unchanged = bundle.manifest.passes.find((p) => !p.changed);
   assert.ok(unchanged, 'the bundle has no pass that changed nothing');
@@ -201,13 +151,13 @@ test('unchanged passes are listed only after "Show Unchanged Passes"', async () 
 });
 
 test('"Restart Language Server" brings a new server that answers', async () => {
-  const { page } = session;
-  await runCommand(page, 'TVM Explorer: Restart Language Server');
+  await runCommand(suite.session.page, 'TVM Explorer: Restart Language Server');
   const { text, layer } = await hoverConvInTir('11-hover-after-restart');
   assert.match(text, new RegExp(`${layer.opcode}.*op ${layer.op_index}`));
 });
 
 test('"Reveal in Model" on text from several layers asks which one, then goes there', async () => {
+  const { session, bundle } = suite;
   const { page } = session;
   const relaxPath = bundle.documents('relax').at(-1);
   const main = bundle.ranges(relaxPath).find((r) => r.kind === 'function' && r.key === 'func:main');

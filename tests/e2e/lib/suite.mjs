@@ -1,0 +1,103 @@
+/**
+ * What the suites on a compiled bundle share: one session per suite (code-server + chromium on
+ * a workspace holding a bundle compiled at start), a screenshot of the state each test ends in,
+ * the check that nothing is left running, and the gestures the tests repeat.
+ */
+import assert from 'node:assert/strict';
+import { join, relative } from 'node:path';
+import { after, afterEach, before } from 'node:test';
+import { BundleView, compileBundle } from './bundle.mjs';
+import { PYTHON } from './paths.mjs';
+import { emptyWorkspace, Session } from './session.mjs';
+import {
+  activeTabTitle,
+  ctrlClickRect,
+  cursorPosition,
+  goToLine,
+  hoverRect,
+  openFile,
+  poll,
+  screenshot,
+  wordRectOnCursorLine,
+} from './workbench.mjs';
+
+/**
+ * Registers the suite's hooks and returns its state: `session`, `bundle` and `folder` are set
+ * once the session runs. `compile` options go to compileBundle; `shots` prefixes the names of
+ * the end-of-test screenshots.
+ */
+export function bundleSuite({ compile = {}, shots = '' } = {}) {
+  const suite = { session: undefined, bundle: undefined, folder: undefined };
+
+  before(async () => {
+    suite.session = await Session.start({
+      workspace: (runDir) => {
+        suite.folder = emptyWorkspace(runDir);
+        suite.bundle = new BundleView(compileBundle(suite.folder, compile));
+        return suite.folder;
+      },
+      settings: { 'tvmExplorer.pythonPath': PYTHON },
+    });
+  });
+
+  let step = 0;
+  afterEach(async (t) => {
+    // The state each test ends in (also on failure), for a person to look at.
+    step += 1;
+    const name = t.name.replace(/[^A-Za-z0-9]+/g, '-').slice(0, 40);
+    await screenshot(suite.session.page, `${shots}end-${step}-${name}`).catch(() => {});
+  });
+
+  after(async () => {
+    const leftovers = await suite.session?.close();
+    assert.deepEqual(leftovers ?? [], [], 'processes left behind');
+  });
+
+  return suite;
+}
+
+/** Opens a bundle document of the suite and puts the cursor on a 0-based line (and column). */
+export async function openAt(suite, path, line, character) {
+  await openFile(suite.session.page, relative(suite.folder, join(suite.bundle.root, path)));
+  await goToLine(suite.session.page, line + 1, character === undefined ? undefined : character + 1);
+}
+
+/**
+ * Ctrl-clicks `stmt` (a BundleView.statementOf result, in the open document `tab`) until the
+ * model document opens (the server may still be starting); then waits for the cursor on the
+ * entry of the statement's first layer. Returns that entry and the cursor position (undefined
+ * if it never got there).
+ */
+export async function ctrlClickToModel(suite, stmt, tab) {
+  const { page } = suite.session;
+  const target = suite.bundle.layerEntry(stmt.layers[0].id);
+  const opened = await poll(async () => {
+    if (!(await activeTabTitle(page)).includes(tab)) return true;
+    await ctrlClickRect(page, await wordRectOnCursorLine(page, stmt.word, stmt.character));
+    return poll(async () => (await activeTabTitle(page)).includes('model.tflgraph'), { timeoutMs: 3000 });
+  }, { timeoutMs: 90000, intervalMs: 1000 });
+  assert.ok(opened, `ctrl-click on "${stmt.lineText.trim()}" did not open the model document`);
+  const pos = await poll(async () => {
+    const p = await cursorPosition(page);
+    return p && p.line === target.line + 1 ? p : undefined;
+  });
+  return { target, pos };
+}
+
+/**
+ * Hovers `stmt` (on the cursor line) until the hover names its first layer's opcode; returns
+ * the hover's text (asserts that it came).
+ */
+export async function hoverNamingLayer(suite, stmt) {
+  const { page } = suite.session;
+  const layer = stmt.layers[0];
+  const hover = page.locator('.monaco-hover:visible');
+  const text = await poll(async () => {
+    await hoverRect(page, await wordRectOnCursorLine(page, stmt.word, stmt.character));
+    await hover.first().waitFor({ state: 'visible', timeout: 4000 }).catch(() => {});
+    const t = (await hover.allTextContents()).join('\n');
+    return t.includes(layer.opcode) ? t : undefined;
+  }, { timeoutMs: 90000, intervalMs: 1000 });
+  assert.ok(text, `no hover naming ${layer.opcode} over "${stmt.lineText.trim()}"`);
+  return text;
+}
