@@ -99,6 +99,13 @@ def measure_compile(model: Path, target: str, reps: int, workdir: Path) -> dict:
     }
 
 
+def _pairs(models: list[str], targets: list[str], results: dict):
+    """``(model, target, import results, compile results)`` for every measured pair, in order."""
+    for name in models:
+        for target in targets:
+            yield name, target, results[(name, "import")], results[(name, target)]
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--quick", action="store_true", help="mobilenet_v1 only, c and cuda, 2 repetitions")
@@ -127,28 +134,22 @@ def main(argv=None) -> int:
 
     print("\n### Time (CPU-time ratio vs stock: median of paired repetitions, (min–max))\n")
     rows = []
-    for name in models:
-        imp = results[(name, "import")]
-        for target in targets:
-            r = results[(name, target)]
-            rows.append([name, target, imp["ratio_cpu"].fmt(), r["stock_cpu"].fmt(2, " s"),
-                         r["reader_cpu"].fmt(), r["kept_cpu"].fmt(),
-                         r["printer_cpu"].fmt(), r["capture_cpu"].fmt(),
-                         f"{r['kept_wall'].median:.2f} / {r['capture_wall'].median:.2f}"])
+    for name, target, imp, r in _pairs(models, targets, results):
+        rows.append([name, target, imp["ratio_cpu"].fmt(), r["stock_cpu"].fmt(2, " s"),
+                     r["reader_cpu"].fmt(), r["kept_cpu"].fmt(),
+                     r["printer_cpu"].fmt(), r["capture_cpu"].fmt(),
+                     f"{r['kept_wall'].median:.2f} / {r['capture_wall'].median:.2f}"])
     print(bl.table(["model", "target", f"import ≤{GOALS['import']}", "stock compile CPU",
                     "reader floor", f"kept ≤{GOALS['kept']}", "printer floor",
                     f"capture ≤{GOALS['capture']}", "wall kept / capture"], rows))
 
     print("\n### Memory (peak RSS ratio vs stock, fresh process each) and bundle size\n")
     rows = []
-    for name in models:
-        imp = results[(name, "import")]
-        for target in targets:
-            r = results[(name, target)]
-            g = r["growth"]
-            rows.append([name, target, f"{imp['peak_ratio']:.3f}", r["kept_peak"].fmt(3), r["capture_peak"].fmt(3),
-                         f"{bl.mib(g['stock'].median)} / {bl.mib(g['kept'].median)} / {bl.mib(g['capture'].median)}",
-                         f"{bl.mib(r['bundle_bytes'])} ({r['bundle_files']} files)"])
+    for name, target, imp, r in _pairs(models, targets, results):
+        g = r["growth"]
+        rows.append([name, target, f"{imp['peak_ratio']:.3f}", r["kept_peak"].fmt(3), r["capture_peak"].fmt(3),
+                     f"{bl.mib(g['stock'].median)} / {bl.mib(g['kept'].median)} / {bl.mib(g['capture'].median)}",
+                     f"{bl.mib(r['bundle_bytes'])} ({r['bundle_files']} files)"])
     print(bl.table(["model", "target", f"import ≤{GOALS['memory']}", "kept", "capture",
                     "growth during compile: stock / kept / capture", "bundle"], rows))
 
