@@ -48,6 +48,13 @@ class LayerInfo:
     options: dict = field(default_factory=dict)
 
     @property
+    def name(self) -> str:
+        """The layer's TF name (``model_1/conv2d_7``), from its output tensor (``model/names.py``)."""
+        from .names import layer_name
+
+        return layer_name(self.opcode, [t.name for t in self.outputs])
+
+    @property
     def label(self) -> str:
         """``op 12 CONV_2D`` (with the subgraph when it is not the main one)."""
         where = f"subgraph {self.subgraph} " if self.subgraph else ""
