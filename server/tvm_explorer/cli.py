@@ -146,6 +146,13 @@ def _run_compile(args) -> int:
     a compile that hangs (``--timeout``) or ignores an interrupt can be stopped."""
     if not args.output and not args.no_spans:
         return _fail("compile: -o/--output BUNDLE is required (unless --no-spans)")
+    if args.output and not args.no_spans:
+        from .bundle.writer import check_destination
+
+        try:  # before anything is compiled: only a bundle the tool wrote is replaced
+            check_destination(args.output, (args.model,))
+        except ExplorerError as err:
+            return _fail(str(err))
     if args.in_process or not hasattr(os, "fork"):
         return _compile_in_this_process(args)
     sys.stdout.flush()

@@ -13,18 +13,25 @@ import os
 import re
 import shutil
 import signal
+import sys
 from pathlib import Path
 
 from ..errors import ExplorerError
 from ..bundle.index import Range
 from ..provenance import OriginTable
 from .format import FORMAT_NAME, INDEX, LANGUAGE_BY_SUFFIX, MANIFEST, SCHEMA_VERSION, STAGES
+from .ownership import carry_foreign, inspect_output, remove_replaced, remove_stale
 
 _RENAME_EXCHANGE = 2
 
 COMMITTED: list[Path] = []
 """Destinations this process has committed a bundle to (the CLI tells an interrupt that came
 too late to stop the commit from one that kept the previous bundle)."""
+
+COMMIT_GUARDS: list = []
+"""Callables run right before a bundle is swapped into place (signals blocked); one that
+raises ExplorerError cancels the commit (the compiling child registers "my parent is still
+alive", so that an orphaned compile never replaces a bundle)."""
 
 
 def _exchange(a: Path, b: Path) -> bool:
@@ -39,17 +46,12 @@ def _exchange(a: Path, b: Path) -> bool:
     return rc == 0
 
 
-def check_destination(dest: str | os.PathLike) -> Path:
-    """Validate an output path before any work is done; raise ExplorerError if unusable."""
+def check_destination(dest: str | os.PathLike, inputs=()) -> Path:
+    """Validate an output path before any work is done; raise ExplorerError if unusable
+    (see ``ownership.inspect_output``: only a new or empty directory or a bundle this tool
+    wrote may be replaced)."""
     dest = Path(dest)
-    if dest.exists() or dest.is_symlink():
-        if not dest.is_dir() or dest.is_symlink():
-            raise ExplorerError(f"{dest}: output path exists and is not a directory")
-        if any(dest.iterdir()) and not (dest / MANIFEST).is_file():
-            raise ExplorerError(
-                f"{dest}: output directory exists, is not empty and is not a bundle; "
-                "refusing to replace it"
-            )
+    inspect_output(dest, inputs)
     parent = dest.absolute().parent
     if not parent.is_dir():
         what = "is not a directory" if parent.exists() else "does not exist"
@@ -86,7 +88,10 @@ def _remove_stale_siblings(dest: Path) -> None:
             os.kill(int(match.group(1)), 0)
             continue  # still running (or not ours to judge)
         except ProcessLookupError:
-            shutil.rmtree(path, ignore_errors=True)
+            if remove_stale(path):
+                keep = dest.parent / f"{dest.name}.kept-{match.group(1)}"
+                with contextlib.suppress(OSError):
+                    os.rename(path, keep)
         except (PermissionError, OverflowError, ValueError):
             continue
 
@@ -94,8 +99,9 @@ def _remove_stale_siblings(dest: Path) -> None:
 class BundleWriter:
     """Collects documents and their ranges, then commits the bundle in one step."""
 
-    def __init__(self, dest: str | os.PathLike):
-        self.dest = check_destination(dest).absolute()
+    def __init__(self, dest: str | os.PathLike, inputs=()):
+        self.inputs = tuple(inputs)
+        self.dest = check_destination(dest, self.inputs).absolute()
         self.tmp = self.dest.parent / f".{self.dest.name}.tmp-{os.getpid()}"
         _remove_stale_siblings(self.dest)
         with _writing(self.dest):
@@ -175,16 +181,26 @@ class BundleWriter:
         return self.dest
 
     def _swap_into_place(self) -> None:
-        if self.dest.exists():
-            if _exchange(self.tmp, self.dest):
-                shutil.rmtree(self.tmp, ignore_errors=True)
-                return
+        for guard in COMMIT_GUARDS:
+            guard()
+        # Checked again now: the directory may have changed while TVM compiled.
+        out = inspect_output(self.dest, self.inputs)
+        if not out.exists:
+            os.rename(self.tmp, self.dest)
+            return
+        carry_foreign(out, self.tmp)
+        if _exchange(self.tmp, self.dest):
+            old = self.tmp
+        else:
             old = self.dest.parent / f".{self.dest.name}.old-{os.getpid()}"
             os.rename(self.dest, old)
             os.rename(self.tmp, self.dest)
-            shutil.rmtree(old, ignore_errors=True)
-        else:
-            os.rename(self.tmp, self.dest)
+        left = remove_replaced(old, out)
+        if left:
+            keep = self.dest.parent / f"{self.dest.name}.kept-{os.getpid()}"
+            os.rename(old, keep)
+            print(f"tvm-explorer: warning: {len(left)} file(s) appeared in {self.dest} while "
+                  f"it was replaced; they are kept in {keep}", file=sys.stderr)
 
     def abort(self) -> None:
         """Remove everything written so far (the destination is untouched)."""

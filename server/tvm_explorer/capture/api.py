@@ -130,7 +130,7 @@ def compile_model(model_path: str | os.PathLike, bundle: str | os.PathLike | Non
 
         mod = _imp(model, None, fill_spans=False)
         return CompileResult(None, build(mod, target), 0, 0)
-    writer = BundleWriter(bundle) if bundle is not None else None
+    writer = BundleWriter(bundle, (model_path,)) if bundle is not None else None
     try:
         origins = OriginTable()
         session = CaptureSession(model, writer, origins)
@@ -182,7 +182,7 @@ class Capture:
                  target: str | None = None):
         self.model = load_model(model_path)
         self.target = target
-        self._writer = BundleWriter(bundle)
+        self._writer = BundleWriter(bundle, (model_path,))
         self._origins = OriginTable()
         self._session = CaptureSession(self.model, self._writer, self._origins)
         self._ctx = None
