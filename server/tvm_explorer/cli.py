@@ -160,6 +160,9 @@ def _run_compile(args) -> int:
     # Signals wait until each process has its handlers (no window where one is lost).
     signal.pthread_sigmask(signal.SIG_BLOCK, _STOP_SIGNALS)
     err_r, err_w = os.pipe()
+    from .lifeline import Lifeline
+
+    lifeline = Lifeline()  # the child dies with this process and never commits after it
     pid = os.fork()
     if pid == 0:  # child
         code = 1
@@ -167,11 +170,18 @@ def _run_compile(args) -> int:
             os.close(err_r)
             os.dup2(err_w, 2)
             os.close(err_w)
+            lifeline.attach_child(GRACE)
+            from .bundle import writer
+
+            writer.COMMIT_GUARDS.append(lifeline.check)
             code = _compile_in_this_process(args)
         finally:
-            sys.stdout.flush()
-            sys.stderr.flush()
-            os._exit(code)
+            try:
+                sys.stdout.flush()
+                sys.stderr.flush()
+            finally:
+                os._exit(code)
+    lifeline.hold_in_parent()
     os.close(err_w)
     try:
         return _supervise(args, pid, _ChildErrors(err_r))

@@ -224,3 +224,68 @@ def test_memory_limit_turns_runaway_allocation_into_a_message(tmp_path):
     assert "runaway.tflite" in message and "ran out of memory" in message and "--memory-limit" in message
     assert not out.exists()
     no_leftovers(out)
+
+
+def gone(pid: int) -> bool:
+    """True once ``pid`` has exited (a zombie waiting for an init that does not reap counts)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except (FileNotFoundError, ProcessLookupError):
+        return True
+    return stat.rsplit(")", 1)[1].split()[0] in ("Z", "X")
+
+
+def kill_cli_and_wait_for_child(proc, child: int, timeout: float) -> None:
+    """SIGKILL the CLI; assert its compiling child is gone within ``timeout`` seconds (and
+    kill a child that is not, so that a failing test leaves no process behind)."""
+    proc.kill()
+    proc.wait(timeout=30)  # not communicate(): a surviving child would hold the pipes open
+    t0 = time.monotonic()
+    try:
+        while not gone(child):
+            assert time.monotonic() - t0 < timeout, f"compiling child {child} outlived its CLI by {timeout} s"
+            time.sleep(0.05)
+    finally:
+        if not gone(child):
+            os.kill(child, signal.SIGKILL)
+        proc.stdout.close()
+        proc.stderr.close()
+
+
+@pytest.mark.parametrize("mode,env,bound", [
+    # Python code running (the death signal stops it like an interrupt, cleaning up).
+    ("pause-build", {"TVMX_HARNESS_PAUSE": "4"}, 10.0),
+    # Stop signals blocked, as in C++ that never returns: the watchdog kills it after GRACE.
+    ("hang", {"TVMX_HARNESS_GRACE": "1"}, 15.0),
+])
+def test_kill_9_of_the_cli_stops_the_compile(tmp_path, models_dir, previous, mode, env, bound):
+    """Issue 18: after `kill -9` of the CLI its child went on and replaced the bundle ~6 s
+    later. Now it dies within a bounded time and the previous bundle stays as it was, also
+    well after the moment the compile would have finished."""
+    proc, out, marker = start(tmp_path, mode, models_dir / "sine_float.tflite", env=env)
+    shutil.copytree(previous, out)
+    before = tree(out)
+    wait_for(marker, proc)
+    child = int(marker.read_text())
+    assert child != proc.pid
+    kill_cli_and_wait_for_child(proc, child, bound)
+    time.sleep(8)  # sine_float compiles in ~3 s after the pause: it would have committed by now
+    assert tree(out) == before
+    Bundle(out).preload()
+    if mode != "hang":  # killed outright, the hung one leaves its temporary directory
+        no_leftovers(out)   # to the next compile (test_stale_temporary_directories_...)
+
+
+def test_a_compile_orphaned_during_its_commit_does_not_commit(tmp_path, models_dir, previous):
+    """`kill -9` of the CLI while the child is about to swap (stop signals blocked): the
+    check right before the swap sees the CLI gone and the previous bundle stays."""
+    proc, out, marker = start(tmp_path, "pause-swap", models_dir / "small_cnn_fp32.tflite",
+                              env={"TVMX_HARNESS_PAUSE": "2"})
+    shutil.copytree(previous, out)
+    before = tree(out)
+    wait_for(marker, proc)
+    child = int(marker.read_text())
+    kill_cli_and_wait_for_child(proc, child, 15.0)
+    assert tree(out) == before
+    assert Bundle(out).manifest["model"]["file"] == "sine_float.tflite"
+    no_leftovers(out)
