@@ -38,21 +38,10 @@ def _default_memory_limit() -> float:
 
 
 def _apply_memory_limit(gib: float) -> None:
-    """Cap the address space of this (compile) process, so that a model that makes TVM
-    allocate without bound fails with a message instead of waking the OOM killer."""
-    if not gib or gib <= 0:
-        return
-    try:
-        import resource
+    """Cap the address space of this (compile) process (see ``memlimit.apply``)."""
+    from . import memlimit
 
-        soft, hard = resource.getrlimit(resource.RLIMIT_AS)
-        limit = int(gib * 2**30)
-        if hard != resource.RLIM_INFINITY:
-            limit = min(limit, hard)
-        if soft == resource.RLIM_INFINITY or limit < soft:
-            resource.setrlimit(resource.RLIMIT_AS, (limit, hard))
-    except (ImportError, ValueError, OSError):
-        pass
+    memlimit.apply(gib)
 
 
 # -- compile ------------------------------------------------------------------------------
@@ -107,10 +96,10 @@ def _compile_in_this_process(args) -> int:
             # An interrupt may also surface as a TVM error raised around a Python callback.
             why = stop.get("why", "interrupted")
             return _fail(_stopped_message(args, why, committed()), stop.get("code", EXIT_INTERRUPTED))
-        if isinstance(err, MemoryError) or (isinstance(err, ExplorerError) and "bad_alloc" in str(err)):
-            detail = str(err) if isinstance(err, ExplorerError) else f"{args.model}: MemoryError"
-            return _fail(f"{detail} (the compile ran out of memory; its limit is "
-                         f"{args.memory_limit:g} GiB, see --memory-limit)")
+        from . import memlimit
+
+        if not isinstance(err, (KeyboardInterrupt, SystemExit)) and memlimit.hit_limit(err, args.memory_limit):
+            return _fail(memlimit.message(err, args.memory_limit, args.model))
         if isinstance(err, ExplorerError):
             return _fail(str(err))
         if isinstance(err, SystemExit):
@@ -297,8 +286,18 @@ def _supervise(args, pid: int, errors: _ChildErrors) -> int:
                      "(a previous bundle is unchanged)", EXIT_INTERRUPTED)
     dump = errors.save_dump()
     where = f"; TVM's crash report: {dump}" if dump else ""
+    if sig not in _CRASH_SIGNALS and not dump:
+        # Not a fault of TVM's: someone (or the kernel) killed the child.
+        oom = " (possibly the kernel's out-of-memory killer)" if sig == "SIGKILL" else ""
+        return _fail(f"{args.model}: the compiling process was killed by {sig}, a signal from "
+                     f"outside tvm-explorer{oom}, while compiling for {args.target}; no bundle "
+                     "was written (a previous bundle is unchanged)", EXIT_CRASH)
     return _fail(f"{args.model}: TVM crashed ({sig}) while compiling for {args.target}; "
                  f"no bundle was written (a previous bundle is unchanged){where}", EXIT_CRASH)
+
+
+_CRASH_SIGNALS = ("SIGSEGV", "SIGBUS", "SIGILL", "SIGFPE", "SIGABRT", "SIGSYS", "SIGTRAP")
+"""Signals a process raises against itself when its code faults: a crash inside TVM."""
 
 
 def _signal_child(pid: int, signum) -> None:
@@ -348,14 +347,19 @@ def _run_coverage(args) -> int:
 
 
 def _parse_position(text: str) -> tuple[str, int, int | None]:
-    parts = text.rsplit(":", 2)
-    try:
-        if len(parts) == 3 and parts[1].isdigit() and parts[2].isdigit():
-            return parts[0], int(parts[1]), int(parts[2])
-        path, line = text.rsplit(":", 1)
-        return path, int(line), None
-    except ValueError:
-        raise ExplorerError(f"{text!r}: expected FILE:LINE[:COL] (1-based line and column)") from None
+    """``FILE:LINE[:COL]`` (1-based); a line or column that is a number but not a valid
+    one is reported as such, not taken as part of the file name."""
+    import re
+
+    match = re.fullmatch(r"(.+?):([+-]?\d+)(?::([+-]?\d+))?", text, re.DOTALL)
+    if not match:
+        raise ExplorerError(f"{text!r}: expected FILE:LINE[:COL] (1-based line and column)")
+    path, line, col = match.group(1), int(match.group(2)), match.group(3)
+    if line < 1:
+        raise ExplorerError(f"{text}: line {line} is invalid (lines start at 1)")
+    if col is not None and int(col) < 1:
+        raise ExplorerError(f"{text}: column {int(col)} is invalid (columns start at 1)")
+    return path, line, None if col is None else int(col)
 
 
 def _run_origins(args) -> int:
@@ -369,6 +373,9 @@ def _run_origins(args) -> int:
         text_line = b.text(path).split("\n")[line - 1] if line <= len(b.text(path).split("\n")) else None
         if text_line is None:
             raise ExplorerError(f"{path}: line {line} is past the end of the document")
+        if col is not None and col > len(text_line) + 1:
+            raise ExplorerError(f"{args.position}: column {col} is past the end of line {line} "
+                                f"({len(text_line)} characters)")
         column = (col - 1) if col else len(text_line) - len(text_line.lstrip())
         offset = b.offset_of(path, line - 1, column)
         origins = b.origins_at(path, offset)
@@ -387,6 +394,25 @@ def _run_origins(args) -> int:
 
 
 # -- entry --------------------------------------------------------------------------------
+def _memory_limit_argument(text: str) -> float:
+    from .memlimit import gib_argument
+
+    return gib_argument(text)
+
+
+def _seconds_argument(text: str) -> float:
+    """argparse type of ``--timeout``: a finite number of seconds, 0 for never."""
+    import math
+
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not math.isfinite(value) or value < 0:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds (0: no timeout)")
+    return value
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The command-line interface."""
     parser = argparse.ArgumentParser(prog="tvm-explorer", description=__doc__)
@@ -404,9 +430,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--no-spans", action="store_true",
                    help="span filling off: a plain stock TVM compile that records nothing and "
                         "writes no bundle (to compare overhead)")
-    p.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT, metavar="SECONDS",
+    p.add_argument("--timeout", type=_seconds_argument, default=DEFAULT_TIMEOUT, metavar="SECONDS",
                    help=f"stop a compile that runs longer (default {DEFAULT_TIMEOUT:g}; 0: never)")
-    p.add_argument("--memory-limit", type=float, default=_default_memory_limit(), metavar="GIB",
+    p.add_argument("--memory-limit", type=_memory_limit_argument, default=_default_memory_limit(), metavar="GIB",
                    help="address-space limit of the compile (default: 3/4 of the memory, "
                         "at least 4 GiB; 0: none)")
     p.add_argument("--in-process", action="store_true", help=argparse.SUPPRESS)
@@ -434,6 +460,11 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv=None) -> int:
     """Run the command line; returns the exit code."""
+    for stream in (sys.stdout, sys.stderr):
+        # Text from a bundle (pass names, opcodes) or a file name may hold lone surrogates:
+        # printed escaped, never a UnicodeEncodeError.
+        if hasattr(stream, "reconfigure"):
+            stream.reconfigure(errors="backslashreplace")
     args = build_parser().parse_args(argv)
     run = getattr(args, "run", None) or args.func
     try:

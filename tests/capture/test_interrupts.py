@@ -289,3 +289,22 @@ def test_a_compile_orphaned_during_its_commit_does_not_commit(tmp_path, models_d
     assert tree(out) == before
     assert Bundle(out).manifest["model"]["file"] == "sine_float.tflite"
     no_leftovers(out)
+
+
+@pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGHUP])
+def test_a_child_killed_from_outside_is_not_called_a_tvm_crash(tmp_path, models_dir, previous, sig):
+    """The OOM killer (or a user) kills the compiling child: the message says so, instead of
+    "TVM crashed (SIGKILL)"."""
+    proc, out, marker = start(tmp_path, "sleep", models_dir / "sine_float.tflite")
+    shutil.copytree(previous, out)
+    before = tree(out)
+    wait_for(marker, proc)
+    os.kill(int(marker.read_text()), sig)
+    _, stderr = proc.communicate(timeout=60)
+    assert proc.returncode == 3, stderr
+    message = one_error(stderr)
+    assert f"sine_float.tflite: the compiling process was killed by {sig.name}, a signal from outside tvm-explorer" in message
+    assert "TVM crashed" not in message
+    assert ("out-of-memory killer" in message) == (sig == signal.SIGKILL)
+    assert tree(out) == before
+    no_leftovers(out)

@@ -84,8 +84,9 @@ class LoadedModel:
 
     @property
     def name(self) -> str:
-        """The model's file name."""
-        return os.path.basename(self.path)
+        """The model's file name (bytes that are not UTF-8 shown as ``\\xff`` escapes, so the
+        name can go into documents and messages)."""
+        return os.fsencode(os.path.basename(self.path)).decode("utf-8", "backslashreplace")
 
     def layer(self, subgraph: int, op_index: int) -> LayerInfo:
         """The layer of operator ``op_index`` in ``subgraph``."""
