@@ -16,6 +16,7 @@ from pathlib import Path
 from ..errors import BundleError
 from .format import FORMAT_NAME, INDEX, KINDS, MANIFEST, SCHEMA_VERSION, STAGES
 from .index import DocumentIndex, Range
+from .safe_open import open_inside
 
 
 @dataclass(frozen=True)
@@ -64,12 +65,28 @@ MAX_FILE_BYTES = 256 * 1024**2
 a few MB); anything bigger is reported as damaged instead of filling the memory."""
 
 
-def read_regular(path: Path, what: str) -> bytes:
+MAX_BUNDLE_BYTES = 256 * 1024**2
+"""Most bytes of files (manifest, index, documents) one bundle may make a loader hold: the
+limit per file alone let four sparse 250 MiB documents take the server to 1.2 GB."""
+
+
+class BundleTooLarge(BundleError):
+    """The bundle's files together exceed ``MAX_BUNDLE_BYTES`` (the whole bundle is refused,
+    not one document)."""
+
+
+def read_regular(path: Path, what: str, root: Path | None = None, limit: int = MAX_FILE_BYTES,
+                 too_large=None) -> bytes:
     """The bytes of ``path`` if it is a regular file of sane size. FIFOs, devices and
     directories are refused without blocking (a FIFO named like a document must not hang
-    the reader)."""
+    the reader). With ``root``, what is opened must lie inside that directory (checked on the
+    open file: see ``safe_open``). A file over ``limit`` bytes raises ``too_large(size)``
+    when given (a BundleError naming the file otherwise), before anything is read."""
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+        if root is not None:
+            fd = open_inside(root, path, what)
+        else:
+            fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
     except FileNotFoundError:
         raise BundleError(f"{path}: missing {what}") from None
     except OSError as err:
@@ -81,13 +98,17 @@ def read_regular(path: Path, what: str) -> bytes:
         if info.st_size > MAX_FILE_BYTES:
             raise BundleError(f"{path}: {what} is {info.st_size / 2**20:.0f} MiB, more than the "
                               f"{MAX_FILE_BYTES // 2**20} MiB a bundle file may have")
+        if too_large is not None and info.st_size > limit:
+            raise too_large(info.st_size)
         chunks, total = [], 0
         while True:
             chunk = os.read(fd, 1 << 20)
             if not chunk:
                 break
             total += len(chunk)
-            if total > MAX_FILE_BYTES:
+            if total > min(limit, MAX_FILE_BYTES):
+                if too_large is not None and total > limit:
+                    raise too_large(total)
                 raise BundleError(f"{path}: {what} grew past {MAX_FILE_BYTES // 2**20} MiB while read")
             chunks.append(chunk)
         return b"".join(chunks)
@@ -97,11 +118,16 @@ def read_regular(path: Path, what: str) -> bytes:
         os.close(fd)
 
 
-def _read_json(root: Path, name: str, what: str):
+def _read_json(root: Path, name: str, what: str, charge=None):
     path = root / name
     full = resolve_inside(root, name, what)
     try:
-        return json.loads(read_regular(full, what).decode("utf-8"))
+        if charge is None:
+            data = read_regular(full, what, root)
+        else:
+            data = read_regular(full, what, root, *charge.room(path, what))
+            charge(len(data))
+        return json.loads(data.decode("utf-8"))
     except BundleError as err:
         raise BundleError(str(err).replace(str(full), str(path), 1)) from None
     except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as err:
@@ -124,15 +150,37 @@ def resolve_inside(root: Path, rel: str, what: str = "document") -> Path:
     return full
 
 
+class _Budget:
+    """What a bundle's files may still make a loader hold (``budget(n)`` charges ``n``)."""
+
+    def __init__(self, root: Path, total: int):
+        self.root, self.total, self.left = root, total, total
+
+    def room(self, path: Path, what: str):
+        """``(limit, too_large)`` arguments of ``read_regular`` for the next file."""
+
+        def too_large(size: int) -> BundleTooLarge:
+            return BundleTooLarge(
+                f"{self.root}: bundle is too large: its files hold more than the "
+                f"{self.total // 2**20} MiB one bundle may use ({path.name}, {what}, is "
+                f"{size / 2**20:.0f} MiB with {self.left / 2**20:.0f} MiB left); it is not loaded")
+
+        return self.left, too_large
+
+    def __call__(self, n: int) -> None:
+        self.left -= n
+
+
 class Bundle:
     """A loaded, validated bundle. Document texts and indexes are read on first use."""
 
-    def __init__(self, root: str | os.PathLike):
+    def __init__(self, root: str | os.PathLike, budget: int = MAX_BUNDLE_BYTES):
         self.root = Path(root).resolve()
         if not self.root.is_dir():
             raise BundleError(f"{root}: not a bundle directory")
+        self.budget = _Budget(self.root, budget)
         self.manifest = self._load_manifest()
-        index = _read_json(self.root, INDEX, "provenance index")
+        index = _read_json(self.root, INDEX, "provenance index", self.budget)
         if not isinstance(index, dict) or index.get("schema_version") != SCHEMA_VERSION:
             raise BundleError(f"{self.root / INDEX}: unknown index schema")
         self.layers = self._load_layers(index.get("layers"))
@@ -153,7 +201,7 @@ class Bundle:
     # -- loading -----------------------------------------------------------------------
     def _load_manifest(self) -> dict:
         path = self.root / MANIFEST
-        manifest = _read_json(self.root, MANIFEST, "manifest")
+        manifest = _read_json(self.root, MANIFEST, "manifest", self.budget)
         if not isinstance(manifest, dict) or manifest.get("format") != FORMAT_NAME:
             raise BundleError(f"{path}: not a tvm-explorer bundle manifest")
         if manifest.get("schema_version") != SCHEMA_VERSION:
@@ -240,7 +288,9 @@ class Bundle:
             if path not in self._doc_by_path:
                 raise BundleError(f"{self.root}: {path!r} is not a document of this bundle")
             full = resolve_inside(self.root, path)
-            data = read_regular(full, "document listed in the manifest")
+            what = "document listed in the manifest"
+            data = read_regular(full, what, self.root, *self.budget.room(full, what))
+            self.budget(len(data))
             try:
                 # Universal newlines, like reading in text mode (lengths count "\n" once).
                 text = data.decode("utf-8")
@@ -300,16 +350,38 @@ class Bundle:
         instead of raised. ``on_document(i, n, path)`` is called before each document.
         """
         problems = []
+        self._check_total_size()
         for i, doc in enumerate(self.documents):
             if on_document is not None:
                 on_document(i, len(self.documents), doc.path)
             try:
                 self.index(doc.path)
+            except BundleTooLarge:
+                raise  # the whole bundle is refused, not this document
             except BundleError as err:
                 problems.append(err)
                 self._texts.setdefault(doc.path, "")
                 self._indexes[doc.path] = DocumentIndex([])
         return problems
+
+    def _check_total_size(self) -> None:
+        """Refuse a bundle whose documents together exceed the budget before reading any
+        (the reads are charged too: this only spares reading the first few)."""
+        total, seen = 0, set()
+        for doc in self.documents:
+            try:
+                info = os.stat(self.root / doc.path)
+            except OSError:
+                continue  # reported as a missing document by the read
+            if (info.st_dev, info.st_ino) in seen or not stat.S_ISREG(info.st_mode):
+                continue
+            seen.add((info.st_dev, info.st_ino))
+            total += info.st_size
+            if total > self.budget.left:
+                raise BundleTooLarge(
+                    f"{self.root}: bundle is too large: its documents hold more than the "
+                    f"{self.budget.total // 2**20} MiB one bundle may use (at least "
+                    f"{total / 2**20:.0f} MiB); it is not loaded")
 
     def previous_document(self, path: str) -> Document | None:
         """The document one stage back in the provenance chain, or None for the model.

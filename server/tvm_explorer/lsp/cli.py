@@ -44,13 +44,12 @@ def run_serve(args: argparse.Namespace) -> int:
     if args.tcp:
         host, _, port = args.tcp.rpartition(":")
         try:
-            server.start_tcp(host or "127.0.0.1", int(port))
+            port_number = int(port)
         except ValueError:
             print(f"tvm-explorer serve: --tcp wants HOST:PORT, not {args.tcp!r}", file=sys.stderr)
             return 2
-    else:
-        server.start_io()
-    return 0
+        return server.start_tcp(host or "127.0.0.1", port_number)
+    return server.start_io()
 
 
 def main(argv: list[str] | None = None) -> int:

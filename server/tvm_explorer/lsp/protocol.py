@@ -14,6 +14,8 @@ from lsprotocol import types
 from pygls.exceptions import JsonRpcException
 from pygls.protocol import LanguageServerProtocol, default_converter
 
+from .lifecycle import LifecycleProtocol
+
 LIST_BUNDLES = "tvmExplorer/listBundles"
 LIST_PASSES = "tvmExplorer/listPasses"
 ORIGINS = "tvmExplorer/origins"
@@ -141,8 +143,9 @@ class _AnsweredRequest:
     jsonrpc = None
 
 
-class ExplorerProtocol(LanguageServerProtocol):
-    """The LSP protocol, knowing the types of the ``tvmExplorer/`` requests."""
+class ExplorerProtocol(LifecycleProtocol, LanguageServerProtocol):
+    """The LSP protocol, knowing the types of the ``tvmExplorer/`` requests (and keeping the
+    lifecycle the specification states: see ``lifecycle.py``)."""
 
     def structure_message(self, data):
         """Read one message. A request whose params do not fit its method is answered with

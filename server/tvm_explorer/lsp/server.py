@@ -8,6 +8,7 @@ from lsprotocol import types
 from pygls.lsp.server import LanguageServer
 
 from .. import __version__
+from . import transport
 from .features.bundles import BundleWatcher
 from .features.codelens import CodeLenses
 from .features.custom import ExplorerRequests
@@ -41,6 +42,15 @@ class ExplorerServer(LanguageServer):
     def report_server_error(self, error, source):
         """Log instead of popping up an "Error in server" message."""
         logger.error("server error (%s): %s", getattr(source, "__name__", source), error)
+
+    def start_io(self, stdin=None, stdout=None) -> int:
+        """Serve over stdin/stdout with the bounded reader of ``transport.py``; returns the
+        exit status (0 after shutdown + exit or the end of input, 1 for exit without shutdown)."""
+        return transport.serve_stdio(self, stdin, stdout)
+
+    def start_tcp(self, host: str, port: int) -> int:
+        """Serve one client at a time on a TCP port (same reader); returns the exit status."""
+        return transport.serve_tcp(self, host, port)
 
 
 def create_server(poll_interval: float = 1.0) -> ExplorerServer:

@@ -8,6 +8,10 @@ from ..bundle.index import Range
 from .view import BundleView
 
 OUTLINE_KINDS = ("layer", "function", "primfunc", "binding", "block")
+MAX_OUTLINE_DEPTH = 32
+"""Deepest nesting of an outline: entries nested deeper become children of their ancestor at
+this depth, in document order. Real outlines are a few levels deep; a crafted index nesting
+thousands of ranges made the reply deeper than serializers (and editors) can follow."""
 
 
 @dataclass
@@ -33,7 +37,8 @@ def _name(view: BundleView, rng: Range) -> tuple[str, str]:
 
 
 def document_symbols(view: BundleView, path: str) -> list[Symbol]:
-    """The outline of a document, nested like its ranges."""
+    """The outline of a document, nested like its ranges (at most ``MAX_OUTLINE_DEPTH``
+    levels)."""
     roots: list[Symbol] = []
     stack: list[Symbol] = []
     for rng in view.bundle.index(path).ranges:
@@ -43,6 +48,7 @@ def document_symbols(view: BundleView, path: str) -> list[Symbol]:
         sym = Symbol(name, detail, rng.kind, rng.start, rng.end)
         while stack and stack[-1].end <= rng.start:
             stack.pop()
-        (stack[-1].children if stack else roots).append(sym)
+        parent = stack[min(len(stack), MAX_OUTLINE_DEPTH - 1) - 1] if stack else None
+        (parent.children if parent else roots).append(sym)
         stack.append(sym)
     return roots

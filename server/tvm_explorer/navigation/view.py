@@ -12,6 +12,9 @@ from ..bundle.reader import Bundle, Layer, Origin
 from ..errors import BundleError
 from .positions import LineIndex
 
+PLACES_CACHE_LIMIT = 1_000_000
+"""Most places ``LayerMap.places_of`` keeps remembered at once."""
+
 Keep = Callable[[Range], bool]
 """Says whether a range of the queried document may be used (False: an edit touched it)."""
 
@@ -54,6 +57,7 @@ class LayerMap:
         for places in self.places.values():
             places.sort(key=lambda p: (order[p.path], p.start, -p.end))
         self._places_of: dict[tuple[int, ...], list[Place]] = {}
+        self._places_of_size = 0
 
     def places_of(self, layer_ids: tuple[int, ...], order: Callable[[str], int]) -> list[Place]:
         """Every place of any of ``layer_ids`` (sorted), once each, in document order
@@ -63,34 +67,49 @@ class LayerMap:
         if got is None:
             found = {p for lid in layer_ids for p in self.places.get(lid, ())}
             got = sorted(found, key=lambda p: (order(p.path), p.start, -p.end))
-            if len(self._places_of) >= 1024:
+            # Bounded by entries and by the places they hold together (a crafted bundle's
+            # every position can name thousands of layers).
+            if len(self._places_of) >= 1024 or self._places_of_size + len(got) > PLACES_CACHE_LIMIT:
                 self._places_of.clear()
+                self._places_of_size = 0
             self._places_of[layer_ids] = got
+            self._places_of_size += len(got)
         return list(got)
 
     def _add_document(self, bundle: Bundle, path: str, is_model: bool) -> None:
+        """Add the ranges of one document. Linear in the number of (range, layer) pairs: a
+        range is an innermost place of a layer when the next range holding that layer (in
+        document order) lies outside its subtree, which is contiguous in document order.
+        (Keeping the set of layers below every range instead cost the square of the range
+        count: 16k nested ranges with a layer each took 5 GB.)"""
         index = bundle.index(path)
         ranges, parents = index.ranges, index.parents
-        below: list[frozenset[int] | None] = [None] * len(ranges)
-        # Reverse document order visits every range after all of its descendants.
-        for i in range(len(ranges) - 1, -1, -1):
+        n = len(ranges)
+        last = list(range(n))  # last[i]: index of the last range inside range i
+        for i in range(n - 1, 0, -1):
+            parent = parents[i]
+            if parent >= 0 and last[i] > last[parent]:
+                last[parent] = last[i]
+        next_with: dict[int, int] = {}  # layer -> smallest index seen so far (reverse scan)
+        touched: list[list[Range]] = []
+        layers_of_set = self.layers_of_set
+        for i in range(n - 1, -1, -1):
             rng = ranges[i]
-            own = self.layers_of_set[rng.origin_set]
-            inner = below[i] or frozenset()
-            for lid in own:
-                self.ranges.setdefault(lid, {}).setdefault(path, []).append(rng)
+            for lid in layers_of_set[rng.origin_set]:
+                per_path = self.ranges.setdefault(lid, {})
+                got = per_path.get(path)
+                if got is None:
+                    got = per_path[path] = []
+                    touched.append(got)
+                got.append(rng)
                 if is_model:
                     if rng.kind == "layer":
                         self.model_places.setdefault(lid, []).append(Place.of(path, rng))
-                elif lid not in inner:
+                elif next_with.get(lid, n) > last[i]:
                     self.places.setdefault(lid, []).append(Place.of(path, rng))
-            parent = parents[i]
-            if parent >= 0 and (own or inner):
-                mine = own | inner
-                below[parent] = mine if below[parent] is None else below[parent] | mine
-        for per_path in self.ranges.values():
-            if path in per_path:
-                per_path[path].reverse()
+                next_with[lid] = i
+        for got in touched:
+            got.reverse()
 
 
 class BundleView:

@@ -33,6 +33,10 @@ class BundleWatcher:
         self._tokens = itertools.count(1)
         self._initial: asyncio.Task | None = None
         self._opening: dict[Path, asyncio.Task] = {}
+        # Roots found but not loaded yet, each with a future done when its load ends: a
+        # request waits for its own bundle only, never for another (large) one.
+        self._pending: dict[Path, asyncio.Future] = {}
+        self._discovered: asyncio.Event | None = None
         # Work to do for each freshly loaded bundle, off the event loop, after it is
         # installed (requests are answered meanwhile): ``fn(view)``.
         self.after_load: list = []
@@ -52,6 +56,7 @@ class BundleWatcher:
     async def start(self) -> None:
         """Load the workspace's bundles, then poll for changes."""
         self._initial = asyncio.current_task()
+        self._discovered = asyncio.Event()
         await self.refresh(rescan=True)
         if self.poll_interval > 0:
             self._task = asyncio.get_running_loop().create_task(self._poll())
@@ -62,15 +67,25 @@ class BundleWatcher:
             self._task.cancel()
 
     async def wait_for(self, uri: str | None, timeout: float = 120.0) -> None:
-        """Wait until the first load, and the load of ``uri``'s newly opened bundle, are done,
-        so that the first requests get answers instead of empty results. Reloads of known
-        bundles are not waited for: requests meanwhile are answered from the old bundle."""
-        pending = []
-        if self._initial is not None and not self._initial.done() and self._initial is not asyncio.current_task():
-            pending.append(self._initial)
+        """Wait until ``uri``'s bundle is loaded (the first time: found by the first walk of
+        the workspace, or newly opened), so that the first requests get answers instead of
+        empty results. Only that bundle is waited for, not the others being loaded. Without
+        a URI (``listBundles``) the whole first load is waited for. Reloads of known bundles
+        are not waited for: requests meanwhile are answered from the old bundle."""
+        initial = self._initial
+        first_load = initial is not None and not initial.done() and initial is not asyncio.current_task()
         path = uri_to_path(uri) if uri else None
-        if path is not None:
-            pending += [t for root, t in self._opening.items() if root in path.parents and not t.done()]
+        if path is None:
+            if first_load:
+                await asyncio.wait([initial], timeout=timeout)
+            return
+        if first_load and self._discovered is not None and not self._discovered.is_set():
+            try:
+                await asyncio.wait_for(self._discovered.wait(), timeout)
+            except asyncio.TimeoutError:
+                return
+        pending = [t for root, t in self._opening.items() if root in path.parents and not t.done()]
+        pending += [f for root, f in self._pending.items() if root in path.parents and not f.done()]
         if pending:
             await asyncio.wait(pending, timeout=timeout)
 
@@ -116,15 +131,37 @@ class BundleWatcher:
                 found = await asyncio.to_thread(reg.discover, self.folders)
                 todo.update(r for r in found if r not in registry.signatures)
             todo.update(registry.changed())
+            loop = asyncio.get_running_loop()
+            for root in todo:
+                if root not in registry.bundles and root not in self._pending:
+                    self._pending[root] = loop.create_future()
+            if self._discovered is not None:
+                self._discovered.set()
             if not todo:
                 return
-            changed = await self._load_all(sorted(todo))
+            # Small bundles first: a large one must not hold up the others' first answers.
+            order = await asyncio.to_thread(lambda: sorted(todo, key=lambda r: (reg.size_hint(r), r)))
+            changed = await self._load_all(order)
             if changed:
                 heap.settle()
                 uris = [self.session.uri_of_root(r) for r in changed]
                 self.server.protocol.notify(BUNDLES_CHANGED, BundlesChangedParams(uris))
 
     async def _load_all(self, roots: list[Path]) -> list[Path]:
+        try:
+            return await self._load_each(roots)
+        finally:
+            for root in roots:
+                waiting = self._pending.pop(root, None)
+                if waiting is not None and not waiting.done():
+                    waiting.set_result(None)
+
+    def _loaded(self, root: Path) -> None:
+        waiting = self._pending.pop(root, None)
+        if waiting is not None and not waiting.done():
+            waiting.set_result(None)
+
+    async def _load_each(self, roots: list[Path]) -> list[Path]:
         registry = self.session.registry
         progress = await self._progress_begin(len(roots))
         changed = []
@@ -149,6 +186,7 @@ class BundleWatcher:
             except BundleError as err:
                 had = root in registry.bundles
                 registry.install(root, None, sig, str(err))
+                self._loaded(root)
                 self._report(f"TVM Explorer: cannot load bundle: {err}")
                 if had:
                     changed.append(root)
@@ -156,9 +194,11 @@ class BundleWatcher:
             except Exception as err:  # never let a hostile bundle take the server down
                 logger.exception("loading %s failed", root)
                 registry.install(root, None, sig, repr(err))
+                self._loaded(root)
                 self._report(f"TVM Explorer: cannot load bundle {root}: {err!r}")
                 continue
             registry.install(root, view, sig)
+            self._loaded(root)
             changed.append(root)
             for work in self.after_load:
                 self._in_background(work, view)

@@ -1,0 +1,170 @@
+"""Tools of the hostile-review tests (issue 18): a raw JSON-RPC client that can send what no
+well-behaved client would, and bundles crafted to be expensive."""
+
+from __future__ import annotations
+
+import json
+import os
+import queue
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+from .fake_bundle import write_fake_bundle
+
+SERVER_CMD = [sys.executable, "-m", "tvm_explorer", "serve"]
+
+
+def frame(body: bytes | dict) -> bytes:
+    """One LSP message: headers and body."""
+    if isinstance(body, dict):
+        body = json.dumps(body).encode()
+    return b"Content-Length: %d\r\n\r\n" % len(body) + body
+
+
+class RawServer:
+    """The real server process on pipes; replies are parsed by a reader thread."""
+
+    def __init__(self, cwd: Path | None = None, args: list[str] | None = None):
+        self.proc = subprocess.Popen(
+            SERVER_CMD + (args or []), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE, cwd=cwd,
+        )
+        self.messages: queue.Queue = queue.Queue()
+        self._reader = threading.Thread(target=self._read, daemon=True)
+        self._reader.start()
+        self._ids = iter(range(1, 10**9))
+
+    def _read(self) -> None:
+        out = self.proc.stdout
+        while True:
+            length = None
+            while True:
+                line = out.readline()
+                if not line:
+                    return
+                if not line.strip():
+                    break
+                if line.lower().startswith(b"content-length:"):
+                    length = int(line.split(b":")[1])
+            self.messages.put(json.loads(out.read(length)))
+
+    def send(self, data: bytes | dict) -> None:
+        """Send a message (a dict is framed; bytes go out as they are)."""
+        self.proc.stdin.write(frame(data) if isinstance(data, dict) else data)
+        self.proc.stdin.flush()
+
+    def request(self, method: str, params=None, msg_id=None) -> int | str:
+        """Send a request; returns its id."""
+        msg_id = next(self._ids) if msg_id is None else msg_id
+        self.send({"jsonrpc": "2.0", "id": msg_id, "method": method, "params": params})
+        return msg_id
+
+    def notify(self, method: str, params=None) -> None:
+        """Send a notification."""
+        self.send({"jsonrpc": "2.0", "method": method, "params": params})
+
+    def reply(self, msg_id=None, timeout: float = 30.0, match=None) -> dict:
+        """The next reply with ``msg_id`` (or the next message ``match(m)`` accepts);
+        server-to-client requests and notifications in between are skipped (requests are
+        answered with null so the server does not wait)."""
+        deadline = time.monotonic() + timeout
+        while True:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise AssertionError(f"no reply {msg_id!r} within {timeout} s")
+            try:
+                msg = self.messages.get(timeout=left)
+            except queue.Empty:
+                continue
+            if "method" in msg and "id" in msg:  # e.g. window/workDoneProgress/create
+                self.send({"jsonrpc": "2.0", "id": msg["id"], "result": None})
+            if match is not None:
+                if match(msg):
+                    return msg
+                continue
+            if "method" not in msg and msg.get("id") == msg_id:
+                return msg
+
+    def initialize(self, folder: Path | None = None, **options) -> dict:
+        """``initialize`` + ``initialized`` (workspace ``folder``)."""
+        params = {"processId": os.getpid(), "capabilities": {}, "rootUri": None,
+                  "initializationOptions": {"pollInterval": 0.2, **options}}
+        if folder is not None:
+            params["workspaceFolders"] = [{"uri": folder.as_uri(), "name": folder.name}]
+        got = self.reply(self.request("initialize", params))
+        self.notify("initialized", {})
+        return got
+
+    def wait_bundles(self, count: int, timeout: float = 60.0, predicate=None) -> list:
+        """Poll ``tvmExplorer/listBundles`` until ``count`` bundles are listed."""
+        deadline = time.monotonic() + timeout
+        while True:
+            got = self.reply(self.request("tvmExplorer/listBundles", {}))["result"]["bundles"]
+            if len(got) == count and (predicate is None or predicate(got)):
+                return got
+            if time.monotonic() > deadline:
+                raise AssertionError(f"expected {count} bundles, got {got}")
+            time.sleep(0.1)
+
+    def rss_mib(self) -> float:
+        """Resident memory of the server process."""
+        with open(f"/proc/{self.proc.pid}/status") as f:
+            for line in f:
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1]) / 1024
+        return 0.0
+
+    def close(self) -> int:
+        """End the process (EOF, then kill if it lingers); returns its status."""
+        try:
+            self.proc.stdin.close()
+        except OSError:
+            pass
+        try:
+            return self.proc.wait(10)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            return self.proc.wait(10)
+
+    def stderr(self) -> str:
+        """What the server logged (after ``close``)."""
+        return self.proc.stderr.read().decode("utf-8", "replace")
+
+
+def write_nested_bundle(root: Path, depth: int, doc: str = "tir/000-input.tir") -> Path:
+    """The fake bundle, with document ``doc`` replaced by ``depth`` nested ``block`` ranges,
+    each with a layer of its own (layers 3.. of a model document listing them all)."""
+    write_fake_bundle(root)
+    index = json.loads((root / "index.json").read_text())
+    layers = index["layers"]
+    base = len(layers)
+    model_lines, model_ranges = [], []
+    model_text = (root / "model.tflgraph").read_text()
+    offset = len(model_text)
+    for i in range(depth):
+        line = f"  op {base + i}  ADD  (a{i}) -> t{i}\n"
+        model_ranges.append([offset, offset + len(line) - 1, 0, "layer", f"layer:0:{base + i}"])
+        model_lines.append(line)
+        offset += len(line)
+        layers.append({"id": base + i, "subgraph": 0, "op_index": base + i, "opcode": "ADD",
+                       "outputs": [f"t{i}"], "output_types": []})
+    model_text += "".join(model_lines)
+    (root / "model.tflgraph").write_text(model_text)
+    sets = index["origin_sets"]
+    ranges = []
+    for i in range(depth):
+        sets.append([[base + i, True]])
+        ranges.append([i, 2 * depth - i, len(sets) - 1, "block", f"block:{i}"])
+    for r in model_ranges:
+        sets.append([[int(r[4].split(":")[2]), True]])
+        r[2] = len(sets) - 1
+    text = "(" * depth + ")" * depth + "\n"
+    (root / doc).write_text(text)
+    index["documents"][doc] = {"length": len(text), "ranges": ranges}
+    index["documents"]["model.tflgraph"]["length"] = len(model_text)
+    index["documents"]["model.tflgraph"]["ranges"] += model_ranges
+    (root / "index.json").write_text(json.dumps(index))
+    return root

@@ -1,0 +1,80 @@
+"""Issue 18, server side: small bundles crafted to cost memory and time, and bundles that
+race the server. Reproductions from the hostile review, bounded."""
+
+from __future__ import annotations
+
+import os
+import time
+import tracemalloc
+
+from .fake_bundle import write_fake_bundle
+from .hostile import RawServer, write_nested_bundle
+
+TIR = "tir/000-input.tir"
+
+
+def _layer_map_peak(tmp_path, depth: int) -> int:
+    from tvm_explorer.navigation import registry
+
+    root = write_nested_bundle(tmp_path / f"n{depth}", depth)
+    view = registry.load(root)
+    tracemalloc.start()
+    try:
+        view.layer_map
+        return tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+
+
+def test_layer_map_memory_is_linear_in_the_ranges(tmp_path):
+    """16k nested ranges with a layer each took 5.5 GB: the set of layers below every range
+    was kept (quadratic). 4x the ranges must cost about 4x, not 16x."""
+    small, large = _layer_map_peak(tmp_path, 1000), _layer_map_peak(tmp_path, 4000)
+    assert large / small < 6, (small, large)
+    assert large < 40 * 2**20
+
+
+def _hover(srv: RawServer, path, line=0, character=0) -> dict:
+    return srv.reply(srv.request("textDocument/hover", {
+        "textDocument": {"uri": path.as_uri()}, "position": {"line": line, "character": character}}))
+
+
+def test_costly_bundles_do_not_hold_up_the_server(tmp_path):
+    """A 16k-range nested bundle answers definition in bounded memory; a bundle of four
+    sparse 250 MiB documents (a few KB on disk) is refused as too large, by name; an
+    unrelated bundle's first hover does not wait for either."""
+    ws = tmp_path / "ws"
+    nested = write_nested_bundle(ws / "a-nested", 16000)
+    big = write_fake_bundle(ws / "b-sparse")
+    for doc in ("relax/000-import.relax", "relax/004-LegalizeOps.relax",
+                "relax/007-FuseTIR.relax", "tir/000-input.tir"):
+        with open(big / doc, "r+b") as f:
+            f.truncate(250 * 2**20)
+    tiny = write_fake_bundle(ws / "c-tiny")
+    srv = RawServer()
+    try:
+        started = time.monotonic()
+        srv.initialize(ws)
+        hover = _hover(srv, tiny / "relax/000-import.relax", 5, 14)
+        first_hover = time.monotonic() - started
+        assert hover.get("result"), hover
+        print("first hover", first_hover)
+        assert first_hover < 10, first_hover
+        refused = srv.reply(match=lambda m: m.get("method") == "window/showMessage"
+                            and "b-sparse" in m["params"]["message"], timeout=60)
+        assert "too large" in refused["params"]["message"]
+        bundles = srv.wait_bundles(2)
+        assert sorted(os.path.basename(b["root"]) for b in bundles) == ["a-nested", "c-tiny"]
+        t0 = time.monotonic()
+        got = srv.reply(srv.request("textDocument/definition", {
+            "textDocument": {"uri": (nested / TIR).as_uri()},
+            "position": {"line": 0, "character": 16000}}), timeout=60)
+        took = time.monotonic() - t0
+        assert len(got["result"]) == 1, got
+        assert srv.rss_mib() < 400, srv.rss_mib()
+        print("definition", took, srv.rss_mib())
+        assert took < 20, took
+        # The refused bundle answers empty, never with its documents.
+        assert _hover(srv, big / "model.tflgraph", 2, 4).get("result") is None
+    finally:
+        srv.close()
