@@ -79,13 +79,13 @@ def _compile_in_this_process(args) -> int:
         try:
             signal.pthread_sigmask(signal.SIG_UNBLOCK, _STOP_SIGNALS)
             _apply_memory_limit(args.memory_limit)
-            from .model.loader import load_model
+            from .frontends import load_any
 
-            load_model(args.model)  # a bad file fails fast, before TVM is even imported
+            model = load_any(args.model)  # a bad file fails fast (a .tflite before TVM is imported)
             from .capture.api import compile_model
 
             result = compile_model(
-                args.model, None if args.no_spans else args.output, args.target,
+                model, None if args.no_spans else args.output, args.target,
                 fill_spans=not args.no_spans,
                 exact_origins=args.exact_origins, schedule_records=not args.no_schedule_records,
             )
@@ -419,8 +419,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"tvm-explorer {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
 
-    p = sub.add_parser("compile", help="compile a TFLite model into an explorer bundle")
-    p.add_argument("model", help="the .tflite model")
+    p = sub.add_parser("compile", help="compile a model into an explorer bundle")
+    p.add_argument("model", help="the model: .tflite, .onnx or .pt2 (a saved torch.export program)")
     p.add_argument("-o", "--output", help="bundle directory to write")
     p.add_argument("--target", default="c", help="c (default), llvm or cuda")
     p.add_argument("--exact-origins", action="store_true",

@@ -12,6 +12,8 @@ KINDS = ("layer", "tensor", "function", "binding", "primfunc", "loop", "block", 
 
 LANGUAGE_BY_SUFFIX = {
     ".tflgraph": "tflgraph",
+    ".onnxgraph": "onnxgraph",
+    ".fxgraph": "fxgraph",
     ".relax": "tvm-relax",
     ".tir": "tvm-tir",
     ".c": "c",

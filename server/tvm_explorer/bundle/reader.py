@@ -21,7 +21,7 @@ from .safe_open import open_inside
 
 @dataclass(frozen=True)
 class Layer:
-    """One TFLite operator of the model."""
+    """One operator of the model (a TFLite operator, an ONNX node, a PyTorch graph node)."""
 
     id: int
     subgraph: int
@@ -29,6 +29,16 @@ class Layer:
     opcode: str
     outputs: tuple[str, ...]
     output_types: tuple[dict, ...]
+    name: str = ""  # TF layer name, ONNX node name, PyTorch module path/node
+    module_class: str = ""  # PyTorch: class of the innermost module (``Conv2d``)
+    source: tuple[str, int] | None = None  # the user's source line (file, line), when known
+
+
+def _source(raw) -> tuple[str, int] | None:
+    """A layer's ``{"file", "line"}`` source entry, or None when absent or malformed."""
+    if isinstance(raw, dict) and isinstance(raw.get("file"), str) and isinstance(raw.get("line"), int):
+        return raw["file"], raw["line"]
+    return None
 
 
 @dataclass(frozen=True)
@@ -57,7 +67,18 @@ class Origin:
             "opcode": self.layer.opcode,
             "outputs": list(self.layer.outputs),
             "is_output": self.is_output,
+            **layer_extras(self.layer),
         }
+
+
+def layer_extras(layer: Layer) -> dict:
+    """``name`` (when the bundle has one) and ``source`` (when known) of a layer, as JSON."""
+    out: dict = {}
+    if layer.name:
+        out["name"] = layer.name
+    if layer.source is not None:
+        out["source"] = {"file": layer.source[0], "line": layer.source[1]}
+    return out
 
 
 MAX_FILE_BYTES = 256 * 1024**2
@@ -239,6 +260,9 @@ class Bundle:
                         str(lay["opcode"]),
                         tuple(str(o) for o in lay.get("outputs", ())),
                         tuple(lay.get("output_types", ())),
+                        str(lay.get("name", "")),
+                        str(lay.get("module_class", "")),
+                        _source(lay.get("source")),
                     )
                 )
         except (KeyError, TypeError, ValueError) as err:

@@ -12,6 +12,7 @@ import tvm
 from .. import __version__
 from ..bundle.writer import BundleWriter
 from ..errors import ExplorerError
+from ..frontends import import_any, layer_table, load_any
 from ..model.loader import LoadedModel, load_model
 from ..provenance import OriginTable
 from .codegen import index_llvm, index_source
@@ -49,17 +50,7 @@ class CompileResult:
 
 
 def _layer_table(model: LoadedModel) -> list[dict]:
-    return [
-        {
-            "id": lay.id,
-            "subgraph": lay.subgraph,
-            "op_index": lay.op_index,
-            "opcode": lay.opcode,
-            "outputs": [t.name for t in lay.outputs],
-            "output_types": [{"shape": list(t.shape), "dtype": t.dtype} for t in lay.outputs],
-        }
-        for lay in model.layers
-    ]
+    return layer_table(model)
 
 
 def _add_generated_code(session: CaptureSession, executable, target: str) -> dict:
@@ -103,6 +94,7 @@ def _manifest(model: LoadedModel, target: str, options: dict) -> dict:
         "tool": {"tvm_explorer": __version__, "tvm": tvm.__version__},
         "model": {
             "file": model.name,
+            "kind": getattr(model, "kind", "tflite"),
             "sha256": model.sha256,
             "subgraphs": len(model.subgraphs),
             "operators": len(model.layers),
@@ -115,7 +107,8 @@ def _manifest(model: LoadedModel, target: str, options: dict) -> dict:
 def compile_model(model_path: str | os.PathLike, bundle: str | os.PathLike | None,
                   target: str = "c", *, fill_spans: bool = True,
                   exact_origins: bool = False, schedule_records: bool = True) -> CompileResult:
-    """Import a TFLite model, compile it with TVM's real pipeline, and write a bundle.
+    """Import a model (``.tflite``, ``.onnx``, ``.pt2``), compile it with TVM's real pipeline,
+    and write a bundle.
 
     ``bundle=None`` keeps provenance through every pass but writes nothing (for measuring;
     the generated source is indexed only when ``result.coverage`` is read).
@@ -124,18 +117,16 @@ def compile_model(model_path: str | os.PathLike, bundle: str | os.PathLike | Non
     """
     if target not in TARGETS:
         make_target(target)  # raises the clear error
-    model = load_model(model_path)
+    model = model_path if hasattr(model_path, "layers") else load_any(model_path)
     if not fill_spans:
-        from .importer import import_tflite as _imp
-
-        mod = _imp(model, None, fill_spans=False)
+        mod = import_any(model, None, fill_spans=False)
         return CompileResult(None, build(mod, target), 0, 0)
     writer = BundleWriter(bundle, (model_path,)) if bundle is not None else None
     try:
         origins = OriginTable()
         session = CaptureSession(model, writer, origins)
         session.write_model_document()
-        mod = import_tflite(model, origins)
+        mod = import_any(model, origins)
         session.record("import", mod, "relax")
         instruments = [session.instrument()]
         if exact_origins:
@@ -180,7 +171,7 @@ class Capture:
 
     def __init__(self, model_path: str | os.PathLike, bundle: str | os.PathLike,
                  target: str | None = None):
-        self.model = load_model(model_path)
+        self.model = model_path if hasattr(model_path, "layers") else load_any(model_path)
         self.target = target
         self._writer = BundleWriter(bundle, (model_path,))
         self._origins = OriginTable()
@@ -206,7 +197,7 @@ class Capture:
     def __enter__(self) -> "Capture":
         try:
             self._session.write_model_document()
-            self.module = import_tflite(self.model, self._origins)
+            self.module = import_any(self.model, self._origins)
             self._session.record("import", self.module, "relax")
             cur = tvm.transform.PassContext.current()
             self._ctx = tvm.transform.PassContext(

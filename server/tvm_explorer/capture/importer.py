@@ -53,6 +53,10 @@ class _Recorder:
         self._memo: dict[tuple[int, int], relax.Var] = {}
         self.func_owner: dict[str, int] = {}  # functions built while converting a layer
 
+    def operator_error(self, err: Exception) -> ModelError:
+        """The message for a failure while converting the current layer (frontends override)."""
+        return _operator_error(self.model, self.model.layers[self.current], err)
+
     def own(self, expr, layer: int | None, is_output: bool = False) -> None:
         if layer is None or expr is None:
             return
@@ -168,7 +172,7 @@ class _StampingBuilder:
         except Exception as err:  # noqa: BLE001 - type inference of an operator's result failed
             if self._rec.current is None:
                 raise
-            raise _operator_error(self._rec.model, self._rec.model.layers[self._rec.current], err) from None
+            raise self._rec.operator_error(err) from None
         owner = self._rec.owner_of(expr)
         if owner is not None:
             self._rec.own(out, owner[0], owner[1])

@@ -17,9 +17,8 @@ import tvm
 import tvm_ffi
 from tvm import relax
 
-from ..model.document import render_model_document
+from ..frontends import render_document
 from ..model.loader import LoadedModel
-from ..bundle.format import MODEL_DOCUMENT
 from ..bundle.writer import BundleWriter
 from ..provenance import OriginTable
 from .indexer import index_module
@@ -60,8 +59,8 @@ class CaptureSession:
         """Render the model document (where 'go to the layer' lands)."""
         if self.writer is None:
             return
-        text, ranges = render_model_document(self.model, self.origins)
-        self.writer.add_document(MODEL_DOCUMENT, text, ranges, "model")
+        path, text, ranges = render_document(self.model, self.origins)
+        self.writer.add_document(path, text, ranges, "model")
 
     def record(self, name: str, mod, stage: str | None = None, *, merge: bool = False,
                note: str | None = None) -> None:

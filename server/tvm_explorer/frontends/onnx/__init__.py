@@ -1,0 +1,1 @@
+"""ONNX models: reading them (``loader``) and importing them with spans (``importer``)."""

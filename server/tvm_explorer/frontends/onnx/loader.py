@@ -1,0 +1,193 @@
+"""Read an ONNX model and describe its nodes (``GraphModel``), each failure a ``ModelError``.
+
+Nodes are numbered in the order TVM's importer converts them: the main graph's nodes in
+order, and for an ``If`` its then- and else-branch nodes (recursively) just before the ``If``
+itself. Shapes and dtypes come from ONNX shape inference where it succeeds.
+"""
+
+from __future__ import annotations
+
+import ast
+import hashlib
+import os
+
+from ...errors import ModelError
+from ...model.loader import SubgraphInfo, TensorInfo
+from ..graph import GraphModel, GraphNode, user_frame
+
+DOCUMENT_PATH = "model.onnxgraph"
+
+_ELEM_TYPES = {
+    1: "float32", 2: "uint8", 3: "int8", 4: "uint16", 5: "int16", 6: "int32", 7: "int64",
+    8: "string", 9: "bool", 10: "float16", 11: "float64", 12: "uint32", 13: "uint64",
+    14: "complex64", 15: "complex128", 16: "bfloat16",
+}
+
+
+def read_bytes(path: str, what: str) -> bytes:
+    """The file's bytes, or ModelError naming it."""
+    try:
+        with open(path, "rb") as fh:
+            data = fh.read()
+    except FileNotFoundError:
+        raise ModelError(f"{path}: no such file") from None
+    except IsADirectoryError:
+        raise ModelError(f"{path}: is a directory, not {what}") from None
+    except OSError as err:
+        raise ModelError(f"{path}: cannot read ({err.strerror})") from None
+    if not data:
+        raise ModelError(f"{path}: file is empty, not {what}")
+    return data
+
+
+def graph_key(graph) -> tuple:
+    """Identifies a (sub)graph by its nodes' op types and outputs (SSA names are unique)."""
+    return tuple((n.op_type, tuple(n.output)) for n in graph.node)
+
+
+def load_onnx(path: str | os.PathLike, proto=None) -> GraphModel:
+    """Read and describe an ONNX model (``proto``: an already loaded ``onnx.ModelProto``)."""
+    import onnx
+
+    path = os.fspath(path)
+    if proto is None:
+        data = read_bytes(path, "an ONNX model")
+        try:
+            proto = onnx.load_model_from_string(data)
+        except Exception as err:  # noqa: BLE001 - protobuf's DecodeError and friends
+            raise ModelError(f"{path}: not an ONNX model, or a truncated one "
+                             f"(protobuf could not parse it: {' '.join(str(err).split()) or type(err).__name__})") from None
+    else:
+        data = proto.SerializeToString()
+    if not proto.HasField("graph") or proto.ir_version < 1 or not proto.opset_import:
+        raise ModelError(f"{path}: not an ONNX model (no graph, IR version or opset; a truncated file?)")
+    if not proto.graph.node:
+        raise ModelError(f"{path}: ONNX graph has no nodes")
+    try:
+        inferred = onnx.shape_inference.infer_shapes(proto)
+    except Exception:  # noqa: BLE001 - shapes are a help, not a requirement
+        inferred = proto
+    return _describe(path, data, proto, inferred)
+
+
+def _types(graph, into: dict) -> None:
+    for vi in list(graph.input) + list(graph.output) + list(graph.value_info):
+        tt = vi.type.tensor_type
+        if not vi.type.HasField("tensor_type"):
+            continue
+        shape = tuple(d.dim_value if d.HasField("dim_value") else (d.dim_param or "?")
+                      for d in tt.shape.dim) if tt.HasField("shape") else ()
+        into[vi.name] = (shape, _ELEM_TYPES.get(tt.elem_type, f"type{tt.elem_type}"))
+    for init in graph.initializer:
+        into[init.name] = (tuple(init.dims), _ELEM_TYPES.get(init.data_type, f"type{init.data_type}"))
+    for node in graph.node:
+        for attr in node.attribute:
+            if attr.HasField("g"):
+                _types(attr.g, into)
+
+
+def _describe(path: str, data: bytes, proto, inferred) -> GraphModel:
+    types: dict[str, tuple] = {}
+    _types(inferred.graph, types)
+    constants = {init.name for init in proto.graph.initializer}
+    index: dict[str, int] = {}
+
+    def tensor(name: str) -> TensorInfo:
+        i = index.setdefault(name, len(index))
+        shape, dtype = types.get(name, ((), "?"))
+        return TensorInfo(i, name, shape, dtype, name in constants)
+
+    nodes: list[GraphNode] = []
+    subgraph_nodes: dict[tuple, list[int]] = {}
+
+    def walk(graph) -> list[int]:
+        ids = []
+        for init in graph.initializer:
+            constants.add(init.name)
+        for node in graph.node:
+            for attr in node.attribute:
+                if attr.HasField("g"):
+                    subgraph_nodes[graph_key(attr.g)] = walk(attr.g)
+            ids.append(_node(node, len(nodes), tensor, nodes))
+        return ids
+
+    top = walk(proto.graph)
+    graph = proto.graph
+    inputs = [tensor(i.name) for i in graph.input if i.name not in constants]
+    outputs = [tensor(o.name) for o in graph.output]
+    producer = proto.producer_name + (f" {proto.producer_version}" if proto.producer_version else "")
+    opsets = ", ".join(f"{o.domain or 'ai.onnx'} {o.version}" for o in proto.opset_import)
+    model = GraphModel("onnx", path, hashlib.sha256(data).hexdigest(), nodes,
+                       [SubgraphInfo(0, graph.name or "main", inputs, outputs)], proto, DOCUMENT_PATH,
+                       [f"producer {producer or '?'}; opset {opsets}; IR version {proto.ir_version}"])
+    subgraph_nodes[graph_key(graph)] = top
+    model.node_ids = subgraph_nodes  # (sub)graph key -> ids of its nodes, in order
+    return model
+
+
+def _node(node, nid: int, tensor, nodes: list) -> int:
+    meta = {p.key: p.value for p in node.metadata_props}
+    module, cls = _module_of(node.name, meta)
+    nodes.append(GraphNode(
+        id=nid, op_index=nid, opcode=node.op_type,
+        inputs=[tensor(i) for i in node.input if i],
+        outputs=[tensor(o) for o in node.output if o],
+        options=_attributes(node),
+        name=node.name, module=module, module_class=cls,
+        source=user_frame(meta.get("pkg.torch.onnx.stack_trace")),
+    ))
+    return nid
+
+
+def _module_of(name: str, meta: dict) -> tuple[str, str]:
+    """The module path a node belongs to, from the exporter's name scopes / namespace, or
+    from a hierarchical node name (``/backbone/layer1/conv/Conv`` → ``backbone.layer1.conv``)."""
+    scopes = meta.get("pkg.torch.onnx.name_scopes")
+    classes = meta.get("pkg.torch.onnx.class_hierarchy")
+    if scopes:
+        try:
+            names = [str(s) for s in ast.literal_eval(scopes)]
+            kinds = [str(c) for c in ast.literal_eval(classes)] if classes else []
+        except (ValueError, SyntaxError):
+            names, kinds = [], []
+        if names:
+            path = ".".join(n for n in names[:-1] if n)
+            cls = kinds[-2].rsplit(".", 1)[-1] if len(kinds) >= 2 else ""
+            return path, cls
+    namespace = meta.get("namespace")
+    if namespace:
+        pieces = [p.split(":", 1) for p in namespace.split("/")]
+        path = ".".join(p[0].strip() for p in pieces[:-1] if p[0].strip())
+        cls = pieces[-2][1].strip().rsplit(".", 1)[-1] if len(pieces) >= 2 and len(pieces[-2]) > 1 else ""
+        return path, cls
+    if name.startswith("/") and name.count("/") >= 2:
+        return ".".join(p for p in name.split("/")[1:-1] if p), ""
+    return "", ""
+
+
+def _attributes(node) -> dict:
+    """Attributes as short text (tensors and graphs summarised, long lists shortened)."""
+    from onnx import helper
+
+    out = {}
+    for attr in node.attribute:
+        if attr.HasField("g") or attr.graphs:
+            out[attr.name] = f"<graph {len(attr.g.node)} nodes>" if attr.HasField("g") else "<graphs>"
+            continue
+        if attr.HasField("t"):
+            dims = ",".join(str(d) for d in attr.t.dims)
+            out[attr.name] = f"<tensor {_ELEM_TYPES.get(attr.t.data_type, '?')}[{dims}]>"
+            continue
+        try:
+            value = helper.get_attribute_value(attr)
+        except Exception:  # noqa: BLE001
+            continue
+        if isinstance(value, bytes):
+            value = value.decode("utf-8", "replace")
+        if isinstance(value, float):
+            value = f"{value:g}"
+        if isinstance(value, (list, tuple)):
+            items = [f"{v:g}" if isinstance(v, float) else str(v) for v in value[:8]]
+            value = "[" + ",".join(items) + (",…" if len(value) > 8 else "") + "]"
+        out[attr.name] = str(value).replace(" ", "")
+    return out

