@@ -409,6 +409,9 @@ def build_parser() -> argparse.ArgumentParser:
     from .reproducers.cli import add_extract_parser
 
     add_extract_parser(sub)
+    from .compare.cli import add_compare_parser
+
+    add_compare_parser(sub)
 
     try:
         from .lsp.cli import add_serve_parser
