@@ -449,6 +449,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true")
     p.set_defaults(run=_run_origins)
 
+    from .reproducers.cli import add_extract_parser
+
+    add_extract_parser(sub)
+    from .compare.cli import add_compare_parser
+
+    add_compare_parser(sub)
+
     try:
         from .lsp.cli import add_serve_parser
     except ImportError:

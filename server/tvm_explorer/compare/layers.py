@@ -1,0 +1,113 @@
+"""One bundle's layers as the comparison sees them: name, kernels, generated code, costs."""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+
+from ..bundle.reader import Bundle, Layer, read_regular
+from ..errors import BundleError
+from ..model.names import layer_name
+
+COSTS_FILE = "costs.json"
+_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_COST_KEYS = ("time_ms", "share", "workspace_bytes", "flops")
+
+
+@dataclass
+class LayerCode:
+    """A layer's generated code in one bundle: the functions carrying it as an origin."""
+
+    layer: Layer
+    name: str
+    kernels: list[str] = field(default_factory=list)
+    pieces: list[tuple[str, str, str]] = field(default_factory=list)  # (document, kernel, text)
+    costs: dict | None = None
+
+    @property
+    def code_lines(self) -> int:
+        return sum(text.count("\n") + 1 for _, _, text in self.pieces)
+
+    def text(self) -> str:
+        """The layer's code as one document (each function headed by where it comes from)."""
+        if not self.pieces:
+            return "// no generated code carries this layer as an origin\n"
+        comment = "//" if not self.pieces[0][0].endswith(".ll") else ";"
+        out = []
+        for path, kernel, text in self.pieces:
+            mark = ";" if path.endswith(".ll") else comment
+            out.append(f"{mark} ---- {path}: {kernel} ----\n{text}\n")
+        return "\n".join(out)
+
+    def normalized(self) -> str:
+        """The code up to a consistent renaming of identifiers (kernel and argument names,
+        which cloning or another call site changes), without blank lines or trailing blanks:
+        two layers whose code differs only in names normalize to the same text."""
+        names: dict[str, str] = {}
+
+        def rename(m: re.Match) -> str:
+            return names.setdefault(m.group(0), f"_{len(names)}")
+
+        text = "\n".join(t for _, _, t in self.pieces)
+        lines = (line.rstrip() for line in text.split("\n") if line.strip())
+        return "\n".join(_IDENTIFIER.sub(rename, line) for line in lines)
+
+
+def _code_documents(bundle: Bundle) -> list[str]:
+    """The documents with the layer's generated code: C or CUDA source, else LLVM IR."""
+    code = [d for d in bundle.documents if d.stage == "code"]
+    source = [d.path for d in code if not d.path.endswith(".ll")]
+    return source or [d.path for d in code]
+
+
+def _kernel_name(key: str, target: str) -> str:
+    name = key[5:] if key.startswith("prim:") else key
+    if target == "cuda" and name.endswith("_kernel"):
+        name = name[: -len("_kernel")]
+    return name
+
+
+def read_costs(bundle: Bundle) -> dict[tuple[int, int], dict]:
+    """Per-layer costs of ``costs.json`` if the bundle has one (else {}); unknown or damaged
+    content is ignored, never fatal to a comparison."""
+    path = bundle.root / COSTS_FILE
+    if not path.is_file():
+        return {}
+    try:
+        raw = json.loads(read_regular(path, "costs").decode("utf-8"))
+    except (BundleError, UnicodeDecodeError, json.JSONDecodeError, RecursionError):
+        return {}
+    out = {}
+    for entry in raw.get("layers", ()) if isinstance(raw, dict) else ():
+        if not isinstance(entry, dict):
+            continue
+        try:
+            key = (int(entry.get("subgraph", 0)), int(entry["op_index"]))
+        except (KeyError, TypeError, ValueError):
+            continue
+        out[key] = {k: entry[k] for k in _COST_KEYS if isinstance(entry.get(k), (int, float))}
+        if isinstance(entry.get("code_lines"), int):
+            out[key]["code_lines"] = entry["code_lines"]
+    return out
+
+
+def layer_codes(bundle: Bundle) -> list[LayerCode]:
+    """Every layer of the bundle with its generated code, in layer order."""
+    target = str(bundle.manifest.get("target", ""))
+    costs = read_costs(bundle)
+    codes = [LayerCode(lay, layer_name(lay.opcode, list(lay.outputs)), costs=costs.get(
+        (lay.subgraph, lay.op_index))) for lay in bundle.layers]
+    for path in _code_documents(bundle):
+        text = bundle.text(path)
+        for rng in bundle.index(path).ranges:
+            if rng.kind != "primfunc":
+                continue
+            kernel = _kernel_name(rng.key, target)
+            body = text[rng.start:rng.end]
+            for lid, _ in bundle.origin_sets[rng.origin_set]:
+                code = codes[lid]
+                if kernel not in code.kernels:
+                    code.kernels.append(kernel)
+                code.pieces.append((path, rng.key[5:], body))
+    return codes

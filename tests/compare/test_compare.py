@@ -1,0 +1,101 @@
+"""``tvm-explorer compare``: same model across targets and options (matched by layer), fp32 vs
+int8 of one network (matched by TF layer name), unrelated models refused, costs read."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from collections import Counter
+
+from tests.conftest import run_cli
+from tvm_explorer.compare.compare import compare
+
+
+def _json(a, b) -> dict:
+    proc = run_cli("compare", a, b, "--json")
+    assert proc.returncode == 0, proc.stderr
+    return json.loads(proc.stdout)
+
+
+def test_c_versus_cuda_every_layer_matched_and_changed(models_dir, bundles):
+    model = models_dir / "small_cnn_fp32.tflite"
+    c, cuda = bundles.get(model, "c"), bundles.get(model, "cuda")
+    got = _json(c, cuda)
+    assert got["matched_by"] == "sha256"
+    assert len(got["layers"]) == 8 and got["unmatched"] == {"a": [], "b": []}
+    for row in got["layers"]:
+        assert set(row) >= {"subgraph", "op_index", "opcode", "name", "a", "b", "changed"}
+        assert row["changed"] is True
+        assert row["a"]["kernels"] and row["b"]["kernels"]
+        assert row["a"]["code_lines"] > 0 and row["b"]["code_lines"] > 0
+    conv = got["layers"][0]
+    assert conv["opcode"] == "CONV_2D" and conv["name"] == "small_cnn_1/conv2d_1"
+    assert conv["a"]["kernels"] == conv["b"]["kernels"] == ["fused_conv2d_add_relu"]
+    # The same bundle against itself: nothing changed (changed is not always true).
+    same = compare(c, c)
+    assert len(same.pairs) == 8 and not any(r["changed"] for r in same.to_json()["layers"])
+
+
+def test_default_versus_exact_origins(models_dir, bundles):
+    model = models_dir / "mobilenet_v1_fp32.tflite"
+    shared, exact = bundles.get(model, "c"), bundles.get(model, "c", "--exact-origins")
+    result = compare(shared, exact)
+    rows = result.to_json()["layers"]
+    assert result.matched_by == "sha256" and len(rows) == 30
+    assert not result.only_a and not result.only_b
+    users = Counter(k for r in rows for k in r["a"]["kernels"])
+    shared_rows = [r for r in rows if any(users[k] > 1 for k in r["a"]["kernels"])]
+    assert len(shared_rows) >= 10  # mobilenet_v1 repeats identical blocks
+    b_users = Counter(k for r in rows for k in r["b"]["kernels"])
+    for r in shared_rows:
+        # each layer that shared a kernel now has its own clone, with the same code
+        assert r["kernels_changed"] is True, r
+        assert all(b_users[k] == 1 for k in r["b"]["kernels"]), r
+    assert not any(r["changed"] for r in rows)  # cloning changes names only
+    # the text table says the same
+    proc = run_cli("compare", shared, exact)
+    assert proc.returncode == 0 and "30 layers matched, 0 with changed code" in proc.stdout
+    assert "--exact-origins" in proc.stdout.split("\n")[1]
+
+
+def test_fp32_versus_int8_matched_by_layer_name(models_dir, bundles):
+    fp32 = bundles.get(models_dir / "small_cnn_fp32.tflite", "c")
+    int8 = bundles.get(models_dir / "small_cnn_int8.tflite", "c")
+    got = _json(fp32, int8)
+    assert got["matched_by"] == "name"
+    assert got["a_info"]["sha256"] != got["b_info"]["sha256"]
+    assert [(r["op_index"], r["opcode"]) for r in got["layers"]] == [
+        (0, "CONV_2D"), (1, "MAX_POOL_2D"), (2, "CONV_2D"), (3, "MAX_POOL_2D"), (4, "RESHAPE"),
+        (5, "FULLY_CONNECTED"), (6, "FULLY_CONNECTED"), (7, "SOFTMAX")]
+    assert got["layers"][5]["name"] == "small_cnn_1/dense_1"
+    assert all(r["changed"] for r in got["layers"])  # int8 code differs everywhere
+    assert "quantize" in " ".join(got["layers"][0]["b"]["kernels"])
+    proc = run_cli("compare", fp32, int8)
+    assert "layers matched by TF layer name and opcode" in proc.stdout
+    assert "small_cnn_1/conv2d_1" in proc.stdout
+
+
+def test_unrelated_models_say_so(models_dir, bundles):
+    a = bundles.get(models_dir / "small_cnn_fp32.tflite", "c")
+    b = bundles.get(models_dir / "mobilenet_v1_fp32.tflite", "c")
+    proc = run_cli("compare", a, b)
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    assert "are not of one model or network" in proc.stderr and "no layer" in proc.stderr
+    assert proc.stdout == ""
+
+
+def test_costs_are_read_when_present(models_dir, bundles, tmp_path):
+    src = bundles.get(models_dir / "small_cnn_fp32.tflite", "c")
+    a = tmp_path / "a.bundle"
+    shutil.copytree(src, a)
+    (a / "costs.json").write_text(json.dumps({"total_ms": 2.0, "layers": [
+        {"subgraph": 0, "op_index": 0, "opcode": "CONV_2D", "time_ms": 1.25, "share": 0.6,
+         "code_lines": 357, "workspace_bytes": 0, "kernels": ["fused_conv2d_add_relu"]}]}))
+    got = _json(a, src)
+    assert got["layers"][0]["a"]["costs"] == {"time_ms": 1.25, "share": 0.6, "workspace_bytes": 0,
+                                              "code_lines": 357}
+    assert "costs" not in got["layers"][0]["b"] and "costs" not in got["layers"][1]["a"]
+    table = run_cli("compare", a, src).stdout
+    assert "A ms" in table and "1.250" in table
+    (a / "costs.json").write_text("{not json")  # damaged costs never break a comparison
+    assert "costs" not in _json(a, src)["layers"][0]["a"]
