@@ -20,6 +20,7 @@ ORIGINS = "tvmExplorer/origins"
 PREVIOUS_STAGE = "tvmExplorer/previousStage"
 BUNDLES_CHANGED = "tvmExplorer/bundlesChanged"
 SHOW_REFERENCES_COMMAND = "tvmExplorer.showReferences"
+MODEL_DOCUMENT = "tvmExplorer/modelDocument"
 
 
 @attrs.define
@@ -94,6 +95,20 @@ class OriginsResult:
 
 
 @attrs.define
+class ModelDocumentParams:
+    """``tvmExplorer/modelDocument`` params: a ``.tflite`` file's URI."""
+
+    uri: str
+
+
+@attrs.define
+class ModelDocumentResult:
+    """``tvmExplorer/modelDocument`` result: the model document's text."""
+
+    text: str
+
+
+@attrs.define
 class BundlesChangedParams:
     """``tvmExplorer/bundlesChanged`` notification params."""
 
@@ -121,10 +136,11 @@ MESSAGE_TYPES = {
         _request(PREVIOUS_STAGE, types.TextDocumentPositionParams),
         list[types.Location],
     ),
+    MODEL_DOCUMENT: (_request(MODEL_DOCUMENT, ModelDocumentParams), ModelDocumentResult),
 }
 
 _PLAIN_NAMES = (BundleInfo, ListBundlesResult, PassInfo, ListPassesResult, OriginInfo,
-                OriginsResult, BundlesChangedParams)
+                OriginsResult, BundlesChangedParams, ModelDocumentResult)
 
 
 def converter_factory():
