@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any, Optional, Union
 
 import attrs
-from cattrs.gen import make_dict_unstructure_fn
+from cattrs.gen import make_dict_unstructure_fn, override
 from lsprotocol import types
 from pygls.exceptions import JsonRpcException
 from pygls.protocol import LanguageServerProtocol, default_converter
@@ -18,6 +18,9 @@ LIST_BUNDLES = "tvmExplorer/listBundles"
 LIST_PASSES = "tvmExplorer/listPasses"
 ORIGINS = "tvmExplorer/origins"
 PREVIOUS_STAGE = "tvmExplorer/previousStage"
+PREVIOUS_PASS = "tvmExplorer/previousPass"
+NEXT_PASS = "tvmExplorer/nextPass"
+LAYER_PLACES = "tvmExplorer/layerPlaces"
 BUNDLES_CHANGED = "tvmExplorer/bundlesChanged"
 SHOW_REFERENCES_COMMAND = "tvmExplorer.showReferences"
 MODEL_DOCUMENT = "tvmExplorer/modelDocument"
@@ -109,6 +112,44 @@ class ModelDocumentResult:
 
 
 @attrs.define
+class LayerRef:
+    """A layer of ``tvmExplorer/layerPlaces``: its operator and TF name."""
+
+    subgraph: int
+    op_index: int
+    opcode: str
+    name: str
+
+
+@attrs.define
+class PassRef:
+    """The pass that produced a document."""
+
+    index: int
+    name: str
+
+
+@attrs.define
+class LayerPlaceInfo:
+    """One place of a layer (``pass_`` is sent as ``pass``)."""
+
+    stage: str
+    pass_: Optional[PassRef]
+    uri: str
+    range: types.Range
+    last_of_stage: bool
+    changed: bool
+
+
+@attrs.define
+class LayerPlacesResult:
+    """``tvmExplorer/layerPlaces`` result."""
+
+    layers: list[LayerRef]
+    places: list[LayerPlaceInfo]
+
+
+@attrs.define
 class BundlesChangedParams:
     """``tvmExplorer/bundlesChanged`` notification params."""
 
@@ -136,11 +177,15 @@ MESSAGE_TYPES = {
         _request(PREVIOUS_STAGE, types.TextDocumentPositionParams),
         list[types.Location],
     ),
+    PREVIOUS_PASS: (_request(PREVIOUS_PASS, types.TextDocumentPositionParams), list[types.Location]),
+    NEXT_PASS: (_request(NEXT_PASS, types.TextDocumentPositionParams), list[types.Location]),
+    LAYER_PLACES: (_request(LAYER_PLACES, types.TextDocumentPositionParams), LayerPlacesResult),
     MODEL_DOCUMENT: (_request(MODEL_DOCUMENT, ModelDocumentParams), ModelDocumentResult),
 }
 
 _PLAIN_NAMES = (BundleInfo, ListBundlesResult, PassInfo, ListPassesResult, OriginInfo,
-                OriginsResult, BundlesChangedParams, ModelDocumentResult)
+                OriginsResult, BundlesChangedParams, LayerRef, PassRef, LayerPlacesResult,
+                ModelDocumentResult)
 
 
 def converter_factory():
@@ -148,6 +193,8 @@ def converter_factory():
     converter = default_converter()
     for cls in _PLAIN_NAMES:
         converter.register_unstructure_hook(cls, make_dict_unstructure_fn(cls, converter))
+    converter.register_unstructure_hook(LayerPlaceInfo, make_dict_unstructure_fn(
+        LayerPlaceInfo, converter, pass_=override(rename="pass")))
     return converter
 
 

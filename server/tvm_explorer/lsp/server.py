@@ -9,24 +9,31 @@ from lsprotocol import types
 from pygls.lsp.server import LanguageServer
 
 from .. import __version__
+from ..navigation import irsymbols
 from .features.bundles import BundleWatcher
 from .features.codelens import CodeLenses
 from .features.custom import ExplorerRequests
 from .features.declaration import PreviousStage
 from .features.definition import Definition
 from .features.documents import DocumentTracker
+from .features.highlights import DocumentHighlights
 from .features.hover import Hover
 from .features.links import DocumentLinks
 from .features.model_document import ModelDocument
+from .features.passes import PassSteps
 from .features.references import References
 from .features.symbols import DocumentSymbols
 from .protocol import (
     LIST_BUNDLES,
+    LAYER_PLACES,
     LIST_PASSES,
     MODEL_DOCUMENT,
+    NEXT_PASS,
     ORIGINS,
+    PREVIOUS_PASS,
     PREVIOUS_STAGE,
     ExplorerProtocol,
+    LayerPlacesResult,
     ListBundlesResult,
     ListPassesResult,
     OriginsResult,
@@ -67,9 +74,12 @@ def create_server(poll_interval: float = 1.0) -> ExplorerServer:
     references = References(session)
     symbols = DocumentSymbols(session)
     watcher.after_load.append(symbols.warm)
+    watcher.after_load.append(irsymbols.warm)
+    highlights = DocumentHighlights(session)
     lenses = CodeLenses(session)
     links = DocumentLinks(session)
     requests = ExplorerRequests(session)
+    steps = PassSteps(session)
 
     @server.feature(types.INITIALIZE)
     def initialize(ls: ExplorerServer, params: types.InitializeParams):
@@ -129,8 +139,12 @@ def create_server(poll_interval: float = 1.0) -> ExplorerServer:
     answer(types.TEXT_DOCUMENT_DEFINITION, definition.definition, [])
     answer(types.TEXT_DOCUMENT_DECLARATION, previous.previous_stage, [])
     answer(PREVIOUS_STAGE, previous.previous_stage, [])
+    answer(PREVIOUS_PASS, steps.previous_pass, [])
+    answer(NEXT_PASS, steps.next_pass, [])
+    answer(LAYER_PLACES, steps.layer_places, LayerPlacesResult([], []))
     answer(types.TEXT_DOCUMENT_HOVER, hover.hover, None)
     answer(types.TEXT_DOCUMENT_REFERENCES, references.references, [])
+    answer(types.TEXT_DOCUMENT_DOCUMENT_HIGHLIGHT, highlights.highlights, [])
     answer(types.TEXT_DOCUMENT_DOCUMENT_SYMBOL, symbols.symbols, [])
     answer(types.TEXT_DOCUMENT_CODE_LENS, lenses.code_lenses, [])
     answer(types.TEXT_DOCUMENT_DOCUMENT_LINK, links.links, [])

@@ -1,4 +1,5 @@
-"""One stage back: the same computation in the previous document of the provenance chain.
+"""One document back: the same computation in the previous document of the provenance chain
+(the step behind ``tvmExplorer/previousPass``; declaration jumps whole IR levels, stages.py).
 
 The rules, tried in order (see docs/navigation.md):
 
@@ -15,6 +16,9 @@ The rules, tried in order (see docs/navigation.md):
    found by key in the previous document.
 5. Same origin set: ranges of the previous document with the origin set of the innermost
    range that has one (inside the anchor found in 3 when there is one).
+2b. (before 3) A binding calling a function ``F`` of this document that the previous one does
+   not have (FuseOps made it): the bindings of the previous document that ``F``'s own
+   bindings came from, in their order there (the conv, then its bias add, ...).
 6. Part of the origins: ranges of the previous document whose layers are a subset of those
    origins, same kind preferred (a fused binding goes back to the bindings it fused).
 7. The anchor of 3 (a coarser enclosing range: loop, PrimFunc, function).
@@ -27,8 +31,8 @@ from ..bundle.index import DocumentIndex, Range
 from .view import BundleView, Keep, Place, keep_all
 
 
-def previous_stage(view: BundleView, path: str, offset: int, keep: Keep = keep_all) -> list[Place]:
-    """Places of the computation at ``offset`` one stage back (empty for the model)."""
+def previous_step(view: BundleView, path: str, offset: int, keep: Keep = keep_all) -> list[Place]:
+    """Places of the computation at ``offset`` one document back (empty for the model)."""
     doc = view.bundle.document(path)
     prev = view.bundle.previous_document(path)
     if doc is None or prev is None:
@@ -52,6 +56,9 @@ def previous_stage(view: BundleView, path: str, offset: int, keep: Keep = keep_a
     if inner.link and inner.link.startswith("prim:"):
         if found := _narrow(there.by_link(inner.link), inner):
             return places(found)
+    if inner.kind == "binding" and doc.stage == "relax" and prev.stage == "relax":
+        if found := _fused_constituents(view, path, here, there, inner):
+            return places(found)
     layers = view.layer_map.layers_of_set
 
     def same_key(rng: Range) -> list[Range]:
@@ -73,6 +80,44 @@ def previous_stage(view: BundleView, path: str, offset: int, keep: Keep = keep_a
     if within:
         return places(within)
     return view.layer_places(o.layer.id for o in view.origins_of(ranges))
+
+
+def _fused_constituents(view: BundleView, path: str, here: DocumentIndex, there: DocumentIndex,
+                        binding: Range) -> list[Range]:
+    """The bindings of the previous document that a call of a newly made function came from:
+    each binding inside the callee maps back by the PrimFunc it calls (or its key)."""
+    callee = _callee(view, path, binding)
+    if callee is None:
+        return []
+    if there.by_key(f"func:{callee}") or there.by_key(f"prim:{callee}"):
+        return []  # the function existed before: not made by this pass
+    body = next(iter(here.by_key(f"func:{callee}")), None)
+    if body is None:
+        return []
+    found: list[Range] = []
+    for rng in here.ranges:
+        if rng.kind != "binding" or not (body.start <= rng.start and rng.end <= body.end):
+            continue
+        candidates = there.by_link(rng.link) if rng.link else []
+        found.extend(_narrow(candidates, rng) if candidates else [])
+    return _unique(found)
+
+
+def _callee(view: BundleView, path: str, binding: Range) -> str | None:
+    """The function a binding calls by plain name (``lv = fused_conv2d_add_relu(...)``)."""
+    from .irsymbols import symbol_table
+
+    table = symbol_table(view, path)
+    if table is None:
+        return None
+    i = 0
+    for occ in table.occurrences:
+        if occ.start >= binding.end:
+            break
+        if occ.start >= binding.start and occ.role == "read" and table.defs[occ.symbol].kind == "function":
+            return occ.name
+        i += 1
+    return None
 
 
 def _same_origins(

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from ..bundle.reader import resolve_inside
 from ..errors import BundleError
 from .hover import trace_entry
+from .irsymbols.navigate import definition_offset
 from .view import BundleView
 
 
@@ -54,14 +55,17 @@ def document_links(view: BundleView, path: str) -> list[Link]:
 
 
 def _primfunc_definition(view: BundleView, path: str, key: str) -> tuple[str, int] | None:
-    """The PrimFunc ``key`` in this document if printed here, else in the first later
-    document that defines it."""
+    """The ``def`` line of PrimFunc ``key`` in this document if printed here, else in the
+    first later document that defines it (not its ``@T.prim_func`` decorator)."""
     bundle = view.bundle
     start = view.document_order(path)
+    name = key[len("prim:") :]
     for doc in bundle.documents[start:]:
         found = bundle.index(doc.path).by_key(key)
         if found:
-            return doc.path, found[0].start
+            at = definition_offset(view, doc.path, name)
+            inside = at is not None and found[0].start <= at < found[0].end
+            return doc.path, at if inside else found[0].start
     return None
 
 

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 from lsprotocol import types
 
+from ...navigation.places import lens_summary
 from ...navigation.provenance import reach
 from ..protocol import SHOW_REFERENCES_COMMAND
 from ..session import Session
 
 
 class CodeLenses:
-    """"12 places in 5 stages" above every layer of the model document."""
+    """"4 places in generated code · 9 in IR" above every layer of the model document."""
 
     def __init__(self, session: Session):
         self.session = session
@@ -34,7 +35,7 @@ class CodeLenses:
                 types.CodeLens(
                     range=types.Range(rng.start, rng.start),
                     command=types.Command(
-                        title=layer_reach.summary(),
+                        title=lens_summary(view, layer_reach.layer.id),
                         command=SHOW_REFERENCES_COMMAND,
                         arguments=[params.text_document.uri, {"line": rng.start.line,
                                                              "character": rng.start.character}],

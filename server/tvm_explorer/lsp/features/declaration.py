@@ -1,15 +1,15 @@
-"""``textDocument/declaration`` and ``tvmExplorer/previousStage``: one stage back."""
+"""``textDocument/declaration`` and ``tvmExplorer/previousStage``: one IR level back."""
 
 from __future__ import annotations
 
 from lsprotocol import types
 
-from ...navigation.chain import previous_stage
+from ...navigation.stages import previous_stage
 from ..session import Session
 
 
 class PreviousStage:
-    """Go to the same computation in the previous document of the provenance chain."""
+    """Go to the same computation one IR level back (code -> TIR -> Relax -> model)."""
 
     def __init__(self, session: Session):
         self.session = session

@@ -1,10 +1,12 @@
-"""``textDocument/definition``: the origin layer(s) of a position in the model document."""
+"""``textDocument/definition``: on a use of a name, its definition in the same document;
+anywhere else, the origin layer(s) of a position in the model document."""
 
 from __future__ import annotations
 
 from lsprotocol import types
 
 from ...navigation import provenance
+from ...navigation.irsymbols.navigate import symbol_definition
 from ..session import Session
 
 
@@ -15,9 +17,12 @@ class Definition:
         self.session = session
 
     def definition(self, params: types.DefinitionParams) -> list[types.Location]:
-        """One location per origin layer; a tensor name in the model goes to its producer."""
+        """A use of a name: its definition (producers first for a read); elsewhere one
+        location per origin layer; a tensor name in the model goes to its producer."""
         q = self.session.query(params.text_document.uri, params.position)
         if q is None:
             return []
-        places = provenance.definition(q.view, q.path, q.offset, q.keep)
+        places = symbol_definition(q.view, q.path, q.offset, q.keep)
+        if places is None:
+            places = provenance.definition(q.view, q.path, q.offset, q.keep)
         return self.session.locations(q.view, places)

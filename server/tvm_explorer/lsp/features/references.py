@@ -1,10 +1,12 @@
-"""``textDocument/references``: every place a layer ended up, across all documents."""
+"""``textDocument/references``: on a name, its uses in the document; elsewhere the layer's
+places in the model, the last Relax and TIR documents and the generated code."""
 
 from __future__ import annotations
 
 from lsprotocol import types
 
-from ...navigation import provenance
+from ...navigation.places import layers_at_position, reference_map
+from ...navigation.irsymbols.navigate import symbol_references
 from ..session import Session
 
 
@@ -15,11 +17,15 @@ class References:
         self.session = session
 
     def references(self, params: types.ReferenceParams) -> list[types.Location]:
-        """Model entries first when the client asks for the declaration, then every place in
-        document order."""
+        """On a name: its uses (its definition too with ``includeDeclaration``). Elsewhere:
+        the layers' model entries, then their places in the last Relax document, the last
+        TIR document and the generated code (the every-pass list is layerPlaces)."""
         q = self.session.query(params.text_document.uri, params.position)
         if q is None:
             return []
         include = bool(params.context and params.context.include_declaration)
-        places = provenance.references(q.view, q.path, q.offset, include, q.keep)
+        places = symbol_references(q.view, q.path, q.offset, include)
+        if places is not None:
+            return self.session.locations(q.view, places)
+        places = reference_map(q.view, layers_at_position(q.view, q.path, q.offset, q.keep))
         return self.session.locations(q.view, places)

@@ -1,0 +1,52 @@
+"""``tvmExplorer/previousPass`` / ``nextPass`` (pass-by-pass stepping) and
+``tvmExplorer/layerPlaces`` (every place of a layer, per stage and pass)."""
+
+from __future__ import annotations
+
+from lsprotocol import types
+
+from ...model.names import layer_name
+from ...navigation.passes import next_pass, previous_pass
+from ...navigation.places import layer_places, layers_of
+from ..protocol import LayerPlaceInfo, LayerPlacesResult, LayerRef, PassRef
+from ..session import Session
+
+
+class PassSteps:
+    """Step the computation at a position to the previous or next pass that changed it."""
+
+    def __init__(self, session: Session):
+        self.session = session
+
+    def previous_pass(self, params: types.TextDocumentPositionParams | None) -> list[types.Location]:
+        """Locations in the nearest earlier pass document where the text differs ([] at the
+        first)."""
+        q = self.session.query(params.text_document.uri, params.position) if params else None
+        if q is None:
+            return []
+        return self.session.locations(q.view, previous_pass(q.view, q.path, q.offset, q.keep))
+
+    def next_pass(self, params: types.TextDocumentPositionParams | None) -> list[types.Location]:
+        """Locations in the nearest later pass document where the text differs ([] at the
+        generated code)."""
+        q = self.session.query(params.text_document.uri, params.position) if params else None
+        if q is None:
+            return []
+        return self.session.locations(q.view, next_pass(q.view, q.path, q.offset, q.keep))
+
+    def layer_places(self, params: types.TextDocumentPositionParams | None) -> LayerPlacesResult:
+        """The layer(s) of a position and every place of them, in pipeline order."""
+        q = self.session.query(params.text_document.uri, params.position) if params else None
+        if q is None:
+            return LayerPlacesResult([], [])
+        layers = layers_of(q.view, q.path, q.offset, q.keep)
+        refs = [LayerRef(lay.subgraph, lay.op_index, lay.opcode, layer_name(lay.opcode, list(lay.outputs)))
+                for lay in layers]
+        out = []
+        for sp in layer_places(q.view, [lay.id for lay in layers]):
+            loc = self.session.location(q.view, sp.place)
+            if loc is None:
+                continue
+            step = PassRef(sp.pass_index, sp.pass_name) if sp.pass_index is not None else None
+            out.append(LayerPlaceInfo(sp.stage, step, loc.uri, loc.range, sp.last_of_stage, sp.changed))
+        return LayerPlacesResult(refs, out)

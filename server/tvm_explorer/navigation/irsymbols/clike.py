@@ -1,0 +1,159 @@
+"""Symbols of generated C and CUDA, as far as a lexer can tell.
+
+Definitions: a function or kernel with a body (its prototypes are declarations), its
+parameters, and locals declared as ``TYPE NAME = …`` / ``TYPE NAME;`` / ``TYPE NAME[N];``
+(``for (int32_t i = 0; …)`` included). Writes: ``NAME[…] = …`` and ``NAME = …`` (and the
+compound assignments). Member names after ``.`` or ``->`` are not names.
+"""
+
+from __future__ import annotations
+
+from .lexer import Token, clike_tokens
+from .table import READ, WRITE, Builder, SymbolTable
+
+_NOT_TYPES = {"return", "else", "if", "while", "for", "do", "goto", "case", "switch",
+              "break", "continue", "sizeof", "default"}
+_ASSIGN = {"=", "+=", "-=", "*=", "/=", "%=", "&=", "|=", "^=", "<<=", ">>="}
+_QUALIFIED_CALL = {"alignas", "__launch_bounds__", "__align__", "__attribute__"}
+
+
+def _matching(tokens: list[Token], i: int) -> int:
+    """Index of the bracket closing the one at ``i`` (or the last token)."""
+    depth = 0
+    for j in range(i, len(tokens)):
+        t = tokens[j].text
+        if t in "([{":
+            depth += 1
+        elif t in ")]}":
+            depth -= 1
+            if depth == 0:
+                return j
+    return len(tokens) - 1
+
+
+def _is_type_prefix(tokens: list[Token], lo: int, hi: int) -> bool:
+    """True if ``tokens[lo:hi]`` reads like a declaration's type (``const float*``,
+    ``__shared__ alignas(64) float``)."""
+    words = 0
+    i = lo
+    while i < hi:
+        tok = tokens[i]
+        if tok.kind == "name":
+            if tok.text in _NOT_TYPES:
+                return False
+            if tok.text in _QUALIFIED_CALL and i + 1 < hi and tokens[i + 1].text == "(":
+                i = _matching(tokens, i + 1) + 1
+                continue
+            words += 1
+        elif tok.text not in ("*", "&"):
+            return False
+        i += 1
+    return words > 0
+
+
+def _statement_end(text: str, start: int) -> int:
+    end = text.find("\n", start)
+    return len(text) if end < 0 else end
+
+
+def clike_symbols(text: str) -> SymbolTable:
+    """The symbol table of a C or CUDA document."""
+    tokens = [t for t in clike_tokens(text) if t.kind != "nl"]
+    b = Builder()
+    scope = ""
+    depth = 0
+    stmt = 0  # index of the first token of the current statement
+    defined: set[int] = set()
+    n = len(tokens)
+    i = 0
+    while i < n:
+        tok = tokens[i]
+        t = tok.text
+        if t == "{":
+            depth += 1
+            stmt = i + 1
+        elif t == "}":
+            depth -= 1
+            if depth <= 0:
+                depth, scope = 0, ""
+            stmt = i + 1
+        elif t == ";":
+            stmt = i + 1
+        elif tok.kind == "name" and i + 1 < n and tokens[i + 1].text == "(" and depth == 0 \
+                and t not in _QUALIFIED_CALL:
+            close = _matching(tokens, i + 1)
+            after = tokens[close + 1].text if close + 1 < n else ""
+            if after in ("{", ";") and _is_type_prefix(tokens, stmt, i):
+                line_start = text.rfind("\n", 0, tok.start) + 1
+                kind = "function" if after == "{" else "declaration"
+                b.define("", tok.start, tok.end, t, kind, line_start, _statement_end(text, tok.start))
+                defined.add(i)
+                if after == "{":
+                    scope = t
+                    _parameters(b, scope, tokens, i + 1, close, defined)
+        elif tok.kind == "name" and depth > 0 and i not in defined:
+            nxt = tokens[i + 1].text if i + 1 < n else ""
+            first, kind = stmt, "local"
+            if first < i and tokens[first].text == "for" and first + 1 < i and tokens[first + 1].text == "(":
+                first, kind = first + 2, "loop"
+            if nxt in ("=", ";", "[") and _is_type_prefix(tokens, first, i):
+                b.define(scope, tok.start, tok.end, t, kind, tokens[first].start,
+                         _statement_end(text, tok.start))
+                defined.add(i)
+        i += 1
+    _uses(b, tokens, text, defined)
+    return b.build()
+
+
+def _parameters(b: Builder, scope: str, tokens: list[Token], open_: int, close: int,
+                defined: set[int]) -> None:
+    group: list[int] = []
+    for j in range(open_ + 1, close + 1):
+        t = tokens[j].text
+        if t in (",", ")") and tokens[j].kind == "op":
+            names = [k for k in group if tokens[k].kind == "name"]
+            if len(names) >= 2:
+                k = names[-1]
+                b.define(scope, tokens[k].start, tokens[k].end, tokens[k].text, "param",
+                         tokens[k].start, tokens[k].end)
+                defined.add(k)
+            group = []
+        else:
+            group.append(j)
+
+
+def _uses(b: Builder, tokens: list[Token], text: str, defined: set[int]) -> None:
+    scope, depth, stmt = "", 0, 0
+    functions = {i: tokens[i].text for i in defined if i + 1 < len(tokens) and tokens[i + 1].text == "("}
+    for i, tok in enumerate(tokens):
+        t = tok.text
+        if t == "{":
+            depth += 1
+            stmt = i + 1
+        elif t == "}":
+            depth -= 1
+            if depth <= 0:
+                depth, scope = 0, ""
+            stmt = i + 1
+        elif t == ";":
+            stmt = i + 1
+            if depth == 0:
+                scope = ""
+        if i in functions and depth == 0:
+            scope = functions[i]
+        if tok.kind != "name" or i in defined:
+            continue
+        if i and tokens[i - 1].text in (".", "->"):
+            continue
+        role = READ
+        nxt = tokens[i + 1].text if i + 1 < len(tokens) else ""
+        if i == stmt or (i == stmt + 2 and tokens[stmt].text == "for"):
+            after = nxt
+            if nxt == "[":
+                close = _matching(tokens, i + 1)
+                after = tokens[close + 1].text if close + 1 < len(tokens) else ""
+            if after in _ASSIGN:
+                role = WRITE
+        line_start = text.rfind("\n", 0, tok.start) + 1
+        indent = len(text[line_start:tok.start]) - len(text[line_start:tok.start].lstrip())
+        b.use(scope, tok.start, tok.end, t, role, line_start + indent, _statement_end(text, tok.start))
