@@ -83,12 +83,15 @@ def _compile_in_this_process(args) -> int:
 
             model = load_any(args.model)  # a bad file fails fast (a .tflite before TVM is imported)
             from .capture.api import compile_model
+            from .progress.display import progress_display
 
-            result = compile_model(
-                model, None if args.no_spans else args.output, args.target,
-                fill_spans=not args.no_spans,
-                exact_origins=args.exact_origins, schedule_records=not args.no_schedule_records,
-            )
+            with progress_display("none" if args.no_spans else args.progress) as on_progress:
+                result = compile_model(
+                    model, None if args.no_spans else args.output, args.target,
+                    fill_spans=not args.no_spans,
+                    exact_origins=args.exact_origins, schedule_records=not args.no_schedule_records,
+                    on_progress=on_progress,
+                )
         finally:
             compiling["now"] = False
     except BaseException as err:  # noqa: BLE001 - every way out gets one message
@@ -435,6 +438,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--memory-limit", type=_memory_limit_argument, default=_default_memory_limit(), metavar="GIB",
                    help="address-space limit of the compile (default: 3/4 of the memory, "
                         "at least 4 GiB; 0: none)")
+    p.add_argument("--progress", choices=("auto", "bar", "json", "none"), default="auto",
+                   help="progress: a bar on a terminal (auto, the default), JSON lines on "
+                        "stdout (json), or none")
     p.add_argument("--in-process", action="store_true", help=argparse.SUPPRESS)
     p.set_defaults(run=_run_compile)
 

@@ -7,7 +7,7 @@ import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
 import { emptyWorkspace, Session } from './lib/session.mjs';
-import { activeTabTitle, openFile, screenshot } from './lib/workbench.mjs';
+import { activeTabTitle, openFile, runCommand, screenshot } from './lib/workbench.mjs';
 
 let session;
 before(async () => {
@@ -45,4 +45,15 @@ test('a wrong interpreter gives an error notification with the fix', async () =>
   assert.match(text, /nonexistent\/bin\/python3/);
   assert.match(text, /tvmExplorer\.pythonPath/);
   assert.match(text, /Open Settings/);
+});
+
+test('with a missing interpreter the pass view says so and how to fix it', async () => {
+  const { page } = session;
+  await runCommand(page, 'TVM Explorer: Focus on Passes View');
+  const welcome = page.locator('.welcome-view-content', { hasText: 'Python interpreter for TVM Explorer was not found' });
+  await welcome.waitFor({ timeout: 60000 });
+  await screenshot(page, '00-pass-view-missing-python');
+  assert.match(await welcome.innerText(), /tvmExplorer\.pythonPath/);
+  assert.equal(await page.locator('.welcome-view-content', { hasText: 'No bundle found' }).count(), 0);
+  assert.ok(await welcome.getByRole('button', { name: 'Open Settings' }).isVisible());
 });

@@ -22,6 +22,12 @@ export const DOCUMENT_SELECTOR: lc.DocumentSelector = [
 ];
 
 const OPEN_SETTINGS = 'Open Settings';
+
+/**
+ * Why the server is not running, for views: `python` (the interpreter is missing or cannot
+ * import tvm_explorer), `failed` (it started and failed), `stopped`.
+ */
+export type ServerState = 'starting' | 'running' | 'python' | 'failed' | 'stopped';
 const SHOW_OUTPUT = 'Show Output';
 const RESTART = 'Restart';
 
@@ -32,8 +38,30 @@ export class ServerManager implements vscode.Disposable {
   private readonly stopped = new vscode.EventEmitter<void>();
   readonly onDidStart = this.started.event;
   readonly onDidStop = this.stopped.event;
+  private readonly stateChanged = new vscode.EventEmitter<ServerState>();
+  /** Fires with the new state (also sets the context key `tvmExplorer.serverState`). */
+  readonly onDidChangeState = this.stateChanged.event;
+  state: ServerState = 'stopped';
+  /** What is wrong when the server cannot run, and how to fix it (for a person). */
+  problem: { problem: string; fix: string; kind?: string } | undefined;
+  private starting: Promise<boolean> | undefined;
 
   constructor(private readonly output: vscode.OutputChannel) {}
+
+  /** The running client, once a start under way has finished (undefined if it failed). */
+  async ready(): Promise<lc.LanguageClient | undefined> {
+    if (!this.client && this.starting) {
+      await this.starting;
+    }
+    return this.client;
+  }
+
+  private setState(state: ServerState, problem?: { problem: string; fix: string; kind?: string }): void {
+    this.state = state;
+    this.problem = problem;
+    void vscode.commands.executeCommand('setContext', 'tvmExplorer.serverState', state);
+    this.stateChanged.fire(state);
+  }
 
   /** The running client, if any. */
   get client(): lc.LanguageClient | undefined {
@@ -41,15 +69,26 @@ export class ServerManager implements vscode.Disposable {
   }
 
   /** Starts the server unless one runs; shows an error notification if it cannot start. */
-  async start(): Promise<boolean> {
+  start(): Promise<boolean> {
+    if (!this.starting) {
+      this.starting = this.startOnce().finally(() => {
+        this.starting = undefined;
+      });
+    }
+    return this.starting;
+  }
+
+  private async startOnce(): Promise<boolean> {
     if (this.current) {
       return this.current.isRunning();
     }
+    this.setState('starting');
     const launch = resolveServerLaunch();
     this.output.appendLine(`Starting: ${launch.python} ${launch.args.join(' ')} (${launch.source})`);
     const check = await preflight(launch);
     if (!check.ok) {
       this.output.appendLine(`${check.problem} ${check.fix}`);
+      this.setState('python', check);
       void this.reportFailure(check.problem, check.fix);
       return false;
     }
@@ -61,12 +100,15 @@ export class ServerManager implements vscode.Disposable {
       this.current = undefined;
       const message = err instanceof Error ? err.message : String(err);
       this.output.appendLine(`Server failed to start: ${message}`);
-      void this.reportFailure(
-        `TVM Explorer server failed to start with ${launch.python}: ${message}`,
-        'The output channel "TVM Explorer" shows the server\'s error; check that this tvm-explorer has the `serve` command.',
-      );
+      const failure = {
+        problem: `TVM Explorer server failed to start with ${launch.python}: ${message}`,
+        fix: 'The output channel "TVM Explorer" shows the server\'s error; check that this tvm-explorer has the `serve` command.',
+      };
+      this.setState('failed', failure);
+      void this.reportFailure(failure.problem, failure.fix);
       return false;
     }
+    this.setState('running');
     this.started.fire(client);
     return true;
   }
@@ -76,6 +118,7 @@ export class ServerManager implements vscode.Disposable {
     const client = this.current;
     this.current = undefined;
     if (client) {
+      this.setState('stopped');
       this.stopped.fire();
       try {
         await client.stop(5000);
@@ -95,6 +138,7 @@ export class ServerManager implements vscode.Disposable {
     void this.stop();
     this.started.dispose();
     this.stopped.dispose();
+    this.stateChanged.dispose();
   }
 
   private createClient(launch: ServerLaunch): lc.LanguageClient {
@@ -132,11 +176,13 @@ export class ServerManager implements vscode.Disposable {
           return { action: lc.CloseAction.Restart, handled: true };
         }
         this.current = undefined;
+        const failure = {
+          problem: 'The TVM Explorer server stopped unexpectedly several times.',
+          fix: 'The output channel "TVM Explorer" shows why.',
+        };
+        this.setState('failed', failure);
         this.stopped.fire();
-        void this.reportFailure(
-          'The TVM Explorer server stopped unexpectedly several times.',
-          'The output channel "TVM Explorer" shows why.',
-        );
+        void this.reportFailure(failure.problem, failure.fix);
         return { action: lc.CloseAction.DoNotRestart, handled: true };
       },
     };

@@ -8,6 +8,9 @@ import { ServerManager } from './client';
 import { setShowUnchangedPasses, showUnchangedPasses } from './config';
 import { EMPTY_SCHEME, EmptyDocumentProvider, PassDiffs } from './passDiff';
 import { PassDecorations, PassNode, PassTreeProvider } from './passView';
+import { jump } from './jumps';
+import { registerLayerPlaces } from './layerPlaces';
+import { registerOnboarding } from './onboarding';
 import { revealInModel, showPlaces } from './reveal';
 
 let server: ServerManager | undefined;
@@ -27,6 +30,8 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
   });
   const diffs = new PassDiffs(registry, tree, view as vscode.TreeView<unknown>);
   syncShowUnchangedContext();
+  registerOnboarding(context, server, registry, tree, view, output);
+  registerLayerPlaces(context, server);
 
   const command = (id: string, fn: (...args: any[]) => unknown) =>
     vscode.commands.registerCommand(id, fn);
@@ -49,6 +54,9 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     command('tvmExplorer.previousPass', () => diffs.step(-1)),
     command('tvmExplorer.revealInModel', () => server && revealInModel(server)),
     command('tvmExplorer.showPlaces', showPlaces),
+    command('tvmExplorer.goToPreviousStage', () => server && jump(server, 'previousStage')),
+    command('tvmExplorer.goToPreviousPass', () => server && jump(server, 'previousPass')),
+    command('tvmExplorer.goToNextPass', () => server && jump(server, 'nextPass')),
     // The server's code lenses ("N places in M stages") run this one, with JSON arguments.
     command('tvmExplorer.showReferences', showPlaces),
     vscode.workspace.onDidChangeConfiguration((e) => {

@@ -76,3 +76,47 @@ export interface BundlesChangedParams {
 export const bundlesChanged = new lc.NotificationType<BundlesChangedParams>(
   'tvmExplorer/bundlesChanged',
 );
+
+/** The model document of a `.tflite` file (an error names the file when it is not one). */
+export interface ModelDocumentParams {
+  uri: string;
+}
+export interface ModelDocumentResult {
+  text: string;
+}
+export const modelDocument = new lc.RequestType<ModelDocumentParams, ModelDocumentResult, void>(
+  'tvmExplorer/modelDocument',
+);
+
+/** The same computation in the nearest earlier / later pass document where it changed. */
+export const previousPassAt = new lc.RequestType<lc.TextDocumentPositionParams, lc.Location[] | null, void>(
+  'tvmExplorer/previousPass',
+);
+export const nextPassAt = new lc.RequestType<lc.TextDocumentPositionParams, lc.Location[] | null, void>(
+  'tvmExplorer/nextPass',
+);
+
+/** A layer of the model, as named in layerPlaces. */
+export interface LayerRef {
+  subgraph: number;
+  op_index: number;
+  opcode: string;
+  name: string;
+}
+/** One place of a layer's code, in pipeline order. */
+export interface LayerPlace {
+  stage: 'model' | 'relax' | 'tir' | 'code';
+  pass: { index: number; name: string } | null;
+  uri: string;
+  range: lc.Range;
+  last_of_stage: boolean;
+  changed: boolean;
+}
+export interface LayerPlacesResult {
+  layers: LayerRef[];
+  places: LayerPlace[];
+}
+/** Every place of the layer(s) at a position, through every pass. */
+export const layerPlaces = new lc.RequestType<lc.TextDocumentPositionParams, LayerPlacesResult | null, void>(
+  'tvmExplorer/layerPlaces',
+);

@@ -39,6 +39,8 @@ export class PassDiffs implements vscode.Disposable {
   /** Open pass diffs by `<left>|<right>`, to know which pass the active tab shows. */
   private readonly open = new Map<string, { bundle: Bundle; pass: PassInfo }>();
   private current: { bundle: Bundle; pass: PassInfo } | undefined;
+  /** Documents of neighbouring passes, loaded ahead of a step (held so they stay loaded). */
+  private readonly warm = new Map<string, vscode.TextDocument>();
   private readonly disposables: vscode.Disposable[] = [];
 
   constructor(
@@ -100,9 +102,54 @@ export class PassDiffs implements vscode.Disposable {
       preview: true,
     });
     this.updateActive();
+    void this.warmNeighbours(bundle, pass);
     const node = this.tree.nodeOf(bundle, pass);
     if (node && this.view.visible) {
       await this.view.reveal(node, { select: true, focus: false });
+    }
+  }
+
+  /**
+   * Loads the documents of the passes next to `pass` (as the pass view lists them) into the
+   * editor's document model ahead of a step, so that the next diff renders at once instead of
+   * waiting for its files to be read (and the server to see them opened).
+   */
+  private async warmNeighbours(bundle: Bundle, pass: PassInfo): Promise<void> {
+    const passes = visiblePasses(await this.registry.passes(bundle));
+    const later = passes.find((p) => p.index > pass.index);
+    const earlier = [...passes].reverse().find((p) => p.index < pass.index);
+    const uris = new Set<string>();
+    for (const p of [later, earlier]) {
+      if (!p) {
+        continue;
+      }
+      const { left, right } = diffUris(bundle, p);
+      for (const uri of [left, right]) {
+        if (uri.scheme === 'file' && !this.warm.has(uri.toString())) {
+          uris.add(uri.toString());
+        }
+      }
+    }
+    for (const uri of uris) {
+      try {
+        this.warm.set(uri, await vscode.workspace.openTextDocument(vscode.Uri.parse(uri)));
+      } catch {
+        // a document that cannot be read shows its error when its diff is opened
+      }
+    }
+    // Keep only the documents around the current pass (VS Code frees the rest when unused).
+    const keep = new Set<string>();
+    for (const p of [later, earlier, pass]) {
+      if (p) {
+        const { left, right } = diffUris(bundle, p);
+        keep.add(left.toString());
+        keep.add(right.toString());
+      }
+    }
+    for (const key of [...this.warm.keys()]) {
+      if (!keep.has(key)) {
+        this.warm.delete(key);
+      }
     }
   }
 

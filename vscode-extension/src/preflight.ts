@@ -7,7 +7,9 @@ import * as cp from 'child_process';
 import { ServerLaunch } from './config';
 
 /** The outcome of a preflight check; `problem` and `fix` are meant for a person. */
-export type Preflight = { ok: true } | { ok: false; problem: string; fix: string };
+export type Preflight =
+  | { ok: true }
+  | { ok: false; problem: string; fix: string; kind: 'missing' | 'package' | 'broken' };
 
 const PROBE =
   'import importlib.util, sys; ' +
@@ -30,18 +32,21 @@ export function preflight(launch: ServerLaunch, timeoutMs = 20000): Promise<Pref
         if (code === 'ENOENT' || code === 'EACCES') {
           resolve({
             ok: false,
+            kind: 'missing',
             problem: `Python interpreter not found: ${where}.`,
             fix: 'Set "tvmExplorer.pythonPath" to a Python that has tvm-explorer installed (e.g. <repo>/.venv/bin/python).',
           });
         } else if ((error as { code?: unknown }).code === 3) {
           resolve({
             ok: false,
+            kind: 'package',
             problem: `The package tvm-explorer is not installed in ${where}.`,
             fix: `Install it with "${launch.python} -m pip install -e <repo>" (or run scripts/setup.sh), or point "tvmExplorer.pythonPath" at the interpreter that has it.`,
           });
         } else {
           resolve({
             ok: false,
+            kind: 'broken',
             problem: `${where} failed to run: ${(stderr || error.message).trim().split('\n').pop()}`,
             fix: 'Check "tvmExplorer.pythonPath"; the output channel "TVM Explorer" has details.',
           });

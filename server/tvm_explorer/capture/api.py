@@ -19,6 +19,7 @@ from .codegen import index_llvm, index_source
 from .importer import import_tflite
 from .pipeline import TARGETS, build, generated_sources, make_target
 from .exact import ExactOrigins
+from .progress import Listener, Progress, plan_steps
 from .schedules import ScheduleRecorder
 from .session import CaptureSession
 
@@ -77,6 +78,8 @@ def _add_generated_code(session: CaptureSession, executable, target: str) -> dic
         if cov is not None:
             coverage[kind] = {"units": cov.units, "attributed": cov.attributed}
         index += 1
+        if session.progress is not None:
+            session.progress.step("code", f"codegen ({kind})")
     session.pass_index = index
     return coverage
 
@@ -106,13 +109,15 @@ def _manifest(model: LoadedModel, target: str, options: dict) -> dict:
 
 def compile_model(model_path: str | os.PathLike, bundle: str | os.PathLike | None,
                   target: str = "c", *, fill_spans: bool = True,
-                  exact_origins: bool = False, schedule_records: bool = True) -> CompileResult:
+                  exact_origins: bool = False, schedule_records: bool = True,
+                  on_progress: Listener | None = None) -> CompileResult:
     """Import a model (``.tflite``, ``.onnx``, ``.pt2``), compile it with TVM's real pipeline,
     and write a bundle.
 
     ``bundle=None`` keeps provenance through every pass but writes nothing (for measuring;
     the generated source is indexed only when ``result.coverage`` is read).
     ``fill_spans=False`` is a plain stock import and compile (no provenance at all).
+    ``on_progress`` is called with a ``ProgressEvent`` after every step (see capture/progress.py).
     Raises ExplorerError (ModelError for bad models) with a message for the user.
     """
     if target not in TARGETS:
@@ -125,6 +130,8 @@ def compile_model(model_path: str | os.PathLike, bundle: str | os.PathLike | Non
     try:
         origins = OriginTable()
         session = CaptureSession(model, writer, origins)
+        if on_progress is not None:
+            session.progress = Progress(on_progress, plan_steps(target))
         session.write_model_document()
         mod = import_any(model, origins)
         session.record("import", mod, "relax")
@@ -154,6 +161,8 @@ def compile_model(model_path: str | os.PathLike, bundle: str | os.PathLike | Non
         options = {"spans": True, "exact_origins": exact_origins, "schedule_records": schedule_records}
         n_docs, n_passes = len(writer.documents), len(writer.passes)
         path = writer.commit(_manifest(model, target, options), _layer_table(model), origins)
+        if session.progress is not None:
+            session.progress.finish()
         return CompileResult(path, executable, n_passes, n_docs, code_cov)
     except BaseException:
         if writer is not None:

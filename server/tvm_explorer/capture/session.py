@@ -53,6 +53,7 @@ class CaptureSession:
         self.print_seconds = 0.0
         self.final_tir = None
         self.schedules = None  # a ScheduleRecorder while GPU schedules are recorded
+        self.progress = None  # a progress.Progress told after every recorded step
 
     # -- documents -------------------------------------------------------------------
     def write_model_document(self) -> None:
@@ -107,6 +108,8 @@ class CaptureSession:
             entry["tir_attributed"] = coverage.extra.get("stores_attributed", 0)
         if self.writer is not None:
             self.writer.passes.append(entry)
+        if self.progress is not None:
+            self.progress.step("import" if name == "import" else stage, name)
 
     @staticmethod
     def _changed(prev: dict | None, funcs: dict) -> bool:

@@ -25,6 +25,7 @@ NEXT_PASS = "tvmExplorer/nextPass"
 LAYER_PLACES = "tvmExplorer/layerPlaces"
 BUNDLES_CHANGED = "tvmExplorer/bundlesChanged"
 SHOW_REFERENCES_COMMAND = "tvmExplorer.showReferences"
+MODEL_DOCUMENT = "tvmExplorer/modelDocument"
 
 
 @attrs.define
@@ -99,6 +100,20 @@ class OriginsResult:
 
 
 @attrs.define
+class ModelDocumentParams:
+    """``tvmExplorer/modelDocument`` params: a ``.tflite`` file's URI."""
+
+    uri: str
+
+
+@attrs.define
+class ModelDocumentResult:
+    """``tvmExplorer/modelDocument`` result: the model document's text."""
+
+    text: str
+
+
+@attrs.define
 class LayerRef:
     """A layer of ``tvmExplorer/layerPlaces``: its operator and TF name."""
 
@@ -167,10 +182,12 @@ MESSAGE_TYPES = {
     PREVIOUS_PASS: (_request(PREVIOUS_PASS, types.TextDocumentPositionParams), list[types.Location]),
     NEXT_PASS: (_request(NEXT_PASS, types.TextDocumentPositionParams), list[types.Location]),
     LAYER_PLACES: (_request(LAYER_PLACES, types.TextDocumentPositionParams), LayerPlacesResult),
+    MODEL_DOCUMENT: (_request(MODEL_DOCUMENT, ModelDocumentParams), ModelDocumentResult),
 }
 
 _PLAIN_NAMES = (BundleInfo, ListBundlesResult, PassInfo, ListPassesResult, OriginInfo,
-                OriginsResult, BundlesChangedParams, LayerRef, PassRef, LayerPlacesResult)
+                OriginsResult, BundlesChangedParams, LayerRef, PassRef, LayerPlacesResult,
+                ModelDocumentResult)
 
 
 def converter_factory():

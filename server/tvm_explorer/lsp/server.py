@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
 
 from lsprotocol import types
@@ -19,6 +20,7 @@ from .features.documents import DocumentTracker
 from .features.highlights import DocumentHighlights
 from .features.hover import Hover
 from .features.links import DocumentLinks
+from .features.model_document import ModelDocument
 from .features.passes import PassSteps
 from .features.references import References
 from .features.symbols import DocumentSymbols
@@ -26,6 +28,7 @@ from .protocol import (
     LIST_BUNDLES,
     LAYER_PLACES,
     LIST_PASSES,
+    MODEL_DOCUMENT,
     NEXT_PASS,
     ORIGINS,
     PREVIOUS_PASS,
@@ -37,6 +40,7 @@ from .protocol import (
     OriginsResult,
     converter_factory,
 )
+from .logbridge import install as install_log_bridge
 from .session import ENCODINGS, Session
 
 logger = logging.getLogger(__name__)
@@ -71,6 +75,7 @@ def create_server(poll_interval: float = 1.0) -> ExplorerServer:
         text_document_sync_kind=types.TextDocumentSyncKind.Incremental,
     )
     session = Session()
+    log_bridge = install_log_bridge(server)
     watcher = BundleWatcher(server, session, poll_interval)
     documents = DocumentTracker(server, session, watcher)
     definition = Definition(session)
@@ -97,6 +102,7 @@ def create_server(poll_interval: float = 1.0) -> ExplorerServer:
     @server.feature(types.INITIALIZED)
     async def initialized(ls: ExplorerServer, params: types.InitializedParams):
         session.encoding = ENCODINGS.get(str(ls.workspace.position_encoding), "utf-16")
+        log_bridge.attach(asyncio.get_running_loop())
         await watcher.start()
 
     @server.feature(types.SHUTDOWN)
@@ -155,5 +161,10 @@ def create_server(poll_interval: float = 1.0) -> ExplorerServer:
     answer(LIST_BUNDLES, requests.list_bundles, ListBundlesResult([]))
     answer(LIST_PASSES, requests.list_passes, ListPassesResult([]))
     answer(ORIGINS, requests.origins, OriginsResult([]))
+    model_doc = ModelDocument()
+
+    @server.feature(MODEL_DOCUMENT)
+    async def model_document(ls: ExplorerServer, params):
+        return await model_doc.model_document(params)
     return server
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import itertools
 import logging
+import time
 from pathlib import Path
 
 from lsprotocol import types
@@ -181,6 +182,7 @@ class BundleWatcher:
                     self._progress_report, progress, f"{root.name}: {path}", done
                 )
 
+            started = time.perf_counter()
             try:
                 view = await asyncio.to_thread(reg.load, root, on_document)
             except BundleError as err:
@@ -199,6 +201,8 @@ class BundleWatcher:
                 continue
             registry.install(root, view, sig)
             self._loaded(root)
+            logger.info("loaded bundle %s: %d documents in %.0f ms", root,
+                        len(view.bundle.documents), 1000 * (time.perf_counter() - started))
             changed.append(root)
             for work in self.after_load:
                 self._in_background(work, view)

@@ -1,0 +1,36 @@
+"""``tvmExplorer/modelDocument``: the model document of any ``.tflite`` file (the VS Code
+extension shows it read-only in place of the binary-file page)."""
+
+from __future__ import annotations
+
+import asyncio
+
+from pygls.exceptions import JsonRpcException
+
+from ...errors import ExplorerError
+from ...model.preview import model_document_text
+from ..protocol import ModelDocumentParams, ModelDocumentResult
+from ..session import uri_to_path
+
+
+class ModelDocumentFailed(JsonRpcException):
+    """The model cannot be shown; the message names the file and what is wrong (LSP
+    RequestFailed)."""
+
+    CODE = -32803
+
+
+class ModelDocument:
+    """Renders ``.tflite`` files on request (off the event loop: big models take a while)."""
+
+    async def model_document(self, params: ModelDocumentParams | None) -> ModelDocumentResult:
+        """The text, or a RequestFailed error whose message names the file."""
+        uri = params.uri if params else None
+        path = uri_to_path(uri) if uri else None
+        if path is None:
+            raise ModelDocumentFailed(f"{uri!r}: not a file URI of a TFLite model")
+        try:
+            text = await asyncio.to_thread(model_document_text, path)
+        except ExplorerError as err:
+            raise ModelDocumentFailed(str(err)) from None
+        return ModelDocumentResult(text)

@@ -1,0 +1,98 @@
+"""Compile progress: JSON lines for programs (the VS Code command reads them), a rich bar on a
+terminal, and silence when stdout is neither asked for nor a terminal. Real CLI, real TVM."""
+
+from __future__ import annotations
+
+import json
+import os
+import pty
+import re
+import select
+import subprocess
+import sys
+
+import pytest
+
+from conftest import run_cli
+
+STAGE_ORDER = ["import", "relax", "tir", "code", "write"]
+
+
+def _events(stdout: str) -> list[dict]:
+    return [json.loads(line) for line in stdout.splitlines() if line.startswith("{")]
+
+
+@pytest.mark.parametrize("target,sources", [("c", 1), ("cuda", 2)])
+def test_json_progress_counts_every_recorded_step_exactly(tmp_path, models_dir, target, sources):
+    out = tmp_path / "m.bundle"
+    proc = run_cli("compile", models_dir / "small_cnn_fp32.tflite", "-o", out, "--target", target,
+                   "--progress", "json")
+    assert proc.returncode == 0, proc.stderr
+    events = _events(proc.stdout)
+    assert events and all(e["event"] == "progress" for e in events)
+    # The planned total is exact from the first event on: pass n of N never jumps.
+    totals = {e["total"] for e in events}
+    assert totals == {len(events)}, totals
+    assert [e["done"] for e in events] == list(range(1, len(events) + 1))
+    # Every recorded pass of the bundle was one step (plus the final "write").
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert [e["name"] for e in events[:-1]] == [p["name"] for p in manifest["passes"]]
+    stages = [e["stage"] for e in events]
+    assert stages[0] == "import" and stages[-1] == "write" and stages.count("code") == sources
+    ranks = [STAGE_ORDER.index(s) for s in stages]
+    assert ranks == sorted(ranks), "stages out of pipeline order"
+    elapsed = [e["elapsed"] for e in events]
+    assert elapsed == sorted(elapsed)
+    # The human summary still follows the events.
+    assert "Bundle written:" in proc.stdout.split(json.dumps(events[-1]))[-1]
+
+
+def test_quiet_when_stdout_is_not_a_terminal(tmp_path, models_dir):
+    proc = run_cli("compile", models_dir / "small_cnn_fp32.tflite", "-o", tmp_path / "q.bundle")
+    assert proc.returncode == 0, proc.stderr
+    assert "\x1b" not in proc.stdout + proc.stderr
+    assert not _events(proc.stdout)
+    assert proc.stdout.startswith("Bundle written:")
+    assert proc.stderr == ""
+
+
+def test_json_progress_of_a_failing_compile_ends_with_the_one_error(tmp_path):
+    bad = tmp_path / "bad.tflite"
+    bad.write_bytes(b"not a flatbuffer at all")
+    proc = run_cli("compile", bad, "-o", tmp_path / "b.bundle", "--progress", "json")
+    assert proc.returncode == 2
+    assert proc.stderr.count("tvm-explorer: error:") == 1 and "bad.tflite" in proc.stderr
+    assert not (tmp_path / "b.bundle").exists()
+
+
+def test_bar_on_a_terminal_shows_stage_pass_n_of_total_and_elapsed(tmp_path, models_dir):
+    """Run under a real pseudo-terminal, as a person at a shell would."""
+    pid, fd = pty.fork()
+    if pid == 0:  # child: the CLI with the pty as its terminal
+        os.execv(sys.executable, [sys.executable, "-m", "tvm_explorer", "compile",
+                                  str(models_dir / "small_cnn_fp32.tflite"),
+                                  "-o", str(tmp_path / "t.bundle")])
+    chunks = []
+    while True:
+        ready, _, _ = select.select([fd], [], [], 120)
+        if not ready:
+            break
+        try:
+            data = os.read(fd, 65536)
+        except OSError:
+            break
+        if not data:
+            break
+        chunks.append(data)
+    _, status = os.waitpid(pid, 0)
+    text = b"".join(chunks).decode("utf-8", "replace")
+    assert os.WEXITSTATUS(status) == 0, text
+    plain = re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", text)
+    frames = [f for f in re.split(r"[\r\n]", plain) if "/" in f and "━" in f]
+    assert frames, plain
+    last = frames[-1]
+    m = re.search(r"(\d+)/(\d+)", last)
+    assert m and m.group(1) == m.group(2), last
+    assert re.search(r"\d:\d\d:\d\d", last), last  # elapsed
+    assert any("Relax" in f for f in frames) and any("TIR" in f for f in frames)
+    assert "Bundle written:" in plain

@@ -1,0 +1,177 @@
+/**
+ * A new user's first minutes, in a real VS Code: a workspace with only .tflite files. The pass
+ * view says there is no bundle yet and offers to compile; opening a .tflite shows its model
+ * document; "Compile Model…" runs behind a progress notification, then opens the bundle and
+ * lists it in the pass view; a model TVM cannot import fails with one message naming the
+ * operator; Cancel stops a compile and keeps the previous bundle. Screenshots in
+ * test-artifacts/vscode/onboarding-*.png.
+ */
+import assert from 'node:assert/strict';
+import { copyFileSync, readdirSync, readFileSync, statSync } from 'node:fs';
+import { join } from 'node:path';
+import { after, afterEach, before, test } from 'node:test';
+import { MODELS, PYTHON } from './lib/paths.mjs';
+import { emptyWorkspace, Session } from './lib/session.mjs';
+import { activeTabTitle, poll, runCommand, screenshot } from './lib/workbench.mjs';
+
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+let session;
+let folder;
+
+before(async () => {
+  session = await Session.start({
+    workspace: (runDir) => {
+      folder = emptyWorkspace(runDir);
+      for (const name of ['small_cnn_fp32.tflite', 'okay_nabu.tflite', 'mobilenet_v1_fp32.tflite']) {
+        copyFileSync(join(MODELS, name), join(folder, name));
+      }
+      return folder;
+    },
+    settings: { 'tvmExplorer.pythonPath': PYTHON },
+  });
+});
+
+let step = 0;
+afterEach(async (t) => {
+  step += 1;
+  const name = t.name.replace(/[^A-Za-z0-9]+/g, '-').slice(0, 40);
+  await screenshot(session.page, `onboarding-end-${step}-${name}`).catch(() => {});
+});
+
+after(async () => {
+  const leftovers = await session?.close();
+  assert.deepEqual(leftovers ?? [], [], 'processes left behind');
+});
+
+/** The explorer row of a workspace file. */
+function explorerRow(page, name) {
+  return page.locator('.explorer-folders-view .monaco-list-row', { hasText: name }).first();
+}
+
+/** Answers the three questions of Compile Model…: target, options, output folder. */
+async function answerCompileQuestions(page, { target, output }) {
+  const input = page.locator('.quick-input-widget input');
+  await input.waitFor({ state: 'visible' });
+  await page.locator('.quick-input-list .monaco-list-row', { hasText: target }).first().waitFor();
+  await input.fill(target);
+  await sleep(200);
+  await page.keyboard.press('Enter'); // target
+  await page.locator('.quick-input-widget .quick-input-title', { hasText: 'options' }).waitFor();
+  await sleep(200);
+  await page.keyboard.press('Enter'); // no options
+  await page.locator('.quick-input-widget .quick-input-title', { hasText: 'bundle folder' }).waitFor();
+  const value = await input.inputValue();
+  if (output) {
+    await input.fill(output);
+  }
+  await sleep(200);
+  await page.keyboard.press('Enter');
+  await page.locator('.quick-input-widget').waitFor({ state: 'hidden' });
+  return value;
+}
+
+/** The text of the "TVM Explorer" output channel (opened in the panel). */
+async function outputChannelText(page) {
+  await runCommand(page, 'TVM Explorer: Show Server Output');
+  await page.locator('.panel .monaco-editor .view-line').first().waitFor();
+  return (await page.locator('.panel .monaco-editor .view-lines').first().innerText()).replace(/\u00a0/g, ' ');
+}
+
+test('with no bundle yet the pass view offers to compile', async () => {
+  const { page } = session;
+  // The extension starts in a workspace holding .tflite files; its view is in the activity bar.
+  const icon = page.locator('.activitybar .action-item a[aria-label="TVM Explorer"]');
+  await icon.waitFor({ timeout: 60000 });
+  await icon.click();
+  const welcome = page.locator('.welcome-view-content', { hasText: 'No bundle found' });
+  await welcome.waitFor({ timeout: 60000 });
+  assert.ok(await welcome.getByRole('button', { name: 'Compile Model…' }).isVisible());
+  await screenshot(page, 'onboarding-01-no-bundle-yet');
+});
+
+test('opening a .tflite shows its model document with a Compile action', async () => {
+  const { page } = session;
+  await runCommand(page, 'View: Show Explorer');
+  await explorerRow(page, 'small_cnn_fp32.tflite').dblclick();
+  const conv = page.locator('.editor-instance .view-line', { hasText: 'op 0 CONV_2D' });
+  await conv.waitFor({ timeout: 60000 });
+  assert.match(await activeTabTitle(page), /small_cnn_fp32\.tflite/);
+  assert.equal(await page.locator('.editor-instance', { hasText: 'binary' }).count(), 0);
+  await page.locator('.codelens-decoration', { hasText: 'Compile this model' }).waitFor();
+  // The title bar's Compile button, and the language: the model document's colouring.
+  assert.ok(await page.locator('.editor-actions [aria-label*="Compile Model"]').first().isVisible());
+  const status = (await page.locator('.statusbar-item').allTextContents()).join(' | ');
+  assert.match(status, /TFLite Model Graph/);
+  await screenshot(page, 'onboarding-02-tflite-model-document');
+});
+
+test('Compile Model… shows progress, then opens the bundle and lists it in the pass view', async () => {
+  const { page } = session;
+  await page.locator('.codelens-decoration a', { hasText: 'Compile this model' }).click();
+  const proposed = await answerCompileQuestions(page, { target: 'c' });
+  assert.equal(proposed, join(folder, 'small_cnn_fp32.bundle'));
+  const toast = page.locator('.notifications-toasts .notification-toast', { hasText: 'Compiling small_cnn_fp32.tflite for c' });
+  await toast.waitFor({ timeout: 30000 });
+  const stepShown = await poll(async () => {
+    const text = await toast.innerText().catch(() => '');
+    return /step \d+ of \d+/.test(text) ? text : undefined;
+  }, { timeoutMs: 60000, intervalMs: 100 });
+  await screenshot(page, 'onboarding-03-compile-progress');
+  assert.ok(stepShown, 'the notification never showed "step n of N"');
+  // The new bundle opens at its generated code and appears in the pass view.
+  await poll(async () => (await activeTabTitle(page)).includes('module.c'), { timeoutMs: 120000 });
+  const bundleRow = page.locator('.monaco-list-row', { hasText: 'small_cnn_fp32.bundle' }).first();
+  await bundleRow.waitFor({ timeout: 60000 });
+  await page.locator('.monaco-list-row', { hasText: 'FuseOps' }).first().waitFor({ timeout: 30000 });
+  await screenshot(page, 'onboarding-04-compiled-bundle-open');
+  const manifest = JSON.parse(readFileSync(join(folder, 'small_cnn_fp32.bundle', 'manifest.json'), 'utf8'));
+  assert.equal(manifest.target, 'c');
+  // The Output channel logged the load: path, documents, milliseconds.
+  const log = await outputChannelText(page);
+  assert.match(log, new RegExp(`loaded bundle ${join(folder, 'small_cnn_fp32.bundle').replace(/[.*+?^${}()|[\]\\/]/g, '\\$&')}: \\d+ documents in \\d+ ms`));
+  await screenshot(page, 'onboarding-05-output-logs-the-load');
+});
+
+test('a model TVM cannot import fails with one message naming the operator and Show Output', async () => {
+  const { page } = session;
+  await runCommand(page, 'View: Show Explorer');
+  await explorerRow(page, 'okay_nabu.tflite').click({ button: 'right' });
+  await page.locator('.context-view .action-label', { hasText: 'Compile Model…' }).click();
+  await answerCompileQuestions(page, { target: 'c' });
+  const toast = page.locator('.notifications-toasts .notification-toast', { hasText: 'compile failed' });
+  await toast.waitFor({ timeout: 120000 });
+  const text = await toast.innerText();
+  assert.match(text, /operator 13/);
+  assert.match(text, /ASSIGN_VARIABLE/);
+  assert.doesNotMatch(text, /Traceback/);
+  await screenshot(page, 'onboarding-06-compile-failure');
+  await toast.getByRole('button', { name: 'Show Output' }).click();
+  await page.locator('.panel .monaco-editor .view-line', { hasText: 'tvm-explorer: error:' }).first().waitFor();
+  await screenshot(page, 'onboarding-07-failure-output');
+});
+
+test('Cancel stops a compile and keeps the previous bundle', async () => {
+  const { page } = session;
+  const previous = join(folder, 'small_cnn_fp32.bundle');
+  const before = readFileSync(join(previous, 'manifest.json'), 'utf8');
+  const mtime = statSync(join(previous, 'manifest.json')).mtimeMs;
+  await runCommand(page, 'View: Show Explorer');
+  await explorerRow(page, 'mobilenet_v1_fp32.tflite').click({ button: 'right' });
+  await page.locator('.context-view .action-label', { hasText: 'Compile Model…' }).click();
+  await answerCompileQuestions(page, { target: 'c', output: previous }); // over the previous one
+  const toast = page.locator('.notifications-toasts .notification-toast', { hasText: 'Compiling mobilenet_v1_fp32.tflite' });
+  await toast.waitFor({ timeout: 30000 });
+  await poll(async () => /step \d+ of \d+/.test(await toast.innerText().catch(() => '')), { timeoutMs: 60000, intervalMs: 100 });
+  await toast.hover();
+  await screenshot(page, 'onboarding-08-before-cancel');
+  await toast.getByRole('button', { name: 'Cancel' }).click();
+  const done = page.locator('.notifications-toasts .notification-toast', { hasText: 'cancelled' });
+  await done.waitFor({ timeout: 60000 });
+  assert.match(await done.innerText(), /previous bundle is unchanged/);
+  await screenshot(page, 'onboarding-09-cancelled');
+  assert.equal(readFileSync(join(previous, 'manifest.json'), 'utf8'), before);
+  assert.equal(statSync(join(previous, 'manifest.json')).mtimeMs, mtime);
+  // Nothing half-written is left beside it.
+  const leftovers = await poll(() => readdirSync(folder).filter((n) => n.includes('.tmp-')).length === 0, { timeoutMs: 20000 });
+  assert.ok(leftovers, `temporary folders left: ${readdirSync(folder)}`);
+});

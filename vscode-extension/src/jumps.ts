@@ -1,0 +1,57 @@
+/**
+ * Stepping through the pipeline from the cursor: one stage back (`tvmExplorer/previousStage`:
+ * code → final TIR → Relax → model) and the same code one pass earlier or later
+ * (`tvmExplorer/previousPass` / `nextPass`, which skip passes that left it unchanged).
+ *
+ * Every jump lands in ONE preview editor: each step replaces the previous step's tab instead
+ * of leaving a tab per pass behind. Several landings (a fused function made from several
+ * bindings) open the first and list all in the references peek.
+ */
+import * as vscode from 'vscode';
+import * as lc from 'vscode-languageclient/node';
+import { ServerManager } from './client';
+import * as ext from './lsp_ext';
+
+type Jump = 'previousStage' | 'previousPass' | 'nextPass';
+
+const REQUESTS: Record<Jump, lc.RequestType<lc.TextDocumentPositionParams, lc.Location[] | null, void>> = {
+  previousStage: ext.previousStage,
+  previousPass: ext.previousPassAt,
+  nextPass: ext.nextPassAt,
+};
+const NOTHING: Record<Jump, string> = {
+  previousStage: 'no earlier stage is known for this position.',
+  previousPass: 'no earlier pass changed this code.',
+  nextPass: 'no later pass changed this code.',
+};
+
+/** Runs one jump from the active editor's cursor. */
+export async function jump(server: ServerManager, kind: Jump): Promise<void> {
+  const editor = vscode.window.activeTextEditor;
+  const client = server.client;
+  if (!editor || !client) {
+    void vscode.window.showWarningMessage('TVM Explorer: no bundle document or no running server.');
+    return;
+  }
+  const params = client.code2ProtocolConverter.asTextDocumentPositionParams(editor.document, editor.selection.active);
+  const result = (await client.sendRequest(REQUESTS[kind], params)) ?? [];
+  const locations = result.map((l) => client.protocol2CodeConverter.asLocation(l));
+  if (locations.length === 0) {
+    vscode.window.setStatusBarMessage(`TVM Explorer: ${NOTHING[kind]}`, 4000);
+    return;
+  }
+  await openInPreview(locations[0]);
+  if (locations.length > 1) {
+    await vscode.commands.executeCommand('editor.action.showReferences', locations[0].uri, locations[0].range.start, locations);
+  }
+}
+
+/** Opens a location in the preview editor (replacing the last jump's tab), cursor at its start. */
+export async function openInPreview(location: vscode.Location): Promise<vscode.TextEditor> {
+  const editor = await vscode.window.showTextDocument(location.uri, {
+    preview: true,
+    selection: new vscode.Range(location.range.start, location.range.start),
+  });
+  editor.revealRange(location.range, vscode.TextEditorRevealType.InCenterIfOutsideViewport);
+  return editor;
+}

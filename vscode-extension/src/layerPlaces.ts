@@ -1,0 +1,223 @@
+/**
+ * The "Layer Places" view: every place the layer at the cursor ended up, from
+ * `tvmExplorer/layerPlaces`, grouped by stage (Model, Relax, TIR, Code) and pass, in pipeline
+ * order. A filter picks what is listed: the generated code only, the last document of each
+ * stage (the default: the map `references` gives too), or every pass that changed the code.
+ * Clicking a place opens it in the one preview editor the jumps use.
+ */
+import * as fs from 'fs';
+import * as vscode from 'vscode';
+import { ServerManager } from './client';
+import { openInPreview } from './jumps';
+import * as ext from './lsp_ext';
+
+export type PlacesFilter = 'code' | 'last' | 'changed';
+const FILTERS: { id: PlacesFilter; label: string; detail: string }[] = [
+  { id: 'code', label: 'Generated code only', detail: 'Where the layer is in the C / CUDA / LLVM output' },
+  { id: 'last', label: 'Last document of each stage', detail: 'The model, the final Relax and TIR, and the generated code' },
+  { id: 'changed', label: 'Every pass that changed it', detail: 'Each pass document where the layer’s code changed, in pipeline order' },
+];
+const STAGE_LABELS: Record<string, string> = { model: 'Model', relax: 'Relax', tir: 'TIR', code: 'Generated code' };
+const STATE_KEY = 'tvmExplorer.layerPlaces.filter';
+
+export type PlaceNode =
+  | { kind: 'stage'; stage: string; places: ext.LayerPlace[] }
+  | { kind: 'pass'; stage: string; pass: { index: number; name: string }; places: ext.LayerPlace[] }
+  | { kind: 'place'; place: ext.LayerPlace };
+
+/** The places a filter keeps (the model entry is always kept: it is where the layer is). */
+export function filterPlaces(places: ext.LayerPlace[], filter: PlacesFilter): ext.LayerPlace[] {
+  if (filter === 'code') {
+    return places.filter((p) => p.stage === 'code');
+  }
+  if (filter === 'last') {
+    return places.filter((p) => p.stage === 'model' || p.stage === 'code' || p.last_of_stage);
+  }
+  return places.filter((p) => p.stage === 'model' || p.stage === 'code' || p.changed || p.last_of_stage);
+}
+
+export class LayerPlacesProvider implements vscode.TreeDataProvider<PlaceNode>, vscode.Disposable {
+  private readonly changed = new vscode.EventEmitter<PlaceNode | undefined>();
+  readonly onDidChangeTreeData = this.changed.event;
+  private result: ext.LayerPlacesResult | undefined;
+  private readonly lines = new Map<string, string[]>();
+  view: vscode.TreeView<PlaceNode> | undefined;
+
+  constructor(
+    private readonly server: ServerManager,
+    private readonly state: vscode.Memento,
+  ) {}
+
+  get filter(): PlacesFilter {
+    return this.state.get<PlacesFilter>(STATE_KEY, 'last');
+  }
+
+  /** Asks the server for the places of the layer at a position and shows them. */
+  async showAt(uri: vscode.Uri, position: vscode.Position): Promise<boolean> {
+    const client = await this.server.ready();
+    if (!client) {
+      void vscode.window.showWarningMessage('TVM Explorer: the language server is not running.');
+      return false;
+    }
+    const result = await client.sendRequest(ext.layerPlaces, {
+      textDocument: { uri: uri.toString() },
+      position: { line: position.line, character: position.character },
+    });
+    if (!result || result.places.length === 0) {
+      void vscode.window.showInformationMessage('TVM Explorer: no layer is known at this position.');
+      return false;
+    }
+    this.result = result;
+    this.lines.clear();
+    this.update();
+    await vscode.commands.executeCommand('tvmExplorer.layerPlaces.focus');
+    return true;
+  }
+
+  /** Lets the user pick the filter. */
+  async chooseFilter(): Promise<void> {
+    const current = this.filter;
+    const pick = await vscode.window.showQuickPick(
+      FILTERS.map((f) => ({ ...f, description: f.id === current ? '(current)' : undefined })),
+      { title: 'Layer Places: list which places' },
+    );
+    if (pick) {
+      await this.setFilter(pick.id);
+    }
+  }
+
+  async setFilter(filter: PlacesFilter): Promise<void> {
+    await this.state.update(STATE_KEY, filter);
+    this.update();
+  }
+
+  private update(): void {
+    if (this.view && this.result) {
+      const layers = this.result.layers.map((l) => `${l.opcode} op ${l.op_index}${l.name ? ` ${l.name}` : ''}`);
+      const shown = filterPlaces(this.result.places, this.filter).length;
+      this.view.message = `${layers.join(', ')} — ${shown} of ${this.result.places.length} places (${FILTERS.find((f) => f.id === this.filter)?.label.toLowerCase()})`;
+    }
+    this.changed.fire(undefined);
+  }
+
+  getChildren(node?: PlaceNode): PlaceNode[] {
+    if (!this.result) {
+      return [];
+    }
+    if (!node) {
+      const places = filterPlaces(this.result.places, this.filter);
+      const stages: string[] = [];
+      for (const p of places) {
+        if (!stages.includes(p.stage)) {
+          stages.push(p.stage);
+        }
+      }
+      return stages.map((stage) => ({ kind: 'stage', stage, places: places.filter((p) => p.stage === stage) }));
+    }
+    if (node.kind === 'stage') {
+      const byPass = new Map<number, PlaceNode & { kind: 'pass' }>();
+      const out: PlaceNode[] = [];
+      for (const place of node.places) {
+        if (!place.pass) {
+          out.push({ kind: 'place', place });
+          continue;
+        }
+        let group = byPass.get(place.pass.index);
+        if (!group) {
+          group = { kind: 'pass', stage: node.stage, pass: place.pass, places: [] };
+          byPass.set(place.pass.index, group);
+          out.push(group);
+        }
+        group.places.push(place);
+      }
+      return out;
+    }
+    if (node.kind === 'pass') {
+      return node.places.map((place) => ({ kind: 'place', place }));
+    }
+    return [];
+  }
+
+  getTreeItem(node: PlaceNode): vscode.TreeItem {
+    if (node.kind === 'stage') {
+      const item = new vscode.TreeItem(STAGE_LABELS[node.stage] ?? node.stage, vscode.TreeItemCollapsibleState.Expanded);
+      const passes = new Set(node.places.map((p) => p.pass?.index ?? -1)).size;
+      item.description = `${node.places.length} place${node.places.length === 1 ? '' : 's'}${
+        node.stage === 'relax' || node.stage === 'tir' ? ` in ${passes} pass${passes === 1 ? '' : 'es'}` : ''
+      }`;
+      item.iconPath = new vscode.ThemeIcon(node.stage === 'model' ? 'symbol-class' : node.stage === 'code' ? 'file-code' : 'layers');
+      return item;
+    }
+    if (node.kind === 'pass') {
+      const item = new vscode.TreeItem(node.pass.name, vscode.TreeItemCollapsibleState.Expanded);
+      const last = node.places.some((p) => p.last_of_stage);
+      item.description = `#${node.pass.index}${last ? ' · last' : ''}${node.places.some((p) => p.changed) ? '' : ' · unchanged'}`;
+      item.iconPath = new vscode.ThemeIcon('diff', new vscode.ThemeColor('charts.yellow'));
+      return item;
+    }
+    const { place } = node;
+    const uri = vscode.Uri.parse(place.uri);
+    const line = place.range.start.line;
+    const text = this.lineText(uri, line);
+    const item = new vscode.TreeItem(text || `line ${line + 1}`, vscode.TreeItemCollapsibleState.None);
+    item.description = `${uri.path.split('/').slice(-1)[0]}:${line + 1}`;
+    item.tooltip = `${uri.fsPath}:${line + 1}\n${text}`;
+    item.iconPath = new vscode.ThemeIcon('location');
+    item.command = {
+      command: 'tvmExplorer.openPlace',
+      title: 'Open Place',
+      arguments: [place.uri, place.range],
+    };
+    return item;
+  }
+
+  /** The trimmed text of a line of a bundle file (files are read once per result). */
+  private lineText(uri: vscode.Uri, line: number): string {
+    const key = uri.toString();
+    let lines = this.lines.get(key);
+    if (!lines) {
+      try {
+        lines = fs.readFileSync(uri.fsPath, 'utf8').split('\n');
+      } catch {
+        lines = [];
+      }
+      this.lines.set(key, lines);
+    }
+    return (lines[line] ?? '').trim().slice(0, 120);
+  }
+
+  dispose(): void {
+    this.changed.dispose();
+  }
+}
+
+/** Opens a place (URI string and LSP range, as the tree items pass them) in the preview editor. */
+export async function openPlace(uri: string, range: { start: { line: number; character: number }; end: { line: number; character: number } }): Promise<void> {
+  await openInPreview(
+    new vscode.Location(
+      vscode.Uri.parse(uri),
+      new vscode.Range(range.start.line, range.start.character, range.end.line, range.end.character),
+    ),
+  );
+}
+
+/** Registers the view and its commands. */
+export function registerLayerPlaces(context: vscode.ExtensionContext, server: ServerManager): LayerPlacesProvider {
+  const provider = new LayerPlacesProvider(server, context.workspaceState);
+  const view = vscode.window.createTreeView<PlaceNode>('tvmExplorer.layerPlaces', { treeDataProvider: provider, showCollapseAll: true });
+  provider.view = view;
+  const showAt = (uriArg?: string | vscode.Uri, positionArg?: { line: number; character: number }) => {
+    const editor = vscode.window.activeTextEditor;
+    const uri = uriArg ? (typeof uriArg === 'string' ? vscode.Uri.parse(uriArg) : uriArg) : editor?.document.uri;
+    const position = positionArg ? new vscode.Position(positionArg.line, positionArg.character) : editor?.selection.active;
+    return uri && position ? provider.showAt(uri, position) : Promise.resolve(false);
+  };
+  context.subscriptions.push(
+    provider,
+    view,
+    vscode.commands.registerCommand('tvmExplorer.showLayerPlaces', showAt),
+    vscode.commands.registerCommand('tvmExplorer.filterLayerPlaces', () => provider.chooseFilter()),
+    vscode.commands.registerCommand('tvmExplorer.openPlace', openPlace),
+  );
+  return provider;
+}

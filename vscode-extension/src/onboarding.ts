@@ -1,0 +1,94 @@
+/**
+ * The first minutes with the extension: "Compile Model…", the `.tflite` model viewer, and a
+ * pass view that says why it is empty (no bundle yet, the server starting, or a Python
+ * interpreter that is missing or lacks tvm-explorer, with how to fix it).
+ */
+import * as fs from 'fs';
+import * as path from 'path';
+import * as vscode from 'vscode';
+import { BundleRegistry } from './bundles';
+import { ServerManager } from './client';
+import { compileModelCommand } from './compile';
+import {
+  CompileLensProvider,
+  MODEL_SCHEME,
+  modelFileOf,
+  ModelDocumentProvider,
+  TFLITE_VIEW_TYPE,
+  TfliteEditorProvider,
+} from './modelView';
+import { PassNode, PassTreeProvider } from './passView';
+
+/** Documents a fresh bundle opens with: its generated code, else its model document. */
+const FIRST_DOCUMENTS = ['code/module.c', 'code/device.cu', 'code/host.ll', 'model.tflgraph'];
+
+export function registerOnboarding(
+  context: vscode.ExtensionContext,
+  server: ServerManager,
+  registry: BundleRegistry,
+  tree: PassTreeProvider,
+  view: vscode.TreeView<PassNode>,
+  output: vscode.OutputChannel,
+): void {
+  const showBundle = (bundle: string) => openCompiledBundle(bundle, registry, tree, view);
+  const syncMessage = () => {
+    // The pass view's welcome text (package.json viewsWelcome) depends on what is wrong; a
+    // tree message would hide it (VS Code shows welcome content only without a message).
+    void vscode.commands.executeCommand('setContext', 'tvmExplorer.pythonProblem', server.problem?.kind ?? '');
+  };
+  context.subscriptions.push(
+    vscode.commands.registerCommand('tvmExplorer.compileModel', (uri?: vscode.Uri) =>
+      compileModelCommand(uri ?? activeModelFile(), output, showBundle),
+    ),
+    vscode.workspace.registerTextDocumentContentProvider(MODEL_SCHEME, new ModelDocumentProvider(server, output)),
+    vscode.window.registerCustomEditorProvider(TFLITE_VIEW_TYPE, new TfliteEditorProvider(), {
+      supportsMultipleEditorsPerDocument: true,
+    }),
+    vscode.languages.registerCodeLensProvider({ scheme: MODEL_SCHEME }, new CompileLensProvider()),
+    server.onDidChangeState(syncMessage),
+    vscode.window.onDidChangeActiveTextEditor(syncModelContext),
+  );
+  syncMessage();
+  syncModelContext();
+}
+
+function activeModelFile(): vscode.Uri | undefined {
+  const uri = vscode.window.activeTextEditor?.document.uri;
+  return uri?.scheme === MODEL_SCHEME ? modelFileOf(uri) : undefined;
+}
+
+function syncModelContext(): void {
+  const active = vscode.window.activeTextEditor?.document.uri.scheme === MODEL_SCHEME;
+  void vscode.commands.executeCommand('setContext', 'tvmExplorer.modelDocumentActive', active);
+}
+
+/** Opens a freshly compiled bundle and shows it in the pass view once the server has it. */
+async function openCompiledBundle(
+  bundle: string,
+  registry: BundleRegistry,
+  tree: PassTreeProvider,
+  view: vscode.TreeView<PassNode>,
+): Promise<void> {
+  const first = FIRST_DOCUMENTS.map((rel) => path.join(bundle, rel)).find((p) => fs.existsSync(p));
+  if (first) {
+    // Opening a document of a bundle outside the workspace also makes the server load it.
+    await vscode.window.showTextDocument(vscode.Uri.file(first), { preview: false });
+  }
+  const deadline = Date.now() + 60000;
+  const dir = vscode.Uri.file(bundle).fsPath;
+  while (Date.now() < deadline) {
+    await registry.refresh();
+    if (registry.list().some((b) => b.dir === dir)) {
+      break;
+    }
+    await new Promise((r) => setTimeout(r, 500));
+  }
+  const node = (await tree.getChildren()).find((n) => n.kind === 'bundle' && n.bundle.dir === dir);
+  if (node) {
+    await vscode.commands.executeCommand('tvmExplorer.passes.focus');
+    await view.reveal(node, { select: true, focus: false, expand: true });
+  }
+  if (first) {
+    await vscode.window.showTextDocument(vscode.Uri.file(first), { preview: false }); // focus back
+  }
+}
