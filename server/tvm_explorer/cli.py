@@ -94,11 +94,13 @@ def _compile_in_this_process(args) -> int:
 
             load_model(args.model)  # a bad file fails fast, before TVM is even imported
             from .capture.api import compile_model
+            from .costs.cli import profile_request
 
             result = compile_model(
                 args.model, None if args.no_spans else args.output, args.target,
                 fill_spans=not args.no_spans,
                 exact_origins=args.exact_origins, schedule_records=not args.no_schedule_records,
+                profile=profile_request(args),
             )
         finally:
             compiling["now"] = False
@@ -133,6 +135,10 @@ def _compile_in_this_process(args) -> int:
     print(f"  {result.passes} passes recorded, {result.documents} documents")
     for kind, cov in sorted(result.coverage.items()):
         print(f"  generated {kind}: {cov['attributed']}/{cov['units']} computing lines attributed")
+    from .costs.cli import report
+
+    for line in report(result.costs):
+        print(line)
     print("Open it in an editor with the TVM Explorer language server (VS Code: docs/vscode.md):")
     print(f"  code {bundle}")
     code = {"c": "code/module.c", "cuda": "code/device.cu"}.get(args.target)
@@ -393,6 +399,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="address-space limit of the compile (default: 3/4 of the memory, "
                         "at least 4 GiB; 0: none)")
     p.add_argument("--in-process", action="store_true", help=argparse.SUPPRESS)
+    from .costs.cli import add_costs_parser, add_profile_options
+
+    add_profile_options(p)
     p.set_defaults(run=_run_compile)
 
     p = sub.add_parser("coverage", help="per pass: units and how many have origins")
@@ -406,6 +415,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true")
     p.set_defaults(run=_run_origins)
 
+    add_costs_parser(sub)
     try:
         from .lsp.cli import add_serve_parser
     except ImportError:

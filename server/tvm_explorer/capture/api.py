@@ -14,6 +14,7 @@ from ..bundle.writer import BundleWriter
 from ..errors import ExplorerError
 from ..model.loader import LoadedModel, load_model
 from ..provenance import OriginTable
+from ..costs.record import CostRecorder
 from .codegen import index_llvm, index_source
 from .importer import import_tflite
 from .pipeline import TARGETS, build, generated_sources, make_target
@@ -38,6 +39,7 @@ class CompileResult:
     documents: int
     _coverage: dict | None = field(default_factory=dict, repr=False)
     _compute_coverage: object = field(default=None, repr=False)
+    costs: dict | None = None  # costs.json as written (see costs/)
 
     @property
     def coverage(self) -> dict:
@@ -114,12 +116,14 @@ def _manifest(model: LoadedModel, target: str, options: dict) -> dict:
 
 def compile_model(model_path: str | os.PathLike, bundle: str | os.PathLike | None,
                   target: str = "c", *, fill_spans: bool = True,
-                  exact_origins: bool = False, schedule_records: bool = True) -> CompileResult:
+                  exact_origins: bool = False, schedule_records: bool = True,
+                  profile=None) -> CompileResult:
     """Import a TFLite model, compile it with TVM's real pipeline, and write a bundle.
 
     ``bundle=None`` keeps provenance through every pass but writes nothing (for measuring;
     the generated source is indexed only when ``result.coverage`` is read).
     ``fill_spans=False`` is a plain stock import and compile (no provenance at all).
+    ``profile``: a ``costs.record.ProfileRequest`` to measure run time per layer.
     Raises ExplorerError (ModelError for bad models) with a message for the user.
     """
     if target not in TARGETS:
@@ -130,6 +134,7 @@ def compile_model(model_path: str | os.PathLike, bundle: str | os.PathLike | Non
 
         mod = _imp(model, None, fill_spans=False)
         return CompileResult(None, build(mod, target), 0, 0)
+    costs = CostRecorder(model, profile) if bundle is not None else None
     writer = BundleWriter(bundle) if bundle is not None else None
     try:
         origins = OriginTable()
@@ -143,6 +148,8 @@ def compile_model(model_path: str | os.PathLike, bundle: str | os.PathLike | Non
         if schedule_records and target == "cuda" and writer is not None:
             session.schedules = ScheduleRecorder()
             instruments.append(session.schedules.instrument())
+        if costs is not None:
+            instruments = costs.wrap(instruments)
         try:
             if session.schedules is not None:
                 with session.schedules:
@@ -160,10 +167,11 @@ def compile_model(model_path: str | os.PathLike, bundle: str | os.PathLike | Non
                                  lambda: _add_generated_code(session, executable, target))
         code_cov = _add_generated_code(session, executable, target)
         _add_schedule_traces(session)
+        costs.finish(session, executable, target)
         options = {"spans": True, "exact_origins": exact_origins, "schedule_records": schedule_records}
         n_docs, n_passes = len(writer.documents), len(writer.passes)
         path = writer.commit(_manifest(model, target, options), _layer_table(model), origins)
-        return CompileResult(path, executable, n_passes, n_docs, code_cov)
+        return CompileResult(path, executable, n_passes, n_docs, code_cov, costs=costs.costs)
     except BaseException:
         if writer is not None:
             writer.abort()
