@@ -150,13 +150,16 @@ def build(layers: list[dict], static: StaticCosts, origin_sets: list, work: dict
                "plain_run_ms": _r(statistics.median(plain)) if plain else None,
                "plain_run_min_ms": _r(min(plain)) if plain else None,
                "plain_run_max_ms": _r(max(plain)) if plain else None,
-               "runtime_ms": _r(runtime_ms)}
+               "runtime_ms": _r(runtime_ms), "clock": "process_cpu",
+               "wall_ms": _r(statistics.median(measured.wall_ms)) if measured is not None else None,
+               "plain_wall_ms": _r(statistics.median(measured.plain_wall_ms)) if measured is not None else None}
     return {
         "schema_version": SCHEMA_VERSION,
         "target": target,
         "code_kind": static.code_kind,
         "total_ms": _r(total_ms),
-        "profile": profile,
+        "profile": profile | {"total_min_ms": _r(min(sum(run) for run in measured.times))
+                              if measured is not None and measured.times else None},
         "totals": {
             "code_lines": static.attributed_lines,
             "workspace_bytes": sum(k.workspace_bytes for k in kernels.values()),

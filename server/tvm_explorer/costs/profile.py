@@ -23,12 +23,14 @@ TIMEOUT = 900.0  # seconds a profile may take before it is given up
 
 @dataclass
 class Measured:
-    """The calls of one run in order (``symbols``), each call's time per repeat
-    (``times[r][i]``, ms) and the plain runs' times (ms)."""
+    """The calls of one run in order (``symbols``), each call's CPU time per repeat
+    (``times[r][i]``, ms), the plain runs' CPU times, and the wall times of both per run."""
 
     symbols: list[str]
     times: list[list[float]]
     plain_ms: list[float]
+    wall_ms: list[float]
+    plain_wall_ms: list[float]
 
 
 class ProfileFailed(Exception):
@@ -70,36 +72,42 @@ def _measure(executable, target: str, arrays, repeat: int, workdir: str) -> dict
     for _ in range(WARMUP):
         main(*args)
         plain_main(*args)
-    clock = time.perf_counter_ns
-    stamps: list[tuple[str, int]] = []
-    started: list[int] = []
+    # CPU time of this process: what the kernels cost, whatever else the machine runs (wall
+    # time on a shared machine mostly measures the neighbours); wall time is kept beside it.
+    cpu, wall = time.process_time_ns, time.perf_counter_ns
+    stamps: list[tuple[str, int, int]] = []
+    started: list[tuple[int, int]] = []
 
     def instrument(_func, symbol, before, _ret, *_args):
-        now = clock()
+        c, w = cpu(), wall()
         if before:
-            started.append(now)
+            started.append((c, w))
         else:
-            stamps.append((symbol, now - started.pop()))
+            c0, w0 = started.pop()
+            stamps.append((symbol, c - c0, w - w0))
         return 0
 
     vm.set_instrument(instrument)
     stamps.clear()
     main(*args)  # a warm-up run with the instrument in place
     symbols: list[str] | None = None
-    times, plain = [], []
+    times, wall_totals, plain, plain_wall = [], [], [], []
     for _ in range(repeat):
         stamps.clear()
         main(*args)
-        run = [s for s, _ in stamps]
+        run = [s for s, _, _ in stamps]
         if symbols is None:
             symbols = run
         elif run != symbols:
             raise ProfileFailed("the model called different kernels from one run to the next")
-        times.append([dt / 1e6 for _, dt in stamps])
-        t0 = clock()
+        times.append([dc / 1e6 for _, dc, _ in stamps])
+        wall_totals.append(sum(dw for _, _, dw in stamps) / 1e6)
+        c0, w0 = cpu(), wall()
         plain_main(*args)
-        plain.append((clock() - t0) / 1e6)
-    return {"symbols": symbols or [], "times": times, "plain_ms": plain}
+        plain.append((cpu() - c0) / 1e6)
+        plain_wall.append((wall() - w0) / 1e6)
+    return {"symbols": symbols or [], "times": times, "plain_ms": plain,
+            "wall_ms": wall_totals, "plain_wall_ms": plain_wall}
 
 
 def measure(executable, target: str, arrays, repeat: int, timeout: float = TIMEOUT) -> Measured:
@@ -156,4 +164,4 @@ def _wait(pid: int, result_path: str, timeout: float) -> Measured:
         raise ProfileFailed("the profiling process ended without a result") from None
     if "error" in got:
         raise ProfileFailed(got["error"])
-    return Measured(got["symbols"], got["times"], got["plain_ms"])
+    return Measured(got["symbols"], got["times"], got["plain_ms"], got["wall_ms"], got["plain_wall_ms"])
