@@ -83,6 +83,7 @@ def _compile_in_this_process(args) -> int:
 
             model = load_any(args.model)  # a bad file fails fast (a .tflite before TVM is imported)
             from .capture.api import compile_model
+            from .costs.cli import profile_request
             from .progress.display import progress_display
 
             with progress_display("none" if args.no_spans else args.progress) as on_progress:
@@ -90,7 +91,7 @@ def _compile_in_this_process(args) -> int:
                     model, None if args.no_spans else args.output, args.target,
                     fill_spans=not args.no_spans,
                     exact_origins=args.exact_origins, schedule_records=not args.no_schedule_records,
-                    on_progress=on_progress,
+                    on_progress=on_progress, profile=profile_request(args),
                 )
         finally:
             compiling["now"] = False
@@ -125,6 +126,10 @@ def _compile_in_this_process(args) -> int:
     print(f"  {result.passes} passes recorded, {result.documents} documents")
     for kind, cov in sorted(result.coverage.items()):
         print(f"  generated {kind}: {cov['attributed']}/{cov['units']} computing lines attributed")
+    from .costs.cli import report
+
+    for line in report(result.costs):
+        print(line)
     print("Open it in an editor with the TVM Explorer language server (VS Code: docs/vscode.md):")
     print(f"  code {bundle}")
     code = {"c": "code/module.c", "cuda": "code/device.cu"}.get(args.target)
@@ -442,6 +447,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="progress: a bar on a terminal (auto, the default), JSON lines on "
                         "stdout (json), or none")
     p.add_argument("--in-process", action="store_true", help=argparse.SUPPRESS)
+    from .costs.cli import add_costs_parser, add_profile_options
+
+    add_profile_options(p)
     p.set_defaults(run=_run_compile)
 
     p = sub.add_parser("coverage", help="per pass: units and how many have origins")
@@ -461,7 +469,7 @@ def build_parser() -> argparse.ArgumentParser:
     from .compare.cli import add_compare_parser
 
     add_compare_parser(sub)
-
+    add_costs_parser(sub)
     try:
         from .lsp.cli import add_serve_parser
     except ImportError:

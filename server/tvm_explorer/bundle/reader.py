@@ -302,6 +302,14 @@ class Bundle:
         return docs
 
     # -- queries -----------------------------------------------------------------------
+    def costs(self) -> dict | None:
+        """The validated ``costs.json`` (read once), or None if the bundle has none."""
+        if not hasattr(self, "_costs"):
+            from ..costs.model import load
+
+            self._costs = load(self)
+        return self._costs
+
     def document(self, path: str) -> Document | None:
         """The document at bundle-relative ``path``, or None."""
         return self._doc_by_path.get(path)
@@ -386,6 +394,11 @@ class Bundle:
                 problems.append(err)
                 self._texts.setdefault(doc.path, "")
                 self._indexes[doc.path] = DocumentIndex([])
+        try:
+            self.costs()
+        except BundleError as err:  # a damaged costs.json costs the cost features only
+            problems.append(err)
+            self._costs = None
         return problems
 
     def _check_total_size(self) -> None:

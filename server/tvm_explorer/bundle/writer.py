@@ -134,6 +134,16 @@ class BundleWriter:
         self._index[path] = json.dumps({"length": len(text), "ranges": [r.to_json() for r in ordered]},
                                        separators=(",", ":"))
 
+    def has_document(self, path: str) -> bool:
+        """Whether a document ``path`` was added."""
+        return path in self._index
+
+    def written(self, path: str) -> tuple[str, list]:
+        """Text and index ranges (as stored in index.json) of a document added so far."""
+        with open(self.tmp / path, encoding="utf-8", newline="") as fh:
+            text = fh.read()
+        return text, json.loads(self._index[path])["ranges"]
+
     def add_file(self, path: str, text: str) -> None:
         """Write an auxiliary file (schedule trace) that is not an indexed document."""
         full = self.tmp / path

@@ -15,6 +15,7 @@ from ..errors import ExplorerError
 from ..frontends import import_any, layer_table, load_any
 from ..model.loader import LoadedModel, load_model
 from ..provenance import OriginTable
+from ..costs.record import CostRecorder
 from .codegen import index_llvm, index_source
 from .importer import import_tflite
 from .pipeline import TARGETS, build, generated_sources, make_target
@@ -40,6 +41,7 @@ class CompileResult:
     documents: int
     _coverage: dict | None = field(default_factory=dict, repr=False)
     _compute_coverage: object = field(default=None, repr=False)
+    costs: dict | None = None  # costs.json as written (see costs/)
 
     @property
     def coverage(self) -> dict:
@@ -110,7 +112,7 @@ def _manifest(model: LoadedModel, target: str, options: dict) -> dict:
 def compile_model(model_path: str | os.PathLike, bundle: str | os.PathLike | None,
                   target: str = "c", *, fill_spans: bool = True,
                   exact_origins: bool = False, schedule_records: bool = True,
-                  on_progress: Listener | None = None) -> CompileResult:
+                  on_progress: Listener | None = None, profile=None) -> CompileResult:
     """Import a model (``.tflite``, ``.onnx``, ``.pt2``), compile it with TVM's real pipeline,
     and write a bundle.
 
@@ -118,6 +120,7 @@ def compile_model(model_path: str | os.PathLike, bundle: str | os.PathLike | Non
     the generated source is indexed only when ``result.coverage`` is read).
     ``fill_spans=False`` is a plain stock import and compile (no provenance at all).
     ``on_progress`` is called with a ``ProgressEvent`` after every step (see capture/progress.py).
+    ``profile``: a ``costs.record.ProfileRequest`` to measure run time per layer.
     Raises ExplorerError (ModelError for bad models) with a message for the user.
     """
     if target not in TARGETS:
@@ -126,7 +129,8 @@ def compile_model(model_path: str | os.PathLike, bundle: str | os.PathLike | Non
     if not fill_spans:
         mod = import_any(model, None, fill_spans=False)
         return CompileResult(None, build(mod, target), 0, 0)
-    writer = BundleWriter(bundle, (model_path,)) if bundle is not None else None
+    costs = CostRecorder(model, profile) if bundle is not None else None
+    writer = BundleWriter(bundle, (model.path,)) if bundle is not None else None
     try:
         origins = OriginTable()
         session = CaptureSession(model, writer, origins)
@@ -141,6 +145,8 @@ def compile_model(model_path: str | os.PathLike, bundle: str | os.PathLike | Non
         if schedule_records and target == "cuda" and writer is not None:
             session.schedules = ScheduleRecorder()
             instruments.append(session.schedules.instrument())
+        if costs is not None:
+            instruments = costs.wrap(instruments)
         try:
             if session.schedules is not None:
                 with session.schedules:
@@ -158,12 +164,13 @@ def compile_model(model_path: str | os.PathLike, bundle: str | os.PathLike | Non
                                  lambda: _add_generated_code(session, executable, target))
         code_cov = _add_generated_code(session, executable, target)
         _add_schedule_traces(session)
+        costs.finish(session, executable, target)
         options = {"spans": True, "exact_origins": exact_origins, "schedule_records": schedule_records}
         n_docs, n_passes = len(writer.documents), len(writer.passes)
         path = writer.commit(_manifest(model, target, options), _layer_table(model), origins)
         if session.progress is not None:
             session.progress.finish()
-        return CompileResult(path, executable, n_passes, n_docs, code_cov)
+        return CompileResult(path, executable, n_passes, n_docs, code_cov, costs=costs.costs)
     except BaseException:
         if writer is not None:
             writer.abort()

@@ -1,0 +1,85 @@
+"""``tvm-explorer costs BUNDLE``: the per-layer table (and its JSON form)."""
+
+from __future__ import annotations
+
+SORTS = ("time", "code", "memory")
+
+
+def sort_layers(layers: list[dict], by: str) -> list[dict]:
+    """Layers most expensive first: by measured time (by code lines when nothing was
+    measured), code lines or workspace bytes; ties in model order."""
+    if by == "time" and all(lay.get("time_ms") is None for lay in layers):
+        by = "code"
+    key = {"time": lambda lay: lay.get("time_ms") or 0.0,
+           "code": lambda lay: lay.get("code_lines", 0),
+           "memory": lambda lay: lay.get("workspace_bytes", 0)}[by]
+    return sorted(layers, key=lambda lay: (-key(lay), lay["subgraph"], lay["op_index"]))
+
+
+def as_json(costs: dict, by: str) -> dict:
+    """The documented JSON of ``tvm-explorer costs --json``."""
+    return {
+        "total_ms": costs.get("total_ms"),
+        "profile": costs.get("profile"),
+        "code_kind": costs.get("code_kind"),
+        "layers": sort_layers(costs["layers"], by),
+        "kernels": costs.get("kernels", []),
+        "passes": costs.get("passes", []),
+    }
+
+
+def size(n: int) -> str:
+    """Bytes as ``48 KiB``."""
+    if n >= 2**20:
+        return f"{n / 2**20:.1f} MiB"
+    if n >= 1024:
+        return f"{n / 1024:.0f} KiB"
+    return f"{n} B"
+
+
+def lines_label(costs: dict) -> str:
+    """What the code lines count: ``C lines``, ``CUDA lines``, ``LLVM IR lines``."""
+    return {"c": "C lines", "cuda": "CUDA lines", "ll": "LLVM IR lines"}.get(costs.get("code_kind") or "", "lines")
+
+
+def render(costs: dict, by: str, top_passes: int = 8) -> str:
+    """The table as text."""
+    out = []
+    profile = costs.get("profile") or {}
+    total = costs.get("total_ms")
+    if total is not None:
+        plain = profile.get("plain_run_ms")
+        extra = f"; a plain run took {plain:.3f} ms" if plain is not None else ""
+        out.append(f"Measured: {total:.3f} ms per run (median of {profile.get('repeat')} runs, "
+                   f"inputs {profile.get('inputs')}){extra}")
+    else:
+        out.append(f"Run time not measured: {profile.get('reason') or profile.get('status')}")
+    shared_note = False
+    out.append(f"{'#':>3}  {'layer':<56} {'time ms':>9} {'share':>6} {lines_label(costs):>13} "
+               f"{'workspace':>10} {'MFLOP':>9}  kernels")
+    for rank, lay in enumerate(sort_layers(costs["layers"], by), 1):
+        where = f"{'sg ' + str(lay['subgraph']) + ' ' if lay['subgraph'] else ''}op {lay['op_index']}"
+        label = f"{where} {lay['opcode']} {lay['name']}"
+        t = f"{lay['time_ms']:.3f}" if lay.get("time_ms") is not None else "-"
+        s = f"{100 * lay['share']:.1f}%" if lay.get("share") is not None else "-"
+        fl = f"{lay['flops'] / 1e6:.2f}" if lay.get("flops") is not None else "-"
+        shared = set(lay.get("shared_kernels", []))
+        shared_note = shared_note or bool(shared)
+        names = ", ".join(n + ("*" if n in shared else "") for n in lay["kernels"]) or "-"
+        out.append(f"{rank:>3}  {label[:56]:<56} {t:>9} {s:>6} {lay['code_lines']:>13} "
+                   f"{size(lay['workspace_bytes']):>10} {fl:>9}  {names}")
+    if total is not None:
+        attributed = sum(lay["time_ms"] or 0.0 for lay in costs["layers"])
+        out.append(f"     layers {attributed:.3f} ms, VM runtime (checks, allocations) "
+                   f"{profile.get('runtime_ms') or 0.0:.3f} ms")
+    if shared_note:
+        out.append("  * shared kernel (serves several layers): its time is split by each layer's "
+                   "share of its work, never counted twice")
+    passes = [p for p in costs.get("passes", []) if p.get("ms") is not None]
+    if passes:
+        total_compile = sum(p["ms"] for p in passes)
+        out.append(f"\nCompile time: {total_compile / 1e3:.2f} s in {len(passes)} passes; slowest:")
+        for p in sorted(passes, key=lambda p: -p["ms"])[:top_passes]:
+            out.append(f"  {p['index']:>4}  {p['name'][:40]:<40} {p['ms']:>9.1f} ms  "
+                       f"{p.get('changed_functions') or 0} functions changed")
+    return "\n".join(out)

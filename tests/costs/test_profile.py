@@ -1,0 +1,85 @@
+"""Measured run time per layer (``compile --profile``) on a model built so that one layer
+dominates, through the real CLI, TVM and the system C compiler."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from tests.conftest import run_cli
+from tvm_explorer.bundle.reader import Bundle
+
+
+def _costs(bundle) -> dict:
+    proc = run_cli("costs", bundle, "--json", check=True)
+    return json.loads(proc.stdout)
+
+
+@pytest.mark.parametrize("target", ["c", "llvm"])
+def test_dominant_dense_ranks_first_and_times_add_up(profiled, dense_model, target):
+    costs = _costs(profiled.get(dense_model, target))
+    assert costs["profile"]["status"] == "measured"
+    layers = costs["layers"]
+    top = layers[0]  # sorted by time
+    assert top["opcode"] == "FULLY_CONNECTED" and top["name"] == "big_dense/output"
+    assert top["share"] > 0.5, layers
+    total = costs["total_ms"]
+    attributed = sum(lay["time_ms"] for lay in layers)
+    assert abs(attributed - total) <= 0.10 * total, (attributed, total)
+    # Against a plain run of the whole model: the fastest of each kind, the least disturbed
+    # by the other processes of a shared machine (docs/costs.md).
+    fastest, plain = costs["profile"]["total_min_ms"], costs["profile"]["plain_run_min_ms"]
+    assert abs(fastest - plain) <= 0.10 * max(fastest, plain), (fastest, plain)
+    for lay in layers:
+        assert lay["share"] == pytest.approx(lay["time_ms"] / total, abs=1e-3)
+
+
+@pytest.mark.parametrize("target", ["c"])
+def test_shared_kernels_are_split_never_counted_twice(profiled, dense_model, target):
+    full = Bundle(profiled.get(dense_model, target)).costs()
+    kernels = {k["name"]: k for k in full["kernels"]}
+    shared = [k for k in full["kernels"] if k["shared"]]
+    assert shared, "the dense layer's epilogue (ADD, RELU, MUL) fuses into its kernel"
+    # Every kernel call's time goes once to the layers it served: per kernel, the layers'
+    # parts add up to the kernel's time, and all layers to the calls' times.
+    per_kernel: dict[str, float] = {}
+    for call in full["calls"]:
+        if not call["builtin"]:
+            per_kernel[call["kernel"]] = per_kernel.get(call["kernel"], 0.0) + call["median_ms"]
+    for name, t in per_kernel.items():
+        assert kernels[name]["time_ms"] == pytest.approx(t, abs=1e-3)
+    layer_sum = sum(lay["time_ms"] for lay in full["layers"])
+    call_sum = sum(c["median_ms"] for c in full["calls"] if c["layers"])
+    assert layer_sum == pytest.approx(call_sum, rel=1e-3, abs=1e-3)
+    for k in shared:
+        users = [lay for lay in full["layers"] if k["name"] in lay["kernels"]]
+        assert len(users) == len(k["layers"]) > 1
+        assert all(k["name"] in lay["shared_kernels"] for lay in users)
+    # The dense layer gets most of its fused kernel: the matmul is the kernel's work.
+    dense = next(lay for lay in full["layers"] if lay["opcode"] == "FULLY_CONNECTED")
+    fused = kernels[dense["kernels"][0]]
+    assert dense["time_ms"] > 0.9 * fused["time_ms"]
+
+
+def test_top_layer_is_stable_across_two_runs(profiled, dense_model):
+    first = _costs(profiled.get(dense_model, "llvm", run=0))["layers"][0]
+    second = _costs(profiled.get(dense_model, "llvm", run=1))["layers"][0]
+    assert (first["op_index"], first["opcode"]) == (second["op_index"], second["opcode"])
+
+
+def test_cli_table_and_sorting(profiled, dense_model):
+    bundle = profiled.get(dense_model, "c")
+    text = run_cli("costs", bundle, check=True).stdout
+    rows = [ln for ln in text.splitlines() if ln.strip().startswith("1 ")]
+    assert "FULLY_CONNECTED big_dense/output" in rows[0]
+    assert "ms per run" in text and "Compile time" in text and "shared kernel" in text
+    by_code = _costs_sorted(bundle, "code")
+    assert [lay["code_lines"] for lay in by_code] == sorted((lay["code_lines"] for lay in by_code), reverse=True)
+    by_memory = _costs_sorted(bundle, "memory")
+    assert [lay["workspace_bytes"] for lay in by_memory] == sorted(
+        (lay["workspace_bytes"] for lay in by_memory), reverse=True)
+
+
+def _costs_sorted(bundle, by):
+    return json.loads(run_cli("costs", bundle, "--json", "--sort", by, check=True).stdout)["layers"]
