@@ -92,13 +92,17 @@ def _compile_in_this_process(args) -> int:
             _apply_memory_limit(args.memory_limit)
             from .model.loader import load_model
 
-            load_model(args.model)  # a bad file fails fast, before TVM is even imported
+            model = load_model(args.model)  # a bad file fails fast, before TVM is even imported
+            from .numerics.command import prepare as prepare_numerics
+
+            numerics = prepare_numerics(args, model)  # bad --inputs/--reference fail here
             from .capture.api import compile_model
 
             result = compile_model(
                 args.model, None if args.no_spans else args.output, args.target,
                 fill_spans=not args.no_spans,
                 exact_origins=args.exact_origins, schedule_records=not args.no_schedule_records,
+                after_build=numerics.after_build if numerics else None,
             )
         finally:
             compiling["now"] = False
@@ -133,6 +137,8 @@ def _compile_in_this_process(args) -> int:
     print(f"  {result.passes} passes recorded, {result.documents} documents")
     for kind, cov in sorted(result.coverage.items()):
         print(f"  generated {kind}: {cov['attributed']}/{cov['units']} computing lines attributed")
+    for line in numerics.report() if numerics else ():
+        print(line)
     print("Open it in an editor with the TVM Explorer language server (VS Code: docs/vscode.md):")
     print(f"  code {bundle}")
     code = {"c": "code/module.c", "cuda": "code/device.cu"}.get(args.target)
@@ -393,6 +399,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="address-space limit of the compile (default: 3/4 of the memory, "
                         "at least 4 GiB; 0: none)")
     p.add_argument("--in-process", action="store_true", help=argparse.SUPPRESS)
+    from .numerics.command import add_compile_options, add_query_parser
+
+    add_compile_options(p)
     p.set_defaults(run=_run_compile)
 
     p = sub.add_parser("coverage", help="per pass: units and how many have origins")
@@ -405,6 +414,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("position", help="FILE:LINE[:COL], FILE relative to the bundle, 1-based")
     p.add_argument("--json", action="store_true")
     p.set_defaults(run=_run_origins)
+
+    add_query_parser(sub)
 
     try:
         from .lsp.cli import add_serve_parser

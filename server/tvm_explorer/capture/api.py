@@ -114,12 +114,15 @@ def _manifest(model: LoadedModel, target: str, options: dict) -> dict:
 
 def compile_model(model_path: str | os.PathLike, bundle: str | os.PathLike | None,
                   target: str = "c", *, fill_spans: bool = True,
-                  exact_origins: bool = False, schedule_records: bool = True) -> CompileResult:
+                  exact_origins: bool = False, schedule_records: bool = True,
+                  after_build=None) -> CompileResult:
     """Import a TFLite model, compile it with TVM's real pipeline, and write a bundle.
 
     ``bundle=None`` keeps provenance through every pass but writes nothing (for measuring;
     the generated source is indexed only when ``result.coverage`` is read).
     ``fill_spans=False`` is a plain stock import and compile (no provenance at all).
+    ``after_build(session, executable)``, if given, runs before the bundle is committed and
+    returns extra files for it (``{path: text}``; ``--numerics`` adds ``numerics.json``).
     Raises ExplorerError (ModelError for bad models) with a message for the user.
     """
     if target not in TARGETS:
@@ -160,6 +163,8 @@ def compile_model(model_path: str | os.PathLike, bundle: str | os.PathLike | Non
                                  lambda: _add_generated_code(session, executable, target))
         code_cov = _add_generated_code(session, executable, target)
         _add_schedule_traces(session)
+        for extra_path, extra_text in (after_build(session, executable) if after_build else {}).items():
+            writer.add_file(extra_path, extra_text)
         options = {"spans": True, "exact_origins": exact_origins, "schedule_records": schedule_records}
         n_docs, n_passes = len(writer.documents), len(writer.passes)
         path = writer.commit(_manifest(model, target, options), _layer_table(model), origins)

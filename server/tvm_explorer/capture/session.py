@@ -53,6 +53,7 @@ class CaptureSession:
         self._last_funcs: dict[str, dict[str, tuple]] = {}
         self.print_seconds = 0.0
         self.final_tir = None
+        self.final_relax = None  # the last Relax module (what the VM runs; read by numerics)
         self.schedules = None  # a ScheduleRecorder while GPU schedules are recorded
 
     # -- documents -------------------------------------------------------------------
@@ -91,6 +92,8 @@ class CaptureSession:
             self._last_funcs[stage] = funcs
         if stage == "tir":
             self.final_tir = mod
+        elif note is None:
+            self.final_relax = mod
         entry = {
             "index": index,
             "stage": stage,
