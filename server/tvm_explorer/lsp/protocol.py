@@ -18,6 +18,7 @@ LIST_BUNDLES = "tvmExplorer/listBundles"
 LIST_PASSES = "tvmExplorer/listPasses"
 ORIGINS = "tvmExplorer/origins"
 PREVIOUS_STAGE = "tvmExplorer/previousStage"
+NUMERICS = "tvmExplorer/numerics"
 BUNDLES_CHANGED = "tvmExplorer/bundlesChanged"
 SHOW_REFERENCES_COMMAND = "tvmExplorer.showReferences"
 
@@ -94,6 +95,38 @@ class OriginsResult:
 
 
 @attrs.define
+class NumericsLayer:
+    """One layer of ``tvmExplorer/numerics``: its ``numerics.json`` entry, a one-line
+    summary, whether it is the first divergence, and its model-document location."""
+
+    subgraph: int
+    op_index: int
+    opcode: str
+    name: str
+    observed: bool
+    observed_by: Optional[str]
+    diverges: bool
+    first: bool
+    summary: str
+    max_abs: Optional[float] = None
+    max_rel: Optional[float] = None
+    cosine: Optional[float] = None
+    steps: Optional[float] = None
+    location: Optional[types.Location] = None
+
+
+@attrs.define
+class NumericsResult:
+    """``tvmExplorer/numerics`` result (``reference`` empty: the bundle has no numerics)."""
+
+    reference: str = ""
+    mode: str = ""
+    inputs: str = ""
+    first_divergence: Optional[dict] = None
+    layers: list[NumericsLayer] = attrs.field(factory=list)
+
+
+@attrs.define
 class BundlesChangedParams:
     """``tvmExplorer/bundlesChanged`` notification params."""
 
@@ -121,10 +154,11 @@ MESSAGE_TYPES = {
         _request(PREVIOUS_STAGE, types.TextDocumentPositionParams),
         list[types.Location],
     ),
+    NUMERICS: (_request(NUMERICS, ListPassesParams), NumericsResult),
 }
 
 _PLAIN_NAMES = (BundleInfo, ListBundlesResult, PassInfo, ListPassesResult, OriginInfo,
-                OriginsResult, BundlesChangedParams)
+                OriginsResult, BundlesChangedParams, NumericsLayer, NumericsResult)
 
 
 def converter_factory():

@@ -16,16 +16,19 @@ from .features.definition import Definition
 from .features.documents import DocumentTracker
 from .features.hover import Hover
 from .features.links import DocumentLinks
+from .features.numerics import Numerics
 from .features.references import References
 from .features.symbols import DocumentSymbols
 from .protocol import (
     LIST_BUNDLES,
     LIST_PASSES,
+    NUMERICS,
     ORIGINS,
     PREVIOUS_STAGE,
     ExplorerProtocol,
     ListBundlesResult,
     ListPassesResult,
+    NumericsResult,
     OriginsResult,
     converter_factory,
 )
@@ -65,6 +68,8 @@ def create_server(poll_interval: float = 1.0) -> ExplorerServer:
     lenses = CodeLenses(session)
     links = DocumentLinks(session)
     requests = ExplorerRequests(session)
+    numerics = Numerics(server, session)
+    watcher.on_installed.append(numerics.publish)
 
     @server.feature(types.INITIALIZE)
     def initialize(ls: ExplorerServer, params: types.InitializeParams):
@@ -131,5 +136,6 @@ def create_server(poll_interval: float = 1.0) -> ExplorerServer:
     answer(LIST_BUNDLES, requests.list_bundles, ListBundlesResult([]))
     answer(LIST_PASSES, requests.list_passes, ListPassesResult([]))
     answer(ORIGINS, requests.origins, OriginsResult([]))
+    answer(NUMERICS, numerics.numerics, NumericsResult())
     return server
 
