@@ -9,6 +9,7 @@ import { setShowUnchangedPasses, showUnchangedPasses } from './config';
 import { EMPTY_SCHEME, EmptyDocumentProvider, PassDiffs } from './passDiff';
 import { PassDecorations, PassNode, PassTreeProvider } from './passView';
 import { revealInModel, showPlaces } from './reveal';
+import { NumericsTreeProvider, openNumericsLayer } from './numericsView';
 
 let server: ServerManager | undefined;
 
@@ -51,6 +52,8 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     command('tvmExplorer.showPlaces', showPlaces),
     // The server's code lenses ("N places in M stages") run this one, with JSON arguments.
     command('tvmExplorer.showReferences', showPlaces),
+    vscode.window.createTreeView('tvmExplorer.numerics', { treeDataProvider: new NumericsTreeProvider(registry, server) }),
+    command('tvmExplorer.openNumericsLayer', (location) => server && openNumericsLayer(server, location)),
     vscode.workspace.onDidChangeConfiguration((e) => {
       if (e.affectsConfiguration('tvmExplorer.passView.showUnchanged')) {
         syncShowUnchangedContext();
