@@ -61,6 +61,9 @@ class NumericsStep:
 
 def prepare(args, model) -> NumericsStep | None:
     """The numerics step if the command line asks for one (raises ExplorerError on bad input)."""
+    for name in ("numerics", "numerics_unfused", "reference", "inputs"):
+        if not hasattr(args, name):  # a caller that builds its own argument namespace
+            setattr(args, name, None)
     if args.numerics_unfused:
         args.numerics = True
     if not args.numerics:
