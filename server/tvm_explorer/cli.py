@@ -103,6 +103,7 @@ def _compile_in_this_process(args) -> int:
                 fill_spans=not args.no_spans,
                 exact_origins=args.exact_origins, schedule_records=not args.no_schedule_records,
                 after_build=numerics.after_build if numerics else None,
+                pipeline=args.pipeline,
             )
         finally:
             compiling["now"] = False
@@ -398,6 +399,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--memory-limit", type=float, default=_default_memory_limit(), metavar="GIB",
                    help="address-space limit of the compile (default: 3/4 of the memory, "
                         "at least 4 GiB; 0: none)")
+    p.add_argument("--pipeline", metavar="MODULE:FUNCTION",
+                   help="compile with your own Relax pipeline: FUNCTION(target) returns a "
+                        "tvm.transform.Pass; MODULE is imported from the current directory or "
+                        "PYTHONPATH (default: TVM's pipeline for the target)")
     p.add_argument("--in-process", action="store_true", help=argparse.SUPPRESS)
     from .numerics.command import add_compile_options, add_query_parser
 

@@ -66,6 +66,8 @@ def prepare(args, model) -> NumericsStep | None:
             setattr(args, name, None)
     if args.numerics_unfused:
         args.numerics = True
+    if args.numerics and getattr(args, "no_spans", False):
+        raise ExplorerError("--numerics needs provenance to find each layer's kernel: drop --no-spans")
     if not args.numerics:
         for flag, value in (("--reference", args.reference), ("--inputs", args.inputs)):
             if value:
