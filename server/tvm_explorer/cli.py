@@ -82,6 +82,9 @@ def _compile_in_this_process(args) -> int:
             from .frontends import load_any
 
             model = load_any(args.model)  # a bad file fails fast (a .tflite before TVM is imported)
+            from .numerics.command import prepare as prepare_numerics
+
+            numerics = prepare_numerics(args, model)  # bad --inputs/--reference fail here
             from .capture.api import compile_model
             from .costs.cli import profile_request
             from .progress.display import progress_display
@@ -92,6 +95,8 @@ def _compile_in_this_process(args) -> int:
                     fill_spans=not args.no_spans,
                     exact_origins=args.exact_origins, schedule_records=not args.no_schedule_records,
                     on_progress=on_progress, profile=profile_request(args),
+                    after_build=numerics.after_build if numerics else None,
+                    pipeline=args.pipeline,
                 )
         finally:
             compiling["now"] = False
@@ -128,7 +133,7 @@ def _compile_in_this_process(args) -> int:
         print(f"  generated {kind}: {cov['attributed']}/{cov['units']} computing lines attributed")
     from .costs.cli import report
 
-    for line in report(result.costs):
+    for line in [*report(result.costs), *(numerics.report() if numerics else ())]:
         print(line)
     print("Open it in an editor with the TVM Explorer language server (VS Code: docs/vscode.md):")
     print(f"  code {bundle}")
@@ -446,10 +451,16 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--progress", choices=("auto", "bar", "json", "none"), default="auto",
                    help="progress: a bar on a terminal (auto, the default), JSON lines on "
                         "stdout (json), or none")
+    p.add_argument("--pipeline", metavar="MODULE:FUNCTION",
+                   help="compile with your own Relax pipeline: FUNCTION(target) returns a "
+                        "tvm.transform.Pass; MODULE is imported from the current directory or "
+                        "PYTHONPATH (default: TVM's pipeline for the target)")
     p.add_argument("--in-process", action="store_true", help=argparse.SUPPRESS)
     from .costs.cli import add_costs_parser, add_profile_options
+    from .numerics.command import add_compile_options, add_query_parser
 
     add_profile_options(p)
+    add_compile_options(p)
     p.set_defaults(run=_run_compile)
 
     p = sub.add_parser("coverage", help="per pass: units and how many have origins")
@@ -470,6 +481,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     add_compare_parser(sub)
     add_costs_parser(sub)
+    add_query_parser(sub)
     try:
         from .lsp.cli import add_serve_parser
     except ImportError:

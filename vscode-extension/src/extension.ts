@@ -12,6 +12,7 @@ import { jump } from './jumps';
 import { registerLayerPlaces } from './layerPlaces';
 import { registerOnboarding } from './onboarding';
 import { revealInModel, showPlaces } from './reveal';
+import { NumericsTreeProvider, openNumericsLayer } from './numericsView';
 
 let server: ServerManager | undefined;
 
@@ -59,6 +60,8 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     command('tvmExplorer.goToNextPass', () => server && jump(server, 'nextPass')),
     // The server's code lenses ("N places in M stages") run this one, with JSON arguments.
     command('tvmExplorer.showReferences', showPlaces),
+    vscode.window.createTreeView('tvmExplorer.numerics', { treeDataProvider: new NumericsTreeProvider(registry, server) }),
+    command('tvmExplorer.openNumericsLayer', (location) => server && openNumericsLayer(server, location)),
     vscode.workspace.onDidChangeConfiguration((e) => {
       if (e.affectsConfiguration('tvmExplorer.passView.showUnchanged')) {
         syncShowUnchangedContext();

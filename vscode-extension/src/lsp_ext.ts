@@ -120,3 +120,33 @@ export interface LayerPlacesResult {
 export const layerPlaces = new lc.RequestType<lc.TextDocumentPositionParams, LayerPlacesResult | null, void>(
   'tvmExplorer/layerPlaces',
 );
+
+/** One layer of a bundle's numerics (`compile --numerics`), in graph order. */
+export interface NumericsLayer {
+  subgraph: number;
+  op_index: number;
+  opcode: string;
+  name: string;
+  observed: boolean;
+  observed_by: 'fused' | 'unfused' | null;
+  diverges: boolean;
+  /** The first divergent layer in graph order. */
+  first: boolean;
+  /** "max abs 0.5 (rel 0.3), cosine 0.97 — DIVERGES" or "not observed (...)". */
+  summary: string;
+  max_abs: number | null;
+  max_rel: number | null;
+  cosine: number | null;
+  steps: number | null;
+  /** The layer's entry in the model document. */
+  location: lc.Location | null;
+}
+export interface NumericsResult {
+  /** Empty when the bundle has no numerics. */
+  reference: string;
+  mode: string;
+  inputs: string;
+  first_divergence: { subgraph: number; op_index: number } | null;
+  layers: NumericsLayer[];
+}
+export const numerics = new lc.RequestType<ListPassesParams, NumericsResult, void>('tvmExplorer/numerics');

@@ -218,6 +218,19 @@ class Bundle:
         self._producer = {
             (lay.subgraph, name): lay for lay in self.layers for name in lay.outputs
         }
+        self.numerics = self._load_numerics()
+
+    def _load_numerics(self) -> dict | None:
+        """``numerics.json`` (``compile --numerics``), validated; None if the bundle has none."""
+        from ..numerics.schema import NUMERICS_FILE, NumericsError, validate
+
+        if not (self.root / NUMERICS_FILE).exists() and not (self.root / NUMERICS_FILE).is_symlink():
+            return None
+        data = _read_json(self.root, NUMERICS_FILE, "numerics")
+        try:
+            return validate(data, set(self._layer_by_op))
+        except NumericsError as err:
+            raise BundleError(f"{self.root / NUMERICS_FILE}: {err}") from None
 
     # -- loading -----------------------------------------------------------------------
     def _load_manifest(self) -> dict:

@@ -112,7 +112,8 @@ def _manifest(model: LoadedModel, target: str, options: dict) -> dict:
 def compile_model(model_path: str | os.PathLike, bundle: str | os.PathLike | None,
                   target: str = "c", *, fill_spans: bool = True,
                   exact_origins: bool = False, schedule_records: bool = True,
-                  on_progress: Listener | None = None, profile=None) -> CompileResult:
+                  on_progress: Listener | None = None, profile=None,
+                  after_build=None, pipeline: str | None = None) -> CompileResult:
     """Import a model (``.tflite``, ``.onnx``, ``.pt2``), compile it with TVM's real pipeline,
     and write a bundle.
 
@@ -121,14 +122,22 @@ def compile_model(model_path: str | os.PathLike, bundle: str | os.PathLike | Non
     ``fill_spans=False`` is a plain stock import and compile (no provenance at all).
     ``on_progress`` is called with a ``ProgressEvent`` after every step (see capture/progress.py).
     ``profile``: a ``costs.record.ProfileRequest`` to measure run time per layer.
+    ``after_build(session, executable)``, if given, runs before the bundle is committed and
+    returns extra files for it (``{path: text}``; ``--numerics`` adds ``numerics.json``).
+    ``pipeline``: ``MODULE:FUNCTION`` of a Relax pipeline of the user's (``--pipeline``).
     Raises ExplorerError (ModelError for bad models) with a message for the user.
     """
     if target not in TARGETS:
         make_target(target)  # raises the clear error
     model = model_path if hasattr(model_path, "layers") else load_any(model_path)
+    user_pipeline = None
+    if pipeline:
+        from .custom_pipeline import make_pipeline
+
+        user_pipeline = make_pipeline(pipeline, make_target(target))
     if not fill_spans:
         mod = import_any(model, None, fill_spans=False)
-        return CompileResult(None, build(mod, target), 0, 0)
+        return CompileResult(None, build(mod, target, pipeline=user_pipeline), 0, 0)
     costs = CostRecorder(model, profile) if bundle is not None else None
     writer = BundleWriter(bundle, (model.path,)) if bundle is not None else None
     try:
@@ -136,6 +145,8 @@ def compile_model(model_path: str | os.PathLike, bundle: str | os.PathLike | Non
         session = CaptureSession(model, writer, origins)
         if on_progress is not None:
             session.progress = Progress(on_progress, plan_steps(target))
+        if user_pipeline is not None:
+            session.containers.add(user_pipeline.info.name)
         session.write_model_document()
         mod = import_any(model, origins)
         session.record("import", mod, "relax")
@@ -150,14 +161,15 @@ def compile_model(model_path: str | os.PathLike, bundle: str | os.PathLike | Non
         try:
             if session.schedules is not None:
                 with session.schedules:
-                    executable = build(mod, target, instruments)
+                    executable = build(mod, target, instruments, user_pipeline)
             else:
-                executable = build(mod, target, instruments)
+                executable = build(mod, target, instruments, user_pipeline)
         except ExplorerError:
             raise
         except Exception as err:  # noqa: BLE001 - TVM failures reach the user as one message
             first = " ".join(str(err).split())[:500] or type(err).__name__
-            raise ExplorerError(f"{model.path}: TVM failed to compile the model for {target}: {first}") from None
+            how = f" with --pipeline {pipeline}" if pipeline else ""
+            raise ExplorerError(f"{model.path}: TVM failed to compile the model for {target}{how}: {first}") from None
         if writer is None:
             # Nothing is written: index the generated source only if someone asks.
             return CompileResult(None, executable, session.pass_index, 0, None,
@@ -165,7 +177,11 @@ def compile_model(model_path: str | os.PathLike, bundle: str | os.PathLike | Non
         code_cov = _add_generated_code(session, executable, target)
         _add_schedule_traces(session)
         costs.finish(session, executable, target)
+        for extra_path, extra_text in (after_build(session, executable) if after_build else {}).items():
+            writer.add_file(extra_path, extra_text)
         options = {"spans": True, "exact_origins": exact_origins, "schedule_records": schedule_records}
+        if pipeline:
+            options["pipeline"] = pipeline
         n_docs, n_passes = len(writer.documents), len(writer.passes)
         path = writer.commit(_manifest(model, target, options), _layer_table(model), origins)
         if session.progress is not None:

@@ -40,13 +40,14 @@ def enable_source_only_cuda() -> None:
     tvm_ffi.register_global_func("tvm_callback_cuda_compile", _placeholder_cuda_compile, override=True)
 
 
-def build(mod, target_name: str, instruments=()):
-    """Compile ``mod`` for ``target_name`` with TVM's real pipeline; returns the executable."""
+def build(mod, target_name: str, instruments=(), pipeline=None):
+    """Compile ``mod`` for ``target_name`` with TVM's real pipeline (or ``pipeline``, a Relax
+    pipeline pass of the user's); returns the executable."""
     target = make_target(target_name)
     if target_name == "cuda":
         enable_source_only_cuda()
     with tvm.transform.PassContext(opt_level=3, instruments=list(instruments)):
-        return tvm.compile(mod, target, relax_pipeline=relax_pipeline(target_name, target))
+        return tvm.compile(mod, target, relax_pipeline=pipeline or relax_pipeline(target_name, target))
 
 
 def _all_modules(mod):

@@ -52,6 +52,9 @@ class CaptureSession:
         self._last_funcs: dict[str, dict[str, tuple]] = {}
         self.print_seconds = 0.0
         self.final_tir = None
+        self.final_relax = None  # the last Relax module (what the VM runs; read by numerics)
+        # Passes that only group others (a --pipeline adds its own outer pass's name).
+        self.containers = set(CONTAINERS)
         self.schedules = None  # a ScheduleRecorder while GPU schedules are recorded
         self.progress = None  # a progress.Progress told after every recorded step
 
@@ -91,6 +94,8 @@ class CaptureSession:
             self._last_funcs[stage] = funcs
         if stage == "tir":
             self.final_tir = mod
+        elif note is None:
+            self.final_relax = mod
         entry = {
             "index": index,
             "stage": stage,
@@ -153,10 +158,10 @@ class PassRecorder:
         self.split = False
 
     def _top_level(self) -> bool:
-        return all(name in CONTAINERS for name in self.stack)
+        return all(name in self.session.containers for name in self.stack)
 
     def run_before_pass(self, mod, info):
-        if self._top_level() and info.name not in CONTAINERS and not self.started_tir:
+        if self._top_level() and info.name not in self.session.containers and not self.started_tir:
             if _stage_of(mod) == "tir":
                 self.started_tir = True
                 self.session.record("input", mod, "tir")
@@ -164,7 +169,7 @@ class PassRecorder:
 
     def run_after_pass(self, mod, info):
         self.stack.pop()
-        if info.name in CONTAINERS or not self._top_level():
+        if info.name in self.session.containers or not self._top_level():
             return
         if info.name == "tirx.Filter":
             # The TIR build splits host and device functions into two modules here; each

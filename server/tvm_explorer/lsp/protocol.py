@@ -23,6 +23,7 @@ PREVIOUS_STAGE = "tvmExplorer/previousStage"
 PREVIOUS_PASS = "tvmExplorer/previousPass"
 NEXT_PASS = "tvmExplorer/nextPass"
 LAYER_PLACES = "tvmExplorer/layerPlaces"
+NUMERICS = "tvmExplorer/numerics"
 BUNDLES_CHANGED = "tvmExplorer/bundlesChanged"
 SHOW_REFERENCES_COMMAND = "tvmExplorer.showReferences"
 MODEL_DOCUMENT = "tvmExplorer/modelDocument"
@@ -152,6 +153,38 @@ class LayerPlacesResult:
 
 
 @attrs.define
+class NumericsLayer:
+    """One layer of ``tvmExplorer/numerics``: its ``numerics.json`` entry, a one-line
+    summary, whether it is the first divergence, and its model-document location."""
+
+    subgraph: int
+    op_index: int
+    opcode: str
+    name: str
+    observed: bool
+    observed_by: Optional[str]
+    diverges: bool
+    first: bool
+    summary: str
+    max_abs: Optional[float] = None
+    max_rel: Optional[float] = None
+    cosine: Optional[float] = None
+    steps: Optional[float] = None
+    location: Optional[types.Location] = None
+
+
+@attrs.define
+class NumericsResult:
+    """``tvmExplorer/numerics`` result (``reference`` empty: the bundle has no numerics)."""
+
+    reference: str = ""
+    mode: str = ""
+    inputs: str = ""
+    first_divergence: Optional[dict] = None
+    layers: list[NumericsLayer] = attrs.field(factory=list)
+
+
+@attrs.define
 class BundlesChangedParams:
     """``tvmExplorer/bundlesChanged`` notification params."""
 
@@ -183,11 +216,12 @@ MESSAGE_TYPES = {
     NEXT_PASS: (_request(NEXT_PASS, types.TextDocumentPositionParams), list[types.Location]),
     LAYER_PLACES: (_request(LAYER_PLACES, types.TextDocumentPositionParams), LayerPlacesResult),
     MODEL_DOCUMENT: (_request(MODEL_DOCUMENT, ModelDocumentParams), ModelDocumentResult),
+    NUMERICS: (_request(NUMERICS, ListPassesParams), NumericsResult),
 }
 
 _PLAIN_NAMES = (BundleInfo, ListBundlesResult, PassInfo, ListPassesResult, OriginInfo,
                 OriginsResult, BundlesChangedParams, LayerRef, PassRef, LayerPlacesResult,
-                ModelDocumentResult)
+                ModelDocumentResult, NumericsLayer, NumericsResult)
 
 
 def converter_factory():

@@ -22,6 +22,7 @@ from .features.hover import Hover
 from .features.links import DocumentLinks
 from .features.model_document import ModelDocument
 from .features.passes import PassSteps
+from .features.numerics import Numerics
 from .features.references import References
 from .features.symbols import DocumentSymbols
 from .protocol import (
@@ -30,6 +31,7 @@ from .protocol import (
     LIST_PASSES,
     MODEL_DOCUMENT,
     NEXT_PASS,
+    NUMERICS,
     ORIGINS,
     PREVIOUS_PASS,
     PREVIOUS_STAGE,
@@ -37,6 +39,7 @@ from .protocol import (
     LayerPlacesResult,
     ListBundlesResult,
     ListPassesResult,
+    NumericsResult,
     OriginsResult,
     converter_factory,
 )
@@ -90,6 +93,8 @@ def create_server(poll_interval: float = 1.0) -> ExplorerServer:
     links = DocumentLinks(session)
     requests = ExplorerRequests(session)
     steps = PassSteps(session)
+    numerics = Numerics(server, session)
+    watcher.on_installed.append(numerics.publish)
 
     @server.feature(types.INITIALIZE)
     def initialize(ls: ExplorerServer, params: types.InitializeParams):
@@ -166,5 +171,6 @@ def create_server(poll_interval: float = 1.0) -> ExplorerServer:
     @server.feature(MODEL_DOCUMENT)
     async def model_document(ls: ExplorerServer, params):
         return await model_doc.model_document(params)
+    answer(NUMERICS, numerics.numerics, NumericsResult())
     return server
 

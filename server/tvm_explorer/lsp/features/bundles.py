@@ -41,6 +41,8 @@ class BundleWatcher:
         # Work to do for each freshly loaded bundle, off the event loop, after it is
         # installed (requests are answered meanwhile): ``fn(view)``.
         self.after_load: list = []
+        # Called at once, on the event loop, with each newly installed view (cheap work only).
+        self.on_installed: list = []
         self._background: set[asyncio.Task] = set()
 
     # -- lifecycle ---------------------------------------------------------------------
@@ -204,6 +206,11 @@ class BundleWatcher:
             logger.info("loaded bundle %s: %d documents in %.0f ms", root,
                         len(view.bundle.documents), 1000 * (time.perf_counter() - started))
             changed.append(root)
+            for listener in self.on_installed:
+                try:
+                    listener(view)
+                except Exception:  # a listener's bug must not stop the other bundles loading
+                    logger.exception("after loading %s", root)
             for work in self.after_load:
                 self._in_background(work, view)
             for problem in view.problems:

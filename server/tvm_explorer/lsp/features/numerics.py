@@ -1,0 +1,66 @@
+"""Numerics in the editor: ``tvmExplorer/numerics`` (the Numerics view) and warnings on the
+divergent layers of the model document (standard ``textDocument/publishDiagnostics``)."""
+
+from __future__ import annotations
+
+from lsprotocol import types
+
+from ...bundle.format import MODEL_DOCUMENT
+from ...navigation.numerics import divergence_warnings, numerics_rows
+from ...numerics.schema import format_error
+from ..protocol import ListPassesParams, NumericsLayer, NumericsResult
+from ..session import Session, uri_to_path
+
+SOURCE = "tvm-explorer numerics"
+
+
+class Numerics:
+    """Answers ``tvmExplorer/numerics`` and publishes divergence warnings per bundle."""
+
+    def __init__(self, server, session: Session):
+        self.server = server
+        self.session = session
+
+    def numerics(self, params: ListPassesParams | None) -> NumericsResult:
+        """The layers of a bundle's ``numerics.json`` in graph order (empty if none)."""
+        view = self._bundle(params.bundle) if params else None
+        data = view.bundle.numerics if view is not None else None
+        if not data:
+            return NumericsResult()
+        layers = []
+        for row in numerics_rows(view):
+            e = row.entry
+            layers.append(NumericsLayer(
+                subgraph=e["subgraph"], op_index=e["op_index"], opcode=e["opcode"], name=e["name"],
+                observed=e["observed"], observed_by=e.get("observed_by"), diverges=e["diverges"],
+                first=row.first, summary=format_error(e), max_abs=e.get("max_abs"),
+                max_rel=e.get("max_rel"), cosine=e.get("cosine"), steps=e.get("steps"),
+                location=self.session.location(view, row.place) if row.place else None,
+            ))
+        return NumericsResult(reference=data["reference"], mode=data["mode"],
+                              inputs=str(data.get("inputs", "")),
+                              first_divergence=data.get("first_divergence"), layers=layers)
+
+    def publish(self, view) -> None:
+        """Warnings on the model document's divergent layers (none clears earlier ones)."""
+        diagnostics = []
+        for place, message in divergence_warnings(view):
+            rng = self.session.range(view, place.path, place.start, place.end)
+            if rng is None:
+                continue
+            diagnostics.append(types.Diagnostic(range=rng, message=message, source=SOURCE,
+                                                severity=types.DiagnosticSeverity.Warning))
+        if view.bundle.document(MODEL_DOCUMENT) is None:
+            return
+        self.server.text_document_publish_diagnostics(types.PublishDiagnosticsParams(
+            uri=self.session.uri(view, MODEL_DOCUMENT), diagnostics=diagnostics))
+
+    def _bundle(self, uri: str):
+        path = uri_to_path(uri)
+        if path is None:
+            return None
+        bundles = self.session.registry.bundles
+        if path in bundles:
+            return bundles[path]
+        found = self.session.registry.find(path)
+        return found[0] if found else None

@@ -1,0 +1,80 @@
+"""Numerics of a bundle (``numerics.json``) for the editor: hover lines, the rows of the
+Numerics view, and the divergent layers to warn about. No protocol here."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..bundle.reader import Origin
+from ..numerics.schema import format_error, layer_entry
+from .view import BundleView, Place
+
+
+@dataclass(frozen=True)
+class NumericsRow:
+    """One layer of the Numerics view: its entry and where it is in the model document."""
+
+    entry: dict
+    first: bool
+    place: Place | None
+
+
+def _is_first(data: dict, entry: dict) -> bool:
+    first = data.get("first_divergence")
+    return bool(first) and (first["subgraph"], first["op_index"]) == (entry["subgraph"], entry["op_index"])
+
+
+def numerics_lines(view: BundleView, origins: list[Origin], in_model: bool) -> list[str]:
+    """Markdown lines with the error of each layer whose output is at the hovered text
+    (every layer hovered in the model document), or nothing if the bundle has no numerics."""
+    data = view.bundle.numerics
+    if not data:
+        return []
+    lines = []
+    for origin in origins:
+        if not (in_model or origin.is_output):
+            continue
+        entry = layer_entry(data, origin.layer.subgraph, origin.layer.op_index)
+        if entry is None:
+            continue
+        first = " — **first divergence**" if _is_first(data, entry) else ""
+        mode = f", {entry['observed_by']} build" if entry.get("observed_by") else ""
+        lines.append(f"- Numerics of op {entry['op_index']} vs {data['reference']}{mode}: "
+                     f"{format_error(entry)}{first}")
+    if lines:
+        lines.insert(0, "\n**Numerics**")
+    return lines
+
+
+def numerics_rows(view: BundleView) -> list[NumericsRow]:
+    """Every layer of ``numerics.json`` in graph order, with its model-document place."""
+    data = view.bundle.numerics
+    if not data:
+        return []
+    rows = []
+    for entry in data["layers"]:
+        layer = view.bundle.layer(entry["subgraph"], entry["op_index"])
+        places = view.layer_map.model_places.get(layer.id, []) if layer else []
+        rows.append(NumericsRow(entry, _is_first(data, entry), places[0] if places else None))
+    return rows
+
+
+def divergence_warnings(view: BundleView) -> list[tuple[Place, str]]:
+    """``(place in the model document, message)`` for every divergent layer, the place cut
+    to the first line of the layer's entry."""
+    data = view.bundle.numerics
+    if not data:
+        return []
+    out = []
+    for row in numerics_rows(view):
+        if not (row.entry["observed"] and row.entry["diverges"]) or row.place is None:
+            continue
+        text = view.bundle.text(row.place.path)
+        newline = text.find("\n", row.place.start, row.place.end)
+        end = newline if newline > row.place.start else row.place.end
+        place = Place(row.place.path, row.place.start, end, row.place.kind, row.place.key)
+        e = row.entry
+        first = " (first divergence)" if row.first else ""
+        out.append((place, f"op {e['op_index']} {e['opcode']} {e['name']} differs from the "
+                           f"{data['reference']}{first}: {format_error(e)}"))
+    return out

@@ -1,0 +1,205 @@
+"""``--numerics``: run the compiled model and the reference on the same inputs and compare
+every layer output seen at a kernel boundary (docs/numerics.md).
+
+Runs inside the compiling child, after the build and before the bundle is committed; the
+normal (fused) build is the one the bundle documents. With ``unfused=True`` a debugging
+variant is built from the same import with the fusion passes left out, so that layers
+hidden inside fused kernels are seen one by one.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import tempfile
+from dataclasses import dataclass
+
+import tvm
+
+from ..errors import ExplorerError
+from ..model.loader import LoadedModel
+from ..provenance import OriginTable
+from ..runtime.inputs import DEFAULT_SEED, inputs_for, model_inputs
+from .compare import COSINE_MIN, FLOAT_ABS_FLOOR, FLOAT_REL_TOLERANCE, MAX_STEPS, Error, compare, worst
+from .observe import KernelPlan, Observation, kernel_plan, run_observed
+from .reference import ReferenceRun, check_same_graph, quantization_of, run_reference
+from .schema import SCHEMA_VERSION, validate
+
+NUMERICS_TARGETS = ("llvm", "c")
+FUSION_PASSES = ("FuseOps", "FuseTIR")
+
+
+@dataclass
+class NumericsOptions:
+    """What the user asked for on the command line."""
+
+    reference: str | None = None
+    inputs: str | None = None
+    unfused: bool = False
+    seed: int = DEFAULT_SEED
+
+
+def check_request(model: LoadedModel, target: str, options: NumericsOptions) -> None:
+    """Fail fast, before compiling, on anything the user can fix: target, inputs, reference."""
+    if target not in NUMERICS_TARGETS:
+        raise ExplorerError(f"--numerics runs the compiled model on this machine's CPU: use "
+                            f"--target llvm or c (not {target})")
+    inputs_for(model, options.inputs, options.seed)
+    if options.reference:
+        if not os.path.isfile(options.reference):
+            raise ExplorerError(f"{options.reference}: no such reference model")
+        check_same_graph(model, options.reference)
+
+
+def runnable(executable, target: str):
+    """A module the VM can run: LLVM builds run as they are; C source is compiled first."""
+    if target != "c":
+        return executable
+    with tempfile.TemporaryDirectory(prefix="tvm-explorer-numerics-") as tmp:
+        lib = os.path.join(tmp, "model.so")
+        executable.export_library(lib)
+        return tvm.runtime.load_module(lib)
+
+
+def build_unfused(model: LoadedModel, target: str):
+    """The debugging variant: same import, the fusion passes left out. Returns
+    ``(executable, final Relax module, origins)``."""
+    from ..capture.importer import import_tflite
+    from ..capture.pipeline import make_target, relax_pipeline
+    from ..capture.session import CaptureSession
+
+    origins = OriginTable()
+    session = CaptureSession(model, None, origins)
+    mod = import_tflite(model, origins)
+    session.record("import", mod, "relax")
+    tgt = make_target(target)
+    with tvm.transform.PassContext(opt_level=3, instruments=[session.instrument()],
+                                   disabled_pass=list(FUSION_PASSES)):
+        executable = tvm.compile(mod, tgt, relax_pipeline=relax_pipeline(target, tgt))
+    return executable, session.final_relax, origins
+
+
+def _observe(model, executable, target, final_relax, origins, inputs) -> tuple[KernelPlan, Observation]:
+    plan = kernel_plan(final_relax, origins, model)
+    ordered = [inputs[i.name] for i in model_inputs(model)]
+    return plan, run_observed(runnable(executable, target), plan, ordered, tvm.cpu())
+
+
+def _finite(x):
+    return None if x is None or (isinstance(x, float) and not math.isfinite(x)) else x
+
+
+def _figures(layer, plan: KernelPlan, obs: Observation, ref: ReferenceRun, ours_q, ref_q) -> dict:
+    """The comparison of one layer in one mode."""
+    kernel = plan.kernel_of.get(layer.id)
+    errors, note = [], None
+    if kernel is not None and kernel in obs.unmatched:
+        n_static, n_run = obs.unmatched[kernel]
+        note = f"kernel {kernel} ran {n_run} times, {n_static} calls planned: calls not matched"
+    elif kernel is not None:
+        for j, t in enumerate(layer.outputs):
+            value = obs.outputs.get((layer.id, j))
+            if value is None or t.name not in ref.tensors:
+                continue
+            errors.append(compare(value, ref.tensors[t.name], ours_q.get(t.name), ref_q.get(t.name)))
+    elif layer.id not in plan.hidden_in:
+        note = "no kernel produces this output (folded into a constant, or computed in place)"
+    if not errors:
+        return {"observed": False, "max_abs": None, "max_rel": None, "cosine": None, "steps": None,
+                "diverges": False, "kernel": None, "hidden_in": plan.hidden_in.get(layer.id),
+                "note": note}
+    err: Error = worst(errors)
+    return {"observed": True, "max_abs": _finite(err.max_abs), "max_rel": _finite(err.max_rel),
+            "cosine": err.cosine, "steps": err.steps, "diverges": err.diverges, "kernel": kernel,
+            "hidden_in": None, "note": err.note}
+
+
+def _first(entries: list[dict], key=lambda e: e) -> dict | None:
+    for e in entries:
+        fig = key(e)
+        if fig and fig.get("observed") and fig.get("diverges"):
+            return {"subgraph": e["subgraph"], "op_index": e["op_index"]}
+    return None
+
+
+def run_numerics(model: LoadedModel, target: str, executable, final_relax, origins: OriginTable,
+                 options: NumericsOptions) -> dict:
+    """Compare every observable layer output with the reference; the ``numerics.json`` data.
+    Raises ExplorerError when the model (or the reference) cannot run."""
+    inputs = inputs_for(model, options.inputs, options.seed)
+    reference_path = options.reference or model.path
+    ref = run_reference(reference_path, inputs)
+    ours_q = quantization_of(model.path) if options.reference else ref.quantization
+    try:
+        fused_plan, fused_obs = _observe(model, executable, target, final_relax, origins, inputs)
+    except ExplorerError:
+        raise
+    except Exception as err:  # noqa: BLE001 - a TVM runtime failure is reported, not raised
+        raise ExplorerError(f"{model.path}: the compiled model failed to run "
+                            f"({' '.join(str(err).split())[:300]})") from None
+    unfused = None
+    if options.unfused:
+        try:
+            ex2, relax2, origins2 = build_unfused(model, target)
+            unfused = _observe(model, ex2, target, relax2, origins2, inputs)
+        except ExplorerError:
+            raise
+        except Exception as err:  # noqa: BLE001
+            raise ExplorerError(f"{model.path}: the unfused debugging variant failed to build or run "
+                                f"({' '.join(str(err).split())[:300]})") from None
+    layers = []
+    for layer in model.layers:
+        fused = _figures(layer, fused_plan, fused_obs, ref, ours_q, ref.quantization) \
+            if layer.subgraph == 0 else _other_subgraph()
+        entry = {"subgraph": layer.subgraph, "op_index": layer.op_index, "opcode": layer.opcode,
+                 "name": layer.name}
+        if unfused is None:
+            entry.update(fused)
+            entry["observed_by"] = "fused" if fused["observed"] else None
+        else:
+            single = _figures(layer, *unfused, ref, ours_q, ref.quantization) \
+                if layer.subgraph == 0 else _other_subgraph()
+            primary, by = (single, "unfused") if single["observed"] else (fused, "fused")
+            entry.update(primary)
+            entry["observed_by"] = by if primary["observed"] else None
+            entry["fused"] = fused
+        layers.append(entry)
+    data = {
+        "schema_version": SCHEMA_VERSION,
+        "model": os.path.basename(model.path),
+        "target": target,
+        "reference": f"LiteRT interpreter on {os.path.basename(reference_path)}",
+        "reference_path": os.path.abspath(reference_path),
+        "inputs": os.path.abspath(options.inputs) if options.inputs else f"seeded random (seed {options.seed})",
+        "mode": "unfused" if unfused is not None else "fused",
+        "thresholds": {"float_rel_tolerance": FLOAT_REL_TOLERANCE, "float_abs_floor": FLOAT_ABS_FLOOR,
+                       "cosine_min": COSINE_MIN, "max_steps": MAX_STEPS},
+        "layers": layers,
+        "first_divergence": _first(layers),
+    }
+    if unfused is not None:
+        data["fused_first_divergence"] = _first(layers, lambda e: e["fused"])
+    return validate(data, {(lay.subgraph, lay.op_index) for lay in model.layers})
+
+
+def _other_subgraph() -> dict:
+    return {"observed": False, "max_abs": None, "max_rel": None, "cosine": None, "steps": None,
+            "diverges": False, "kernel": None, "hidden_in": None,
+            "note": "in a nested subgraph (control flow): not compared"}
+
+
+def summary_lines(data: dict) -> list[str]:
+    """What ``compile --numerics`` prints after the bundle line."""
+    observed = sum(1 for e in data["layers"] if e["observed"])
+    lines = [f"  numerics ({data['mode']}): {observed}/{len(data['layers'])} layers observed "
+             f"against the {data['reference']}"]
+    first = data["first_divergence"]
+    if first is None:
+        lines.append("  no layer diverges")
+    else:
+        e = next(x for x in data["layers"]
+                 if (x["subgraph"], x["op_index"]) == (first["subgraph"], first["op_index"]))
+        lines.append(f"  first divergence: op {e['op_index']} {e['opcode']} {e['name']}")
+    return lines
+
+

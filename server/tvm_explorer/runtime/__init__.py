@@ -1,0 +1,2 @@
+"""Running compiled models: the inputs they are run on (shared by ``--numerics`` and
+``--profile``)."""

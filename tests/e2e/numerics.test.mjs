@@ -1,0 +1,53 @@
+/**
+ * The Numerics view on a bundle compiled with `--numerics-unfused` from the ground-truth model
+ * (CONV_2D → ADD → RELU → RESHAPE → FULLY_CONNECTED, built here) against a reference copy
+ * whose ADD bias was changed: the view lists the layers in graph order with op 1 ADD marked as
+ * the first divergence; clicking it opens the model document at that layer, where a warning
+ * sits. Screenshots in test-artifacts/vscode/ (prefix numerics-).
+ */
+import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { test } from 'node:test';
+import { PYTHON, REPO } from './lib/paths.mjs';
+import { bundleSuite } from './lib/suite.mjs';
+import { activeTabTitle, cursorPosition, poll, runCommand, screenshot } from './lib/workbench.mjs';
+
+const models = mkdtempSync(join(tmpdir(), 'tvmx-numerics-'));
+execFileSync(PYTHON, ['-c', 'import sys; from pathlib import Path; sys.path.insert(0, "tests");'
+  + ' from numerics.planted import planted_reference; planted_reference(Path(sys.argv[1]), "add/bias")', models],
+{ cwd: REPO });
+
+const suite = bundleSuite({
+  compile: {
+    model: join(models, 'gt.tflite'),
+    name: 'planted',
+    target: 'llvm',
+    extra: ['--numerics-unfused', '--reference', join(models, 'gt_planted.tflite')],
+  },
+  shots: 'numerics-',
+});
+
+test('the Numerics view marks the first divergence and opens its layer', async () => {
+  const { page } = suite.session;
+  await runCommand(page, 'TVM Explorer: Focus on Numerics View');
+  const first = page.getByRole('treeitem', { name: /^op 1 ADD add\/output: .*first divergence/ });
+  await first.first().waitFor({ state: 'visible', timeout: 90000 });
+  const rows = await page.locator('.pane-body [role="treeitem"]').allTextContents();
+  const ops = rows.map((r) => /op (\d+) /.exec(r)?.[1]).filter(Boolean);
+  assert.deepEqual(ops.slice(-5), ['0', '1', '2', '3', '4'], `layers not in graph order: ${JSON.stringify(rows)}`);
+  await screenshot(page, 'numerics-01-view');
+  await first.first().click();
+  const opened = await poll(async () => (await activeTabTitle(page)).includes('model.tflgraph'), { timeoutMs: 30000 });
+  assert.ok(opened, 'clicking the layer did not open the model document');
+  const text = suite.bundle.codePoints('model.tflgraph').join('');
+  const line = text.slice(0, text.indexOf('op 1 ADD')).split('\n').length;
+  const pos = await poll(async () => ((await cursorPosition(page))?.line === line ? true : undefined), { timeoutMs: 15000 });
+  assert.ok(pos, `cursor not on line ${line}: ${JSON.stringify(await cursorPosition(page))}`);
+  // The divergent layer carries a warning squiggle in the model document.
+  const squiggle = page.locator('.editor-instance .squiggly-warning');
+  await squiggle.first().waitFor({ state: 'attached', timeout: 30000 });
+  await screenshot(page, 'numerics-02-layer-with-warning');
+});

@@ -1,0 +1,73 @@
+"""Pipelines for the tests: TVM's CPU pipeline with a planted pass that turns the N-th Relax
+``add`` into ``subtract`` (a silent arithmetic change at a known position)."""
+import tvm
+from tvm import relax
+from tvm.relax.backend.cpu_generic import pipeline as cpu_generic
+from tvm.relax.expr_functor import PyExprMutator, mutator
+
+ADD = tvm.ir.Op.get("relax.add")
+
+
+@mutator
+class _AddToSubtract(PyExprMutator):
+    def __init__(self, mod, which):
+        super().__init__(mod)
+        self.mod_ = mod
+        self.which = which
+        self.seen = 0
+
+    def visit_call_(self, call):
+        call = super().visit_call_(call)
+        if call.op == ADD:
+            self.seen += 1
+            if self.seen - 1 == self.which:
+                return relax.op.subtract(call.args[0], call.args[1])
+        return call
+
+    def transform(self):
+        for gv, func in self.mod_.functions_items():
+            if isinstance(func, relax.Function):
+                self.builder_.update_func(gv, self.visit_expr(func))
+        return self.builder_.get()
+
+
+def planted_pass(which=1):
+    @tvm.transform.module_pass(opt_level=0, name="PlantedAddToSubtract")
+    def planted(mod, _ctx):
+        return _AddToSubtract(mod, which).transform()
+    return planted
+
+
+def with_planted_add(target):
+    """TVM's CPU pipeline, the planted pass right before LegalizeOps."""
+    return tvm.transform.Sequential(
+        cpu_generic.library_dispatch_passes(target) + [planted_pass(1)]
+        + cpu_generic.legalize_passes(target) + cpu_generic.dataflow_lower_passes(target)
+        + cpu_generic.finalize_passes(target), name="planted_pipeline")
+
+
+def honest(target):
+    """TVM's CPU pipeline as a module pass of our own."""
+    @tvm.transform.module_pass(opt_level=0, name="my_pipeline")
+    def my_pipeline(mod, _ctx):
+        with target:
+            return tvm.transform.Sequential(
+                cpu_generic.library_dispatch_passes(target) + cpu_generic.legalize_passes(target)
+                + cpu_generic.dataflow_lower_passes(target) + cpu_generic.finalize_passes(target))(mod)
+    return my_pipeline
+
+
+def not_a_pass(target):
+    return 42
+
+
+def raises(target):
+    raise ValueError("no pipeline for you")
+
+
+NOT_CALLABLE = 3
+
+
+def broken(target):
+    """A pipeline that cannot compile: nothing lowers the Relax operators."""
+    return tvm.transform.Sequential([relax.transform.ToNonDataflow()], name="broken")

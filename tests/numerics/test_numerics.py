@@ -1,0 +1,124 @@
+"""compile --numerics: ground truth by construction, real models, bad input.
+
+The planted model is ``conv_add_relu_dense`` (0 CONV_2D, 1 ADD, 2 RELU, 3 RESHAPE,
+4 FULLY_CONNECTED) against a reference copy whose ADD bias is changed: the first
+divergence must be op 1, and op 0 must match. TVM fuses CONV_2D, ADD and RELU into one
+kernel, so only the unfused variant can see op 1 itself.
+"""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from conftest import MODELS, run_cli
+
+
+def _numerics(bundle) -> dict:
+    proc = run_cli("numerics", bundle, "--json", check=True)
+    return json.loads(proc.stdout)
+
+
+def _entry(data, op):
+    return next(e for e in data["layers"] if e["op_index"] == op)
+
+
+@pytest.fixture(scope="module")
+def planted_unfused(planted, tmp_path_factory):
+    model, reference = planted
+    out = tmp_path_factory.mktemp("nb") / "unfused.bundle"
+    proc = run_cli("compile", model, "-o", out, "--target", "llvm", "--numerics-unfused",
+                   "--reference", reference, check=True)
+    return out, proc.stdout
+
+
+def test_planted_constant_is_the_first_divergence_in_unfused_mode(planted_unfused):
+    bundle, stdout = planted_unfused
+    data = _numerics(bundle)
+    assert data["mode"] == "unfused"
+    assert data["first_divergence"] == {"subgraph": 0, "op_index": 1}
+    conv, add = _entry(data, 0), _entry(data, 1)
+    assert conv["observed"] and not conv["diverges"] and conv["max_abs"] < 1e-5
+    assert conv["cosine"] > 0.99999
+    assert add["observed"] and add["diverges"] and add["observed_by"] == "unfused"
+    assert add["max_abs"] == pytest.approx(0.5, rel=1e-3)  # the planted change
+    assert add["name"] == "add/output" and add["opcode"] == "ADD"
+    # In the normal build the ADD is fused with the conv and the relu: hidden there.
+    assert add["fused"]["observed"] is False and add["fused"]["hidden_in"]
+    assert conv["fused"]["observed"] is False
+    assert data["fused_first_divergence"] is not None
+    assert data["fused_first_divergence"]["op_index"] > 1
+    assert "first divergence: op 1 ADD" in stdout
+
+
+def test_text_report_marks_the_first_divergence(planted_unfused):
+    proc = run_cli("numerics", planted_unfused[0], check=True)
+    marked = [line for line in proc.stdout.splitlines() if line.startswith("=>")]
+    assert len(marked) == 1 and " ADD " in marked[0] and "DIVERGES" in marked[0]
+    assert "First divergence: op 1 ADD add/output" in proc.stdout
+    assert "In the normal (fused) build" in proc.stdout
+
+
+def test_fused_mode_reports_hidden_layers_and_the_first_visible_divergence(planted, tmp_path):
+    model, reference = planted
+    out = tmp_path / "fused.bundle"
+    run_cli("compile", model, "-o", out, "--target", "llvm", "--numerics", "--reference", reference,
+            check=True)
+    data = _numerics(out)
+    assert data["mode"] == "fused" and "fused_first_divergence" not in data
+    add = _entry(data, 1)
+    assert add["observed"] is False and add["hidden_in"] and add["observed_by"] is None
+    first = data["first_divergence"]
+    assert first is not None and first["op_index"] == 2  # the fused kernel's result: RELU
+    relu = _entry(data, 2)
+    assert relu["observed"] and relu["diverges"] and relu["kernel"] == add["hidden_in"]
+
+
+def test_unchanged_reference_shows_no_divergence_target_c(gt_model, tmp_path):
+    out = tmp_path / "same.bundle"
+    run_cli("compile", gt_model, "-o", out, "--target", "c", "--numerics-unfused", check=True)
+    data = _numerics(out)
+    assert data["first_divergence"] is None and data["fused_first_divergence"] is None
+    assert all(e["observed"] for e in data["layers"])  # every layer seen without fusion
+    assert data["inputs"] == "seeded random (seed 0)"
+
+
+def test_given_inputs_are_used(gt_model, tmp_path):
+    x = np.full((1, 8, 8, 3), 0.25, dtype=np.float32)
+    npz = tmp_path / "x.npz"
+    np.savez(npz, **{"input": x})
+    out = tmp_path / "given.bundle"
+    run_cli("compile", gt_model, "-o", out, "--target", "llvm", "--numerics", "--inputs", npz,
+            check=True)
+    data = _numerics(out)
+    assert data["inputs"] == str(npz) and data["first_divergence"] is None
+
+
+@pytest.mark.slow
+def test_mobilenet_v1_float_shows_no_divergence(tmp_path):
+    out = tmp_path / "mobilenet.bundle"
+    run_cli("compile", MODELS / "mobilenet_v1_fp32.tflite", "-o", out, "--target", "llvm",
+            "--numerics", check=True, timeout=600)
+    data = _numerics(out)
+    assert data["first_divergence"] is None
+    observed = [e for e in data["layers"] if e["observed"]]
+    assert len(observed) >= len(data["layers"]) // 2
+    assert all(e["cosine"] > 0.9999 for e in observed)
+
+
+def test_quantized_model_reports_step_errors(tmp_path):
+    out = tmp_path / "int8.bundle"
+    run_cli("compile", MODELS / "small_cnn_int8.tflite", "-o", out, "--target", "llvm",
+            "--numerics-unfused", check=True)
+    data = _numerics(out)
+    observed = [e for e in data["layers"] if e["observed"]]
+    assert len(observed) == len(data["layers"])
+    quantized = [e for e in observed if e["steps"] is not None]
+    assert len(quantized) >= 6  # every int8 output is measured in steps
+    assert all(e["steps"] <= 1 and not e["diverges"] for e in quantized)
+    assert any(e["steps"] == 1 for e in quantized)  # TVM rounds differently here and there
+    # the fused build hides the layers whose int8 output is dequantized inside a kernel
+    hidden = [e for e in data["layers"] if not e["fused"]["observed"]]
+    assert hidden and all(e["fused"]["hidden_in"] for e in hidden)

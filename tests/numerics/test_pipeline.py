@@ -1,0 +1,77 @@
+"""compile --pipeline MODULE:FUNCTION: a pipeline of the user's own, tracked like TVM's, and
+one clear message for every way a pipeline spec can fail."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+HERE = Path(__file__).resolve().parent
+
+
+def run_here(*args, cwd=HERE, env=None):
+    """The CLI run from this directory (so that ``planted_pipes`` imports from the cwd)."""
+    return subprocess.run([sys.executable, "-m", "tvm_explorer", *map(str, args)], cwd=cwd,
+                          env=env, capture_output=True, text=True, timeout=900)
+
+
+@pytest.fixture(scope="module")
+def planted_bundle(gt_model, tmp_path_factory):
+    out = tmp_path_factory.mktemp("pipe") / "planted.bundle"
+    proc = run_here("compile", gt_model, "-o", out, "--target", "llvm",
+                    "--pipeline", "planted_pipes:with_planted_add")
+    assert proc.returncode == 0, proc.stderr
+    return out
+
+
+def test_a_pass_of_the_users_own_is_recorded_at_its_position(planted_bundle):
+    from tvm_explorer.bundle.reader import Bundle
+
+    b = Bundle(planted_bundle)
+    passes = b.manifest["passes"]
+    names = [p["name"] for p in passes]
+    assert names[:5] == ["import", "DispatchSampling", "DispatchSortScan", "PlantedAddToSubtract",
+                         "LegalizeOps"]
+    planted = passes[3]
+    assert planted["changed"] and planted["attributed"] == planted["units"]
+    after = b.text(planted["after"])
+    assert after.count("R.subtract") == 1 and "R.subtract" not in b.text(planted["before"])
+    assert b.manifest["options"]["pipeline"] == "planted_pipes:with_planted_add"
+    # provenance goes on through TVM's passes after it, down to the generated code
+    assert all(p["attributed"] == p["units"] for p in passes if p["stage"] == "relax")
+    assert any(d.stage == "code" for d in b.documents)
+
+
+def test_a_module_pass_pipeline_is_recorded_pass_by_pass(gt_model, tmp_path):
+    out = tmp_path / "honest.bundle"
+    env = {**os.environ, "PYTHONPATH": str(HERE)}
+    proc = run_here("compile", gt_model, "-o", out, "--target", "c", "--pipeline",
+                    "planted_pipes:honest", cwd=tmp_path, env=env)  # found through PYTHONPATH
+    assert proc.returncode == 0, proc.stderr
+    names = [p["name"] for p in json.loads((out / "manifest.json").read_text())["passes"]]
+    assert "my_pipeline" not in names
+    for name in ("LegalizeOps", "FuseOps", "FuseTIR", "VMShapeLower", "codegen (c)"):
+        assert name in names
+    assert "computing lines attributed" in proc.stdout
+
+
+@pytest.mark.parametrize("spec, message", [
+    ("nocolon", "--pipeline 'nocolon': expected MODULE:FUNCTION"),
+    ("no_such_module:f", "cannot import module 'no_such_module' from the current directory or PYTHONPATH"),
+    ("planted_pipes:missing", "module 'planted_pipes'"),
+    ("planted_pipes:NOT_CALLABLE", "'NOT_CALLABLE' is a int, not a function of the target"),
+    ("planted_pipes:not_a_pass", "not_a_pass(target) returned int, not a tvm.transform.Pass"),
+    ("planted_pipes:raises", "raises(target) raised ValueError: no pipeline for you"),
+    ("planted_pipes:broken", "TVM failed to compile the model for llvm with --pipeline planted_pipes:broken"),
+])
+def test_bad_pipelines_get_one_message(gt_model, tmp_path, spec, message):
+    out = tmp_path / "b"
+    proc = run_here("compile", gt_model, "-o", out, "--target", "llvm", "--pipeline", spec)
+    assert proc.returncode == 2, proc.stderr
+    assert message in proc.stderr and "Traceback" not in proc.stderr
+    assert not out.exists()

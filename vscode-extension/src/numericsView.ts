@@ -1,0 +1,122 @@
+/**
+ * The "Numerics" tree: for each bundle compiled with `--numerics`, its layers in graph order
+ * with their error against the reference interpreter; divergent layers are marked, the first
+ * divergence most of all. Selecting a layer opens the model document at it (where go to
+ * definition, references and "Show All Places" lead on to its code).
+ */
+import * as path from 'path';
+import * as vscode from 'vscode';
+import { Bundle, BundleRegistry } from './bundles';
+import { ServerManager } from './client';
+import * as ext from './lsp_ext';
+
+export type NumericsNode =
+  | { kind: 'bundle'; bundle: Bundle; result: ext.NumericsResult }
+  | { kind: 'layer'; bundle: Bundle; layer: ext.NumericsLayer };
+
+export class NumericsTreeProvider implements vscode.TreeDataProvider<NumericsNode>, vscode.Disposable {
+  private readonly changed = new vscode.EventEmitter<NumericsNode | undefined>();
+  readonly onDidChangeTreeData = this.changed.event;
+  private readonly disposables: vscode.Disposable[] = [];
+
+  constructor(
+    private readonly registry: BundleRegistry,
+    private readonly server: ServerManager,
+  ) {
+    this.disposables.push(registry.onDidChange(() => this.changed.fire(undefined)), this.changed);
+  }
+
+  async getChildren(node?: NumericsNode): Promise<NumericsNode[]> {
+    if (node?.kind === 'bundle') {
+      return node.result.layers.map((layer) => ({ kind: 'layer', bundle: node.bundle, layer }));
+    }
+    if (node) {
+      return [];
+    }
+    const client = this.server.client;
+    if (!client) {
+      return [];
+    }
+    const out: NumericsNode[] = [];
+    for (const bundle of this.registry.list()) {
+      try {
+        const result = await client.sendRequest(ext.numerics, { bundle: bundle.info.uri });
+        if (result && result.reference) {
+          out.push({ kind: 'bundle', bundle, result });
+        }
+      } catch (err) {
+        client.outputChannel.appendLine(`tvmExplorer/numerics failed: ${String(err)}`);
+      }
+    }
+    return out;
+  }
+
+  getTreeItem(node: NumericsNode): vscode.TreeItem {
+    if (node.kind === 'bundle') {
+      const { result, bundle } = node;
+      const item = new vscode.TreeItem(path.basename(bundle.dir), vscode.TreeItemCollapsibleState.Expanded);
+      item.id = `numerics:${bundle.info.uri}`;
+      const first = result.layers.find((l) => l.first);
+      item.description = first
+        ? `first divergence: op ${first.op_index} ${first.opcode}`
+        : 'no divergence';
+      item.tooltip = `against the ${result.reference}\ninputs: ${result.inputs}\nmode: ${result.mode}`;
+      item.iconPath = first
+        ? new vscode.ThemeIcon('warning', new vscode.ThemeColor('problemsWarningIcon.foreground'))
+        : new vscode.ThemeIcon('pass', new vscode.ThemeColor('testing.iconPassed'));
+      return item;
+    }
+    const { layer, bundle } = node;
+    const where = layer.subgraph ? `${layer.subgraph}:` : '';
+    const label = `${layer.first ? '▶ ' : ''}op ${where}${layer.op_index} ${layer.opcode}`;
+    const item = new vscode.TreeItem(label, vscode.TreeItemCollapsibleState.None);
+    item.id = `numerics:${bundle.info.uri}#${layer.subgraph}:${layer.op_index}`;
+    item.description = `${shortError(layer)} · ${layer.name}`;
+    item.tooltip = new vscode.MarkdownString(
+      `**op ${layer.op_index} ${layer.opcode}** \`${layer.name}\`\n\n${layer.summary}` +
+        (layer.observed_by ? `\n\nseen in the ${layer.observed_by} build` : '') +
+        (layer.first ? '\n\n**first divergence in graph order**' : ''),
+    );
+    item.iconPath = !layer.observed
+      ? new vscode.ThemeIcon('eye-closed', new vscode.ThemeColor('disabledForeground'))
+      : layer.first
+        ? new vscode.ThemeIcon('error', new vscode.ThemeColor('problemsErrorIcon.foreground'))
+        : layer.diverges
+          ? new vscode.ThemeIcon('warning', new vscode.ThemeColor('problemsWarningIcon.foreground'))
+          : new vscode.ThemeIcon('check', new vscode.ThemeColor('testing.iconPassed'));
+    item.accessibilityInformation = {
+      label: `op ${layer.op_index} ${layer.opcode} ${layer.name}: ${layer.summary}${layer.first ? ', first divergence' : ''}`,
+    };
+    if (layer.location) {
+      item.command = { command: 'tvmExplorer.openNumericsLayer', title: 'Open Layer', arguments: [layer.location] };
+    }
+    return item;
+  }
+
+  dispose(): void {
+    this.disposables.forEach((d) => d.dispose());
+  }
+}
+
+function shortError(layer: ext.NumericsLayer): string {
+  if (!layer.observed) {
+    return 'not observed';
+  }
+  const steps = layer.steps !== null ? `, ${layer.steps} steps` : '';
+  const verdict = layer.diverges ? 'diverges' : 'ok';
+  return `max abs ${(layer.max_abs ?? NaN).toPrecision(3)}${steps} — ${verdict}`;
+}
+
+/** Opens the model document at a layer's entry (the view's click). */
+export async function openNumericsLayer(server: ServerManager, location: ext.NumericsLayer['location']): Promise<void> {
+  const client = server.client;
+  if (!client || !location) {
+    return;
+  }
+  const loc = client.protocol2CodeConverter.asLocation(location);
+  const editor = await vscode.window.showTextDocument(loc.uri, {
+    selection: new vscode.Range(loc.range.start, loc.range.start),
+    preview: false,
+  });
+  editor.revealRange(loc.range, vscode.TextEditorRevealType.InCenterIfOutsideViewport);
+}
