@@ -21,14 +21,15 @@ def add_profile_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--repeat", type=int, default=DEFAULT_REPEAT, metavar="N",
                    help=f"timed runs with --profile (default {DEFAULT_REPEAT})")
     p.add_argument("--inputs", metavar="FILE.npz",
-                   help="model inputs for --profile, by input name (default: seeded random values)")
+                   help="model inputs for --profile and --numerics, by input name (default: seeded "
+                        "random values)")
 
 
 def profile_request(args):
     """The ProfileRequest of the parsed ``compile`` arguments, or None."""
     from .request import ProfileRequest
 
-    if not (getattr(args, "profile", False) or getattr(args, "inputs", None)):
+    if not getattr(args, "profile", False):
         return None
     return ProfileRequest(repeat=args.repeat, inputs=args.inputs)
 

@@ -20,8 +20,6 @@ def add_compile_options(parser) -> None:
     parser.add_argument("--reference", metavar="REF.tflite",
                         help="with --numerics: compare with this .tflite of the same graph "
                              "(default: the model itself)")
-    parser.add_argument("--inputs", metavar="X.npz",
-                        help="with --numerics: run on these inputs (default: seeded random)")
 
 
 class NumericsStep:
@@ -69,7 +67,7 @@ def prepare(args, model) -> NumericsStep | None:
     if args.numerics and getattr(args, "no_spans", False):
         raise ExplorerError("--numerics needs provenance to find each layer's kernel: drop --no-spans")
     if not args.numerics:
-        for flag, value in (("--reference", args.reference), ("--inputs", args.inputs)):
+        for flag, value in (("--reference", args.reference),):
             if value:
                 raise ExplorerError(f"{flag} is only used with --numerics")
         return None
