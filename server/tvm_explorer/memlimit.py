@@ -49,7 +49,7 @@ def apply(gib: float) -> None:
         import resource
 
         soft, hard = resource.getrlimit(resource.RLIMIT_AS)
-        limit = int(gib * 2**30)
+        limit = int(min(gib, 2.0**33) * 2**30)  # 2**33 GiB: the largest rlimit there is
         if hard != resource.RLIM_INFINITY:
             limit = min(limit, hard)
         if soft == resource.RLIM_INFINITY or limit < soft:

@@ -100,11 +100,36 @@ def _contains_cwd(dest: Path) -> bool:
     return cwd == resolved or resolved in cwd.parents
 
 
+def _identity(dest: Path):
+    """What changes when the directory or its manifest is replaced (a concurrent swap)."""
+    try:
+        d, m = dest.lstat(), (dest / MANIFEST).lstat()
+        return d.st_ino, m.st_ino, m.st_mtime_ns
+    except OSError:
+        return None
+
+
 def inspect_output(dest: str | os.PathLike, inputs=()) -> OutputDir:
     """Decide whether ``dest`` may be (re)placed by a new bundle; raise ExplorerError with
     one message naming what is there if not. ``inputs`` (the model) must survive: one that
     is a file of the bundle being replaced is refused."""
     dest = Path(dest)
+    for _ in range(5):
+        # Another program may swap the bundle while it is read (a bundle replaced by a copy
+        # or a concurrent compile): the listing must come from the manifest it was read with.
+        before = _identity(dest)
+        try:
+            result = _inspect(dest, inputs)
+        except ExplorerError:
+            if before is not None and before == _identity(dest):
+                raise
+            continue
+        if before == _identity(dest):
+            return result
+    return _inspect(dest, inputs)
+
+
+def _inspect(dest: Path, inputs) -> OutputDir:
     if dest.is_symlink():
         raise _refuse(dest, "output path is a symbolic link")
     if not dest.exists():
