@@ -36,6 +36,7 @@ class RawServer:
         self._reader = threading.Thread(target=self._read, daemon=True)
         self._reader.start()
         self._ids = iter(range(1, 10**9))
+        self.notifications: list[dict] = []  # every notification seen while waiting
 
     def _read(self) -> None:
         out = self.proc.stdout
@@ -81,6 +82,8 @@ class RawServer:
                 continue
             if "method" in msg and "id" in msg:  # e.g. window/workDoneProgress/create
                 self.send({"jsonrpc": "2.0", "id": msg["id"], "result": None})
+            elif "method" in msg:
+                self.notifications.append(msg)
             if match is not None:
                 if match(msg):
                     return msg

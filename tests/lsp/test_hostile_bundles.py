@@ -78,3 +78,54 @@ def test_costly_bundles_do_not_hold_up_the_server(tmp_path):
         assert _hover(srv, big / "model.tflgraph", 2, 4).get("result") is None
     finally:
         srv.close()
+
+
+def test_bundle_copied_over_file_by_file_is_reloaded_once_settled(tmp_path):
+    """Copying a new bundle over an old one with the JSON files first (cp/rsync order) raised
+    a pop-up per document and left the bundle "damaged" for good: only the manifest was
+    watched. Every file is watched now, and a bundle is reloaded once it stops changing."""
+    import shutil
+
+    ws = tmp_path / "ws"
+    root = write_fake_bundle(ws / "b")
+    staging = write_nested_bundle(tmp_path / "staging", 40)
+    srv = RawServer()
+    try:
+        srv.initialize(ws)
+        srv.wait_bundles(1)
+        files = sorted(p.relative_to(staging) for p in staging.rglob("*") if p.is_file())
+        files.sort(key=lambda p: p.suffix != ".json")  # JSON first, as cp and rsync often do
+        for rel in files:  # slower than the poll: the server looks mid-copy many times
+            shutil.copyfile(staging / rel, root / rel)
+            time.sleep(0.15)
+        copied = time.monotonic()
+        bundles = srv.wait_bundles(1, timeout=15, predicate=lambda b: b[0]["documents"] == 7
+                                   and not b[0]["problems"] and _outline_size(srv, root) == 40)
+        assert time.monotonic() - copied < 5
+        assert not bundles[0]["problems"]
+        srv.reply(srv.request("shutdown"))
+        srv.notify("exit")
+        srv.proc.wait(10)
+        reports = [m for m in srv.notifications + _drain(srv) if m.get("method") == "window/showMessage"]
+        assert len(reports) <= 1, reports  # at most one message for the bundle, not one per document
+    finally:
+        srv.close()
+
+
+def _outline_size(srv: RawServer, root) -> int:
+    got = srv.reply(srv.request("textDocument/documentSymbol",
+                                {"textDocument": {"uri": (root / TIR).as_uri()}}))["result"] or []
+    count, todo = 0, list(got)
+    while todo:
+        sym = todo.pop()
+        count += 1
+        todo += sym.get("children") or []
+    return count
+
+
+def _drain(srv: RawServer) -> list[dict]:
+    srv._reader.join(5)
+    out = []
+    while not srv.messages.empty():
+        out.append(srv.messages.get())
+    return out
