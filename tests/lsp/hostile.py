@@ -27,10 +27,11 @@ def frame(body: bytes | dict) -> bytes:
 class RawServer:
     """The real server process on pipes; replies are parsed by a reader thread."""
 
-    def __init__(self, cwd: Path | None = None, args: list[str] | None = None):
+    def __init__(self, cwd: Path | None = None, args: list[str] | None = None,
+                 cmd: list[str] | None = None, env: dict | None = None):
         self.proc = subprocess.Popen(
-            SERVER_CMD + (args or []), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE, cwd=cwd,
+            (cmd or SERVER_CMD) + (args or []), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE, cwd=cwd, env=env,
         )
         self.messages: queue.Queue = queue.Queue()
         self._reader = threading.Thread(target=self._read, daemon=True)
