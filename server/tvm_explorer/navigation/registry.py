@@ -7,13 +7,14 @@ is identified by the inode of its directory and of its manifest: any recompile c
 
 from __future__ import annotations
 
+import json
 import os
 import time
 from pathlib import Path
 from typing import Callable
 
-from ..bundle.format import MANIFEST
-from ..bundle.reader import Bundle
+from ..bundle.format import FORMAT_NAME, MANIFEST
+from ..bundle.reader import Bundle, read_regular
 from ..errors import BundleError
 from .view import BundleView
 
@@ -59,9 +60,26 @@ def signature(root: Path) -> Signature | None:
     return (dir_stat.st_dev, dir_stat.st_ino, man.st_ino, man.st_mtime_ns, man.st_size, tuple(files))
 
 
+MAX_PROBED_MANIFEST = 16 * 1024**2
+
+
+def may_be_bundle(manifest: Path) -> bool:
+    """Whether a ``manifest.json`` may be a bundle's: False only for a readable JSON file that
+    is not a tvm-explorer bundle manifest (a web app's, an extension's...), which is skipped
+    quietly. An unreadable one (damaged, a FIFO, a symlink out) counts, so that its bundle is
+    reported as damaged by the loader."""
+    try:
+        data = json.loads(read_regular(manifest, "manifest", limit=MAX_PROBED_MANIFEST,
+                                       too_large=lambda size: BundleError("too large")))
+    except (BundleError, ValueError, RecursionError):
+        return True
+    return isinstance(data, dict) and data.get("format") == FORMAT_NAME
+
+
 def discover(folders: list[Path]) -> list[Path]:
-    """Bundle directories (holding a manifest.json) under the workspace folders. Hidden
-    directories (in-progress ``.X.tmp-<pid>`` compiles) and symlinks are not entered."""
+    """Bundle directories (holding a bundle's manifest.json) under the workspace folders.
+    Hidden directories (in-progress ``.X.tmp-<pid>`` compiles) and symlinks are not entered;
+    a directory whose manifest.json is not a bundle's is searched further down."""
     found: list[Path] = []
     visited = 0
     for folder in folders:
@@ -69,7 +87,7 @@ def discover(folders: list[Path]) -> list[Path]:
         for dirpath, dirnames, filenames in os.walk(folder):
             visited += 1
             here = Path(dirpath)
-            if MANIFEST in filenames:
+            if MANIFEST in filenames and may_be_bundle(here / MANIFEST):
                 found.append(here.resolve())
                 dirnames[:] = []
                 continue
@@ -103,7 +121,7 @@ def size_hint(root: Path, max_files: int = 5000) -> int:
 def enclosing_root(path: Path) -> Path | None:
     """The bundle directory holding ``path`` (a few levels up at most), or None."""
     for parent in list(path.parents)[:ANCESTOR_LEVELS]:
-        if (parent / MANIFEST).is_file():
+        if (parent / MANIFEST).is_file() and may_be_bundle(parent / MANIFEST):
             return parent
     return None
 
