@@ -69,9 +69,11 @@ def may_be_bundle(manifest: Path) -> bool:
     quietly. An unreadable one (damaged, a FIFO, a symlink out) counts, so that its bundle is
     reported as damaged by the loader."""
     try:
-        data = json.loads(read_regular(manifest, "manifest", limit=MAX_PROBED_MANIFEST,
+        # Read only if it lies inside its directory (a symlink out is never read).
+        data = json.loads(read_regular(manifest, "manifest", manifest.parent.resolve(),
+                                       limit=MAX_PROBED_MANIFEST,
                                        too_large=lambda size: BundleError("too large")))
-    except (BundleError, ValueError, RecursionError):
+    except (BundleError, OSError, ValueError, RecursionError):
         return True
     return isinstance(data, dict) and data.get("format") == FORMAT_NAME
 
