@@ -58,7 +58,6 @@ def test_costly_bundles_do_not_hold_up_the_server(tmp_path):
         hover = _hover(srv, tiny / "relax/000-import.relax", 5, 14)
         first_hover = time.monotonic() - started
         assert hover.get("result"), hover
-        print("first hover", first_hover)
         assert first_hover < 10, first_hover
         refused = srv.reply(match=lambda m: m.get("method") == "window/showMessage"
                             and "b-sparse" in m["params"]["message"], timeout=60)
@@ -72,7 +71,6 @@ def test_costly_bundles_do_not_hold_up_the_server(tmp_path):
         took = time.monotonic() - t0
         assert len(got["result"]) == 1, got
         assert srv.rss_mib() < 400, srv.rss_mib()
-        print("definition", took, srv.rss_mib())
         assert took < 20, took
         # The refused bundle answers empty, never with its documents.
         assert _hover(srv, big / "model.tflgraph", 2, 4).get("result") is None
@@ -129,3 +127,36 @@ def _drain(srv: RawServer) -> list[dict]:
     while not srv.messages.empty():
         out.append(srv.messages.get())
     return out
+
+
+def test_previous_stage_over_thousands_of_same_key_ranges_is_fast(tmp_path):
+    """Ranges nested thousands deep whose key the previous document holds thousands of times
+    (with other layers each): one step back compared every pair (quadratic per request)."""
+    import json
+
+    from tvm_explorer.navigation import registry
+    from tvm_explorer.navigation.chain import previous_stage
+
+    n = 5000
+    lowered = "tir/012-s_tir.LowerOpaqueBlock.tir"
+    root = write_nested_bundle(tmp_path / "b", 2 * n, doc=TIR)
+    index = json.loads((root / "index.json").read_text())
+    doc = index["documents"][TIR]
+    # The first n nested ranges stay in tir/000; the other n (other layers) move to the next
+    # TIR document; all carry the same key.
+    text = "(" * n + ")" * n + "\n"
+    moved = [[i, 2 * n - i, r[2], "block", "k"] for i, r in enumerate(doc["ranges"][n:])]
+    doc["ranges"] = [[i, 2 * n - i, r[2], "block", "k"] for i, r in enumerate(doc["ranges"][:n])]
+    doc["length"] = len(text)
+    (root / TIR).write_text(text)
+    (root / lowered).write_text(text)
+    index["documents"][lowered] = {"length": len(text), "ranges": moved}
+    (root / "index.json").write_text(json.dumps(index))
+    view = registry.load(root)
+    assert not view.problems, view.problems
+    view.layer_map
+    t0 = time.monotonic()
+    found = previous_stage(view, lowered, n)
+    took = time.monotonic() - t0
+    assert found  # falls back to the model entries of its layer
+    assert took < 2.0, took
