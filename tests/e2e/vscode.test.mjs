@@ -4,6 +4,7 @@
  * a screenshot in test-artifacts/vscode/.
  */
 import assert from 'node:assert/strict';
+import { existsSync } from 'node:fs';
 import { test } from 'node:test';
 import { bundleSuite, ctrlClickToModel, hoverNamingLayer, openAt as openIn } from './lib/suite.mjs';
 import {
@@ -184,4 +185,17 @@ test('"Reveal in Model" on text from several layers asks which one, then goes th
   });
   await screenshot(page, '13-reveal-picked-layer');
   assert.ok(at, `not at the chosen layer's entry (line ${target.line + 1}) of the model document`);
+});
+
+test('the server imports nothing from the workspace (a planted tvm_explorer/ stays unrun)', async () => {
+  // Every test above was answered by the server the extension started; the workspace holds a
+  // `tvm_explorer/` package that leaves a marker when imported (lib/suite.mjs).
+  const { session, bundle } = suite;
+  const cPath = bundle.documents('code').find((p) => p.endsWith('.c'));
+  const stmt = bundle.statementOf(cPath, 'CONV_2D');
+  await openAt(cPath, stmt.line);
+  const text = await hoverNamingLayer(suite, stmt);
+  assert.match(text, /CONV_2D/, 'the server did not answer');
+  assert.ok(!existsSync(suite.planted), 'the server imported the tvm_explorer package planted in the workspace');
+  await screenshot(session.page, '14-planted-package-not-imported');
 });

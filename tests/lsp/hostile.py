@@ -27,15 +27,17 @@ def frame(body: bytes | dict) -> bytes:
 class RawServer:
     """The real server process on pipes; replies are parsed by a reader thread."""
 
-    def __init__(self, cwd: Path | None = None, args: list[str] | None = None):
+    def __init__(self, cwd: Path | None = None, args: list[str] | None = None,
+                 cmd: list[str] | None = None, env: dict | None = None):
         self.proc = subprocess.Popen(
-            SERVER_CMD + (args or []), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE, cwd=cwd,
+            (cmd or SERVER_CMD) + (args or []), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE, cwd=cwd, env=env,
         )
         self.messages: queue.Queue = queue.Queue()
         self._reader = threading.Thread(target=self._read, daemon=True)
         self._reader.start()
         self._ids = iter(range(1, 10**9))
+        self.notifications: list[dict] = []  # every notification seen while waiting
 
     def _read(self) -> None:
         out = self.proc.stdout
@@ -81,6 +83,8 @@ class RawServer:
                 continue
             if "method" in msg and "id" in msg:  # e.g. window/workDoneProgress/create
                 self.send({"jsonrpc": "2.0", "id": msg["id"], "result": None})
+            elif "method" in msg:
+                self.notifications.append(msg)
             if match is not None:
                 if match(msg):
                     return msg

@@ -6,6 +6,7 @@ import * as vscode from 'vscode';
 import * as lc from 'vscode-languageclient/node';
 import { resolveServerLaunch, ServerLaunch, SECTION } from './config';
 import { preflight } from './preflight';
+import { serverProcess } from './serverProcess';
 
 /**
  * Documents the server is told about: the bundle languages, and any file of a bundle (C, CUDA,
@@ -142,12 +143,8 @@ export class ServerManager implements vscode.Disposable {
   }
 
   private createClient(launch: ServerLaunch): lc.LanguageClient {
-    const executable: lc.Executable = {
-      command: launch.python,
-      args: launch.args,
-      transport: lc.TransportKind.stdio,
-      options: { cwd: launch.cwd, env: { ...process.env, PYTHONUNBUFFERED: '1' } },
-    };
+    const spawn = serverProcess(launch.python, launch.args);
+    const executable: lc.Executable = { ...spawn, transport: lc.TransportKind.stdio };
     const serverOptions: lc.ServerOptions = { run: executable, debug: executable };
     const clientOptions: lc.LanguageClientOptions = {
       documentSelector: DOCUMENT_SELECTOR,

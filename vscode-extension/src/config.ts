@@ -3,12 +3,15 @@
  *
  * The server is `<python> -m tvm_explorer serve [serverArgs...]`. `<python>` is
  * `tvmExplorer.pythonPath` when set (with `${workspaceFolder}` and `~` expanded), else the first
- * workspace folder's `.venv/bin/python` if it exists, else `python3`.
+ * workspace folder's `.venv/bin/python` if it exists (only in a trusted workspace: that
+ * interpreter is workspace content), else `python3`. The process runs in a directory of the
+ * extension's own (see serverProcess.ts), never in the workspace.
  */
 import * as fs from 'fs';
 import * as os from 'os';
 import * as path from 'path';
 import * as vscode from 'vscode';
+import { serverWorkingDirectory } from './serverProcess';
 
 export const SECTION = 'tvmExplorer';
 
@@ -18,7 +21,8 @@ export interface ServerLaunch {
   args: string[];
   /** Where the interpreter choice came from, for error messages. */
   source: 'setting' | 'workspace .venv' | 'default';
-  cwd: string | undefined;
+  /** The server's working directory: the extension's own, never a workspace folder. */
+  cwd: string;
 }
 
 function workspaceRoots(): string[] {
@@ -43,12 +47,14 @@ export function resolveServerLaunch(): ServerLaunch {
   const roots = workspaceRoots();
   const extra = cfg.get<string[]>('serverArgs', []);
   const args = ['-m', 'tvm_explorer', 'serve', ...extra];
-  const cwd = roots[0];
+  const cwd = serverWorkingDirectory();
   const configured = (cfg.get<string>('pythonPath', '') ?? '').trim();
   if (configured) {
     return { python: expandVariables(configured, roots), args, source: 'setting', cwd };
   }
-  for (const root of roots) {
+  // In an untrusted workspace its .venv is not run (and a pythonPath set in the workspace's
+  // settings is ignored by VS Code: package.json restricts it).
+  for (const root of vscode.workspace.isTrusted ? roots : []) {
     const venv = path.join(root, '.venv', 'bin', 'python');
     if (fs.existsSync(venv)) {
       return { python: venv, args, source: 'workspace .venv', cwd };

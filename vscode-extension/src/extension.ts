@@ -70,6 +70,8 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
         void server?.restart();
       }
     }),
+    // Trusting the workspace may change the interpreter (its .venv, its pythonPath setting).
+    vscode.workspace.onDidGrantWorkspaceTrust(() => void server?.restart()),
   );
   await server.start();
 }

@@ -5,6 +5,7 @@
  */
 import * as cp from 'child_process';
 import { ServerLaunch } from './config';
+import { serverEnvironment } from './serverProcess';
 
 /** The outcome of a preflight check; `problem` and `fix` are meant for a person. */
 export type Preflight =
@@ -21,7 +22,7 @@ export function preflight(launch: ServerLaunch, timeoutMs = 20000): Promise<Pref
     cp.execFile(
       launch.python,
       ['-c', PROBE],
-      { timeout: timeoutMs, cwd: launch.cwd },
+      { timeout: timeoutMs, cwd: launch.cwd, env: serverEnvironment() },
       (error, _stdout, stderr) => {
         if (!error) {
           resolve({ ok: true });

@@ -425,6 +425,8 @@ class Bundle:
                 continue  # reported as a missing document by the read
             if (info.st_dev, info.st_ino) in seen or not stat.S_ISREG(info.st_mode):
                 continue
+            if info.st_size > MAX_FILE_BYTES:
+                continue  # never read: that document alone is reported as damaged
             seen.add((info.st_dev, info.st_ino))
             total += info.st_size
             if total > self.budget.left:

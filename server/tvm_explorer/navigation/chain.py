@@ -27,6 +27,8 @@ The rules, tried in order (see docs/navigation.md):
 
 from __future__ import annotations
 
+from bisect import bisect_right
+
 from ..bundle.index import DocumentIndex, Range
 from .view import BundleView, Keep, Place, keep_all
 
@@ -68,7 +70,19 @@ def previous_step(view: BundleView, path: str, offset: int, keep: Keep = keep_al
         return [r for r in there.by_key(rng.key) if not mine or not layers[r.origin_set]
                 or mine & layers[r.origin_set]]
 
-    anchor = next((r for r in ranges if same_key(r)), None)
+    keyed = view.key_layers(prev.path)
+
+    def has_same_key(rng: Range) -> bool:
+        # same_key(rng) is not empty, in constant time per range (a crafted bundle nests
+        # thousands of ranges whose key the previous document holds thousands of times).
+        got = keyed.get(rng.key)
+        if got is None:
+            return False
+        mine = layers[rng.origin_set]
+        any_empty, union = got
+        return not mine or any_empty or not mine.isdisjoint(union)
+
+    anchor = next((r for r in ranges if has_same_key(r)), None)
     if anchor is inner:
         return places(_narrow(same_key(inner), inner))
     if prim is not None and doc.stage == "relax" and prev.stage == "relax":
@@ -131,8 +145,7 @@ def _same_origins(
     if source is None:
         return []
 
-    def inside(rng: Range) -> bool:
-        return within is None or any(w.start <= rng.start and rng.end <= w.end for w in within)
+    inside = _inside_any(within)
 
     found = [r for r in there.by_origin_set(source.origin_set) if inside(r)]
     if found:
@@ -148,6 +161,25 @@ def _same_origins(
     ]
     same_kind = [r for r in part if r.kind == source.kind]
     return _outermost(_unique(same_kind or part))
+
+
+def _inside_any(within: list[Range] | None):
+    """``inside(rng)``: whether ``rng`` lies in one of ``within`` (all when None); a binary
+    search over the starts with the furthest end reached so far, not a scan per range."""
+    if within is None:
+        return lambda rng: True
+    spans = sorted((w.start, w.end) for w in within)
+    starts = [a for a, _ in spans]
+    reach, far = [], -1
+    for _, end in spans:
+        far = max(far, end)
+        reach.append(far)
+
+    def inside(rng: Range) -> bool:
+        i = bisect_right(starts, rng.start) - 1
+        return i >= 0 and reach[i] >= rng.end
+
+    return inside
 
 
 def _narrow(candidates: list[Range], like: Range) -> list[Range]:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from ..bundle.index import Range
+from . import markdown as md
 from ..bundle.reader import Document, Origin
 from .numerics import numerics_lines
 from .provenance import LayerReach, layers_at
@@ -13,7 +14,8 @@ STAGE_NAMES = {"model": "Model", "relax": "Relax", "tir": "TIR", "code": "Genera
 
 
 def hover(view: BundleView, path: str, offset: int, keep: Keep = keep_all) -> tuple[str, Range] | None:
-    """Markdown describing the text at ``offset`` and the range it describes, or None."""
+    """Markdown describing the text at ``offset`` and the range it describes, or None. Every
+    string from the bundle is escaped (``markdown.text``/``markdown.code``)."""
     ranges = view.enclosing(path, offset, keep)
     doc = view.bundle.document(path)
     if not ranges or doc is None:
@@ -41,14 +43,15 @@ def hover(view: BundleView, path: str, offset: int, keep: Keep = keep_all) -> tu
 def _origin_line(origin: Origin, in_model: bool) -> str:
     layer = origin.layer
     role = "" if in_model else (" — layer output" if origin.is_output else " — part of layer")
-    head = f"- **{layer.opcode}** layer {layer.id} (subgraph {layer.subgraph}, op {layer.op_index}){role}"
+    head = (f"- **{md.text(layer.opcode)}** layer {layer.id} (subgraph {layer.subgraph}, "
+            f"op {layer.op_index}){role}")
     outs = []
     for i, name in enumerate(layer.outputs):
         typ = layer.output_types[i] if i < len(layer.output_types) else {}
         shape = typ.get("shape") if isinstance(typ, dict) else None
         dtype = typ.get("dtype", "") if isinstance(typ, dict) else ""
-        shape_text = "×".join(str(d) for d in shape) if isinstance(shape, list) else "?"
-        outs.append(f"`{name}` {shape_text} {dtype}".rstrip())
+        shape_text = md.text("×".join(str(d) for d in shape)) if isinstance(shape, list) else "?"
+        outs.append(f"{md.code(name)} {shape_text} {md.text(dtype)}".rstrip())
     if outs:
         head += "  \n  → " + ", ".join(outs)
     return head
@@ -60,9 +63,9 @@ def stage_line(view: BundleView, doc: Document) -> str:
     if doc.stage == "model":
         model = manifest.get("model", {})
         name = model.get("file", "") if isinstance(model, dict) else ""
-        return f"Model document{f' of `{name}`' if name else ''}"
+        return f"Model document{f' of {md.code(name)}' if name else ''}"
     if doc.stage == "code":
-        return f"Generated code (target `{manifest.get('target', '?')}`), `{doc.path}`"
+        return f"Generated code (target {md.code(manifest.get('target', '?'))}), {md.code(doc.path)}"
     passes = [
         p
         for p in manifest.get("passes", ())
@@ -70,9 +73,9 @@ def stage_line(view: BundleView, doc: Document) -> str:
     ]
     stage = STAGE_NAMES.get(doc.stage, doc.stage)
     if not passes:
-        return f"{stage}, `{doc.path}`"
+        return f"{stage}, {md.code(doc.path)}"
     last = passes[-1]
-    return f"{stage} after pass {last.get('index')} `{last.get('name')}`"
+    return f"{stage} after pass {md.text(last.get('index'))} {md.code(last.get('name'))}"
 
 
 def _schedule_step(view: BundleView, ranges: list[Range]) -> str | None:
@@ -80,15 +83,16 @@ def _schedule_step(view: BundleView, ranges: list[Range]) -> str | None:
         if rng.link and rng.link.startswith("trace:"):
             primfunc, _, step = rng.link[len("trace:") :].rpartition(":")
             trace = trace_entry(view, primfunc)
-            rule = f", rule `{trace['rule']}`" if trace and trace.get("rule") else ""
-            where = f" in `{trace['path']}`" if trace and trace.get("path") else ""
+            rule = f", rule {md.code(trace['rule'])}" if trace and trace.get("rule") else ""
+            where = f" in {md.code(trace['path'])}" if trace and trace.get("path") else ""
             if not step:
                 return f"Scheduled by dlight{rule.replace(', rule', ' rule')}; trace{where}"
             what = "Loop" if rng is ranges[0] else "Enclosing loop"
             text = ""
             if trace and isinstance(trace.get("step_text"), dict) and trace["step_text"].get(step):
-                text = f": `{trace['step_text'][step]}`"
-            return f"{what} created by schedule step {step} of `{primfunc}`{where}{rule}{text}"
+                text = f": {md.code(trace['step_text'][step])}"
+            return (f"{what} created by schedule step {md.text(step)} of {md.code(primfunc)}"
+                    f"{where}{rule}{text}")
     return None
 
 

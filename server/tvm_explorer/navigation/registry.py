@@ -7,12 +7,14 @@ is identified by the inode of its directory and of its manifest: any recompile c
 
 from __future__ import annotations
 
+import json
 import os
+import time
 from pathlib import Path
 from typing import Callable
 
-from ..bundle.format import MANIFEST
-from ..bundle.reader import Bundle
+from ..bundle.format import FORMAT_NAME, MANIFEST
+from ..bundle.reader import Bundle, read_regular
 from ..errors import BundleError
 from .view import BundleView
 
@@ -24,19 +26,62 @@ ANCESTOR_LEVELS = 4
 Signature = tuple
 
 
+MAX_SIGNATURE_FILES = 20000
+SETTLE_SECONDS = 0.3
+"""How long a changed bundle must stay unchanged before it is (re)loaded."""
+
+
 def signature(root: Path) -> Signature | None:
-    """What identifies the bundle currently at ``root`` (None: no manifest there)."""
+    """What identifies the bundle currently at ``root`` (None: no manifest there): the
+    directory and every file in it (inode, size, modification time), so that copying a new
+    bundle over an old one file by file is seen, whatever order the files come in (only the
+    manifest used to be watched, and a bundle whose JSON files were copied first stayed
+    damaged). Hidden entries (temporary directories of compiles) are left out."""
     try:
         dir_stat = os.stat(root)
         man = os.stat(root / MANIFEST)
     except OSError:
         return None
-    return (dir_stat.st_dev, dir_stat.st_ino, man.st_ino, man.st_mtime_ns, man.st_size)
+    files = []
+    for dirpath, dirnames, filenames in os.walk(root):
+        dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
+        for name in sorted(filenames):
+            if name.startswith("."):
+                continue
+            try:
+                info = os.lstat(os.path.join(dirpath, name))
+            except OSError:
+                continue  # vanished while walking: the next look sees the difference
+            files.append((dirpath, name, info.st_ino, info.st_size, info.st_mtime_ns))
+            if len(files) >= MAX_SIGNATURE_FILES:
+                break
+        if len(files) >= MAX_SIGNATURE_FILES:
+            break
+    return (dir_stat.st_dev, dir_stat.st_ino, man.st_ino, man.st_mtime_ns, man.st_size, tuple(files))
+
+
+MAX_PROBED_MANIFEST = 16 * 1024**2
+
+
+def may_be_bundle(manifest: Path) -> bool:
+    """Whether a ``manifest.json`` may be a bundle's: False only for a readable JSON file that
+    is not a tvm-explorer bundle manifest (a web app's, an extension's...), which is skipped
+    quietly. An unreadable one (damaged, a FIFO, a symlink out) counts, so that its bundle is
+    reported as damaged by the loader."""
+    try:
+        # Read only if it lies inside its directory (a symlink out is never read).
+        data = json.loads(read_regular(manifest, "manifest", manifest.parent.resolve(),
+                                       limit=MAX_PROBED_MANIFEST,
+                                       too_large=lambda size: BundleError("too large")))
+    except (BundleError, OSError, ValueError, RecursionError):
+        return True
+    return isinstance(data, dict) and data.get("format") == FORMAT_NAME
 
 
 def discover(folders: list[Path]) -> list[Path]:
-    """Bundle directories (holding a manifest.json) under the workspace folders. Hidden
-    directories (in-progress ``.X.tmp-<pid>`` compiles) and symlinks are not entered."""
+    """Bundle directories (holding a bundle's manifest.json) under the workspace folders.
+    Hidden directories (in-progress ``.X.tmp-<pid>`` compiles) and symlinks are not entered;
+    a directory whose manifest.json is not a bundle's is searched further down."""
     found: list[Path] = []
     visited = 0
     for folder in folders:
@@ -44,7 +89,7 @@ def discover(folders: list[Path]) -> list[Path]:
         for dirpath, dirnames, filenames in os.walk(folder):
             visited += 1
             here = Path(dirpath)
-            if MANIFEST in filenames:
+            if MANIFEST in filenames and may_be_bundle(here / MANIFEST):
                 found.append(here.resolve())
                 dirnames[:] = []
                 continue
@@ -78,7 +123,7 @@ def size_hint(root: Path, max_files: int = 5000) -> int:
 def enclosing_root(path: Path) -> Path | None:
     """The bundle directory holding ``path`` (a few levels up at most), or None."""
     for parent in list(path.parents)[:ANCESTOR_LEVELS]:
-        if (parent / MANIFEST).is_file():
+        if (parent / MANIFEST).is_file() and may_be_bundle(parent / MANIFEST):
             return parent
     return None
 
@@ -114,6 +159,9 @@ class Registry:
         self.bundles: dict[Path, BundleView] = {}
         self.signatures: dict[Path, Signature | None] = {}
         self.failures: dict[Path, str] = {}
+        # What each changed root looked like at the previous look: a root is reloaded only
+        # once it looks the same twice in a row (a copy in progress is not loaded half-done).
+        self._last_seen: dict[Path, tuple[Signature | None, float]] = {}
 
     def find(self, path: Path) -> tuple[BundleView, str] | None:
         """The loaded bundle containing file ``path`` and the path's bundle-relative form,
@@ -149,5 +197,31 @@ class Registry:
         self.failures = {r: e for r, e in self.failures.items() if r != root}
 
     def changed(self) -> list[Path]:
-        """Known roots whose bundle on disk differs from the one last loaded (or tried)."""
-        return [root for root, sig in self.signatures.items() if signature(root) != sig]
+        """Known roots whose bundle on disk differs from the one last loaded (or tried) and
+        has settled: it looked the same at the previous call (calls are a poll interval apart,
+        so files still being written are waited for). A bundle that disappeared is reported
+        at once."""
+        out = []
+        for root, sig in self.signatures.items():
+            now = signature(root)
+            if now == sig:
+                self._last_seen.pop(root, None)
+            elif now is None or self._stable(root, now):
+                out.append(root)
+        return out
+
+    def _stable(self, root: Path, now: Signature) -> bool:
+        seen = self._last_seen.get(root)
+        t = time.monotonic()
+        if seen is None or seen[0] != now:
+            self._last_seen[root] = (now, t)
+            return False
+        if t - seen[1] < SETTLE_SECONDS:
+            return False
+        del self._last_seen[root]
+        return True
+
+    def settled(self, roots) -> list[Path]:
+        """Of newly found ``roots``, those that looked the same at the previous call (a bundle
+        being copied into the workspace is loaded once the copy is done)."""
+        return [root for root in roots if (now := signature(root)) is not None and self._stable(root, now)]

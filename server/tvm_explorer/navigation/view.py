@@ -122,6 +122,7 @@ class BundleView:
         self.problems = list(problems or [])
         self._layer_map: LayerMap | None = None
         self._line_indexes: dict[tuple[str, str], LineIndex] = {}
+        self._key_layers: dict[str, dict[str, tuple[bool, frozenset[int]]]] = {}
 
     @property
     def layer_map(self) -> LayerMap:
@@ -129,6 +130,22 @@ class BundleView:
         if self._layer_map is None:
             self._layer_map = LayerMap(self.bundle)
         return self._layer_map
+
+    def key_layers(self, path: str) -> dict[str, tuple[bool, frozenset[int]]]:
+        """Per key of document ``path``: whether a range carrying it has no origin, and the
+        union of the layers of its ranges (built once; linear in the index). Answers "does a
+        range with this key share a layer with ..." without scanning every such range."""
+        got = self._key_layers.get(path)
+        if got is None:
+            layers = self.layer_map.layers_of_set
+            empty: dict[str, bool] = {}
+            union: dict[str, set[int]] = {}
+            for rng in self.bundle.index(path).ranges:
+                own = layers[rng.origin_set]
+                empty[rng.key] = empty.get(rng.key, False) or not own
+                union.setdefault(rng.key, set()).update(own)
+            got = self._key_layers[path] = {k: (empty[k], frozenset(v)) for k, v in union.items()}
+        return got
 
     def line_index(self, path: str, encoding: str) -> LineIndex:
         """Line starts of a document's bundle text (cached)."""

@@ -4,6 +4,7 @@
  * the check that nothing is left running, and the gestures the tests repeat.
  */
 import assert from 'node:assert/strict';
+import { mkdirSync, writeFileSync } from 'node:fs';
 import { join, relative } from 'node:path';
 import { after, afterEach, before } from 'node:test';
 import { BundleView, compileBundle } from './bundle.mjs';
@@ -34,6 +35,7 @@ export function bundleSuite({ compile = {}, shots = '' } = {}) {
       workspace: (runDir) => {
         suite.folder = emptyWorkspace(runDir);
         suite.bundle = new BundleView(compileBundle(suite.folder, compile));
+        suite.planted = plantPackage(suite.folder, runDir);
         return suite.folder;
       },
       settings: { 'tvmExplorer.pythonPath': PYTHON },
@@ -54,6 +56,21 @@ export function bundleSuite({ compile = {}, shots = '' } = {}) {
   });
 
   return suite;
+}
+
+/**
+ * Plants a `tvm_explorer/` package in the workspace that leaves a marker file (outside the
+ * workspace) if anything imports it: the server must import the installed package, never one
+ * lying in the workspace (issue 18). Returns the marker's path.
+ */
+function plantPackage(folder, runDir) {
+  const marker = join(runDir, 'PLANTED-CODE-RAN');
+  const pkg = join(folder, 'tvm_explorer');
+  mkdirSync(pkg, { recursive: true });
+  const plant = `open(${JSON.stringify(marker)}, 'w').write('ran')\n`;
+  writeFileSync(join(pkg, '__init__.py'), plant);
+  writeFileSync(join(pkg, '__main__.py'), plant);
+  return marker;
 }
 
 /** Opens a bundle document of the suite and puts the cursor on a 0-based line (and column). */

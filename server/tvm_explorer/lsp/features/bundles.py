@@ -132,8 +132,12 @@ class BundleWatcher:
             todo = set(extra or ())
             if rescan and self.folders:
                 found = await asyncio.to_thread(reg.discover, self.folders)
-                todo.update(r for r in found if r not in registry.signatures)
-            todo.update(registry.changed())
+                new = [r for r in found if r not in registry.signatures]
+                if asyncio.current_task() is not self._initial:
+                    # found later: maybe still being copied in; loaded once it has settled
+                    new = await asyncio.to_thread(registry.settled, new)
+                todo.update(new)
+            todo.update(await asyncio.to_thread(registry.changed))
             loop = asyncio.get_running_loop()
             for root in todo:
                 if root not in registry.bundles and root not in self._pending:
@@ -213,8 +217,15 @@ class BundleWatcher:
                     logger.exception("after loading %s", root)
             for work in self.after_load:
                 self._in_background(work, view)
-            for problem in view.problems:
-                self._report(f"TVM Explorer: damaged document in {root.name}: {problem}",
+            if view.problems:
+                # One message per bundle, however many documents are damaged (the list is
+                # in tvmExplorer/listBundles and the log).
+                for problem in view.problems:
+                    logger.warning("damaged document in %s: %s", root, problem)
+                shown = "; ".join(str(p) for p in view.problems[:3])
+                more = len(view.problems) - 3
+                self._report(f"TVM Explorer: {len(view.problems)} damaged document(s) in "
+                             f"{root.name}: {shown}" + (f"; and {more} more" if more > 0 else ""),
                              types.MessageType.Warning)
         self._progress_end(progress, f"{len(self.session.registry.bundles)} bundle(s) loaded")
         return changed

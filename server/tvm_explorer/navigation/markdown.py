@@ -1,0 +1,36 @@
+"""Text from a bundle made safe to put into Markdown (hovers and anything else rendered).
+
+A bundle is untrusted input: an opcode such as ``[x](command:workbench.action...)`` or
+``![](https://host/pixel.png)`` came back from a hover as a command link and a remote image.
+Every string taken from a bundle goes through ``text`` (prose) or ``code`` (an inline code
+span) before it becomes Markdown; only the fixed words of the Markdown builders are not.
+"""
+
+from __future__ import annotations
+
+import re
+
+_PUNCTUATION = re.compile(r"([\\`*_{}\[\]()<>#+\-.!|~:&\"'=$%^@;,/?])")
+_LINE_BREAKS = re.compile(r"[\r\n\u2028\u2029\x0b\x0c\x85]+")
+
+
+def _one_line(value) -> str:
+    return _LINE_BREAKS.sub(" ", str(value))
+
+
+def text(value) -> str:
+    """``value`` as literal Markdown text: every ASCII punctuation mark that Markdown (or an
+    autolinker) could read is backslash-escaped, and line breaks become spaces, so no link,
+    image, HTML, emphasis or block can start inside it."""
+    return _PUNCTUATION.sub(r"\\\1", _one_line(value))
+
+
+def code(value) -> str:
+    """``value`` as an inline code span (nothing inside a code span is interpreted): fenced
+    with one backtick more than its longest run of backticks, on one line."""
+    body = _one_line(value)
+    longest = max((len(run) for run in re.findall(r"`+", body)), default=0)
+    fence = "`" * (longest + 1)
+    if not body.strip() or body.startswith("`") or body.endswith("`"):
+        body = f" {body} "
+    return f"{fence}{body}{fence}"
