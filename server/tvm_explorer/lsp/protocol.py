@@ -19,6 +19,8 @@ LIST_PASSES = "tvmExplorer/listPasses"
 ORIGINS = "tvmExplorer/origins"
 PREVIOUS_STAGE = "tvmExplorer/previousStage"
 BUNDLES_CHANGED = "tvmExplorer/bundlesChanged"
+COSTS = "tvmExplorer/costs"
+KERNEL_HEAT = "tvmExplorer/kernelHeat"
 SHOW_REFERENCES_COMMAND = "tvmExplorer.showReferences"
 
 
@@ -65,6 +67,8 @@ class PassInfo:
     changed: bool
     before: Optional[str]
     after: Optional[str]
+    ms: Optional[float] = None  # the pass's compile time (costs.json)
+    changed_functions: Optional[int] = None
 
 
 @attrs.define
@@ -91,6 +95,63 @@ class OriginsResult:
     """``tvmExplorer/origins`` result."""
 
     origins: list[OriginInfo]
+
+
+@attrs.define
+class CostsParams:
+    """``tvmExplorer/costs`` params: the bundle's URI (its directory, or any document)."""
+
+    bundle: str
+
+
+@attrs.define
+class LayerCostInfo:
+    """One layer's costs, for the Hot Layers view."""
+
+    rank: int
+    id: int
+    subgraph: int
+    op_index: int
+    opcode: str
+    name: str
+    time_ms: Optional[float]
+    share: Optional[float]
+    code_lines: int
+    workspace_bytes: int
+    kernels: list[str]
+    shared_kernels: list[str]
+    summary: str
+    location: Optional[types.Location]
+
+
+@attrs.define
+class CostsResult:
+    """``tvmExplorer/costs`` result."""
+
+    measured: bool
+    total_ms: Optional[float]
+    status: str
+    reason: Optional[str]
+    layers: list[LayerCostInfo]
+    lines: str = "lines"
+    note: str = ""
+
+
+@attrs.define
+class HeatMark:
+    """A kernel's range in a document and how hot it is (0..1)."""
+
+    range: types.Range
+    kernel: str
+    heat: float
+    label: str
+
+
+@attrs.define
+class KernelHeatResult:
+    """``tvmExplorer/kernelHeat`` result."""
+
+    marks: list[HeatMark]
 
 
 @attrs.define
@@ -121,10 +182,13 @@ MESSAGE_TYPES = {
         _request(PREVIOUS_STAGE, types.TextDocumentPositionParams),
         list[types.Location],
     ),
+    COSTS: (_request(COSTS, CostsParams), CostsResult),
+    KERNEL_HEAT: (_request(KERNEL_HEAT, types.TextDocumentIdentifier), KernelHeatResult),
 }
 
 _PLAIN_NAMES = (BundleInfo, ListBundlesResult, PassInfo, ListPassesResult, OriginInfo,
-                OriginsResult, BundlesChangedParams)
+                OriginsResult, BundlesChangedParams, LayerCostInfo, CostsResult, HeatMark,
+                KernelHeatResult)
 
 
 def converter_factory():

@@ -10,6 +10,7 @@ from pygls.lsp.server import LanguageServer
 from .. import __version__
 from .features.bundles import BundleWatcher
 from .features.codelens import CodeLenses
+from .features.costs import CostRequests
 from .features.custom import ExplorerRequests
 from .features.declaration import PreviousStage
 from .features.definition import Definition
@@ -19,6 +20,10 @@ from .features.links import DocumentLinks
 from .features.references import References
 from .features.symbols import DocumentSymbols
 from .protocol import (
+    COSTS,
+    KERNEL_HEAT,
+    CostsResult,
+    KernelHeatResult,
     LIST_BUNDLES,
     LIST_PASSES,
     ORIGINS,
@@ -65,6 +70,7 @@ def create_server(poll_interval: float = 1.0) -> ExplorerServer:
     lenses = CodeLenses(session)
     links = DocumentLinks(session)
     requests = ExplorerRequests(session)
+    cost_requests = CostRequests(session)
 
     @server.feature(types.INITIALIZE)
     def initialize(ls: ExplorerServer, params: types.InitializeParams):
@@ -131,5 +137,7 @@ def create_server(poll_interval: float = 1.0) -> ExplorerServer:
     answer(LIST_BUNDLES, requests.list_bundles, ListBundlesResult([]))
     answer(LIST_PASSES, requests.list_passes, ListPassesResult([]))
     answer(ORIGINS, requests.origins, OriginsResult([]))
+    answer(COSTS, cost_requests.costs, CostsResult(False, None, "none", None, []))
+    answer(KERNEL_HEAT, cost_requests.kernel_heat, KernelHeatResult([]))
     return server
 

@@ -7,6 +7,7 @@ from lsprotocol import types
 from ...navigation.provenance import reach
 from ..protocol import SHOW_REFERENCES_COMMAND
 from ..session import Session
+from .costs import cost_lenses
 
 
 class CodeLenses:
@@ -41,4 +42,5 @@ class CodeLenses:
                     ),
                 )
             )
+        out.extend(cost_lenses(self.session, view, path, params.text_document.uri))
         return out
