@@ -9,6 +9,8 @@ import { setShowUnchangedPasses, showUnchangedPasses } from './config';
 import { EMPTY_SCHEME, EmptyDocumentProvider, PassDiffs } from './passDiff';
 import { PassDecorations, PassNode, PassTreeProvider } from './passView';
 import { revealInModel, showPlaces } from './reveal';
+import { HeatMarks } from './heat';
+import { HotLayersProvider, revealLayer } from './hotLayers';
 
 let server: ServerManager | undefined;
 
@@ -26,6 +28,8 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     showCollapseAll: true,
   });
   const diffs = new PassDiffs(registry, tree, view as vscode.TreeView<unknown>);
+  const hot = new HotLayersProvider(registry, server);
+  hot.view = vscode.window.createTreeView('tvmExplorer.hotLayers', { treeDataProvider: hot });
   syncShowUnchangedContext();
 
   const command = (id: string, fn: (...args: any[]) => unknown) =>
@@ -51,6 +55,11 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     command('tvmExplorer.showPlaces', showPlaces),
     // The server's code lenses ("N places in M stages") run this one, with JSON arguments.
     command('tvmExplorer.showReferences', showPlaces),
+    hot,
+    hot.view,
+    new HeatMarks(context, registry, server),
+    command('tvmExplorer.revealLayer', revealLayer),
+    command('tvmExplorer.refreshHotLayers', () => hot.refresh()),
     vscode.workspace.onDidChangeConfiguration((e) => {
       if (e.affectsConfiguration('tvmExplorer.passView.showUnchanged')) {
         syncShowUnchangedContext();

@@ -9,7 +9,7 @@ import { dirname, join } from 'node:path';
 import { MODELS, PYTHON, REPO } from './paths.mjs';
 
 /** Compiles `model` into `<dir>/<name>.bundle` and returns the bundle path. */
-export function compileBundle(dir, { model = 'small_cnn_fp32.tflite', name = 'small_cnn', target = 'c' } = {}) {
+export function compileBundle(dir, { model = 'small_cnn_fp32.tflite', name = 'small_cnn', target = 'c', extra = [] } = {}) {
   mkdirSync(dir, { recursive: true });
   const out = join(dir, `${name}.bundle`);
   if (process.env.TVM_EXPLORER_E2E_BUNDLE === 'fake') {
@@ -20,7 +20,7 @@ export function compileBundle(dir, { model = 'small_cnn_fp32.tflite', name = 'sm
   }
   const cli = join(dirname(PYTHON), 'tvm-explorer');
   if (!existsSync(cli)) throw new Error(`${cli} not found: run scripts/setup.sh`);
-  execFileSync(cli, ['compile', join(MODELS, model), '-o', out, '--target', target], {
+  execFileSync(cli, ['compile', join(MODELS, model), '-o', out, '--target', target, ...extra], {
     cwd: REPO,
     stdio: ['ignore', 'inherit', 'inherit'],
     timeout: 600000,
