@@ -64,8 +64,8 @@ export class HeatMarks implements vscode.Disposable {
     const labels: vscode.DecorationOptions[] = [];
     for (const mark of marks) {
       const range = client.protocol2CodeConverter.asRange(mark.range);
-      const hover = new vscode.MarkdownString(`**Kernel** \`${mark.kernel}\`: ${mark.label}`);
-      perLevel[level(mark.heat)].push({ range, hoverMessage: hover });
+      // No hover of its own: the server's hover names the kernel and its costs already.
+      perLevel[level(mark.heat)].push({ range });
       labels.push({
         range: new vscode.Range(range.start.line, 0, range.start.line, 0),
         renderOptions: { after: { contentText: `◀ ${mark.label}` } },

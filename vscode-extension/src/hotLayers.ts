@@ -90,7 +90,10 @@ export class HotLayersProvider implements vscode.TreeDataProvider<HotNode>, vsco
       return item;
     }
     const { layer, costs } = node;
-    const label = `${layer.opcode} ${layer.name}`;
+    // The last part of the TF name (conv2d_1_2 of small_cnn_1/conv2d_1_2) keeps rows short;
+    // the tooltip has the whole name.
+    const short = layer.name.split('/').filter((p) => p).pop() ?? layer.name;
+    const label = `${layer.opcode} ${short}`;
     const item = new vscode.TreeItem(label, vscode.TreeItemCollapsibleState.None);
     item.id = `hot:${node.bundle.info.uri}#${layer.id}`;
     item.description = layer.summary;
@@ -98,7 +101,7 @@ export class HotLayersProvider implements vscode.TreeDataProvider<HotNode>, vsco
     const shared = layer.shared_kernels.length
       ? `\nShared kernels (time split by work): ${layer.shared_kernels.join(', ')}`
       : '';
-    item.tooltip = `#${layer.rank} ${label} (${where})\n${layer.summary}\nKernels: ${
+    item.tooltip = `#${layer.rank} ${layer.opcode} ${layer.name} (${where})\n${layer.summary}\nKernels: ${
       layer.kernels.join(', ') || 'none'
     }${shared}\n${costs.note}`;
     const heat = costs.measured ? layer.share ?? 0 : 0;
@@ -106,7 +109,7 @@ export class HotLayersProvider implements vscode.TreeDataProvider<HotNode>, vsco
       'flame',
       new vscode.ThemeColor(heat >= 0.25 ? 'charts.red' : heat >= 0.1 ? 'charts.orange' : heat >= 0.02 ? 'charts.yellow' : 'disabledForeground'),
     );
-    item.accessibilityInformation = { label: `rank ${layer.rank}: ${label}, ${layer.summary}` };
+    item.accessibilityInformation = { label: `rank ${layer.rank}: ${layer.opcode} ${layer.name}, ${layer.summary}` };
     if (layer.location) {
       item.command = {
         command: 'tvmExplorer.revealLayer',
