@@ -125,3 +125,12 @@ def test_llvm_counts_the_kernels_compute_functions_like_the_c(bundles, models_di
     for name in c:  # the same allocations, seen in C and in LLVM IR
         assert ll[name]["workspace_bytes"] == c[name]["workspace_bytes"], name
     assert sum(lay["code_lines"] for lay in ll_costs["layers"]) == ll_costs["totals"]["code_lines"] > 0
+
+
+def test_an_inputs_file_that_is_no_npz_says_so(tmp_path, gt_model):
+    bad = tmp_path / "in.npz"
+    bad.write_text("not arrays")
+    proc = run_cli("compile", gt_model, "-o", tmp_path / "b.bundle", "--profile", "--inputs", bad)
+    assert proc.returncode == 2 and proc.stderr.strip() == (
+        f"tvm-explorer: error: {bad}: not an .npz file (arrays saved with numpy.savez)")
+    assert not (tmp_path / "b.bundle").exists()
