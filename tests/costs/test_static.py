@@ -113,3 +113,24 @@ def test_damaged_costs_file_is_reported_by_the_reader_and_the_cli(tmp_path, bund
     assert "not readable JSON" in run_cli("costs", copy).stderr
     # The rest of the bundle still loads (the server lists it with a problem).
     assert Bundle(copy).preload() and Bundle(copy).layers
+
+
+def test_llvm_counts_the_kernels_compute_functions_like_the_c(bundles, models_dir):
+    model = models_dir / "small_cnn_fp32.tflite"
+    c = {k["name"]: k for k in Bundle(bundles.get(model, "c")).costs()["kernels"]}
+    ll_costs = Bundle(bundles.get(model, "llvm")).costs()
+    ll = {k["name"]: k for k in ll_costs["kernels"]}
+    assert ll_costs["code_kind"] == "ll" and set(ll) == set(c)
+    assert any(k["workspace_bytes"] for k in c.values())
+    for name in c:  # the same allocations, seen in C and in LLVM IR
+        assert ll[name]["workspace_bytes"] == c[name]["workspace_bytes"], name
+    assert sum(lay["code_lines"] for lay in ll_costs["layers"]) == ll_costs["totals"]["code_lines"] > 0
+
+
+def test_an_inputs_file_that_is_no_npz_says_so(tmp_path, gt_model):
+    bad = tmp_path / "in.npz"
+    bad.write_text("not arrays")
+    proc = run_cli("compile", gt_model, "-o", tmp_path / "b.bundle", "--profile", "--inputs", bad)
+    assert proc.returncode == 2 and proc.stderr.strip() == (
+        f"tvm-explorer: error: {bad}: not an .npz file (arrays saved with numpy.savez)")
+    assert not (tmp_path / "b.bundle").exists()

@@ -20,8 +20,7 @@ import pytest
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parents[1]
-SUITES = ["smoke.test.mjs", "vscode.test.mjs", "cuda.test.mjs", "onboarding.test.mjs",
-          "numerics.test.mjs"]
+SUITES = sorted(p.name for p in HERE.glob("*.test.mjs"))  # every suite in this folder
 TEST_NAME = re.compile(r"^test\(\s*'([^']+)'", re.M)
 
 pytestmark = pytest.mark.e2e

@@ -13,6 +13,8 @@ import { registerLayerPlaces } from './layerPlaces';
 import { registerOnboarding } from './onboarding';
 import { revealInModel, showPlaces } from './reveal';
 import { NumericsTreeProvider, openNumericsLayer } from './numericsView';
+import { HeatMarks } from './heat';
+import { HotLayersProvider, revealLayer } from './hotLayers';
 
 let server: ServerManager | undefined;
 
@@ -30,6 +32,8 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     showCollapseAll: true,
   });
   const diffs = new PassDiffs(registry, tree, view as vscode.TreeView<unknown>);
+  const hot = new HotLayersProvider(registry, server);
+  hot.view = vscode.window.createTreeView('tvmExplorer.hotLayers', { treeDataProvider: hot });
   syncShowUnchangedContext();
   registerOnboarding(context, server, registry, tree, view, output);
   registerLayerPlaces(context, server);
@@ -62,6 +66,11 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     command('tvmExplorer.showReferences', showPlaces),
     vscode.window.createTreeView('tvmExplorer.numerics', { treeDataProvider: new NumericsTreeProvider(registry, server) }),
     command('tvmExplorer.openNumericsLayer', (location) => server && openNumericsLayer(server, location)),
+    hot,
+    hot.view,
+    new HeatMarks(context, registry, server),
+    command('tvmExplorer.revealLayer', revealLayer),
+    command('tvmExplorer.refreshHotLayers', () => hot.refresh()),
     vscode.workspace.onDidChangeConfiguration((e) => {
       if (e.affectsConfiguration('tvmExplorer.passView.showUnchanged')) {
         syncShowUnchangedContext();

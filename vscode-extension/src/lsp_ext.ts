@@ -35,6 +35,9 @@ export interface PassInfo {
   changed: boolean;
   before: string | null;
   after: string;
+  /** Compile time of the pass (ms), when the bundle recorded costs. */
+  ms?: number | null;
+  changed_functions?: number | null;
 }
 export interface ListPassesParams {
   bundle: string;
@@ -150,3 +153,43 @@ export interface NumericsResult {
   layers: NumericsLayer[];
 }
 export const numerics = new lc.RequestType<ListPassesParams, NumericsResult, void>('tvmExplorer/numerics');
+
+/** One layer's costs (`tvmExplorer/costs`), most expensive first. */
+export interface LayerCost {
+  rank: number;
+  id: number;
+  subgraph: number;
+  op_index: number;
+  opcode: string;
+  name: string;
+  time_ms: number | null;
+  share: number | null;
+  code_lines: number;
+  workspace_bytes: number;
+  kernels: string[];
+  shared_kernels: string[];
+  /** "1.23 ms · 14 % · 312 C lines · 48 KiB" */
+  summary: string;
+  location: lc.Location | null;
+}
+export interface CostsResult {
+  measured: boolean;
+  total_ms: number | null;
+  status: string;
+  reason: string | null;
+  layers: LayerCost[];
+  lines: string;
+  note: string;
+}
+export const costs = new lc.RequestType<{ bundle: string }, CostsResult, void>('tvmExplorer/costs');
+
+/** A kernel's range in a TIR or generated-code document and its heat (0..1). */
+export interface HeatMark {
+  range: lc.Range;
+  kernel: string;
+  heat: number;
+  label: string;
+}
+export const kernelHeat = new lc.RequestType<{ uri: string }, { marks: HeatMark[] }, void>(
+  'tvmExplorer/kernelHeat',
+);

@@ -318,9 +318,9 @@ class Bundle:
     def costs(self) -> dict | None:
         """The validated ``costs.json`` (read once), or None if the bundle has none."""
         if not hasattr(self, "_costs"):
-            from ..costs.model import load
+            from ..costs.model import read_costs
 
-            self._costs = load(self)
+            self._costs = read_costs(self)
         return self._costs
 
     def document(self, path: str) -> Document | None:

@@ -57,6 +57,15 @@ def read_inputs(path: str, inputs: list[ModelInput]) -> list[np.ndarray]:
     position when the file was saved without names). Raises ExplorerError naming the input
     and what was expected."""
     try:
+        with open(path, "rb") as fh:
+            magic = fh.read(4)
+    except FileNotFoundError:
+        raise ExplorerError(f"{path}: --inputs file not found") from None
+    except OSError as err:
+        raise ExplorerError(f"{path}: cannot read the --inputs file ({err.strerror})") from None
+    if magic[:2] != b"PK":
+        raise ExplorerError(f"{path}: not an .npz file (arrays saved with numpy.savez)")
+    try:
         with np.load(path, allow_pickle=False) as data:
             arrays = {name: data[name] for name in data.files}
     except FileNotFoundError:

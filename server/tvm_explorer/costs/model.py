@@ -9,8 +9,11 @@ from __future__ import annotations
 import statistics
 from dataclasses import dataclass
 
-from .profile import WARMUP, Measured
-from .static import StaticCosts
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # the reader imports this module: it must not pull in the profiler
+    from .profile import Measured
+    from .static import StaticCosts
 
 COSTS_FILE = "costs.json"
 SCHEMA_VERSION = 1
@@ -43,11 +46,12 @@ def _r(value: float | None, digits: int = 4) -> float | None:
     return None if value is None else round(float(value), digits)
 
 
-def build(layers: list[dict], static: StaticCosts, origin_sets: list, work: dict[str, dict[int, float]],
+def build(layers: list[dict], static: "StaticCosts", origin_sets: list, work: dict[str, dict[int, float]],
           flops: dict[str, float], passes: list[dict], target: str, status: ProfileStatus,
-          measured: Measured | None) -> dict:
+          measured: "Measured | None") -> dict:
     """The ``costs.json`` document. ``layers``: ``{"id", "subgraph", "op_index", "opcode",
     "name"}`` per layer; ``passes``: ``{"index", "stage", "name", "ms", "changed_functions"}``."""
+    from .profile import WARMUP
 
     def members(sid: int) -> list[int]:
         return [lid for lid, _ in origin_sets[sid]] if 0 <= sid < len(origin_sets) else []
@@ -223,7 +227,7 @@ def validate(data, layer_count: int) -> None:
             raise ValueError(f"pass entry {i} is malformed")
 
 
-def load(bundle) -> dict | None:
+def read_costs(bundle) -> dict | None:
     """A bundle's validated ``costs.json``, or None if it has none (compiled before costs
     were recorded). Raises BundleError naming the file if it is damaged."""
     import json

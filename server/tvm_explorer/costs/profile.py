@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import tempfile
 import time
@@ -40,6 +41,9 @@ class ProfileFailed(Exception):
 def first_line(text: str) -> str:
     """The line of a compiler or TVM message that says what went wrong."""
     lines = [ln.strip() for ln in str(text).splitlines() if ln.strip()]
+    for ln in lines:  # a compiler's diagnostic: FILE:LINE[:COL]: error: ...
+        if re.search(r":\d+(?::\d+)?: (?:fatal )?error:", ln):
+            return ln[:300]
     for ln in lines:
         if "error:" in ln or "Error:" in ln:
             return ln[:300]
@@ -122,6 +126,11 @@ def measure(executable, target: str, arrays, repeat: int, timeout: float = TIMEO
             try:
                 for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGUSR1):
                     signal.signal(sig, signal.SIG_DFL)
+                _die_with_parent()
+                # A crash dump of the model would read like one of the compile (the CLI files
+                # those away); the reason comes back in the result instead.
+                devnull = os.open(os.devnull, os.O_WRONLY)
+                os.dup2(devnull, 2)
                 try:
                     got = _measure(executable, target, arrays, repeat, workdir)
                 except ProfileFailed as err:
@@ -134,6 +143,17 @@ def measure(executable, target: str, arrays, repeat: int, timeout: float = TIMEO
             finally:
                 os._exit(code)
         return _wait(pid, result_path, timeout)
+
+
+def _die_with_parent() -> None:
+    """Linux: end this process when the compile that forked it ends (a killed compile must
+    not leave a model running)."""
+    try:
+        import ctypes
+
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        pass
 
 
 def _wait(pid: int, result_path: str, timeout: float) -> Measured:

@@ -35,6 +35,16 @@ def workspace_bytes(kind: str, text: str) -> int:
     return total
 
 
+_LL_DEFINE = re.compile(r'^define\b[^@]*@"?([\w.$]+)"?\(', re.M)
+
+
+def _ll_functions(text: str):
+    """``(name, text)`` of every function defined in LLVM IR."""
+    for m in _LL_DEFINE.finditer(text):
+        end = text.find("\n}\n", m.end())
+        yield m.group(1), text[m.start(): len(text) if end < 0 else end + 2]
+
+
 def owner(members) -> int | None:
     """The one layer a line shared by several counts for: the first layer whose output it
     produces, else the first layer (so that per-layer lines add up to the attributed lines)."""
@@ -109,8 +119,25 @@ def analyse(code_docs: list[CodeDocument], relax_final: tuple[str, list] | None,
             k.workspace_bytes += workspace_bytes(doc.kind, body)
             if doc is counted:
                 k.total_lines += body.count("\n") + 1
+    for doc in code_docs:
+        if doc.kind == "ll":
+            # LLVM IR keeps a kernel's body in ``<PrimFunc>_compute_``, a function of its own
+            # that the index (function level, by PrimFunc) does not list.
+            for name, body in _ll_functions(doc.text):
+                k = kernels.get(name[: -len("_compute_")]) if name.endswith("_compute_") else None
+                if k is not None:
+                    k.workspace_bytes += workspace_bytes("ll", body)
+                    if doc is counted:
+                        k.total_lines += body.count("\n") + 1
     if counted is not None:
         has_statements = any(r[3] in ("stmt", "loop") for r in counted.ranges)
+        if not has_statements:  # function-level provenance: a kernel's lines are its layer's
+            for k in kernels.values():
+                if k.function_set and k.total_lines:
+                    lid = owner(origin_sets[k.function_set])
+                    layer_lines[lid] = layer_lines.get(lid, 0) + k.total_lines
+                    attributed += k.total_lines
+                    k.code_lines = k.total_lines
         current: Kernel | None = None
         current_end = -1
         for rng in counted.ranges:  # sorted by start, outer first
@@ -118,13 +145,6 @@ def analyse(code_docs: list[CodeDocument], relax_final: tuple[str, list] | None,
             if kind == "primfunc":
                 name = _kernel_name(key)
                 current, current_end = (kernels.get(name) if name else None), end
-                if not has_statements and sid:
-                    lines = counted.text[start:end].count("\n") + 1
-                    lid = owner(origin_sets[sid])
-                    layer_lines[lid] = layer_lines.get(lid, 0) + lines
-                    attributed += lines
-                    if current is not None:
-                        current.code_lines += lines
                 continue
             if kind not in ("stmt", "loop"):
                 continue

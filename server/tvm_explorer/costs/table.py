@@ -37,6 +37,14 @@ def size(n: int) -> str:
     return f"{n} B"
 
 
+def flops_text(n: float) -> str:
+    """FLOPs as ``1.2 GFLOP``, ``103 MFLOP``, ``8.2 kFLOP``."""
+    for unit, scale in (("GFLOP", 1e9), ("MFLOP", 1e6), ("kFLOP", 1e3)):
+        if n >= scale:
+            return f"{n / scale:.3g} {unit}"
+    return f"{n:.0f} FLOP"
+
+
 def lines_label(costs: dict) -> str:
     """What the code lines count: ``C lines``, ``CUDA lines``, ``LLVM IR lines``."""
     return {"c": "C lines", "cuda": "CUDA lines", "ll": "LLVM IR lines"}.get(costs.get("code_kind") or "", "lines")

@@ -25,6 +25,8 @@ NEXT_PASS = "tvmExplorer/nextPass"
 LAYER_PLACES = "tvmExplorer/layerPlaces"
 NUMERICS = "tvmExplorer/numerics"
 BUNDLES_CHANGED = "tvmExplorer/bundlesChanged"
+COSTS = "tvmExplorer/costs"
+KERNEL_HEAT = "tvmExplorer/kernelHeat"
 SHOW_REFERENCES_COMMAND = "tvmExplorer.showReferences"
 MODEL_DOCUMENT = "tvmExplorer/modelDocument"
 
@@ -72,6 +74,8 @@ class PassInfo:
     changed: bool
     before: Optional[str]
     after: Optional[str]
+    ms: Optional[float] = None  # the pass's compile time (costs.json)
+    changed_functions: Optional[int] = None
 
 
 @attrs.define
@@ -185,6 +189,63 @@ class NumericsResult:
 
 
 @attrs.define
+class CostsParams:
+    """``tvmExplorer/costs`` params: the bundle's URI (its directory, or any document)."""
+
+    bundle: str
+
+
+@attrs.define
+class LayerCostInfo:
+    """One layer's costs, for the Hot Layers view."""
+
+    rank: int
+    id: int
+    subgraph: int
+    op_index: int
+    opcode: str
+    name: str
+    time_ms: Optional[float]
+    share: Optional[float]
+    code_lines: int
+    workspace_bytes: int
+    kernels: list[str]
+    shared_kernels: list[str]
+    summary: str
+    location: Optional[types.Location]
+
+
+@attrs.define
+class CostsResult:
+    """``tvmExplorer/costs`` result."""
+
+    measured: bool
+    total_ms: Optional[float]
+    status: str
+    reason: Optional[str]
+    layers: list[LayerCostInfo]
+    lines: str = "lines"
+    note: str = ""
+
+
+@attrs.define
+class HeatMark:
+    """A kernel's range in a document and how hot it is (0..1)."""
+
+    range: types.Range
+    kernel: str
+    heat: float
+    label: str
+
+
+@attrs.define
+class KernelHeatResult:
+    """``tvmExplorer/kernelHeat`` result."""
+
+    marks: list[HeatMark]
+
+
+@attrs.define
 class BundlesChangedParams:
     """``tvmExplorer/bundlesChanged`` notification params."""
 
@@ -217,11 +278,14 @@ MESSAGE_TYPES = {
     LAYER_PLACES: (_request(LAYER_PLACES, types.TextDocumentPositionParams), LayerPlacesResult),
     MODEL_DOCUMENT: (_request(MODEL_DOCUMENT, ModelDocumentParams), ModelDocumentResult),
     NUMERICS: (_request(NUMERICS, ListPassesParams), NumericsResult),
+    COSTS: (_request(COSTS, CostsParams), CostsResult),
+    KERNEL_HEAT: (_request(KERNEL_HEAT, types.TextDocumentIdentifier), KernelHeatResult),
 }
 
 _PLAIN_NAMES = (BundleInfo, ListBundlesResult, PassInfo, ListPassesResult, OriginInfo,
                 OriginsResult, BundlesChangedParams, LayerRef, PassRef, LayerPlacesResult,
-                ModelDocumentResult, NumericsLayer, NumericsResult)
+                ModelDocumentResult, NumericsLayer, NumericsResult,
+                LayerCostInfo, CostsResult, HeatMark, KernelHeatResult)
 
 
 def converter_factory():

@@ -13,6 +13,7 @@ from . import transport
 from ..navigation import irsymbols
 from .features.bundles import BundleWatcher
 from .features.codelens import CodeLenses
+from .features.costs import CostRequests
 from .features.custom import ExplorerRequests
 from .features.declaration import PreviousStage
 from .features.definition import Definition
@@ -26,6 +27,10 @@ from .features.numerics import Numerics
 from .features.references import References
 from .features.symbols import DocumentSymbols
 from .protocol import (
+    COSTS,
+    KERNEL_HEAT,
+    CostsResult,
+    KernelHeatResult,
     LIST_BUNDLES,
     LAYER_PLACES,
     LIST_PASSES,
@@ -95,6 +100,7 @@ def create_server(poll_interval: float = 1.0) -> ExplorerServer:
     steps = PassSteps(session)
     numerics = Numerics(server, session)
     watcher.on_installed.append(numerics.publish)
+    cost_requests = CostRequests(session)
 
     @server.feature(types.INITIALIZE)
     def initialize(ls: ExplorerServer, params: types.InitializeParams):
@@ -172,5 +178,7 @@ def create_server(poll_interval: float = 1.0) -> ExplorerServer:
     async def model_document(ls: ExplorerServer, params):
         return await model_doc.model_document(params)
     answer(NUMERICS, numerics.numerics, NumericsResult())
+    answer(COSTS, cost_requests.costs, CostsResult(False, None, "none", None, []))
+    answer(KERNEL_HEAT, cost_requests.kernel_heat, KernelHeatResult([]))
     return server
 

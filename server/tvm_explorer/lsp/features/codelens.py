@@ -8,6 +8,7 @@ from ...navigation.places import lens_summary
 from ...navigation.provenance import reach
 from ..protocol import SHOW_REFERENCES_COMMAND
 from ..session import Session
+from .costs import cost_lenses
 
 
 class CodeLenses:
@@ -42,4 +43,5 @@ class CodeLenses:
                     ),
                 )
             )
+        out.extend(cost_lenses(self.session, view, path, params.text_document.uri))
         return out

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from lsprotocol import types
 
+from ...costs.lookup import pass_times
 from ...navigation import provenance
 from ..protocol import (
     BundleInfo,
@@ -48,6 +49,7 @@ class ExplorerRequests:
         if view is None:
             return ListPassesResult([])
         out = []
+        timed = pass_times(view.bundle)
         for entry in view.bundle.manifest.get("passes", ()):
             try:
                 out.append(
@@ -58,6 +60,7 @@ class ExplorerRequests:
                         changed=bool(entry.get("changed")),
                         before=self._doc_uri(view, entry.get("before")),
                         after=self._doc_uri(view, entry.get("after")),
+                        **timed.get(entry["index"], {}),
                     )
                 )
             except (KeyError, TypeError, ValueError):

@@ -1,0 +1,107 @@
+"""Costs in the editor: a code lens with each model layer's costs, ``tvmExplorer/costs``
+(ranked layers for the Hot Layers view) and ``tvmExplorer/kernelHeat`` (a heat mark per
+kernel of a TIR or generated-code document)."""
+
+from __future__ import annotations
+
+from lsprotocol import types
+
+from ...costs.lookup import cost_index
+from ...navigation.provenance import reach
+from ..protocol import (
+    SHOW_REFERENCES_COMMAND,
+    CostsParams,
+    CostsResult,
+    HeatMark,
+    KernelHeatResult,
+    LayerCostInfo,
+)
+from ..session import Session, uri_to_path
+
+
+def cost_lenses(session: Session, view, path: str, uri: str) -> list[types.CodeLens]:
+    """One lens per model layer with its costs (``1.23 ms · 14 % · 312 C lines · 48 KiB``)."""
+    idx = cost_index(view.bundle)
+    if idx is None:
+        return []
+    out = []
+    for layer_reach in reach(view):
+        lay = idx.by_layer.get(layer_reach.layer.id)
+        rng = session.range(view, path, layer_reach.entry.start, layer_reach.entry.start)
+        if lay is None or rng is None:
+            continue
+        title = idx.summary(lay)
+        if lay.get("shared_kernels"):
+            title += " · shared kernel"
+        out.append(types.CodeLens(
+            range=types.Range(rng.start, rng.start),
+            command=types.Command(title=title, command=SHOW_REFERENCES_COMMAND,
+                                  arguments=[uri, {"line": rng.start.line, "character": rng.start.character}]),
+        ))
+    return out
+
+
+class CostRequests:
+    """``tvmExplorer/costs`` and ``tvmExplorer/kernelHeat`` (docs/lsp-protocol.md)."""
+
+    def __init__(self, session: Session):
+        self.session = session
+
+    def _view(self, uri: str):
+        path = uri_to_path(uri)
+        if path is None:
+            return None
+        bundles = self.session.registry.bundles
+        if path in bundles:
+            return bundles[path]
+        found = self.session.registry.find(path)
+        return found[0] if found else None
+
+    def costs(self, params: CostsParams | None) -> CostsResult:
+        """A bundle's layers, most expensive first, each with its model-document location."""
+        view = self._view(params.bundle) if params else None
+        idx = cost_index(view.bundle) if view is not None else None
+        if idx is None:
+            return CostsResult(measured=False, total_ms=None, status="none",
+                               reason="no costs recorded (recompile the bundle)", layers=[])
+        profile = idx.costs.get("profile") or {}
+        layers = []
+        for rank, lay in enumerate(idx.ranked(), 1):
+            entries = view.layer_map.model_places.get(lay["id"])
+            layers.append(LayerCostInfo(
+                rank=rank, id=lay["id"], subgraph=lay["subgraph"], op_index=lay["op_index"],
+                opcode=lay["opcode"], name=lay["name"], time_ms=lay.get("time_ms"),
+                share=lay.get("share"), code_lines=lay["code_lines"],
+                workspace_bytes=lay["workspace_bytes"], kernels=list(lay["kernels"]),
+                shared_kernels=list(lay.get("shared_kernels") or []), summary=idx.summary(lay),
+                location=self.session.location(view, entries[0]) if entries else None,
+            ))
+        return CostsResult(measured=idx.measured, total_ms=idx.total_ms,
+                           status=str(profile.get("status", "")), reason=profile.get("reason"),
+                           layers=layers, lines=idx.lines, note=idx.status_text())
+
+    def kernel_heat(self, params: types.TextDocumentIdentifier | None) -> KernelHeatResult:
+        """Per kernel defined in a TIR or code document: its range and heat (0..1)."""
+        if params is None:
+            return KernelHeatResult([])
+        found = self.session.locate(params.uri)
+        if found is None:
+            return KernelHeatResult([])
+        view, path = found
+        doc = view.bundle.document(path)
+        idx = cost_index(view.bundle)
+        if idx is None or doc is None or doc.stage not in ("tir", "code"):
+            return KernelHeatResult([])
+        marks = []
+        for rng in view.bundle.index(path).ranges:
+            if rng.kind != "primfunc" or not rng.key.startswith("prim:"):
+                continue
+            name = rng.key[len("prim:"):]
+            kernel = name[: -len("_kernel")] if name.endswith("_kernel") else name
+            heat = idx.kernel_heat(kernel)
+            where = self.session.range(view, path, rng.start, rng.end)
+            if heat is None or where is None:
+                continue
+            marks.append(HeatMark(range=where, kernel=kernel, heat=round(heat, 4),
+                                  label=idx.kernel_summary(kernel)))
+        return KernelHeatResult(marks)

@@ -1,0 +1,136 @@
+/**
+ * The "Hot Layers" view: the layers of each bundle, most expensive first (measured time, or
+ * generated code size when the bundle was compiled without `--profile`), from
+ * `tvmExplorer/costs`. Clicking a layer opens it in the model document and shows its places.
+ */
+import * as path from 'path';
+import * as vscode from 'vscode';
+import { Bundle, BundleRegistry } from './bundles';
+import { ServerManager } from './client';
+import * as ext from './lsp_ext';
+import { showPlaces } from './reveal';
+
+export type HotNode =
+  | { kind: 'bundle'; bundle: Bundle; costs: ext.CostsResult }
+  | { kind: 'layer'; bundle: Bundle; layer: ext.LayerCost; costs: ext.CostsResult };
+
+type BundleNode = Extract<HotNode, { kind: 'bundle' }>;
+
+export class HotLayersProvider implements vscode.TreeDataProvider<HotNode>, vscode.Disposable {
+  private readonly changed = new vscode.EventEmitter<HotNode | undefined>();
+  readonly onDidChangeTreeData = this.changed.event;
+  private readonly disposables: vscode.Disposable[] = [];
+  private cache = new Map<string, Promise<ext.CostsResult | undefined>>();
+  view: vscode.TreeView<HotNode> | undefined;
+
+  constructor(
+    private readonly registry: BundleRegistry,
+    private readonly server: ServerManager,
+  ) {
+    this.disposables.push(registry.onDidChange(() => this.refresh()), this.changed);
+  }
+
+  refresh(): void {
+    this.cache.clear();
+    this.changed.fire(undefined);
+  }
+
+  private costsOf(bundle: Bundle): Promise<ext.CostsResult | undefined> {
+    let got = this.cache.get(bundle.info.uri);
+    if (!got) {
+      const client = this.server.client;
+      got = client
+        ? Promise.resolve(client.sendRequest(ext.costs, { bundle: bundle.info.uri })).catch(() => undefined)
+        : Promise.resolve(undefined);
+      this.cache.set(bundle.info.uri, got);
+    }
+    return got;
+  }
+
+  async getChildren(node?: HotNode): Promise<HotNode[]> {
+    if (!node) {
+      const bundles = this.registry.list();
+      const all: BundleNode[] = [];
+      for (const bundle of bundles) {
+        const costs = await this.costsOf(bundle);
+        if (costs && costs.layers.length) {
+          all.push({ kind: 'bundle', bundle, costs });
+        }
+      }
+      this.setMessage(all);
+      // One bundle: its layers at the top level.
+      return all.length === 1 ? this.layers(all[0]) : all;
+    }
+    return node.kind === 'bundle' ? this.layers(node) : [];
+  }
+
+  private layers(node: BundleNode): HotNode[] {
+    return node.costs.layers.map((layer) => ({ kind: 'layer', bundle: node.bundle, layer, costs: node.costs }));
+  }
+
+  private setMessage(nodes: HotNode[]): void {
+    if (!this.view) {
+      return;
+    }
+    if (nodes.length === 1 && nodes[0].kind === 'bundle') {
+      const c = nodes[0].costs;
+      this.view.message = c.measured ? c.note : `${c.note}: ranked by generated code size`;
+    } else {
+      this.view.message = undefined;
+    }
+  }
+
+  getTreeItem(node: HotNode): vscode.TreeItem {
+    if (node.kind === 'bundle') {
+      const item = new vscode.TreeItem(path.basename(node.bundle.dir), vscode.TreeItemCollapsibleState.Expanded);
+      item.id = `hot:${node.bundle.info.uri}`;
+      item.description = node.costs.measured ? `${node.costs.total_ms?.toFixed(2)} ms per run` : 'not profiled';
+      item.tooltip = node.costs.note;
+      item.iconPath = new vscode.ThemeIcon('package');
+      return item;
+    }
+    const { layer, costs } = node;
+    // The last part of the TF name (conv2d_1_2 of small_cnn_1/conv2d_1_2) keeps rows short;
+    // the tooltip has the whole name.
+    const short = layer.name.split('/').filter((p) => p).pop() ?? layer.name;
+    const label = `${layer.opcode} ${short}`;
+    const item = new vscode.TreeItem(label, vscode.TreeItemCollapsibleState.None);
+    item.id = `hot:${node.bundle.info.uri}#${layer.id}`;
+    item.description = layer.summary;
+    const where = layer.subgraph ? `subgraph ${layer.subgraph}, op ${layer.op_index}` : `op ${layer.op_index}`;
+    const shared = layer.shared_kernels.length
+      ? `\nShared kernels (time split by work): ${layer.shared_kernels.join(', ')}`
+      : '';
+    item.tooltip = `#${layer.rank} ${layer.opcode} ${layer.name} (${where})\n${layer.summary}\nKernels: ${
+      layer.kernels.join(', ') || 'none'
+    }${shared}\n${costs.note}`;
+    const heat = costs.measured ? layer.share ?? 0 : 0;
+    item.iconPath = new vscode.ThemeIcon(
+      'flame',
+      new vscode.ThemeColor(heat >= 0.25 ? 'charts.red' : heat >= 0.1 ? 'charts.orange' : heat >= 0.02 ? 'charts.yellow' : 'disabledForeground'),
+    );
+    item.accessibilityInformation = { label: `rank ${layer.rank}: ${layer.opcode} ${layer.name}, ${layer.summary}` };
+    if (layer.location) {
+      item.command = {
+        command: 'tvmExplorer.revealLayer',
+        title: 'Go to Layer and Its Places',
+        arguments: [layer.location.uri, layer.location.range.start],
+      };
+    }
+    return item;
+  }
+
+  dispose(): void {
+    this.disposables.forEach((d) => d.dispose());
+  }
+}
+
+/** Opens the model document at a layer and shows every place it ended up in. */
+export async function revealLayer(uri: string, start: { line: number; character: number }): Promise<void> {
+  const position = new vscode.Position(start.line, start.character);
+  await vscode.window.showTextDocument(vscode.Uri.parse(uri), {
+    selection: new vscode.Range(position, position),
+    preview: false,
+  });
+  await showPlaces(uri, start);
+}
