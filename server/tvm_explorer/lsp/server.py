@@ -10,6 +10,7 @@ from pygls.lsp.server import LanguageServer
 from .. import __version__
 from .features.bundles import BundleWatcher
 from .features.codelens import CodeLenses
+from .features.compare import BundleComparisons
 from .features.custom import ExplorerRequests
 from .features.declaration import PreviousStage
 from .features.definition import Definition
@@ -17,8 +18,12 @@ from .features.documents import DocumentTracker
 from .features.hover import Hover
 from .features.links import DocumentLinks
 from .features.references import References
+from .features.reproducers import Reproducers
 from .features.symbols import DocumentSymbols
 from .protocol import (
+    COMPARE_BUNDLES,
+    COMPARE_LAYER_CODE,
+    EXTRACT_REPRODUCER_COMMAND,
     LIST_BUNDLES,
     LIST_PASSES,
     ORIGINS,
@@ -65,6 +70,8 @@ def create_server(poll_interval: float = 1.0) -> ExplorerServer:
     lenses = CodeLenses(session)
     links = DocumentLinks(session)
     requests = ExplorerRequests(session)
+    reproducers = Reproducers(session)
+    comparisons = BundleComparisons(session)
 
     @server.feature(types.INITIALIZE)
     def initialize(ls: ExplorerServer, params: types.InitializeParams):
@@ -131,5 +138,21 @@ def create_server(poll_interval: float = 1.0) -> ExplorerServer:
     answer(LIST_BUNDLES, requests.list_bundles, ListBundlesResult([]))
     answer(LIST_PASSES, requests.list_passes, ListPassesResult([]))
     answer(ORIGINS, requests.origins, OriginsResult([]))
+    answer(COMPARE_BUNDLES, comparisons.compare_bundles, {"error": "comparison failed"})
+    answer(COMPARE_LAYER_CODE, comparisons.layer_code, {"error": "comparison failed"})
+
+    @server.feature(types.TEXT_DOCUMENT_CODE_ACTION, types.CodeActionOptions(
+        code_action_kinds=[types.CodeActionKind.RefactorExtract]))
+    async def code_action(ls: ExplorerServer, params: types.CodeActionParams):
+        await watcher.wait_for(params.text_document.uri)
+        try:
+            return reproducers.code_actions(params)
+        except Exception:
+            logger.exception("codeAction failed")
+            return []
+
+    @server.command(EXTRACT_REPRODUCER_COMMAND)
+    async def extract_reproducer(ls: ExplorerServer, spec=None):
+        return await reproducers.execute(ls, spec)
     return server
 
