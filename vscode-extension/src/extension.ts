@@ -9,6 +9,8 @@ import { setShowUnchangedPasses, showUnchangedPasses } from './config';
 import { EMPTY_SCHEME, EmptyDocumentProvider, PassDiffs } from './passDiff';
 import { PassDecorations, PassNode, PassTreeProvider } from './passView';
 import { revealInModel, showPlaces } from './reveal';
+import { COMPARE_SCHEME, Comparisons, LayerCodeProvider } from './compareView';
+import { extractReproducerAtCursor } from './reproducer';
 
 let server: ServerManager | undefined;
 
@@ -27,6 +29,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
   });
   const diffs = new PassDiffs(registry, tree, view as vscode.TreeView<unknown>);
   syncShowUnchangedContext();
+  const comparisons = new Comparisons(server, registry);
 
   const command = (id: string, fn: (...args: any[]) => unknown) =>
     vscode.commands.registerCommand(id, fn);
@@ -51,6 +54,11 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     command('tvmExplorer.showPlaces', showPlaces),
     // The server's code lenses ("N places in M stages") run this one, with JSON arguments.
     command('tvmExplorer.showReferences', showPlaces),
+    comparisons,
+    vscode.workspace.registerTextDocumentContentProvider(COMPARE_SCHEME, new LayerCodeProvider(server)),
+    command('tvmExplorer.extractReproducerHere', () => server && extractReproducerAtCursor(server)),
+    command('tvmExplorer.compareWithBundle', (b?: vscode.Uri | string) => comparisons.compareWith(b)),
+    command('tvmExplorer.openLayerDiff', (row) => comparisons.openLayerDiff(row)),
     vscode.workspace.onDidChangeConfiguration((e) => {
       if (e.affectsConfiguration('tvmExplorer.passView.showUnchanged')) {
         syncShowUnchangedContext();
