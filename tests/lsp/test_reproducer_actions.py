@@ -152,5 +152,9 @@ async def test_compare_requests(client: LanguageClient, real_workspace):
         "a": a, "b": b, "subgraph": 0, "op_index": 0, "side": "b"})
     assert "__tvm_ffi_fused_conv2d_add_relu" in side_a["text"] and side_a["language"] == "c"
     assert "fused_conv2d_add_relu_kernel" in side_b["text"] and side_b["language"] == "cuda-cpp"
+    # the bundles as the comparison names them (paths) work as well as URIs
+    again = await ask("tvmExplorer/compareLayerCode", {
+        "a": got["a"], "b": got["b"], "subgraph": 0, "op_index": 0, "side": "b"})
+    assert again["text"] == side_b["text"]
     unrelated = await ask("tvmExplorer/compareBundles", {"a": a, "b": uri(Path("/tmp"))})
     assert "not a bundle" in unrelated["error"]

@@ -25,7 +25,11 @@ class BundleComparisons:
         self._kept: dict[tuple[Path, Path], tuple[tuple, Comparison]] = {}
 
     def _root(self, uri: str) -> Path:
-        path = uri_to_path(uri) if isinstance(uri, str) else None
+        path = None
+        if isinstance(uri, str) and uri.startswith("file:"):
+            path = uri_to_path(uri)
+        elif isinstance(uri, str) and os.path.isabs(uri):  # the paths a comparison answers with
+            path = Path(uri).resolve()
         if path is None:
             raise ExplorerError(f"{uri!r}: not a file URI")
         if (path / MANIFEST).is_file():
