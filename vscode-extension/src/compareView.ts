@@ -146,8 +146,9 @@ export class ComparisonTree implements vscode.TreeDataProvider<Node>, vscode.Dis
         const sign = delta > 0 ? '+' : delta < 0 ? '−' : '±';
         const ms = (s: CompareSide) => (s.costs?.time_ms !== undefined ? `${s.costs.time_ms.toFixed(3)} ms` : undefined);
         const time = ms(row.a) || ms(row.b) ? ` · ${ms(row.a) ?? '–'} → ${ms(row.b) ?? '–'}` : '';
-        item.description = `${row.name} · ${row.a.code_lines} → ${row.b.code_lines} lines `
-          + `(${sign}${Math.abs(delta)})${time} · ${row.changed ? 'changed' : 'same'}`;
+        // What changed first: the sidebar is narrow and cuts the end of the description.
+        item.description = `${row.changed ? 'changed' : 'same'} · ${sign}${Math.abs(delta)} lines `
+          + `(${row.a.code_lines} → ${row.b.code_lines})${time} · ${row.name}`;
         item.tooltip = new vscode.MarkdownString(
           `**op ${where(row)} ${row.opcode}** \`${row.name}\`\n\n`
             + `A kernels: ${row.a.kernels.map((k) => `\`${k}\``).join(', ') || '–'} (${row.a.code_lines} lines)\n\n`

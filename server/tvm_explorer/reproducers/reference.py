@@ -209,12 +209,11 @@ class ReferenceBuilder:
         for function, main in candidates:
             if main.var == call.var:
                 return function, main
+        # Else the call whose arguments computed inside the fused function are the same values.
         for function, main in candidates:
             if len(main.args) == len(call.args) and all(
-                    inner_map.get(a) in (None, b) if a in inner_map else True
-                    for a, b in zip(call.args, main.args)):
-                if all(inner_map[a] == b for a, b in zip(call.args, main.args) if a in inner_map):
-                    return function, main
+                    inner_map[a] == b for a, b in zip(call.args, main.args) if a in inner_map):
+                return function, main
         return candidates[0]
 
 
