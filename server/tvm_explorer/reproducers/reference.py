@@ -41,7 +41,6 @@ class _CallTir:
     args: list[str]
 
 
-_METADATA = re.compile(r'metadata\["[^"]+"\]\[\d+\]')
 
 
 def _parse_call_tir(text: str) -> _CallTir | None:
