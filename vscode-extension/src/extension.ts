@@ -15,6 +15,8 @@ import { revealInModel, showPlaces } from './reveal';
 import { NumericsTreeProvider, openNumericsLayer } from './numericsView';
 import { HeatMarks } from './heat';
 import { HotLayersProvider, revealLayer } from './hotLayers';
+import { COMPARE_SCHEME, Comparisons, LayerCodeProvider } from './compareView';
+import { extractReproducerAtCursor } from './reproducer';
 
 let server: ServerManager | undefined;
 
@@ -37,6 +39,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
   syncShowUnchangedContext();
   registerOnboarding(context, server, registry, tree, view, output);
   registerLayerPlaces(context, server);
+  const comparisons = new Comparisons(server, registry);
 
   const command = (id: string, fn: (...args: any[]) => unknown) =>
     vscode.commands.registerCommand(id, fn);
@@ -71,6 +74,11 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     new HeatMarks(context, registry, server),
     command('tvmExplorer.revealLayer', revealLayer),
     command('tvmExplorer.refreshHotLayers', () => hot.refresh()),
+    comparisons,
+    vscode.workspace.registerTextDocumentContentProvider(COMPARE_SCHEME, new LayerCodeProvider(server)),
+    command('tvmExplorer.extractReproducerHere', () => server && extractReproducerAtCursor(server)),
+    command('tvmExplorer.compareWithBundle', (b?: vscode.Uri | string) => comparisons.compareWith(b)),
+    command('tvmExplorer.openLayerDiff', (row) => comparisons.openLayerDiff(row)),
     vscode.workspace.onDidChangeConfiguration((e) => {
       if (e.affectsConfiguration('tvmExplorer.passView.showUnchanged')) {
         syncShowUnchangedContext();

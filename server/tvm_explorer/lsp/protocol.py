@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any, Optional, Union
 
 import attrs
-from cattrs.gen import make_dict_unstructure_fn, override
+from cattrs.gen import make_dict_structure_fn, make_dict_unstructure_fn, override
 from lsprotocol import types
 from pygls.exceptions import JsonRpcException
 from pygls.protocol import LanguageServerProtocol, default_converter
@@ -29,6 +29,9 @@ COSTS = "tvmExplorer/costs"
 KERNEL_HEAT = "tvmExplorer/kernelHeat"
 SHOW_REFERENCES_COMMAND = "tvmExplorer.showReferences"
 MODEL_DOCUMENT = "tvmExplorer/modelDocument"
+EXTRACT_REPRODUCER_COMMAND = "tvmExplorer.extractReproducer"
+COMPARE_BUNDLES = "tvmExplorer/compareBundles"
+COMPARE_LAYER_CODE = "tvmExplorer/compareLayerCode"
 
 
 @attrs.define
@@ -252,6 +255,26 @@ class BundlesChangedParams:
     bundles: list[str]
 
 
+@attrs.define
+class CompareBundlesParams:
+    """``tvmExplorer/compareBundles`` params: the two bundles' URIs (directories or any of
+    their documents)."""
+
+    a: str
+    b: str
+
+
+@attrs.define
+class CompareLayerCodeParams:
+    """``tvmExplorer/compareLayerCode`` params: a matched layer (by its A side) and a side."""
+
+    a: str
+    b: str
+    subgraph: int
+    op_index: int
+    side: str
+
+
 def _request(method: str, params_type: Any) -> type:
     """The JSON-RPC request message class of a custom method."""
     return attrs.make_class(
@@ -280,6 +303,8 @@ MESSAGE_TYPES = {
     NUMERICS: (_request(NUMERICS, ListPassesParams), NumericsResult),
     COSTS: (_request(COSTS, CostsParams), CostsResult),
     KERNEL_HEAT: (_request(KERNEL_HEAT, types.TextDocumentIdentifier), KernelHeatResult),
+    COMPARE_BUNDLES: (_request(COMPARE_BUNDLES, CompareBundlesParams), Any),
+    COMPARE_LAYER_CODE: (_request(COMPARE_LAYER_CODE, CompareLayerCodeParams), Any),
 }
 
 _PLAIN_NAMES = (BundleInfo, ListBundlesResult, PassInfo, ListPassesResult, OriginInfo,
@@ -295,6 +320,8 @@ def converter_factory():
         converter.register_unstructure_hook(cls, make_dict_unstructure_fn(cls, converter))
     converter.register_unstructure_hook(LayerPlaceInfo, make_dict_unstructure_fn(
         LayerPlaceInfo, converter, pass_=override(rename="pass")))
+    for cls in (CompareBundlesParams, CompareLayerCodeParams):  # ``op_index`` as documented
+        converter.register_structure_hook(cls, make_dict_structure_fn(cls, converter))
     return converter
 
 

@@ -14,6 +14,7 @@ from ..navigation import irsymbols
 from .features.bundles import BundleWatcher
 from .features.codelens import CodeLenses
 from .features.costs import CostRequests
+from .features.compare import BundleComparisons
 from .features.custom import ExplorerRequests
 from .features.declaration import PreviousStage
 from .features.definition import Definition
@@ -25,12 +26,16 @@ from .features.model_document import ModelDocument
 from .features.passes import PassSteps
 from .features.numerics import Numerics
 from .features.references import References
+from .features.reproducers import Reproducers
 from .features.symbols import DocumentSymbols
 from .protocol import (
     COSTS,
     KERNEL_HEAT,
     CostsResult,
     KernelHeatResult,
+    COMPARE_BUNDLES,
+    COMPARE_LAYER_CODE,
+    EXTRACT_REPRODUCER_COMMAND,
     LIST_BUNDLES,
     LAYER_PLACES,
     LIST_PASSES,
@@ -101,6 +106,8 @@ def create_server(poll_interval: float = 1.0) -> ExplorerServer:
     numerics = Numerics(server, session)
     watcher.on_installed.append(numerics.publish)
     cost_requests = CostRequests(session)
+    reproducers = Reproducers(session)
+    comparisons = BundleComparisons(session)
 
     @server.feature(types.INITIALIZE)
     def initialize(ls: ExplorerServer, params: types.InitializeParams):
@@ -180,5 +187,21 @@ def create_server(poll_interval: float = 1.0) -> ExplorerServer:
     answer(NUMERICS, numerics.numerics, NumericsResult())
     answer(COSTS, cost_requests.costs, CostsResult(False, None, "none", None, []))
     answer(KERNEL_HEAT, cost_requests.kernel_heat, KernelHeatResult([]))
+    answer(COMPARE_BUNDLES, comparisons.compare_bundles, {"error": "comparison failed"})
+    answer(COMPARE_LAYER_CODE, comparisons.layer_code, {"error": "comparison failed"})
+
+    @server.feature(types.TEXT_DOCUMENT_CODE_ACTION, types.CodeActionOptions(
+        code_action_kinds=[types.CodeActionKind.RefactorExtract]))
+    async def code_action(ls: ExplorerServer, params: types.CodeActionParams):
+        await watcher.wait_for(params.text_document.uri)
+        try:
+            return reproducers.code_actions(params)
+        except Exception:
+            logger.exception("codeAction failed")
+            return []
+
+    @server.command(EXTRACT_REPRODUCER_COMMAND)
+    async def extract_reproducer(ls: ExplorerServer, spec=None):
+        return await reproducers.execute(ls, spec)
     return server
 

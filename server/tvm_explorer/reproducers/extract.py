@@ -277,7 +277,9 @@ def extract(bundle_path: str | os.PathLike, name: str | None = None, *,
         f"# Target:    {target}" + (" (on a machine without a GPU only the CUDA source is "
                                      "built)" if target == "cuda" else ""),
         f"# TVM:       {tvm_version} (compiled the bundle); needs only tvm and numpy",
-        "# Reference: the layer's own Relax ops, built for llvm: " + "; ".join(sources),
+        f"# Reference: the layer's own Relax ops from {builder.import_doc}, built for llvm "
+        "(bindings " + "; ".join(
+            f"{k}: {src}" if len(kernels) > 1 else src for k, src in zip(kernels, sources)) + ")",
         "# Run:       python this_script.py  (exit 0: every kernel matches its reference)",
     ]
     body = [

@@ -31,7 +31,7 @@ class Reference:
     name: str
     text: str
     inputs: int  # how many of the kernel's arguments are inputs (the rest are outputs)
-    source: str  # which documents it was built from, for the script's header
+    source: str  # the import bindings it was built from, for the script's header
 
 
 @dataclass(frozen=True)
@@ -41,7 +41,6 @@ class _CallTir:
     args: list[str]
 
 
-_METADATA = re.compile(r'metadata\["[^"]+"\]\[\d+\]')
 
 
 def _parse_call_tir(text: str) -> _CallTir | None:
@@ -152,8 +151,7 @@ class ReferenceBuilder:
         text = (f"    @R.function\n    def {kernel}({', '.join(params)}):\n"
                 f"        with R.dataflow():\n            gv = {body}\n            R.output(gv)\n"
                 f"        return gv")
-        return Reference(kernel, text, len(call.args),
-                         f"{self.import_doc} binding {call.var}")
+        return Reference(kernel, text, len(call.args), call.var)
 
     def _fused(self, kernel: str, func_range) -> Reference:
         index = self.bundle.index(self.fused_doc)
@@ -198,8 +196,7 @@ class ReferenceBuilder:
         text = "    " + "\n".join(lines)
         header = next(line for line in lines if line.strip().startswith("def "))
         inputs = len(split_top(_parenthesized(header, header.index("("))))
-        return Reference(kernel, text, inputs,
-                         f"{self.import_doc} bindings {', '.join(used)}")
+        return Reference(kernel, text, inputs, ", ".join(used))
 
     def _match(self, call: _CallTir, inner_map: dict[str, str]) -> tuple[str, _CallTir]:
         """The LegalizeOps binding that a call inside a fused function came from."""
@@ -209,12 +206,11 @@ class ReferenceBuilder:
         for function, main in candidates:
             if main.var == call.var:
                 return function, main
+        # Else the call whose arguments computed inside the fused function are the same values.
         for function, main in candidates:
             if len(main.args) == len(call.args) and all(
-                    inner_map.get(a) in (None, b) if a in inner_map else True
-                    for a, b in zip(call.args, main.args)):
-                if all(inner_map[a] == b for a, b in zip(call.args, main.args) if a in inner_map):
-                    return function, main
+                    inner_map[a] == b for a, b in zip(call.args, main.args) if a in inner_map):
+                return function, main
         return candidates[0]
 
 

@@ -1,0 +1,75 @@
+"""``tvmExplorer/compareBundles`` and ``tvmExplorer/compareLayerCode``: the comparison of two
+bundles (``tvm-explorer compare --json``) and one layer's generated code on either side, for
+the editor's comparison tree and its split diffs."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from ...bundle.format import MANIFEST
+from ...compare.compare import Comparison, compare
+from ...errors import ExplorerError
+from ...navigation.registry import enclosing_root
+from ..protocol import CompareBundlesParams, CompareLayerCodeParams
+from ..session import Session, uri_to_path
+
+_LANGUAGES = {"c": "c", "cuda": "cuda-cpp", "llvm": "llvm"}
+
+
+class BundleComparisons:
+    """Comparisons of two bundles, kept while neither bundle changes on disk."""
+
+    def __init__(self, session: Session):
+        self.session = session
+        self._kept: dict[tuple[Path, Path], tuple[tuple, Comparison]] = {}
+
+    def _root(self, uri: str) -> Path:
+        path = None
+        if isinstance(uri, str) and uri.startswith("file:"):
+            path = uri_to_path(uri)
+        elif isinstance(uri, str) and os.path.isabs(uri):  # the paths a comparison answers with
+            path = Path(uri).resolve()
+        if path is None:
+            raise ExplorerError(f"{uri!r}: not a file URI")
+        if (path / MANIFEST).is_file():
+            return path
+        root = enclosing_root(path)
+        if root is None:
+            raise ExplorerError(f"{path}: not a bundle (no {MANIFEST})")
+        return root
+
+    def _comparison(self, a_uri: str, b_uri: str) -> Comparison:
+        a, b = self._root(a_uri), self._root(b_uri)
+        stamp = tuple(os.stat(r / MANIFEST).st_mtime_ns for r in (a, b))
+        kept = self._kept.get((a, b))
+        if kept is not None and kept[0] == stamp:
+            return kept[1]
+        result = compare(a, b)
+        self._kept[(a, b)] = (stamp, result)
+        return result
+
+    def compare_bundles(self, params: CompareBundlesParams) -> dict:
+        """``compare --json`` of the two bundles, or ``{"error": message}``."""
+        try:
+            return self._comparison(params.a, params.b).to_json()
+        except ExplorerError as err:
+            return {"error": str(err)}
+
+    def layer_code(self, params: CompareLayerCodeParams) -> dict:
+        """One side's generated code of one matched layer: ``{"text", "language"}``."""
+        try:
+            result = self._comparison(params.a, params.b)
+        except ExplorerError as err:
+            return {"error": str(err), "text": f"// {err}\n", "language": "plaintext"}
+        pair = result.pair(params.subgraph, params.op_index)
+        if pair is None:
+            return {"error": "no such matched layer", "text": "// no such matched layer\n",
+                    "language": "plaintext"}
+        side = pair[0] if params.side == "a" else pair[1]
+        bundle = result.a if params.side == "a" else result.b
+        target = str(bundle.manifest.get("target", ""))
+        language = _LANGUAGES.get(target, "plaintext")
+        if all(p.endswith(".ll") for p, _, _ in side.pieces) and side.pieces:
+            language = "llvm"
+        return {"text": side.text(), "language": language}

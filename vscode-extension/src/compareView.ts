@@ -1,0 +1,286 @@
+/**
+ * "Compare With Bundle…": the layers of two bundles side by side (`tvmExplorer/compareBundles`)
+ * in the Comparison view, each with its code-size delta and whether its generated code changed;
+ * selecting a layer opens a split diff of its generated code in A and in B, served as virtual
+ * documents (`tvmExplorer/compareLayerCode`) under deterministic `tvm-explorer-compare:` URIs.
+ */
+import * as path from 'path';
+import * as vscode from 'vscode';
+import * as lc from 'vscode-languageclient/node';
+import { BundleRegistry } from './bundles';
+import { ServerManager } from './client';
+
+export const COMPARE_SCHEME = 'tvm-explorer-compare';
+
+interface CompareSide {
+  subgraph: number;
+  op_index: number;
+  kernels: string[];
+  code_lines: number;
+  costs?: { time_ms?: number };
+}
+export interface CompareRow {
+  subgraph: number;
+  op_index: number;
+  opcode: string;
+  name: string;
+  a: CompareSide;
+  b: CompareSide;
+  changed: boolean;
+  kernels_changed: boolean;
+}
+interface LayerRef {
+  subgraph: number;
+  op_index: number;
+  opcode: string;
+  name: string;
+}
+interface BundleSummary {
+  model: string;
+  target: string;
+  options: Record<string, unknown>;
+}
+export interface CompareResult {
+  a: string;
+  b: string;
+  matched_by: 'sha256' | 'name';
+  a_info: BundleSummary;
+  b_info: BundleSummary;
+  layers: CompareRow[];
+  unmatched: { a: LayerRef[]; b: LayerRef[] };
+  error?: string;
+}
+const compareBundles = new lc.RequestType<{ a: string; b: string }, CompareResult, void>(
+  'tvmExplorer/compareBundles',
+);
+const compareLayerCode = new lc.RequestType<
+  { a: string; b: string; subgraph: number; op_index: number; side: 'a' | 'b' },
+  { text: string; language: string; error?: string },
+  void
+>('tvmExplorer/compareLayerCode');
+
+const EXTENSIONS: Record<string, string> = { c: '.c', cuda: '.cu', llvm: '.ll' };
+
+type Node =
+  | { kind: 'summary'; text: string; tooltip: string }
+  | { kind: 'layer'; row: CompareRow }
+  | { kind: 'unmatched'; side: 'a' | 'b'; layers: LayerRef[] }
+  | { kind: 'lone'; side: 'a' | 'b'; layer: LayerRef };
+
+function where(l: { subgraph: number; op_index: number }): string {
+  return l.subgraph ? `${l.subgraph}:${l.op_index}` : `${l.op_index}`;
+}
+
+function bundleLabel(uri: string, info: BundleSummary): string {
+  const opts = info.options?.exact_origins ? ', exact origins' : '';
+  return `${path.basename(vscode.Uri.parse(uri).fsPath)} (${info.target}${opts})`;
+}
+
+export class ComparisonTree implements vscode.TreeDataProvider<Node>, vscode.Disposable {
+  private readonly changed = new vscode.EventEmitter<Node | undefined>();
+  readonly onDidChangeTreeData = this.changed.event;
+  result: CompareResult | undefined;
+
+  set(result: CompareResult | undefined): void {
+    this.result = result;
+    void vscode.commands.executeCommand('setContext', 'tvmExplorer.hasComparison', !!result);
+    this.changed.fire(undefined);
+  }
+
+  dispose(): void {
+    this.changed.dispose();
+  }
+
+  getChildren(node?: Node): Node[] {
+    const r = this.result;
+    if (!r) {
+      return [];
+    }
+    if (!node) {
+      const changedCount = r.layers.filter((l) => l.changed).length;
+      const how = r.matched_by === 'sha256' ? 'same model' : 'matched by layer name';
+      const out: Node[] = [{
+        kind: 'summary',
+        text: `${r.layers.length} layers (${how}), ${changedCount} changed`,
+        tooltip: `A: ${r.a}\nB: ${r.b}`,
+      }];
+      out.push(...r.layers.map((row): Node => ({ kind: 'layer', row })));
+      for (const side of ['a', 'b'] as const) {
+        if (r.unmatched[side].length) {
+          out.push({ kind: 'unmatched', side, layers: r.unmatched[side] });
+        }
+      }
+      return out;
+    }
+    if (node.kind === 'unmatched') {
+      return node.layers.map((layer): Node => ({ kind: 'lone', side: node.side, layer }));
+    }
+    return [];
+  }
+
+  getTreeItem(node: Node): vscode.TreeItem {
+    switch (node.kind) {
+      case 'summary': {
+        const item = new vscode.TreeItem(node.text);
+        item.tooltip = node.tooltip;
+        item.iconPath = new vscode.ThemeIcon('diff');
+        return item;
+      }
+      case 'unmatched': {
+        const item = new vscode.TreeItem(
+          `Only in ${node.side.toUpperCase()} (${node.layers.length})`,
+          vscode.TreeItemCollapsibleState.Collapsed,
+        );
+        item.iconPath = new vscode.ThemeIcon('circle-slash');
+        return item;
+      }
+      case 'lone': {
+        const item = new vscode.TreeItem(`op ${where(node.layer)} ${node.layer.opcode}`);
+        item.description = node.layer.name;
+        return item;
+      }
+      case 'layer': {
+        const { row } = node;
+        const delta = row.b.code_lines - row.a.code_lines;
+        const item = new vscode.TreeItem(`op ${where(row)} ${row.opcode}`);
+        const sign = delta > 0 ? '+' : delta < 0 ? '−' : '±';
+        const ms = (s: CompareSide) => (s.costs?.time_ms !== undefined ? `${s.costs.time_ms.toFixed(3)} ms` : undefined);
+        const time = ms(row.a) || ms(row.b) ? ` · ${ms(row.a) ?? '–'} → ${ms(row.b) ?? '–'}` : '';
+        // What changed first: the sidebar is narrow and cuts the end of the description.
+        item.description = `${row.changed ? 'changed' : 'same'} · ${sign}${Math.abs(delta)} lines `
+          + `(${row.a.code_lines} → ${row.b.code_lines})${time} · ${row.name}`;
+        item.tooltip = new vscode.MarkdownString(
+          `**op ${where(row)} ${row.opcode}** \`${row.name}\`\n\n`
+            + `A kernels: ${row.a.kernels.map((k) => `\`${k}\``).join(', ') || '–'} (${row.a.code_lines} lines)\n\n`
+            + `B kernels: ${row.b.kernels.map((k) => `\`${k}\``).join(', ') || '–'} (${row.b.code_lines} lines)\n\n`
+            + (row.changed ? 'Generated code changed.' : 'Generated code is the same (up to names).'),
+        );
+        item.iconPath = new vscode.ThemeIcon(
+          row.changed ? 'diff-modified' : 'pass',
+          new vscode.ThemeColor(row.changed ? 'gitDecoration.modifiedResourceForeground' : 'disabledForeground'),
+        );
+        item.command = { command: 'tvmExplorer.openLayerDiff', title: 'Open Layer Diff', arguments: [row] };
+        return item;
+      }
+    }
+  }
+}
+
+/** Serves one side of a layer's code; the URI's query names the bundles, the layer, the side. */
+export class LayerCodeProvider implements vscode.TextDocumentContentProvider {
+  constructor(private readonly server: ServerManager) {}
+
+  async provideTextDocumentContent(uri: vscode.Uri): Promise<string> {
+    const q = new URLSearchParams(uri.query);
+    const client = this.server.client;
+    if (!client) {
+      return '// the TVM Explorer server is not running\n';
+    }
+    const got = await client.sendRequest(compareLayerCode, {
+      a: q.get('a') ?? '',
+      b: q.get('b') ?? '',
+      subgraph: Number(q.get('subgraph')),
+      op_index: Number(q.get('op')),
+      side: q.get('side') === 'b' ? 'b' : 'a',
+    });
+    return got?.text ?? '';
+  }
+}
+
+/** The deterministic URI of one side of a layer's code in a comparison. */
+export function layerUri(result: CompareResult, row: CompareRow, side: 'a' | 'b'): vscode.Uri {
+  const info = side === 'a' ? result.a_info : result.b_info;
+  const bundle = path.basename(vscode.Uri.parse(side === 'a' ? result.a : result.b).fsPath);
+  const ext = EXTENSIONS[info.target] ?? '.txt';
+  const query = new URLSearchParams({
+    a: result.a,
+    b: result.b,
+    subgraph: String(row.subgraph),
+    op: String(row.op_index),
+    side,
+  }).toString();
+  return vscode.Uri.from({
+    scheme: COMPARE_SCHEME,
+    path: `/${side.toUpperCase()}/${bundle}/op${where(row).replace(':', '-')}-${row.opcode}${ext}`,
+    query,
+  });
+}
+
+export class Comparisons implements vscode.Disposable {
+  readonly tree = new ComparisonTree();
+  private readonly view: vscode.TreeView<Node>;
+
+  constructor(private readonly server: ServerManager, private readonly registry: BundleRegistry) {
+    this.view = vscode.window.createTreeView('tvmExplorer.comparison', { treeDataProvider: this.tree });
+  }
+
+  dispose(): void {
+    this.view.dispose();
+    this.tree.dispose();
+  }
+
+  /** Asks for bundle B (and A when no bundle document is active), then shows the comparison. */
+  async compareWith(arg?: vscode.Uri | string): Promise<void> {
+    const client = this.server.client;
+    if (!client) {
+      void vscode.window.showWarningMessage('TVM Explorer: the language server is not running.');
+      return;
+    }
+    const bundles = this.registry.list();
+    const active = vscode.window.activeTextEditor?.document.uri;
+    let a = active ? this.registry.bundleOf(active)?.info.uri : undefined;
+    if (!a) {
+      const pick = await vscode.window.showQuickPick(
+        bundles.map((b) => ({ label: path.basename(b.dir), description: `${b.info.model} · ${b.info.target}`, uri: b.info.uri })),
+        { title: 'Compare: bundle A' },
+      );
+      a = pick?.uri;
+    }
+    if (!a) {
+      return;
+    }
+    let b = typeof arg === 'string' ? arg : arg?.toString();
+    if (!b) {
+      const browse = { label: '$(folder-opened) Browse…', description: 'a bundle directory outside the workspace', uri: '' };
+      const pick = await vscode.window.showQuickPick(
+        [
+          ...bundles.filter((x) => x.info.uri !== a).map((x) => ({
+            label: path.basename(x.dir), description: `${x.info.model} · ${x.info.target}`, uri: x.info.uri,
+          })),
+          browse,
+        ],
+        { title: `Compare ${path.basename(vscode.Uri.parse(a).fsPath)} with bundle…` },
+      );
+      if (pick === browse) {
+        const chosen = await vscode.window.showOpenDialog({ canSelectFolders: true, canSelectFiles: false, openLabel: 'Compare' });
+        b = chosen?.[0]?.toString();
+      } else {
+        b = pick?.uri;
+      }
+    }
+    if (!b) {
+      return;
+    }
+    const result = await client.sendRequest(compareBundles, { a, b });
+    if (!result || result.error) {
+      void vscode.window.showErrorMessage(`TVM Explorer: ${result?.error ?? 'comparison failed'}`);
+      return;
+    }
+    this.tree.set(result);
+    this.view.title = `Comparison: ${bundleLabel(result.a, result.a_info)} ↔ ${bundleLabel(result.b, result.b_info)}`;
+    await vscode.commands.executeCommand('tvmExplorer.comparison.focus');
+  }
+
+  /** Split diff of a layer's generated code in A (left) and B (right). */
+  async openLayerDiff(row: CompareRow): Promise<void> {
+    const r = this.tree.result;
+    if (!r || !row) {
+      return;
+    }
+    const title = `op ${where(row)} ${row.opcode} ${row.name}: `
+      + `${bundleLabel(r.a, r.a_info)} ↔ ${bundleLabel(r.b, r.b_info)}`;
+    await vscode.commands.executeCommand('vscode.diff', layerUri(r, row, 'a'), layerUri(r, row, 'b'), title, {
+      preview: true,
+    });
+  }
+}

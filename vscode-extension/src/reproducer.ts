@@ -1,0 +1,58 @@
+/**
+ * "Extract Reproducer" from the command palette or the editor's context menu: runs the
+ * server's code action at the cursor (the same one the light bulb offers) and opens the script
+ * the server wrote next to the bundle.
+ */
+import * as vscode from 'vscode';
+import * as lc from 'vscode-languageclient/node';
+import { ServerManager } from './client';
+
+/** The server command behind the code action (registered by the language client). */
+export const EXTRACT_COMMAND = 'tvmExplorer.extractReproducer';
+
+interface ExtractResult {
+  path?: string;
+  uri?: string;
+  kernels?: string[];
+  error?: string;
+}
+
+export async function extractReproducerAtCursor(server: ServerManager): Promise<void> {
+  const editor = vscode.window.activeTextEditor;
+  const client = server.client;
+  if (!editor || !client) {
+    void vscode.window.showWarningMessage('TVM Explorer: no bundle document or no running server.');
+    return;
+  }
+  const params: lc.CodeActionParams = {
+    textDocument: { uri: editor.document.uri.toString() },
+    range: client.code2ProtocolConverter.asRange(editor.selection),
+    context: { diagnostics: [], only: [lc.CodeActionKind.RefactorExtract] },
+  };
+  const actions = (await client.sendRequest(lc.CodeActionRequest.type, params)) ?? [];
+  const action = actions.find(
+    (a): a is lc.CodeAction => lc.CodeAction.is(a) && a.command?.command === EXTRACT_COMMAND,
+  );
+  if (!action?.command) {
+    void vscode.window.showInformationMessage(
+      'TVM Explorer: nothing to extract here. Put the cursor in a PrimFunc, a generated kernel, '
+        + 'a Relax function or a layer of the model document.',
+    );
+    return;
+  }
+  const result: ExtractResult | null = await vscode.window.withProgress(
+    { location: vscode.ProgressLocation.Notification, title: `TVM Explorer: ${action.title}` },
+    () => client.sendRequest(lc.ExecuteCommandRequest.type, {
+      command: action.command!.command,
+      arguments: action.command!.arguments,
+    }),
+  );
+  if (!result?.uri) {
+    return; // the server has shown why
+  }
+  await vscode.window.showTextDocument(vscode.Uri.parse(result.uri), { preview: false });
+  void vscode.window.setStatusBarMessage(
+    `TVM Explorer: reproducer of ${(result.kernels ?? []).join(', ')} written to ${result.path}`,
+    8000,
+  );
+}
