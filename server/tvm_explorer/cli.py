@@ -421,6 +421,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(run=_run_origins)
 
     add_query_parser(sub)
+    from .bisect.command import add_parser as add_bisect_parser
+
+    add_bisect_parser(sub)
 
     try:
         from .lsp.cli import add_serve_parser

@@ -115,7 +115,8 @@ def _manifest(model: LoadedModel, target: str, options: dict) -> dict:
 def compile_model(model_path: str | os.PathLike, bundle: str | os.PathLike | None,
                   target: str = "c", *, fill_spans: bool = True,
                   exact_origins: bool = False, schedule_records: bool = True,
-                  after_build=None, pipeline: str | None = None) -> CompileResult:
+                  after_build=None, pipeline: str | None = None,
+                  on_session=None) -> CompileResult:
     """Import a TFLite model, compile it with TVM's real pipeline, and write a bundle.
 
     ``bundle=None`` keeps provenance through every pass but writes nothing (for measuring;
@@ -124,6 +125,7 @@ def compile_model(model_path: str | os.PathLike, bundle: str | os.PathLike | Non
     ``after_build(session, executable)``, if given, runs before the bundle is committed and
     returns extra files for it (``{path: text}``; ``--numerics`` adds ``numerics.json``).
     ``pipeline``: ``MODULE:FUNCTION`` of a Relax pipeline of the user's (``--pipeline``).
+    ``on_session(session)`` is called once the capture session exists (to add listeners).
     Raises ExplorerError (ModelError for bad models) with a message for the user.
     """
     if target not in TARGETS:
@@ -145,6 +147,8 @@ def compile_model(model_path: str | os.PathLike, bundle: str | os.PathLike | Non
         session = CaptureSession(model, writer, origins)
         if user_pipeline is not None:
             session.containers.add(user_pipeline.info.name)
+        if on_session is not None:
+            on_session(session)
         session.write_model_document()
         mod = import_tflite(model, origins)
         session.record("import", mod, "relax")

@@ -56,6 +56,9 @@ class CaptureSession:
         self.final_relax = None  # the last Relax module (what the VM runs; read by numerics)
         # Passes that only group others (a --pipeline adds its own outer pass's name).
         self.containers = set(CONTAINERS)
+        # Called as listener(index, name, stage, mod) after each recorded pass (bisect keeps
+        # the Relax snapshots this way).
+        self.listeners: list = []
         self.schedules = None  # a ScheduleRecorder while GPU schedules are recorded
 
     # -- documents -------------------------------------------------------------------
@@ -113,6 +116,8 @@ class CaptureSession:
             entry["tir_attributed"] = coverage.extra.get("stores_attributed", 0)
         if self.writer is not None:
             self.writer.passes.append(entry)
+        for listener in self.listeners:
+            listener(index, name, stage, mod)
 
     @staticmethod
     def _changed(prev: dict | None, funcs: dict) -> bool:
