@@ -35,6 +35,8 @@ export interface PassInfo {
   changed: boolean;
   before: string | null;
   after: string;
+  /** The pass `tvm-explorer bisect` found to change the results (bisected bundles only). */
+  culprit?: boolean;
 }
 export interface ListPassesParams {
   bundle: string;

@@ -9,7 +9,7 @@ import sys
 
 from ..errors import ExplorerError
 
-BISECT_FILE = "bisect.json"
+from .schema import BISECT_FILE
 
 
 def add_parser(sub) -> None:
@@ -47,6 +47,7 @@ def bisect_compiled(model, target: str, inputs: dict, session, recorder, pipelin
     pipeline = make_pipeline(pipeline_spec, make_target(target)) if pipeline_spec else None
     b = Bisector(model, target, inputs, session.origins, recorder, session.final_relax, pipeline, ref, quant)
     culprit = layer = None
+    layers: list = []
     before_err = after_err = None
     note = None
     lo, hi = b.find_relax()
@@ -64,6 +65,11 @@ def bisect_compiled(model, target: str, inputs: dict, session, recorder, pipelin
             before_layers = {(lay.id, j): ref.tensors[t.name] for lay in model.layers
                              for j, t in enumerate(lay.outputs) if t.name in ref.tensors}
         layer = first_changed_layer(model, before_layers, after.run.observation.outputs, quant)
+        layers = layer_errors(model, before_layers if lo >= 0 else None, after.run.observation.outputs,
+                              b, quant)
+        if hi == 0:
+            note = ("the imported module already differs from the reference: the frontend "
+                    "conversion (or the reference) is where the results depart")
         if hi - lo > 1 and lo >= 0:
             skipped = [b.snapshots[k].name for k in range(lo + 1, hi)]
             note = f"snapshots after {', '.join(skipped)} could not be built with the minimal lowering"
@@ -77,6 +83,8 @@ def bisect_compiled(model, target: str, inputs: dict, session, recorder, pipelin
             before_err, after_err = fixed.error, real.error
             layer = first_changed_layer(model, fixed.run.observation.outputs,
                                         real.run.observation.outputs, quant)
+            layers = layer_errors(model, fixed.run.observation.outputs, real.run.observation.outputs,
+                                  b, quant)
         elif real.error.diverges:
             note = ("the compiled model differs from the baseline, but no single Relax snapshot or "
                     "TIR pass that can be left out explains it")
@@ -108,10 +116,41 @@ def bisect_compiled(model, target: str, inputs: dict, session, recorder, pipelin
         "first_divergence": first,
         "layer": layer_info,
         "diff": diff,
+        "layers": layers,
         "snapshots": snapshots,
         "tir_builds": len(b.tir_done),
         "note": note,
     }
+
+
+def layer_errors(model, before: dict | None, after: dict, bisector, quant: dict) -> list[dict]:
+    """Per observed layer: its error against the baseline's layer output before and after the
+    culprit (the baseline's layers: the import snapshot's run, or the reference's tensors)."""
+    from ..numerics.compare import compare
+
+    base = _baseline_layers(model, bisector)
+    out = []
+    for lay in model.layers:
+        row = {"subgraph": lay.subgraph, "op_index": lay.op_index, "before": None, "after": None}
+        for key, run in (("before", before), ("after", after)):
+            errs = []
+            for j, t in enumerate(lay.outputs):
+                got, ref = (run or {}).get((lay.id, j)), base.get((lay.id, j))
+                if got is not None and ref is not None:
+                    errs.append(compare(got, ref, quant.get(t.name), quant.get(t.name)).max_abs)
+            if errs:
+                row[key] = max(errs)
+        if row["before"] is not None or row["after"] is not None:
+            out.append(row)
+    return out
+
+
+def _baseline_layers(model, bisector) -> dict:
+    if bisector.reference is not None:
+        return {(lay.id, j): bisector.reference.tensors[t.name] for lay in model.layers
+                for j, t in enumerate(lay.outputs) if t.name in bisector.reference.tensors}
+    first = bisector.relax(0)
+    return first.run.observation.outputs if first.run is not None else {}
 
 
 def run_bisect(args) -> int:

@@ -66,6 +66,7 @@ class PassInfo:
     changed: bool
     before: Optional[str]
     after: Optional[str]
+    culprit: bool = False  # the pass ``tvm-explorer bisect`` found (bisect.json)
 
 
 @attrs.define

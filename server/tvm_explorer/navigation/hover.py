@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from ..bundle.index import Range
 from ..bundle.reader import Document, Origin
-from .numerics import numerics_lines
+from .numerics import bisect_lines, numerics_lines
 from .provenance import LayerReach, layers_at
 from .view import BundleView, Keep, keep_all
 
@@ -31,6 +31,7 @@ def hover(view: BundleView, path: str, offset: int, keep: Keep = keep_all) -> tu
             places = view.layer_map.places.get(lid, [])
             lines.append(f"\nEnded up in {LayerReach(origins[0].layer, entry[0], places).summary()}.")
     lines.extend(numerics_lines(view, origins[:MAX_LAYERS], doc.stage == "model"))
+    lines.extend(bisect_lines(view, path, origins[:MAX_LAYERS]))
     lines.append("\n---\n" + stage_line(view, doc))
     step = _schedule_step(view, ranges)
     if step:

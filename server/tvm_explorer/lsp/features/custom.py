@@ -48,6 +48,7 @@ class ExplorerRequests:
         if view is None:
             return ListPassesResult([])
         out = []
+        culprit = (view.bundle.bisect or {}).get("culprit") or {}
         for entry in view.bundle.manifest.get("passes", ()):
             try:
                 out.append(
@@ -58,6 +59,8 @@ class ExplorerRequests:
                         changed=bool(entry.get("changed")),
                         before=self._doc_uri(view, entry.get("before")),
                         after=self._doc_uri(view, entry.get("after")),
+                        culprit=bool(culprit) and entry.get("index") == culprit.get("index")
+                        and entry.get("name") == culprit.get("name"),
                     )
                 )
             except (KeyError, TypeError, ValueError):
