@@ -160,6 +160,20 @@ def run_bisect(args) -> int:
     except ExplorerError as err:
         print(f"tvm-explorer: error: {err}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:
+        print("tvm-explorer: error: interrupted; no bisect report"
+              + (f" and no bundle ({args.output} is unchanged)" if args.output else ""), file=sys.stderr)
+        return 130
+    except MemoryError:
+        print(f"tvm-explorer: error: {args.model}: bisect ran out of memory", file=sys.stderr)
+        return 2
+    except Exception as err:  # noqa: BLE001 - one message, the traceback only for a report
+        import traceback
+
+        traceback.print_exc()
+        print(f"tvm-explorer: error: {args.model}: internal error in bisect "
+              f"({type(err).__name__}: {err}); please report this", file=sys.stderr)
+        return 3
     if args.json:
         print(json.dumps(data, indent=1))
     else:
