@@ -111,7 +111,8 @@ def _figures(layer, plan: KernelPlan, obs: Observation, ref: ReferenceRun, ours_
                 continue
             errors.append(compare(value, ref.tensors[t.name], ours_q.get(t.name), ref_q.get(t.name)))
     elif layer.id not in plan.hidden_in:
-        note = "no kernel produces this output (folded into a constant, or computed in place)"
+        note = ("no kernel call of the compiled main is marked as producing this output "
+                "(folded into a constant, computed in place, or its origin mark was lost)")
     if not errors:
         return {"observed": False, "max_abs": None, "max_rel": None, "cosine": None, "steps": None,
                 "diverges": False, "kernel": None, "hidden_in": plan.hidden_in.get(layer.id),
