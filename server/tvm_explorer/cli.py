@@ -475,6 +475,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(run=_run_origins)
 
     from .reproducers.cli import add_extract_parser
+    from .bisect.command import add_parser as add_bisect_parser
+
+    add_bisect_parser(sub)
 
     add_extract_parser(sub)
     from .compare.cli import add_compare_parser

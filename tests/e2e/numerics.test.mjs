@@ -3,13 +3,14 @@
  * (CONV_2D → ADD → RELU → RESHAPE → FULLY_CONNECTED, built here) against a reference copy
  * whose ADD bias was changed: the view lists the layers in graph order with op 1 ADD marked as
  * the first divergence; clicking it opens the model document at that layer, where a warning
- * sits. Screenshots in test-artifacts/vscode/ (prefix numerics-).
+ * sits. A second bundle, bisected with a planted add→subtract pass, shows that pass marked as
+ * the culprit in the Passes view. Screenshots in test-artifacts/vscode/ (prefix numerics-).
  */
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { test } from 'node:test';
 import { PYTHON, REPO } from './lib/paths.mjs';
 import { bundleSuite } from './lib/suite.mjs';
@@ -28,11 +29,29 @@ const suite = bundleSuite({
     extra: ['--numerics-unfused', '--reference', join(models, 'gt_planted.tflite')],
   },
   shots: 'numerics-',
+  // A second bundle, written by `tvm-explorer bisect` with the planted add→subtract pass.
+  prepare: (folder) => execFileSync(join(dirname(PYTHON), 'tvm-explorer'),
+    ['bisect', join(models, 'gt.tflite'), '--pipeline', 'planted_pipes:with_planted_add', '-o', join(folder, 'bisected.bundle')],
+    { cwd: join(REPO, 'tests', 'numerics'), stdio: ['ignore', 'inherit', 'inherit'], timeout: 600000 }),
 });
+
+/** Runs a view's focus command, retrying while the workbench is still registering views. */
+async function focusView(page, title) {
+  const done = await poll(async () => {
+    try {
+      await runCommand(page, title);
+      return true;
+    } catch {
+      await page.keyboard.press('Escape');
+      return false;
+    }
+  }, { timeoutMs: 120000, intervalMs: 2000 });
+  assert.ok(done, `"${title}" never became available`);
+}
 
 test('the Numerics view marks the first divergence and opens its layer', async () => {
   const { page } = suite.session;
-  await runCommand(page, 'TVM Explorer: Focus on Numerics View');
+  await focusView(page, 'TVM Explorer: Focus on Numerics View');
   const first = page.getByRole('treeitem', { name: /^op 1 ADD add\/output: .*first divergence/ });
   await first.first().waitFor({ state: 'visible', timeout: 90000 });
   const rows = await page.locator('.pane-body [role="treeitem"]').allTextContents();
@@ -50,4 +69,22 @@ test('the Numerics view marks the first divergence and opens its layer', async (
   const squiggle = page.locator('.editor-instance .squiggly-warning');
   await squiggle.first().waitFor({ state: 'attached', timeout: 30000 });
   await screenshot(page, 'numerics-02-layer-with-warning');
+});
+
+test('the Passes view marks the culprit pass of a bisected bundle and opens its diff', async () => {
+  const { page } = suite.session;
+  await focusView(page, 'TVM Explorer: Focus on Passes View');
+  const culprit = page.getByRole('treeitem', { name: /^PlantedAddToSubtract, relax pass 3, changed the IR, culprit found by bisect/ });
+  await culprit.first().waitFor({ state: 'visible', timeout: 90000 });
+  await culprit.first().scrollIntoViewIfNeeded();
+  await screenshot(page, 'numerics-03-culprit-pass');
+  await culprit.first().click();
+  const diff = page.locator('.editor-instance .monaco-diff-editor');
+  await diff.waitFor({ state: 'visible' });
+  await diff.locator('.editor.modified .view-line').first().waitFor();
+  const title = await activeTabTitle(page);
+  assert.ok(title.includes('PlantedAddToSubtract'), `diff tab "${title}" is not the culprit's`);
+  const modified = (await diff.locator('.editor.modified .view-line').allTextContents()).join('\n');
+  assert.ok(modified.includes('R.subtract'), 'the diff does not show the planted subtract');
+  await screenshot(page, 'numerics-04-culprit-diff');
 });

@@ -71,3 +71,62 @@ NOT_CALLABLE = 3
 def broken(target):
     """A pipeline that cannot compile: nothing lowers the Relax operators."""
     return tvm.transform.Sequential([relax.transform.ToNonDataflow()], name="broken")
+
+
+# -- a planted TIR pass --------------------------------------------------------------------
+# It runs first in TVM's TIR pipeline but acts only while armed: the planted Relax pipeline
+# arms it (its last pass), the TIR pipeline disarms it at its end. So it changes the real build
+# of `with_planted_tir` and nothing else (the minimal lowering of snapshots does not arm it),
+# like a TIR pass that misbehaves only on what the real pipeline hands it.
+_ARMED = {"on": False}
+
+
+def _planted_tir_func(func, _mod, _ctx):
+    if not _ARMED["on"] or "add" not in str(func.attrs.get("global_symbol", "")):
+        return func
+    text = func.script()
+    lines = text.split("\n")
+    for i, line in enumerate(lines):
+        if "] = " in line and " + " in line:
+            lines[i] = line.replace(" + ", " - ", 1)
+            break
+    else:
+        return func
+    changed = tvm.script.from_source("\n".join(lines))
+    return changed.with_attrs(func.attrs) if hasattr(changed, "with_attrs") else changed
+
+
+def _install_planted_tir():
+    from tvm.tirx import compilation_pipeline as tir_pipeline
+
+    if getattr(tir_pipeline, "_planted", False):
+        return
+    original = tir_pipeline.PIPELINE_MAP["s_tir"]
+    planted = tvm.tirx.transform.prim_func_pass(_planted_tir_func, opt_level=0, name="PlantedTIRSubtract")
+
+    @tvm.transform.module_pass(opt_level=0, name="DisarmPlantedTIR")
+    def disarm(mod, _ctx):
+        _ARMED["on"] = False
+        return mod
+
+    def factory(**kwargs):
+        pipeline, host, device = original(**kwargs)
+        return tvm.transform.Sequential([planted, pipeline, disarm]), host, device
+
+    tir_pipeline.PIPELINE_MAP["s_tir"] = factory
+    tir_pipeline._planted = True
+
+
+def with_planted_tir(target):
+    """TVM's CPU pipeline; the TIR build after it subtracts where one `add` kernel adds."""
+    _install_planted_tir()
+
+    @tvm.transform.module_pass(opt_level=0, name="ArmPlantedTIR")
+    def arm(mod, _ctx):
+        _ARMED["on"] = True
+        return mod
+
+    return tvm.transform.Sequential(
+        cpu_generic.library_dispatch_passes(target) + cpu_generic.legalize_passes(target)
+        + cpu_generic.dataflow_lower_passes(target) + cpu_generic.finalize_passes(target) + [arm],
+        name="planted_tir_pipeline")

@@ -75,3 +75,15 @@ def test_bad_pipelines_get_one_message(gt_model, tmp_path, spec, message):
     assert proc.returncode == 2, proc.stderr
     assert message in proc.stderr and "Traceback" not in proc.stderr
     assert not out.exists()
+
+
+def test_numerics_of_a_custom_pipeline_find_the_layer_its_pass_breaks(gt_model, tmp_path):
+    """The planted pass turns the ADD layer's add into subtract: against LiteRT on the same
+    model, the unfused variant (same pipeline, fusion left out) shows op 1 first."""
+    out = tmp_path / "b"
+    proc = run_here("compile", gt_model, "-o", out, "--target", "llvm", "--numerics-unfused",
+                    "--pipeline", "planted_pipes:with_planted_add")
+    assert proc.returncode == 0, proc.stderr
+    data = json.loads((out / "numerics.json").read_text())
+    assert data["first_divergence"] == {"subgraph": 0, "op_index": 1}
+    assert not data["layers"][0]["diverges"] and data["layers"][0]["observed_by"] == "unfused"

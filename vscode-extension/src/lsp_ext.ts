@@ -38,6 +38,8 @@ export interface PassInfo {
   /** Compile time of the pass (ms), when the bundle recorded costs. */
   ms?: number | null;
   changed_functions?: number | null;
+  /** The pass `tvm-explorer bisect` found to change the results (bisected bundles only). */
+  culprit?: boolean;
 }
 export interface ListPassesParams {
   bundle: string;

@@ -150,13 +150,20 @@ function passItem(bundle: Bundle, pass: PassInfo): vscode.TreeItem {
   item.iconPath = pass.changed
     ? new vscode.ThemeIcon('diff', new vscode.ThemeColor('charts.yellow'))
     : new vscode.ThemeIcon('circle-small', new vscode.ThemeColor('disabledForeground'));
+  if (pass.culprit) {
+    // bisect found this pass: marked so that it stands out in the pipeline
+    item.iconPath = new vscode.ThemeIcon('bug', new vscode.ThemeColor('problemsErrorIcon.foreground'));
+    item.description = `#${pass.index} · culprit (bisect)`;
+  }
   const before = pass.before ? path.basename(vscode.Uri.parse(pass.before).path) : '(nothing)';
   const after = path.basename(vscode.Uri.parse(pass.after).path);
   item.tooltip = `${pass.stage} pass #${pass.index} ${pass.name}\n${before} → ${after}${
     pass.changed ? '' : '\n(changed nothing)'
   }`;
   item.accessibilityInformation = {
-    label: `${pass.name}, ${pass.stage} pass ${pass.index}, ${pass.changed ? 'changed the IR' : 'unchanged'}`,
+    label: `${pass.name}, ${pass.stage} pass ${pass.index}, ${pass.changed ? 'changed the IR' : 'unchanged'}${
+      pass.culprit ? ', culprit found by bisect' : ''
+    }`,
   };
   item.contextValue = pass.changed ? 'pass.changed' : 'pass.unchanged';
   item.command = {

@@ -219,6 +219,19 @@ class Bundle:
             (lay.subgraph, name): lay for lay in self.layers for name in lay.outputs
         }
         self.numerics = self._load_numerics()
+        self.bisect = self._load_bisect()
+
+    def _load_bisect(self) -> dict | None:
+        """``bisect.json`` (``tvm-explorer bisect -o``), validated; None if absent."""
+        from ..bisect.schema import BISECT_FILE, BisectError, validate
+
+        if not (self.root / BISECT_FILE).exists() and not (self.root / BISECT_FILE).is_symlink():
+            return None
+        data = _read_json(self.root, BISECT_FILE, "bisect report")
+        try:
+            return validate(data)
+        except BisectError as err:
+            raise BundleError(f"{self.root / BISECT_FILE}: {err}") from None
 
     def _load_numerics(self) -> dict | None:
         """``numerics.json`` (``compile --numerics``), validated; None if the bundle has none."""

@@ -113,7 +113,8 @@ def compile_model(model_path: str | os.PathLike, bundle: str | os.PathLike | Non
                   target: str = "c", *, fill_spans: bool = True,
                   exact_origins: bool = False, schedule_records: bool = True,
                   on_progress: Listener | None = None, profile=None,
-                  after_build=None, pipeline: str | None = None) -> CompileResult:
+                  after_build=None, pipeline: str | None = None,
+                  on_session=None) -> CompileResult:
     """Import a model (``.tflite``, ``.onnx``, ``.pt2``), compile it with TVM's real pipeline,
     and write a bundle.
 
@@ -125,6 +126,7 @@ def compile_model(model_path: str | os.PathLike, bundle: str | os.PathLike | Non
     ``after_build(session, executable)``, if given, runs before the bundle is committed and
     returns extra files for it (``{path: text}``; ``--numerics`` adds ``numerics.json``).
     ``pipeline``: ``MODULE:FUNCTION`` of a Relax pipeline of the user's (``--pipeline``).
+    ``on_session(session)`` is called once the capture session exists (to add listeners).
     Raises ExplorerError (ModelError for bad models) with a message for the user.
     """
     if target not in TARGETS:
@@ -147,6 +149,8 @@ def compile_model(model_path: str | os.PathLike, bundle: str | os.PathLike | Non
             session.progress = Progress(on_progress, plan_steps(target))
         if user_pipeline is not None:
             session.containers.add(user_pipeline.info.name)
+        if on_session is not None:
+            on_session(session)
         session.write_model_document()
         mod = import_any(model, origins)
         session.record("import", mod, "relax")

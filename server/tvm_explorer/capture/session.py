@@ -55,6 +55,9 @@ class CaptureSession:
         self.final_relax = None  # the last Relax module (what the VM runs; read by numerics)
         # Passes that only group others (a --pipeline adds its own outer pass's name).
         self.containers = set(CONTAINERS)
+        # Called as listener(index, name, stage, mod) after each recorded pass (bisect keeps
+        # the Relax snapshots this way).
+        self.listeners: list = []
         self.schedules = None  # a ScheduleRecorder while GPU schedules are recorded
         self.progress = None  # a progress.Progress told after every recorded step
 
@@ -115,6 +118,8 @@ class CaptureSession:
             self.writer.passes.append(entry)
         if self.progress is not None:
             self.progress.step("import" if name == "import" else stage, name)
+        for listener in self.listeners:
+            listener(index, name, stage, mod)
 
     @staticmethod
     def _changed(prev: dict | None, funcs: dict) -> bool:

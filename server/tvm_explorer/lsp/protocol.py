@@ -79,6 +79,7 @@ class PassInfo:
     after: Optional[str]
     ms: Optional[float] = None  # the pass's compile time (costs.json)
     changed_functions: Optional[int] = None
+    culprit: bool = False  # the pass ``tvm-explorer bisect`` found (bisect.json)
 
 
 @attrs.define

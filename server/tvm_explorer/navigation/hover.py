@@ -6,7 +6,7 @@ from ..bundle.index import Range
 from . import markdown as md
 from ..costs.lookup import hover_lines as cost_lines, kernel_of
 from ..bundle.reader import Document, Origin
-from .numerics import numerics_lines
+from .numerics import bisect_lines, numerics_lines
 from .provenance import LayerReach, layers_at
 from .view import BundleView, Keep, keep_all
 
@@ -35,6 +35,7 @@ def hover(view: BundleView, path: str, offset: int, keep: Keep = keep_all) -> tu
             lines.append(f"\nEnded up in {LayerReach(origins[0].layer, entry[0], places).summary()}.")
     lines.extend(numerics_lines(view, origins[:MAX_LAYERS], doc.stage == "model"))
     lines.extend(cost_lines(view.bundle, [o.layer.id for o in origins], kernel_of(ranges)))
+    lines.extend(bisect_lines(view, path, origins[:MAX_LAYERS]))
     lines.append("\n---\n" + stage_line(view, doc))
     step = _schedule_step(view, ranges)
     if step:

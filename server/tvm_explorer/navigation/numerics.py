@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ..bisect.schema import culprit_documents, layer_change
 from ..bundle.reader import Origin
 from ..numerics.schema import format_error, layer_entry
 from .view import BundleView, Place
@@ -78,3 +79,24 @@ def divergence_warnings(view: BundleView) -> list[tuple[Place, str]]:
         out.append((place, f"op {e['op_index']} {e['opcode']} {e['name']} differs from the "
                            f"{data['reference']}{first}: {format_error(e)}"))
     return out
+
+
+def bisect_lines(view: BundleView, path: str, origins: list[Origin]) -> list[str]:
+    """In the culprit pass's diff documents of a bisected bundle: each hovered layer's error
+    against the baseline before and after that pass."""
+    data = view.bundle.bisect
+    if not data or not data.get("culprit") or path not in culprit_documents(data):
+        return []
+    c = data["culprit"]
+    lines = []
+    for origin in origins:
+        row = layer_change(data, origin.layer.subgraph, origin.layer.op_index)
+        if row is None:
+            continue
+        fmt = lambda v: "not observed" if v is None else f"{v:.3g}"  # noqa: E731
+        lines.append(f"- op {row['op_index']} {origin.layer.opcode}: max abs error "
+                     f"{fmt(row['before'])} before → {fmt(row['after'])} after")
+    if lines:
+        lines.insert(0, f"\n**Bisect**: culprit {c['stage']} pass {c.get('index')} `{c['name']}` "
+                        f"(against {data.get('baseline', 'the baseline')})")
+    return lines

@@ -29,7 +29,8 @@ class NumericsStep:
         from .run import NumericsOptions, check_request
 
         self.options = NumericsOptions(reference=args.reference, inputs=args.inputs,
-                                       unfused=args.numerics_unfused)
+                                       unfused=args.numerics_unfused,
+                                       pipeline=getattr(args, "pipeline", None))
         self.target = args.target
         check_request(model, args.target, self.options)
         self.data: dict | None = None

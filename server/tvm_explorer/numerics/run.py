@@ -37,6 +37,7 @@ class NumericsOptions:
     inputs: str | None = None
     unfused: bool = False
     seed: int = DEFAULT_SEED
+    pipeline: str | None = None  # --pipeline MODULE:FUNCTION (the unfused variant uses it too)
 
 
 def check_request(model: LoadedModel, target: str, options: NumericsOptions) -> None:
@@ -61,9 +62,9 @@ def runnable(executable, target: str):
         return tvm.runtime.load_module(lib)
 
 
-def build_unfused(model: LoadedModel, target: str):
-    """The debugging variant: same import, the fusion passes left out. Returns
-    ``(executable, final Relax module, origins)``."""
+def build_unfused(model: LoadedModel, target: str, pipeline: str | None = None):
+    """The debugging variant: same import, same pipeline, the fusion passes left out.
+    Returns ``(executable, final Relax module, origins)``."""
     from ..capture.importer import import_tflite
     from ..capture.pipeline import make_target, relax_pipeline
     from ..capture.session import CaptureSession
@@ -73,9 +74,16 @@ def build_unfused(model: LoadedModel, target: str):
     mod = import_tflite(model, origins)
     session.record("import", mod, "relax")
     tgt = make_target(target)
+    if pipeline:
+        from ..capture.custom_pipeline import make_pipeline
+
+        chosen = make_pipeline(pipeline, tgt)
+        session.containers.add(chosen.info.name)
+    else:
+        chosen = relax_pipeline(target, tgt)
     with tvm.transform.PassContext(opt_level=3, instruments=[session.instrument()],
                                    disabled_pass=list(FUSION_PASSES)):
-        executable = tvm.compile(mod, tgt, relax_pipeline=relax_pipeline(target, tgt))
+        executable = tvm.compile(mod, tgt, relax_pipeline=chosen)
     return executable, session.final_relax, origins
 
 
@@ -103,7 +111,8 @@ def _figures(layer, plan: KernelPlan, obs: Observation, ref: ReferenceRun, ours_
                 continue
             errors.append(compare(value, ref.tensors[t.name], ours_q.get(t.name), ref_q.get(t.name)))
     elif layer.id not in plan.hidden_in:
-        note = "no kernel produces this output (folded into a constant, or computed in place)"
+        note = ("no kernel call of the compiled main is marked as producing this output "
+                "(folded into a constant, computed in place, or its origin mark was lost)")
     if not errors:
         return {"observed": False, "max_abs": None, "max_rel": None, "cosine": None, "steps": None,
                 "diverges": False, "kernel": None, "hidden_in": plan.hidden_in.get(layer.id),
@@ -140,7 +149,7 @@ def run_numerics(model: LoadedModel, target: str, executable, final_relax, origi
     unfused = None
     if options.unfused:
         try:
-            ex2, relax2, origins2 = build_unfused(model, target)
+            ex2, relax2, origins2 = build_unfused(model, target, options.pipeline)
             unfused = _observe(model, ex2, target, relax2, origins2, inputs)
         except ExplorerError:
             raise

@@ -95,8 +95,9 @@ def layer_entry(data: dict, subgraph: int, op_index: int) -> dict | None:
 def format_error(entry: dict) -> str:
     """One line: ``max abs 1.2e-05 (rel 3e-06), cosine 1.000000, 0 steps — matches``."""
     if not entry.get("observed"):
-        where = f" (hidden inside kernel {entry['hidden_in']})" if entry.get("hidden_in") else ""
-        return f"not observed{where}"
+        if entry.get("hidden_in"):
+            return f"not observed (hidden inside kernel {entry['hidden_in']})"
+        return f"not observed ({entry['note']})" if entry.get("note") else "not observed"
     parts = [f"max abs {entry['max_abs']:.3g} (rel {entry['max_rel']:.3g})",
              f"cosine {entry['cosine']:.6f}"]
     if entry.get("steps") is not None:

@@ -25,9 +25,9 @@ import {
 /**
  * Registers the suite's hooks and returns its state: `session`, `bundle` and `folder` are set
  * once the session runs. `compile` options go to compileBundle; `shots` prefixes the names of
- * the end-of-test screenshots.
+ * the end-of-test screenshots; `prepare(folder)` may add more to the workspace.
  */
-export function bundleSuite({ compile = {}, shots = '' } = {}) {
+export function bundleSuite({ compile = {}, shots = '', prepare = undefined } = {}) {
   const suite = { session: undefined, bundle: undefined, folder: undefined };
 
   before(async () => {
@@ -36,6 +36,7 @@ export function bundleSuite({ compile = {}, shots = '' } = {}) {
         suite.folder = emptyWorkspace(runDir);
         suite.bundle = new BundleView(compileBundle(suite.folder, compile));
         suite.planted = plantPackage(suite.folder, runDir);
+        prepare?.(suite.folder); // more content for the workspace (e.g. a second bundle)
         return suite.folder;
       },
       settings: { 'tvmExplorer.pythonPath': PYTHON },

@@ -50,6 +50,7 @@ class ExplorerRequests:
             return ListPassesResult([])
         out = []
         timed = pass_times(view.bundle)
+        culprit = (view.bundle.bisect or {}).get("culprit") or {}
         for entry in view.bundle.manifest.get("passes", ()):
             try:
                 out.append(
@@ -61,6 +62,8 @@ class ExplorerRequests:
                         before=self._doc_uri(view, entry.get("before")),
                         after=self._doc_uri(view, entry.get("after")),
                         **timed.get(entry["index"], {}),
+                        culprit=bool(culprit) and entry.get("index") == culprit.get("index")
+                        and entry.get("name") == culprit.get("name"),
                     )
                 )
             except (KeyError, TypeError, ValueError):

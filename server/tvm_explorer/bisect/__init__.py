@@ -1,0 +1,1 @@
+"""``tvm-explorer bisect``: the first pass after which the model computes something else."""
