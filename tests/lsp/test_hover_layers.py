@@ -82,3 +82,23 @@ async def test_model_document_shows_tf_names_beside_opcodes(client, real_workspa
     value = await hover_at(client, bundle, "model.tflgraph", text.index("op 0 CONV_2D"))
     assert value.startswith("**CONV\\_2D** `small_cnn_1/conv2d_1` — op 0  \n3×3 kernel")
     assert "Ended up in " in value and " in generated code · " in value
+
+
+async def test_trace_link_opens_at_the_step_the_hover_names(client, real_workspace):
+    bundle = Bundle(real_workspace["bundles"]["small_cnn_fp32_cuda"])
+    path = "code/device.cu"
+    links = await client.text_document_document_link_async(types.DocumentLinkParams(td(bundle, path)))
+    stepped = [link for link in links if "/traces/" in link.target and "#L" in link.target]
+    assert stepped
+    text = bundle.text(path)
+    for link in stepped:
+        file, line_col = link.target.split("#L")
+        line, col = map(int, line_col.split(","))
+        rel = "traces/" + file.rsplit("/traces/", 1)[1]
+        trace_line = (bundle.root / rel).read_text().split("\n")[line - 1]
+        assert col - 1 == len(trace_line) - len(trace_line.lstrip())
+        lines = text.split("\n")
+        offset = sum(len(x) + 1 for x in lines[: link.range.start.line]) + link.range.start.character
+        hover = await hover_at(client, bundle, path, offset)
+        step_text = re.search(r"created by schedule step \d+ of `\w+` in `[^`]+`, rule `\w+`: `(.*)`$", hover, re.M)
+        assert step_text and trace_line.strip() == step_text.group(1)
