@@ -12,7 +12,7 @@ cd "$(dirname "$0")/.."
 ROOT=$(pwd)
 
 APT_PACKAGES=(
-  chromium ripgrep fonts-dejavu-core
+  chromium ripgrep fonts-dejavu-core neovim
   build-essential pkg-config python3
   libx11-dev libxkbfile-dev libsecret-1-dev libkrb5-dev
 )

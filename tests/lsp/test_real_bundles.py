@@ -133,8 +133,10 @@ async def test_references_and_code_lens_agree(client, cnn):
         refs = await client.text_document_references_async(types.ReferenceParams(
             text_document=td(cnn, "model.tflgraph"), position=lens.range.start,
             context=types.ReferenceContext(include_declaration=False)))
-        n, m = map(int, re.match(r"(\d+) places? in (\d+) stages?", lens.command.title).groups())
-        assert n == len(refs) and m == len({r.uri for r in refs})
+        code, ir = map(int, re.match(r"(\d+) places? in generated code · (\d+) in IR",
+                                     lens.command.title).groups())
+        assert code + ir == len(refs)
+        assert code == len([r for r in refs if r.uri.endswith("code/module.c")])
         entry = model.split("\n")[lens.range.start.line]
         funcs = [f for f, op in SMALL_CNN_FUNCS.items() if entry.startswith(op)]
         in_c = [r for r in refs if r.uri.endswith("code/module.c")]
@@ -154,7 +156,7 @@ async def test_hover_on_generated_c(client, cnn):
     hover = await client.text_document_hover_async(
         types.HoverParams(td(cnn, "code/module.c"), pos(text, offset)))
     value = hover.contents.value
-    assert "**SOFTMAX**" in value and "layer 7" in value
+    assert re.search(r"^\*\*SOFTMAX\*\* `[^`]+` — op 7, layer output", value)
     assert "Generated code (target `c`)" in value
     assert "float32" in value
 

@@ -1,6 +1,6 @@
 """Render a TFLite model as the bundle's model document (``model.tflgraph``).
 
-One entry per operator: its index and opcode, scalar options, and every input and output
+One entry per operator: its index, opcode and TF name (``LayerInfo.name``), scalar options, and every input and output
 tensor with shape and dtype. The entry is where "go to the layer" lands; each tensor name is
 indexed so that "go to definition" on it reaches the layer producing it.
 """
@@ -34,6 +34,16 @@ def _format_options(options: dict) -> str:
             value = f"{value:g}"
         parts.append(f"{key}={value}")
     return " ".join(parts)
+
+
+def _quantization(t: TensorInfo) -> str:
+    """`` quantized scale=0.0235 zero_point=-128`` (per-channel: the first and the count)."""
+    if not t.scales:
+        return " quantized"
+    if len(t.scales) == 1:
+        zp = f" zero_point={t.zero_points[0]}" if t.zero_points else ""
+        return f" quantized scale={t.scales[0]:.6g}{zp}"
+    return f" quantized scale={t.scales[0]:.6g}..({len(t.scales)} per-channel)"
 
 
 def _type(t: TensorInfo) -> str:
@@ -77,7 +87,7 @@ def render_model_document(model: LoadedModel, origins: OriginTable) -> tuple[str
                                  "tensor", f"tensor:{s}:{t.name}"))
         pad = " " * max(1, width - len(t.name) + 1)
         extra = " const" if t.is_constant else ""
-        extra += " quantized" if t.quantized else ""
+        extra += _quantization(t) if t.quantized else ""
         w.write(f"{pad}{_type(t)}{extra}\n")
 
     for sg in model.subgraphs:
@@ -91,6 +101,8 @@ def render_model_document(model: LoadedModel, origins: OriginTable) -> tuple[str
         for lay in layers:
             w.write("\n")
             start = w.write(f"op {lay.op_index} {lay.opcode}")
+            if lay.name:  # the TF name (Keras scope) of the layer, beside its opcode
+                w.write(f"  {lay.name}")
             opts = _format_options(lay.options)
             w.write(f"  {opts}\n" if opts else "\n")
             width = max([len(t.name) for t in lay.inputs + lay.outputs] + [0])

@@ -33,6 +33,8 @@ class TensorInfo:
     dtype: str
     is_constant: bool
     quantized: bool = False
+    scales: tuple[float, ...] = ()  # quantization scale(s): one, or one per channel
+    zero_points: tuple[int, ...] = ()
 
 
 @dataclass
@@ -122,8 +124,14 @@ def _tensor_info(model, subgraph, index: int) -> TensorInfo:
     is_const = bool(buffer is not None and (buffer.DataLength() > 0 or buffer.Offset() > 1))
     quant = tensor.Quantization()
     quantized = bool(quant is not None and quant.ScaleLength() > 0)
+    scales: tuple[float, ...] = ()
+    zero_points: tuple[int, ...] = ()
+    if quantized:
+        scales = tuple(float(x) for x in quant.ScaleAsNumpy())
+        if quant.ZeroPointLength():
+            zero_points = tuple(int(x) for x in quant.ZeroPointAsNumpy())
     return TensorInfo(index, name, shape, _DTYPES.get(tensor.Type(), f"type{tensor.Type()}"),
-                      is_const, quantized)
+                      is_const, quantized, scales, zero_points)
 
 
 def _options(op) -> dict:

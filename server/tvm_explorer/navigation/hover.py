@@ -3,14 +3,16 @@
 from __future__ import annotations
 
 from ..bundle.index import Range
+from ..bundle.reader import Document
 from . import markdown as md
 from ..costs.lookup import hover_lines as cost_lines, kernel_of
-from ..bundle.reader import Document, Origin
+from .layer_hover import container_line, layer_lines
 from .numerics import bisect_lines, numerics_lines
-from .provenance import LayerReach, layers_at
+from .places import lens_summary
+from .provenance import layers_at
 from .view import BundleView, Keep, keep_all
 
-MAX_LAYERS = 6
+MAX_LAYERS = 6  # layers whose numerics a hover lists
 STAGE_NAMES = {"model": "Model", "relax": "Relax", "tir": "TIR", "code": "Generated code"}
 
 
@@ -22,17 +24,15 @@ def hover(view: BundleView, path: str, offset: int, keep: Keep = keep_all) -> tu
     if not ranges or doc is None:
         return None
     origins = layers_at(view, path, offset, keep)
-    lines = [_origin_line(o, doc.stage == "model") for o in origins[:MAX_LAYERS]]
-    if len(origins) > MAX_LAYERS:
-        lines.append(f"- … and {len(origins) - MAX_LAYERS} more layers")
-    if not lines:
-        lines.append("_No origin layer recorded here._")
+    lines = layer_lines(view, origins, doc.stage == "model")
+    if doc.stage != "model":
+        container = container_line(view, path, ranges, {o.layer.id for o in origins})
+        if container:
+            lines.append("\n" + container)
     if doc.stage == "model" and len(origins) == 1:
         lid = origins[0].layer.id
-        entry = view.layer_map.model_places.get(lid)
-        if entry:
-            places = view.layer_map.places.get(lid, [])
-            lines.append(f"\nEnded up in {LayerReach(origins[0].layer, entry[0], places).summary()}.")
+        if view.layer_map.model_places.get(lid):
+            lines.append(f"\nEnded up in {lens_summary(view, lid)}.")
     lines.extend(numerics_lines(view, origins[:MAX_LAYERS], doc.stage == "model"))
     lines.extend(cost_lines(view.bundle, [o.layer.id for o in origins], kernel_of(ranges)))
     lines.extend(bisect_lines(view, path, origins[:MAX_LAYERS]))
@@ -41,23 +41,6 @@ def hover(view: BundleView, path: str, offset: int, keep: Keep = keep_all) -> tu
     if step:
         lines.append(step)
     return "\n".join(lines), ranges[0]
-
-
-def _origin_line(origin: Origin, in_model: bool) -> str:
-    layer = origin.layer
-    role = "" if in_model else (" — layer output" if origin.is_output else " — part of layer")
-    head = (f"- **{md.text(layer.opcode)}** layer {layer.id} (subgraph {layer.subgraph}, "
-            f"op {layer.op_index}){role}")
-    outs = []
-    for i, name in enumerate(layer.outputs):
-        typ = layer.output_types[i] if i < len(layer.output_types) else {}
-        shape = typ.get("shape") if isinstance(typ, dict) else None
-        dtype = typ.get("dtype", "") if isinstance(typ, dict) else ""
-        shape_text = md.text("×".join(str(d) for d in shape)) if isinstance(shape, list) else "?"
-        outs.append(f"{md.code(name)} {shape_text} {md.text(dtype)}".rstrip())
-    if outs:
-        head += "  \n  → " + ", ".join(outs)
-    return head
 
 
 def stage_line(view: BundleView, doc: Document) -> str:

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import re
+import weakref
 from dataclasses import dataclass
 
-from ..bundle.reader import resolve_inside
+from ..bundle.reader import read_regular, resolve_inside
 from ..errors import BundleError
 from .hover import trace_entry
 from .irsymbols.navigate import definition_offset
@@ -22,6 +23,8 @@ class Link:
     target: str
     target_offset: int | None
     tooltip: str
+    # For targets that are not bundle documents (schedule traces): 0-based line and column.
+    target_line: tuple[int, int] | None = None
 
 
 def document_links(view: BundleView, path: str) -> list[Link]:
@@ -43,15 +46,44 @@ def document_links(view: BundleView, path: str) -> list[Link]:
                          target[1], f"PrimFunc {name} in {target[0]}")
                 )
         elif link.startswith("trace:"):
-            primfunc = link[len("trace:") :].rpartition(":")[0]
+            primfunc, _, step = link[len("trace:") :].rpartition(":")
             trace = trace_entry(view, primfunc)
             word = re.match(r"\s*\w+", text[rng.start : rng.end])
             if trace and word and _inside(view, trace.get("path")):
+                at = trace_step_line(view, trace, step)
+                what = f"step {step} of the schedule trace" if step and at else "schedule trace"
                 out.append(
                     Link(rng.start, rng.start + word.end(), trace["path"], None,
-                         f"Schedule trace of {primfunc}")
+                         f"{what[0].upper()}{what[1:]} of {primfunc}", at)
                 )
     return out
+
+
+def trace_step_line(view: BundleView, trace: dict, step: str) -> tuple[int, int] | None:
+    """0-based (line, column) of schedule step ``step`` in a trace file (the manifest says step
+    *k* is 1-based line ``first_step_line + k``), or None without a step."""
+    try:
+        line = int(trace["first_step_line"]) + int(step) - 1
+    except (KeyError, TypeError, ValueError):
+        return None
+    lines = _trace_lines(view, trace.get("path"))
+    if not 0 <= line < len(lines):
+        return None
+    return line, len(lines[line]) - len(lines[line].lstrip())
+
+
+def _trace_lines(view: BundleView, rel) -> list[str]:
+    cache = _TRACES.setdefault(view, {})
+    if rel not in cache:
+        try:
+            data = read_regular(resolve_inside(view.root, rel, "trace"), "schedule trace")
+            cache[rel] = data.decode("utf-8", "replace").split("\n")
+        except (BundleError, OSError):
+            cache[rel] = []
+    return cache[rel]
+
+
+_TRACES: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
 def _primfunc_definition(view: BundleView, path: str, key: str) -> tuple[str, int] | None:

@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import threading
+import weakref
 from dataclasses import dataclass
 
 from ..bundle.reader import Document, Layer
@@ -31,17 +33,27 @@ def layers_of(view: BundleView, path: str, offset: int, keep: Keep = keep_all) -
     return [view.bundle.layers[i] for i in main_first(view, ids)]
 
 
+_CACHES: weakref.WeakKeyDictionary[BundleView, dict] = weakref.WeakKeyDictionary()
+_LOCK = threading.Lock()
+
+
+def _cache(view: BundleView) -> dict:
+    with _LOCK:
+        return _CACHES.setdefault(view, {"passes": None, "maps": {}, "outputs": {}})
+
+
 def _producing_pass(view: BundleView, doc: Document) -> tuple[int | None, str | None]:
-    found = None
-    for entry in view.bundle.manifest.get("passes", ()) or ():
-        if isinstance(entry, dict) and entry.get("after") == doc.path and entry.get("changed"):
-            found = entry
-    if found is None:
-        return None, None
-    try:
-        return int(found.get("index")), str(found.get("name"))
-    except (TypeError, ValueError):
-        return None, None
+    cache = _cache(view)
+    if cache["passes"] is None:
+        found: dict[str, tuple[int | None, str | None]] = {}
+        for entry in view.bundle.manifest.get("passes", ()) or ():
+            if isinstance(entry, dict) and entry.get("changed") and isinstance(entry.get("after"), str):
+                try:
+                    found[entry["after"]] = (int(entry.get("index")), str(entry.get("name")))
+                except (TypeError, ValueError):
+                    continue
+        cache["passes"] = found
+    return cache["passes"].get(doc.path, (None, None))
 
 
 def _previous_of_stage(view: BundleView, doc: Document) -> Document | None:
@@ -104,6 +116,10 @@ def reference_map(view: BundleView, layer_ids: list[int]) -> list[Place]:
     generated code, in that order, each once. In the Relax document only the bindings that
     compute a layer's output count (not its buffer allocations, nor the TIR printed inside the
     module: the TIR document shows that)."""
+    key = tuple(sorted(set(layer_ids)))
+    maps = _cache(view)["maps"]
+    if key in maps:
+        return list(maps[key])
     seen: set[Place] = set()
     out = []
     relax_outputs: dict[str, set[tuple[int, int]]] = {}
@@ -117,18 +133,27 @@ def reference_map(view: BundleView, layer_ids: list[int]) -> list[Place]:
                 continue
         seen.add(sp.place)
         out.append(sp.place)
-    return out
+    if len(maps) >= 1024:
+        maps.clear()
+    maps[key] = out
+    return list(out)
 
 
 def _output_bindings(view: BundleView, layer_ids: list[int], path: str) -> set[tuple[int, int]]:
-    wanted = set(layer_ids)
-    out = set()
-    for rng in view.bundle.index(path).ranges:
-        if rng.kind != "binding":
-            continue
-        if any(out_ and lid in wanted for lid, out_ in view.bundle.origin_sets[rng.origin_set]):
-            out.add((rng.start, rng.end))
-    return out
+    outputs = _cache(view)["outputs"]
+    if path not in outputs:
+        # layer -> spans of the bindings of this document computing its output
+        per_layer: dict[int, set[tuple[int, int]]] = {}
+        for rng in view.bundle.index(path).ranges:
+            if rng.kind == "binding":
+                for lid, out_ in view.bundle.origin_sets[rng.origin_set]:
+                    if out_:
+                        per_layer.setdefault(lid, set()).add((rng.start, rng.end))
+        outputs[path] = per_layer
+    found: set[tuple[int, int]] = set()
+    for lid in layer_ids:
+        found |= outputs[path].get(lid, set())
+    return found
 
 
 def lens_summary(view: BundleView, layer_id: int) -> str:

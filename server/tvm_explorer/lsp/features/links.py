@@ -26,7 +26,9 @@ class DocumentLinks:
             if rng is None:
                 continue
             target = self.session.uri(view, link.target)
-            if link.target_offset is not None:
+            if link.target_line is not None:
+                target += f"#L{link.target_line[0] + 1},{link.target_line[1] + 1}"
+            elif link.target_offset is not None:
                 line, col = view.line_index(link.target, self.session.encoding).position(
                     link.target_offset
                 )

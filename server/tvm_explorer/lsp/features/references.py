@@ -28,4 +28,6 @@ class References:
         if places is not None:
             return self.session.locations(q.view, places)
         places = reference_map(q.view, layers_at_position(q.view, q.path, q.offset, q.keep))
+        if not include:  # the model entries are the layers' declarations
+            places = [p for p in places if p.path != q.view.model_path]
         return self.session.locations(q.view, places)

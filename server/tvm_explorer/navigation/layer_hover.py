@@ -1,0 +1,167 @@
+"""The layer part of a hover, for a compiler engineer: TF name, opcode, key attributes, input ->
+output types, quantization, and the PrimFunc or kernel the position is in."""
+
+from __future__ import annotations
+
+import re
+from bisect import bisect_left
+
+from ..bundle.index import Range
+from ..bundle.reader import Origin
+from ..model.names import layer_name
+from .layer_facts import LayerFacts, layer_facts
+from .view import BundleView
+
+MAX_LAYERS = 6
+_MD_SPECIAL = re.compile(r"([\\`*_{}\[\]<>()#+!|~])")
+
+
+def md(text: str) -> str:
+    """Markdown-escaped text (bundle text is data, never markup)."""
+    return _MD_SPECIAL.sub(r"\\\1", text)
+
+
+def code(text: str) -> str:
+    """A Markdown code span holding ``text`` exactly (any backticks inside included)."""
+    fence = "`" * (max((len(m) for m in re.findall(r"`+", text)), default=0) + 1)
+    pad = " " if text.startswith("`") or text.endswith("`") else ""
+    return f"{fence}{pad}{text}{pad}{fence}"
+
+
+def _pair(options: dict, a: str, b: str) -> str | None:
+    if a in options and b in options:
+        return options[a] if options[a] == options[b] else f"{options[a]}×{options[b]}"
+    return None
+
+
+def attributes(opcode: str, facts: LayerFacts) -> list[str]:
+    """Key attributes: kernel size, stride, padding, dilation, fused activation, units."""
+    o = facts.options
+    out = []
+    kernel = None
+    if opcode in ("CONV_2D", "DEPTHWISE_CONV_2D", "TRANSPOSE_CONV") and len(facts.inputs) > 1:
+        weights = facts.inputs[1] if opcode != "TRANSPOSE_CONV" else facts.inputs[1]
+        if len(weights.shape) == 4:
+            kernel = f"{weights.shape[1]}×{weights.shape[2]}"
+    elif "filter_height" in o and "filter_width" in o:
+        kernel = f"{o['filter_height']}×{o['filter_width']}"
+    if kernel:
+        out.append(f"{kernel} kernel")
+    if opcode == "FULLY_CONNECTED" and len(facts.inputs) > 1 and facts.inputs[1].shape:
+        out.append(f"{facts.inputs[1].shape[0]} units")
+    if stride := _pair(o, "stride_h", "stride_w"):
+        out.append(f"stride {stride}")
+    if "padding" in o:
+        out.append(f"padding {o['padding']}")
+    if (dilation := _pair(o, "dilation_h_factor", "dilation_w_factor")) and dilation != "1":
+        out.append(f"dilation {dilation}")
+    if "depth_multiplier" in o and o["depth_multiplier"] != "1":
+        out.append(f"depth multiplier {o['depth_multiplier']}")
+    act = o.get("fused_activation_function")
+    if act and act != "NONE":
+        out.append(act)
+    return out
+
+
+def _types(facts: LayerFacts) -> str | None:
+    ins = [code(t.type_text) for t in facts.inputs if not t.const]
+    outs = [code(t.type_text) for t in facts.outputs]
+    if not ins and not outs:
+        return None
+    return f"{', '.join(ins) or '—'} → {', '.join(outs) or '—'}"
+
+
+def _quantization(facts: LayerFacts) -> str | None:
+    parts = []
+    data = [t for t in facts.inputs if not t.const and t.quantization]
+    weights = [t for t in facts.inputs if t.const and t.quantization]
+    if data:
+        parts.append("in " + _short_quant(data[0].quantization))
+    if weights:
+        parts.append("weights " + _short_quant(weights[0].quantization))
+    if facts.outputs and facts.outputs[0].quantization:
+        parts.append("out " + _short_quant(facts.outputs[0].quantization))
+    return "quantized: " + " · ".join(parts) if parts else None
+
+
+def _short_quant(text: str) -> str:
+    return text.replace("zero_point=", "zp ").replace("scale=", "scale ")
+
+
+def _name(origin: Origin) -> str:
+    return layer_name(origin.layer.opcode, list(origin.layer.outputs))
+
+
+def layer_lines(view: BundleView, origins: list[Origin], in_model: bool) -> list[str]:
+    """The hover lines about the origin layers: a short block for one layer, one line each
+    for several."""
+    if not origins:
+        return ["_No origin layer recorded here._"]
+    if len(origins) == 1:
+        o = origins[0]
+        layer = o.layer
+        facts = layer_facts(view, layer.id)
+        role = "" if in_model else (", layer output" if o.is_output else ", part of layer")
+        lines = [f"**{md(layer.opcode)}** {code(_name(o))} — op {layer.op_index}"
+                 f"{f' (subgraph {layer.subgraph})' if layer.subgraph else ''}{role}"]
+        if attrs := attributes(layer.opcode, facts):
+            lines.append(md(" · ".join(attrs)))
+        if types := _types(facts) or _output_types(o):
+            lines.append(types)
+        if quant := _quantization(facts):
+            lines.append(md(quant))
+        return [line + "  " for line in lines[:-1]] + lines[-1:]
+    lines = []
+    for o in origins[:MAX_LAYERS]:
+        layer = o.layer
+        facts = layer_facts(view, layer.id)
+        bits = attributes(layer.opcode, facts)
+        types = _types(facts) or _output_types(o)
+        tail = " · ".join([md(b) for b in bits] + ([types] if types else []))
+        role = "" if in_model else (", layer output" if o.is_output else ", part of layer")
+        lines.append(f"- **{md(layer.opcode)}** {code(_name(o))} (op {layer.op_index}{role})"
+                     f"{': ' + tail if tail else ''}")
+    if len(origins) > MAX_LAYERS:
+        lines.append(f"- … and {len(origins) - MAX_LAYERS} more layers")
+    return lines
+
+
+def _output_types(origin: Origin) -> str | None:
+    outs = []
+    for typ in origin.layer.output_types:
+        if isinstance(typ, dict) and isinstance(typ.get("shape"), list):
+            outs.append(code(f"{typ.get('dtype', '')}[{','.join(str(d) for d in typ['shape'])}]"))
+    return f"→ {', '.join(outs)}" if outs else None
+
+
+def container_line(view: BundleView, path: str, ranges: list[Range], shown: set[int]) -> str | None:
+    """The PrimFunc or kernel the position is in (or the PrimFunc a binding calls), with the
+    other layers it computes when it is shared."""
+    doc = view.bundle.document(path)
+    prim = next((r for r in ranges if r.kind == "primfunc"), None)
+    if prim is not None:
+        name = prim.key[len("prim:"):]
+        what = "kernel" if doc is not None and doc.stage == "code" and path.endswith(".cu") else "PrimFunc"
+        if doc is not None and doc.stage == "code" and what == "kernel" and not name.endswith("_kernel"):
+            what = "function"
+        head = f"In {what} {code(name)}"
+    else:
+        calls = next((r for r in ranges if r.kind == "binding" and r.link and r.link.startswith("prim:")), None)
+        if calls is None:
+            return None
+        prim = calls
+        head = f"Calls PrimFunc {code(calls.link[len('prim:'):])}"
+    layers = view.layer_map.layers_of_set
+    index = view.bundle.index(path)
+    inside = set(layers[prim.origin_set])
+    for rng in index.ranges[bisect_left(index.ranges, prim.start, key=lambda r: r.start):]:
+        if rng.start >= prim.end:
+            break
+        if rng.start >= prim.start and rng.end <= prim.end:
+            inside |= layers[rng.origin_set]
+    others = sorted(inside - shown)
+    if others and prim.kind == "primfunc":
+        names = [f"op {view.bundle.layers[lid].op_index} {md(view.bundle.layers[lid].opcode)}" for lid in others[:4]]
+        more = f" and {len(others) - 4} more" if len(others) > 4 else ""
+        head += f", shared with {', '.join(names)}{more}"
+    return head

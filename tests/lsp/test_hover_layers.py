@@ -1,0 +1,104 @@
+"""Hovers for a compiler engineer, and the model document's TF names, on real bundles (float
+and int8, c and cuda): about 8 lines, the layer's TF name, opcode, attributes, types,
+quantization and the PrimFunc/kernel the position is in."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+import pytest_lsp
+from lsprotocol import types
+from pytest_lsp import LanguageClient
+
+from tvm_explorer.bundle.reader import Bundle
+from tvm_explorer.model.loader import load_model
+
+from .conftest import MODELS_DIR, SERVER, start_session
+from .test_ir_navigation import pos, td
+
+
+@pytest_lsp.fixture(config=SERVER, scope="module")
+async def client(lsp_client: LanguageClient, real_workspace):
+    await start_session(lsp_client, real_workspace["folder"], expect=len(real_workspace["bundles"]))
+    yield
+    await lsp_client.shutdown_session()
+
+
+async def hover_at(client, bundle, path, offset) -> str:
+    got = await client.text_document_hover_async(types.HoverParams(td(bundle, path), pos(bundle.text(path), offset)))
+    return got.contents.value
+
+
+async def test_hover_on_an_int8_c_conv_line(client, real_workspace):
+    bundle = Bundle(real_workspace["bundles"]["small_cnn_int8"])
+    text = bundle.text("code/module.c")
+    func = re.search(r"int32_t __tvm_ffi_(fused_conv2d1_\w+)\(void\* self_handle[^;]*\{", text)
+    store = re.compile(r"\n\s+((\w+)\[[^\n]*\] = \(?\2\[[^\n]*\*)").search(text, func.end())
+    value = await hover_at(client, bundle, "code/module.c", store.start(1))
+    lines = value.split("\n")
+    assert lines[0] == "**CONV\\_2D** `small_cnn_1/conv2d_1_2` — op 2, part of layer  "
+    assert lines[1] == "3×3 kernel · stride 1 · padding VALID · RELU  "
+    assert lines[2] == "`int8[1,13,13,16]` → `int8[1,11,11,32]`  "
+    assert re.fullmatch(r"quantized: in scale [\d.e-]+ zp -128 · weights scale [\d.e-]+\.\.\\\(32 per-channel\\\) · out scale [\d.e-]+ zp -128", lines[3])
+    assert f"In PrimFunc `{func.group(1)}`" in value
+    assert len([line for line in lines if line.strip()]) <= 9
+    assert ";" not in value  # no fused tensor names
+
+
+async def test_hover_names_the_cuda_kernel(client, real_workspace):
+    bundle = Bundle(real_workspace["bundles"]["small_cnn_fp32_cuda"])
+    text = bundle.text("code/device.cu")
+    kernel = text.rindex(" fused_conv2d1_add1_relu1_kernel(")
+    store = re.compile(r"\n\s+(conv2d\w*_local_ptr\[\d+\] = __\d+;)").search(text, kernel)
+    value = await hover_at(client, bundle, "code/device.cu", store.start(1))
+    assert value.startswith("**CONV\\_2D** `small_cnn_1/conv2d_1_2` — op 2")
+    assert "In kernel `fused_conv2d1_add1_relu1_kernel`" in value
+    assert "schedule step" in value
+
+
+async def test_hover_on_a_shared_primfunc_lists_one_line_per_layer(client, real_workspace):
+    bundle = Bundle(real_workspace["bundles"]["small_cnn_fp32"])
+    path = [d.path for d in bundle.documents if d.stage == "relax"][-1]
+    text = bundle.text(path)
+    value = await hover_at(client, bundle, path, text.index("shape_heap: R.Any"))
+    items = [line for line in value.split("\n") if line.startswith("- ")]
+    assert items[0].startswith("- **CONV\\_2D** `small_cnn_1/conv2d_1` (op 0, part of layer): 3×3 kernel")
+    assert len(items) == 7 and items[-1] == "- … and 2 more layers"
+
+
+async def test_model_document_shows_tf_names_beside_opcodes(client, real_workspace):
+    bundle = Bundle(real_workspace["bundles"]["small_cnn_int8"])
+    model = load_model(MODELS_DIR / "small_cnn_int8.tflite")
+    text = bundle.text("model.tflgraph")
+    for layer in model.layers:
+        assert f"\nop {layer.op_index} {layer.opcode}  {layer.name}  " in text or \
+            f"\nop {layer.op_index} {layer.opcode}  {layer.name}\n" in text
+    for rng in bundle.index("model.tflgraph").ranges:
+        if rng.kind == "tensor":
+            assert text[rng.start:rng.end] == rng.key.split(":", 2)[2]
+        if rng.kind == "layer":
+            assert text[rng.start:].startswith(f"op {rng.key.split(':')[2]} ")
+    value = await hover_at(client, bundle, "model.tflgraph", text.index("op 0 CONV_2D"))
+    assert value.startswith("**CONV\\_2D** `small_cnn_1/conv2d_1` — op 0  \n3×3 kernel")
+    assert "Ended up in " in value and " in generated code · " in value
+
+
+async def test_trace_link_opens_at_the_step_the_hover_names(client, real_workspace):
+    bundle = Bundle(real_workspace["bundles"]["small_cnn_fp32_cuda"])
+    path = "code/device.cu"
+    links = await client.text_document_document_link_async(types.DocumentLinkParams(td(bundle, path)))
+    stepped = [link for link in links if "/traces/" in link.target and "#L" in link.target]
+    assert stepped
+    text = bundle.text(path)
+    for link in stepped:
+        file, line_col = link.target.split("#L")
+        line, col = map(int, line_col.split(","))
+        rel = "traces/" + file.rsplit("/traces/", 1)[1]
+        trace_line = (bundle.root / rel).read_text().split("\n")[line - 1]
+        assert col - 1 == len(trace_line) - len(trace_line.lstrip())
+        lines = text.split("\n")
+        offset = sum(len(x) + 1 for x in lines[: link.range.start.line]) + link.range.start.character
+        hover = await hover_at(client, bundle, path, offset)
+        step_text = re.search(r"created by schedule step \d+ of `\w+` in `[^`]+`, rule `\w+`: `(.*)`$", hover, re.M)
+        assert step_text and trace_line.strip() == step_text.group(1)
