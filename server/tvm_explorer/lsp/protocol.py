@@ -191,10 +191,11 @@ _PLAIN_NAMES = (BundleInfo, ListBundlesResult, PassInfo, ListPassesResult, Origi
 def converter_factory():
     """pygls' converter, plus the custom messages with their documented field names."""
     converter = default_converter()
-    for cls in _PLAIN_NAMES:
-        converter.register_unstructure_hook(cls, make_dict_unstructure_fn(cls, converter))
+    # Before the classes holding it: their hooks take the item hook when they are made.
     converter.register_unstructure_hook(LayerPlaceInfo, make_dict_unstructure_fn(
         LayerPlaceInfo, converter, pass_=override(rename="pass")))
+    for cls in _PLAIN_NAMES:
+        converter.register_unstructure_hook(cls, make_dict_unstructure_fn(cls, converter))
     return converter
 
 
