@@ -54,17 +54,18 @@ test('alt+[ and alt+] step the same code through the passes that changed it, in 
   const cPath = bundle.documents('code').find((p) => p.endsWith('.c'));
   const stmt = bundle.statementOf(cPath, 'CONV_2D');
   const layer = stmt.layers[0];
+  // Wait until the server has loaded the bundle (the pass view lists it).
+  await runCommand(page, 'TVM Explorer: Focus on Passes View');
+  const passesPane = page.locator('.pane', { has: page.locator('.pane-header', { hasText: 'Passes' }) });
+  await passesPane.locator('.monaco-list-row', { hasText: 'small_cnn.bundle' }).first().waitFor({ timeout: 180000 });
   await openAt(cPath, stmt.line, stmt.character);
   const opened = await tabs(page);
   let title = await activeTabTitle(page);
   let index = Infinity;
   const visited = [];
   for (let i = 0; i < 3; i++) {
-    // The first step may come while the server still loads the bundle: press until it moves.
-    const now = await poll(async () => {
-      await page.keyboard.press('Alt+BracketLeft');
-      return nextTitle(page, title, 3000);
-    }, { timeoutMs: 60000, intervalMs: 200 });
+    await page.keyboard.press('Alt+BracketLeft');
+    const now = await nextTitle(page, title, 60000);
     assert.ok(now, `alt+[ did not move from ${title}`);
     const nowIndex = passIndexOf(now);
     assert.ok(nowIndex < index, `alt+[ went from pass ${index} to ${nowIndex} (${now})`);
