@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Install everything the VS Code extension build and its real-editor e2e tests need, from this
-# repository's own files: Debian packages (chromium, ripgrep, native build deps), then the npm
+# repository's own files: Debian packages (chromium, ripgrep, neovim for its LSP test, native build deps), then the npm
 # workspace (extension toolchain, code-server 4.100.3, playwright-core) from package-lock.json.
 #
 # Works unattended as root on a fresh Debian 12 / Node 20 machine (CI=true, no stdin).

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Run the whole test suite (sets up first; setup is idempotent and fast when done).
+# Run the whole test suite (sets up the product and the test stack first; both are idempotent
+# and fast when done).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-bash scripts/setup.sh
+bash scripts/setup-test.sh
 .venv/bin/python -m pytest "$@"

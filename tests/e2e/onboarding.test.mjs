@@ -72,7 +72,11 @@ async function answerCompileQuestions(page, { target, output }) {
 
 /** The text of the "TVM Explorer" output channel (opened in the panel). */
 async function outputChannelText(page) {
-  await runCommand(page, 'TVM Explorer: Show Server Output');
+  // The new bundle's editor may still be taking the focus: try the palette again if it closed.
+  await poll(async () => {
+    await runCommand(page, 'TVM Explorer: Show Server Output');
+    return true;
+  }, { timeoutMs: 120000, intervalMs: 1000 });
   await page.locator('.panel .monaco-editor .view-line').first().waitFor();
   return (await page.locator('.panel .monaco-editor .view-lines').first().innerText()).replace(/\u00a0/g, ' ');
 }

@@ -73,12 +73,21 @@ export class BundleRegistry implements vscode.Disposable {
       this.clear();
       return;
     }
-    try {
-      const result = await client.sendRequest(ext.listBundles, {});
-      this.bundles = (result?.bundles ?? []).map((info) => ({ info, dir: bundleDir(info) }));
-    } catch (err) {
-      client.outputChannel.appendLine(`tvmExplorer/listBundles failed: ${String(err)}`);
-      this.bundles = [];
+    // A busy server (the first load of big bundles) may fail a request: ask again a few
+    // times rather than show an empty pass view until the next change on disk.
+    for (let attempt = 1; ; attempt++) {
+      try {
+        const result = await client.sendRequest(ext.listBundles, {});
+        this.bundles = (result?.bundles ?? []).map((info) => ({ info, dir: bundleDir(info) }));
+        break;
+      } catch (err) {
+        client.outputChannel.appendLine(`tvmExplorer/listBundles failed (attempt ${attempt}): ${String(err)}`);
+        this.bundles = [];
+        if (attempt >= 5 || !client.isRunning()) {
+          break;
+        }
+        await new Promise((r) => setTimeout(r, 2000));
+      }
     }
     this.updateContext();
     this.changed.fire();

@@ -40,6 +40,9 @@ export class LayerPlacesProvider implements vscode.TreeDataProvider<PlaceNode>, 
   private readonly changed = new vscode.EventEmitter<PlaceNode | undefined>();
   readonly onDidChangeTreeData = this.changed.event;
   private result: ext.LayerPlacesResult | undefined;
+  /** Bumped on every new result or filter: fresh item ids, so that every stage and pass of the
+   * new list shows expanded (VS Code would keep the old list's collapsed state). */
+  private generation = 0;
   private readonly lines = new Map<string, string[]>();
   view: vscode.TreeView<PlaceNode> | undefined;
 
@@ -67,7 +70,13 @@ export class LayerPlacesProvider implements vscode.TreeDataProvider<PlaceNode>, 
       void vscode.window.showInformationMessage('TVM Explorer: no layer is known at this position.');
       return false;
     }
-    this.result = result;
+    // One row per place (a statement shared by several layers is one place).
+    const seen = new Set<string>();
+    const places = result.places.filter((p) => {
+      const key = `${p.uri}:${p.range.start.line}:${p.range.start.character}:${p.range.end.line}:${p.range.end.character}`;
+      return !seen.has(key) && !!seen.add(key);
+    });
+    this.result = { layers: result.layers, places };
     this.lines.clear();
     this.update();
     await vscode.commands.executeCommand('tvmExplorer.layerPlaces.focus');
@@ -92,6 +101,7 @@ export class LayerPlacesProvider implements vscode.TreeDataProvider<PlaceNode>, 
   }
 
   private update(): void {
+    this.generation += 1;
     if (this.view && this.result) {
       const layers = this.result.layers.map((l) => `${l.opcode} op ${l.op_index}${l.name ? ` ${l.name}` : ''}`);
       const shown = filterPlaces(this.result.places, this.filter).length;
@@ -141,6 +151,7 @@ export class LayerPlacesProvider implements vscode.TreeDataProvider<PlaceNode>, 
   getTreeItem(node: PlaceNode): vscode.TreeItem {
     if (node.kind === 'stage') {
       const item = new vscode.TreeItem(STAGE_LABELS[node.stage] ?? node.stage, vscode.TreeItemCollapsibleState.Expanded);
+      item.id = `${this.generation}:${node.stage}`;
       const passes = new Set(node.places.map((p) => p.pass?.index ?? -1)).size;
       item.description = `${node.places.length} place${node.places.length === 1 ? '' : 's'}${
         node.stage === 'relax' || node.stage === 'tir' ? ` in ${passes} pass${passes === 1 ? '' : 'es'}` : ''
@@ -150,6 +161,7 @@ export class LayerPlacesProvider implements vscode.TreeDataProvider<PlaceNode>, 
     }
     if (node.kind === 'pass') {
       const item = new vscode.TreeItem(node.pass.name, vscode.TreeItemCollapsibleState.Expanded);
+      item.id = `${this.generation}:${node.stage}:${node.pass.index}`;
       const last = node.places.some((p) => p.last_of_stage);
       item.description = `#${node.pass.index}${last ? ' · last' : ''}${node.places.some((p) => p.changed) ? '' : ' · unchanged'}`;
       item.iconPath = new vscode.ThemeIcon('diff', new vscode.ThemeColor('charts.yellow'));
@@ -160,6 +172,7 @@ export class LayerPlacesProvider implements vscode.TreeDataProvider<PlaceNode>, 
     const line = place.range.start.line;
     const text = this.lineText(uri, line);
     const item = new vscode.TreeItem(text || `line ${line + 1}`, vscode.TreeItemCollapsibleState.None);
+    item.id = `${this.generation}:${place.uri}:${line}:${place.range.start.character}:${place.range.end.line}:${place.range.end.character}`;
     item.description = `${uri.path.split('/').slice(-1)[0]}:${line + 1}`;
     item.tooltip = `${uri.fsPath}:${line + 1}\n${text}`;
     item.iconPath = new vscode.ThemeIcon('location');

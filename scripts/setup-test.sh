@@ -1,0 +1,16 @@
+#!/usr/bin/env bash
+# Set up what TESTING TVM Explorer needs, on top of scripts/setup.sh: the Python test tools
+# (pytest, pytest-lsp, hypothesis) and the real-editor test stack (scripts/setup-e2e.sh:
+# Debian's chromium and build packages through apt, code-server from npm). Idempotent.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+# The full npm workspace first: it includes the extension toolchain that setup.sh would
+# otherwise install on its own (npm ci replaces node_modules/ each time).
+bash scripts/setup-e2e.sh
+bash scripts/setup.sh
+if [ ! -f .venv/.installed-test ] || [ pyproject.toml -nt .venv/.installed-test ]; then
+  printf '[setup-test] %s\n' "pip install -e .[test]"
+  .venv/bin/python -m pip install -q -e ".[test]"
+  touch .venv/.installed-test
+fi
+echo "setup-test: ok (test tools, code-server, chromium)"

@@ -1,0 +1,262 @@
+/**
+ * Stepping through the pipeline in a real VS Code, on a bundle compiled from
+ * tests/models/small_cnn_fp32.tflite at test start: the same code one pass back or forward
+ * (alt+[ / alt+]), one stage back (alt+\) from the generated C to the model, all in ONE
+ * preview editor; the Layer Places view with its filter; and pass diffs that render at once
+ * when stepped. Screenshots in test-artifacts/vscode/jumps-*.png.
+ */
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { bundleSuite, openAt as openIn } from './lib/suite.mjs';
+import { activeTabTitle, cursorPosition, poll, runCommand, screenshot } from './lib/workbench.mjs';
+
+const suite = bundleSuite({ shots: 'jumps-' });
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+const openAt = (path, line, character) => openIn(suite, path, line, character);
+
+/** Number of open editor tabs, and whether the active one is a preview (italic) tab. */
+async function tabs(page) {
+  return {
+    count: await page.locator('.tabs-container .tab').count(),
+    // A preview tab's label is in italics.
+    preview: (await page.locator('.tabs-container .tab.active .italic, .tabs-container .tab.active.italic').count()) > 0,
+    classes: await page.locator('.tabs-container .tab.active').first().evaluate((el) => `${el.className} / ${el.querySelector('.monaco-icon-label')?.className}`),
+  };
+}
+
+/** The pass index in a pass document's tab title ("012-FuseOps.relax" → 12). */
+function passIndexOf(title) {
+  const m = /(\d{3})-[^\s]*\.(relax|tir)/.exec(title);
+  return m ? Number(m[1]) : undefined;
+}
+
+/** Whether the 0-based `line` of `path` holds code of layer `layerId`. */
+function lineHasLayer(bundle, path, line, layerId) {
+  return bundle.ranges(path).some((r) => {
+    const a = bundle.position(path, r.start).line;
+    const b = bundle.position(path, r.end).line;
+    return a <= line && line <= b && r.origins.some(([id]) => id === layerId);
+  });
+}
+
+/** Waits until the active tab differs from `before`; returns its title. */
+async function nextTitle(page, before, timeoutMs = 30000) {
+  return poll(async () => {
+    const t = await activeTabTitle(page);
+    return t && t !== before ? t : undefined;
+  }, { timeoutMs, intervalMs: 100 });
+}
+
+test('alt+[ and alt+] step the same code through the passes that changed it, in one preview tab', async () => {
+  const { session, bundle } = suite;
+  const { page } = session;
+  const docs = [...bundle.documents('relax'), ...bundle.documents('tir')];
+  const cPath = bundle.documents('code').find((p) => p.endsWith('.c'));
+  const stmt = bundle.statementOf(cPath, 'CONV_2D');
+  const layer = stmt.layers[0];
+  // Wait until the server has loaded the bundle (the pass view lists it).
+  await runCommand(page, 'TVM Explorer: Focus on Passes View');
+  const passesPane = page.locator('.pane', { has: page.locator('.pane-header', { hasText: 'Passes' }) });
+  await passesPane.locator('.monaco-list-row', { hasText: 'small_cnn.bundle' }).first().waitFor({ timeout: 180000 });
+  await openAt(cPath, stmt.line, stmt.character);
+  const opened = await tabs(page);
+  let title = await activeTabTitle(page);
+  let index = Infinity;
+  const visited = [];
+  for (let i = 0; i < 3; i++) {
+    await page.keyboard.press('Alt+BracketLeft');
+    const now = await nextTitle(page, title, 60000);
+    assert.ok(now, `alt+[ did not move from ${title}`);
+    const nowIndex = passIndexOf(now);
+    assert.ok(nowIndex < index, `alt+[ went from pass ${index} to ${nowIndex} (${now})`);
+    const path = docs.find((p) => now.includes(p.split('/').pop()));
+    const pos = await cursorPosition(page);
+    assert.ok(path && lineHasLayer(bundle, path, pos.line - 1, layer.id), `landed on line ${pos.line} of ${now}, not on ${layer.opcode}`);
+    const t = await tabs(page);
+    assert.ok(t.count <= opened.count + 1, `a tab per step: ${t.count} tabs after ${i + 1} steps`);
+    assert.ok(t.preview, `the landing is not in a preview tab (${t.classes})`);
+    visited.push(now);
+    title = now;
+    index = nowIndex;
+    if (i === 0) await screenshot(page, 'jumps-01-previous-pass');
+  }
+  await page.keyboard.press('Alt+BracketRight');
+  const forward = await nextTitle(page, title);
+  // Forward again: a later pass, no later than the one alt+[ came from.
+  assert.ok(passIndexOf(forward) > index, `alt+] went from pass ${index} to ${passIndexOf(forward)}`);
+  assert.ok(passIndexOf(forward) <= passIndexOf(visited[1]), `alt+] jumped past ${visited[1]} to ${forward}`);
+  assert.ok((await tabs(page)).count <= opened.count + 1);
+  await screenshot(page, 'jumps-02-next-pass');
+});
+
+test('Go to Previous Stage (alt+backslash) walks from a C conv line to the model in at most 3 steps, in one preview tab', async () => {
+  const { session, bundle } = suite;
+  const { page } = session;
+  // Start from a clean editor area: only the C file open.
+  await runCommand(page, 'View: Close All Editors');
+  const cPath = bundle.documents('code').find((p) => p.endsWith('.c'));
+  const stmt = bundle.statementOf(cPath, 'CONV_2D');
+  const layer = stmt.layers[0];
+  await openAt(cPath, stmt.line, stmt.character);
+  let title = await activeTabTitle(page);
+  const stages = [];
+  for (let i = 0; i < 3 && !title.includes('model.tflgraph'); i++) {
+    await page.keyboard.press('Alt+Backslash');
+    const now = await nextTitle(page, title);
+    assert.ok(now, `alt+\\ did not move from ${title}`);
+    stages.push(now.includes('.tir') ? 'tir' : now.includes('.relax') ? 'relax' : now.includes('model.tflgraph') ? 'model' : now);
+    const t = await tabs(page);
+    assert.ok(t.count <= 2, `${t.count} tabs open after ${i + 1} steps`);
+    await screenshot(page, `jumps-0${3 + i}-stage-${stages.at(-1)}`);
+    title = now;
+  }
+  assert.deepEqual(stages, ['tir', 'relax', 'model']);
+  const entry = bundle.layerEntry(layer.id);
+  const pos = await poll(async () => {
+    const p = await cursorPosition(page);
+    return p?.line === entry.line + 1 ? p : undefined;
+  });
+  assert.ok(pos, `not on the ${layer.opcode} entry (line ${entry.line + 1}) of the model`);
+});
+
+/** The Layer Places pane. */
+const placesPane = (page) => page.locator('.pane', { has: page.locator('.pane-header', { hasText: 'Layer Places' }) });
+
+/** The rendered rows of the Layer Places view, as text. */
+async function placesRows(page) {
+  return (await placesPane(page).locator('.monaco-list-row').allTextContents()).map((t) => t.replace(/\u00a0/g, ' ').trim());
+}
+
+/** The stage rows (the view collapsed to its top level: every stage is on screen). */
+async function stageRows(page) {
+  await placesPane(page).hover();
+  await placesPane(page).locator('.actions [aria-label*="Collapse All"]').first().click();
+  await sleep(300);
+  return placesRows(page);
+}
+
+async function chooseFilter(page, label) {
+  // The filter button in the view's title bar.
+  await placesPane(page).hover();
+  await placesPane(page).locator('.actions [aria-label*="Filter Layer Places"]').first().click();
+  const input = page.locator('.quick-input-widget input');
+  await input.waitFor({ state: 'visible' });
+  await input.fill(label);
+  await page.locator('.quick-input-list .monaco-list-row', { hasText: label }).first().waitFor();
+  await sleep(150);
+  await page.keyboard.press('Enter');
+  await page.locator('.quick-input-widget').waitFor({ state: 'hidden' });
+  await sleep(300);
+}
+
+test('Layer Places lists the layer by stage in pipeline order, filters, and opens a place', async () => {
+  const { session, bundle } = suite;
+  const { page } = session;
+  const cPath = bundle.documents('code').find((p) => p.endsWith('.c'));
+  const layer = bundle.statementOf(cPath, 'CONV_2D').layers[0];
+  const entry = bundle.layerEntry(layer.id);
+  await openAt(entry.path, entry.line, entry.character + entry.text.indexOf(layer.opcode) + 1);
+  await runCommand(page, 'TVM Explorer: Show Layer Places');
+  await poll(async () => (await placesRows(page)).length > 1, { timeoutMs: 60000 });
+  // A row's text is its label followed by its description ("Relax15 places in 1 pass").
+  const stageOrder = (rows) => rows.map((r) => /^(Model|Relax|TIR|Generated)(?=\d| code\d)/.exec(r)?.[1]).filter(Boolean);
+  await chooseFilter(page, 'Last document of each stage');
+  await screenshot(page, 'jumps-06-layer-places-last');
+  let rows = await stageRows(page);
+  assert.deepEqual(stageOrder(rows), ['Model', 'Relax', 'TIR', 'Generated']);
+  for (const stage of ['Relax', 'TIR']) {
+    const m = /(\d+) places? in (\d+) pass/.exec(rows.find((r) => r.startsWith(stage)));
+    assert.ok(m && Number(m[2]) === 1, `${stage}: the last document only, not ${rows.find((r) => r.startsWith(stage))}`);
+  }
+
+  await chooseFilter(page, 'Generated code only');
+  rows = await placesRows(page);
+  assert.deepEqual(stageOrder(rows), ['Generated']);
+  assert.ok(rows.some((r) => r.includes('module.c:')), `no C place listed: ${rows.join(' | ')}`);
+  await screenshot(page, 'jumps-07-layer-places-code');
+
+  await chooseFilter(page, 'Every pass that changed it');
+  await screenshot(page, 'jumps-08-layer-places-every-pass');
+  rows = await stageRows(page);
+  assert.deepEqual(stageOrder(rows), ['Model', 'Relax', 'TIR', 'Generated']);
+  const relax = rows.find((r) => r.startsWith('Relax'));
+  const m = /(\d+) places? in (\d+) pass/.exec(relax);
+  assert.ok(m && Number(m[2]) > 1, `the Relax stage lists one pass only: ${relax}`);
+  // Pass groups come in pipeline order.
+  await placesPane(page).locator('.monaco-list-row', { hasText: 'Relax' }).first().click();
+  await sleep(300);
+  rows = await placesRows(page);
+  const passNumbers = rows.map((r) => /#(\d+)/.exec(r)).filter(Boolean).map((x) => Number(x[1]));
+  assert.deepEqual(passNumbers, [...passNumbers].sort((a, b) => a - b), `passes out of order: ${passNumbers}`);
+
+  // Clicking a place of the generated code opens it, in the preview tab, at its line.
+  await chooseFilter(page, 'Generated code only');
+  const pane = page.locator('.pane', { has: page.locator('.pane-header', { hasText: 'Layer Places' }) });
+  const place = pane.locator('.monaco-list-row', { hasText: 'module.c:' }).first();
+  const line = Number(/module\.c:(\d+)/.exec(await place.textContent())[1]);
+  await place.click();
+  const pos = await poll(async () => {
+    const p = await cursorPosition(page);
+    return (await activeTabTitle(page)).includes('module.c') && p?.line === line ? p : undefined;
+  });
+  await screenshot(page, 'jumps-09-layer-place-opened');
+  assert.ok(pos, `the place did not open at module.c:${line}`);
+});
+
+/** Runs `act`, then measures in the page how long the new diff (its tab titled differently
+ * from `before`) shows no text on one of its sides: what a person sees as "blank". */
+async function blankAfter(page, before, act) {
+  const watch = page.evaluate(async (before) => {
+    const t0 = performance.now();
+    let titled;
+    while (performance.now() - t0 < 30000) {
+      const title = document.querySelector('.tab.active')?.textContent?.trim();
+      if (title && title !== before) {
+        titled ??= performance.now();
+        const d = document.querySelector('.editor-instance .monaco-diff-editor');
+        const left = d?.querySelectorAll('.editor.original .view-line').length ?? 0;
+        const right = d?.querySelectorAll('.editor.modified .view-line').length ?? 0;
+        if (left > 0 && right > 0) return { title, blank: Math.round(performance.now() - titled) };
+      }
+      await new Promise((r) => requestAnimationFrame(r));
+    }
+    return null;
+  }, before);
+  await act();
+  return watch;
+}
+
+// Reported, not yet passing: on the shared 2-core machine (load ~20) a stepped diff stayed
+// blank 4–16 s even with its documents loaded ahead, about as long as a cold one (11 s), so the
+// wait is not (only) reading the files. See the report of h11-vscode.
+test('stepping pass diffs renders each diff at once (neighbours are warmed)', { todo: 'warming the neighbours is not shown to remove the blank yet' }, async () => {
+  const { session, bundle } = suite;
+  const { page } = session;
+  await runCommand(page, 'View: Close All Editors');
+  const changed = bundle.manifest.passes.filter((p) => p.changed && p.before);
+  const first = bundle.changedPass('relax');
+  await runCommand(page, 'TVM Explorer: Focus on Passes View');
+  const item = (pass) => page.getByRole('treeitem', { name: new RegExp(`^${pass.name.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}\\b`) }).first();
+  await item(first).waitFor({ state: 'visible', timeout: 90000 });
+  // Cold: a pass diff whose documents nothing has opened yet (clicked in the pass view).
+  const cold = await blankAfter(page, '', () => item(first).click());
+  assert.ok(cold, 'the first diff did not render');
+  const diff = page.locator('.editor-instance .monaco-diff-editor');
+  await sleep(1500); // reading the diff, while its neighbours are warmed
+  const warm = [];
+  let title = cold.title;
+  for (let i = 0; i < 4; i++) {
+    await diff.locator('.editor.modified .monaco-editor textarea').first().focus();
+    const shown = await blankAfter(page, title, () => page.keyboard.press('Alt+BracketRight'));
+    assert.ok(shown, `step ${i + 1} did not render`);
+    assert.notEqual(shown.title, title);
+    warm.push(shown.blank);
+    title = shown.title;
+    await sleep(1500);
+  }
+  await screenshot(page, 'jumps-10-stepped-diff');
+  const median = [...warm].sort((a, b) => a - b)[Math.floor(warm.length / 2)];
+  console.log(`pass diff blank: cold ${cold.blank} ms; stepped (warmed) ${warm.join(', ')} ms; ${changed.length} changed passes`);
+  assert.ok(median < 300 || median < cold.blank / 2,
+    `stepped diffs stayed blank ${warm.join(', ')} ms, not clearly less than a cold diff (${cold.blank} ms)`);
+});
