@@ -156,7 +156,8 @@ async def test_hover_on_generated_c(client, cnn):
     hover = await client.text_document_hover_async(
         types.HoverParams(td(cnn, "code/module.c"), pos(text, offset)))
     value = hover.contents.value
-    assert re.search(r"^\*\*SOFTMAX\*\* `[^`]+` — op 7, layer output", value)
+    assert re.search(r"^\*\*SOFTMAX\*\* `[^`]+` — op 7, (layer output|part of layer)", value)
+    assert "In PrimFunc `softmax`" in value
     assert "Generated code (target `c`)" in value
     assert "float32" in value
 

@@ -97,7 +97,8 @@ def create_server(poll_interval: float = 1.0) -> ExplorerServer:
     references = References(session)
     symbols = DocumentSymbols(session)
     watcher.after_load.append(symbols.warm)
-    watcher.after_load.append(irsymbols.warm)
+    watcher.after_load.append(
+        lambda view: irsymbols.warm(view, lambda: session.registry.bundles.get(view.root) is view))
     highlights = DocumentHighlights(session)
     lenses = CodeLenses(session)
     links = DocumentLinks(session)

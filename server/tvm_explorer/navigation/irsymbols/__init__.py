@@ -41,7 +41,10 @@ def symbol_table(view: BundleView, path: str) -> SymbolTable | None:
     return table
 
 
-def warm(view: BundleView) -> None:
-    """Build every document's table ahead of the first request (after a bundle loads)."""
+def warm(view: BundleView, current=lambda: True) -> None:
+    """Build every document's table ahead of the first request (after a bundle loads),
+    stopping as soon as ``current()`` says the bundle was replaced meanwhile."""
     for doc in view.bundle.documents:
+        if not current():
+            return
         symbol_table(view, doc.path)
