@@ -70,6 +70,8 @@ def _bundle_files(dest: Path) -> frozenset[str] | None:
     for entry in manifest["documents"] + list(manifest.get("traces") or []):
         if isinstance(entry, dict) and isinstance(entry.get("path"), str):
             files.add(entry["path"])
+    extra = manifest.get("files")
+    files.update(f for f in (extra if isinstance(extra, list) else ()) if isinstance(f, str))
     return frozenset(files)
 
 

@@ -111,6 +111,7 @@ class BundleWriter:
         self.documents: list[dict] = []
         self.passes: list[dict] = []
         self.traces: list[dict] = []
+        self.files: set[str] = set()  # auxiliary files (add_file), listed in the manifest
         self._index: dict[str, str] = {}  # document path -> its index entry as JSON
         self._done = False
 
@@ -145,11 +146,14 @@ class BundleWriter:
         return text, json.loads(self._index[path])["ranges"]
 
     def add_file(self, path: str, text: str) -> None:
-        """Write an auxiliary file (schedule trace) that is not an indexed document."""
+        """Write an auxiliary file (schedule trace, costs.json, numerics.json …) that is not an
+        indexed document; the manifest lists it under ``files`` (so a later compile knows the
+        tool wrote it)."""
         full = self.tmp / path
         with _writing(self.dest):
             full.parent.mkdir(parents=True, exist_ok=True)
             full.write_text(text, encoding="utf-8")
+        self.files.add(path)
 
     def commit(self, manifest: dict, layers: list[dict], origins: OriginTable) -> Path:
         """Write index and manifest (last), then move the bundle into place."""
@@ -173,6 +177,7 @@ class BundleWriter:
             "documents": docs,
             "passes": self.passes,
             "traces": self.traces,
+            "files": sorted(self.files),
         }
         with open(self.tmp / MANIFEST, "w", encoding="utf-8") as fh:
             json.dump(full, fh, indent=1)
