@@ -132,5 +132,5 @@ def test_an_inputs_file_that_is_no_npz_says_so(tmp_path, gt_model):
     bad.write_text("not arrays")
     proc = run_cli("compile", gt_model, "-o", tmp_path / "b.bundle", "--profile", "--inputs", bad)
     assert proc.returncode == 2 and proc.stderr.strip() == (
-        f"tvm-explorer: error: {bad}: not an .npz file (arrays saved with numpy.savez)")
+        f"tvm-explorer: error: {bad}: not a readable .npz file (arrays saved with numpy.savez)")
     assert not (tmp_path / "b.bundle").exists()

@@ -7,7 +7,7 @@ import json
 import os
 from ..model.loader import LoadedModel
 from . import model as costs_model
-from .inputs import RANDOM_SEED, model_inputs, random_inputs, read_inputs
+from ..runtime.inputs import DEFAULT_SEED, inputs_for
 from .passclock import PassClock, align
 from .profile import ProfileFailed, measure
 from .request import DEFAULT_REPEAT, ProfileRequest  # noqa: F401 - re-exported
@@ -31,9 +31,8 @@ class CostRecorder:
                 from ..errors import ExplorerError
 
                 raise ExplorerError(f"--repeat {profile.repeat}: needs at least 1 run")
-            specs = model_inputs(model)
             # Checked before anything is compiled: a bad --inputs file leaves nothing written.
-            self.arrays = read_inputs(profile.inputs, specs) if profile.inputs else random_inputs(specs)
+            self.arrays = list(inputs_for(model, profile.inputs).values())
 
     def wrap(self, instruments: list) -> list:
         """``instruments`` with the pass clock's two watches around them."""
@@ -43,7 +42,7 @@ class CostRecorder:
     def _profile(self, executable, target: str):
         if self.profile is None:
             return costs_model.ProfileStatus("not_requested", "compiled without --profile"), None
-        inputs = os.path.basename(self.profile.inputs) if self.profile.inputs else f"random (seed {RANDOM_SEED})"
+        inputs = os.path.basename(self.profile.inputs) if self.profile.inputs else f"random (seed {DEFAULT_SEED})"
         status = costs_model.ProfileStatus("measured", None, self.profile.repeat, inputs)
         if target == "cuda":
             import tvm

@@ -3,29 +3,17 @@ output types, quantization, and the PrimFunc or kernel the position is in."""
 
 from __future__ import annotations
 
-import re
 from bisect import bisect_left
 
 from ..bundle.index import Range
 from ..bundle.reader import Origin
 from ..model.names import layer_name
 from .layer_facts import LayerFacts, layer_facts
+from .markdown import code
+from .markdown import text as md
 from .view import BundleView
 
 MAX_LAYERS = 6
-_MD_SPECIAL = re.compile(r"([\\`*_{}\[\]<>()#+!|~])")
-
-
-def md(text: str) -> str:
-    """Markdown-escaped text (bundle text is data, never markup)."""
-    return _MD_SPECIAL.sub(r"\\\1", text)
-
-
-def code(text: str) -> str:
-    """A Markdown code span holding ``text`` exactly (any backticks inside included)."""
-    fence = "`" * (max((len(m) for m in re.findall(r"`+", text)), default=0) + 1)
-    pad = " " if text.startswith("`") or text.endswith("`") else ""
-    return f"{fence}{pad}{text}{pad}{fence}"
 
 
 def _pair(options: dict, a: str, b: str) -> str | None:

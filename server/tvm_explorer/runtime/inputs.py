@@ -1,4 +1,5 @@
-"""Inputs a compiled model is run on: seeded random ones, or the user's ``--inputs X.npz``.
+"""Inputs a compiled model is run on (``--profile``, ``--numerics``, ``bisect``): seeded random
+ones, or the user's ``--inputs X.npz``.
 
 Random inputs are reproducible (one seed) and stay within each input's range: integer
 inputs (quantized ones included) span their dtype's whole range, except plain ``int32`` /
@@ -36,6 +37,10 @@ class ModelInput:
     shape: tuple[int, ...]
     dtype: str
     quantized: bool
+
+    def describe(self) -> str:
+        """``float32 [1, 224, 224, 3]``."""
+        return f"{self.dtype} {list(self.shape)}"
 
 
 def model_inputs(model: LoadedModel) -> list[ModelInput]:
@@ -76,6 +81,9 @@ def load_inputs(path: str | os.PathLike, model: LoadedModel) -> dict[str, np.nda
     """The inputs stored in ``path`` (an ``.npz``), checked against the model's inputs."""
     path = os.fspath(path)
     try:
+        with open(path, "rb") as fh:
+            if fh.read(2) != b"PK":
+                raise ExplorerError(f"{path}: not a readable .npz file (arrays saved with numpy.savez)")
         data = np.load(path, allow_pickle=False)
         if not isinstance(data, np.lib.npyio.NpzFile):
             raise ExplorerError(f"{path}: not an .npz archive of named arrays (np.savez)")
@@ -94,10 +102,11 @@ def load_inputs(path: str | os.PathLike, model: LoadedModel) -> dict[str, np.nda
     positional = [f"arr_{k}" for k in range(len(expected))]
     if set(stored) == set(positional) and set(stored) != set(names):
         stored = {names[k]: stored[positional[k]] for k in range(len(expected))}
-    missing = [n for n in names if n not in stored]
+    missing = [i for i in expected if i.name not in stored]
     if missing:
-        raise ExplorerError(f"{path}: no array for model input '{missing[0]}' "
-                            f"(the model's inputs: {', '.join(repr(n) for n in names)})")
+        have = ", ".join(sorted(stored)) or "no arrays"
+        raise ExplorerError(f"{path}: no array for model input '{missing[0].name}' (expected "
+                            f"{missing[0].describe()}; the file has: {have})")
     extra = [k for k in stored if k not in names]
     if extra:
         raise ExplorerError(f"{path}: array '{extra[0]}' is not an input of the model "
@@ -107,10 +116,10 @@ def load_inputs(path: str | os.PathLike, model: LoadedModel) -> dict[str, np.nda
         value = stored[inp.name]
         if tuple(value.shape) != inp.shape:
             raise ExplorerError(f"{path}: input '{inp.name}' has shape {list(value.shape)}, "
-                                f"the model expects {list(inp.shape)}")
+                                f"expected {inp.describe()}")
         if str(value.dtype) != inp.dtype:
             raise ExplorerError(f"{path}: input '{inp.name}' has dtype {value.dtype}, "
-                                f"the model expects {inp.dtype}")
+                                f"expected {inp.describe()}")
         out[inp.name] = np.ascontiguousarray(value)
     return out
 
