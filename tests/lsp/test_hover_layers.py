@@ -40,7 +40,7 @@ async def test_hover_on_an_int8_c_conv_line(client, real_workspace):
     assert lines[0] == "**CONV\\_2D** `small_cnn_1/conv2d_1_2` — op 2, part of layer  "
     assert lines[1] == "3×3 kernel · stride 1 · padding VALID · RELU  "
     assert lines[2] == "`int8[1,13,13,16]` → `int8[1,11,11,32]`  "
-    assert re.fullmatch(r"quantized: in scale [\d.e-]+ zp -128 · weights scale [\d.e-]+\.\.[\d.e-]+ \(32 per-channel\) · out scale [\d.e-]+ zp -128",
+    assert re.fullmatch(r"quantized: in scale [\d.e-]+ zp -128 · weights scale [\d.e-]+\.\.\(32 per-channel\) · out scale [\d.e-]+ zp -128",
                         lines[3].replace("\\", ""))  # the line is Markdown-escaped
     assert f"In PrimFunc `{func.group(1)}`" in value
     assert len([line for line in lines if line.strip()]) <= 9

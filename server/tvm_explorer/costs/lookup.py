@@ -3,9 +3,9 @@ short texts ("1.23 ms · 14 % · 312 C lines · 48 KiB"). Protocol-free."""
 
 from __future__ import annotations
 
+from ..navigation import markdown as md
 from .table import flops_text, lines_label, size, sort_layers
 
-MAX_HOVER_LAYERS = 6
 
 
 class CostIndex:
@@ -98,7 +98,9 @@ def hover_lines(bundle, layer_ids: list[int], kernel: str | None = None) -> list
     if idx is None:
         return []
     out = []
-    for lid in layer_ids[:MAX_HOVER_LAYERS]:
+    # Several layers (a fused or shared kernel): the kernel's line says what it costs; a line
+    # per layer would bury the hover.
+    for lid in layer_ids[:1] if len(layer_ids) == 1 else ():
         lay = idx.by_layer.get(lid)
         if lay is None:
             continue
@@ -108,10 +110,12 @@ def hover_lines(bundle, layer_ids: list[int], kernel: str | None = None) -> list
         out.append(f"- **Cost** {who}{idx.summary(lay)}"
                    + (f" · {flops_text(lay['flops'])}" if lay.get("flops") else "")
                    + f" · {lay['kernel_count']} kernel{'s' if lay['kernel_count'] != 1 else ''}{note}")
-    if kernel and kernel in idx.kernels:
-        out.append(f"- **Kernel** `{kernel}`: {idx.kernel_summary(kernel)}")
+    only = idx.by_layer.get(layer_ids[0]) if len(layer_ids) == 1 else None
+    same = only is not None and (only.get("kernels") or []) == [kernel]
+    if kernel and kernel in idx.kernels and not same:  # the layer's line already says it
+        out.append(f"- **Kernel** {md.code(kernel)}: {idx.kernel_summary(kernel)}")
     if out:
-        out.append(f"- _{idx.status_text()}_")
+        out[-1] += f" · _{idx.status_text()}_"
         out[0] = "\n" + out[0]  # a list of its own, after the origin lines
     return out
 
