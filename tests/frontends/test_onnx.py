@@ -121,7 +121,9 @@ def test_generated_c_identical_to_stock_build(block_model, tmp_path):
     from tvm_explorer.capture.api import compile_model
     from tvm_explorer.capture.pipeline import generated_sources
 
-    for path in (block_model, SILERO):
+    # (Not silero: with symbolic shapes, two stock builds already order its shape function's
+    # statements differently.)
+    for path in (block_model, SQUEEZENET):
         stock = compile_model(path, None, "c", fill_spans=False).executable
         ours = compile_model(path, tmp_path / f"{Path(path).stem}.bundle", "c").executable
         assert generated_sources(stock, "c") == generated_sources(ours, "c"), path
