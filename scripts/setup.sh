@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Set up everything TVM Explorer needs, from this repository's own files. Idempotent (a second
-# run only re-checks). Python: .venv/ with the tvm_explorer package (TVM, tflite, pygls).
+# run only re-checks). Python: .venv/ with the tvm_explorer package (TVM, tflite, onnx, pygls,
+# and the optional PyTorch extra, torch==2.13.0 CPU, so the .pt2 tests run).
 # Node: the VS Code extension toolchain and its real-editor test stack (scripts/setup-e2e.sh:
 # Debian's chromium, code-server from npm), then the extension package dist/tvm-explorer.vsix.
 set -euo pipefail
@@ -11,7 +12,7 @@ if [ ! -x .venv/bin/python ]; then
 fi
 if [ ! -f .venv/.installed ] || [ pyproject.toml -nt .venv/.installed ]; then
   .venv/bin/python -m pip install -q --upgrade pip
-  .venv/bin/python -m pip install -q -e ".[test]"
+  .venv/bin/python -m pip install -q -e ".[test,torch]"  # torch: the pinned CPU build
   touch .venv/.installed
 fi
 bash scripts/setup-e2e.sh

@@ -93,10 +93,9 @@ def test_silero_vad_bundle(bundles, target):
     out = bundles.get(SILERO, target)
     _assert_full_coverage(out)
     b = Bundle(out)
-    code = [p for p in b.manifest["passes"] if p["stage"] == "code"]
+    code = [p for p in b.manifest["passes"] if p["name"] in ("codegen (c)", "codegen (cuda)")]
     assert code and all(p["attributed"] >= 0.99 * p["units"] > 0 for p in code)
     # The dynamo exporter's metadata: module scopes and the user's source line.
-    assert all(lay.source is not None for lay in b.layers if lay.opcode not in ("If",)) or True
     assert sum(lay.source is not None for lay in b.layers) >= 80
     text = (out / "model.onnxgraph").read_text()
     assert "source 3806684016.py:" in text or "source ipykernel_6181/3806684016.py:" in text

@@ -5,6 +5,7 @@ from __future__ import annotations
 from ..bundle.index import Range
 from ..bundle.reader import Document, Origin
 from .provenance import LayerReach, layers_at
+from .sources import layer_caption
 from .view import BundleView, Keep, keep_all
 
 MAX_LAYERS = 6
@@ -40,6 +41,9 @@ def _origin_line(origin: Origin, in_model: bool) -> str:
     layer = origin.layer
     role = "" if in_model else (" — layer output" if origin.is_output else " — part of layer")
     head = f"- **{layer.opcode}** layer {layer.id} (subgraph {layer.subgraph}, op {layer.op_index}){role}"
+    caption = layer_caption(layer)
+    if caption:
+        head += f"  \n  {caption}"
     outs = []
     for i, name in enumerate(layer.outputs):
         typ = layer.output_types[i] if i < len(layer.output_types) else {}

@@ -5,7 +5,7 @@
  */
 import { execFileSync } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync } from 'node:fs';
-import { dirname, join } from 'node:path';
+import { dirname, isAbsolute, join } from 'node:path';
 import { MODELS, PYTHON, REPO } from './paths.mjs';
 
 /** Compiles `model` into `<dir>/<name>.bundle` and returns the bundle path. */
@@ -20,7 +20,7 @@ export function compileBundle(dir, { model = 'small_cnn_fp32.tflite', name = 'sm
   }
   const cli = join(dirname(PYTHON), 'tvm-explorer');
   if (!existsSync(cli)) throw new Error(`${cli} not found: run scripts/setup.sh`);
-  execFileSync(cli, ['compile', join(MODELS, model), '-o', out, '--target', target], {
+  execFileSync(cli, ['compile', isAbsolute(model) ? model : join(MODELS, model), '-o', out, '--target', target], {
     cwd: REPO,
     stdio: ['ignore', 'inherit', 'inherit'],
     timeout: 600000,

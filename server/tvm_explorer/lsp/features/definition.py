@@ -5,6 +5,7 @@ from __future__ import annotations
 from lsprotocol import types
 
 from ...navigation import provenance
+from .sources import source_locations
 from ..session import Session
 
 
@@ -20,4 +21,4 @@ class Definition:
         if q is None:
             return []
         places = provenance.definition(q.view, q.path, q.offset, q.keep)
-        return self.session.locations(q.view, places)
+        return self.session.locations(q.view, places) + source_locations(q.view, q.path, q.offset, q.keep)
