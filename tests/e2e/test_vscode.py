@@ -20,7 +20,7 @@ import pytest
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parents[1]
-SUITES = ["smoke.test.mjs", "vscode.test.mjs", "cuda.test.mjs"]
+SUITES = ["smoke.test.mjs", "vscode.test.mjs", "cuda.test.mjs", "torch.test.mjs"]
 TEST_NAME = re.compile(r"^test\(\s*'([^']+)'", re.M)
 
 pytestmark = pytest.mark.e2e

@@ -12,7 +12,7 @@ import { join } from 'node:path';
 import { test } from 'node:test';
 import { PYTHON, REPO } from './lib/paths.mjs';
 import { bundleSuite, hoverNamingLayer, openAt } from './lib/suite.mjs';
-import { activeTabTitle, ctrlClickRect, poll, screenshot, wordRectOnCursorLine } from './lib/workbench.mjs';
+import { activeTabTitle, ctrlClickRect, cursorPosition, poll, screenshot, wordRectOnCursorLine } from './lib/workbench.mjs';
 
 const NETS = join(REPO, 'tests', 'frontends', 'torch_nets.py');
 const pt2 = join(mkdtempSync(join(tmpdir(), 'tvmx-torch-')), 'resnet.pt2');
@@ -26,27 +26,35 @@ function reluStatement() {
   return suite.bundle.statementOf('code/module.c', 'aten.relu.default', { inLoop: true });
 }
 
-test('ctrl-click on generated C offers the model entry and the forward() line, and opens it', async () => {
+test('ctrl-click on generated C lands on the model entry; F12 goes on to the forward() line', async () => {
   const { page } = suite.session;
   const stmt = reluStatement();
   await openAt(suite, 'code/module.c', stmt.line);
   await screenshot(page, 'torch-01-c-relu');
-  // Several definitions (the model entry and the source line): VS Code peeks them.
-  const peek = page.locator('.peekview-widget');
-  const listed = await poll(async () => {
+  const inModel = await poll(async () => {
+    if ((await activeTabTitle(page)).includes('model.fxgraph')) return true;
     await ctrlClickRect(page, await wordRectOnCursorLine(page, stmt.word, stmt.character));
-    await peek.first().waitFor({ state: 'visible', timeout: 4000 }).catch(() => {});
-    const text = (await page.locator('.peekview-widget .monaco-list').allTextContents()).join('\n');
-    return text.includes('torch_nets.py') && text.includes('model.fxgraph') ? text : undefined;
-  }, { timeoutMs: 90000, intervalMs: 1500 });
-  assert.ok(listed, 'the peek of definitions does not list model.fxgraph and torch_nets.py');
-  await screenshot(page, 'torch-02-peek-definitions');
-  // Open the source line from the peek: the file of the user's forward().
-  await page.locator('.peekview-widget .monaco-list-row', { hasText: 'torch_nets.py' }).first().dblclick();
-  const opened = await poll(async () => (await activeTabTitle(page)).includes('torch_nets.py'), { timeoutMs: 20000 });
-  assert.ok(opened, `torch_nets.py did not open (active tab: ${await activeTabTitle(page)})`);
+    return poll(async () => (await activeTabTitle(page)).includes('model.fxgraph'), { timeoutMs: 3000 });
+  }, { timeoutMs: 90000, intervalMs: 1000 });
+  assert.ok(inModel, 'ctrl-click did not open model.fxgraph');
+  const entry = await cursorPosition(page);
+  const entryText = suite.bundle.layerEntry(stmt.layers[0].id);
+  assert.equal(entry?.line, entryText.line + 1, 'not on the relu entry of the model document');
+  await screenshot(page, 'torch-02-model-entry');
+  // The definitions are the model entries (one per origin node) and then the source line:
+  // F12 steps through them ("Symbol 1 of 3, F12 for next").
+  const inSource = await poll(async () => {
+    if ((await activeTabTitle(page)).includes('torch_nets.py')) return true;
+    await page.keyboard.press('F12');
+    return poll(async () => (await activeTabTitle(page)).includes('torch_nets.py'), { timeoutMs: 2000 });
+  }, { timeoutMs: 20000, intervalMs: 500 });
+  assert.ok(inSource, `F12 did not reach torch_nets.py (active tab: ${await activeTabTitle(page)})`);
+  const pos = await poll(async () => {
+    const p = await cursorPosition(page);
+    return p && p.line === 22 ? p : undefined;
+  });
   await screenshot(page, 'torch-03-forward-line');
-  assert.ok(NETS);
+  assert.ok(pos, `cursor not on forward() line 22 of ${NETS}: ${JSON.stringify(await cursorPosition(page))}`);
 });
 
 test('hovering the statement names module, class and source line', async () => {
