@@ -7,6 +7,7 @@ from its ``stack_trace``.
 from __future__ import annotations
 
 import hashlib
+import logging
 import os
 import warnings
 
@@ -35,14 +36,21 @@ def load_pt2(path: str | os.PathLike) -> GraphModel:
     path = os.fspath(path)
     data = read_bytes(path, "a saved torch.export program (.pt2)")
     torch = require_torch(path)
+    # torch logs its own failed attempts (with tracebacks) and deprecation notes: our one
+    # message says what matters.
+    log = logging.getLogger("torch.export")
+    level = log.level
     try:
-        with warnings.catch_warnings():  # torch's own deprecation notes are not the user's
+        log.setLevel(logging.CRITICAL)
+        with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             program = torch.export.load(path)
     except Exception as err:  # noqa: BLE001 - zip, pickle and version errors alike
         text = " ".join(str(err).split())[:300] or type(err).__name__
         raise ModelError(f"{path}: not a loadable torch.export program (.pt2 written by "
                          f"torch.export.save): {type(err).__name__}: {text}") from None
+    finally:
+        log.setLevel(level)
     return describe_program(program, path, hashlib.sha256(data).hexdigest())
 
 
