@@ -154,3 +154,17 @@ def test_bad_onnx_inputs(tmp_path, block_model):
         out = tmp_path / f"{path.stem}.bundle"
         _one_message(run_cli("compile", path, "-o", out), *expected)
         assert not out.exists()
+
+
+def test_capture_from_onnx_model_in_memory(tmp_path):
+    import tvm
+
+    from tvm_explorer.capture.api import Capture
+
+    proto = conv_block(tmp_path / "block.onnx")
+    with Capture.from_onnx(proto, tmp_path / "block.bundle") as cap:
+        cap.add_executable(tvm.compile(cap.module, tvm.target.Target("c"), relax_pipeline=cap.pipeline("c")))
+    b = Bundle(cap.bundle)
+    assert [lay.name for lay in b.layers] == list(NODES)
+    assert all(p["attributed"] == p["units"] for p in b.manifest["passes"] if p["stage"] == "relax")
+    assert b.document("code/module.c") is not None
