@@ -13,10 +13,9 @@ from .. import __version__
 from ..bundle.writer import BundleWriter
 from ..errors import ExplorerError
 from ..frontends import import_any, layer_table, load_any
-from ..model.loader import LoadedModel, load_model
+from ..model.loader import LoadedModel
 from ..provenance import OriginTable
 from .codegen import index_llvm, index_source
-from .importer import import_tflite
 from .pipeline import TARGETS, build, generated_sources, make_target
 from .exact import ExactOrigins
 from .schedules import ScheduleRecorder
