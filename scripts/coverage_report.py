@@ -1,4 +1,4 @@
-"""Compile every .tflite model of a folder for some targets and print a Markdown table of the
+"""Compile every .tflite, .onnx and .pt2 model of a folder for some targets and print a Markdown table of the
 worst provenance coverage per stage (used to produce the numbers in docs/provenance.md).
 
     .venv/bin/python scripts/coverage_report.py tests/models --targets c cuda
@@ -37,7 +37,8 @@ def main() -> int:
     print("| model | target | time | Relax bindings (worst pass) | TIR stores (worst pass) | generated lines |")
     print("|---|---|---|---|---|---|")
     with tempfile.TemporaryDirectory() as tmp:
-        for model in sorted(Path(args.folder).glob("*.tflite")):
+        models = [m for ext in ("tflite", "onnx", "pt2") for m in Path(args.folder).glob(f"*.{ext}")]
+        for model in sorted(models):
             for target in args.targets:
                 out = Path(tmp) / f"{model.stem}.{target}"
                 started = time.perf_counter()

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import re
-import shutil
 from pathlib import Path
 
 import pytest
@@ -93,10 +92,9 @@ def test_silero_vad_bundle(bundles, target):
     out = bundles.get(SILERO, target)
     _assert_full_coverage(out)
     b = Bundle(out)
-    code = [p for p in b.manifest["passes"] if p["stage"] == "code"]
+    code = [p for p in b.manifest["passes"] if p["name"] in ("codegen (c)", "codegen (cuda)")]
     assert code and all(p["attributed"] >= 0.99 * p["units"] > 0 for p in code)
     # The dynamo exporter's metadata: module scopes and the user's source line.
-    assert all(lay.source is not None for lay in b.layers if lay.opcode not in ("If",)) or True
     assert sum(lay.source is not None for lay in b.layers) >= 80
     text = (out / "model.onnxgraph").read_text()
     assert "source 3806684016.py:" in text or "source ipykernel_6181/3806684016.py:" in text
@@ -121,7 +119,9 @@ def test_generated_c_identical_to_stock_build(block_model, tmp_path):
     from tvm_explorer.capture.api import compile_model
     from tvm_explorer.capture.pipeline import generated_sources
 
-    for path in (block_model, SILERO):
+    # (Not silero: with symbolic shapes, two stock builds already order its shape function's
+    # statements differently.)
+    for path in (block_model, SQUEEZENET):
         stock = compile_model(path, None, "c", fill_spans=False).executable
         ours = compile_model(path, tmp_path / f"{Path(path).stem}.bundle", "c").executable
         assert generated_sources(stock, "c") == generated_sources(ours, "c"), path
@@ -153,3 +153,17 @@ def test_bad_onnx_inputs(tmp_path, block_model):
         out = tmp_path / f"{path.stem}.bundle"
         _one_message(run_cli("compile", path, "-o", out), *expected)
         assert not out.exists()
+
+
+def test_capture_from_onnx_model_in_memory(tmp_path):
+    import tvm
+
+    from tvm_explorer.capture.api import Capture
+
+    proto = conv_block(tmp_path / "block.onnx")
+    with Capture.from_onnx(proto, tmp_path / "block.bundle") as cap:
+        cap.add_executable(tvm.compile(cap.module, tvm.target.Target("c"), relax_pipeline=cap.pipeline("c")))
+    b = Bundle(cap.bundle)
+    assert [lay.name for lay in b.layers] == list(NODES)
+    assert all(p["attributed"] == p["units"] for p in b.manifest["passes"] if p["stage"] == "relax")
+    assert b.document("code/module.c") is not None

@@ -17,6 +17,7 @@ export const DOCUMENT_SELECTOR: lc.DocumentSelector = [
   { scheme: 'file', language: 'tvm-relax' },
   { scheme: 'file', language: 'tvm-tir' },
   { scheme: 'file', language: 'tflgraph' },
+  { scheme: 'file', language: 'tvm-modelgraph' },
   { scheme: 'file', pattern: '**/*.bundle/**' },
   { scheme: 'file', pattern: '**/code/**' },
   { scheme: 'file', pattern: '**/traces/*.py' },

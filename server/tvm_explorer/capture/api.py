@@ -13,11 +13,10 @@ from .. import __version__
 from ..bundle.writer import BundleWriter
 from ..errors import ExplorerError
 from ..frontends import import_any, layer_table, load_any
-from ..model.loader import LoadedModel, load_model
+from ..model.loader import LoadedModel
 from ..provenance import OriginTable
 from ..costs.record import CostRecorder
 from .codegen import index_llvm, index_source
-from .importer import import_tflite
 from .pipeline import TARGETS, build, generated_sources, make_target
 from .exact import ExactOrigins
 from .progress import Listener, Progress, plan_steps
@@ -205,8 +204,9 @@ class Capture:
     generated source. The bundle is written when the block ends without an exception.
     """
 
-    def __init__(self, model_path: str | os.PathLike, bundle: str | os.PathLike,
-                 target: str | None = None):
+    def __init__(self, model_path, bundle: str | os.PathLike, target: str | None = None):
+        """``model_path``: a ``.tflite``/``.onnx``/``.pt2`` file or a model loaded by a frontend
+        (see ``from_onnx`` and ``from_torch``)."""
         self.model = model_path if hasattr(model_path, "layers") else load_any(model_path)
         self.target = target
         self._writer = BundleWriter(bundle, (model_path,))
@@ -216,6 +216,31 @@ class Capture:
         self._executable = None
         self.module = None
         self.bundle: Path | None = None
+
+    @classmethod
+    def from_onnx(cls, model, bundle: str | os.PathLike, target: str | None = None) -> "Capture":
+        """A capture of an ONNX model: a path, or an ``onnx.ModelProto`` already in memory."""
+        from ..frontends.onnx.loader import load_onnx
+
+        if isinstance(model, (str, os.PathLike)):
+            return cls(load_onnx(model), bundle, target)
+        return cls(load_onnx("model.onnx", proto=model), bundle, target)
+
+    @classmethod
+    def from_torch(cls, program, example_args=None, bundle: str | os.PathLike | None = None,
+                   target: str | None = None, *, name: str = "model.pt2") -> "Capture":
+        """A capture of a PyTorch program: a ``torch.export.ExportedProgram``, or an
+        ``nn.Module`` exported here with ``example_args`` (a tuple of tensors)."""
+        from ..frontends.torch.loader import describe_program, require_torch
+
+        torch = require_torch(name)
+        if bundle is None:
+            raise TypeError("Capture.from_torch needs a bundle path")
+        if isinstance(program, torch.nn.Module):
+            if example_args is None:
+                raise TypeError("Capture.from_torch(module, example_args, bundle): example_args needed")
+            program = torch.export.export(program, tuple(example_args))
+        return cls(describe_program(program, name), bundle, target)
 
     def pipeline(self, target: str):
         """TVM's Relax pipeline for ``target`` (``c``, ``llvm`` or ``cuda``)."""

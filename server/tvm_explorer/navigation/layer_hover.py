@@ -3,12 +3,14 @@ output types, quantization, and the PrimFunc or kernel the position is in."""
 
 from __future__ import annotations
 
+import os
 from bisect import bisect_left
 
 from ..bundle.index import Range
 from ..bundle.reader import Origin
 from ..model.names import layer_name
 from .layer_facts import LayerFacts, layer_facts
+from .sources import layer_caption
 from .markdown import code
 from .markdown import text as md
 from .view import BundleView
@@ -77,7 +79,18 @@ def _short_quant(text: str) -> str:
 
 
 def _name(origin: Origin) -> str:
-    return layer_name(origin.layer.opcode, list(origin.layer.outputs))
+    """The layer's name: the bundle's (TF layer, ONNX node, PyTorch module path), else the TF
+    name read from its output tensors."""
+    return origin.layer.name or layer_name(origin.layer.opcode, list(origin.layer.outputs))
+
+
+def _where(layer) -> str:
+    """`` (Conv2d) — net.py:23``: the module class and the user's source line, when known."""
+    out = f" ({md(layer.module_class)})" if getattr(layer, "module_class", "") else ""
+    source = getattr(layer, "source", None)
+    if source is not None:
+        out += f" — {md(os.path.basename(source[0]))}:{source[1]}"
+    return out
 
 
 def layer_lines(view: BundleView, origins: list[Origin], in_model: bool) -> list[str]:
@@ -92,6 +105,8 @@ def layer_lines(view: BundleView, origins: list[Origin], in_model: bool) -> list
         role = "" if in_model else (", layer output" if o.is_output else ", part of layer")
         lines = [f"**{md(layer.opcode)}** {code(_name(o))} — op {layer.op_index}"
                  f"{f' (subgraph {layer.subgraph})' if layer.subgraph else ''}{role}"]
+        if _where(layer):  # ONNX / PyTorch: "block1.act (ReLU) — net.py:22"
+            lines.append(md(layer_caption(layer)))
         if attrs := attributes(layer.opcode, facts):
             lines.append(md(" · ".join(attrs)))
         if types := _types(facts) or _output_types(o):
@@ -107,7 +122,7 @@ def layer_lines(view: BundleView, origins: list[Origin], in_model: bool) -> list
         types = _types(facts) or _output_types(o)
         tail = " · ".join([md(b) for b in bits] + ([types] if types else []))
         role = "" if in_model else (", layer output" if o.is_output else ", part of layer")
-        lines.append(f"- **{md(layer.opcode)}** {code(_name(o))} (op {layer.op_index}{role})"
+        lines.append(f"- **{md(layer.opcode)}** {code(_name(o))}{_where(layer)} (op {layer.op_index}{role})"
                      f"{': ' + tail if tail else ''}")
     if len(origins) > MAX_LAYERS:
         lines.append(f"- … and {len(origins) - MAX_LAYERS} more layers")

@@ -7,6 +7,7 @@ from lsprotocol import types
 
 from ...navigation import provenance
 from ...navigation.irsymbols.navigate import symbol_definition
+from .sources import source_locations
 from ..session import Session
 
 
@@ -23,6 +24,7 @@ class Definition:
         if q is None:
             return []
         places = symbol_definition(q.view, q.path, q.offset, q.keep)
-        if places is None:
-            places = provenance.definition(q.view, q.path, q.offset, q.keep)
-        return self.session.locations(q.view, places)
+        if places is not None:
+            return self.session.locations(q.view, places)
+        places = provenance.definition(q.view, q.path, q.offset, q.keep)
+        return self.session.locations(q.view, places) + source_locations(q.view, q.path, q.offset, q.keep)

@@ -1,0 +1,166 @@
+"""Read a ``torch.export`` ExportedProgram (a ``.pt2`` file, or one in memory) into a
+``GraphModel``: one node per ``call_function`` of the decomposed graph TVM converts, with its
+ATen op, ``nn_module_stack`` path and class, shapes and dtypes, and the user's source line
+from its ``stack_trace``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import os
+import warnings
+
+from ...errors import ModelError
+from ...model.loader import SubgraphInfo, TensorInfo
+from ..graph import GraphModel, GraphNode, user_frame
+
+DOCUMENT_PATH = "model.fxgraph"
+TORCH_PIN = "torch==2.13.0"
+
+
+def require_torch(path: str):
+    """The ``torch`` module, or ModelError saying how to install the optional extra."""
+    try:
+        import torch
+    except ImportError:
+        raise ModelError(f"{path}: compiling a PyTorch program needs PyTorch, which is not installed; "
+                         f"install the extra: pip install -e '.[torch]' (CPU build, {TORCH_PIN})") from None
+    return torch
+
+
+def load_pt2(path: str | os.PathLike) -> GraphModel:
+    """Load a saved ExportedProgram; ModelError names the file if it cannot be loaded."""
+    from ..onnx.loader import read_bytes
+
+    path = os.fspath(path)
+    data = read_bytes(path, "a saved torch.export program (.pt2)")
+    torch = require_torch(path)
+    # torch logs its own failed attempts (with tracebacks) and deprecation notes: our one
+    # message says what matters.
+    log = logging.getLogger("torch.export")
+    level = log.level
+    try:
+        log.setLevel(logging.CRITICAL)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            program = torch.export.load(path)
+    except Exception as err:  # noqa: BLE001 - zip, pickle and version errors alike
+        text = " ".join(str(err).split())[:300] or type(err).__name__
+        raise ModelError(f"{path}: not a loadable torch.export program (.pt2 written by "
+                         f"torch.export.save): {type(err).__name__}: {text}") from None
+    finally:
+        log.setLevel(level)
+    return describe_program(program, path, hashlib.sha256(data).hexdigest())
+
+
+def decomposed(program):
+    """The program as TVM's importer converts it (it runs the default decompositions unless
+    the program holds sparse tensors)."""
+    import torch
+
+    tensors = [t for _, t in program.named_buffers()] + [t for _, t in program.named_parameters()]
+    tensors += list(program.constants.values())
+    if any(isinstance(t, torch.Tensor) and t.layout != torch.strided for t in tensors):
+        return program
+    return program.run_decompositions()
+
+
+def describe_program(program, path: str, sha256: str | None = None) -> GraphModel:
+    """A ``GraphModel`` of the decomposed ``program`` (kept as the model's payload)."""
+    try:
+        program = decomposed(program)
+    except Exception as err:  # noqa: BLE001
+        raise ModelError(f"{path}: PyTorch could not decompose the program: "
+                         f"{' '.join(str(err).split())[:300]}") from None
+    graph = program.graph
+    if sha256 is None:
+        sha256 = hashlib.sha256(str(graph).encode()).hexdigest()
+    index: dict[str, int] = {}
+    params = {spec.arg.name for spec in program.graph_signature.input_specs
+              if getattr(spec.arg, "name", None) and spec.kind.name != "USER_INPUT"}
+
+    def tensors(node) -> list[TensorInfo]:
+        val = node.meta.get("val")
+        vals = val if isinstance(val, (list, tuple)) else [val]
+        out = []
+        for k, v in enumerate(vals):
+            name = node.name if len(vals) == 1 else f"{node.name}[{k}]"
+            shape = tuple(int(d) if str(d).lstrip("-").isdigit() else str(d) for d in getattr(v, "shape", ()))
+            dtype = str(getattr(v, "dtype", "?")).replace("torch.", "")
+            out.append(TensorInfo(index.setdefault(name, len(index)), name, shape, dtype, node.name in params))
+        return out
+
+    nodes: list[GraphNode] = []
+    user_inputs, outputs = [], []
+    for node in graph.nodes:
+        if node.op == "placeholder" and node.name not in params:
+            user_inputs.extend(tensors(node))
+        elif node.op == "output":
+            for arg in node.all_input_nodes:
+                outputs.extend(tensors(arg))
+        elif node.op == "call_function":
+            nodes.append(_node(node, len(nodes), tensors))
+    model = GraphModel("torch", path, sha256, nodes,
+                       [SubgraphInfo(0, "forward", user_inputs, outputs)], program, DOCUMENT_PATH)
+    model.notes = [f"decomposed ATen graph as TVM converts it; {len(params)} parameter(s)/buffer(s)"]
+    model.node_ids = {id(node): i for i, node in enumerate(n for n in graph.nodes if n.op == "call_function")}
+    return model
+
+
+def _node(node, nid: int, tensors) -> GraphNode:
+    stack = node.meta.get("nn_module_stack") or {}
+    path, cls = "", ""
+    if stack:
+        path, kind = list(stack.values())[-1]
+        cls = (kind if isinstance(kind, str) else getattr(kind, "__name__", str(kind))).rsplit(".", 1)[-1]
+        path = _clean_path(str(path))
+        cls = cls if path else ""  # the root module is the program itself
+    inputs = []
+    for arg in node.all_input_nodes:
+        inputs.extend(tensors(arg))
+    return GraphNode(
+        id=nid, op_index=nid, opcode=_op_name(node.target), inputs=inputs, outputs=tensors(node),
+        options=_options(node), name=f"{path}/{node.name}" if path else node.name,
+        module=path, module_class=cls, source=user_frame(node.meta.get("stack_trace")),
+    )
+
+
+def _op_name(target) -> str:
+    """``aten.convolution.default`` for ATen ops, ``getitem`` for Python builtins."""
+    text = str(target)
+    return getattr(target, "__name__", text) if text.startswith("<") else text
+
+
+def _clean_path(path: str) -> str:
+    """``L['self'].backbone.conv`` / ``L__self___backbone_conv`` forms → ``backbone.conv``."""
+    for prefix in ("L['self'].", "L['self']"):
+        if path.startswith(prefix):
+            return path[len(prefix):]
+    return path
+
+
+def _options(node) -> dict:
+    """Non-tensor arguments by their schema names (``stride=[1,1]``)."""
+    import torch.fx
+
+    schema = getattr(node.target, "_schema", None)
+    names = [a.name for a in schema.arguments] if schema is not None else []
+    out = {}
+    for i, arg in enumerate(node.args):
+        if isinstance(arg, torch.fx.Node) or (isinstance(arg, (list, tuple)) and any(
+                isinstance(a, torch.fx.Node) for a in arg)):
+            continue
+        out[names[i] if i < len(names) else f"arg{i}"] = _text(arg)
+    for key, arg in node.kwargs.items():
+        if not isinstance(arg, torch.fx.Node):
+            out[key] = _text(arg)
+    return out
+
+
+def _text(value) -> str:
+    if isinstance(value, (list, tuple)):
+        return "[" + ",".join(_text(v) for v in value) + "]"
+    if isinstance(value, float):
+        return f"{value:g}"
+    return str(value).replace(" ", "").replace("torch.", "")

@@ -1,0 +1,66 @@
+/**
+ * The extension on a PyTorch bundle: tests/frontends/torch_nets.py's residual net, exported
+ * with torch.export and compiled for target c at test start. Ctrl-click on a ReLU statement of
+ * the generated C offers the model entry and the line of forward() that made it; the hover
+ * names the module, its class and that line. Screenshots in test-artifacts/vscode/ (torch-).
+ */
+import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { test } from 'node:test';
+import { PYTHON, REPO } from './lib/paths.mjs';
+import { bundleSuite, hoverNamingLayer, openAt } from './lib/suite.mjs';
+import { activeTabTitle, ctrlClickRect, cursorPosition, poll, screenshot, wordRectOnCursorLine } from './lib/workbench.mjs';
+
+const NETS = join(REPO, 'tests', 'frontends', 'torch_nets.py');
+const pt2 = join(mkdtempSync(join(tmpdir(), 'tvmx-torch-')), 'resnet.pt2');
+execFileSync(PYTHON, ['-c', 'import sys; sys.path.insert(0, "tests"); import torch;'
+  + ' from frontends import torch_nets; ep, _ = torch_nets.resnet_program(); torch.export.save(ep, sys.argv[1])', pt2],
+{ cwd: REPO, stdio: ['ignore', 'ignore', 'inherit'], timeout: 300000 });
+
+const suite = bundleSuite({ compile: { model: pt2, name: 'resnet' }, shots: 'torch-' });
+
+function reluStatement() {
+  return suite.bundle.statementOf('code/module.c', 'aten.relu.default', { inLoop: true });
+}
+
+test('ctrl-click on generated C lands on the model entry; F12 goes on to the forward() line', async () => {
+  const { page } = suite.session;
+  const stmt = reluStatement();
+  await openAt(suite, 'code/module.c', stmt.line);
+  await screenshot(page, 'torch-01-c-relu');
+  const inModel = await poll(async () => {
+    if ((await activeTabTitle(page)).includes('model.fxgraph')) return true;
+    await ctrlClickRect(page, await wordRectOnCursorLine(page, stmt.word, stmt.character));
+    return poll(async () => (await activeTabTitle(page)).includes('model.fxgraph'), { timeoutMs: 3000 });
+  }, { timeoutMs: 90000, intervalMs: 1000 });
+  assert.ok(inModel, 'ctrl-click did not open model.fxgraph');
+  const entry = await cursorPosition(page);
+  const entryText = suite.bundle.layerEntry(stmt.layers[0].id);
+  assert.equal(entry?.line, entryText.line + 1, 'not on the relu entry of the model document');
+  await screenshot(page, 'torch-02-model-entry');
+  // The definitions are the model entries (one per origin node) and then the source line:
+  // F12 steps through them ("Symbol 1 of 3, F12 for next").
+  const inSource = await poll(async () => {
+    if ((await activeTabTitle(page)).includes('torch_nets.py')) return true;
+    await page.keyboard.press('F12');
+    return poll(async () => (await activeTabTitle(page)).includes('torch_nets.py'), { timeoutMs: 2000 });
+  }, { timeoutMs: 20000, intervalMs: 500 });
+  assert.ok(inSource, `F12 did not reach torch_nets.py (active tab: ${await activeTabTitle(page)})`);
+  const pos = await poll(async () => {
+    const p = await cursorPosition(page);
+    return p && p.line === 22 ? p : undefined;
+  });
+  await screenshot(page, 'torch-03-forward-line');
+  assert.ok(pos, `cursor not on forward() line 22 of ${NETS}: ${JSON.stringify(await cursorPosition(page))}`);
+});
+
+test('hovering the statement names module, class and source line', async () => {
+  const stmt = reluStatement();
+  await openAt(suite, 'code/module.c', stmt.line);
+  const text = await hoverNamingLayer(suite, stmt);
+  await screenshot(suite.session.page, 'torch-04-hover');
+  assert.match(text, /block\d\.act \(ReLU\) — torch_nets\.py:22/);
+});
