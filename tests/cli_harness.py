@@ -29,13 +29,13 @@ def main() -> int:
     mode, marker = sys.argv[1], Path(sys.argv[2])
     args = sys.argv[sys.argv.index("--") + 1:]
 
-    from tvm_explorer import cli
+    from tvm_explorer import cli, frontends
     from tvm_explorer.bundle import writer
     from tvm_explorer.capture import api
 
     if "TVMX_HARNESS_GRACE" in os.environ:
         cli.GRACE = float(os.environ["TVMX_HARNESS_GRACE"])
-    real_build, real_load = api.build, api.load_model
+    real_build, real_load = api.build, frontends.load_any
     real_add, real_swap = writer.BundleWriter.add_document, writer.BundleWriter._swap_into_place
 
     def reached():
@@ -89,7 +89,7 @@ def main() -> int:
         return real_signal(signum, handler)
 
     signal.signal = set_handler
-    api.build, api.load_model = build, load
+    api.build, frontends.load_any = build, load  # the CLI loads the model first
     writer.BundleWriter.add_document = add_document
     writer.BundleWriter._swap_into_place = swap
     return cli.main(args)
