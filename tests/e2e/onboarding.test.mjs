@@ -43,6 +43,18 @@ after(async () => {
   assert.deepEqual(leftovers ?? [], [], 'processes left behind');
 });
 
+/** Clicks "Compile Model…" in the open context menu; a click that lands while the menu is
+ * still settling is not taken, so the highlighted item is then chosen with Enter. */
+async function chooseCompileInContextMenu(page) {
+  const item = page.locator('.context-view .action-label', { hasText: 'Compile Model…' });
+  await item.waitFor({ state: 'visible' });
+  await sleep(200);
+  await item.click();
+  const asked = page.locator('.quick-input-widget input');
+  const shown = await asked.waitFor({ state: 'visible', timeout: 5000 }).then(() => true, () => false);
+  if (!shown && await item.isVisible().catch(() => false)) await page.keyboard.press('Enter');
+}
+
 /** The explorer row of a workspace file. */
 function explorerRow(page, name) {
   return page.locator('.explorer-folders-view .monaco-list-row', { hasText: name }).first();
@@ -140,7 +152,7 @@ test('a model TVM cannot import fails with one message naming the operator and S
   const { page } = session;
   await runCommand(page, 'View: Show Explorer');
   await explorerRow(page, 'okay_nabu.tflite').click({ button: 'right' });
-  await page.locator('.context-view .action-label', { hasText: 'Compile Model…' }).click();
+  await chooseCompileInContextMenu(page);
   await answerCompileQuestions(page, { target: 'c' });
   const toast = page.locator('.notifications-toasts .notification-toast', { hasText: 'compile failed' });
   await toast.waitFor({ timeout: 120000 });
@@ -161,7 +173,7 @@ test('Cancel stops a compile and keeps the previous bundle', async () => {
   const mtime = statSync(join(previous, 'manifest.json')).mtimeMs;
   await runCommand(page, 'View: Show Explorer');
   await explorerRow(page, 'mobilenet_v1_fp32.tflite').click({ button: 'right' });
-  await page.locator('.context-view .action-label', { hasText: 'Compile Model…' }).click();
+  await chooseCompileInContextMenu(page);
   await answerCompileQuestions(page, { target: 'c', output: previous }); // over the previous one
   const toast = page.locator('.notifications-toasts .notification-toast', { hasText: 'Compiling mobilenet_v1_fp32.tflite' });
   await toast.waitFor({ timeout: 30000 });

@@ -122,7 +122,7 @@ def layer_lines(view: BundleView, origins: list[Origin], in_model: bool) -> list
         types = _types(facts) or _output_types(o)
         tail = " · ".join([md(b) for b in bits] + ([types] if types else []))
         role = "" if in_model else (", layer output" if o.is_output else ", part of layer")
-        lines.append(f"- **{md(layer.opcode)}** {code(_name(o))}{_where(layer)} (op {layer.op_index}{role})"
+        lines.append(f"- **{md(layer.opcode)}** {md(layer_caption(layer)) if _where(layer) else code(_name(o))} (op {layer.op_index}{role})"
                      f"{': ' + tail if tail else ''}")
     if len(origins) > MAX_LAYERS:
         lines.append(f"- … and {len(origins) - MAX_LAYERS} more layers")

@@ -37,10 +37,21 @@ async function pickInQuickInput(page, text, rowText = text) {
 }
 
 /** Runs a command by its palette title, e.g. "TVM Explorer: Restart Language Server". */
-export async function runCommand(page, title) {
-  await focusEditorArea(page);
-  await page.keyboard.press('F1');
-  await pickInQuickInput(page, `>${title}`, title);
+export async function runCommand(page, title, { timeoutMs = 120000 } = {}) {
+  // A view's "Focus on … View" command appears only once the extension registered the view:
+  // try again (closing the palette) until it is there.
+  const end = Date.now() + timeoutMs;
+  for (;;) {
+    await focusEditorArea(page);
+    await page.keyboard.press('F1');
+    try {
+      await pickInQuickInput(page, `>${title}`, title);
+      return;
+    } catch (err) {
+      if (Date.now() > end) throw err;
+      await page.keyboard.press('Escape');
+    }
+  }
 }
 
 /** Opens a workspace file by relative path with Quick Open and waits for its tab. */
