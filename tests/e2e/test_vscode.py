@@ -58,7 +58,7 @@ def node_results(tmp_path_factory) -> dict[str, str | None]:
         ["node", "--test", "--test-concurrency=1",
          "--test-reporter=spec", "--test-reporter-destination=stdout",
          "--test-reporter=junit", f"--test-reporter-destination={junit}", *SUITES],
-        cwd=HERE, env=env, stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=1500,
+        cwd=HERE, env=env, stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=2700,
     )
     sys.stdout.write(proc.stdout)
     sys.stderr.write(proc.stderr)
