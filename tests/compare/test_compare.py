@@ -91,6 +91,9 @@ def test_costs_are_read_when_present(models_dir, bundles, tmp_path):
     (a / "costs.json").write_text(json.dumps({"total_ms": 2.0, "layers": [
         {"subgraph": 0, "op_index": 0, "opcode": "CONV_2D", "time_ms": 1.25, "share": 0.6,
          "code_lines": 357, "workspace_bytes": 0, "kernels": ["fused_conv2d_add_relu"]}]}))
+    src = tmp_path / "b.bundle"  # B without costs (as a bundle of an older version)
+    shutil.copytree(bundles.get(models_dir / "small_cnn_fp32.tflite", "c"), src)
+    (src / "costs.json").unlink(missing_ok=True)
     got = _json(a, src)
     assert got["layers"][0]["a"]["costs"] == {"time_ms": 1.25, "share": 0.6, "workspace_bytes": 0,
                                               "code_lines": 357}
