@@ -29,6 +29,8 @@ import time
 from dataclasses import dataclass
 from types import SimpleNamespace
 
+from tvm import tirx
+
 from .indexer import index_module
 from .printer import RELAX_NODES, FunctionText, assemble, function_text, nodes_of, print_lines
 from .schedules import ScheduleRecorder
@@ -108,8 +110,6 @@ class DeferredDocuments:
 
     def add(self, path: str, mod, stage: str, pass_index: int, name: str, schedules) -> None:
         """Remember the document of ``mod`` (the module after pass ``name``)."""
-        from tvm import tirx
-
         keys, spans, fsets = [], [], {}
         for gv, func in sorted(mod.functions.items(), key=lambda kv: kv[0].name_hint):
             fname = gv.name_hint
@@ -197,7 +197,12 @@ class DeferredDocuments:
         results: dict = {}
         try:
             for share in shares[1:]:
-                child = _start_worker(share)
+                try:
+                    child = _start_worker(share)
+                except OSError:  # no process to be had (limits, memory): print it here
+                    self.fallbacks += 1
+                    results.update(_print_share(share))
+                    continue
                 children.append((child, share))
             started = time.perf_counter()
             results.update(_print_share(shares[0]))
