@@ -248,7 +248,12 @@ def _die_with_parent() -> None:
 def _start_worker(share) -> tuple[int, int]:
     """Fork a process printing ``share``; returns its pid and the pipe it answers on."""
     read_fd, write_fd = os.pipe()
-    pid = os.fork()
+    try:
+        pid = os.fork()
+    except OSError:
+        os.close(read_fd)
+        os.close(write_fd)
+        raise
     if pid == 0:  # the worker: print, send, leave without running any of the parent's exit code
         status = 1
         try:
