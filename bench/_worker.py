@@ -10,7 +10,7 @@ Tasks:
            every function a pass rebuilt (the floor of printing every pass's IR); kept:
            provenance kept through every pass, nothing written (``bundle=None``); capture:
            the full bundle written to ``out`` (IR printed after the compile by forked
-           workers); capture_inline: the same, printed inline during the compile
+           workers, one process per core, whatever the load); capture_inline: the same, printed inline during the compile
            (``TVMX_PRINT_WORKERS=0``, as before parallel printing); dumpir: stock + TVM's own
            ``DumpIR`` instrument (the whole module printed after every pass) into ``out``
   load     {"bundle"}                                     what the language server does on load
@@ -136,10 +136,14 @@ def _tracker_floor_instrument():
 
 
 def task_compile(model: str, target: str, variant: str, out: str | None = None) -> dict:
-    if variant == "capture_inline":
-        from tvm_explorer.capture.parallel_print import ENV_WORKERS
+    from tvm_explorer.capture.parallel_print import ENV_WORKERS, MAX_WORKERS
 
+    if variant == "capture_inline":
         os.environ[ENV_WORKERS] = "0"
+    elif variant == "capture" and ENV_WORKERS not in os.environ:
+        # Parallel printing whatever the load (by default a capture prints inline when the
+        # machine has no idle core): the figure is about the parallel path.
+        os.environ[ENV_WORKERS] = str(min(MAX_WORKERS, len(os.sched_getaffinity(0))))
     import tvm_explorer.capture.api as api
     from tvm_explorer.capture.importer import import_tflite
     from tvm_explorer.capture.pipeline import build

@@ -14,7 +14,8 @@ the bundle is byte-identical.
 A worker that dies, hangs or sends something unreadable costs time, never content: the
 parent prints its share itself. ``TVMX_PRINT_WORKERS`` sets the number of processes
 (``0``: print inline during the compile, as before this module existed; ``1``: print after
-the compile in this process only; default: one per available core, at most 4).
+the compile in this process only; default: one per idle core, at most 4, and inline when
+fewer than two cores are idle).
 """
 
 from __future__ import annotations
@@ -45,8 +46,10 @@ _MIN_FUNCTIONS_TO_FORK = 8
 
 
 def print_workers() -> int:
-    """Processes to print with: ``TVMX_PRINT_WORKERS`` if set, else the available cores (≤ 4);
-    0 means print inline during the compile."""
+    """Processes to print with: ``TVMX_PRINT_WORKERS`` if set; else one per idle core (≤ 4),
+    or 0 (print inline during the compile) when no core is idle: the machine's other work
+    would take the cores the workers need, and printing after the compile only pays off in
+    parallel."""
     value = os.environ.get(ENV_WORKERS, "").strip()
     if value:
         try:
@@ -57,7 +60,12 @@ def print_workers() -> int:
         cores = len(os.sched_getaffinity(0))
     except (AttributeError, OSError):
         cores = os.cpu_count() or 1
-    return max(1, min(MAX_WORKERS, cores))
+    try:
+        busy = int(os.getloadavg()[0] + 0.5)  # this process's own share included
+    except OSError:
+        busy = 1
+    idle = min(MAX_WORKERS, cores - max(1, busy) + 1)
+    return idle if idle >= 2 else 0
 
 
 @dataclass
