@@ -2,24 +2,30 @@
 
 Tasks:
   import   {"model", "variant": "stock"|"spans"}           TFLite import only
-  compile  {"model", "target", "variant": "stock"|"reader"|"printer"|"kept"|"capture", "out"?}
+  compile  {"model", "target", "variant": "stock"|"reader"|"printer"|"kept"|"capture"|
+            "capture_inline"|"dumpir", "out"?}
            stock: stock import + compile (no provenance); reader: stock + reading the span
            of every binding and store each pass rebuilt (the floor of any tracker); printer:
            stock + TVM's printer on
            every function a pass rebuilt (the floor of printing every pass's IR); kept:
            provenance kept through every pass, nothing written (``bundle=None``); capture:
-           the full bundle written to ``out``
+           the full bundle written to ``out`` (IR printed after the compile by forked
+           workers, one process per core, whatever the load); capture_inline: the same, printed inline during the compile
+           (``TVMX_PRINT_WORKERS=0``, as before parallel printing); dumpir: stock + TVM's own
+           ``DumpIR`` instrument (the whole module printed after every pass) into ``out``
   load     {"bundle"}                                     what the language server does on load
 
 Everything the measured step needs is imported before the clock starts; peak memory is the
 process's peak RSS (``VmHWM``, reset just before the step) and the step's growth above the
-RSS it started from.
+RSS it started from. CPU time includes that of child processes the step started and reaped
+(the capture's printing workers): ``cpu`` is the whole cost, ``children_cpu`` their part.
 """
 
 from __future__ import annotations
 
 import gc
 import json
+import os
 import shutil
 import sys
 import time
@@ -33,12 +39,15 @@ def _measure(fn) -> dict:
     gc.collect()
     before = benchlib.proc_status()
     reset = benchlib.reset_peak_rss()
-    c0, w0 = time.process_time(), time.perf_counter()
+    t0, w0 = os.times(), time.perf_counter()
     value = fn()
-    cpu, wall = time.process_time() - c0, time.perf_counter() - w0
+    t1, wall = os.times(), time.perf_counter() - w0
+    own = (t1.user - t0.user) + (t1.system - t0.system)
+    children = (t1.children_user - t0.children_user) + (t1.children_system - t0.children_system)
+    cpu = own + children
     after = benchlib.proc_status()
     peak = after.get("VmHWM", 0) if reset else benchlib.maxrss_bytes()
-    return {"cpu": cpu, "wall": wall, "rss_before": before.get("VmRSS", 0), "peak": peak,
+    return {"cpu": cpu, "children_cpu": children, "wall": wall, "rss_before": before.get("VmRSS", 0), "peak": peak,
             "maxrss": benchlib.maxrss_bytes(), "peak_reset": reset,
             "growth": max(0, peak - before.get("VmRSS", 0)), "value": value}
 
@@ -127,6 +136,14 @@ def _tracker_floor_instrument():
 
 
 def task_compile(model: str, target: str, variant: str, out: str | None = None) -> dict:
+    from tvm_explorer.capture.parallel_print import ENV_WORKERS, MAX_WORKERS
+
+    if variant == "capture_inline":
+        os.environ[ENV_WORKERS] = "0"
+    elif variant == "capture" and ENV_WORKERS not in os.environ:
+        # Parallel printing whatever the load (by default a capture prints inline when the
+        # machine has no idle core): the figure is about the parallel path.
+        os.environ[ENV_WORKERS] = str(min(MAX_WORKERS, len(os.sched_getaffinity(0))))
     import tvm_explorer.capture.api as api
     from tvm_explorer.capture.importer import import_tflite
     from tvm_explorer.capture.pipeline import build
@@ -141,12 +158,17 @@ def task_compile(model: str, target: str, variant: str, out: str | None = None) 
             build(mod, target, [floor()])
         elif variant == "kept":
             api.compile_model(model, None, target)
+        elif variant == "dumpir":
+            from tvm.ir.instrument import DumpIR
+
+            mod = import_tflite(load_model(model), None, fill_spans=False)
+            build(mod, target, [DumpIR(out)])
         else:
             api.compile_model(model, out, target)
         return None
 
     result = _measure(run)
-    if variant == "capture":
+    if variant in ("capture", "capture_inline"):
         result["bundle_bytes"] = benchlib.dir_size(Path(out))
         result["bundle_files"] = sum(1 for p in Path(out).rglob("*") if p.is_file())
     return result
@@ -172,7 +194,7 @@ def main() -> None:
     task, params = sys.argv[1], json.loads(sys.argv[2])
     keep = params.pop("keep", False)
     result = {"import": task_import, "compile": task_compile, "load": task_load}[task](**params)
-    if task == "compile" and params.get("variant") == "capture" and not keep:
+    if task == "compile" and params.get("variant") in ("capture", "capture_inline", "dumpir") and not keep:
         shutil.rmtree(params["out"], ignore_errors=True)
     print(json.dumps(result))
 

@@ -9,6 +9,13 @@ every measurement of a compile in a fresh process):
   capture  full capture: every pass, TIR, generated code, index written to a bundle
                                              vs stock import + compile               goal <= 1.5x
   memory   peak RSS of each vs stock (fresh process each)                           goal <= 1.10x
+  wall     full capture's wall time vs stock                                       goal <= 1.5x
+           and vs TVM's own ``DumpIR`` instrument (whole module after every pass)   goal <= 1.0x
+
+The full capture prints every pass's IR after the compile in forked worker processes
+(``capture/parallel_print.py``); ``capture_inline`` is the same capture printed inline during
+the compile (``TVMX_PRINT_WORKERS=0``, how every capture printed before), measured beside it.
+CPU times include the printing workers' CPU.
 
 Two floors are measured beside them, to show what no implementation of the same recording
 can go below: ``reader`` (stock + reading the span of every binding and store each pass
@@ -18,7 +25,8 @@ function a changed pass rebuilt: the printing any capture of every pass's IR mus
 Ratios are medians of per-repetition ratios of CPU time (wall time is shown too), with the
 spread (min-max) in parentheses. Usage:
 
-    .venv/bin/python bench/capture_overhead.py [--quick] [--reps N] [--models a,b] [--targets c,cuda] [--json out.json]
+    .venv/bin/python bench/capture_overhead.py [--quick] [--reps N] [--models a,b] [--targets c,cuda]
+        [--variants stock,capture,capture_inline,dumpir] [--json out.json]
 """
 
 from __future__ import annotations
@@ -34,7 +42,9 @@ import benchlib as bl  # noqa: E402
 
 MODELS = ["mobilenet_v1_fp32", "mobilenet_v3_small_int8", "hand_recrop"]
 TARGETS = ["c", "cuda"]
-GOALS = {"import": 1.10, "kept": 1.05, "capture": 1.5, "memory": 1.10}
+GOALS = {"import": 1.10, "kept": 1.05, "capture": 1.5, "memory": 1.10, "capture_wall": 1.5,
+         "vs_dumpir": 1.0}
+VARIANTS = ["stock", "reader", "kept", "printer", "capture", "capture_inline", "dumpir"]
 
 
 def measure_import(model: Path, reps: int) -> dict:
@@ -68,34 +78,42 @@ def measure_import(model: Path, reps: int) -> dict:
     }
 
 
-def measure_compile(model: Path, target: str, reps: int, workdir: Path) -> dict:
-    variants = ["stock", "reader", "kept", "printer", "capture"]
-    res = {v: [] for v in variants}
-    for rep, order in bl.rotations(variants, reps):
+def measure_compile(model: Path, target: str, reps: int, workdir: Path, variants=VARIANTS) -> dict:
+    res = {v: [] for v in VARIANTS}
+    for rep, order in bl.rotations(list(variants), reps):
         for v in order:
-            out = str(workdir / f"{model.stem}.{target}.{rep}.bundle")
+            out = str(workdir / f"{model.stem}.{target}.{rep}.{v}.out")
             r = bl.run_worker("compile", model=str(model), target=target, variant=v, out=out)
             res[v].append(r)
-            print(f"    rep {rep} {v:8s} cpu {r['cpu']:7.2f}s wall {r['wall']:7.2f}s "
-                  f"peak {bl.mib(r['peak'])}", flush=True)
-    cpu = {v: [r["cpu"] for r in res[v]] for v in variants}
-    wall = {v: [r["wall"] for r in res[v]] for v in variants}
-    peak = {v: [r["peak"] for r in res[v]] for v in variants}
-    growth = {v: [r["growth"] for r in res[v]] for v in variants}
+            print(f"    rep {rep} {v:14s} cpu {r['cpu']:7.2f}s (workers {r.get('children_cpu', 0):5.2f}s) "
+                  f"wall {r['wall']:7.2f}s peak {bl.mib(r['peak'])}", flush=True)
+    cpu = {v: [r["cpu"] for r in res[v]] for v in VARIANTS}
+    wall = {v: [r["wall"] for r in res[v]] for v in VARIANTS}
+    peak = {v: [r["peak"] for r in res[v]] for v in VARIANTS}
+    growth = {v: [r["growth"] for r in res[v]] for v in VARIANTS}
+    bundle = (res["capture"] or res["capture_inline"] or [{}])[0]
     return {
         "stock_cpu": bl.Summary.of(cpu["stock"]),
+        "stock_wall": bl.Summary.of(wall["stock"]),
         "reader_cpu": bl.paired_ratios(cpu["stock"], cpu["reader"]),
         "printer_cpu": bl.paired_ratios(cpu["stock"], cpu["printer"]),
         "kept_cpu": bl.paired_ratios(cpu["stock"], cpu["kept"]),
         "kept_wall": bl.paired_ratios(wall["stock"], wall["kept"]),
         "capture_cpu": bl.paired_ratios(cpu["stock"], cpu["capture"]),
         "capture_wall": bl.paired_ratios(wall["stock"], wall["capture"]),
+        "inline_cpu": bl.paired_ratios(cpu["stock"], cpu["capture_inline"]),
+        "inline_wall": bl.paired_ratios(wall["stock"], wall["capture_inline"]),
+        "dumpir_cpu": bl.paired_ratios(cpu["stock"], cpu["dumpir"]),
+        "dumpir_wall": bl.paired_ratios(wall["stock"], wall["dumpir"]),
+        "vs_dumpir_wall": bl.paired_ratios(wall["dumpir"], wall["capture"]),
+        "vs_inline_wall": bl.paired_ratios(wall["capture_inline"], wall["capture"]),
+        "workers_cpu": bl.Summary.of(r.get("children_cpu", 0) for r in res["capture"]),
         "kept_peak": bl.paired_ratios(peak["stock"], peak["kept"]),
         "capture_peak": bl.paired_ratios(peak["stock"], peak["capture"]),
-        "growth": {v: bl.Summary.of(growth[v]) for v in variants},
-        "peak": {v: bl.Summary.of(peak[v]) for v in variants},
-        "bundle_bytes": res["capture"][0]["bundle_bytes"],
-        "bundle_files": res["capture"][0]["bundle_files"],
+        "growth": {v: bl.Summary.of(growth[v]) for v in VARIANTS},
+        "peak": {v: bl.Summary.of(peak[v]) for v in VARIANTS},
+        "bundle_bytes": bundle.get("bundle_bytes", 0),
+        "bundle_files": bundle.get("bundle_files", 0),
     }
 
 
@@ -113,12 +131,19 @@ def main(argv=None) -> int:
     ap.add_argument("--import-reps", type=int, help="repetitions of the import (default 15; quick 7)")
     ap.add_argument("--models", help=f"comma-separated names in tests/models (default {','.join(MODELS)})")
     ap.add_argument("--targets", help="comma-separated targets (default c,cuda)")
+    ap.add_argument("--variants", help=f"comma-separated compile variants (default {','.join(VARIANTS)}; "
+                    "stock is always measured)")
     ap.add_argument("--json", help="also write the results to this JSON file")
     args = ap.parse_args(argv)
     models = args.models.split(",") if args.models else (MODELS[:1] if args.quick else MODELS)
     targets = args.targets.split(",") if args.targets else TARGETS
     reps = args.reps or (2 if args.quick else 5)
     import_reps = args.import_reps or (7 if args.quick else 15)
+    variants = ["stock"] + [v for v in (args.variants.split(",") if args.variants else VARIANTS)
+                            if v != "stock"]
+    unknown = set(variants) - set(VARIANTS)
+    if unknown:
+        ap.error(f"unknown variants {sorted(unknown)}; choose from {VARIANTS}")
     print(f"# Capture overhead — {bl.machine_note()}; {reps} compile repetitions, "
           f"{import_reps} import repetitions\n")
 
@@ -130,7 +155,7 @@ def main(argv=None) -> int:
             results[(name, "import")] = measure_import(model, import_reps)
             for target in targets:
                 print(f"## {name} / {target}: compile", flush=True)
-                results[(name, target)] = measure_compile(model, target, reps, Path(tmp))
+                results[(name, target)] = measure_compile(model, target, reps, Path(tmp), variants)
 
     print("\n### Time (CPU-time ratio vs stock: median of paired repetitions, (min–max))\n")
     rows = []
@@ -142,6 +167,18 @@ def main(argv=None) -> int:
     print(bl.table(["model", "target", f"import ≤{GOALS['import']}", "stock compile CPU",
                     "reader floor", f"kept ≤{GOALS['kept']}", "printer floor",
                     f"capture ≤{GOALS['capture']}", "wall kept / capture"], rows))
+
+    print("\n### Wall time (whole compile, fresh process each): ratio vs stock, median of paired "
+          "repetitions (min–max); CPU ratio beside it\n")
+    rows = []
+    for name, target, _imp, r in _pairs(models, targets, results):
+        rows.append([name, target, r["stock_wall"].fmt(2, " s"), r["capture_wall"].fmt(), r["capture_cpu"].fmt(),
+                     r["workers_cpu"].fmt(2, " s"), r["inline_wall"].fmt(), r["inline_cpu"].fmt(),
+                     r["dumpir_wall"].fmt(), r["dumpir_cpu"].fmt(), r["vs_dumpir_wall"].fmt(),
+                     r["vs_inline_wall"].fmt()])
+    print(bl.table(["model", "target", "stock wall", f"capture wall ≤{GOALS['capture_wall']}", "capture CPU",
+                    "of it workers' CPU", "inline wall", "inline CPU", "DumpIR wall", "DumpIR CPU",
+                    f"capture / DumpIR wall ≤{GOALS['vs_dumpir']}", "capture / inline wall"], rows))
 
     print("\n### Memory (peak RSS ratio vs stock, fresh process each) and bundle size\n")
     rows = []
@@ -160,7 +197,8 @@ def main(argv=None) -> int:
         for target in targets:
             r = results[(name, target)]
             for key, goal in (("kept_cpu", "kept"), ("capture_cpu", "capture"),
-                              ("kept_peak", "memory"), ("capture_peak", "memory")):
+                              ("kept_peak", "memory"), ("capture_peak", "memory"),
+                              ("capture_wall", "capture_wall"), ("vs_dumpir_wall", "vs_dumpir")):
                 if r[key].median > GOALS[goal]:
                     misses.append(f"{name}/{target}: {key}")
     print("\nGoals: " + ("all met" if not misses else "missed: " + ", ".join(misses)))

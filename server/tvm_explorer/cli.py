@@ -157,6 +157,13 @@ def _run_compile(args) -> int:
             return _fail(str(err))
     if args.in_process or not hasattr(os, "fork"):
         return _compile_in_this_process(args)
+    return run_supervised(args, _compile_in_this_process)
+
+
+def run_supervised(args, body) -> int:
+    """``body(args)`` in a child process, supervised: a crash inside TVM is reported, not
+    inherited, and a run that hangs (``args.timeout``) or ignores an interrupt is stopped; the
+    child dies with this process (``compile``, ``bisect``)."""
     sys.stdout.flush()
     sys.stderr.flush()
     # Signals wait until each process has its handlers (no window where one is lost).
@@ -176,7 +183,7 @@ def _run_compile(args) -> int:
             from .bundle import writer
 
             writer.COMMIT_GUARDS.append(lifeline.check)
-            code = _compile_in_this_process(args)
+            code = body(args)
         finally:
             try:
                 sys.stdout.flush()
@@ -290,7 +297,7 @@ def _supervise(args, pid: int, errors: _ChildErrors) -> int:
     sig = signal.Signals(os.WTERMSIG(status)).name
     _remove_partial(args.output, pid)
     if timed_out:
-        return _fail(f"{args.model}: compile did not finish within {args.timeout:g} s (--timeout) "
+        return _fail(f"{args.model}: {_activity(args)[0]} did not finish within {args.timeout:g} s (--timeout) "
                      f"and was killed; no bundle was written (a previous bundle is unchanged)",
                      EXIT_TIMEOUT)
     if state["stop"] is not None:
@@ -303,10 +310,15 @@ def _supervise(args, pid: int, errors: _ChildErrors) -> int:
         # Not a fault of TVM's: someone (or the kernel) killed the child.
         oom = " (possibly the kernel's out-of-memory killer)" if sig == "SIGKILL" else ""
         return _fail(f"{args.model}: the compiling process was killed by {sig}, a signal from "
-                     f"outside tvm-explorer{oom}, while compiling for {args.target}; no bundle "
+                     f"outside tvm-explorer{oom}, while {_activity(args)[1]} for {args.target}; no bundle "
                      "was written (a previous bundle is unchanged)", EXIT_CRASH)
-    return _fail(f"{args.model}: TVM crashed ({sig}) while compiling for {args.target}; "
+    return _fail(f"{args.model}: TVM crashed ({sig}) while {_activity(args)[1]} for {args.target}; "
                  f"no bundle was written (a previous bundle is unchanged){where}", EXIT_CRASH)
+
+
+def _activity(args) -> tuple[str, str]:
+    """What the supervised child does, for messages: ``("compile", "compiling")``."""
+    return getattr(args, "activity", ("compile", "compiling"))
 
 
 _CRASH_SIGNALS = ("SIGSEGV", "SIGBUS", "SIGILL", "SIGFPE", "SIGABRT", "SIGSYS", "SIGTRAP")

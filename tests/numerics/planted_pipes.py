@@ -68,6 +68,21 @@ def raises(target):
 NOT_CALLABLE = 3
 
 
+def crashes(target):
+    """TVM's CPU pipeline with a pass that dies of SIGSEGV, as a native crash inside TVM would."""
+    import os
+    import signal
+
+    @tvm.transform.module_pass(opt_level=0, name="Segfaults")
+    def segfaults(mod, _ctx):
+        os.kill(os.getpid(), signal.SIGSEGV)
+        return mod
+    return tvm.transform.Sequential(
+        cpu_generic.library_dispatch_passes(target) + [segfaults]
+        + cpu_generic.legalize_passes(target) + cpu_generic.dataflow_lower_passes(target)
+        + cpu_generic.finalize_passes(target), name="crashing_pipeline")
+
+
 def broken(target):
     """A pipeline that cannot compile: nothing lowers the Relax operators."""
     return tvm.transform.Sequential([relax.transform.ToNonDataflow()], name="broken")

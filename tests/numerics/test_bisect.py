@@ -82,3 +82,21 @@ def test_tvms_pipeline_on_a_float_corpus_model_has_no_culprit():
 def test_bad_input_gets_one_message(gt_model, args, message):
     proc = bisect(gt_model, *args)
     assert proc.returncode == 2 and message in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_a_crash_inside_tvm_is_one_message_and_no_bundle(gt_model, tmp_path):
+    """bisect runs supervised, like compile: a native crash is reported, not inherited."""
+    out = tmp_path / "crash.bundle"
+    proc = bisect(gt_model, "--pipeline", "planted_pipes:crashes", "-o", out)
+    assert proc.returncode == 3, proc.stderr
+    lines = proc.stderr.strip().splitlines()
+    assert lines[-1].startswith("tvm-explorer: error: ") and "crashed (SIGSEGV) while bisecting" in lines[-1]
+    assert "Traceback" not in proc.stderr and not out.exists()
+    assert not list(tmp_path.glob(".crash.bundle.tmp-*"))
+
+
+def test_bisect_stops_at_its_timeout(gt_model, tmp_path):
+    proc = bisect(gt_model, "--timeout", "0.5")
+    assert proc.returncode == 4, proc.stderr
+    assert proc.stderr.strip().endswith("(a previous bundle is unchanged)")
+    assert "bisect did not finish within 0.5 s (--timeout)" in proc.stderr

@@ -3,6 +3,7 @@ after which the model's results change beyond the numerics thresholds."""
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import sys
@@ -25,7 +26,33 @@ def add_parser(sub) -> None:
     p.add_argument("-o", "--output", metavar="BUNDLE",
                    help="also write the bundle (with bisect.json), so the culprit's diff can be opened")
     p.add_argument("--json", action="store_true")
-    p.set_defaults(run=run_bisect)
+    p.add_argument("--timeout", type=float, default=1800.0, metavar="SECONDS",
+                   help="stop a bisection that runs longer (default 1800; 0: never)")
+    p.add_argument("--in-process", action="store_true", help=argparse.SUPPRESS)
+    p.set_defaults(run=run_supervised_bisect)
+
+
+def run_supervised_bisect(args) -> int:
+    """``bisect`` in a supervised child, like ``compile``: a crash inside TVM (while building or
+    running a snapshot), a ``--timeout`` or an interrupt ends with one message."""
+    from .. import cli
+
+    if args.in_process or not hasattr(os, "fork"):
+        return run_bisect(args)
+    args.activity = ("bisect", "bisecting")
+    args.memory_limit = 0
+    return cli.run_supervised(args, _bisect_child)
+
+
+def _bisect_child(args) -> int:
+    import signal
+
+    def stop(signum, _frame):
+        raise KeyboardInterrupt(signal.Signals(signum).name)
+
+    signal.signal(signal.SIGTERM, stop)  # SIGUSR1 (the timeout) keeps its default: the end
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT, signal.SIGTERM, signal.SIGUSR1})
+    return run_bisect(args)
 
 
 def _error_json(err) -> float | None:

@@ -173,6 +173,7 @@ def compile_model(model_path: str | os.PathLike, bundle: str | os.PathLike | Non
             first = " ".join(str(err).split())[:500] or type(err).__name__
             how = f" with --pipeline {pipeline}" if pipeline else ""
             raise ExplorerError(f"{model.path}: TVM failed to compile the model for {target}{how}: {first}") from None
+        session.flush_documents()  # the IR of every pass, printed now that TVM is idle
         if writer is None:
             # Nothing is written: index the generated source only if someone asks.
             return CompileResult(None, executable, session.pass_index, 0, None,
@@ -279,6 +280,7 @@ class Capture:
             self._writer.abort()
             return False
         try:
+            self._session.flush_documents()
             if self._executable is not None:
                 _add_generated_code(self._session, self._executable, self.target or "c")
             options = {"spans": True, "exact_origins": False, "schedule_records": True}

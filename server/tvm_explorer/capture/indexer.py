@@ -54,10 +54,12 @@ def _marks(ftext: FunctionText) -> list[_Mark]:
 
 
 def index_module(placed: list[PlacedFunction], starts: list[int], mod, tracker: ProvenanceTracker,
-                 origins: OriginTable, trace_link=None) -> list[Range]:
+                 origins: OriginTable, trace_link=None, read=read_span) -> list[Range]:
     """Ranges for every function, binding, loop, block and store of a printed module.
 
     ``trace_link(function, loop_var)`` names the schedule step that created a loop, if any.
+    ``read(node)`` gives a node's ``(origin set, unit)`` (default: its span now; a deferred
+    printer passes the spans as they were when the pass ran).
     """
     prim_names = {gv.name_hint for gv, f in mod.functions.items() if isinstance(f, tirx.PrimFunc)}
     ranges: list[Range] = []
@@ -94,7 +96,7 @@ def index_module(placed: list[PlacedFunction], starts: list[int], mod, tracker: 
             start, end = span_of(mark.first, mark.last)
             kind = mark.kind
             if kind == "stmt":
-                sid, unit = read_span(mark.node) or (0, 0)
+                sid, unit = read(mark.node) or (0, 0)
                 ranges.append(Range(start, end, sid, "stmt", f"store:{unit}"))
                 for container in open_containers:
                     container[1].append(sid)
@@ -105,7 +107,7 @@ def index_module(placed: list[PlacedFunction], starts: list[int], mod, tracker: 
                 open_containers.append((mark.last, [], (start, end, "block", mark.key, None)))
             else:
                 node = mark.node
-                got = read_span(node) or read_span(node.var) or (0, 0)
+                got = read(node) or read(node.var) or (0, 0)
                 callee = next((ref for ref in mark.refs if ref in prim_names), None)
                 ranges.append(Range(start, end, got[0], "binding", mark.key,
                                     f"prim:{callee}" if callee else None))

@@ -80,14 +80,34 @@ def _block_ends(lines: list[str], firsts: list[int]) -> dict[int, int]:
     return {f: max(f, last_text[following[f]]) for f in firsts}
 
 
-def _nodes_of(func) -> list:
+def nodes_of(func) -> list:
+    """The nodes of ``func`` that get anchors (bindings, or stores, loops and blocks), in walk
+    pre-order."""
     kinds = RELAX_NODES if isinstance(func, relax.Function) else TIR_NODES
     return collect(func, kinds, "pre")
 
 
 def print_function(name: str, gv, func) -> FunctionText:
     """Print one function with markers, then strip them into anchors."""
-    nodes = _nodes_of(func)
+    nodes = nodes_of(func)
+    lines, anchors, header, metadata_note = print_lines(gv, func, nodes)
+    return function_text(name, func, nodes, lines, anchors, header, metadata_note)
+
+
+def function_text(name: str, func, nodes: list, lines: list[str], anchors: list[tuple[int, int, int]],
+                  header: list[str], metadata_note: bool) -> FunctionText:
+    """A ``FunctionText`` from what ``print_lines`` returned (anchors by node index)."""
+    return FunctionText(name, func, lines, [Anchor(first, last, nodes[i]) for first, last, i in anchors],
+                        header, metadata_note, nodes)
+
+
+def print_lines(gv, func, nodes: list) -> tuple[list[str], list[tuple[int, int, int]], list[str], bool]:
+    """Print one function with a marker on each of ``nodes`` (``nodes_of(func)``).
+
+    Returns its lines, its anchors as ``(first line, last line, index in nodes)`` in
+    document order, the ``# from`` header lines, and whether TVM noted omitted metadata:
+    plain data, which a printing worker process can send back.
+    """
     annotate = {node: _MARK.format(i) for i, node in enumerate(nodes)}
     text = tvm.IRModule({gv: func}).script(obj_to_annotate=annotate)
     raw = text.split("\n")
@@ -121,9 +141,9 @@ def print_function(name: str, gv, func) -> FunctionText:
     while lines and not lines[-1].strip():
         lines.pop()
     ends = _block_ends(lines, sorted(set(node_line.values())))
-    anchors = [Anchor(line, ends[line], nodes[i]) for i, line in sorted(node_line.items())]
-    anchors.sort(key=lambda a: (a.first, -a.last))
-    return FunctionText(name, func, lines, anchors, header, metadata_note, nodes)
+    anchors = [(line, ends[line], i) for i, line in sorted(node_line.items())]
+    anchors.sort(key=lambda a: (a[0], -a[1]))
+    return lines, anchors, header, metadata_note
 
 
 class ModulePrinter:

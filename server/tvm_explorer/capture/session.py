@@ -22,6 +22,7 @@ from ..model.loader import LoadedModel
 from ..bundle.writer import BundleWriter
 from ..provenance import OriginTable
 from .indexer import index_module
+from .parallel_print import DeferredDocuments, print_workers
 from .printer import ModulePrinter, assemble
 from .spans import handle
 from .tracker import ProvenanceTracker
@@ -60,6 +61,9 @@ class CaptureSession:
         self.listeners: list = []
         self.schedules = None  # a ScheduleRecorder while GPU schedules are recorded
         self.progress = None  # a progress.Progress told after every recorded step
+        # Documents printed after the compile, in worker processes (see parallel_print).
+        workers = print_workers() if writer is not None else 0
+        self.deferred = DeferredDocuments(writer, self.tracker, origins, workers) if workers else None
 
     # -- documents -------------------------------------------------------------------
     def write_model_document(self) -> None:
@@ -132,9 +136,21 @@ class CaptureSession:
                 return True
         return False
 
+    def flush_documents(self) -> None:
+        """Print and write the documents kept for after the compile (a no-op when printing
+        inline). Call it once TVM's work is done, before any other document is added."""
+        if self.deferred is not None:
+            started = time.perf_counter()
+            self.deferred.flush()
+            self.print_seconds += time.perf_counter() - started
+
     def _write_module(self, mod, stage: str, index: int, name: str) -> str | None:
         if self.writer is None:
             return None
+        if self.deferred is not None:
+            path = f"{stage}/{index:03d}-{_safe(name)}.{'relax' if stage == 'relax' else 'tir'}"
+            self.deferred.add(path, mod, stage, index, name, self.schedules)
+            return path
         started = time.perf_counter()
         functions = self.printer.functions(mod)
         text, placed, starts = assemble(functions)
