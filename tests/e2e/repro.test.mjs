@@ -90,8 +90,13 @@ test('Compare With Bundle… lists the layers and opens a split diff of one', as
   await conv.first().waitFor({ timeout: 60000 });
   await sleep(500);
   await screenshot(page, 'repro-03-comparison-tree');
+  // The summary row counts the matched layers; the tree renders only the rows that fit the
+  // view's height (the sidebar holds several views), so the rows are checked for order.
+  const summary = await page.getByRole('treeitem', { name: /^8 layers \(matched/ }).first().textContent();
+  assert.ok(summary, 'no "8 layers (matched …)" summary row');
   const rows = await page.getByRole('treeitem', { name: /^op \d+ / }).allTextContents();
-  assert.equal(rows.length, 8, `expected 8 matched layers, got ${JSON.stringify(rows)}`);
+  const ops = rows.map((r) => Number(/^op (\d+) /.exec(r)[1]));
+  assert.ok(rows.length >= 4 && ops.every((op, i) => op === i), `rows not in graph order: ${JSON.stringify(rows)}`);
   assert.ok(rows.every((r) => r.includes('changed')), JSON.stringify(rows));
   assert.ok(rows[0].includes('small_cnn_1/conv2d_1'), rows[0]);
   await conv.first().click();
