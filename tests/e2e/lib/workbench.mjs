@@ -56,11 +56,19 @@ export async function runCommand(page, title, { timeoutMs = 120000 } = {}) {
 
 /** Opens a workspace file by relative path with Quick Open and waits for its tab. */
 export async function openFile(page, relPath) {
-  await focusEditorArea(page);
-  await page.keyboard.press('Control+P');
   const name = relPath.split('/').pop();
-  await pickInQuickInput(page, relPath, name);
-  await page.locator('.tab.active', { hasText: name }).waitFor();
+  for (let attempt = 0; ; attempt++) {
+    await focusEditorArea(page);
+    await page.keyboard.press('Control+P');
+    await pickInQuickInput(page, relPath, name);
+    try {
+      // Quick Open right after a jump into a preview editor sometimes opens nothing: again.
+      await page.locator('.tab.active', { hasText: name }).waitFor({ timeout: attempt ? 30000 : 15000 });
+      break;
+    } catch (err) {
+      if (attempt) throw err;
+    }
+  }
   await page.locator('.editor-instance .view-line').first().waitFor();
 }
 
