@@ -91,6 +91,16 @@ class Session:
         path = uri_to_path(uri)
         return self.registry.find(path) if path else None
 
+    def bundle_view(self, uri: str) -> BundleView | None:
+        """The loaded bundle a URI names: its directory, or any of its documents."""
+        path = uri_to_path(uri)
+        if path is None:
+            return None
+        if path in self.registry.bundles:
+            return self.registry.bundles[path]
+        found = self.registry.find(path)
+        return found[0] if found else None
+
     def lines(self, view: BundleView, path: str) -> tuple[LineIndex, Drift | None]:
         """Line index of what the editor shows for a document, and its drift if edited."""
         opened = None

@@ -16,7 +16,7 @@ from ..protocol import (
     KernelHeatResult,
     LayerCostInfo,
 )
-from ..session import Session, uri_to_path
+from ..session import Session
 
 
 def cost_lenses(session: Session, view, path: str, uri: str) -> list[types.CodeLens]:
@@ -48,14 +48,7 @@ class CostRequests:
         self.session = session
 
     def _view(self, uri: str):
-        path = uri_to_path(uri)
-        if path is None:
-            return None
-        bundles = self.session.registry.bundles
-        if path in bundles:
-            return bundles[path]
-        found = self.session.registry.find(path)
-        return found[0] if found else None
+        return self.session.bundle_view(uri)
 
     def costs(self, params: CostsParams | None) -> CostsResult:
         """A bundle's layers, most expensive first, each with its model-document location."""

@@ -15,7 +15,7 @@ from ..protocol import (
     OriginsResult,
     PassInfo,
 )
-from ..session import Session, uri_to_path
+from ..session import Session
 
 
 class ExplorerRequests:
@@ -91,14 +91,7 @@ class ExplorerRequests:
         return OriginsResult(out)
 
     def _bundle(self, uri: str):
-        path = uri_to_path(uri)
-        if path is None:
-            return None
-        bundles = self.session.registry.bundles
-        if path in bundles:
-            return bundles[path]
-        found = self.session.registry.find(path)
-        return found[0] if found else None
+        return self.session.bundle_view(uri)
 
     def _doc_uri(self, view, rel) -> str | None:
         if not isinstance(rel, str) or view.bundle.document(rel) is None:

@@ -9,7 +9,7 @@ from ...bundle.format import MODEL_DOCUMENT
 from ...navigation.numerics import divergence_warnings, numerics_rows
 from ...numerics.schema import format_error
 from ..protocol import ListPassesParams, NumericsLayer, NumericsResult
-from ..session import Session, uri_to_path
+from ..session import Session
 
 SOURCE = "tvm-explorer numerics"
 
@@ -56,11 +56,4 @@ class Numerics:
             uri=self.session.uri(view, MODEL_DOCUMENT), diagnostics=diagnostics))
 
     def _bundle(self, uri: str):
-        path = uri_to_path(uri)
-        if path is None:
-            return None
-        bundles = self.session.registry.bundles
-        if path in bundles:
-            return bundles[path]
-        found = self.session.registry.find(path)
-        return found[0] if found else None
+        return self.session.bundle_view(uri)
