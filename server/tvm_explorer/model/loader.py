@@ -168,20 +168,26 @@ def _options(op) -> dict:
     return out
 
 
-def load_model(path: str | os.PathLike) -> LoadedModel:
-    """Read and validate a TFLite model; raise ModelError naming the file if it is not one."""
-    path = os.fspath(path)
+def read_model_bytes(path: str, what: str) -> bytes:
+    """A model file's bytes, or ModelError naming the file (``what``: "a TFLite model", …)."""
     try:
         with open(path, "rb") as fh:
             data = fh.read()
     except FileNotFoundError:
         raise ModelError(f"{path}: no such file") from None
     except IsADirectoryError:
-        raise ModelError(f"{path}: is a directory, not a TFLite model") from None
+        raise ModelError(f"{path}: is a directory, not {what}") from None
     except OSError as err:
         raise ModelError(f"{path}: cannot read ({err.strerror})") from None
     if not data:
-        raise ModelError(f"{path}: file is empty, not a TFLite model")
+        raise ModelError(f"{path}: file is empty, not {what}")
+    return data
+
+
+def load_model(path: str | os.PathLike) -> LoadedModel:
+    """Read and validate a TFLite model; raise ModelError naming the file if it is not one."""
+    path = os.fspath(path)
+    data = read_model_bytes(path, "a TFLite model")
     if len(data) < 8 or data[4:8] != TFLITE_IDENTIFIER:
         raise ModelError(f"{path}: not a TFLite model (no 'TFL3' flatbuffer identifier)")
     return _parse(path, data)  # _parse turns every reader failure into a ModelError

@@ -13,6 +13,7 @@ import os
 
 from ...errors import ModelError
 from ...model.loader import SubgraphInfo, TensorInfo
+from ...model.loader import read_model_bytes as read_bytes
 from ..graph import GraphModel, GraphNode, user_frame
 
 DOCUMENT_PATH = "model.onnxgraph"
@@ -22,22 +23,6 @@ _ELEM_TYPES = {
     8: "string", 9: "bool", 10: "float16", 11: "float64", 12: "uint32", 13: "uint64",
     14: "complex64", 15: "complex128", 16: "bfloat16",
 }
-
-
-def read_bytes(path: str, what: str) -> bytes:
-    """The file's bytes, or ModelError naming it."""
-    try:
-        with open(path, "rb") as fh:
-            data = fh.read()
-    except FileNotFoundError:
-        raise ModelError(f"{path}: no such file") from None
-    except IsADirectoryError:
-        raise ModelError(f"{path}: is a directory, not {what}") from None
-    except OSError as err:
-        raise ModelError(f"{path}: cannot read ({err.strerror})") from None
-    if not data:
-        raise ModelError(f"{path}: file is empty, not {what}")
-    return data
 
 
 def graph_key(graph) -> tuple:
