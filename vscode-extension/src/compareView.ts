@@ -123,6 +123,8 @@ export class ComparisonTree implements vscode.TreeDataProvider<Node>, vscode.Dis
       case 'summary': {
         const item = new vscode.TreeItem(node.text);
         item.tooltip = node.tooltip;
+        // VS Code reads a plain-string tooltip as the row's accessible name; the count comes first.
+        item.accessibilityInformation = { label: `${node.text}. ${node.tooltip.replace(/\n/g, ', ')}` };
         item.iconPath = new vscode.ThemeIcon('diff');
         return item;
       }
