@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import re
 
-import pytest
 import pytest_lsp
 from lsprotocol import types
 from pytest_lsp import LanguageClient
@@ -15,7 +14,7 @@ from tvm_explorer.bundle.reader import Bundle
 from tvm_explorer.model.loader import load_model
 
 from .conftest import MODELS_DIR, SERVER, start_session
-from .test_ir_navigation import pos, td
+from .real import pos, td
 
 
 @pytest_lsp.fixture(config=SERVER, scope="module")

@@ -6,50 +6,16 @@ from __future__ import annotations
 
 import re
 
-import pytest
-import pytest_lsp
 from lsprotocol import types
-from pytest_lsp import LanguageClient
 
 from tvm_explorer.bundle.reader import Bundle
 
-from .conftest import SERVER, start_session, uri
+from .real import landing, pos, real_bundle, real_client, td
 
 
-@pytest_lsp.fixture(config=SERVER, scope="module")
-async def client(lsp_client: LanguageClient, real_workspace):
-    await start_session(lsp_client, real_workspace["folder"], expect=len(real_workspace["bundles"]))
-    yield
-    await lsp_client.shutdown_session()
-
-
-@pytest.fixture(scope="module")
-def cnn(real_workspace):
-    return Bundle(real_workspace["bundles"]["small_cnn_fp32"])
-
-
-@pytest.fixture(scope="module")
-def cuda(real_workspace):
-    return Bundle(real_workspace["bundles"]["small_cnn_fp32_cuda"])
-
-
-def td(bundle: Bundle, path: str) -> types.TextDocumentIdentifier:
-    return types.TextDocumentIdentifier(uri(bundle.root / path))
-
-
-def pos(text: str, offset: int) -> types.Position:
-    line = text.count("\n", 0, offset)
-    return types.Position(line, offset - (text.rfind("\n", 0, offset) + 1))
-
-
-def landing(bundle: Bundle, loc: types.Location) -> tuple[str, str, str]:
-    """(document, text of the range, whole line at its start)."""
-    rel = loc.uri[len(uri(bundle.root)) + 1 :]
-    text = bundle.text(rel)
-    lines = text.split("\n")
-    start = sum(len(x) + 1 for x in lines[: loc.range.start.line]) + loc.range.start.character
-    end = sum(len(x) + 1 for x in lines[: loc.range.end.line]) + loc.range.end.character
-    return rel, text[start:end], lines[loc.range.start.line]
+client = real_client()
+cnn = real_bundle("small_cnn_fp32")
+cuda = real_bundle("small_cnn_fp32_cuda")
 
 
 def fuse_ops_doc(bundle: Bundle) -> str:

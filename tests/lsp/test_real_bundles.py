@@ -8,13 +8,13 @@ import re
 import time
 
 import pytest
-import pytest_lsp
 from lsprotocol import types
 from pytest_lsp import LanguageClient
 
 from tvm_explorer.bundle.reader import Bundle
 
-from .conftest import SERVER, start_session, uri
+from .conftest import uri
+from .real import pos, real_bundle, real_client, td
 
 # small_cnn_fp32: PrimFunc name in the generated C -> the operator it computes.
 SMALL_CNN_FUNCS = {
@@ -28,26 +28,8 @@ SMALL_CNN_FUNCS = {
 }
 
 
-@pytest_lsp.fixture(config=SERVER, scope="module")
-async def client(lsp_client: LanguageClient, real_workspace):
-    await start_session(lsp_client, real_workspace["folder"], expect=len(real_workspace["bundles"]))
-    yield
-    await lsp_client.shutdown_session()
-
-
-@pytest.fixture(scope="module")
-def cnn(real_workspace):
-    return Bundle(real_workspace["bundles"]["small_cnn_fp32"])
-
-
-def td(bundle: Bundle, path: str) -> types.TextDocumentIdentifier:
-    return types.TextDocumentIdentifier(uri(bundle.root / path))
-
-
-def pos(text: str, offset: int) -> types.Position:
-    line = text.count("\n", 0, offset)
-    col = offset - (text.rfind("\n", 0, offset) + 1)
-    return types.Position(line, len(text[offset - col : offset].encode("utf-16-le")) // 2)
+client = real_client()
+cnn = real_bundle("small_cnn_fp32")
 
 
 def text_at(bundle: Bundle, loc) -> tuple[str, str]:
@@ -210,9 +192,7 @@ async def test_blank_lines_and_past_the_end_in_real_documents(client, cnn):
             types.HoverParams(td(cnn, doc.path), types.Position(len(lines) + 5, 0))) is None
 
 
-@pytest.fixture(scope="module")
-def cuda(real_workspace):
-    return Bundle(real_workspace["bundles"]["small_cnn_fp32_cuda"])
+cuda = real_bundle("small_cnn_fp32_cuda")
 
 
 def cuda_kernel_bodies(text: str) -> dict[str, tuple[int, int]]:

@@ -8,36 +8,18 @@ from __future__ import annotations
 import re
 
 import pytest
-import pytest_lsp
 from lsprotocol import types
-from pytest_lsp import LanguageClient
 
 from tvm_explorer.bundle.reader import Bundle
 
-from .conftest import SERVER, start_session, uri
-from .test_ir_navigation import landing, pos, td
+from .conftest import uri
+from .real import landing, pos, real_bundle, real_client, td
 
 
-@pytest_lsp.fixture(config=SERVER, scope="module")
-async def client(lsp_client: LanguageClient, real_workspace):
-    await start_session(lsp_client, real_workspace["folder"], expect=len(real_workspace["bundles"]))
-    yield
-    await lsp_client.shutdown_session()
-
-
-@pytest.fixture(scope="module")
-def cnn(real_workspace):
-    return Bundle(real_workspace["bundles"]["small_cnn_fp32"])
-
-
-@pytest.fixture(scope="module")
-def int8(real_workspace):
-    return Bundle(real_workspace["bundles"]["small_cnn_int8"])
-
-
-@pytest.fixture(scope="module")
-def cuda(real_workspace):
-    return Bundle(real_workspace["bundles"]["small_cnn_fp32_cuda"])
+client = real_client()
+cnn = real_bundle("small_cnn_fp32")
+int8 = real_bundle("small_cnn_int8")
+cuda = real_bundle("small_cnn_fp32_cuda")
 
 
 def last(bundle: Bundle, stage: str) -> str:
@@ -139,7 +121,6 @@ async def test_previous_pass_skips_passes_that_left_the_text_unchanged(client, c
         if not found:
             break
         rel, got, _ = landing(cnn, found[0])
-        before = landing(cnn, types.Location(td(cnn, path).uri, types.Range(position, position)))
         seen.append(rel)
         # The text there differs from the text here (whitespace aside).
         here_text = " ".join(_range_text(cnn, path, position).split())

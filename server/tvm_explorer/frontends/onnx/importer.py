@@ -18,45 +18,19 @@ import warnings
 
 from tvm.relax.frontend.onnx import onnx_frontend as onnx_fe
 
-from ...capture.importer import _Recorder, _StampingBuilder, _stamp_module
+from ...capture.importer import _stamp_module
 from ...errors import ModelError
 from ...provenance import OriginTable
 from ..graph import GraphModel
+from ..recording import (NodeRecorder, import_failure, naming_the_node, node_error,
+                         recording_table, stamping_builder, walk_nodes)
 from .loader import graph_key
-
-
-class _NodeRecorder(_Recorder):
-    def operator_error(self, err: Exception) -> ModelError:
-        return node_error(self.model, self.model.layers[self.current], err)
-
-
-def node_error(model: GraphModel, node, err: Exception) -> ModelError:
-    """One message naming the model and the node (index, op type, name) that failed."""
-    msg = " ".join(str(err).split()) or type(err).__name__
-    if isinstance(err, (KeyError, IndexError)):
-        msg = f"{type(err).__name__}: {msg}"
-    name = f" '{node.name}'" if node.name else ""
-    return ModelError(f"{model.path}: node {node.op_index} ({node.opcode}{name}) cannot be imported "
-                      f"by TVM: {msg[:400]}")
-
-
-class _RecordingNodes(dict):
-    """The importer's name -> expression table; a value stored while a node is converted is
-    that node's output."""
-
-    recorder: _NodeRecorder
-
-    def __setitem__(self, key, value):
-        rec = self.recorder
-        if rec.current is not None:
-            rec.own(value, rec.current, is_output=True)
-        super().__setitem__(key, value)
 
 
 class _WalkedGraph:
     """A GraphProto whose ``node`` list announces each node to the recorder as it is reached."""
 
-    def __init__(self, graph, ids: list[int], recorder: _NodeRecorder):
+    def __init__(self, graph, ids: list[int], recorder: NodeRecorder):
         self._graph, self._ids, self._rec = graph, ids, recorder
 
     def __getattr__(self, name):
@@ -64,49 +38,22 @@ class _WalkedGraph:
 
     @property
     def node(self):
-        outer = self._rec.current
-        try:
-            for nid, node in zip(self._ids, self._graph.node):
-                self._rec.current = nid
-                yield node
-        finally:
-            self._rec.current = outer
+        return walk_nodes(zip(self._ids, self._graph.node), self._rec)
 
 
-def _importer_class(model: GraphModel, recorder: _NodeRecorder):
+def _importer_class(model: GraphModel, recorder: NodeRecorder):
     class SpanFillingONNXImporter(onnx_fe.ONNXGraphImporter):
         """``ONNXGraphImporter`` that records, per binding, the ONNX node it came from."""
 
-        @property
-        def _nodes(self):
-            return self.__dict__["_nodes"]
-
-        @_nodes.setter
-        def _nodes(self, table):
-            rec_table = _RecordingNodes(table)
-            rec_table.recorder = recorder
-            self.__dict__["_nodes"] = rec_table
-
-        @property
-        def bb(self):
-            return self.__dict__["bb"]
-
-        @bb.setter
-        def bb(self, builder):
-            self.__dict__["bb"] = _StampingBuilder(builder, recorder)
+        _nodes = recording_table("_nodes", recorder)
+        bb = stamping_builder("bb", recorder)
 
         def _walk(self, graph):
             return _WalkedGraph(graph, model.node_ids.get(graph_key(graph), []), recorder)
 
         def _construct_nodes(self, graph):
-            try:
+            with naming_the_node(model, recorder):
                 return super()._construct_nodes(self._walk(graph))
-            except ModelError:
-                raise
-            except Exception as err:  # noqa: BLE001 - name the node being converted
-                if recorder.current is None:
-                    raise
-                raise node_error(model, model.layers[recorder.current], err) from None
 
         def _convert_subgraph(self, bb, graph):
             return super()._convert_subgraph(bb, self._walk(graph))
@@ -138,7 +85,7 @@ def import_onnx(model: GraphModel, origins: OriginTable | None, *, fill_spans: b
     Returns the Relax IRModule. Raises ModelError naming the node on failure.
     """
     proto = model.payload
-    recorder = _NodeRecorder(model)
+    recorder = NodeRecorder(model)
     try:
         # The importer prints its own failures and warns about renamed inputs: our message
         # (or the bundle) says what matters.
@@ -155,9 +102,6 @@ def import_onnx(model: GraphModel, origins: OriginTable | None, *, fill_spans: b
     except ModelError:
         raise
     except Exception as err:  # noqa: BLE001 - anything else the importer raises
-        if recorder.current is not None:
-            raise node_error(model, model.layers[recorder.current], err) from None
-        text = " ".join(str(err).split()) or type(err).__name__
-        raise ModelError(f"{model.path}: TVM's ONNX importer failed: {text[:400]}") from None
+        raise import_failure(model, recorder, err, "ONNX") from None
     _stamp_module(mod, recorder, origins)
     return mod

@@ -12,67 +12,27 @@ from __future__ import annotations
 
 import threading
 
-from ...capture.importer import _stamp_module, _StampingBuilder
+from ...capture.importer import _stamp_module
 from ...errors import ModelError
 from ...provenance import OriginTable
 from ..graph import GraphModel
-from ..onnx.importer import _NodeRecorder, node_error
+from ..recording import (NodeRecorder, import_failure, naming_the_node, node_error,
+                         recording_table, stamping_builder, walk_nodes)
 
 
-class _RecordingEnv(dict):
-    """``fx.Node -> relax expression``; a value stored while a node converts is its output."""
-
-    recorder: _NodeRecorder
-
-    def __setitem__(self, key, value):
-        if self.recorder.current is not None:
-            self.recorder.own(value, self.recorder.current, is_output=True)
-        super().__setitem__(key, value)
-
-
-def _importer_class(model: GraphModel, recorder: _NodeRecorder):
+def _importer_class(model: GraphModel, recorder: NodeRecorder):
     from tvm.relax.frontend.torch.exported_program_translator import ExportedProgramImporter
 
     class SpanFillingImporter(ExportedProgramImporter):
         """``ExportedProgramImporter`` that records, per binding, the FX node it came from."""
 
-        @property
-        def env(self):
-            return self.__dict__["env"]
-
-        @env.setter
-        def env(self, table):
-            rec_table = _RecordingEnv(table)
-            rec_table.recorder = recorder
-            self.__dict__["env"] = rec_table
-
-        @property
-        def block_builder(self):
-            return self.__dict__["block_builder"]
-
-        @block_builder.setter
-        def block_builder(self, builder):
-            self.__dict__["block_builder"] = (
-                builder if builder is None else _StampingBuilder(builder, recorder))
-
-        def _walk(self, nodes):
-            outer = recorder.current
-            try:
-                for node in nodes:
-                    recorder.current = model.node_ids.get(id(node))
-                    yield node
-            finally:
-                recorder.current = outer
+        env = recording_table("env", recorder)
+        block_builder = stamping_builder("block_builder", recorder)
 
         def _translate_fx_graph(self, graph_module, nodes, inputs_vars, custom_ops=None):
-            try:
-                return super()._translate_fx_graph(graph_module, self._walk(nodes), inputs_vars, custom_ops)
-            except ModelError:
-                raise
-            except Exception as err:  # noqa: BLE001 - name the node being converted
-                if recorder.current is None:
-                    raise
-                raise node_error(model, model.layers[recorder.current], err) from None
+            walk = walk_nodes(((model.node_ids.get(id(node)), node) for node in nodes), recorder)
+            with naming_the_node(model, recorder):
+                return super()._translate_fx_graph(graph_module, walk, inputs_vars, custom_ops)
 
         def _check_unsupported_func_type(self, nodes):
             for node in nodes:
@@ -91,7 +51,7 @@ _IMPORT_LOCK = threading.Lock()
 def import_torch(model: GraphModel, origins: OriginTable | None, *, fill_spans: bool = True):
     """Import the (decomposed) program of ``model`` with TVM's PyTorch frontend; with spans,
     every binding knows its node. Raises ModelError naming the node on failure."""
-    recorder = _NodeRecorder(model)
+    recorder = NodeRecorder(model)
     try:
         from tvm.relax.frontend.torch import from_exported_program
 
@@ -103,9 +63,6 @@ def import_torch(model: GraphModel, origins: OriginTable | None, *, fill_spans: 
     except ModelError:
         raise
     except Exception as err:  # noqa: BLE001 - anything else the importer raises
-        if recorder.current is not None:
-            raise node_error(model, model.layers[recorder.current], err) from None
-        text = " ".join(str(err).split()) or type(err).__name__
-        raise ModelError(f"{model.path}: TVM's PyTorch importer failed: {text[:400]}") from None
+        raise import_failure(model, recorder, err, "PyTorch") from None
     _stamp_module(mod, recorder, origins)
     return mod

@@ -56,48 +56,62 @@ def _statement_end(text: str, start: int) -> int:
     return len(text) if end < 0 else end
 
 
+class _Nesting:
+    """Where a walk over the tokens is: brace depth, the function it is in (``scope``) and the
+    index of the current statement's first token (``stmt``)."""
+
+    def __init__(self):
+        self.depth, self.scope, self.stmt = 0, "", 0
+
+    def punctuation(self, t: str, i: int) -> bool:
+        """Follow token ``t`` at index ``i`` if it opens or closes a block or a statement."""
+        if t == "{":
+            self.depth += 1
+        elif t == "}":
+            self.depth -= 1
+            if self.depth <= 0:
+                self.depth, self.scope = 0, ""
+        elif t == ";":
+            if self.depth == 0:
+                self.scope = ""
+        else:
+            return False
+        self.stmt = i + 1
+        return True
+
+
 def clike_symbols(text: str) -> SymbolTable:
     """The symbol table of a C or CUDA document."""
     tokens = [t for t in clike_tokens(text) if t.kind != "nl"]
     b = Builder()
-    scope = ""
-    depth = 0
-    stmt = 0  # index of the first token of the current statement
+    at = _Nesting()
     defined: set[int] = set()
     n = len(tokens)
     i = 0
     while i < n:
         tok = tokens[i]
         t = tok.text
-        if t == "{":
-            depth += 1
-            stmt = i + 1
-        elif t == "}":
-            depth -= 1
-            if depth <= 0:
-                depth, scope = 0, ""
-            stmt = i + 1
-        elif t == ";":
-            stmt = i + 1
-        elif tok.kind == "name" and i + 1 < n and tokens[i + 1].text == "(" and depth == 0 \
+        if at.punctuation(t, i):
+            pass
+        elif tok.kind == "name" and i + 1 < n and tokens[i + 1].text == "(" and at.depth == 0 \
                 and t not in _QUALIFIED_CALL:
             close = _matching(tokens, i + 1)
             after = tokens[close + 1].text if close + 1 < n else ""
-            if after in ("{", ";") and _is_type_prefix(tokens, stmt, i):
+            if after in ("{", ";") and _is_type_prefix(tokens, at.stmt, i):
                 line_start = text.rfind("\n", 0, tok.start) + 1
                 kind = "function" if after == "{" else "declaration"
                 b.define("", tok.start, tok.end, t, kind, line_start, _statement_end(text, tok.start))
                 defined.add(i)
                 if after == "{":
-                    scope = t
-                    _parameters(b, scope, tokens, i + 1, close, defined)
-        elif tok.kind == "name" and depth > 0 and i not in defined:
+                    at.scope = t
+                    _parameters(b, at.scope, tokens, i + 1, close, defined)
+        elif tok.kind == "name" and at.depth > 0 and i not in defined:
             nxt = tokens[i + 1].text if i + 1 < n else ""
-            first, kind = stmt, "local"
+            first, kind = at.stmt, "local"
             if first < i and tokens[first].text == "for" and first + 1 < i and tokens[first + 1].text == "(":
                 first, kind = first + 2, "loop"
             if nxt in ("=", ";", "[") and _is_type_prefix(tokens, first, i):
-                b.define(scope, tok.start, tok.end, t, kind, tokens[first].start,
+                b.define(at.scope, tok.start, tok.end, t, kind, tokens[first].start,
                          _statement_end(text, tok.start))
                 defined.add(i)
         i += 1
@@ -123,24 +137,14 @@ def _parameters(b: Builder, scope: str, tokens: list[Token], open_: int, close: 
 
 
 def _uses(b: Builder, tokens: list[Token], text: str, defined: set[int]) -> None:
-    scope, depth, stmt = "", 0, 0
+    at = _Nesting()
     functions = {i: tokens[i].text for i in defined if i + 1 < len(tokens) and tokens[i + 1].text == "("}
     for i, tok in enumerate(tokens):
         t = tok.text
-        if t == "{":
-            depth += 1
-            stmt = i + 1
-        elif t == "}":
-            depth -= 1
-            if depth <= 0:
-                depth, scope = 0, ""
-            stmt = i + 1
-        elif t == ";":
-            stmt = i + 1
-            if depth == 0:
-                scope = ""
-        if i in functions and depth == 0:
-            scope = functions[i]
+        at.punctuation(t, i)
+        if i in functions and at.depth == 0:
+            at.scope = functions[i]
+        stmt = at.stmt
         if tok.kind != "name" or i in defined:
             continue
         if i and tokens[i - 1].text in (".", "->"):
@@ -156,4 +160,4 @@ def _uses(b: Builder, tokens: list[Token], text: str, defined: set[int]) -> None
                 role = WRITE
         line_start = text.rfind("\n", 0, tok.start) + 1
         indent = len(text[line_start:tok.start]) - len(text[line_start:tok.start].lstrip())
-        b.use(scope, tok.start, tok.end, t, role, line_start + indent, _statement_end(text, tok.start))
+        b.use(at.scope, tok.start, tok.end, t, role, line_start + indent, _statement_end(text, tok.start))

@@ -1,0 +1,104 @@
+"""What the ONNX and PyTorch importers share to record, per binding, the graph node it came from.
+
+Both of TVM's importers keep a BlockBuilder and a table from graph names to Relax expressions
+in instance attributes. A subclass replaces the two attributes by ``stamping_builder`` and
+``recording_table`` properties: every value the importer assigns is wrapped on the way in, so
+bindings made while a node converts are stamped with that node, and what the node stores in its
+table is marked as the node's output. ``converting_nodes`` announces each node as the importer
+reaches it and names the node in any failure.
+"""
+
+from __future__ import annotations
+
+import contextlib
+
+from ..capture.importer import _Recorder, _StampingBuilder
+from ..errors import ModelError
+from .graph import GraphModel
+
+
+class NodeRecorder(_Recorder):
+    """The TFLite import's recorder, naming graph nodes (not TFLite operators) in failures."""
+
+    def operator_error(self, err: Exception) -> ModelError:
+        return node_error(self.model, self.model.layers[self.current], err)
+
+
+def node_error(model: GraphModel, node, err: Exception) -> ModelError:
+    """One message naming the model and the node (index, op type, name) that failed."""
+    msg = " ".join(str(err).split()) or type(err).__name__
+    if isinstance(err, (KeyError, IndexError)):
+        msg = f"{type(err).__name__}: {msg}"
+    name = f" '{node.name}'" if node.name else ""
+    return ModelError(f"{model.path}: node {node.op_index} ({node.opcode}{name}) cannot be imported "
+                      f"by TVM: {msg[:400]}")
+
+
+class _RecordingTable(dict):
+    """The importer's name -> expression table; a value stored while a node is converted is
+    that node's output."""
+
+    def __init__(self, table, recorder: NodeRecorder):
+        super().__init__(table)
+        self.recorder = recorder
+
+    def __setitem__(self, key, value):
+        if self.recorder.current is not None:
+            self.recorder.own(value, self.recorder.current, is_output=True)
+        super().__setitem__(key, value)
+
+
+def _wrapping_attribute(name: str, wrap) -> property:
+    """An instance attribute that stores ``wrap(value)`` whenever the importer assigns it."""
+
+    def get(self):
+        return self.__dict__[name]
+
+    def set_(self, value):
+        self.__dict__[name] = wrap(value)
+
+    return property(get, set_)
+
+
+def recording_table(name: str, recorder: NodeRecorder) -> property:
+    """The importer's node table ``name``, marking what a node stores as that node's output."""
+    return _wrapping_attribute(name, lambda table: _RecordingTable(table, recorder))
+
+
+def stamping_builder(name: str, recorder: NodeRecorder) -> property:
+    """The importer's BlockBuilder ``name``, stamping each binding with the node converting."""
+    return _wrapping_attribute(
+        name, lambda builder: builder if builder is None else _StampingBuilder(builder, recorder))
+
+
+def walk_nodes(numbered, recorder: NodeRecorder):
+    """Yield the nodes of ``numbered`` ((id, node) pairs), telling ``recorder`` each one's id
+    as it is reached."""
+    outer = recorder.current
+    try:
+        for nid, node in numbered:
+            recorder.current = nid
+            yield node
+    finally:
+        recorder.current = outer
+
+
+@contextlib.contextmanager
+def naming_the_node(model: GraphModel, recorder: NodeRecorder):
+    """Turn a failure while a node converts into one ModelError naming that node."""
+    try:
+        yield
+    except ModelError:
+        raise
+    except Exception as err:  # noqa: BLE001 - name the node being converted
+        if recorder.current is None:
+            raise
+        raise node_error(model, model.layers[recorder.current], err) from None
+
+
+def import_failure(model: GraphModel, recorder: NodeRecorder, err: Exception, importer: str) -> ModelError:
+    """The message for anything else an importer raised: the node when one was converting."""
+    if recorder.current is not None:
+        return node_error(model, model.layers[recorder.current], err)
+    text = " ".join(str(err).split()) or type(err).__name__
+    return ModelError(f"{model.path}: TVM's {importer} importer failed: {text[:400]}")
