@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import re
 from pathlib import Path
 
@@ -11,6 +10,9 @@ import tvm_ffi
 
 from conftest import MODELS, run_cli
 from frontends.onnx_graphs import NODES, conv_block
+from frontends.bundle_checks import assert_full_coverage as _assert_full_coverage  # noqa: E402
+from frontends.bundle_checks import lines_matching as _lines  # noqa: E402
+from frontends.bundle_checks import origins as _origins  # noqa: E402
 from tvm_explorer.bundle.reader import Bundle
 from tvm_explorer.frontends import import_any, load_any
 from tvm_explorer.provenance import OriginTable
@@ -25,24 +27,6 @@ def block_model(tmp_path_factory) -> Path:
     path = tmp_path_factory.mktemp("onnx") / "conv_block.onnx"
     conv_block(path)
     return path
-
-
-def _origins(bundle, position):
-    return json.loads(run_cli("origins", bundle, position, "--json", check=True).stdout)["origins"]
-
-
-def _lines(bundle: Path, path: str, pattern: str) -> list[int]:
-    lines = (bundle / path).read_text().split("\n")
-    return [i + 1 for i, line in enumerate(lines) if re.search(pattern, line)]
-
-
-def _assert_full_coverage(bundle: Path) -> None:
-    manifest = Bundle(bundle).manifest
-    for p in manifest["passes"]:
-        if p["stage"] == "relax":
-            assert p["attributed"] == p["units"], f"{p['name']}: {p['attributed']}/{p['units']} bindings"
-        elif p["units"]:
-            assert p["attributed"] >= 0.99 * p["units"], f"{p['name']}: {p['attributed']}/{p['units']}"
 
 
 @pytest.mark.parametrize("target", ["c", "cuda"])

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import re
 import subprocess
 import sys
@@ -14,6 +13,9 @@ torch = pytest.importorskip("torch", reason="PyTorch is not installed (pip insta
 
 from conftest import run_cli  # noqa: E402
 from frontends import mtcnn_nets, torch_nets  # noqa: E402
+from frontends.bundle_checks import assert_full_coverage as _assert_full_coverage  # noqa: E402
+from frontends.bundle_checks import lines_matching as _lines  # noqa: E402
+from frontends.bundle_checks import origins as _origins  # noqa: E402
 from tvm_explorer.bundle.reader import Bundle  # noqa: E402
 
 NETS = Path(torch_nets.__file__).resolve()
@@ -33,23 +35,6 @@ def programs(tmp_path_factory) -> dict[str, Path]:
         torch.export.save(ep, root / f"{name}.pt2")
         out[name] = root / f"{name}.pt2"
     return out
-
-
-def _origins(bundle, position):
-    return json.loads(run_cli("origins", bundle, position, "--json", check=True).stdout)["origins"]
-
-
-def _lines(bundle: Path, path: str, pattern: str) -> list[int]:
-    lines = (bundle / path).read_text().split("\n")
-    return [i + 1 for i, line in enumerate(lines) if re.search(pattern, line)]
-
-
-def _assert_full_coverage(bundle: Path) -> None:
-    for p in Bundle(bundle).manifest["passes"]:
-        if p["stage"] == "relax":
-            assert p["attributed"] == p["units"], f"{p['name']}: {p['attributed']}/{p['units']}"
-        elif p["units"]:
-            assert p["attributed"] >= 0.99 * p["units"], f"{p['name']}: {p['attributed']}/{p['units']}"
 
 
 @pytest.mark.parametrize("target", ["c", "cuda"])
