@@ -36,6 +36,8 @@ def test_device_timer_path_on_the_cpu(tmp_path, dense_model):
     assert all(c["median_ms"] is not None for c in costs["calls"])
     assert any(c["kernel"].startswith("fused_") for c in costs["calls"]) and not any(
         c["layers"] for c in builtins if c["kernel"].startswith("vm.builtin.alloc"))
+    assert "Measured: " in run_cli("costs", result.bundle, check=True).stdout
+    assert "(wall time (device timer), median of 3 runs" in run_cli("costs", result.bundle).stdout
 
 
 @pytest.mark.skipif(tvm.cuda(0).exist, reason="checks the message of a machine without a GPU")
@@ -63,6 +65,8 @@ def test_cuda_profile_ranks_the_dominant_layer_and_adds_up(tmp_path):
     assert full["profile"]["device_name"]
     check_times(full)
     assert costs["layers"][0]["opcode"] == "FULLY_CONNECTED"
+    table = run_cli("costs", out, check=True).stdout
+    assert f"(GPU time (CUDA events) on {full['profile']['device_name']}, median of 10 runs" in table
 
 
 @needs_gpu

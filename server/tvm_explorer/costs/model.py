@@ -179,6 +179,13 @@ def build(layers: list[dict], static: "StaticCosts", origin_sets: list, work: di
     }
 
 
+def clock_label(profile: dict) -> str:
+    """How the calls of a profile were timed, in words (``CPU time`` on the CPU targets)."""
+    if profile.get("clock") == "device_timer":
+        return "GPU time (CUDA events)" if profile.get("device") == "cuda" else "wall time (device timer)"
+    return "CPU time"
+
+
 # -- reading ------------------------------------------------------------------------------
 def _number(v, nullable: bool = True) -> bool:
     if v is None:

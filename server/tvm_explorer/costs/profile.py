@@ -128,7 +128,8 @@ class DeviceTimer:
 
         def instrument(_func, symbol, before, _ret, *args):
             if not before:
-                stamps.append((symbol, wall() - started[-1], wall() - started.pop()))
+                ns = wall() - started.pop()
+                stamps.append((symbol, ns, ns))
                 return 0
             evaluator = self._evaluator(symbol)
             if evaluator is None:
