@@ -6,6 +6,10 @@ through TVM's own ``export_library`` into a temporary directory, ``llvm`` runs a
 ``VirtualMachine.set_instrument`` hook is called before and after every call the VM makes
 (kernels and VM builtins); the time between the two is the call's time. After warm-up runs,
 ``repeat`` instrumented runs alternate with as many plain runs of the whole model.
+
+CUDA (``measure_on_device``) runs in a fresh process instead (a CUDA context does not survive
+``fork``) and times each kernel call with TVM's CUDA-event timer (``DeviceTimer``); both paths
+share the run loop (``_run``) and the result format, and ``model.build`` joins either to layers.
 """
 
 from __future__ import annotations
