@@ -100,3 +100,16 @@ def test_capture_bad_profile_request_writes_nothing(gt_model, tmp_path):
     with pytest.raises(TypeError, match="profile='yes'"):
         Capture(gt_model, tmp_path / "bad.bundle", profile="yes")
     assert list(tmp_path.iterdir()) == []
+
+
+def test_capture_from_torch_writes_a_profiled_costs_json(tmp_path):
+    import torch
+    from frontends import torch_nets
+
+    torch.manual_seed(0)
+    with Capture.from_torch(torch_nets.Block(4).eval(), (torch.randn(1, 4, 6, 6),),
+                            tmp_path / "block.bundle", profile=2) as cap:
+        cap.add_executable(tvm.compile(cap.module, cap.target_for("llvm"), relax_pipeline=cap.pipeline("llvm")))
+    printed = _costs_json(cap.bundle)
+    assert printed["total_ms"] > 0 and cap.costs["profile"]["status"] == "measured"
+    assert len(printed["layers"]) == len(Bundle(cap.bundle).layers) == 4
