@@ -276,7 +276,10 @@ class Capture:
         self.target = target
         if target == "cuda":
             plan = self._cuda_plan(target)
-            enable_real_cuda(plan) if plan is not None else enable_source_only_cuda()
+            if plan is not None:
+                enable_real_cuda(plan)
+            else:
+                enable_source_only_cuda()
         return relax_pipeline(target, self.target_for(target))
 
     def add_executable(self, executable) -> None:

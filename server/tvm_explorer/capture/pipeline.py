@@ -52,8 +52,10 @@ def build(mod, target_name: str, instruments=(), pipeline=None, cuda_plan=None):
     pipeline pass of the user's); returns the executable. ``cuda_plan`` (costs.gpu.CudaPlan):
     build real CUDA kernels for this machine's GPU instead of source only."""
     target = make_target(target_name, cuda_plan.arch if cuda_plan is not None else None)
-    if target_name == "cuda":
-        enable_real_cuda(cuda_plan) if cuda_plan is not None else enable_source_only_cuda()
+    if target_name == "cuda" and cuda_plan is not None:
+        enable_real_cuda(cuda_plan)
+    elif target_name == "cuda":
+        enable_source_only_cuda()
     with tvm.transform.PassContext(opt_level=3, instruments=list(instruments)):
         return tvm.compile(mod, target, relax_pipeline=pipeline or relax_pipeline(target_name, target))
 
