@@ -61,3 +61,53 @@ def save_inputs(path: Path, **arrays: np.ndarray) -> Path:
     """An .npz file of named arrays."""
     np.savez(path, **arrays)
     return path
+
+
+def gpu_dominant_dense(path: Path) -> Path:
+    """The dominant-dense graph sized for a GPU, where a 1024×1024 vector product takes a few
+    microseconds like its neighbours: a [256, 2048] × 2048×2048 FULLY_CONNECTED (2 GFLOP)
+    beside the same small elementwise operators. Operator indices as in ``dominant_dense``."""
+    from tvm_explorer.model.builder import GraphBuilder
+
+    g = GraphBuilder(seed=3)
+    x = g.input("input", [256, 2048])
+    y = g.fully_connected(x, 2048, name="big_dense")
+    y = g.add(y, g.weights("shift", [2048]), name="shift")
+    y = g.relu(y, name="act")
+    y = g.mul(y, g.weights("scale", [2048]), name="scale")
+    y = g.softmax(y, name="probs")
+    g.output(y)
+    path.write_bytes(g.build())
+    return path
+
+
+def check_times(costs: dict, plain_tolerance: float | None = 0.10) -> None:
+    """What every profile must satisfy, whatever the clock and device: the dominant
+    FULLY_CONNECTED ranks first with more than half the time; layer times (plus the VM
+    runtime's) add up to the total within 10 %; shares are time over total; every kernel call
+    is counted once (per kernel, its calls' medians are its time; all layers together are the
+    calls that served layers); and, if ``plain_tolerance``, the fastest instrumented run is
+    within it of the fastest plain run of the whole model."""
+    assert costs["profile"]["status"] == "measured", costs["profile"]
+    layers = sorted(costs["layers"], key=lambda lay: -(lay["time_ms"] or 0))
+    top = layers[0]
+    assert top["opcode"] == "FULLY_CONNECTED" and top["name"] == "big_dense/output", layers
+    assert top["share"] > 0.5, layers
+    total = costs["total_ms"]
+    attributed = sum(lay["time_ms"] for lay in layers) + costs["profile"]["runtime_ms"]
+    assert abs(attributed - total) <= 0.10 * total, (attributed, total)
+    for lay in layers:
+        assert lay["share"] == pytest.approx(lay["time_ms"] / total, abs=1e-3)
+    per_kernel: dict[str, float] = {}
+    for call in costs["calls"]:
+        if not call["builtin"]:
+            per_kernel[call["kernel"]] = per_kernel.get(call["kernel"], 0.0) + call["median_ms"]
+    kernels = {k["name"]: k for k in costs["kernels"]}
+    assert per_kernel, "no kernel call was timed"
+    for name, t in per_kernel.items():
+        assert kernels[name]["time_ms"] == pytest.approx(t, abs=1e-3)
+    call_sum = sum(c["median_ms"] for c in costs["calls"] if c["layers"])
+    assert sum(lay["time_ms"] for lay in layers) == pytest.approx(call_sum, rel=1e-3, abs=1e-3)
+    if plain_tolerance is not None:
+        fastest, plain = costs["profile"]["total_min_ms"], costs["profile"]["plain_run_min_ms"]
+        assert abs(fastest - plain) <= plain_tolerance * max(fastest, plain), (fastest, plain)

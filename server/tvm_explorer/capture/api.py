@@ -121,7 +121,9 @@ def compile_model(model_path: str | os.PathLike, bundle: str | os.PathLike | Non
     the generated source is indexed only when ``result.coverage`` is read).
     ``fill_spans=False`` is a plain stock import and compile (no provenance at all).
     ``on_progress`` is called with a ``ProgressEvent`` after every step (see capture/progress.py).
-    ``profile``: a ``costs.record.ProfileRequest`` to measure run time per layer.
+    ``profile``: measure run time per layer: True, a repeat count, or a
+    ``costs.request.ProfileRequest`` (repeat, inputs). On ``cuda`` with a GPU here the kernels
+    are built for that GPU and timed with CUDA events (docs/costs.md).
     ``after_build(session, executable)``, if given, runs before the bundle is committed and
     returns extra files for it (``{path: text}``; ``--numerics`` adds ``numerics.json``).
     ``pipeline``: ``MODULE:FUNCTION`` of a Relax pipeline of the user's (``--pipeline``).
@@ -161,12 +163,13 @@ def compile_model(model_path: str | os.PathLike, bundle: str | os.PathLike | Non
             instruments.append(session.schedules.instrument())
         if costs is not None:
             instruments = costs.wrap(instruments)
+        plan = costs.plan_build(target) if costs is not None else None
         try:
             if session.schedules is not None:
                 with session.schedules:
-                    executable = build(mod, target, instruments, user_pipeline)
+                    executable = build(mod, target, instruments, user_pipeline, plan)
             else:
-                executable = build(mod, target, instruments, user_pipeline)
+                executable = build(mod, target, instruments, user_pipeline, plan)
         except ExplorerError:
             raise
         except Exception as err:  # noqa: BLE001 - TVM failures reach the user as one message
@@ -202,14 +205,21 @@ class Capture:
 
     ``cap.module`` is the span-filled Relax import of the model; compile it (or a module
     derived from it) with any pipeline inside the block. ``cap.add_executable(ex)`` adds the
-    generated source. The bundle is written when the block ends without an exception.
+    generated source. The bundle is written when the block ends without an exception, with
+    ``costs.json`` like the CLI's: static costs always, and measured run time per layer with
+    ``profile=`` (True, a repeat count, or a ``ProfileRequest``), taken from the executable
+    added last. ``cap.costs`` is that document once the bundle is written.
     """
 
-    def __init__(self, model_path, bundle: str | os.PathLike, target: str | None = None):
+    def __init__(self, model_path, bundle: str | os.PathLike, target: str | None = None, *,
+                 profile=None):
         """``model_path``: a ``.tflite``/``.onnx``/``.pt2`` file or a model loaded by a frontend
         (see ``from_onnx`` and ``from_torch``)."""
         self.model = model_path if hasattr(model_path, "layers") else load_any(model_path)
         self.target = target
+        # Checked first: a bad --inputs file or repeat count leaves nothing written.
+        self._costs = CostRecorder(self.model, profile)
+        self.costs: dict | None = None
         self._writer = BundleWriter(bundle, (model_path,))
         self._origins = OriginTable()
         self._session = CaptureSession(self.model, self._writer, self._origins)
@@ -219,17 +229,18 @@ class Capture:
         self.bundle: Path | None = None
 
     @classmethod
-    def from_onnx(cls, model, bundle: str | os.PathLike, target: str | None = None) -> "Capture":
+    def from_onnx(cls, model, bundle: str | os.PathLike, target: str | None = None, *,
+                  profile=None) -> "Capture":
         """A capture of an ONNX model: a path, or an ``onnx.ModelProto`` already in memory."""
         from ..frontends.onnx.loader import load_onnx
 
         if isinstance(model, (str, os.PathLike)):
-            return cls(load_onnx(model), bundle, target)
-        return cls(load_onnx("model.onnx", proto=model), bundle, target)
+            return cls(load_onnx(model), bundle, target, profile=profile)
+        return cls(load_onnx("model.onnx", proto=model), bundle, target, profile=profile)
 
     @classmethod
     def from_torch(cls, program, example_args=None, bundle: str | os.PathLike | None = None,
-                   target: str | None = None, *, name: str = "model.pt2") -> "Capture":
+                   target: str | None = None, *, name: str = "model.pt2", profile=None) -> "Capture":
         """A capture of a PyTorch program: a ``torch.export.ExportedProgram``, or an
         ``nn.Module`` exported here with ``example_args`` (a tuple of tensors)."""
         from ..frontends.torch.loader import describe_program, require_torch
@@ -241,16 +252,35 @@ class Capture:
             if example_args is None:
                 raise TypeError("Capture.from_torch(module, example_args, bundle): example_args needed")
             program = torch.export.export(program, tuple(example_args))
-        return cls(describe_program(program, name), bundle, target)
+        return cls(describe_program(program, name), bundle, target, profile=profile)
+
+    def _cuda_plan(self, target: str):
+        if target != "cuda" or self._costs.profile is None:
+            return None
+        if self._costs.cuda_plan is None and self._costs.cuda_reason is None:
+            self._costs.plan_build(target)
+        return self._costs.cuda_plan
+
+    def target_for(self, target: str) -> tvm.target.Target:
+        """The TVM target to compile for (``c``, ``llvm`` or ``cuda``): for a profiled
+        ``cuda`` capture on a machine with a GPU, that GPU's architecture."""
+        plan = self._cuda_plan(target)
+        return make_target(target, plan.arch if plan is not None else None)
 
     def pipeline(self, target: str):
-        """TVM's Relax pipeline for ``target`` (``c``, ``llvm`` or ``cuda``)."""
-        from .pipeline import enable_source_only_cuda, relax_pipeline
+        """TVM's Relax pipeline for ``target`` (``c``, ``llvm`` or ``cuda``). For ``cuda`` it
+        makes TVM generate source only, unless the capture is profiled and a GPU is here: then
+        the kernels are compiled for it (compile with ``target_for("cuda")``)."""
+        from .pipeline import enable_real_cuda, enable_source_only_cuda, relax_pipeline
 
         self.target = target
         if target == "cuda":
-            enable_source_only_cuda()
-        return relax_pipeline(target, make_target(target))
+            plan = self._cuda_plan(target)
+            if plan is not None:
+                enable_real_cuda(plan)
+            else:
+                enable_source_only_cuda()
+        return relax_pipeline(target, self.target_for(target))
 
     def add_executable(self, executable) -> None:
         """Include the generated source of a built executable in the bundle."""
@@ -265,7 +295,7 @@ class Capture:
             self._ctx = tvm.transform.PassContext(
                 opt_level=cur.opt_level if cur.opt_level is not None else 3,
                 required_pass=list(cur.required_pass), disabled_pass=list(cur.disabled_pass),
-                instruments=list(cur.instruments) + [self._session.instrument()],
+                instruments=self._costs.wrap(list(cur.instruments) + [self._session.instrument()]),
                 config=dict(cur.config),
             )
             self._ctx.__enter__()
@@ -281,8 +311,10 @@ class Capture:
             return False
         try:
             self._session.flush_documents()
+            target = self.target or "c"
             if self._executable is not None:
-                _add_generated_code(self._session, self._executable, self.target or "c")
+                _add_generated_code(self._session, self._executable, target)
+            self.costs = self._costs.finish(self._session, self._executable, target)
             options = {"spans": True, "exact_origins": False, "schedule_records": True}
             self.bundle = self._writer.commit(_manifest(self.model, self.target or "unknown", options),
                                               _layer_table(self.model), self._origins)

@@ -11,15 +11,16 @@ from ..errors import ExplorerError
 TARGETS = ("c", "llvm", "cuda")
 
 
-def make_target(name: str) -> tvm.target.Target:
-    """The TVM target for one of ``TARGETS``."""
+def make_target(name: str, arch: str | None = None) -> tvm.target.Target:
+    """The TVM target for one of ``TARGETS`` (``arch``: the CUDA architecture of the GPU the
+    kernels will run on, when they are profiled; else sm_80)."""
     if name == "c":
         return tvm.target.Target("c")
     if name == "llvm":
         return tvm.target.Target("llvm")
     if name == "cuda":
         # sm_80 fixes the schedule rules' assumptions; no GPU is needed to generate source.
-        return tvm.target.Target({"kind": "cuda", "arch": "sm_80"}, host="llvm")
+        return tvm.target.Target({"kind": "cuda", "arch": arch or "sm_80"}, host="llvm")
     raise ExplorerError(f"unsupported target {name!r}; choose one of: {', '.join(TARGETS)}")
 
 
@@ -30,8 +31,9 @@ def relax_pipeline(target_name: str, target: tvm.target.Target):
     return relax.backend.cpu_generic.get_default_pipeline(target)
 
 
-def _placeholder_cuda_compile(code, target):  # noqa: ARG001 - TVM's callback signature
-    """Stands in for nvcc: source generation needs no GPU and no CUDA toolkit."""
+def _placeholder_cuda_compile(code, *_):  # noqa: ARG001 - TVM's callback signature
+    """Stands in for nvcc: source generation needs no GPU and no CUDA toolkit. (TVM calls it
+    only where its CUDA runtime is loaded, with the source alone.)"""
     return bytearray(b"tvm-explorer: CUDA binary not built (source only)")
 
 
@@ -40,11 +42,19 @@ def enable_source_only_cuda() -> None:
     tvm_ffi.register_global_func("tvm_callback_cuda_compile", _placeholder_cuda_compile, override=True)
 
 
-def build(mod, target_name: str, instruments=(), pipeline=None):
+def enable_real_cuda(plan) -> None:
+    """Make CUDA builds compile their kernels for this machine's GPU (``--profile``)."""
+    tvm_ffi.register_global_func("tvm_callback_cuda_compile", plan.compile_callback(), override=True)
+
+
+def build(mod, target_name: str, instruments=(), pipeline=None, cuda_plan=None):
     """Compile ``mod`` for ``target_name`` with TVM's real pipeline (or ``pipeline``, a Relax
-    pipeline pass of the user's); returns the executable."""
-    target = make_target(target_name)
-    if target_name == "cuda":
+    pipeline pass of the user's); returns the executable. ``cuda_plan`` (costs.gpu.CudaPlan):
+    build real CUDA kernels for this machine's GPU instead of source only."""
+    target = make_target(target_name, cuda_plan.arch if cuda_plan is not None else None)
+    if target_name == "cuda" and cuda_plan is not None:
+        enable_real_cuda(cuda_plan)
+    elif target_name == "cuda":
         enable_source_only_cuda()
     with tvm.transform.PassContext(opt_level=3, instruments=list(instruments)):
         return tvm.compile(mod, target, relax_pipeline=pipeline or relax_pipeline(target_name, target))

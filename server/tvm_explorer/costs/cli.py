@@ -16,7 +16,8 @@ def add_profile_options(p: argparse.ArgumentParser) -> None:
     from .request import DEFAULT_REPEAT
 
     p.add_argument("--profile", action="store_true",
-                   help="after building, run the model and time every kernel call (llvm, c); "
+                   help="after building, run the model and time every kernel call (llvm, c; cuda on a "
+                        "GPU, with CUDA events); "
                         "costs per layer go to costs.json")
     p.add_argument("--repeat", type=int, default=DEFAULT_REPEAT, metavar="N",
                    help=f"timed runs with --profile (default {DEFAULT_REPEAT})")

@@ -4,6 +4,7 @@ short texts ("1.23 ms · 14 % · 312 C lines · 48 KiB"). Protocol-free."""
 from __future__ import annotations
 
 from ..navigation import markdown as md
+from .model import clock_label
 from .table import flops_text, lines_label, size, sort_layers
 
 
@@ -74,7 +75,7 @@ class CostIndex:
         """How the times were measured, or why they were not."""
         profile = self.costs.get("profile") or {}
         if self.measured:
-            return (f"CPU time, median of {profile.get('repeat')} runs; whole model "
+            return (f"{clock_label(profile)}, median of {profile.get('repeat')} runs; whole model "
                     f"{self.total_ms:.2f} ms")
         return f"run time not measured: {profile.get('reason') or profile.get('status')}"
 

@@ -29,6 +29,7 @@ class ProfileStatus:
     repeat: int = 0
     inputs: str | None = None
     device: str = "cpu"
+    device_name: str | None = None  # the GPU's name and architecture, when one ran the model
 
 
 def _split(kernel_work: dict[int, float], members: list[int]) -> dict[int, float]:
@@ -154,7 +155,8 @@ def build(layers: list[dict], static: "StaticCosts", origin_sets: list, work: di
                "plain_run_ms": _r(statistics.median(plain)) if plain else None,
                "plain_run_min_ms": _r(min(plain)) if plain else None,
                "plain_run_max_ms": _r(max(plain)) if plain else None,
-               "runtime_ms": _r(runtime_ms), "clock": "process_cpu",
+               "runtime_ms": _r(runtime_ms), "device_name": status.device_name,
+               "clock": measured.clock if measured is not None else None,
                "wall_ms": _r(statistics.median(measured.wall_ms)) if measured is not None else None,
                "plain_wall_ms": _r(statistics.median(measured.plain_wall_ms)) if measured is not None else None}
     return {
@@ -175,6 +177,13 @@ def build(layers: list[dict], static: "StaticCosts", origin_sets: list, work: di
         "calls": calls,
         "passes": passes,
     }
+
+
+def clock_label(profile: dict) -> str:
+    """How the calls of a profile were timed, in words (``CPU time`` on the CPU targets)."""
+    if profile.get("clock") == "device_timer":
+        return "GPU time (CUDA events)" if profile.get("device") == "cuda" else "wall time (device timer)"
+    return "CPU time"
 
 
 # -- reading ------------------------------------------------------------------------------

@@ -6,6 +6,10 @@ through TVM's own ``export_library`` into a temporary directory, ``llvm`` runs a
 ``VirtualMachine.set_instrument`` hook is called before and after every call the VM makes
 (kernels and VM builtins); the time between the two is the call's time. After warm-up runs,
 ``repeat`` instrumented runs alternate with as many plain runs of the whole model.
+
+CUDA (``measure_on_device``) runs in a fresh process instead (a CUDA context does not survive
+``fork``) and times each kernel call with TVM's CUDA-event timer (``DeviceTimer``); both paths
+share the run loop (``_run``) and the result format, and ``model.build`` joins either to layers.
 """
 
 from __future__ import annotations
@@ -32,6 +36,7 @@ class Measured:
     plain_ms: list[float]
     wall_ms: list[float]
     plain_wall_ms: list[float]
+    clock: str = "process_cpu"  # or "device_timer" (CUDA events on CUDA)
 
 
 class ProfileFailed(Exception):
@@ -67,32 +72,95 @@ def _load(executable, target: str, workdir: str):
     return relax.VirtualMachine(module, tvm.cpu()), relax.VirtualMachine(module, tvm.cpu())
 
 
-def _measure(executable, target: str, arrays, repeat: int, workdir: str) -> dict:
-    import tvm
+class ProcessClock:
+    """Times every call in CPU time of this process (the CPU targets: what the kernels cost,
+    whatever else a shared machine runs); wall time is kept beside it."""
 
-    vm, plain_vm = _load(executable, target, workdir)
-    args = [tvm.runtime.tensor(a) for a in arrays]
+    name = "process_cpu"
+
+    def hook(self, stamps: list):
+        """The ``set_instrument`` hook: appends ``(symbol, cpu_ns, wall_ns)`` per call."""
+        cpu, wall = time.process_time_ns, time.perf_counter_ns
+        started: list[tuple[int, int]] = []
+
+        def instrument(_func, symbol, before, _ret, *_args):
+            c, w = cpu(), wall()
+            if before:
+                started.append((c, w))
+            else:
+                c0, w0 = started.pop()
+                stamps.append((symbol, c - c0, w - w0))
+            return 0
+
+        return instrument
+
+    def plain(self, main, args) -> tuple[float, float]:
+        """CPU and wall ms of one plain run of the whole model."""
+        c0, w0 = time.process_time_ns(), time.perf_counter_ns()
+        main(*args)
+        return (time.process_time_ns() - c0) / 1e6, (time.perf_counter_ns() - w0) / 1e6
+
+
+class DeviceTimer:
+    """Times every kernel call with TVM's timer for the device, as ``time_evaluator`` runs it:
+    on CUDA a pair of CUDA events around the launch (``runtime.timer.cuda``), on the CPU a
+    wall clock. TVM 0.27 exposes its timers to Python only through ``time_evaluator``, so the
+    hook times the kernel itself before the VM would call it (one untimed call, then one
+    timed call, on the call's own arguments) and tells the VM to skip its own call
+    (``VMInstrumentReturnKind.kSkipRun``). VM builtins (allocations, checks, reshape views)
+    run on the host: they are timed with a monotonic clock."""
+
+    name = "device_timer"
+    SKIP_RUN = 1
+
+    def __init__(self, lib, dev, plain_vm):
+        self.lib, self.dev = lib, dev
+        self.evaluators: dict[str, object] = {}
+        self._plain = plain_vm.time_evaluator("main", dev, number=1, repeat=1)
+
+    def _evaluator(self, symbol: str):
+        if symbol not in self.evaluators:
+            owners = [m for m in (self.lib, *self.lib.imports) if m.implements_function(symbol)]
+            self.evaluators[symbol] = (owners[0].time_evaluator(symbol, self.dev, number=1, repeat=1)
+                                       if owners else None)
+        return self.evaluators[symbol]
+
+    def hook(self, stamps: list):
+        """The ``set_instrument`` hook: appends ``(symbol, ns, ns)`` per call."""
+        wall = time.perf_counter_ns
+        started: list[int] = []
+
+        def instrument(_func, symbol, before, _ret, *args):
+            if not before:
+                ns = wall() - started.pop()
+                stamps.append((symbol, ns, ns))
+                return 0
+            evaluator = self._evaluator(symbol)
+            if evaluator is None:
+                started.append(wall())
+                return 0
+            ns = int(evaluator(*args).results[0] * 1e9)
+            stamps.append((symbol, ns, ns))
+            return self.SKIP_RUN
+
+        return instrument
+
+    def plain(self, main, args) -> tuple[float, float]:
+        """ms of one plain run of the whole model, on the same timer (CUDA events on CUDA)."""
+        del main  # the evaluator calls the plain VM's main itself
+        ms = self._plain(*args).results[0] * 1e3
+        return ms, ms
+
+
+def _run(vm, plain_vm, args, repeat: int, clock) -> dict:
+    """Warm up, then ``repeat`` instrumented runs, each followed by a plain run; the same for
+    every clock and device."""
     main, plain_main = vm["main"], plain_vm["main"]
     for _ in range(WARMUP):
         main(*args)
         plain_main(*args)
-    # CPU time of this process: what the kernels cost, whatever else the machine runs (wall
-    # time on a shared machine mostly measures the neighbours); wall time is kept beside it.
-    cpu, wall = time.process_time_ns, time.perf_counter_ns
     stamps: list[tuple[str, int, int]] = []
-    started: list[tuple[int, int]] = []
-
-    def instrument(_func, symbol, before, _ret, *_args):
-        c, w = cpu(), wall()
-        if before:
-            started.append((c, w))
-        else:
-            c0, w0 = started.pop()
-            stamps.append((symbol, c - c0, w - w0))
-        return 0
-
-    vm.set_instrument(instrument)
-    stamps.clear()
+    vm.set_instrument(clock.hook(stamps))
     main(*args)  # a warm-up run with the instrument in place
     symbols: list[str] | None = None
     times, wall_totals, plain, plain_wall = [], [], [], []
@@ -106,12 +174,32 @@ def _measure(executable, target: str, arrays, repeat: int, workdir: str) -> dict
             raise ProfileFailed("the model called different kernels from one run to the next")
         times.append([dc / 1e6 for _, dc, _ in stamps])
         wall_totals.append(sum(dw for _, _, dw in stamps) / 1e6)
-        c0, w0 = cpu(), wall()
-        plain_main(*args)
-        plain.append((cpu() - c0) / 1e6)
-        plain_wall.append((wall() - w0) / 1e6)
+        ms, wall_ms = clock.plain(plain_main, args)
+        plain.append(ms)
+        plain_wall.append(wall_ms)
     return {"symbols": symbols or [], "times": times, "plain_ms": plain,
-            "wall_ms": wall_totals, "plain_wall_ms": plain_wall}
+            "wall_ms": wall_totals, "plain_wall_ms": plain_wall, "clock": clock.name}
+
+
+def _measure(executable, target: str, arrays, repeat: int, workdir: str) -> dict:
+    import tvm
+
+    vm, plain_vm = _load(executable, target, workdir)
+    return _run(vm, plain_vm, [tvm.runtime.tensor(a) for a in arrays], repeat, ProcessClock())
+
+
+def measure_loaded(lib, device: str, arrays, repeat: int) -> dict:
+    """Time every kernel call of a loaded library on ``device`` with TVM's device timer (what
+    the profiling process of ``measure_on_device`` runs)."""
+    import tvm
+    from tvm import relax
+
+    dev = tvm.device(device)
+    if not dev.exist:
+        raise ProfileFailed(f"no {device} device is visible to the profiling process")
+    vm, plain_vm = relax.VirtualMachine(lib, dev), relax.VirtualMachine(lib, dev)
+    clock = DeviceTimer(lib, dev, plain_vm)
+    return _run(vm, plain_vm, [tvm.runtime.tensor(a, dev) for a in arrays], repeat, clock)
 
 
 def measure(executable, target: str, arrays, repeat: int, timeout: float = TIMEOUT) -> Measured:
@@ -143,6 +231,41 @@ def measure(executable, target: str, arrays, repeat: int, timeout: float = TIMEO
             finally:
                 os._exit(code)
         return _wait(pid, result_path, timeout)
+
+
+def measure_on_device(executable, device: str, arrays, repeat: int, timeout: float = TIMEOUT,
+                      options: list[str] | None = None) -> Measured:
+    """Time every kernel call of ``repeat`` runs on ``device`` (``cuda``; ``cpu`` runs the
+    same path on the host) with TVM's device timer, in a fresh Python process: the model is
+    exported with ``export_library`` into a temporary directory and loaded there (a CUDA
+    context does not survive ``fork``, and a fresh process needs none of the compile's).
+    Raises ProfileFailed with a reason."""
+    import subprocess
+    import sys
+
+    import numpy as np
+
+    with tempfile.TemporaryDirectory(prefix="tvm-explorer-profile-") as workdir:
+        lib = os.path.join(workdir, "model.so")
+        try:
+            executable.export_library(lib, **({"options": options} if options else {}))
+        except Exception as err:  # noqa: BLE001 - the host compiler's verdict
+            raise ProfileFailed(f"the system compiler rejected the generated code: {first_line(err)}") from None
+        inputs, result = os.path.join(workdir, "inputs.npz"), os.path.join(workdir, "result.json")
+        np.savez(inputs, *arrays)
+        cmd = [sys.executable, "-m", "tvm_explorer.costs.runner", lib, inputs, str(repeat), device, result]
+        try:
+            proc = subprocess.run(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                  stderr=subprocess.PIPE, text=True, timeout=timeout,
+                                  preexec_fn=_die_with_parent if os.name == "posix" else None)
+        except subprocess.TimeoutExpired:
+            raise ProfileFailed(f"the profile did not finish within {timeout:g} s") from None
+        if proc.returncode < 0:
+            name = signal.Signals(-proc.returncode).name
+            raise ProfileFailed(f"the model crashed while running ({name})")
+        if proc.returncode != 0 and not os.path.exists(result):
+            raise ProfileFailed(f"the profiling process failed: {first_line(proc.stderr)}")
+        return _read_result(result)
 
 
 def _die_with_parent() -> None:
@@ -177,6 +300,11 @@ def _wait(pid: int, result_path: str, timeout: float) -> Measured:
     if os.WIFSIGNALED(status):
         name = signal.Signals(os.WTERMSIG(status)).name
         raise ProfileFailed(f"the model crashed while running ({name})")
+    return _read_result(result_path)
+
+
+def _read_result(result_path: str) -> Measured:
+    """The Measured a profiling process wrote, or ProfileFailed with its reason."""
     try:
         with open(result_path, encoding="utf-8") as fh:
             got = json.load(fh)
@@ -184,4 +312,5 @@ def _wait(pid: int, result_path: str, timeout: float) -> Measured:
         raise ProfileFailed("the profiling process ended without a result") from None
     if "error" in got:
         raise ProfileFailed(got["error"])
-    return Measured(got["symbols"], got["times"], got["plain_ms"], got["wall_ms"], got["plain_wall_ms"])
+    return Measured(got["symbols"], got["times"], got["plain_ms"], got["wall_ms"], got["plain_wall_ms"],
+                    got.get("clock", "process_cpu"))

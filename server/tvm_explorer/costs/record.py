@@ -9,8 +9,8 @@ from ..model.loader import LoadedModel
 from . import model as costs_model
 from ..runtime.inputs import DEFAULT_SEED, inputs_for
 from .passclock import PassClock, align
-from .profile import ProfileFailed, measure
-from .request import DEFAULT_REPEAT, ProfileRequest  # noqa: F401 - re-exported
+from .profile import ProfileFailed, measure, measure_on_device
+from .request import DEFAULT_REPEAT, ProfileRequest, as_request  # noqa: F401 - re-exported
 from .static import CodeDocument, analyse
 from .work import kernel_work
 
@@ -22,15 +22,19 @@ class CostRecorder:
 
     def __init__(self, model: LoadedModel, profile: ProfileRequest | None):
         self.model = model
-        self.profile = profile
+        self.profile = profile = as_request(profile)
         self.clock = PassClock()
         self.arrays = None
         self.costs: dict | None = None
+        self.cuda_plan = None
+        self.cuda_reason: str | None = None
         if profile is not None:
-            if profile.repeat < 1:
-                from ..errors import ExplorerError
+            from ..errors import ExplorerError
 
+            if profile.repeat < 1:
                 raise ExplorerError(f"--repeat {profile.repeat}: needs at least 1 run")
+            if profile.timer not in ("auto", "device"):
+                raise ExplorerError(f"profile timer {profile.timer!r}: choose 'auto' or 'device'")
             # Checked before anything is compiled: a bad --inputs file leaves nothing written.
             self.arrays = list(inputs_for(model, profile.inputs).values())
 
@@ -39,20 +43,42 @@ class CostRecorder:
         first, last = self.clock.instruments()
         return [first, *instruments, last]
 
+    def plan_build(self, target: str):
+        """Before building: the ``costs.gpu.CudaPlan`` to build real kernels with when CUDA is
+        to be profiled on a GPU here (else None, and the reason is kept for the profile)."""
+        if self.profile is None or target != "cuda":
+            return None
+        from .gpu import cuda_plan
+
+        self.cuda_plan, self.cuda_reason = cuda_plan()
+        return self.cuda_plan
+
     def _profile(self, executable, target: str):
         if self.profile is None:
             return costs_model.ProfileStatus("not_requested", "compiled without --profile"), None
         inputs = os.path.basename(self.profile.inputs) if self.profile.inputs else f"random (seed {DEFAULT_SEED})"
         status = costs_model.ProfileStatus("measured", None, self.profile.repeat, inputs)
-        if target == "cuda":
-            import tvm
-
-            status.device = "cuda"
-            status.status = "unavailable"
-            status.reason = ("no CUDA GPU on this machine" if not tvm.cuda().exist else
-                             "CUDA kernels are generated as source only here (no nvcc build)")
+        if executable is None:
+            status.status, status.reason = "failed", "no executable to run (Capture.add_executable was not called)"
             return status, None
         try:
+            if target == "cuda":
+                status.device = "cuda"
+                if self.cuda_plan is None and self.cuda_reason is None:
+                    # A build this recorder did not prepare (the Python API's user built it).
+                    if self.plan_build(target) is not None:
+                        self.cuda_plan, self.cuda_reason = None, (
+                            "the CUDA kernels were built as source only; build with "
+                            "cap.pipeline('cuda') and cap.target('cuda') to profile them")
+                if self.cuda_plan is None:
+                    status.status, status.reason = "unavailable", self.cuda_reason
+                    return status, None
+                status.device_name = f"{self.cuda_plan.name} ({self.cuda_plan.arch})"
+                return status, measure_on_device(executable, "cuda", self.arrays, self.profile.repeat)
+            if self.profile.timer == "device":
+                options = ["-O2"] if target == "c" else None
+                return status, measure_on_device(executable, "cpu", self.arrays, self.profile.repeat,
+                                                 options=options)
             return status, measure(executable, target, self.arrays, self.profile.repeat)
         except ProfileFailed as err:
             status.status, status.reason = "failed", str(err)

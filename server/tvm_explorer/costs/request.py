@@ -9,7 +9,27 @@ DEFAULT_REPEAT = 10
 
 @dataclass
 class ProfileRequest:
-    """``--profile [--repeat N] [--inputs FILE.npz]``."""
+    """``--profile [--repeat N] [--inputs FILE.npz]``.
+
+    ``timer``: ``"auto"`` times CPU targets in process CPU time and CUDA with TVM's device
+    timer (CUDA events) in a fresh process; ``"device"`` uses the device-timer path for CPU
+    targets too (a wall clock there; how the CUDA path is tested on machines without a GPU).
+    """
 
     repeat: int = DEFAULT_REPEAT
     inputs: str | None = None
+    timer: str = "auto"
+
+
+def as_request(profile) -> "ProfileRequest | None":
+    """``profile=`` of the Python API: None/False, True (defaults), a repeat count, or a
+    ProfileRequest."""
+    if profile is None or profile is False:
+        return None
+    if profile is True:
+        return ProfileRequest()
+    if isinstance(profile, int):
+        return ProfileRequest(repeat=profile)
+    if isinstance(profile, ProfileRequest):
+        return profile
+    raise TypeError(f"profile={profile!r}: expected True, a repeat count or a ProfileRequest")

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from .model import clock_label
+
 SORTS = ("time", "code", "memory")
 
 
@@ -58,8 +60,9 @@ def render(costs: dict, by: str, top_passes: int = 8) -> str:
     if total is not None:
         plain = profile.get("plain_run_ms")
         extra = f"; a plain run took {plain:.3f} ms" if plain is not None else ""
-        out.append(f"Measured: {total:.3f} ms per run (median of {profile.get('repeat')} runs, "
-                   f"inputs {profile.get('inputs')}){extra}")
+        where = f" on {profile['device_name']}" if profile.get("device_name") else ""
+        out.append(f"Measured: {total:.3f} ms per run ({clock_label(profile)}{where}, median of "
+                   f"{profile.get('repeat')} runs, inputs {profile.get('inputs')}){extra}")
     else:
         out.append(f"Run time not measured: {profile.get('reason') or profile.get('status')}")
     shared_note = False
