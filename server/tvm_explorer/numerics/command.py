@@ -12,14 +12,15 @@ from .schema import NUMERICS_FILE, format_error
 def add_compile_options(parser) -> None:
     """The ``--numerics`` family of ``tvm-explorer compile``."""
     parser.add_argument("--numerics", action="store_true",
-                        help="run the compiled model and the LiteRT interpreter on the same inputs "
-                             "and compare every layer output (CPU targets; docs/numerics.md)")
+                        help="run the compiled model and the reference (LiteRT for .tflite, onnxruntime "
+                             "for .onnx, eager PyTorch for .pt2) on the same inputs and compare "
+                             "every layer output (CPU targets; docs/numerics.md)")
     parser.add_argument("--numerics-unfused", action="store_true",
                         help="with --numerics: also build a variant without operator fusion, "
                              "to see the layers fusion hides (implies --numerics)")
-    parser.add_argument("--reference", metavar="REF.tflite",
-                        help="with --numerics: compare with this .tflite of the same graph "
-                             "(default: the model itself)")
+    parser.add_argument("--reference", metavar="REF",
+                        help="with --numerics: compare with this model of the same kind and graph "
+                             "(.tflite, .onnx or .pt2; default: the model itself)")
 
 
 class NumericsStep:
@@ -77,7 +78,7 @@ def prepare(args, model) -> NumericsStep | None:
 
 def add_query_parser(sub) -> None:
     """``tvm-explorer numerics BUNDLE [--json]``."""
-    p = sub.add_parser("numerics", help="per layer: error against the reference interpreter")
+    p = sub.add_parser("numerics", help="per layer: error against the reference (LiteRT, onnxruntime or eager PyTorch)")
     p.add_argument("bundle")
     p.add_argument("--json", action="store_true")
     p.set_defaults(run=run_query)
