@@ -91,16 +91,19 @@ def check_same_graph(model, reference_path: str) -> None:
         ref = load_any(reference_path)
     except ModelError as err:
         raise ExplorerError(f"reference: {err}") from None
-    by_name = {t.name: t for t in ref.subgraphs[0].inputs}
-    by_name.update({t.name: t for lay in ref.layers for t in lay.outputs})
-    wanted = [(t, "input") for t in model.subgraphs[0].inputs]
-    wanted += [(t, f"output of {lay.label}{f' {lay.name!r}' if lay.name else ''}")
+    by_name = {t.name: (t, None) for t in ref.subgraphs[0].inputs}
+    by_name.update({t.name: (t, lay) for lay in ref.layers for t in lay.outputs})
+    wanted = [(t, "input", None) for t in model.subgraphs[0].inputs]
+    wanted += [(t, f"output of {lay.label}{f' {lay.name!r}' if lay.name else ''}", lay)
                for lay in model.layers if lay.subgraph == 0 for t in lay.outputs]
-    for t, role in wanted:
-        r = by_name.get(t.name)
+    for t, role, lay in wanted:
+        r, producer = by_name.get(t.name, (None, None))
         if r is None:
             raise ExplorerError(f"{reference_path}: no tensor named '{t.name}' ({role} in "
                                 f"{model.path}); --reference must be the same graph")
+        if lay is not None and producer is not None and producer.opcode != lay.opcode:
+            raise ExplorerError(f"{reference_path}: tensor '{t.name}' ({role} in {model.path}) is "
+                                f"made by {producer.label}; --reference must be the same graph")
         if list(r.shape) != list(t.shape):
             raise ExplorerError(f"{reference_path}: tensor '{t.name}' ({role}) has shape {list(r.shape)}, "
                                 f"{list(t.shape)} in {model.path}; --reference must be the same graph")
