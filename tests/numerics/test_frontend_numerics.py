@@ -199,3 +199,26 @@ def test_pt2_reference_of_another_program(pt2_planted, tmp_path):
     _fails(run_cli("compile", pt2_planted[0], "-o", tmp_path / "b", "--target", "llvm", "--numerics",
                    "--reference", tmp_path / "pnet.pt2"),
            "pnet.pt2: ", "same graph")
+
+
+def test_onnx_input_of_open_size_needs_given_inputs(tmp_path):
+    model = conv_block(tmp_path / "dyn.onnx")
+    for vi in (model.graph.input[0], model.graph.output[0]):
+        dim = vi.type.tensor_type.shape.dim[0]
+        dim.ClearField("dim_value")
+        dim.dim_param = "batch"
+    onnx.save(model, str(tmp_path / "dyn.onnx"))
+    _fails(run_cli("compile", tmp_path / "dyn.onnx", "-o", tmp_path / "b", "--target", "llvm", "--numerics"),
+           "dyn.onnx: input 'x' has a dimension of open size ('batch')", "--inputs X.npz")
+    assert not (tmp_path / "b").exists()
+    npz = tmp_path / "x.npz"
+    np.savez(npz, x=np.random.default_rng(1).uniform(-1, 1, (2, 3, 8, 8)).astype(np.float32))
+    out = tmp_path / "dyn.bundle"
+    run_cli("compile", tmp_path / "dyn.onnx", "-o", out, "--target", "llvm", "--numerics-unfused",
+            "--inputs", npz, check=True)
+    data = _numerics(out)
+    assert data["first_divergence"] is None and all(e["observed"] for e in data["layers"])
+    np.savez(npz, x=np.zeros((2, 3, 9, 8), np.float32))
+    _fails(run_cli("compile", tmp_path / "dyn.onnx", "-o", tmp_path / "b", "--target", "llvm",
+                   "--numerics", "--inputs", npz),
+           "input 'x' has shape [2, 3, 9, 8], expected float32 ['batch', 3, 8, 8]")
