@@ -61,7 +61,7 @@ async def test_hover_on_an_onnx_node_shows_its_error(client: LanguageClient, bun
         types.HoverParams(doc, position_of(text, "node 2 Add", delta=6)))
     value = hover.contents.value
     assert "**Numerics**" in value and "max abs 0.5" in value and "**first divergence**" in value
-    assert "DIVERGES" in value
+    assert "DIVERGES" in value and "Numerics of node 2 vs onnxruntime" in value
     hover = await client.text_document_hover_async(
         types.HoverParams(doc, position_of(text, "node 0 Conv", delta=6)))
     assert "matches" in hover.contents.value and "first divergence" not in hover.contents.value
@@ -78,6 +78,7 @@ async def test_divergent_onnx_nodes_are_warned_about(client: LanguageClient, bun
     node2 = position_of(text, "node 2 Add").line
     assert position_of(text, "node 0 Conv").line not in lines
     assert min(lines) == node2 and "(first divergence)" in lines[node2].message
+    assert lines[node2].message.startswith("node 2 Add /head/bias/Add differs from the onnxruntime")
 
 
 async def test_numerics_view_rows_lead_to_the_onnx_nodes(client: LanguageClient, bundle):

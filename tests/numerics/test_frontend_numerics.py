@@ -66,7 +66,7 @@ def test_onnx_planted_constant_is_the_first_divergence_unfused(onnx_unfused):
     # The normal build fuses the block into one kernel: the Add is hidden there.
     assert add["fused"]["observed"] is False and add["fused"]["hidden_in"]
     assert data["fused_first_divergence"] is not None and data["fused_first_divergence"]["op_index"] > 2
-    assert "first divergence: op 2 Add /head/bias/Add" in stdout
+    assert "first divergence: node 2 Add /head/bias/Add" in stdout
 
 
 def test_onnx_text_report(onnx_unfused):
@@ -176,7 +176,7 @@ def test_pt2_planted_weight_is_the_first_divergence(pt2_planted, tmp_path):
     conv = _entry(data, 3)
     assert conv["opcode"] == "aten.convolution.default" and conv["name"] == "block1.conv2/convolution_2"
     assert conv["diverges"] and conv["max_abs"] == pytest.approx(0.5, rel=1e-3)
-    assert "first divergence: op 3 aten.convolution.default" in proc.stdout
+    assert "first divergence: node 3 aten.convolution.default" in proc.stdout
 
 
 def test_pt2_against_eager_itself_shows_no_divergence(pt2_planted, tmp_path):

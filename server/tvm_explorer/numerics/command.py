@@ -6,7 +6,7 @@ import json
 import sys
 
 from ..errors import ExplorerError
-from .schema import NUMERICS_FILE, format_error
+from .schema import NUMERICS_FILE, format_error, unit
 
 
 def add_compile_options(parser) -> None:
@@ -111,7 +111,7 @@ def format_table(data: dict) -> list[str]:
     lines = [f"{data.get('model', 'model')} ({data.get('target', '?')}) against the "
              f"{data['reference']}, inputs: {data.get('inputs', '?')}; mode: {data['mode']}"]
     first = data.get("first_divergence")
-    lines.append(f"{'':2}{'op':>4}  {'opcode':22} {'name':40} {'seen in':8} error")
+    lines.append(f"{'':2}{unit(data):>4}  {'opcode':22} {'name':40} {'seen in':8} error")
     for e in data["layers"]:
         is_first = first is not None and (e["subgraph"], e["op_index"]) == (first["subgraph"], first["op_index"])
         mark = "=>" if is_first else "  "
@@ -124,10 +124,10 @@ def format_table(data: dict) -> list[str]:
     else:
         e = next(x for x in data["layers"]
                  if (x["subgraph"], x["op_index"]) == (first["subgraph"], first["op_index"]))
-        lines.append(f"First divergence: op {e['op_index']} {e['opcode']} {e['name']}")
+        lines.append(f"First divergence: {unit(data)} {e['op_index']} {e['opcode']} {e['name']}")
     fused_first = data.get("fused_first_divergence", "absent")
     if fused_first != "absent" and fused_first != first:
         what = ("none" if fused_first is None
-                else f"op {fused_first['op_index']} (subgraph {fused_first['subgraph']})")
+                else f"{unit(data)} {fused_first['op_index']} (subgraph {fused_first['subgraph']})")
         lines.append(f"In the normal (fused) build the first divergence seen is: {what}")
     return lines

@@ -23,7 +23,7 @@ from ..runtime.inputs import DEFAULT_SEED, inputs_for, model_inputs
 from .compare import COSINE_MIN, FLOAT_ABS_FLOOR, FLOAT_REL_TOLERANCE, MAX_STEPS, Error, compare, worst
 from .observe import KernelPlan, Observation, kernel_plan, run_observed
 from .reference import ReferenceRun, check_same_graph, describe, quantization_of, run_reference
-from .schema import SCHEMA_VERSION, validate
+from .schema import SCHEMA_VERSION, unit, validate
 
 NUMERICS_TARGETS = ("llvm", "c")
 FUSION_PASSES = ("FuseOps", "FuseTIR")
@@ -208,7 +208,7 @@ def summary_lines(data: dict) -> list[str]:
     else:
         e = next(x for x in data["layers"]
                  if (x["subgraph"], x["op_index"]) == (first["subgraph"], first["op_index"]))
-        lines.append(f"  first divergence: op {e['op_index']} {e['opcode']} {e['name']}")
+        lines.append(f"  first divergence: {unit(data)} {e['op_index']} {e['opcode']} {e['name']}")
     return lines
 
 

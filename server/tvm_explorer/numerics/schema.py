@@ -84,6 +84,13 @@ def validate(data, layer_keys: set[tuple[int, int]] | None = None) -> dict:
     return data
 
 
+def unit(data: dict) -> str:
+    """What a layer is called in the model document: ``op`` (a TFLite operator) or ``node``
+    (an ONNX or PyTorch graph node)."""
+    model = str(data.get("model", "")).lower()
+    return "node" if model.endswith((".onnx", ".pt2")) else "op"
+
+
 def layer_entry(data: dict, subgraph: int, op_index: int) -> dict | None:
     """The entry of one layer in a validated ``numerics.json``."""
     for entry in data.get("layers", ()):
