@@ -222,3 +222,42 @@ def test_onnx_input_of_open_size_needs_given_inputs(tmp_path):
     _fails(run_cli("compile", tmp_path / "dyn.onnx", "-o", tmp_path / "b", "--target", "llvm",
                    "--numerics", "--inputs", npz),
            "input 'x' has shape [2, 3, 9, 8], expected float32 ['batch', 3, 8, 8]")
+
+
+def _qdq(path, bias: float):
+    """x + bias → QuantizeLinear (scale 0.01, zero point 3, int8) → DequantizeLinear → Relu."""
+    from onnx import TensorProto, helper
+
+    inits = [numpy_helper.from_array(np.array(0.01, np.float32), "s"),
+             numpy_helper.from_array(np.array(3, np.int8), "zp"),
+             numpy_helper.from_array(np.full((1, 4, 1, 1), bias, np.float32), "b")]
+    nodes = [helper.make_node("Add", ["x", "b"], ["a"], "add"),
+             helper.make_node("QuantizeLinear", ["a", "s", "zp"], ["q"], "quant"),
+             helper.make_node("DequantizeLinear", ["q", "s", "zp"], ["dq"], "dequant"),
+             helper.make_node("Relu", ["dq"], ["y"], "relu")]
+    graph = helper.make_graph(nodes, "qdq", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4, 4, 4])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 4, 4, 4])], inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    onnx.save(model, str(path))
+    return path
+
+
+def test_onnx_quantize_linear_output_is_measured_in_steps(tmp_path):
+    model = _qdq(tmp_path / "qdq.onnx", 0.3)
+    out = tmp_path / "same.bundle"
+    run_cli("compile", model, "-o", out, "--target", "llvm", "--numerics-unfused", check=True)
+    data = _numerics(out)
+    quant = _entry(data, 1)
+    assert quant["opcode"] == "QuantizeLinear" and quant["observed"]
+    assert quant["steps"] is not None and quant["steps"] <= 1 and not quant["diverges"]
+    assert all(_entry(data, op)["steps"] is None for op in (0, 2, 3))  # float tensors
+    # A reference whose bias is two quantization steps (2 × 0.01) higher.
+    reference = _qdq(tmp_path / "qdq_ref.onnx", 0.32)
+    out = tmp_path / "shifted.bundle"
+    run_cli("compile", model, "-o", out, "--target", "llvm", "--numerics-unfused", "--reference", reference,
+            check=True)
+    data = _numerics(out)
+    assert data["first_divergence"] == {"subgraph": 0, "op_index": 0}
+    quant = _entry(data, 1)
+    assert quant["diverges"] and 1 < quant["steps"] <= 3
