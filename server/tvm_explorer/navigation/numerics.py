@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 from ..bisect.schema import culprit_documents, layer_change
 from ..bundle.reader import Origin
-from ..numerics.schema import format_error, layer_entry
+from ..numerics.schema import format_error, layer_entry, unit
 from .view import BundleView, Place
 
 
@@ -40,7 +40,7 @@ def numerics_lines(view: BundleView, origins: list[Origin], in_model: bool) -> l
             continue
         first = " — **first divergence**" if _is_first(data, entry) else ""
         mode = f", {entry['observed_by']} build" if entry.get("observed_by") else ""
-        lines.append(f"- Numerics of op {entry['op_index']} vs {data['reference']}{mode}: "
+        lines.append(f"- Numerics of {unit(data)} {entry['op_index']} vs {data['reference']}{mode}: "
                      f"{format_error(entry)}{first}")
     if lines:
         lines.insert(0, "\n**Numerics**")
@@ -76,7 +76,7 @@ def divergence_warnings(view: BundleView) -> list[tuple[Place, str]]:
         place = Place(row.place.path, row.place.start, end, row.place.kind, row.place.key)
         e = row.entry
         first = " (first divergence)" if row.first else ""
-        out.append((place, f"op {e['op_index']} {e['opcode']} {e['name']} differs from the "
+        out.append((place, f"{unit(data)} {e['op_index']} {e['opcode']} {e['name']} differs from the "
                            f"{data['reference']}{first}: {format_error(e)}"))
     return out
 

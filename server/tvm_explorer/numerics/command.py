@@ -6,20 +6,21 @@ import json
 import sys
 
 from ..errors import ExplorerError
-from .schema import NUMERICS_FILE, format_error
+from .schema import NUMERICS_FILE, format_error, unit
 
 
 def add_compile_options(parser) -> None:
     """The ``--numerics`` family of ``tvm-explorer compile``."""
     parser.add_argument("--numerics", action="store_true",
-                        help="run the compiled model and the LiteRT interpreter on the same inputs "
-                             "and compare every layer output (CPU targets; docs/numerics.md)")
+                        help="run the compiled model and the reference (LiteRT for .tflite, onnxruntime "
+                             "for .onnx, eager PyTorch for .pt2) on the same inputs and compare "
+                             "every layer output (CPU targets; docs/numerics.md)")
     parser.add_argument("--numerics-unfused", action="store_true",
                         help="with --numerics: also build a variant without operator fusion, "
                              "to see the layers fusion hides (implies --numerics)")
-    parser.add_argument("--reference", metavar="REF.tflite",
-                        help="with --numerics: compare with this .tflite of the same graph "
-                             "(default: the model itself)")
+    parser.add_argument("--reference", metavar="REF",
+                        help="with --numerics: compare with this model of the same kind and graph "
+                             "(.tflite, .onnx or .pt2; default: the model itself)")
 
 
 class NumericsStep:
@@ -77,7 +78,7 @@ def prepare(args, model) -> NumericsStep | None:
 
 def add_query_parser(sub) -> None:
     """``tvm-explorer numerics BUNDLE [--json]``."""
-    p = sub.add_parser("numerics", help="per layer: error against the reference interpreter")
+    p = sub.add_parser("numerics", help="per layer: error against the reference (LiteRT, onnxruntime or eager PyTorch)")
     p.add_argument("bundle")
     p.add_argument("--json", action="store_true")
     p.set_defaults(run=run_query)
@@ -110,7 +111,7 @@ def format_table(data: dict) -> list[str]:
     lines = [f"{data.get('model', 'model')} ({data.get('target', '?')}) against the "
              f"{data['reference']}, inputs: {data.get('inputs', '?')}; mode: {data['mode']}"]
     first = data.get("first_divergence")
-    lines.append(f"{'':2}{'op':>4}  {'opcode':22} {'name':40} {'seen in':8} error")
+    lines.append(f"{'':2}{unit(data):>4}  {'opcode':22} {'name':40} {'seen in':8} error")
     for e in data["layers"]:
         is_first = first is not None and (e["subgraph"], e["op_index"]) == (first["subgraph"], first["op_index"])
         mark = "=>" if is_first else "  "
@@ -123,10 +124,10 @@ def format_table(data: dict) -> list[str]:
     else:
         e = next(x for x in data["layers"]
                  if (x["subgraph"], x["op_index"]) == (first["subgraph"], first["op_index"]))
-        lines.append(f"First divergence: op {e['op_index']} {e['opcode']} {e['name']}")
+        lines.append(f"First divergence: {unit(data)} {e['op_index']} {e['opcode']} {e['name']}")
     fused_first = data.get("fused_first_divergence", "absent")
     if fused_first != "absent" and fused_first != first:
         what = ("none" if fused_first is None
-                else f"op {fused_first['op_index']} (subgraph {fused_first['subgraph']})")
+                else f"{unit(data)} {fused_first['op_index']} (subgraph {fused_first['subgraph']})")
         lines.append(f"In the normal (fused) build the first divergence seen is: {what}")
     return lines

@@ -142,12 +142,15 @@ def _assign(marked: list[int], members: list[int], model: LoadedModel, call,
     kinds = [_arg_kind(call.args[i]) for i in outs]
     if len(wanted) == len(outs) and all(_fits(kind, t) for kind, (_l, _j, t) in zip(kinds, wanted)):
         return [Slot(lid, j, outs[k]) for k, (lid, j, _t) in enumerate(wanted)]
-    slots = []
-    for lid, j, t in wanted:  # pair by size and dtype where that is unambiguous
-        hits = [k for k, kind in enumerate(kinds) if _fits(kind, t)]
-        if len(hits) == 1:
-            slots.append(Slot(lid, j, outs[hits[0]]))
-    return slots
+    # Pair by size and dtype where that is unambiguous both ways: one result fitting one
+    # tensor (an ONNX Dropout's output and float mask both fit its kernel's only result).
+    hits = {(lid, j): [k for k, kind in enumerate(kinds) if _fits(kind, t)] for lid, j, t in wanted}
+    claims: dict[int, int] = {}
+    for found in hits.values():
+        for k in found:
+            claims[k] = claims.get(k, 0) + 1
+    return [Slot(lid, j, outs[found[0]]) for (lid, j), found in hits.items()
+            if len(found) == 1 and claims[found[0]] == 1]
 
 
 def _arg_kind(expr) -> tuple[int | None, str | None]:

@@ -1,22 +1,27 @@
-"""The reference: LiteRT's interpreter run on the same inputs, keeping every tensor.
+"""The reference a compiled model is compared with: the model's own framework run on the
+same inputs, keeping every intermediate tensor by name.
 
-LiteRT's default XNNPACK delegate would compute whole delegated subgraphs without writing
-their intermediate tensors, so the interpreter runs with the builtin kernels only
-(``BUILTIN_WITHOUT_DEFAULT_DELEGATES``): every layer output is kept and readable by name.
+One backend per model kind, chosen by the file's suffix (``frontends.kind_of``):
+
+- ``.tflite``: the LiteRT interpreter (``litert.py``);
+- ``.onnx``: onnxruntime, every node output made a graph output (``onnx_runtime.py``);
+- ``.pt2``: eager PyTorch, the program's graph run node by node (``eager.py``).
+
+Every backend names tensors the way the model's loader names the layers' outputs, so a layer
+output and its reference value meet by name. A ``--reference`` is another file of the same
+kind and graph; ``check_same_graph`` names the first tensor it lacks or types differently.
 """
 
 from __future__ import annotations
 
-import contextlib
-import io
 import os
-import warnings
 from dataclasses import dataclass
 
 import numpy as np
 
 from ..errors import ExplorerError
-from ..model.loader import LoadedModel
+
+KIND_NAMES = {"tflite": ".tflite", "onnx": ".onnx", "torch": ".pt2"}
 
 
 @dataclass(frozen=True)
@@ -46,87 +51,92 @@ class ReferenceRun:
     quantization: dict[str, Quantization]
 
 
-def _interpreter(path: str):
+def _kind(path) -> str:
+    from ..frontends import kind_of
+
+    return kind_of(path)
+
+
+def describe(path: str | os.PathLike) -> str:
+    """``LiteRT interpreter on m.tflite`` / ``onnxruntime 1.31.1 on m.onnx`` / ``eager PyTorch
+    2.13.0 on m.pt2``: what the report says it compared with."""
+    name = os.path.basename(os.fspath(path))
+    kind = _kind(path)
+    if kind == "onnx":
+        from .onnx_runtime import engine
+
+        return f"{engine()} on {name}"
+    if kind == "torch":
+        from .eager import engine
+
+        return f"{engine()} on {name}"
+    return f"LiteRT interpreter on {name}"
+
+
+def check_same_graph(model, reference_path: str) -> None:
+    """Raise ExplorerError naming the first tensor (a main-graph input or a layer output of
+    ``model``) that the reference lacks or shapes/types differently."""
+    kind = getattr(model, "kind", "tflite")
+    if _kind(reference_path) != kind:
+        raise ExplorerError(f"{reference_path}: the reference must be a {KIND_NAMES[kind]} model "
+                            f"like {model.path} (the same graph)")
+    if kind == "tflite":
+        from .litert import check_same_graph as check_litert
+
+        return check_litert(model, reference_path)
+    from ..errors import ModelError
+    from ..frontends import load_any
+
     try:
-        from ai_edge_litert.interpreter import Interpreter, OpResolverType
-    except ImportError:
-        raise ExplorerError("--numerics needs the LiteRT interpreter: pip install ai-edge-litert") from None
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # "preserve_all_tensors is for debugging": we are
-        try:
-            it = Interpreter(model_path=path, experimental_preserve_all_tensors=True,
-                             experimental_op_resolver_type=OpResolverType.BUILTIN_WITHOUT_DEFAULT_DELEGATES)
-            it.allocate_tensors()
-        except (ValueError, RuntimeError) as err:
-            raise ExplorerError(f"{path}: the LiteRT interpreter cannot load the model "
-                                f"({' '.join(str(err).split())[:300]})") from None
-    return it
-
-
-def _details(it) -> list[dict]:
-    return [d for d in it.get_tensor_details() if d.get("name") is not None]
-
-
-def check_same_graph(model: LoadedModel, reference_path: str) -> None:
-    """Raise ExplorerError naming the first tensor the reference lacks or shapes differently."""
-    it = _interpreter(reference_path)
-    by_name = {d["name"]: d for d in _details(it)}
-    sg = model.subgraphs[0] if model.subgraphs else None
-    wanted = [(t, "input") for t in (sg.inputs if sg else [])]
-    wanted += [(t, f"output of {lay.label}") for lay in model.layers if lay.subgraph == 0
-               for t in lay.outputs]
-    for t, role in wanted:
-        d = by_name.get(t.name)
-        if d is None:
+        ref = load_any(reference_path)
+    except ModelError as err:
+        raise ExplorerError(f"reference: {err}") from None
+    by_name = {t.name: (t, None) for t in ref.subgraphs[0].inputs}
+    by_name.update({t.name: (t, lay) for lay in ref.layers for t in lay.outputs})
+    wanted = [(t, "input", None) for t in model.subgraphs[0].inputs]
+    wanted += [(t, f"output of {lay.label}{f' {lay.name!r}' if lay.name else ''}", lay)
+               for lay in model.layers if lay.subgraph == 0 for t in lay.outputs]
+    for t, role, lay in wanted:
+        r, producer = by_name.get(t.name, (None, None))
+        if r is None:
             raise ExplorerError(f"{reference_path}: no tensor named '{t.name}' ({role} in "
                                 f"{model.path}); --reference must be the same graph")
-        ref_shape = [int(x) for x in d["shape"]]
-        if ref_shape != [int(x) for x in t.shape]:
-            raise ExplorerError(f"{reference_path}: tensor '{t.name}' ({role}) has shape {ref_shape}, "
+        if lay is not None and producer is not None and producer.opcode != lay.opcode:
+            raise ExplorerError(f"{reference_path}: tensor '{t.name}' ({role} in {model.path}) is "
+                                f"made by {producer.label}; --reference must be the same graph")
+        if list(r.shape) != list(t.shape):
+            raise ExplorerError(f"{reference_path}: tensor '{t.name}' ({role}) has shape {list(r.shape)}, "
                                 f"{list(t.shape)} in {model.path}; --reference must be the same graph")
-        ref_dtype = np.dtype(d["dtype"]).name
-        if ref_dtype != t.dtype:
-            raise ExplorerError(f"{reference_path}: tensor '{t.name}' ({role}) has dtype {ref_dtype}, "
+        if r.dtype != t.dtype:
+            raise ExplorerError(f"{reference_path}: tensor '{t.name}' ({role}) has dtype {r.dtype}, "
                                 f"{t.dtype} in {model.path}; --reference must be the same graph")
 
 
 def run_reference(path: str | os.PathLike, inputs: dict[str, np.ndarray]) -> ReferenceRun:
-    """Run the interpreter on ``inputs`` (by input tensor name) and keep every tensor."""
-    path = os.fspath(path)
-    it = _interpreter(path)
-    for d in it.get_input_details():
-        if d["name"] not in inputs:
-            raise ExplorerError(f"{path}: input '{d['name']}' has no value")
-        it.set_tensor(d["index"], inputs[d["name"]])
-    try:
-        with contextlib.redirect_stderr(io.StringIO()):
-            it.invoke()
-    except (ValueError, RuntimeError) as err:
-        raise ExplorerError(f"{path}: the LiteRT interpreter failed to run the model "
-                            f"({' '.join(str(err).split())[:300]})") from None
-    tensors, quant = {}, {}
-    for d in _details(it):
-        try:
-            value = it.get_tensor(d["index"])
-        except ValueError:  # a tensor without data (unused optional input)
-            continue
-        tensors.setdefault(d["name"], np.array(value, copy=True))
-        q = d.get("quantization_parameters") or {}
-        scales = np.asarray(q.get("scales", []))
-        if scales.size:
-            quant.setdefault(d["name"], Quantization(scales, np.asarray(q.get("zero_points", [0] * scales.size)),
-                                                     int(q.get("quantized_dimension", 0))))
-    return ReferenceRun(path, tensors, quant)
+    """Run the reference model at ``path`` on ``inputs`` (by input name), keeping every tensor."""
+    kind = _kind(path)
+    if kind == "onnx":
+        from .onnx_runtime import run_onnx
+
+        return run_onnx(path, inputs)
+    if kind == "torch":
+        from .eager import run_eager
+
+        return run_eager(path, inputs)
+    from .litert import run_reference as run_litert
+
+    return run_litert(path, inputs)
 
 
 def quantization_of(path: str | os.PathLike) -> dict[str, Quantization]:
     """Every quantized tensor's parameters in the model at ``path`` (nothing is run)."""
-    it = _interpreter(os.fspath(path))
-    out = {}
-    for d in _details(it):
-        q = d.get("quantization_parameters") or {}
-        scales = np.asarray(q.get("scales", []))
-        if scales.size:
-            out.setdefault(d["name"], Quantization(scales, np.asarray(q.get("zero_points", [0] * scales.size)),
-                                                   int(q.get("quantized_dimension", 0))))
-    return out
+    kind = _kind(path)
+    if kind == "onnx":
+        from .onnx_runtime import quantization_of as onnx_quantization
+
+        return onnx_quantization(path)
+    if kind == "torch":
+        return {}  # a float program: no quantized tensors we can name
+    from .litert import quantization_of as litert_quantization
+
+    return litert_quantization(path)

@@ -22,8 +22,8 @@ from ..provenance import OriginTable
 from ..runtime.inputs import DEFAULT_SEED, inputs_for, model_inputs
 from .compare import COSINE_MIN, FLOAT_ABS_FLOOR, FLOAT_REL_TOLERANCE, MAX_STEPS, Error, compare, worst
 from .observe import KernelPlan, Observation, kernel_plan, run_observed
-from .reference import ReferenceRun, check_same_graph, quantization_of, run_reference
-from .schema import SCHEMA_VERSION, validate
+from .reference import ReferenceRun, check_same_graph, describe, quantization_of, run_reference
+from .schema import SCHEMA_VERSION, unit, validate
 
 NUMERICS_TARGETS = ("llvm", "c")
 FUSION_PASSES = ("FuseOps", "FuseTIR")
@@ -65,13 +65,13 @@ def runnable(executable, target: str):
 def build_unfused(model: LoadedModel, target: str, pipeline: str | None = None):
     """The debugging variant: same import, same pipeline, the fusion passes left out.
     Returns ``(executable, final Relax module, origins)``."""
-    from ..capture.importer import import_tflite
     from ..capture.pipeline import make_target, relax_pipeline
     from ..capture.session import CaptureSession
+    from ..frontends import import_any
 
     origins = OriginTable()
     session = CaptureSession(model, None, origins)
-    mod = import_tflite(model, origins)
+    mod = import_any(model, origins)
     session.record("import", mod, "relax")
     tgt = make_target(target)
     if pipeline:
@@ -177,7 +177,7 @@ def run_numerics(model: LoadedModel, target: str, executable, final_relax, origi
         "schema_version": SCHEMA_VERSION,
         "model": os.path.basename(model.path),
         "target": target,
-        "reference": f"LiteRT interpreter on {os.path.basename(reference_path)}",
+        "reference": describe(reference_path),
         "reference_path": os.path.abspath(reference_path),
         "inputs": os.path.abspath(options.inputs) if options.inputs else f"seeded random (seed {options.seed})",
         "mode": "unfused" if unfused is not None else "fused",
@@ -208,7 +208,7 @@ def summary_lines(data: dict) -> list[str]:
     else:
         e = next(x for x in data["layers"]
                  if (x["subgraph"], x["op_index"]) == (first["subgraph"], first["op_index"]))
-        lines.append(f"  first divergence: op {e['op_index']} {e['opcode']} {e['name']}")
+        lines.append(f"  first divergence: {unit(data)} {e['op_index']} {e['opcode']} {e['name']}")
     return lines
 
 

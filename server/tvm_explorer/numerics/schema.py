@@ -84,6 +84,13 @@ def validate(data, layer_keys: set[tuple[int, int]] | None = None) -> dict:
     return data
 
 
+def unit(data: dict) -> str:
+    """What a layer is called in the model document: ``op`` (a TFLite operator) or ``node``
+    (an ONNX or PyTorch graph node)."""
+    model = str(data.get("model", "")).lower()
+    return "node" if model.endswith((".onnx", ".pt2")) else "op"
+
+
 def layer_entry(data: dict, subgraph: int, op_index: int) -> dict | None:
     """The entry of one layer in a validated ``numerics.json``."""
     for entry in data.get("layers", ()):
@@ -98,7 +105,10 @@ def format_error(entry: dict) -> str:
         if entry.get("hidden_in"):
             return f"not observed (hidden inside kernel {entry['hidden_in']})"
         return f"not observed ({entry['note']})" if entry.get("note") else "not observed"
-    parts = [f"max abs {entry['max_abs']:.3g} (rel {entry['max_rel']:.3g})",
+    def num(x):  # null: infinite (JSON has no infinity)
+        return "inf" if x is None else f"{x:.3g}"
+
+    parts = [f"max abs {num(entry['max_abs'])} (rel {num(entry['max_rel'])})",
              f"cosine {entry['cosine']:.6f}"]
     if entry.get("steps") is not None:
         parts.append(f"{entry['steps']:g} steps")

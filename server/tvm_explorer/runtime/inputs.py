@@ -34,9 +34,19 @@ class ModelInput:
     """One input of the model's main subgraph, in the order the compiled ``main`` takes it."""
 
     name: str
-    shape: tuple[int, ...]
+    shape: tuple  # ints; a symbolic dimension (ONNX ``batch``) stays its name
     dtype: str
     quantized: bool
+
+    @property
+    def symbolic(self) -> list[str]:
+        """Names of the dimensions whose size the model leaves open."""
+        return [d for d in self.shape if isinstance(d, str)]
+
+    def accepts(self, shape: tuple) -> bool:
+        """Does an array of ``shape`` fit (any size where a dimension is symbolic)?"""
+        return len(shape) == len(self.shape) and all(
+            isinstance(want, str) or int(have) == want for have, want in zip(shape, self.shape))
 
     def describe(self) -> str:
         """``float32 [1, 224, 224, 3]``."""
@@ -47,7 +57,8 @@ def model_inputs(model: LoadedModel) -> list[ModelInput]:
     """The inputs of subgraph 0, in order."""
     if not model.subgraphs:
         return []
-    return [ModelInput(t.name, tuple(max(int(d), 1) for d in t.shape), t.dtype, t.quantized)
+    return [ModelInput(t.name, tuple(d if isinstance(d, str) else max(int(d), 1) for d in t.shape),
+                       t.dtype, getattr(t, "quantized", False))
             for t in model.subgraphs[0].inputs]
 
 
@@ -56,6 +67,10 @@ def random_inputs(model: LoadedModel, seed: int = DEFAULT_SEED) -> dict[str, np.
     rng = np.random.default_rng(seed)
     out: dict[str, np.ndarray] = {}
     for inp in model_inputs(model):
+        if inp.symbolic:
+            raise ExplorerError(f"{model.path}: input '{inp.name}' has a dimension of open size "
+                                f"('{inp.symbolic[0]}'), which random inputs cannot choose; give "
+                                "inputs with --inputs X.npz")
         dt = np.dtype(inp.dtype) if inp.dtype in _NUMPY_DTYPES else None
         if dt is None:
             raise ExplorerError(f"{model.path}: input '{inp.name}' has type {inp.dtype}, "
@@ -114,7 +129,7 @@ def load_inputs(path: str | os.PathLike, model: LoadedModel) -> dict[str, np.nda
     out = {}
     for inp in expected:
         value = stored[inp.name]
-        if tuple(value.shape) != inp.shape:
+        if not inp.accepts(tuple(value.shape)):
             raise ExplorerError(f"{path}: input '{inp.name}' has shape {list(value.shape)}, "
                                 f"expected {inp.describe()}")
         if str(value.dtype) != inp.dtype:

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from lsprotocol import types
 
-from ...bundle.format import MODEL_DOCUMENT
 from ...navigation.numerics import divergence_warnings, numerics_rows
 from ...numerics.schema import format_error
 from ..protocol import ListPassesParams, NumericsLayer, NumericsResult
@@ -50,10 +49,11 @@ class Numerics:
                 continue
             diagnostics.append(types.Diagnostic(range=rng, message=message, source=SOURCE,
                                                 severity=types.DiagnosticSeverity.Warning))
-        if view.bundle.document(MODEL_DOCUMENT) is None:
+        model = view.model_path  # model.tflgraph, model.onnxgraph or model.fxgraph
+        if view.bundle.document(model) is None:
             return
         self.server.text_document_publish_diagnostics(types.PublishDiagnosticsParams(
-            uri=self.session.uri(view, MODEL_DOCUMENT), diagnostics=diagnostics))
+            uri=self.session.uri(view, model), diagnostics=diagnostics))
 
     def _bundle(self, uri: str):
         return self.session.bundle_view(uri)

@@ -1,0 +1,105 @@
+"""The TFLite reference: LiteRT's interpreter run on the same inputs, keeping every tensor.
+
+LiteRT's default XNNPACK delegate would compute whole delegated subgraphs without writing
+their intermediate tensors, so the interpreter runs with the builtin kernels only
+(``BUILTIN_WITHOUT_DEFAULT_DELEGATES``): every layer output is kept and readable by name.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import os
+import warnings
+
+import numpy as np
+
+from ..errors import ExplorerError
+from ..model.loader import LoadedModel
+from .reference import Quantization, ReferenceRun
+
+
+def _interpreter(path: str):
+    try:
+        from ai_edge_litert.interpreter import Interpreter, OpResolverType
+    except ImportError:
+        raise ExplorerError("--numerics needs the LiteRT interpreter: pip install ai-edge-litert") from None
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # "preserve_all_tensors is for debugging": we are
+        try:
+            it = Interpreter(model_path=path, experimental_preserve_all_tensors=True,
+                             experimental_op_resolver_type=OpResolverType.BUILTIN_WITHOUT_DEFAULT_DELEGATES)
+            it.allocate_tensors()
+        except (ValueError, RuntimeError) as err:
+            raise ExplorerError(f"{path}: the LiteRT interpreter cannot load the model "
+                                f"({' '.join(str(err).split())[:300]})") from None
+    return it
+
+
+def _details(it) -> list[dict]:
+    return [d for d in it.get_tensor_details() if d.get("name") is not None]
+
+
+def check_same_graph(model: LoadedModel, reference_path: str) -> None:
+    """Raise ExplorerError naming the first tensor the reference lacks or shapes differently."""
+    it = _interpreter(reference_path)
+    by_name = {d["name"]: d for d in _details(it)}
+    sg = model.subgraphs[0] if model.subgraphs else None
+    wanted = [(t, "input") for t in (sg.inputs if sg else [])]
+    wanted += [(t, f"output of {lay.label}") for lay in model.layers if lay.subgraph == 0
+               for t in lay.outputs]
+    for t, role in wanted:
+        d = by_name.get(t.name)
+        if d is None:
+            raise ExplorerError(f"{reference_path}: no tensor named '{t.name}' ({role} in "
+                                f"{model.path}); --reference must be the same graph")
+        ref_shape = [int(x) for x in d["shape"]]
+        if ref_shape != [int(x) for x in t.shape]:
+            raise ExplorerError(f"{reference_path}: tensor '{t.name}' ({role}) has shape {ref_shape}, "
+                                f"{list(t.shape)} in {model.path}; --reference must be the same graph")
+        ref_dtype = np.dtype(d["dtype"]).name
+        if ref_dtype != t.dtype:
+            raise ExplorerError(f"{reference_path}: tensor '{t.name}' ({role}) has dtype {ref_dtype}, "
+                                f"{t.dtype} in {model.path}; --reference must be the same graph")
+
+
+def run_reference(path: str | os.PathLike, inputs: dict[str, np.ndarray]) -> ReferenceRun:
+    """Run the interpreter on ``inputs`` (by input tensor name) and keep every tensor."""
+    path = os.fspath(path)
+    it = _interpreter(path)
+    for d in it.get_input_details():
+        if d["name"] not in inputs:
+            raise ExplorerError(f"{path}: input '{d['name']}' has no value")
+        it.set_tensor(d["index"], inputs[d["name"]])
+    try:
+        with contextlib.redirect_stderr(io.StringIO()):
+            it.invoke()
+    except (ValueError, RuntimeError) as err:
+        raise ExplorerError(f"{path}: the LiteRT interpreter failed to run the model "
+                            f"({' '.join(str(err).split())[:300]})") from None
+    tensors, quant = {}, {}
+    for d in _details(it):
+        try:
+            value = it.get_tensor(d["index"])
+        except ValueError:  # a tensor without data (unused optional input)
+            continue
+        tensors.setdefault(d["name"], np.array(value, copy=True))
+        q = d.get("quantization_parameters") or {}
+        scales = np.asarray(q.get("scales", []))
+        if scales.size:
+            quant.setdefault(d["name"], Quantization(scales, np.asarray(q.get("zero_points", [0] * scales.size)),
+                                                     int(q.get("quantized_dimension", 0))))
+    return ReferenceRun(path, tensors, quant)
+
+
+def quantization_of(path: str | os.PathLike) -> dict[str, Quantization]:
+    """Every quantized tensor's parameters in the model at ``path`` (nothing is run)."""
+    it = _interpreter(os.fspath(path))
+    out = {}
+    for d in _details(it):
+        q = d.get("quantization_parameters") or {}
+        scales = np.asarray(q.get("scales", []))
+        if scales.size:
+            out.setdefault(d["name"], Quantization(scales, np.asarray(q.get("zero_points", [0] * scales.size)),
+                                                   int(q.get("quantized_dimension", 0))))
+    return out
