@@ -168,6 +168,7 @@ def task_compile(model: str, target: str, variant: str, out: str | None = None) 
         return None
 
     result = _measure(run)
+    result["package"] = str(Path(api.__file__).resolve().parents[1])  # which checkout ran
     if variant in ("capture", "capture_inline"):
         result["bundle_bytes"] = benchlib.dir_size(Path(out))
         result["bundle_files"] = sum(1 for p in Path(out).rglob("*") if p.is_file())

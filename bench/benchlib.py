@@ -124,10 +124,12 @@ def dir_size(path: Path) -> int:
 
 
 # -- fresh-process workers ---------------------------------------------------------------
-def run_worker(task: str, **params) -> dict:
-    """Run one measurement in a fresh Python process (see ``_worker.py``); its result."""
+def run_worker(task: str, env: dict | None = None, **params) -> dict:
+    """Run one measurement in a fresh Python process (see ``_worker.py``); its result.
+    ``env``: variables added to the worker's environment."""
     cmd = [sys.executable, str(WORKER), task, json.dumps(params)]
-    proc = subprocess.run(cmd, capture_output=True, text=True)
+    proc = subprocess.run(cmd, capture_output=True, text=True,
+                          env={**os.environ, **env} if env else None)
     if proc.returncode != 0:
         raise RuntimeError(f"worker {task} {params} failed:\n{proc.stderr[-4000:]}")
     last = [line for line in proc.stdout.splitlines() if line.startswith("{")][-1]

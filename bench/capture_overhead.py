@@ -22,11 +22,16 @@ can go below: ``reader`` (stock + reading the span of every binding and store ea
 rebuilt: the least a tracker must look at) and ``printer`` (stock + TVM's printer on every
 function a changed pass rebuilt: the printing any capture of every pass's IR must pay).
 
+``--baseline DIR`` adds ``baseline_inline``: the inline capture run by the package in ``DIR``
+(the ``server/`` directory of an older checkout, e.g. ``git archive <commit> server | tar -x``),
+so that a change to the capture is measured before/after side by side in one run (its bundle
+should be byte-identical: compare them with tests/capture/test_parallel_print.py's helpers).
+
 Ratios are medians of per-repetition ratios of CPU time (wall time is shown too), with the
 spread (min-max) in parentheses. Usage:
 
     .venv/bin/python bench/capture_overhead.py [--quick] [--reps N] [--models a,b] [--targets c,cuda]
-        [--variants stock,capture,capture_inline,dumpir] [--json out.json]
+        [--variants stock,capture,capture_inline,dumpir] [--baseline DIR] [--json out.json]
 """
 
 from __future__ import annotations
@@ -45,6 +50,7 @@ TARGETS = ["c", "cuda"]
 GOALS = {"import": 1.10, "kept": 1.05, "capture": 1.5, "memory": 1.10, "capture_wall": 1.5,
          "vs_dumpir": 1.0}
 VARIANTS = ["stock", "reader", "kept", "printer", "capture", "capture_inline", "dumpir"]
+BASELINE = "baseline_inline"  # capture_inline by an older checkout's package (--baseline)
 
 
 def measure_import(model: Path, reps: int) -> dict:
@@ -78,17 +84,24 @@ def measure_import(model: Path, reps: int) -> dict:
     }
 
 
-def measure_compile(model: Path, target: str, reps: int, workdir: Path, variants=VARIANTS) -> dict:
-    res = {v: [] for v in VARIANTS}
+def measure_compile(model: Path, target: str, reps: int, workdir: Path, variants=VARIANTS,
+                    baseline: str | None = None) -> dict:
+    res = {v: [] for v in VARIANTS + [BASELINE]}
     for rep, order in bl.rotations(list(variants), reps):
         for v in order:
             out = str(workdir / f"{model.stem}.{target}.{rep}.{v}.out")
-            r = bl.run_worker("compile", model=str(model), target=target, variant=v, out=out)
+            if v == BASELINE:
+                r = bl.run_worker("compile", env={"PYTHONPATH": baseline}, model=str(model), target=target,
+                                  variant="capture_inline", out=out)
+                if not r["package"].startswith(baseline):
+                    raise RuntimeError(f"{BASELINE} ran the package in {r['package']}, not {baseline}")
+            else:
+                r = bl.run_worker("compile", model=str(model), target=target, variant=v, out=out)
             res[v].append(r)
             print(f"    rep {rep} {v:14s} cpu {r['cpu']:7.2f}s (workers {r.get('children_cpu', 0):5.2f}s) "
                   f"wall {r['wall']:7.2f}s peak {bl.mib(r['peak'])}", flush=True)
-    cpu = {v: [r["cpu"] for r in res[v]] for v in VARIANTS}
-    wall = {v: [r["wall"] for r in res[v]] for v in VARIANTS}
+    cpu = {v: [r["cpu"] for r in res[v]] for v in res}
+    wall = {v: [r["wall"] for r in res[v]] for v in res}
     peak = {v: [r["peak"] for r in res[v]] for v in VARIANTS}
     growth = {v: [r["growth"] for r in res[v]] for v in VARIANTS}
     bundle = (res["capture"] or res["capture_inline"] or [{}])[0]
@@ -107,6 +120,10 @@ def measure_compile(model: Path, target: str, reps: int, workdir: Path, variants
         "dumpir_wall": bl.paired_ratios(wall["stock"], wall["dumpir"]),
         "vs_dumpir_wall": bl.paired_ratios(wall["dumpir"], wall["capture"]),
         "vs_inline_wall": bl.paired_ratios(wall["capture_inline"], wall["capture"]),
+        "baseline_cpu": bl.paired_ratios(cpu["stock"], cpu[BASELINE]),
+        "baseline_wall": bl.paired_ratios(wall["stock"], wall[BASELINE]),
+        "inline_vs_baseline_cpu": bl.paired_ratios(cpu[BASELINE], cpu["capture_inline"]),
+        "inline_vs_baseline_wall": bl.paired_ratios(wall[BASELINE], wall["capture_inline"]),
         "workers_cpu": bl.Summary.of(r.get("children_cpu", 0) for r in res["capture"]),
         "kept_peak": bl.paired_ratios(peak["stock"], peak["kept"]),
         "capture_peak": bl.paired_ratios(peak["stock"], peak["capture"]),
@@ -133,6 +150,8 @@ def main(argv=None) -> int:
     ap.add_argument("--targets", help="comma-separated targets (default c,cuda)")
     ap.add_argument("--variants", help=f"comma-separated compile variants (default {','.join(VARIANTS)}; "
                     "stock is always measured)")
+    ap.add_argument("--baseline", help="server/ directory of an older checkout: also measure its inline "
+                    f"capture ({BASELINE}) side by side")
     ap.add_argument("--json", help="also write the results to this JSON file")
     args = ap.parse_args(argv)
     models = args.models.split(",") if args.models else (MODELS[:1] if args.quick else MODELS)
@@ -144,6 +163,11 @@ def main(argv=None) -> int:
     unknown = set(variants) - set(VARIANTS)
     if unknown:
         ap.error(f"unknown variants {sorted(unknown)}; choose from {VARIANTS}")
+    if args.baseline:
+        if not (Path(args.baseline) / "tvm_explorer" / "__init__.py").is_file():
+            ap.error(f"--baseline {args.baseline}: no tvm_explorer package there (give an older checkout's server/)")
+        args.baseline = str(Path(args.baseline).resolve())
+        variants.append(BASELINE)
     print(f"# Capture overhead — {bl.machine_note()}; {reps} compile repetitions, "
           f"{import_reps} import repetitions\n")
 
@@ -155,7 +179,8 @@ def main(argv=None) -> int:
             results[(name, "import")] = measure_import(model, import_reps)
             for target in targets:
                 print(f"## {name} / {target}: compile", flush=True)
-                results[(name, target)] = measure_compile(model, target, reps, Path(tmp), variants)
+                results[(name, target)] = measure_compile(model, target, reps, Path(tmp), variants,
+                                                          args.baseline)
 
     print("\n### Time (CPU-time ratio vs stock: median of paired repetitions, (min–max))\n")
     rows = []
@@ -179,6 +204,17 @@ def main(argv=None) -> int:
     print(bl.table(["model", "target", "stock wall", f"capture wall ≤{GOALS['capture_wall']}", "capture CPU",
                     "of it workers' CPU", "inline wall", "inline CPU", "DumpIR wall", "DumpIR CPU",
                     f"capture / DumpIR wall ≤{GOALS['vs_dumpir']}", "capture / inline wall"], rows))
+
+    if args.baseline:
+        print(f"\n### Inline capture now vs before ({args.baseline}): ratio vs stock, median of paired "
+              "repetitions (min–max)\n")
+        rows = []
+        for name, target, _imp, r in _pairs(models, targets, results):
+            rows.append([name, target, r["stock_cpu"].fmt(2, " s"), r["baseline_cpu"].fmt(), r["inline_cpu"].fmt(),
+                         r["inline_vs_baseline_cpu"].fmt(), r["baseline_wall"].fmt(), r["inline_wall"].fmt(),
+                         r["inline_vs_baseline_wall"].fmt()])
+        print(bl.table(["model", "target", "stock CPU", "before: CPU", "now: CPU", "now / before CPU",
+                        "before: wall", "now: wall", "now / before wall"], rows))
 
     print("\n### Memory (peak RSS ratio vs stock, fresh process each) and bundle size\n")
     rows = []

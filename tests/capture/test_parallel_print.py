@@ -146,3 +146,25 @@ def test_a_hung_worker_is_ended_and_its_share_printed_by_the_parent(inline_bundl
     assert len(pids) == 1
     with pytest.raises(ChildProcessError):  # ended and reaped: no zombie, no stray process
         os.waitpid(pids[0], os.WNOHANG)
+
+
+@pytest.mark.parametrize("workers", [0, 2])
+def test_functions_rebuilt_from_the_same_parts_are_not_printed_again(inline_bundles, gt_model, monkeypatch,
+                                                                      tmp_path, workers):
+    # Reference: the same capture with the reuse defeated (every function's content key
+    # unique, so every rebuilt function is printed again): the bundles must be identical.
+    import itertools
+
+    import tvm_explorer.capture.printer as printer
+
+    sessions = []
+    monkeypatch.setenv(pp.ENV_WORKERS, str(workers))
+    compile_model(gt_model, tmp_path / "reused.bundle", "cuda", on_session=sessions.append)
+    if workers == 0:
+        assert sessions[0].printer.reused > 0  # the case happens in a real compile
+    fresh = itertools.count()
+    monkeypatch.setattr(printer, "content_key", lambda func: ("never the same", next(fresh)))
+    monkeypatch.setattr(pp, "content_key", lambda func: ("never the same", next(fresh)))
+    out = _compile(monkeypatch, gt_model, tmp_path / "printed.bundle", "cuda", workers)
+    _assert_same_bundle(inline_bundles["gt.cuda"], out)
+    _assert_same_bundle(tmp_path / "reused.bundle", out)

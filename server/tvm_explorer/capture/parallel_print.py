@@ -33,9 +33,9 @@ from types import SimpleNamespace
 from tvm import tirx
 
 from .indexer import index_module
-from .printer import RELAX_NODES, FunctionText, assemble, function_text, nodes_of, print_lines
+from .printer import RELAX_NODES, FunctionText, assemble, content_key, function_text, nodes_of, print_lines
 from .schedules import ScheduleRecorder
-from .spans import handle, read_span
+from .spans import read_span
 
 ENV_WORKERS = "TVMX_PRINT_WORKERS"
 MAX_WORKERS = 4
@@ -89,7 +89,7 @@ class _Document:
     stage: str
     pass_index: int
     name: str
-    keys: list[tuple[int, str]]
+    keys: list[tuple[tuple, str]]
     spans: list[tuple]  # per function (as keys), the spans of its spanned nodes then
     function_sets: dict[str, int]
     links: object | None
@@ -114,7 +114,7 @@ class DeferredDocuments:
         self.tracker = tracker
         self.origins = origins
         self.workers = workers
-        self._kept: dict[tuple[int, str], _Kept] = {}
+        self._kept: dict[tuple[tuple, str], _Kept] = {}
         self._documents: list[_Document] = []
         self._links: _FrozenLinks | None = None
         self.fallbacks = 0  # worker shares the parent had to print itself (for tests)
@@ -124,7 +124,10 @@ class DeferredDocuments:
         keys, spans, fsets = [], [], {}
         for gv, func in sorted(mod.functions.items(), key=lambda kv: kv[0].name_hint):
             fname = gv.name_hint
-            key = (handle(func), fname)
+            # By content, not identity: a rebuilt function made of the same parts prints the
+            # same text with the same nodes (printer.content_key); the kept function holds
+            # those parts alive.
+            key = (content_key(func), fname)
             kept = self._kept.get(key)
             if kept is None:
                 nodes = nodes_of(func)
@@ -159,7 +162,7 @@ class DeferredDocuments:
         documents, in pass order. Call it when no TVM work is running."""
         if not self._documents:
             return
-        order: list[tuple[int, str]] = []
+        order: list[tuple[tuple, str]] = []
         seen = set()
         for doc in self._documents:
             for key in doc.keys:
@@ -167,7 +170,7 @@ class DeferredDocuments:
                     seen.add(key)
                     order.append(key)
         printed = self._print(order)
-        texts: dict[tuple[int, str], FunctionText] = {}
+        texts: dict[tuple[tuple, str], FunctionText] = {}
         for key in order:
             kept = self._kept[key]
             texts[key] = function_text(key[1], kept.func, kept.nodes, *printed[key])
@@ -196,7 +199,7 @@ class DeferredDocuments:
                                  pass_name=doc.name)
 
     # -- printing ------------------------------------------------------------------------
-    def _print(self, order: list[tuple[int, str]]) -> dict:
+    def _print(self, order: list[tuple[tuple, str]]) -> dict:
         jobs = [(key, self._kept[key]) for key in order]
         if self.workers <= 1 or len(jobs) < _MIN_FUNCTIONS_TO_FORK:
             return _print_share(jobs)

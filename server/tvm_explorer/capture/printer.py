@@ -5,13 +5,14 @@ an annotated binding or statement (or puts it on its own line just above a compo
 statement). We print each function once with a unique marker per node, find the markers,
 strip them, and keep ``(line, node)`` anchors. Functions are printed one at a time and cached
 by object identity: a pass that leaves a function alone hands back the same object, so only
-what changed is printed again.
+what changed is printed again. A pass that rebuilds a function object out of the very same
+parts (body, parameters, attributes: ``content_key``) is not printed again either.
 """
 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import tvm
 from tvm import relax, s_tir, tirx
@@ -146,11 +147,45 @@ def print_lines(gv, func, nodes: list) -> tuple[list[str], list[tuple[int, int, 
     return lines, anchors, header, metadata_note
 
 
+_FIELDS: dict[type, tuple[str, ...]] = {}
+
+
+def _field_names(cls) -> tuple[str, ...]:
+    names = _FIELDS.get(cls)
+    if names is None:
+        found: list[str] = []
+        info = getattr(cls, "__tvm_ffi_type_info__", None)
+        while info is not None:
+            found.extend(f.name for f in info.fields)
+            info = info.parent_type_info
+        names = _FIELDS[cls] = tuple(found)
+    return names
+
+
+def content_key(func) -> tuple:
+    """What ``func`` is made of, by identity: its type and, for each of its fields, the object
+    there (its handle) or the plain value. TVM IR is immutable (apart from the spans the
+    tracker stamps, which are never printed), so two functions with equal keys are made of
+    the same objects: they print the same text, and their anchored nodes are the same
+    objects in the same order. Valid while a function with this key is alive (it holds the
+    field objects, so their handles are not reused)."""
+    parts: list = [type(func).__name__]
+    for name in _field_names(type(func)):
+        value = getattr(func, name)
+        chandle = getattr(value, "__chandle__", None)
+        parts.append(chandle() if chandle is not None else value)
+    return tuple(parts)
+
+
 class ModulePrinter:
     """Prints modules function by function, reusing the text of functions seen before."""
 
     def __init__(self):
         self._cache: dict[int, FunctionText] = {}
+        # The last printed version of each function name, by content: passes often rebuild
+        # a function object (another function of the module changed) out of the same parts.
+        self._latest: dict[str, tuple[tuple, FunctionText]] = {}
+        self.reused = 0  # functions not printed again thanks to _latest (for tests)
 
     def functions(self, mod, include=None) -> list[FunctionText]:
         """Printed functions of ``mod`` sorted by name (``include`` filters by function)."""
@@ -163,7 +198,14 @@ class ModulePrinter:
             seen.add(key)
             cached = self._cache.get(key)
             if cached is None or cached.name != gv.name_hint:
-                cached = print_function(gv.name_hint, gv, func)
+                ckey = content_key(func)
+                latest = self._latest.get(gv.name_hint)
+                if latest is not None and latest[0] == ckey:
+                    cached = replace(latest[1], func=func)  # same parts: same text and nodes
+                    self.reused += 1
+                else:
+                    cached = print_function(gv.name_hint, gv, func)
+                self._latest[gv.name_hint] = (ckey, cached)
                 self._cache[key] = cached
             out.append(cached)
         return out

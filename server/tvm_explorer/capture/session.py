@@ -14,7 +14,6 @@ import re
 import time
 
 import tvm
-import tvm_ffi
 from tvm import relax
 
 from ..frontends import render_document
@@ -24,6 +23,7 @@ from ..provenance import OriginTable
 from .indexer import index_module
 from .parallel_print import DeferredDocuments, print_workers
 from .printer import ModulePrinter, assemble
+from .same import forget, same_function
 from .spans import handle
 from .tracker import ProvenanceTracker
 
@@ -90,6 +90,7 @@ class CaptureSession:
         # Whether a pass changed the module only matters for the documents written.
         changed = (self.writer is not None and note is None
                    and self._changed(self._last_funcs.get(stage), funcs))
+        forget()
         before = self.last_document[stage]
         index = self.pass_index
         self.pass_index += 1
@@ -131,8 +132,7 @@ class CaptureSession:
         if prev is None or prev.keys() != funcs.keys():
             return True
         for name, (_gv, func) in funcs.items():
-            old = prev[name][1]
-            if handle(old) != handle(func) and not tvm_ffi.structural_equal(old, func):
+            if not same_function(prev[name][1], func):  # the pass clock may have asked already
                 return True
         return False
 

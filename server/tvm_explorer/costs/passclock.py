@@ -11,14 +11,11 @@ from __future__ import annotations
 import time
 
 import tvm
-import tvm_ffi
 from tvm import relax
 
+from ..capture.same import forget, same_function
+
 CONTAINERS = {"sequential", "_pipeline"}  # passes that only group other passes
-
-
-def _handle(obj) -> int:
-    return obj.__chandle__()
 
 
 class PassClock:
@@ -62,11 +59,10 @@ class PassClock:
         before, self._before = self._before, None
         after = {gv.name_hint: f for gv, f in mod.functions.items()}
         changed = 0
+        forget()  # answers about an earlier pass's functions (the capture asks right after us)
         for name in before.keys() | after.keys():
             old, new = before.get(name), after.get(name)
-            if old is None or new is None:
-                changed += 1
-            elif _handle(old) != _handle(new) and not tvm_ffi.structural_equal(old, new):
+            if old is None or new is None or not same_function(old, new):
                 changed += 1
         self.records.append((info.name, (stopped - self._started) * 1e3, changed))
 
