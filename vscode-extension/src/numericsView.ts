@@ -58,7 +58,7 @@ export class NumericsTreeProvider implements vscode.TreeDataProvider<NumericsNod
       item.id = `numerics:${bundle.info.uri}`;
       const first = result.layers.find((l) => l.first);
       item.description = first
-        ? `first divergence: op ${first.op_index} ${first.opcode}`
+        ? `first divergence: ${layerWord(bundle.info.model)} ${first.op_index} ${first.opcode}`
         : 'no divergence';
       item.tooltip = `against the ${result.reference}\ninputs: ${result.inputs}\nmode: ${result.mode}`;
       item.iconPath = first
@@ -67,13 +67,14 @@ export class NumericsTreeProvider implements vscode.TreeDataProvider<NumericsNod
       return item;
     }
     const { layer, bundle } = node;
+    const word = layerWord(bundle.info.model);
     const where = layer.subgraph ? `${layer.subgraph}:` : '';
-    const label = `${layer.first ? '▶ ' : ''}op ${where}${layer.op_index} ${layer.opcode}`;
+    const label = `${layer.first ? '▶ ' : ''}${word} ${where}${layer.op_index} ${layer.opcode}`;
     const item = new vscode.TreeItem(label, vscode.TreeItemCollapsibleState.None);
     item.id = `numerics:${bundle.info.uri}#${layer.subgraph}:${layer.op_index}`;
     item.description = `${shortError(layer)} · ${layer.name}`;
     item.tooltip = new vscode.MarkdownString(
-      `**op ${layer.op_index} ${layer.opcode}** \`${layer.name}\`\n\n${layer.summary}` +
+      `**${word} ${layer.op_index} ${layer.opcode}** \`${layer.name}\`\n\n${layer.summary}` +
         (layer.observed_by ? `\n\nseen in the ${layer.observed_by} build` : '') +
         (layer.first ? '\n\n**first divergence in graph order**' : ''),
     );
@@ -85,7 +86,7 @@ export class NumericsTreeProvider implements vscode.TreeDataProvider<NumericsNod
           ? new vscode.ThemeIcon('warning', new vscode.ThemeColor('problemsWarningIcon.foreground'))
           : new vscode.ThemeIcon('check', new vscode.ThemeColor('testing.iconPassed'));
     item.accessibilityInformation = {
-      label: `op ${layer.op_index} ${layer.opcode} ${layer.name}: ${layer.summary}${layer.first ? ', first divergence' : ''}`,
+      label: `${word} ${layer.op_index} ${layer.opcode} ${layer.name}: ${layer.summary}${layer.first ? ', first divergence' : ''}`,
     };
     if (layer.location) {
       item.command = { command: 'tvmExplorer.openNumericsLayer', title: 'Open Layer', arguments: [layer.location] };
@@ -119,4 +120,10 @@ export async function openNumericsLayer(server: ServerManager, location: ext.Num
     preview: false,
   });
   editor.revealRange(loc.range, vscode.TextEditorRevealType.InCenterIfOutsideViewport);
+}
+
+/** What the model's own document calls a layer: TFLite operators are ``op N``, ONNX and PyTorch
+ * graph nodes ``node N``. */
+function layerWord(model: string): string {
+  return /\.(onnx|pt2)$/i.test(model) ? 'node' : 'op';
 }
