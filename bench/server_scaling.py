@@ -1,7 +1,7 @@
 """Server scaling past the real bundles: first-answer time and server memory against bundle size.
 
 A synthetic bundle k times larger than a real one is the real bundle with its Relax, TIR and
-code documents repeated k times (copy i under ``tile<i>/``, hard links to the same files, their
+code documents repeated k times (copy i under ``tile<i>/``, copies of the same files, their
 index entries repeated, the layers and origin sets shared): every document is real TVM output,
 so per-document costs are the real ones and only their number grows. For each factor k this
 starts ``tvm-explorer serve`` (a fresh process), sends ``initialize``/``initialized``, opens
@@ -58,7 +58,9 @@ def tile(base: Path, factor: int, out: Path) -> Path:
             for d in own:
                 copy = dict(d, path=f"tile{i:02d}/{d['path']}")
                 (out / copy["path"]).parent.mkdir(parents=True, exist_ok=True)
-                os.link(base / d["path"], out / copy["path"])
+                # A copy, not a hard link: the reader's up-front size check counts each
+                # inode once, so linked tiles would pass it and be refused only mid-read.
+                shutil.copyfile(base / d["path"], out / copy["path"])
                 tiled.append(copy)
                 if d["path"] in index["documents"]:
                     index["documents"][copy["path"]] = index["documents"][d["path"]]
