@@ -46,7 +46,7 @@ def tile(base: Path, factor: int, out: Path) -> Path:
             if rel.as_posix() in (MANIFEST, INDEX):
                 continue
             (out / rel).parent.mkdir(parents=True, exist_ok=True)
-            os.link(src, out / rel)
+            shutil.copyfile(src, out / rel)
     docs = manifest["documents"]
     tiled = []
     for stage in ("model", "relax", "tir", "code"):
