@@ -8,8 +8,14 @@ server's load time (read + validate + layer map) and memory, then in-process req
 Every quantity must grow at most linearly with N: the table gives the growth exponent
 between successive sizes (log-log slope; 1 = linear) and the script draws docs/scaling.png.
 
-Usage:
-    .venv/bin/python bench/scaling.py [--quick] [--layers 10,100,1000] [--plot PATH] [--json out.json]
+Past the real bundles (``bench/server_scaling.py``): the largest real bundle (deeplabv3 for
+``cuda`` by default, compiled first) repeated 1-10 times, each served by a fresh
+``tvm-explorer serve`` process: time from ``initialized`` to the first answer, and the
+server's memory. These are the bottom row of the plot.
+
+Usage (the full run redraws docs/scaling.png; ~10 min on 2 cores):
+    .venv/bin/python bench/scaling.py [--quick] [--layers 10,100,1000] [--server-base MODEL:TARGET|BUNDLE]
+                                      [--factors 1,2,4,7,10] [--no-server] [--plot PATH] [--json out.json]
 """
 
 from __future__ import annotations
@@ -27,6 +33,29 @@ LAYERS = [10, 100, 1000]
 QUICK_LAYERS = [10, 30, 100]
 FEATURES = ("definition", "declaration", "hover", "references")
 MAX_EXPONENT = 1.15  # "at most linear", with room for measurement noise
+SHARED_MODELS = Path("/work/shared/models")
+FACTORS = [1, 2, 4, 7, 10]
+QUICK_FACTORS = [1, 2]
+
+
+def default_server_base(quick: bool) -> str:
+    """The largest real bundle the project has (deeplabv3, cuda), or a test model's."""
+    if quick:
+        return f"{bl.MODELS / 'mobilenet_v1_fp32.tflite'}:c"
+    deeplab = SHARED_MODELS / "deeplabv3.tflite"
+    return f"{deeplab}:cuda" if deeplab.exists() else f"{bl.MODELS / 'hand_recrop.tflite'}:cuda"
+
+
+def server_base(spec: str, workdir: Path) -> Path:
+    """A bundle directory for ``spec`` (a bundle, or ``MODEL:TARGET`` compiled here)."""
+    if Path(spec).is_dir():
+        return Path(spec)
+    from tvm_explorer.capture.api import compile_model
+
+    model, _, target = spec.rpartition(":")
+    out = workdir / f"{Path(model).stem}.{target}.bundle"
+    compile_model(Path(model), out, target)
+    return out
 
 
 def measure(n: int, workdir: Path, reps: int, per_doc: int) -> dict:
@@ -71,14 +100,14 @@ def exponent(a: float, b: float, na: int, nb: int) -> float:
     return math.log(b / a) / math.log(nb / na)
 
 
-def plot(rows: list[dict], path: Path) -> None:
+def plot(rows: list[dict], path: Path, server_rows: list[dict] | None = None) -> None:
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
     n = [r["layers"] for r in rows]
-    fig, axes = plt.subplots(2, 2, figsize=(10, 7.5))
+    fig, axes = plt.subplots(3 if server_rows else 2, 2, figsize=(10, 11 if server_rows else 7.5))
 
     def linear_guide(ax, y_last):
         # A line of slope 1 through the largest point: anything growing at most linearly stays
@@ -110,6 +139,35 @@ def plot(rows: list[dict], path: Path) -> None:
             ax.set_yscale("log")
             ax.set_xlabel("layers")
             ax.grid(True, which="both", alpha=0.3)
+    if server_rows:
+        answered = [r for r in server_rows if r["first_answer_s"] is not None]
+        refused = [r for r in server_rows if r["first_answer_s"] is None]
+        size = [r["bundle_bytes"] / 2**20 for r in answered]
+        ax = axes[2][0]
+        ax.plot(size, [r["first_answer_s"] for r in answered], "o-", label="first answer after initialized")
+        if answered:
+            ax.plot(size, [answered[-1]["first_answer_s"] * x / size[-1] for x in size], ":", color="grey",
+                    label="linear")
+        for r in refused:
+            ax.axvline(r["bundle_bytes"] / 2**20, color="red", ls="--", lw=1,
+                       label=f"×{r['factor']}: refused (over the reader's size limit)")
+        ax.axhline(1.0, color="green", ls="--", lw=1, label="goal 1 s (bundles ≤ 100 MB)")
+        ax.set_title(f"Server: first answer (s), {server_rows[0]['base']} ×1..×{server_rows[-1]['factor']}")
+        ax = axes[2][1]
+        ax.plot(size, [r["hwm"] / 2**20 for r in answered], "s-", label="server peak RSS")
+        ax.plot(size, [r["rss_at_first"] / 2**20 for r in answered], "o-", label="RSS at first answer")
+        every = [r["bundle_bytes"] / 2**20 for r in server_rows]
+        ax.plot(every, [1.5 * x for x in every], "--", color="green", lw=1, label="goal 1.5 × bundle")
+        for r in refused:
+            ax.axvline(r["bundle_bytes"] / 2**20, color="red", ls="--", lw=1, label=f"×{r['factor']}: refused")
+        ax.set_title("Server memory (MiB)")
+        for ax in axes[2]:
+            ax.set_xscale("log")
+            ax.set_yscale("log")
+            ax.set_xlabel("bundle on disk (MiB; the real bundle repeated k times)")
+            ax.grid(True, which="both", alpha=0.3)
+    for row in axes:
+        for ax in row:
             ax.legend(fontsize=8)
     fig.suptitle("TVM Explorer: scaling with model size (synthetic chain models, target c)")
     fig.tight_layout()
@@ -124,6 +182,10 @@ def main(argv=None) -> int:
     ap.add_argument("--reps", type=int, help="repetitions of each compile and load (default 2; quick 1)")
     ap.add_argument("--positions", type=int, help="random positions per document (default 40; quick 15)")
     ap.add_argument("--plot", help="PNG to write (default docs/scaling.png; quick: a temporary file)")
+    ap.add_argument("--server-base", help="bundle or MODEL:TARGET repeated for the server part "
+                    "(default: deeplabv3:cuda from /work/shared/models; quick: mobilenet_v1_fp32:c)")
+    ap.add_argument("--factors", help=f"repetitions of the base bundle (default {FACTORS}; quick {QUICK_FACTORS})")
+    ap.add_argument("--no-server", action="store_true", help="skip the server part")
     ap.add_argument("--json", help="also write the results to this JSON file")
     args = ap.parse_args(argv)
     layers = [int(x) for x in args.layers.split(",")] if args.layers else (QUICK_LAYERS if args.quick else LAYERS)
@@ -134,10 +196,21 @@ def main(argv=None) -> int:
     with tempfile.TemporaryDirectory(prefix="tvmx-bench-") as tmp:
         for n in layers:
             rows.append(measure(n, Path(tmp), reps, per_doc))
+        server_rows = None
+        if not args.no_server:
+            import server_scaling
+
+            base = server_base(args.server_base or default_server_base(args.quick), Path(tmp))
+            factors = [int(x) for x in args.factors.split(",")] if args.factors else (
+                QUICK_FACTORS if args.quick else FACTORS)
+            print(f"\n# Server past the real bundles: {base.name} repeated {factors} times\n", flush=True)
+            server_rows = server_scaling.measure(base, factors, Path(tmp))
+            for r in server_rows:
+                r["base"] = base.name.removesuffix(".bundle")
         plot_path = Path(args.plot) if args.plot else (
             Path(tmp).parent / "tvmx-scaling-quick.png" if args.quick else bl.ROOT / "docs" / "scaling.png")
         try:
-            plot(rows, plot_path)
+            plot(rows, plot_path, server_rows)
         except ImportError:
             print("\n(matplotlib is not installed: pip install -e '.[bench]' for the plot)")
 
@@ -172,7 +245,15 @@ def main(argv=None) -> int:
         body.append([name] + [f"{e:.2f}" for e in exps] + ["at most linear" if ok else "SUPERLINEAR"])
     print(bl.table(head, body))
     print("\nScaling: " + ("every quantity grows at most linearly" if not bad else "superlinear: " + ", ".join(bad)))
-    bl.save_json(args.json, rows)
+    if server_rows:
+        print("\n### Server past the real bundles (first answer after `initialized`, memory)\n")
+        server_scaling.report(server_rows)
+        answered = [r for r in server_rows if r["first_answer_s"] is not None]
+        for name, get in (("first answer", lambda r: r["first_answer_s"]), ("server peak RSS", lambda r: r["hwm"])):
+            exps = [exponent(get(a), get(b), a["bundle_bytes"], b["bundle_bytes"]) for a, b in zip(answered, answered[1:])]
+            print(f"{name}: growth exponent against bundle size " + ", ".join(f"{e:.2f}" for e in exps)
+                  + (" (at most linear)" if all(not (e > MAX_EXPONENT) for e in exps) else " (SUPERLINEAR)"))
+    bl.save_json(args.json, {"layers": rows, "server": server_rows})
     return 0
 
 
