@@ -448,11 +448,22 @@ class Bundle:
         what = "document listed in the manifest"
         identity = self._identities.get(path)
         room = self.budget.room(full, what) if charge else (MAX_FILE_BYTES, None)
-        data = read_regular(full, what, self.root, *room, identity=identity)
+        fd = self._fds.get(path)
+        if fd is not None:  # held open since the load checked it: that very file
+            data = read_open(fd, full, what, *room, identity=identity)
+        else:
+            fd = open_regular(full, what, self.root)
+            try:
+                data = read_open(fd, full, what, *room, identity=identity)
+                if identity is None:  # missing when loaded, there now: not the loaded version
+                    raise BundleChanged(f"{full}: {what} appeared after the bundle was loaded")
+                if keep:
+                    self._fds[path], fd = fd, None
+            finally:
+                if fd is not None:
+                    os.close(fd)
         if charge:
             self.budget(len(data))
-        if identity is None:  # missing when loaded, there now: not the loaded version
-            raise BundleChanged(f"{full}: {what} appeared after the bundle was loaded")
         try:
             # Universal newlines, like reading in text mode (lengths count "\n" once).
             text = data.decode("utf-8")
