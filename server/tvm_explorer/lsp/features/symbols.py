@@ -11,7 +11,7 @@ from ...navigation.symbols import Symbol, document_symbols
 from ...navigation.view import BundleView
 from ..session import Session
 
-OUTLINES_KEPT = 16
+OUTLINES_KEPT = 48
 """Outlines of one bundle kept (the ones asked for last): all of a large bundle's outlines
 took as much memory as the bundle itself."""
 

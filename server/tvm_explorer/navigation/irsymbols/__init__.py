@@ -18,7 +18,7 @@ from .tvmscript import script_symbols
 _TABLES: weakref.WeakKeyDictionary[BundleView, OrderedDict[str, SymbolTable | None]] = weakref.WeakKeyDictionary()
 _LOCK = threading.Lock()
 
-OCCURRENCES_KEPT = 400_000
+OCCURRENCES_KEPT = 1_000_000
 """Most occurrences the tables of one bundle keep together (the tables used last; about
 100 bytes each): a large bundle's every table took several times the bundle's size."""
 
