@@ -13,15 +13,23 @@
 3. A sample of the same requests through the real server process (``tvm-explorer serve``
    over stdio, pygls client): round-trip time compared with the in-process time of the same
    requests, so that nothing in the glue dominates; and the server process's memory.
+4. Scale (issue 15), on the largest bundle, for this checkout and, with ``--before CHECKOUT``
+   (e.g. /work/main), the same server from another checkout, side by side in one run: the
+   first answer (a references request sent right after ``initialized`` and the document's
+   didOpen)                                                        goal <= 1.0 s
+   server RSS / the bundle's bytes on disk, after the sample        goal <= 1.5x
+   round-trip p50 / p99 per request kind                            goal p99 <= 20 ms
 
 Usage:
-    .venv/bin/python bench/lsp_latency.py [--quick] [--bundle DIR ...] [--positions N] [--json out.json]
+    .venv/bin/python bench/lsp_latency.py [--quick] [--bundle DIR ...] [--positions N]
+        [--before CHECKOUT] [--json out.json]
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import os
 import random
 import sys
 import tempfile
@@ -34,6 +42,9 @@ import benchlib as bl  # noqa: E402
 GOAL_P99_MS = 5.0
 GOAL_REFS_P99_MS = 20.0
 GOAL_LOAD_S = 1.0
+GOAL_FIRST_ANSWER_S = 1.0
+GOAL_RSS_RATIO = 1.5
+GOAL_SCALE_P99_MS = 20.0
 FEATURES = ("definition", "declaration", "hover", "references")
 # (model, target) compiled when no --bundle is given; the largest one is used for latency.
 DEFAULT_BUNDLES = [("mobilenet_v1_fp32", "c"), ("mobilenet_v1_fp32", "cuda"), ("mobilenet_v3_small_int8", "c")]
@@ -182,12 +193,16 @@ def measure_in_process(server: InProcess, positions, symbol_rounds: int) -> dict
 
 
 # -- the real server process -------------------------------------------------------------
-async def _real_server(root: Path, positions, server: InProcess) -> dict:
+async def _real_server(root: Path, positions, server: InProcess, checkout: Path | None = None) -> dict:
+    """The server of this checkout (or of ``checkout``'s ``server/``) over stdio."""
     from lsprotocol import types
     from pygls.lsp.client import LanguageClient
 
     client = LanguageClient("tvm-explorer-bench", "1")
-    await client.start_io(sys.executable, "-m", "tvm_explorer", "serve", "--poll-interval", "0")
+    env = dict(os.environ)
+    if checkout is not None:
+        env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(checkout / "server"), env.get("PYTHONPATH")]))
+    await client.start_io(sys.executable, "-m", "tvm_explorer", "serve", "--poll-interval", "0", env=env)
     proc = client._server
     drain = asyncio.create_task(proc.stderr.read())  # keep the server's log pipe from filling
     t0 = time.perf_counter()
@@ -196,9 +211,15 @@ async def _real_server(root: Path, positions, server: InProcess) -> dict:
         capabilities=types.ClientCapabilities(), initialization_options={"pollInterval": 0},
     ))
     client.initialized(types.InitializedParams())
-    first = server.view.bundle.documents[-1].path
+    t_init = time.perf_counter()
+    first_path, first_line, first_col = positions[0]
     client.text_document_did_open(types.DidOpenTextDocumentParams(types.TextDocumentItem(
-        uri=server.uri(first), language_id="plaintext", version=1, text=server.view.bundle.text(first))))
+        uri=server.uri(first_path), language_id="plaintext", version=1,
+        text=server.view.bundle.text(first_path))))
+    # The first answer: a references request (the one needing the most of the bundle).
+    first_answer = await client.text_document_references_async(
+        server.params("references", server.uri(first_path), first_line, first_col))
+    first_s = time.perf_counter() - t_init
     while True:
         got = await client.protocol.send_request_async("tvmExplorer/listBundles", {})
         bundles = getattr(got, "bundles", None) or (got.get("bundles") if isinstance(got, dict) else [])
@@ -233,6 +254,8 @@ async def _real_server(root: Path, positions, server: InProcess) -> dict:
     await client.stop()
     drain.cancel()
     return {
+        "first_answer_s": first_s,
+        "first_answer_size": answer_size(first_answer),
         "ready_s": ready,
         "remote": {f: bl.latency_summary(s) for f, s in remote.items()},
         "local": {f: bl.latency_summary(s) for f, s in local.items()},
@@ -249,6 +272,7 @@ def main(argv=None) -> int:
     ap.add_argument("--positions", type=int, help="random positions per document (default 200; quick 60)")
     ap.add_argument("--load-reps", type=int, help="fresh-process loads per bundle (default 5; quick 3)")
     ap.add_argument("--sample", type=int, help="positions sent to the real server (default 300; quick 100)")
+    ap.add_argument("--before", help="also run the real server of this checkout (e.g. /work/main), side by side")
     ap.add_argument("--json", help="also write the results to this JSON file")
     args = ap.parse_args(argv)
     per_doc = args.positions or (60 if args.quick else 200)
@@ -315,8 +339,38 @@ def main(argv=None) -> int:
         print(f"\nserver ready (initialize → bundle listed) in {real['ready_s']:.2f} s; server RSS "
               f"{bl.mib(real['server_rss'])} (peak {bl.mib(real['server_hwm'])}); answers differing in "
               f"size from in-process: {len(real['mismatches'])} {real['mismatches'][:5]}")
+        results["scale"] = scale_section(largest, positions[:sample], server, real,
+                                          Path(args.before).resolve() if args.before else None)
     bl.save_json(args.json, results)
     return 0
+
+
+def scale_section(root: Path, positions, server: InProcess, after: dict, before_checkout: Path | None) -> dict:
+    """Issue 15's figures for the largest bundle: this checkout, and ``before_checkout``'s
+    server measured in the same run."""
+    size = bl.dir_size(root)
+    runs = {}
+    if before_checkout is not None:
+        print(f"\n(running the server of {before_checkout} on the same positions ...)", flush=True)
+        runs["before"] = asyncio.run(_real_server(root, positions, server, before_checkout))
+    runs["after" if before_checkout is not None else "this checkout"] = after
+    print(f"\n### Scale on {root.name} ({bl.mib(size)} on disk), real server process\n")
+    names = list(runs)
+    rows = [["first answer (references, after initialized)", *(f"{r['first_answer_s']:.2f} s" for r in runs.values()),
+             f"≤ {GOAL_FIRST_ANSWER_S:g} s: {bl.verdict(runs[names[-1]]['first_answer_s'], GOAL_FIRST_ANSWER_S)}"],
+            ["server RSS / bundle bytes", *(f"{r['server_rss'] / size:.2f}× ({bl.mib(r['server_rss'])})"
+                                             for r in runs.values()),
+             f"≤ {GOAL_RSS_RATIO:g}×: {bl.verdict(runs[names[-1]]['server_rss'] / size, GOAL_RSS_RATIO)}"],
+            ["server peak RSS / bundle bytes", *(f"{r['server_hwm'] / size:.2f}× ({bl.mib(r['server_hwm'])})"
+                                                  for r in runs.values()), ""]]
+    for feature in FEATURES:
+        last = runs[names[-1]]["remote"][feature]
+        rows.append([f"{feature} p50 / p99", *(f"{r['remote'][feature]['p50']:.2f} / {r['remote'][feature]['p99']:.2f} ms"
+                                               for r in runs.values()),
+                     f"p99 ≤ {GOAL_SCALE_P99_MS:g} ms: {bl.verdict(last['p99'], GOAL_SCALE_P99_MS)}"])
+    rows.append(["answers differing in size from in-process", *(str(len(r["mismatches"])) for r in runs.values()), ""])
+    print(bl.table(["figure", *names, "goal"], rows))
+    return {"bytes": size, **runs}
 
 
 if __name__ == "__main__":

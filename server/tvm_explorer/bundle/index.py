@@ -2,17 +2,27 @@
 
 Like MLIR's mlir-lsp-server, every question is "which range contains this offset?".
 Ranges are character offsets (code points); converting to editor positions is the caller's job.
+
+A loaded index is held as a few flat arrays (offsets, origin sets, kinds, and numbers into a
+string table the documents of a bundle share), not as a Python object per range: a bundle has
+hundreds of thousands of ranges, and an object per range made the server hold several times the
+bundle's size. ``Range`` tuples are made when asked for.
 """
 
 from __future__ import annotations
 
-from bisect import bisect_right
+from array import array
+from bisect import bisect_left, bisect_right
+from collections.abc import Sequence
 from typing import NamedTuple
+
+from .format import KINDS
+
+_KIND_CODE = {k: i for i, k in enumerate(KINDS)}
 
 
 class Range(NamedTuple):
-    """One indexed piece of a document (a named tuple: documents hold hundreds of thousands,
-    made at capture time and again at every load)."""
+    """One indexed piece of a document (a named tuple, made on demand from the arrays)."""
 
     start: int
     end: int
@@ -26,71 +36,171 @@ class Range(NamedTuple):
         return list(self) if self.link else list(self[:5])
 
 
+class Strings:
+    """Keys and links of a bundle's documents, each stored once (numbered)."""
+
+    def __init__(self):
+        self.items: list[str] = []
+        self.ids: dict[str, int] = {}
+
+    def id(self, s: str) -> int:
+        """The number of ``s`` (added when new)."""
+        got = self.ids.get(s)
+        if got is None:
+            got = self.ids[s] = len(self.items)
+            self.items.append(s)
+        return got
+
+
+class Ranges(Sequence):
+    """The ranges of a document as a read-only sequence of ``Range`` (made when read)."""
+
+    def __init__(self, index: DocumentIndex):
+        self._index = index
+
+    def __len__(self) -> int:
+        return len(self._index._starts)
+
+    def __getitem__(self, i):
+        if isinstance(i, slice):
+            return [self._index._range(j) for j in range(*i.indices(len(self)))]
+        if i < 0:
+            i += len(self)
+        if not 0 <= i < len(self):
+            raise IndexError(i)
+        return self._index._range(i)
+
+    def __iter__(self):
+        make = self._index._range
+        return (make(i) for i in range(len(self)))
+
+    def __eq__(self, other) -> bool:
+        return list(self) == list(other) if isinstance(other, (list, tuple, Ranges)) else NotImplemented
+
+    __hash__ = None  # type: ignore[assignment]
+
+
 class DocumentIndex:
     """The ranges of one document, sorted by start and nested outer-before-inner."""
 
-    def __init__(self, ranges: list[Range]):
-        self.ranges = sorted(ranges, key=lambda r: (r.start, -r.end))
-        self._starts = [r.start for r in self.ranges]
-        self._parent = self._parents(self.ranges)
-        self._by_key: dict[str, list[int]] = {}
-        self._by_link: dict[str, list[int]] = {}
-        self._by_set: dict[int, list[int]] = {}
-        for i, rng in enumerate(self.ranges):
-            self._by_key.setdefault(rng.key, []).append(i)
-            self._by_set.setdefault(rng.origin_set, []).append(i)
-            if rng.link:
-                self._by_link.setdefault(rng.link, []).append(i)
+    def __init__(self, ranges: list[Range] | None = None, strings: Strings | None = None):
+        self._strings = strings if strings is not None else Strings()
+        self._starts = array("q")
+        self._ends = array("q")
+        self._sets = array("l")
+        self._kinds = bytearray()
+        self._keys = array("l")
+        self._links = array("l")  # -1: no link
+        for rng in sorted(ranges or (), key=lambda r: (r.start, -r.end)):
+            self.append(rng.start, rng.end, rng.origin_set, _KIND_CODE[rng.kind], rng.key, rng.link)
+        self.finish()
 
-    @staticmethod
-    def _parents(ranges: list[Range]) -> list[int]:
-        parents = []
+    def append(self, start: int, end: int, origin_set: int, kind: int, key: str, link: str | None) -> None:
+        """Add a range (``kind`` is its number in ``KINDS``); ``finish`` once all are added,
+        in (start, -end) order."""
+        self._starts.append(start)
+        self._ends.append(end)
+        self._sets.append(origin_set)
+        self._kinds.append(kind)
+        self._keys.append(self._strings.id(key))
+        self._links.append(-1 if link is None else self._strings.id(link))
+
+    def finish(self) -> DocumentIndex:
+        """Sort (if the ranges came unsorted) and compute the nesting."""
+        n = len(self._starts)
+        starts, ends = self._starts, self._ends
+        if any(starts[i] > starts[i + 1] or (starts[i] == starts[i + 1] and ends[i] < ends[i + 1])
+               for i in range(n - 1)):
+            order = sorted(range(n), key=lambda i: (starts[i], -ends[i]))
+            for name in ("_starts", "_ends", "_sets", "_keys", "_links"):
+                old = getattr(self, name)
+                setattr(self, name, array(old.typecode, (old[i] for i in order)))
+            self._kinds = bytearray(self._kinds[i] for i in order)
+        self._parent = self._parents()
+        self._lookup: dict[str, tuple[array, array]] = {}
+        return self
+
+    def _parents(self) -> array:
+        parents = array("l")
         stack: list[int] = []
-        for i, rng in enumerate(ranges):
-            while stack and ranges[stack[-1]].end <= rng.start:
+        starts, ends = self._starts, self._ends
+        for i in range(len(starts)):
+            start = starts[i]
+            while stack and ends[stack[-1]] <= start:
                 stack.pop()
             parents.append(stack[-1] if stack else -1)
             stack.append(i)
         return parents
 
+    def _range(self, i: int) -> Range:
+        link = self._links[i]
+        items = self._strings.items
+        return Range(self._starts[i], self._ends[i], self._sets[i], KINDS[self._kinds[i]],
+                     items[self._keys[i]], None if link < 0 else items[link])
+
+    @property
+    def ranges(self) -> Ranges:
+        """All ranges in order (a sequence; each ``Range`` is made when read)."""
+        return Ranges(self)
+
     def at(self, offset: int) -> Range | None:
         """The innermost range containing ``offset``, or None."""
         i = bisect_right(self._starts, offset) - 1
-        while i >= 0 and self.ranges[i].end <= offset:
+        while i >= 0 and self._ends[i] <= offset:
             i = self._parent[i]
-        return self.ranges[i] if i >= 0 else None
+        return self._range(i) if i >= 0 else None
 
     def enclosing(self, offset: int) -> list[Range]:
         """All ranges containing ``offset``, innermost first."""
         out = []
         i = bisect_right(self._starts, offset) - 1
         while i >= 0:
-            if self.ranges[i].end > offset:
-                out.append(self.ranges[i])
+            if self._ends[i] > offset:
+                out.append(self._range(i))
             i = self._parent[i]
         return out
 
+    def _find(self, column: str, value: int) -> list[Range]:
+        """Ranges whose ``column`` (``_keys``, ``_links``, ``_sets``) is ``value``, in
+        document order: a sorted copy of the column and the permutation, built on first use."""
+        got = self._lookup.get(column)
+        if got is None:
+            values = getattr(self, column)
+            order = array("l", sorted(range(len(values)), key=values.__getitem__))
+            got = self._lookup[column] = (array("l", (values[i] for i in order)), order)
+        values, order = got
+        lo = bisect_left(values, value)
+        hi = bisect_right(values, value, lo)
+        return [self._range(order[i]) for i in range(lo, hi)]
+
     def by_key(self, key: str) -> list[Range]:
         """Every range carrying ``key`` (usually one)."""
-        return [self.ranges[i] for i in self._by_key.get(key, ())]
+        kid = self._strings.ids.get(key)
+        return [] if kid is None else self._find("_keys", kid)
 
     def by_link(self, link: str) -> list[Range]:
         """Every range carrying ``link`` as its sixth element (e.g. bindings calling a PrimFunc)."""
-        return [self.ranges[i] for i in self._by_link.get(link, ())]
+        lid = self._strings.ids.get(link)
+        return [] if lid is None else self._find("_links", lid)
 
     def by_origin_set(self, origin_set: int) -> list[Range]:
         """Every range whose origin set is ``origin_set``, in document order."""
-        return [self.ranges[i] for i in self._by_set.get(origin_set, ())]
+        return self._find("_sets", origin_set)
 
     @property
-    def parents(self) -> list[int]:
+    def parents(self) -> array:
         """``parents[i]`` is the index in ``ranges`` of the range directly enclosing
         ``ranges[i]`` (-1 for top-level ranges)."""
         return self._parent
 
+    def origin_sets(self) -> array:
+        """``origin_sets()[i]`` is the origin set of ``ranges[i]`` (without making ranges)."""
+        return self._sets
+
     def keys(self):
         """All keys present in this document."""
-        return self._by_key.keys()
+        items = self._strings.items
+        return {items[k]: None for k in self._keys}.keys()
 
     def __len__(self) -> int:
-        return len(self.ranges)
+        return len(self._starts)

@@ -10,12 +10,15 @@ from __future__ import annotations
 import json
 import os
 import stat
+import threading
+import weakref
+from collections import OrderedDict
 from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import BundleError
 from .format import FORMAT_NAME, INDEX, KINDS, MANIFEST, SCHEMA_VERSION, STAGES
-from .index import DocumentIndex, Range
+from .index import DocumentIndex, Strings
 from .safe_open import open_inside
 
 
@@ -91,31 +94,59 @@ MAX_BUNDLE_BYTES = 256 * 1024**2
 limit per file alone let four sparse 250 MiB documents take the server to 1.2 GB."""
 
 
+TEXT_CACHE_CHARS = 24 * 1024**2
+"""Most characters of document text a loaded bundle keeps in memory (the texts read last);
+others are read again from disk when asked for."""
+
+
+class BundleChanged(BundleError):
+    """A document is no longer the file the bundle was loaded with (a recompile or a copy
+    replaced it): nothing from it is answered; the watcher reloads the whole bundle."""
+
+
 class BundleTooLarge(BundleError):
     """The bundle's files together exceed ``MAX_BUNDLE_BYTES`` (the whole bundle is refused,
     not one document)."""
 
 
 def read_regular(path: Path, what: str, root: Path | None = None, limit: int = MAX_FILE_BYTES,
-                 too_large=None) -> bytes:
+                 too_large=None, identity: tuple | None = None) -> bytes:
     """The bytes of ``path`` if it is a regular file of sane size. FIFOs, devices and
     directories are refused without blocking (a FIFO named like a document must not hang
     the reader). With ``root``, what is opened must lie inside that directory (checked on the
     open file: see ``safe_open``). A file over ``limit`` bytes raises ``too_large(size)``
-    when given (a BundleError naming the file otherwise), before anything is read."""
+    when given (a BundleError naming the file otherwise), before anything is read. With
+    ``identity`` (see ``file_identity``), a file that is not that one raises BundleChanged."""
+    fd = open_regular(path, what, root)
+    try:
+        return read_open(fd, path, what, limit, too_large, identity)
+    finally:
+        os.close(fd)
+
+
+def open_regular(path: Path, what: str, root: Path | None = None) -> int:
+    """A read-only descriptor of ``path`` (inside ``root`` when given; never blocks on a FIFO),
+    or BundleError."""
     try:
         if root is not None:
-            fd = open_inside(root, path, what)
-        else:
-            fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+            return open_inside(root, path, what)
+        return os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
     except FileNotFoundError:
         raise BundleError(f"{path}: missing {what}") from None
     except OSError as err:
         raise BundleError(f"{path}: cannot read {what} ({err.strerror})") from None
+
+
+def read_open(fd: int, path: Path, what: str, limit: int = MAX_FILE_BYTES, too_large=None,
+              identity: tuple | None = None) -> bytes:
+    """The whole content of the open file ``fd`` (from its start, whatever was read before:
+    see ``read_regular`` for the checks)."""
     try:
         info = os.fstat(fd)
         if not stat.S_ISREG(info.st_mode):
             raise BundleError(f"{path}: {what} is not a regular file")
+        if identity is not None and file_identity(info) != identity:
+            raise BundleChanged(f"{path}: {what} changed on disk since the bundle was loaded")
         if info.st_size > MAX_FILE_BYTES:
             raise BundleError(f"{path}: {what} is {info.st_size / 2**20:.0f} MiB, more than the "
                               f"{MAX_FILE_BYTES // 2**20} MiB a bundle file may have")
@@ -123,7 +154,7 @@ def read_regular(path: Path, what: str, root: Path | None = None, limit: int = M
             raise too_large(info.st_size)
         chunks, total = [], 0
         while True:
-            chunk = os.read(fd, 1 << 20)
+            chunk = os.pread(fd, 1 << 20, total)
             if not chunk:
                 break
             total += len(chunk)
@@ -135,8 +166,12 @@ def read_regular(path: Path, what: str, root: Path | None = None, limit: int = M
         return b"".join(chunks)
     except OSError as err:
         raise BundleError(f"{path}: cannot read {what} ({err.strerror})") from None
-    finally:
-        os.close(fd)
+
+
+def file_identity(info: os.stat_result) -> tuple:
+    """What tells one version of a file from another: device, inode, size, modification time
+    (what the registry's signature compares too)."""
+    return (info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns)
 
 
 def _read_json(root: Path, name: str, what: str, charge=None):
@@ -192,8 +227,24 @@ class _Budget:
         self.left -= n
 
 
+def _close_all(fds: dict[str, int]) -> None:
+    for fd in fds.values():
+        try:
+            os.close(fd)
+        except OSError:
+            pass
+    fds.clear()
+
+
 class Bundle:
-    """A loaded, validated bundle. Document texts and indexes are read on first use."""
+    """A loaded, validated bundle. Document texts are read on demand (the last ones read are
+    kept, up to ``TEXT_CACHE_CHARS``); indexes are loaded as compact arrays.
+
+    Versions never mix: ``preload`` keeps every document open, so later reads come from the
+    files it checked even when a recompile renamed the bundle away or deleted it; and every
+    read compares the file's identity (device, inode, size, modification time) with the one
+    taken at load: a document changed in place raises ``BundleChanged`` instead of being
+    answered from (the watcher then reloads the whole bundle)."""
 
     def __init__(self, root: str | os.PathLike, budget: int = MAX_BUNDLE_BYTES):
         self.root = Path(root).resolve()
@@ -201,25 +252,55 @@ class Bundle:
             raise BundleError(f"{root}: not a bundle directory")
         self.budget = _Budget(self.root, budget)
         self.manifest = self._load_manifest()
+        self.documents = self._load_documents()
+        self._doc_by_path = {d.path: d for d in self.documents}
+        self._identities = self._identify_documents()
         index = _read_json(self.root, INDEX, "provenance index", self.budget)
         if not isinstance(index, dict) or index.get("schema_version") != SCHEMA_VERSION:
             raise BundleError(f"{self.root / INDEX}: unknown index schema")
         self.layers = self._load_layers(index.get("layers"))
         self.origin_sets = self._load_origin_sets(index.get("origin_sets"))
-        self.documents = self._load_documents()
-        self._doc_by_path = {d.path: d for d in self.documents}
         raw = index.get("documents")
         if not isinstance(raw, dict):
             raise BundleError(f"{self.root / INDEX}: 'documents' must be an object")
-        self._raw_index = raw
-        self._indexes: dict[str, DocumentIndex] = {}
-        self._texts: dict[str, str] = {}
+        del index
+        self._strings = Strings()
+        # path -> (its index, the document length it was made for) or the error that kept it
+        self._indexes: dict[str, tuple[DocumentIndex, int | None] | BundleError] = {}
+        for path in list(raw):
+            entry = raw.pop(path)  # each document's lists are freed once converted
+            if path in self._doc_by_path:
+                try:
+                    self._indexes[path] = self._convert_index(path, entry)
+                except BundleError as err:
+                    self._indexes[path] = err
+        self._damaged: dict[str, BundleError] = {}
+        # Documents held open since ``preload`` checked them: later reads come from these very
+        # files, even after a recompile renamed or deleted them (closed with the bundle).
+        self._fds: dict[str, int] = {}
+        weakref.finalize(self, _close_all, self._fds)
+        self._texts: OrderedDict[str, str] = OrderedDict()
+        self._lock = threading.Lock()
+        self._text_chars = 0
         self._layer_by_op = {(lay.subgraph, lay.op_index): lay for lay in self.layers}
         self._producer = {
             (lay.subgraph, name): lay for lay in self.layers for name in lay.outputs
         }
         self.numerics = self._load_numerics()
         self.bisect = self._load_bisect()
+
+    def _identify_documents(self) -> dict[str, tuple | None]:
+        """The identity of every document file now (None: missing or not a file; its read
+        reports why)."""
+        out = {}
+        for doc in self.documents:
+            try:
+                info = os.stat(self.root / doc.path)
+            except (OSError, ValueError):
+                out[doc.path] = None
+                continue
+            out[doc.path] = file_identity(info) if stat.S_ISREG(info.st_mode) else None
+        return out
 
     def _load_bisect(self) -> dict | None:
         """``bisect.json`` (``tvm-explorer bisect -o``), validated; None if absent."""
@@ -341,53 +422,98 @@ class Bundle:
         return self._doc_by_path.get(path)
 
     def text(self, path: str) -> str:
-        """The text of a document (read once, then cached)."""
-        if path not in self._texts:
-            if path not in self._doc_by_path:
-                raise BundleError(f"{self.root}: {path!r} is not a document of this bundle")
-            full = resolve_inside(self.root, path)
-            what = "document listed in the manifest"
-            data = read_regular(full, what, self.root, *self.budget.room(full, what))
-            self.budget(len(data))
+        """The text of a document (read from disk on demand; the last ones read are kept).
+        Raises BundleChanged when the file is no longer the one the bundle was loaded with."""
+        with self._lock:
+            got = self._texts.get(path)
+            if got is not None:
+                self._texts.move_to_end(path)
+                return got
+        if path in self._damaged:
+            return ""
+        text = self._read_text(path)
+        with self._lock:  # requests and the load's warm-up read texts from several threads
+            if path not in self._texts:
+                self._texts[path] = text
+                self._text_chars += len(text)
+            while self._text_chars > TEXT_CACHE_CHARS and len(self._texts) > 1:
+                _, old = self._texts.popitem(last=False)
+                self._text_chars -= len(old)
+        return text
+
+    def _read_text(self, path: str, charge: bool = False, keep: bool = False) -> str:
+        if path not in self._doc_by_path:
+            raise BundleError(f"{self.root}: {path!r} is not a document of this bundle")
+        full = resolve_inside(self.root, path)
+        what = "document listed in the manifest"
+        identity = self._identities.get(path)
+        room = self.budget.room(full, what) if charge else (MAX_FILE_BYTES, None)
+        fd = self._fds.get(path)
+        if fd is not None:  # held open since the load checked it: that very file
+            data = read_open(fd, full, what, *room, identity=identity)
+        else:
+            fd = open_regular(full, what, self.root)
             try:
-                # Universal newlines, like reading in text mode (lengths count "\n" once).
-                text = data.decode("utf-8")
-            except UnicodeDecodeError as err:
-                raise BundleError(f"{full}: cannot read document ({err})") from None
-            self._texts[path] = text.replace("\r\n", "\n").replace("\r", "\n")
-        return self._texts[path]
+                data = read_open(fd, full, what, *room, identity=identity)
+                if identity is None:  # missing when loaded, there now: not the loaded version
+                    raise BundleChanged(f"{full}: {what} appeared after the bundle was loaded")
+                if keep:
+                    self._fds[path], fd = fd, None
+            finally:
+                if fd is not None:
+                    os.close(fd)
+        if charge:
+            self.budget(len(data))
+        try:
+            # Universal newlines, like reading in text mode (lengths count "\n" once).
+            text = data.decode("utf-8")
+        except UnicodeDecodeError as err:
+            raise BundleError(f"{full}: cannot read document ({err})") from None
+        text = text.replace("\r\n", "\n").replace("\r", "\n")
+        got = self._indexes.get(path)
+        if isinstance(got, tuple) and got[1] != len(text):
+            raise BundleError(f"{self.root / INDEX} ({path}): index does not match the document "
+                              "(stale or damaged)")
+        return text
 
     def index(self, path: str) -> DocumentIndex:
-        """The provenance index of a document (validated against its text on first use)."""
-        if path not in self._indexes:
-            self._indexes[path] = self._build_index(path)
-        return self._indexes[path]
+        """The provenance index of a document (loaded with the bundle; a damaged one raises
+        its BundleError, and answers empty once ``preload`` reported it)."""
+        if path in self._damaged:
+            return DocumentIndex([], self._strings)
+        got = self._indexes.get(path)
+        if got is None:
+            return DocumentIndex([], self._strings)
+        if isinstance(got, BundleError):
+            raise got
+        return got[0]
 
-    def _build_index(self, path: str) -> DocumentIndex:
-        raw = self._raw_index.get(path)
-        if raw is None:
-            return DocumentIndex([])
+    def _convert_index(self, path: str, raw) -> tuple[DocumentIndex, int | None]:
+        """A document's index.json entry as a compact, validated ``DocumentIndex``."""
         where = f"{self.root / INDEX} ({path})"
-        length = len(self.text(path))
-        if not isinstance(raw, dict) or raw.get("length") != length:
+        if not isinstance(raw, dict) or not isinstance(raw.get("length"), int):
             raise BundleError(f"{where}: index does not match the document (stale or damaged)")
-        ranges = []
+        length = raw["length"]
+        index = DocumentIndex(None, self._strings)
+        kinds = {k: i for i, k in enumerate(KINDS)}
+        nsets = len(self.origin_sets)
         try:
             for item in raw.get("ranges", ()):
                 start, end, oset, kind, key = item[:5]
                 link = item[5] if len(item) > 5 else None
-                if not all(isinstance(v, int) and not isinstance(v, bool) for v in (start, end, oset)):
+                if not all(type(v) is int for v in (start, end, oset)):
                     raise BundleError(f"{where}: range {item[:3]!r} has non-integer offsets")
                 if not isinstance(key, str) or not (link is None or isinstance(link, str)):
                     raise BundleError(f"{where}: range [{start}, {end}) has a malformed key or link")
                 if not (0 <= start <= end <= length):
                     raise BundleError(f"{where}: range [{start}, {end}) lies past the document end")
-                if not 0 <= oset < len(self.origin_sets) or kind not in KINDS:
+                code = kinds.get(kind) if isinstance(kind, str) else None
+                if not 0 <= oset < nsets or code is None:
                     raise BundleError(f"{where}: range [{start}, {end}) is malformed")
-                ranges.append(Range(int(start), int(end), int(oset), kind, str(key), link))
-        except (TypeError, ValueError):
+                index.append(start, end, oset, code, key, link)
+        except (TypeError, ValueError, OverflowError):
             raise BundleError(f"{where}: ranges are malformed") from None
-        return DocumentIndex(ranges)
+        return index.finish(), length
 
     def origins(self, origin_set: int) -> list[Origin]:
         """The layers of an origin set."""
@@ -401,11 +527,13 @@ class Bundle:
         return []
 
     def preload(self, on_document=None) -> list[BundleError]:
-        """Read every document and build every index now, so that later queries never touch
-        the disk (a bundle replaced on disk meanwhile cannot mix into this one).
+        """Check every document now: readable, the file the bundle was loaded with, and of the
+        length its index was made for (texts are read and let go again: later queries read
+        them on demand, checked against the same identity, so a bundle replaced on disk
+        meanwhile is never mixed into this one).
 
-        A document whose text or index is damaged gets an empty index; its error is returned
-        instead of raised. ``on_document(i, n, path)`` is called before each document.
+        A document whose text or index is damaged answers empty from then on; its error is
+        returned instead of raised. ``on_document(i, n, path)`` is called before each document.
         """
         problems = []
         self._check_total_size()
@@ -414,12 +542,13 @@ class Bundle:
                 on_document(i, len(self.documents), doc.path)
             try:
                 self.index(doc.path)
+                if doc.path not in self._fds:
+                    self._read_text(doc.path, charge=True, keep=True)
             except BundleTooLarge:
                 raise  # the whole bundle is refused, not this document
             except BundleError as err:
                 problems.append(err)
-                self._texts.setdefault(doc.path, "")
-                self._indexes[doc.path] = DocumentIndex([])
+                self._damaged[doc.path] = err
         try:
             self.costs()
         except BundleError as err:  # a damaged costs.json costs the cost features only

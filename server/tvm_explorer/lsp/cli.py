@@ -29,6 +29,19 @@ def add_serve_parser(subparsers) -> argparse.ArgumentParser:
     return parser
 
 
+def _raise_open_files_limit() -> None:
+    """A loaded bundle keeps its documents open (so that a recompile replacing it cannot mix
+    into its answers): allow as many open files as the system lets this process have."""
+    try:
+        import resource
+
+        soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+        if hard == resource.RLIM_INFINITY or soft < hard:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (hard if hard != resource.RLIM_INFINITY else max(soft, 65536), hard))
+    except (ImportError, ValueError, OSError):
+        pass  # not on this platform, or not allowed: the default limit stays
+
+
 def run_serve(args: argparse.Namespace) -> int:
     """Run the server until the client disconnects; returns the exit status."""
     from .server import create_server  # pygls is only imported when serving
@@ -40,6 +53,7 @@ def run_serve(args: argparse.Namespace) -> int:
         format="%(asctime)s %(name)s %(levelname)s %(message)s",
         **target,
     )
+    _raise_open_files_limit()
     server = create_server(poll_interval=args.poll_interval)
     if args.tcp:
         host, _, port = args.tcp.rpartition(":")

@@ -9,6 +9,7 @@ from lsprotocol import types
 from pygls.lsp.server import LanguageServer
 
 from .. import __version__
+from ..bundle.reader import BundleChanged
 from . import transport
 from ..navigation import irsymbols
 from .features.bundles import BundleWatcher
@@ -158,6 +159,11 @@ def create_server(poll_interval: float = 1.0) -> ExplorerServer:
             await watcher.wait_for(getattr(document, "uri", None))
             try:
                 return handler(params)
+            except BundleChanged as err:
+                # A document changed on disk since its bundle was loaded: nothing of the new
+                # version is mixed into the old one's answer; the watcher reloads the bundle.
+                logger.info("%s: %s", method, err)
+                return empty
             except Exception:
                 logger.exception("%s failed", method)
                 return empty

@@ -8,6 +8,7 @@ default: UTF-16). This module is the only place that converts between the two.
 from __future__ import annotations
 
 import re
+from array import array
 from bisect import bisect_right
 
 _LINE_BREAK = re.compile(r"\r\n|\n|\r")
@@ -31,8 +32,9 @@ class LineIndex:
             raise ValueError(f"unknown position encoding {encoding!r}")
         self.text = text
         self.encoding = encoding
-        self._starts = [0]
-        self._ends = []  # offset of each line's break (or of the text end)
+        # Arrays, not lists: a document of a large bundle has a hundred thousand lines.
+        self._starts = array("q", [0])
+        self._ends = array("q")  # offset of each line's break (or of the text end)
         for match in _LINE_BREAK.finditer(text):
             self._ends.append(match.start())
             self._starts.append(match.end())

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
@@ -14,6 +15,10 @@ from .positions import LineIndex
 
 PLACES_CACHE_LIMIT = 1_000_000
 """Most places ``LayerMap.places_of`` keeps remembered at once."""
+
+LINE_INDEXES_KEPT = 12
+"""Line indexes (each holding its document's text) a view keeps, the most recently used:
+the rest of a large bundle's texts stay on disk until asked for."""
 
 Keep = Callable[[Range], bool]
 """Says whether a range of the queried document may be used (False: an edit touched it)."""
@@ -121,7 +126,7 @@ class BundleView:
         self.root: Path = bundle.root
         self.problems = list(problems or [])
         self._layer_map: LayerMap | None = None
-        self._line_indexes: dict[tuple[str, str], LineIndex] = {}
+        self._line_indexes: OrderedDict[tuple[str, str], LineIndex] = OrderedDict()
         self._key_layers: dict[str, dict[str, tuple[bool, frozenset[int]]]] = {}
 
     @property
@@ -150,9 +155,16 @@ class BundleView:
     def line_index(self, path: str, encoding: str) -> LineIndex:
         """Line starts of a document's bundle text (cached)."""
         key = (path, encoding)
-        if key not in self._line_indexes:
-            self._line_indexes[key] = LineIndex(self.bundle.text(path), encoding)
-        return self._line_indexes[key]
+        got = self._line_indexes.get(key)
+        if got is None:
+            got = LineIndex(self.bundle.text(path), encoding)
+            # Replace the mapping (never mutate it): requests on worker threads read it.
+            kept = OrderedDict(self._line_indexes)
+            kept[key] = got
+            while len(kept) > LINE_INDEXES_KEPT:
+                kept.popitem(last=False)
+            self._line_indexes = kept
+        return got
 
     @property
     def model_path(self) -> str:

@@ -3,12 +3,17 @@
 from __future__ import annotations
 
 import weakref
+from collections import OrderedDict
 
 from lsprotocol import types
 
 from ...navigation.symbols import Symbol, document_symbols
 from ...navigation.view import BundleView
 from ..session import Session
+
+OUTLINES_KEPT = 48
+"""Outlines of one bundle kept (the ones asked for last): all of a large bundle's outlines
+took as much memory as the bundle itself."""
 
 SYMBOL_KINDS = {
     "layer": types.SymbolKind.Operator,
@@ -41,20 +46,29 @@ class DocumentSymbols:
     def warm(self, view: BundleView) -> None:
         """Build the outline of every document of a freshly loaded bundle ahead of the
         editor's requests (run off the event loop: a large document's outline takes tens of
-        milliseconds, too long for the first request to wait for)."""
-        for doc in view.bundle.documents:
+        milliseconds, too long for the first request to wait for): the documents editors
+        open most first, as many as are kept."""
+        from ...navigation.irsymbols import warm_order
+
+        for path in warm_order(view)[:OUTLINES_KEPT]:
             if self.session.registry.bundles.get(view.root) is not view:
                 return  # replaced or forgotten meanwhile
-            self._saved_outline(view, doc.path)
+            self._saved_outline(view, path)
 
     def _saved_outline(self, view: BundleView, path: str) -> list[types.DocumentSymbol]:
         """The outline of a document as the bundle has it, built once per encoding (served
         while the editor shows the document unedited)."""
-        cache = self._outlines.setdefault(view, {})
+        cache = self._outlines.setdefault(view, OrderedDict())
         key = (path, self.session.encoding)
         got = cache.get(key)
         if got is None:
-            got = cache[key] = self._convert(view, path, self.session.ranger(view, path, as_saved=True))
+            got = self._convert(view, path, self.session.ranger(view, path, as_saved=True))
+            # Replaced, never mutated: the warm-up thread and requests read it together.
+            kept = OrderedDict(cache)
+            kept[key] = got
+            while len(kept) > OUTLINES_KEPT:
+                kept.popitem(last=False)
+            self._outlines[view] = kept
         return got
 
     def _convert(self, view: BundleView, path: str, to_range) -> list[types.DocumentSymbol]:

@@ -8,14 +8,23 @@ from __future__ import annotations
 
 import threading
 import weakref
+from collections import OrderedDict
 
 from ..view import BundleView
 from .clike import clike_symbols
 from .table import SymbolTable
 from .tvmscript import script_symbols
 
-_TABLES: weakref.WeakKeyDictionary[BundleView, dict[str, SymbolTable | None]] = weakref.WeakKeyDictionary()
+_TABLES: weakref.WeakKeyDictionary[BundleView, OrderedDict[str, SymbolTable | None]] = weakref.WeakKeyDictionary()
 _LOCK = threading.Lock()
+
+OCCURRENCES_KEPT = 1_000_000
+"""Most occurrences the tables of one bundle keep together (the tables used last; about
+100 bytes each): a large bundle's every table took several times the bundle's size."""
+
+
+def _size(table: SymbolTable | None) -> int:
+    return len(table) if table is not None else 0
 
 
 def _build(view: BundleView, path: str) -> SymbolTable | None:
@@ -32,19 +41,37 @@ def _build(view: BundleView, path: str) -> SymbolTable | None:
 def symbol_table(view: BundleView, path: str) -> SymbolTable | None:
     """The symbols of a Relax, TIR, C or CUDA document (None for other documents)."""
     with _LOCK:
-        per_view = _TABLES.setdefault(view, {})
+        per_view = _TABLES.setdefault(view, OrderedDict())
         if path in per_view:
+            per_view.move_to_end(path)
             return per_view[path]
     table = _build(view, path)
     with _LOCK:
         per_view[path] = table
+        total = sum(_size(t) for t in per_view.values())
+        while total > OCCURRENCES_KEPT and len(per_view) > 1:
+            _, dropped = per_view.popitem(last=False)
+            total -= _size(dropped)
     return table
 
 
+def warm_order(view: BundleView) -> list[str]:
+    """Documents in the order a warm-up builds them: generated code, then each stage's last
+    document, then the rest from the end of the pipeline (what editors open most first)."""
+    docs = view.bundle.documents
+    last = {d.stage: d.path for d in docs}
+    first = [d.path for d in docs if d.stage == "code"] + [last[s] for s in ("tir", "relax") if s in last]
+    return first + [d.path for d in reversed(docs) if d.path not in first]
+
+
 def warm(view: BundleView, current=lambda: True) -> None:
-    """Build every document's table ahead of the first request (after a bundle loads),
-    stopping as soon as ``current()`` says the bundle was replaced meanwhile."""
-    for doc in view.bundle.documents:
+    """Build tables ahead of the first request (after a bundle loads), most likely used
+    documents first, as many as ``OCCURRENCES_KEPT`` allows; stops as soon as ``current()``
+    says the bundle was replaced meanwhile."""
+    kept = 0
+    for path in warm_order(view):
         if not current():
             return
-        symbol_table(view, doc.path)
+        kept += _size(symbol_table(view, path))
+        if kept >= OCCURRENCES_KEPT:
+            return

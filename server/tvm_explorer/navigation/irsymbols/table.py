@@ -12,7 +12,7 @@ from dataclasses import dataclass
 DEF, READ, WRITE = "def", "read", "write"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Occurrence:
     """One occurrence of a name: ``[start, end)`` of the name itself, its role, the symbol it
     resolves to (the index of its definition in ``SymbolTable.defs``) and ``[stmt_start,
@@ -75,23 +75,38 @@ class Builder:
 
     def _resolve(self, scope: str, name: str, offset: int) -> int | None:
         for where in (scope, ""):
-            found = self._scoped.get((where, name))
+            found = self._lookup.get((where, name))
             if found:
                 # The nearest definition before the use (names are reused by sibling loops),
-                # else the first one (a function called before its definition).
-                before = [i for i in found if self.defs[i].start <= offset]
-                preferred = [i for i in before if self.defs[i].kind != "declaration"]
-                if preferred:
-                    return preferred[-1]
-                bodies = [i for i in found if self.defs[i].kind != "declaration"]
-                if bodies:
-                    return bodies[0]
-                return before[-1] if before else found[0]
+                # else the first one (a function called before its definition); found by
+                # bisection (a name defined thousands of times made this quadratic).
+                all_starts, all_ids, body_starts, body_ids = found
+                i = bisect_right(body_starts, offset)
+                if i:
+                    return body_ids[i - 1]
+                if body_ids:
+                    return body_ids[0]
+                i = bisect_right(all_starts, offset)
+                return all_ids[i - 1] if i else all_ids[0]
         return None
+
+    def _prepare(self) -> None:
+        """Per (scope, name): its definitions' starts and numbers in document order, all and
+        without declarations (what ``_resolve`` bisects)."""
+        self._lookup = {}
+        defs = self.defs
+        for key, ids in self._scoped.items():
+            ordered = sorted(ids, key=lambda i: (defs[i].start, i))
+            if ordered != ids and any(defs[a].start == defs[b].start for a, b in zip(ordered, ordered[1:])):
+                ordered = ids  # same start twice: keep definition order (never seen)
+            bodies = [i for i in ordered if defs[i].kind != "declaration"]
+            self._lookup[key] = ([defs[i].start for i in ordered], ordered,
+                                 [defs[i].start for i in bodies], bodies)
 
     def build(self) -> SymbolTable:
         """The table: definitions plus every use that resolves."""
         occurrences = list(self.defs)
+        self._prepare()
         for start, end, name, role, scope, s0, s1 in self._uses:
             symbol = self._resolve(scope, name, start)
             if symbol is not None:
