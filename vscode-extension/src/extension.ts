@@ -65,8 +65,6 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     command('tvmExplorer.goToPreviousStage', () => server && jump(server, 'previousStage')),
     command('tvmExplorer.goToPreviousPass', () => server && jump(server, 'previousPass')),
     command('tvmExplorer.goToNextPass', () => server && jump(server, 'nextPass')),
-    // The server's code lenses ("N places in M stages") run this one, with JSON arguments.
-    command('tvmExplorer.showReferences', showPlaces),
     vscode.window.createTreeView('tvmExplorer.numerics', { treeDataProvider: new NumericsTreeProvider(registry, server) }),
     command('tvmExplorer.openNumericsLayer', (location) => server && openNumericsLayer(server, location)),
     hot,

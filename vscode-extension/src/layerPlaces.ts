@@ -229,6 +229,10 @@ export function registerLayerPlaces(context: vscode.ExtensionContext, server: Se
     provider,
     view,
     vscode.commands.registerCommand('tvmExplorer.showLayerPlaces', showAt),
+    // The server's code lenses on model layers name this client command (`[uri, {line,
+    // character}]`, docs/lsp-protocol.md); other editors map it to their references list, VS
+    // Code shows the layer in this view, grouped by stage and pass.
+    vscode.commands.registerCommand('tvmExplorer.showReferences', showAt),
     vscode.commands.registerCommand('tvmExplorer.filterLayerPlaces', () => provider.chooseFilter()),
     vscode.commands.registerCommand('tvmExplorer.openPlace', openPlace),
   );
