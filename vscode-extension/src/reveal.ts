@@ -50,9 +50,10 @@ export async function revealInModel(server: ServerManager): Promise<void> {
 }
 
 /**
- * Shows every place of the layer at a position in the references peek. Arguments are optional
- * (default: the active cursor) and may be JSON (`uri` string, `{line, character}`), so that a
- * server code lens can use this command.
+ * Shows every place of the layer at a position in the references peek ("Show All Places of
+ * This Layer"). Arguments are optional (default: the active cursor) and may be JSON (`uri`
+ * string, `{line, character}`). The server's code lenses open the Layer Places view instead
+ * (`tvmExplorer.showReferences`, layerPlaces.ts).
  */
 export async function showPlaces(
   uriArg?: string | vscode.Uri,
