@@ -10,6 +10,7 @@ import * as vscode from 'vscode';
 import { ServerManager } from './client';
 import { openInPreview } from './jumps';
 import * as ext from './lsp_ext';
+import { bundleFileOf } from './passDiffSides';
 
 export type PlacesFilter = 'code' | 'last' | 'changed';
 const FILTERS: { id: PlacesFilter; label: string; detail: string }[] = [
@@ -63,7 +64,7 @@ export class LayerPlacesProvider implements vscode.TreeDataProvider<PlaceNode>, 
       return false;
     }
     const result = await client.sendRequest(ext.layerPlaces, {
-      textDocument: { uri: uri.toString() },
+      textDocument: { uri: (bundleFileOf(uri) ?? uri).toString() },
       position: { line: position.line, character: position.character },
     });
     if (!result || result.places.length === 0) {
