@@ -258,9 +258,10 @@ function linesOf(bundle, path) {
 /**
  * Runs `act`, then measures in the page, in every animation frame, how long after the step (the
  * key press, or the call when `act` presses no key) both sides of the diff show exactly the
- * text of `expected` ({left, right}: the lines of the two documents): every rendered line of a
- * side is the line of its new document at that place, nothing stale. Also counts the frames in
- * which a side showed no line at all (blank) and says whether the tab changed.
+ * text of `expected` ({left, right}: the lines of the two documents; `status`: the pass as the
+ * status bar names it, updated once both sides hold their whole new text): every rendered line
+ * of a side is the line of its new document at that place, nothing stale. Also counts the
+ * frames in which a side showed no line at all (blank) and says whether the tab changed.
  */
 async function shownAfter(page, expected, act) {
   const watch = page.evaluate(async (expected) => {
@@ -288,7 +289,8 @@ async function shownAfter(page, expected, act) {
         const left = matches('original', expected.left);
         const right = matches('modified', expected.right);
         if (keyed && (left === null || right === null)) blankFrames++;
-        if (left && right) {
+        const named = [...document.querySelectorAll('.statusbar-item')].some((el) => el.textContent.includes(expected.status));
+        if (left && right && named) {
           return { shown: Math.round(performance.now() - t0), blankFrames, newTab: document.querySelector('.tab.active')?.textContent?.trim() !== tab };
         }
         await new Promise((r) => requestAnimationFrame(r));
@@ -314,7 +316,9 @@ test('stepping pass diffs shows each new diff promptly, in place, with hover and
   await runCommand(page, 'View: Close All Editors');
   const changed = bundle.manifest.passes.filter((p) => p.changed);
   const first = bundle.changedPass('relax');
-  const expectedOf = (pass) => ({ left: linesOf(bundle, pass.before), right: linesOf(bundle, pass.after) });
+  const expectedOf = (pass) => ({
+    left: linesOf(bundle, pass.before), right: linesOf(bundle, pass.after), status: `${pass.name} · ${pass.stage} pass #${pass.index}`,
+  });
   await runCommand(page, 'TVM Explorer: Focus on Passes View');
   const item = (pass) => page.getByRole('treeitem', { name: new RegExp(`^${pass.name.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}\\b`) }).first();
   await item(first).waitFor({ state: 'visible', timeout: 90000 });

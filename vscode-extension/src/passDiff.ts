@@ -115,7 +115,7 @@ export class PassDiffs implements vscode.Disposable {
     const files = passFiles(pass);
     this.open.set(right.toString(), { bundle, pass });
     this.current = { bundle, pass };
-    await Promise.all([this.sides.show(left, files.before), this.sides.show(right, files.after)]);
+    await this.sides.show([[left, files.before], [right, files.after]]);
     const input = vscode.window.tabGroups.activeTabGroup.activeTab?.input;
     const showing = input instanceof vscode.TabInputTextDiff
       && input.original.toString() === left.toString() && input.modified.toString() === right.toString();
@@ -136,13 +136,16 @@ export class PassDiffs implements vscode.Disposable {
     const later = passes.find((p) => p.index > pass.index);
     const earlier = [...passes].reverse().find((p) => p.index < pass.index);
     const files: vscode.Uri[] = [];
+    const steps: [vscode.Uri | undefined, vscode.Uri | undefined][] = [];
+    const now = passFiles(pass);
     for (const p of [later, earlier]) {
       if (p) {
         const { before, after } = passFiles(p);
         files.push(...(before ? [before, after] : [after]));
+        steps.push([now.before, before], [now.after, after]);
       }
     }
-    await this.sides.keep(files);
+    await this.sides.keep(files, steps);
   }
 
   /** Sets `tvmExplorer.passDiffActive` and the status bar item; makes the active pass diff current. */

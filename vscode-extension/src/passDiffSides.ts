@@ -49,43 +49,61 @@ export class PassDiffSides implements vscode.TextDocumentContentProvider, vscode
   /** Text of bundle files by URI: the shown ones and those loaded ahead of a step. */
   private readonly texts = new Map<string, Promise<string>>();
   private updates: Promise<void> = Promise.resolve();
+  /** Line edits between files (`<from>|<to>`), worked out ahead for the likely next steps. */
+  private readonly edits = new Map<string, Promise<LineEdit[]>>();
 
   /**
-   * Makes `side` show `file` (nothing: empty) and, if the side is open, rewrites its text with
-   * line edits. (Firing `onDidChange` would have VS Code compute a character diff of the whole
-   * text in its editor worker first, for up to a second.) Updates run one after the other.
+   * Makes each side show its file (undefined: empty) and rewrites the text of the open ones
+   * with line edits, all in one workspace edit (both sides change in the same frame). Firing
+   * `onDidChange` instead would have VS Code compute a character diff of each whole text in
+   * its editor worker first, for up to a second. Updates run one after the other.
    */
-  show(side: vscode.Uri, file: vscode.Uri | undefined): Promise<void> {
-    const run = this.updates.then(() => this.update(side, file));
+  show(sides: [vscode.Uri, vscode.Uri | undefined][]): Promise<void> {
+    const run = this.updates.then(() => this.update(sides));
     this.updates = run.catch(() => undefined);
     return run;
   }
 
-  private async update(side: vscode.Uri, file: vscode.Uri | undefined): Promise<void> {
-    const text = file ? await this.text(file) : '';
-    const key = side.toString();
-    shownFiles.set(key, file);
-    const doc = vscode.workspace.textDocuments.find((d) => d.uri.toString() === key);
-    if (!doc || doc.isClosed) {
-      return; // opened later with this text, from provideTextDocumentContent
+  private async update(sides: [vscode.Uri, vscode.Uri | undefined][]): Promise<void> {
+    const edit = new vscode.WorkspaceEdit();
+    const rewritten: [vscode.TextDocument, string][] = [];
+    for (const [side, file] of sides) {
+      const text = file ? await this.text(file) : '';
+      const key = side.toString();
+      const from = shownFiles.get(key);
+      shownFiles.set(key, file);
+      const doc = vscode.workspace.textDocuments.find((d) => d.uri.toString() === key);
+      if (!doc || doc.isClosed) {
+        continue; // opened later with this text, from provideTextDocumentContent
+      }
+      const old = doc.getText();
+      if (old === text) {
+        continue;
+      }
+      const before = old.split('\n');
+      const planned = old === (from ? await this.text(from) : '') ? this.edits.get(transition(from, file)) : undefined;
+      for (const e of (await planned) ?? lineEdits(before, text.split('\n'))) {
+        const { range, newText } = editOf(before, e);
+        edit.replace(side, range, newText);
+      }
+      rewritten.push([doc, text]);
     }
-    const old = doc.getText();
-    if (old === text) {
+    if (rewritten.length === 0) {
       return;
     }
-    const before = old.split('\n');
-    const edit = new vscode.WorkspaceEdit();
-    for (const e of lineEdits(before, text.split('\n'))) {
-      const { range, newText } = editOf(before, e);
-      edit.replace(side, range, newText);
-    }
-    if (!(await vscode.workspace.applyEdit(edit)) || doc.getText() !== text) {
-      this.changed.fire(side); // VS Code reads the text again
+    const applied = await vscode.workspace.applyEdit(edit);
+    for (const [doc, text] of rewritten) {
+      if (!applied || doc.getText() !== text) {
+        this.changed.fire(doc.uri); // VS Code reads the text again
+      }
     }
   }
 
-  /** Reads the files of the passes around the shown one ahead; forgets the others. */
-  async keep(files: vscode.Uri[]): Promise<void> {
+  /**
+   * Reads the files of the passes around the shown one ahead, and works out the line edits of
+   * the steps to them (`steps`: a side's file now → after the step); forgets the others.
+   */
+  async keep(files: vscode.Uri[], steps: [vscode.Uri | undefined, vscode.Uri | undefined][]): Promise<void> {
     const wanted = new Set(files.map((f) => f.toString()));
     for (const shown of shownFiles.values()) {
       if (shown) {
@@ -98,6 +116,22 @@ export class PassDiffSides implements vscode.TextDocumentContentProvider, vscode
       }
     }
     await Promise.all(files.map((f) => this.text(f).catch(() => '')));
+    const planned = new Set(steps.map(([from, to]) => transition(from, to)));
+    for (const key of [...this.edits.keys()]) {
+      if (!planned.has(key)) {
+        this.edits.delete(key);
+      }
+    }
+    for (const [from, to] of steps) {
+      const key = transition(from, to);
+      if (!this.edits.has(key) && key.split('|')[0] !== key.split('|')[1]) {
+        const read = (f: vscode.Uri | undefined) => (f ? this.text(f) : Promise.resolve(''));
+        const plan = Promise.all([read(from), read(to)]).then(([a, b]) => lineEdits(a.split('\n'), b.split('\n')));
+        plan.catch(() => this.edits.delete(key));
+        this.edits.set(key, plan);
+        await plan.catch(() => undefined);
+      }
+    }
   }
 
   provideTextDocumentContent(uri: vscode.Uri): Promise<string> | string {
@@ -119,6 +153,10 @@ export class PassDiffSides implements vscode.TextDocumentContentProvider, vscode
     }
     return got;
   }
+}
+
+function transition(from: vscode.Uri | undefined, to: vscode.Uri | undefined): string {
+  return `${from?.toString() ?? ''}|${to?.toString() ?? ''}`;
 }
 
 /** The document edit of a line edit of `lines` (the last line has no line break after it). */
