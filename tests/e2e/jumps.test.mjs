@@ -362,18 +362,36 @@ test('stepping pass diffs shows each new diff promptly, in place, with hover and
 
   // Hover and go to definition in the (virtual) right side: the server's answers for its file.
   const stmt = bundle.statementOf(pass.after, 'CONV_2D', { inLoop: false });
-  await diff.locator('.editor.modified .monaco-editor textarea').first().focus();
-  await page.keyboard.press('Control+G');
-  const input = page.locator('.quick-input-widget input');
-  await input.waitFor({ state: 'visible' });
-  await input.fill(`:${stmt.line + 1}:${stmt.character + 1}`);
-  await sleep(150);
-  await page.keyboard.press('Enter');
-  await page.locator('.quick-input-widget').waitFor({ state: 'hidden' });
+  /** Puts the cursor of the diff's right side at 1-based `line`, `column`. */
+  const goToInDiff = async (line, column) => {
+    await diff.locator('.editor.modified .monaco-editor textarea').first().focus();
+    await page.keyboard.press('Control+G');
+    const input = page.locator('.quick-input-widget input');
+    await input.waitFor({ state: 'visible' });
+    await input.fill(`:${line}:${column}`);
+    await sleep(150);
+    await page.keyboard.press('Enter');
+    await page.locator('.quick-input-widget').waitFor({ state: 'hidden' });
+  };
+  await goToInDiff(stmt.line + 1, stmt.character + 1);
   const text = await hoverNamingLayer(suite, stmt);
   await screenshot(page, 'jumps-13-hover-in-pass-diff');
   assert.match(text, new RegExp(`${stmt.layers[0].opcode}.*op ${stmt.layers[0].op_index}`));
+  // F12 on a use of a name defined in the same document (a loop variable read in the loop's
+  // body) moves within the diff's side.
+  const lines = linesOf(bundle, pass.after);
+  const defLine = lines.findIndex((l) => /^\s+for i0, /.test(l));
+  const useLine = lines.findIndex((l, i) => i > defLine && l.includes('[i0, '));
+  assert.ok(defLine >= 0 && useLine > defLine && useLine <= defLine + 3, `no loop over i0 read in its body in ${pass.after}`);
+  await goToInDiff(useLine + 1, lines[useLine].indexOf('[i0, ') + 3);
+  await page.keyboard.press('F12');
+  const moved = await poll(async () => ((await cursorPosition(page))?.line === defLine + 1 ? true : undefined), { timeoutMs: 30000, intervalMs: 300 });
+  await screenshot(page, 'jumps-14-definition-in-pass-diff');
+  assert.ok(moved, `F12 on i0 (line ${useLine + 1}) did not go to line ${defLine + 1}: ${JSON.stringify(await cursorPosition(page))}`);
+  assert.equal(await activeTabTitle(page), tabTitle, 'the definition left the diff');
+  // Elsewhere, definition goes to the origin layer: the model document opens at its entry.
+  await goToInDiff(stmt.line + 1, stmt.character + 1);
   const { target, pos } = await ctrlClickToModel(suite, stmt, 'Pass Diff');
-  await screenshot(page, 'jumps-14-definition-from-pass-diff');
+  await screenshot(page, 'jumps-15-definition-from-pass-diff');
   assert.ok(pos, `go to definition from the pass diff did not reach the layer entry (line ${target.line + 1})`);
 });
