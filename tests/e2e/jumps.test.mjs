@@ -2,13 +2,13 @@
  * Stepping through the pipeline in a real VS Code, on a bundle compiled from
  * tests/models/small_cnn_fp32.tflite at test start: the same code one pass back or forward
  * (alt+[ / alt+]), one stage back (alt+\) from the generated C to the model, all in ONE
- * preview editor; the Layer Places view with its filter; and pass diffs that render at once
+ * preview editor; the Layer Places view with its filter and the places code lens; and pass diffs that show promptly
  * when stepped. Screenshots in test-artifacts/vscode/jumps-*.png.
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { bundleSuite, openAt as openIn } from './lib/suite.mjs';
-import { activeTabTitle, cursorPosition, poll, runCommand, screenshot } from './lib/workbench.mjs';
+import { bundleSuite, ctrlClickToModel, hoverNamingLayer, openAt as openIn } from './lib/suite.mjs';
+import { activeTabTitle, cursorPosition, passDiffStatus, poll, runCommand, screenshot } from './lib/workbench.mjs';
 
 const suite = bundleSuite({ shots: 'jumps-' });
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
@@ -203,60 +203,195 @@ test('Layer Places lists the layer by stage in pipeline order, filters, and open
   assert.ok(pos, `the place did not open at module.c:${line}`);
 });
 
-/** Runs `act`, then measures in the page how long the new diff (its tab titled differently
- * from `before`) shows no text on one of its sides: what a person sees as "blank". */
-async function blankAfter(page, before, act) {
-  const watch = page.evaluate(async (before) => {
-    const t0 = performance.now();
-    let titled;
-    while (performance.now() - t0 < 30000) {
-      const title = document.querySelector('.tab.active')?.textContent?.trim();
-      if (title && title !== before) {
-        titled ??= performance.now();
-        const d = document.querySelector('.editor-instance .monaco-diff-editor');
-        const left = d?.querySelectorAll('.editor.original .view-line').length ?? 0;
-        const right = d?.querySelectorAll('.editor.modified .view-line').length ?? 0;
-        if (left > 0 && right > 0) return { title, blank: Math.round(performance.now() - titled) };
-      }
-      await new Promise((r) => requestAnimationFrame(r));
+test('the places code lens on a model layer opens Layer Places on that layer, grouped by stage', async () => {
+  const { session, bundle } = suite;
+  const { page } = session;
+  await runCommand(page, 'View: Close All Editors');
+  const cPath = bundle.documents('code').find((p) => p.endsWith('.c'));
+  // Not the conv layer the view may still show from the test before: the lens must replace it.
+  const conv = bundle.statementOf(cPath, 'CONV_2D').layers[0];
+  const ids = [...new Set(bundle.ranges(cPath).flatMap((r) => r.origins.map(([id]) => id)))];
+  const layer = ids.map((id) => bundle.layer(id)).find((l) => l.id !== conv.id && l.opcode !== conv.opcode);
+  const entry = bundle.layerEntry(layer.id);
+  await openAt(entry.path, entry.line, entry.character);
+  // The lens of this layer: the places lens drawn just above the entry's line.
+  const lens = await poll(async () => {
+    const number = page.locator('.editor-instance .margin-view-overlays .line-numbers', { hasText: new RegExp(`^${entry.line + 1}$`) }).first();
+    const lineBox = await number.boundingBox().catch(() => null);
+    if (!lineBox) return undefined;
+    const anchors = page.locator('.editor-instance .codelens-decoration a', { hasText: /places? in generated code/ });
+    let best;
+    for (const a of await anchors.all()) {
+      const box = await a.boundingBox();
+      if (box && box.y + box.height <= lineBox.y + 2 && (!best || box.y > best.box.y)) best = { a, box };
     }
-    return null;
-  }, before);
+    return best && lineBox.y - (best.box.y + best.box.height) < 30 ? best.a : undefined;
+  }, { timeoutMs: 60000, intervalMs: 300 });
+  assert.ok(lens, `no places lens above line ${entry.line + 1} of the model document`);
+  const lensText = (await lens.textContent()).trim();
+  await lens.click();
+  // The view shows this layer (its message names it) with its stages in pipeline order.
+  const pane = placesPane(page);
+  const named = await poll(async () => {
+    const text = (await pane.textContent()) ?? '';
+    return new RegExp(`${layer.opcode} op ${layer.op_index}\\b`).test(text) && (await placesRows(page)).length > 1 ? text : undefined;
+  }, { timeoutMs: 60000, intervalMs: 300 });
+  await screenshot(page, 'jumps-10-lens-layer-places');
+  assert.ok(named, `Layer Places does not show ${layer.opcode} op ${layer.op_index} after clicking "${lensText}"`);
+  assert.equal(await page.locator('.zone-widget .peekview-widget, .reference-zone-widget').count(), 0, 'the lens opened the references peek');
+  await chooseFilter(page, 'Last document of each stage');
+  const rows = await stageRows(page);
+  const stages = rows.map((r) => /^(Model|Relax|TIR|Generated)(?=\d| code\d)/.exec(r)?.[1]).filter(Boolean);
+  assert.deepEqual(stages, ['Model', 'Relax', 'TIR', 'Generated']);
+  // The view lists as many places in generated code as the lens counts.
+  const code = Number(/^(\d+) places? in generated code/.exec(lensText)[1]);
+  const generated = rows.find((r) => r.startsWith('Generated'));
+  assert.ok(code > 0 && Number(/(\d+) places?/.exec(generated)?.[1]) === code, `lens "${lensText}" vs view row "${generated}"`);
+  console.log(`lens "${lensText}"; view: ${rows.join(' | ')}`);
+});
+
+/** The lines of a bundle document (an empty side: one empty line). */
+function linesOf(bundle, path) {
+  return path ? bundle.codePoints(path).join('').split('\n') : [''];
+}
+
+/**
+ * Runs `act`, then measures in the page, in every animation frame, how long after the step (the
+ * key press, or the call when `act` presses no key) both sides of the diff show exactly the
+ * text of `expected` ({left, right}: the lines of the two documents; `status`: the pass as the
+ * status bar names it, updated once both sides hold their whole new text): every rendered line
+ * of a side is the line of its new document at that place, nothing stale. Also counts the
+ * frames in which a side showed no line at all (blank) and says whether the tab changed.
+ */
+async function shownAfter(page, expected, act) {
+  const watch = page.evaluate(async (expected) => {
+    let t0 = performance.now();
+    let keyed = false;
+    const onKey = () => { if (!keyed) { keyed = true; t0 = performance.now(); } };
+    window.addEventListener('keydown', onKey, true);
+    const tab = document.querySelector('.tab.active')?.textContent?.trim();
+    const matches = (side, lines) => {
+      const d = document.querySelector('.editor-instance .monaco-diff-editor');
+      const rendered = [...(d?.querySelectorAll(`.editor.${side} .view-lines .view-line`) ?? [])]
+        .map((el) => ({ top: parseFloat(el.style.top), text: el.textContent.replace(/\u00a0/g, ' ').trimEnd() }))
+        .sort((a, b) => a.top - b.top)
+        .map((l) => l.text);
+      if (rendered.length === 0) return null;
+      const want = lines.map((l) => l.trimEnd());
+      for (let k = 0; k + rendered.length <= want.length; k++) {
+        if (want[k] === rendered[0] && rendered.every((t, i) => want[k + i] === t)) return true;
+      }
+      return false;
+    };
+    let blankFrames = 0;
+    try {
+      while (performance.now() - t0 < 60000) {
+        const left = matches('original', expected.left);
+        const right = matches('modified', expected.right);
+        if (keyed && (left === null || right === null)) blankFrames++;
+        const named = [...document.querySelectorAll('.statusbar-item')].some((el) => el.textContent.includes(expected.status));
+        if (left && right && named) {
+          return { shown: Math.round(performance.now() - t0), blankFrames, newTab: document.querySelector('.tab.active')?.textContent?.trim() !== tab };
+        }
+        await new Promise((r) => requestAnimationFrame(r));
+      }
+      return null;
+    } finally {
+      window.removeEventListener('keydown', onKey, true);
+    }
+  }, expected);
+  await sleep(50); // the watch is listening before the step
   await act();
   return watch;
 }
 
-// Reported, not yet passing: on the shared 2-core machine (load ~20) a stepped diff stayed
-// blank 4–16 s even with its documents loaded ahead, about as long as a cold one (11 s), so the
-// wait is not (only) reading the files. See the report of h11-vscode.
-test('stepping pass diffs renders each diff at once (neighbours are warmed)', { todo: 'warming the neighbours is not shown to remove the blank yet' }, async () => {
+// A step rewrites the text of the diff's two sides in place (stable virtual URIs): VS Code keeps
+// the diff editor on screen and recomputes only its markings, where a diff with new URIs is a
+// new input that VS Code clears and shows only once the new diff is computed and laid out
+// (0.3-1.2 s on this loaded 2-core machine). Measured from the key press to the new text
+// rendered on both sides, with no frame without text.
+test('stepping pass diffs shows each new diff promptly, in place, with hover and definition', async () => {
   const { session, bundle } = suite;
   const { page } = session;
   await runCommand(page, 'View: Close All Editors');
-  const changed = bundle.manifest.passes.filter((p) => p.changed && p.before);
+  const changed = bundle.manifest.passes.filter((p) => p.changed);
   const first = bundle.changedPass('relax');
+  const expectedOf = (pass) => ({
+    left: linesOf(bundle, pass.before), right: linesOf(bundle, pass.after), status: `${pass.name} · ${pass.stage} pass #${pass.index}`,
+  });
   await runCommand(page, 'TVM Explorer: Focus on Passes View');
   const item = (pass) => page.getByRole('treeitem', { name: new RegExp(`^${pass.name.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}\\b`) }).first();
   await item(first).waitFor({ state: 'visible', timeout: 90000 });
-  // Cold: a pass diff whose documents nothing has opened yet (clicked in the pass view).
-  const cold = await blankAfter(page, '', () => item(first).click());
-  assert.ok(cold, 'the first diff did not render');
+  // Cold: a pass diff whose documents nothing has read yet (clicked in the pass view).
+  const cold = await shownAfter(page, expectedOf(first), () => item(first).click());
+  assert.ok(cold, 'the first diff did not show its documents');
   const diff = page.locator('.editor-instance .monaco-diff-editor');
-  await sleep(1500); // reading the diff, while its neighbours are warmed
-  const warm = [];
-  let title = cold.title;
-  for (let i = 0; i < 4; i++) {
+  const tabTitle = await activeTabTitle(page);
+  assert.match(tabTitle, /Pass Diff · small_cnn\.bundle/);
+  assert.ok((await poll(() => passDiffStatus(page)))?.includes(first.name), `the status bar does not name ${first.name}`);
+  await sleep(1500); // reading the diff, while its neighbours are read ahead
+  const steps = [];
+  let pass = first;
+  for (let i = 0; i < 6; i++) {
+    const next = changed.find((p) => p.index > pass.index);
     await diff.locator('.editor.modified .monaco-editor textarea').first().focus();
-    const shown = await blankAfter(page, title, () => page.keyboard.press('Alt+BracketRight'));
-    assert.ok(shown, `step ${i + 1} did not render`);
-    assert.notEqual(shown.title, title);
-    warm.push(shown.blank);
-    title = shown.title;
-    await sleep(1500);
+    const shown = await shownAfter(page, expectedOf(next), () => page.keyboard.press('Alt+BracketRight'));
+    assert.ok(shown, `step ${i + 1} (to ${next.name}) did not show its documents`);
+    const named = await poll(async () => ((await passDiffStatus(page)) ?? '').includes(`${next.name} · ${next.stage} pass #${next.index}`) || undefined, { timeoutMs: 10000, intervalMs: 100 });
+    assert.ok(named, `the status bar does not name ${next.name} after step ${i + 1}: ${await passDiffStatus(page)}`);
+    steps.push({ ...shown, to: next.name });
+    pass = next;
+    if (i === 0) {
+      await sleep(800); // the diff markings, computed after the text
+      await screenshot(page, 'jumps-11-stepped-diff');
+    }
+    await sleep(1000);
   }
-  await screenshot(page, 'jumps-10-stepped-diff');
-  const median = [...warm].sort((a, b) => a - b)[Math.floor(warm.length / 2)];
-  console.log(`pass diff blank: cold ${cold.blank} ms; stepped (warmed) ${warm.join(', ')} ms; ${changed.length} changed passes`);
-  assert.ok(median < 300 || median < cold.blank / 2,
-    `stepped diffs stayed blank ${warm.join(', ')} ms, not clearly less than a cold diff (${cold.blank} ms)`);
+  await screenshot(page, 'jumps-12-stepped-diff-last');
+  const times = steps.map((s) => s.shown);
+  const sorted = [...times].sort((a, b) => a - b);
+  const median = sorted[Math.floor(sorted.length / 2)];
+  console.log(`pass diff text shown after: cold ${cold.shown} ms; stepped ${steps.map((s) => `${s.shown}${s.newTab ? ' (new tab)' : ''}${s.blankFrames ? ` (${s.blankFrames} blank frames)` : ''}`).join(', ')} ms; ${changed.length} changed passes`);
+  // Steps within one stage keep the tab: no frame without text.
+  const inPlace = steps.filter((s) => !s.newTab);
+  assert.ok(inPlace.length >= 4, `steps opened new tabs: ${JSON.stringify(steps)}`);
+  assert.deepEqual(inPlace.filter((s) => s.blankFrames > 0), [], 'a stepped diff went blank');
+  assert.equal(await activeTabTitle(page), tabTitle);
+  assert.ok(median <= 250, `stepped diffs showed their text after ${times.join(', ')} ms (median ${median} ms; cold diff ${cold.shown} ms)`);
+  assert.ok(times.filter((t) => t > 1000).length <= 1, `slow steps: ${times.join(', ')} ms`);
+
+  // Hover and go to definition in the (virtual) right side: the server's answers for its file.
+  const stmt = bundle.statementOf(pass.after, 'CONV_2D', { inLoop: false });
+  /** Puts the cursor of the diff's right side at 1-based `line`, `column`. */
+  const goToInDiff = async (line, column) => {
+    await diff.locator('.editor.modified .monaco-editor textarea').first().focus();
+    await page.keyboard.press('Control+G');
+    const input = page.locator('.quick-input-widget input');
+    await input.waitFor({ state: 'visible' });
+    await input.fill(`:${line}:${column}`);
+    await sleep(150);
+    await page.keyboard.press('Enter');
+    await page.locator('.quick-input-widget').waitFor({ state: 'hidden' });
+  };
+  await goToInDiff(stmt.line + 1, stmt.character + 1);
+  const text = await hoverNamingLayer(suite, stmt);
+  await screenshot(page, 'jumps-13-hover-in-pass-diff');
+  assert.match(text, new RegExp(`${stmt.layers[0].opcode}.*op ${stmt.layers[0].op_index}`));
+  // F12 on a use of a name defined in the same document (a loop variable read in the loop's
+  // body) moves within the diff's side.
+  const lines = linesOf(bundle, pass.after);
+  const defLine = lines.findIndex((l) => /^\s+for i0, /.test(l));
+  const useLine = lines.findIndex((l, i) => i > defLine && l.includes('[i0, '));
+  assert.ok(defLine >= 0 && useLine > defLine && useLine <= defLine + 3, `no loop over i0 read in its body in ${pass.after}`);
+  await goToInDiff(useLine + 1, lines[useLine].indexOf('[i0, ') + 3);
+  await page.keyboard.press('F12');
+  const moved = await poll(async () => ((await cursorPosition(page))?.line === defLine + 1 ? true : undefined), { timeoutMs: 30000, intervalMs: 300 });
+  await screenshot(page, 'jumps-14-definition-in-pass-diff');
+  assert.ok(moved, `F12 on i0 (line ${useLine + 1}) did not go to line ${defLine + 1}: ${JSON.stringify(await cursorPosition(page))}`);
+  assert.equal(await activeTabTitle(page), tabTitle, 'the definition left the diff');
+  // Elsewhere, definition goes to the origin layer: the model document opens at its entry.
+  await goToInDiff(stmt.line + 1, stmt.character + 1);
+  const { target, pos } = await ctrlClickToModel(suite, stmt, 'Pass Diff');
+  await screenshot(page, 'jumps-15-definition-from-pass-diff');
+  assert.ok(pos, `go to definition from the pass diff did not reach the layer entry (line ${target.line + 1})`);
 });

@@ -14,7 +14,7 @@ import { dirname, join } from 'node:path';
 import { test } from 'node:test';
 import { PYTHON, REPO } from './lib/paths.mjs';
 import { bundleSuite } from './lib/suite.mjs';
-import { activeTabTitle, cursorPosition, poll, runCommand, screenshot } from './lib/workbench.mjs';
+import { activeTabTitle, cursorPosition, passDiffStatus, poll, runCommand, screenshot } from './lib/workbench.mjs';
 
 const models = mkdtempSync(join(tmpdir(), 'tvmx-numerics-'));
 execFileSync(PYTHON, ['-c', 'import sys; from pathlib import Path; sys.path.insert(0, "tests");'
@@ -82,8 +82,8 @@ test('the Passes view marks the culprit pass of a bisected bundle and opens its 
   const diff = page.locator('.editor-instance .monaco-diff-editor');
   await diff.waitFor({ state: 'visible' });
   await diff.locator('.editor.modified .view-line').first().waitFor();
-  const title = await activeTabTitle(page);
-  assert.ok(title.includes('PlantedAddToSubtract'), `diff tab "${title}" is not the culprit's`);
+  const status = await poll(() => passDiffStatus(page));
+  assert.ok(status?.includes('PlantedAddToSubtract'), `the pass diff shows "${status}", not the culprit`);
   const modified = (await diff.locator('.editor.modified .view-line').allTextContents()).join('\n');
   assert.ok(modified.includes('R.subtract'), 'the diff does not show the planted subtract');
   await screenshot(page, 'numerics-04-culprit-diff');

@@ -10,6 +10,7 @@ import { bundleSuite, ctrlClickToModel, hoverNamingLayer, openAt as openIn } fro
 import {
   activeTabTitle,
   cursorPosition,
+  passDiffStatus,
   poll,
   runCommand,
   screenshot,
@@ -67,8 +68,10 @@ test('the pass view opens a before/after diff of a pass that changed the IR', as
   await diff.locator('.editor.original .view-line').first().waitFor();
   await diff.locator('.editor.modified .view-line').first().waitFor();
   const title = await activeTabTitle(page);
+  const status = await poll(() => passDiffStatus(page));
   await screenshot(page, '05-pass-diff');
-  assert.ok(title.includes(pass.name), `diff tab "${title}" is not titled with ${pass.name}`);
+  assert.match(title, /Pass Diff · /, `diff tab "${title}"`);
+  assert.ok(status?.includes(`${pass.name} · relax pass #${pass.index}`), `the status bar names "${status}", not ${pass.name}`);
   const firstLine = (path) => bundle.codePoints(path).join('').split('\n')[0].trim();
   const sideText = async (side) =>
     (await diff.locator(`.editor.${side} .view-line`).allTextContents()).join('\n').replace(/\u00a0/g, ' ');
@@ -82,13 +85,18 @@ test('next/previous pass steps the diff through the changed passes', async () =>
   const shown = bundle.manifest.passes.filter((p) => p.changed);
   const first = bundle.changedPass('relax');
   const next = shown[shown.indexOf(shown.find((p) => p.index === first.index)) + 1];
+  const shows = (pass) => async () => ((await passDiffStatus(page)) ?? '').includes(pass.name);
   await runCommand(page, 'TVM Explorer: Next Pass Diff');
-  await poll(async () => (await activeTabTitle(page)).includes(next.name));
+  await poll(shows(next));
   await screenshot(page, '06-next-pass-diff');
-  assert.ok((await activeTabTitle(page)).includes(next.name), `next pass ${next.name} not shown`);
+  assert.ok(await shows(next)(), `next pass ${next.name} not shown`);
   await runCommand(page, 'TVM Explorer: Previous Pass Diff');
-  await poll(async () => (await activeTabTitle(page)).includes(first.name));
-  assert.ok((await activeTabTitle(page)).includes(first.name), `previous pass ${first.name} not shown`);
+  await poll(shows(first));
+  assert.ok(await shows(first)(), `previous pass ${first.name} not shown`);
+  // The pass's own document (the right side's file) opens from the diff.
+  await runCommand(page, "TVM Explorer: Open This Pass's Document");
+  const file = first.after.split('/').pop();
+  assert.ok(await poll(async () => (await activeTabTitle(page)).includes(file)), `${file} did not open: "${await activeTabTitle(page)}"`);
 });
 
 test('"Reveal in Model" goes from a TIR statement to its layer', async () => {

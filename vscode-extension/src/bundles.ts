@@ -8,6 +8,7 @@ import * as vscode from 'vscode';
 import * as lc from 'vscode-languageclient/node';
 import * as ext from './lsp_ext';
 import { ServerManager } from './client';
+import { bundleFileOf } from './passDiffSides';
 
 /** A loaded bundle with its passes (fetched lazily). */
 export interface Bundle {
@@ -112,7 +113,8 @@ export class BundleRegistry implements vscode.Disposable {
 
   private updateContext(): void {
     const doc = vscode.window.activeTextEditor?.document;
-    const inBundle = !!doc && !!this.bundleOf(doc.uri);
+    const file = doc && bundleFileOf(doc.uri);
+    const inBundle = !!file && !!this.bundleOf(file);
     void vscode.commands.executeCommand('setContext', 'tvmExplorer.inBundle', inBundle);
   }
 }

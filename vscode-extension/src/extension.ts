@@ -6,7 +6,8 @@ import * as vscode from 'vscode';
 import { BundleRegistry } from './bundles';
 import { ServerManager } from './client';
 import { setShowUnchangedPasses, showUnchangedPasses } from './config';
-import { EMPTY_SCHEME, EmptyDocumentProvider, PassDiffs } from './passDiff';
+import { PassDiffs } from './passDiff';
+import { PASSDIFF_SCHEME, PassDiffSides, registerSideFeatures } from './passDiffSides';
 import { PassDecorations, PassNode, PassTreeProvider } from './passView';
 import { jump } from './jumps';
 import { registerLayerPlaces } from './layerPlaces';
@@ -33,7 +34,8 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     treeDataProvider: tree,
     showCollapseAll: true,
   });
-  const diffs = new PassDiffs(registry, tree, view as vscode.TreeView<unknown>);
+  const sides = new PassDiffSides();
+  const diffs = new PassDiffs(registry, tree, view as vscode.TreeView<unknown>, sides);
   const hot = new HotLayersProvider(registry, server);
   hot.view = vscode.window.createTreeView('tvmExplorer.hotLayers', { treeDataProvider: hot });
   syncShowUnchangedContext();
@@ -51,7 +53,9 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     view,
     diffs,
     vscode.window.registerFileDecorationProvider(new PassDecorations()),
-    vscode.workspace.registerTextDocumentContentProvider(EMPTY_SCHEME, new EmptyDocumentProvider()),
+    sides,
+    vscode.workspace.registerTextDocumentContentProvider(PASSDIFF_SCHEME, sides),
+    registerSideFeatures(server),
     command('tvmExplorer.restartServer', () => server?.restart()),
     command('tvmExplorer.showOutput', () => output.show(true)),
     command('tvmExplorer.refreshPasses', () => registry.refresh()),
@@ -60,13 +64,12 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     command('tvmExplorer.openPassDiff', (bundleUri: string, index: number) => diffs.openPass(bundleUri, index)),
     command('tvmExplorer.nextPass', () => diffs.step(1)),
     command('tvmExplorer.previousPass', () => diffs.step(-1)),
+    command('tvmExplorer.openPassDocument', () => diffs.openDocument()),
     command('tvmExplorer.revealInModel', () => server && revealInModel(server)),
     command('tvmExplorer.showPlaces', showPlaces),
     command('tvmExplorer.goToPreviousStage', () => server && jump(server, 'previousStage')),
     command('tvmExplorer.goToPreviousPass', () => server && jump(server, 'previousPass')),
     command('tvmExplorer.goToNextPass', () => server && jump(server, 'nextPass')),
-    // The server's code lenses ("N places in M stages") run this one, with JSON arguments.
-    command('tvmExplorer.showReferences', showPlaces),
     vscode.window.createTreeView('tvmExplorer.numerics', { treeDataProvider: new NumericsTreeProvider(registry, server) }),
     command('tvmExplorer.openNumericsLayer', (location) => server && openNumericsLayer(server, location)),
     hot,

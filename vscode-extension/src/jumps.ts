@@ -11,6 +11,7 @@ import * as vscode from 'vscode';
 import * as lc from 'vscode-languageclient/node';
 import { ServerManager } from './client';
 import * as ext from './lsp_ext';
+import { cursorParams } from './passDiffSides';
 
 type Jump = 'previousStage' | 'previousPass' | 'nextPass';
 
@@ -33,7 +34,7 @@ export async function jump(server: ServerManager, kind: Jump): Promise<void> {
     void vscode.window.showWarningMessage('TVM Explorer: no bundle document or no running server.');
     return;
   }
-  const params = client.code2ProtocolConverter.asTextDocumentPositionParams(editor.document, editor.selection.active);
+  const params = cursorParams(client, editor);
   const result = (await client.sendRequest(REQUESTS[kind], params)) ?? [];
   const locations = result.map((l) => client.protocol2CodeConverter.asLocation(l));
   if (locations.length === 0) {

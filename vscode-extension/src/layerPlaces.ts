@@ -10,6 +10,7 @@ import * as vscode from 'vscode';
 import { ServerManager } from './client';
 import { openInPreview } from './jumps';
 import * as ext from './lsp_ext';
+import { bundleFileOf } from './passDiffSides';
 
 export type PlacesFilter = 'code' | 'last' | 'changed';
 const FILTERS: { id: PlacesFilter; label: string; detail: string }[] = [
@@ -63,7 +64,7 @@ export class LayerPlacesProvider implements vscode.TreeDataProvider<PlaceNode>, 
       return false;
     }
     const result = await client.sendRequest(ext.layerPlaces, {
-      textDocument: { uri: uri.toString() },
+      textDocument: { uri: (bundleFileOf(uri) ?? uri).toString() },
       position: { line: position.line, character: position.character },
     });
     if (!result || result.places.length === 0) {
@@ -229,6 +230,10 @@ export function registerLayerPlaces(context: vscode.ExtensionContext, server: Se
     provider,
     view,
     vscode.commands.registerCommand('tvmExplorer.showLayerPlaces', showAt),
+    // The server's code lenses on model layers name this client command (`[uri, {line,
+    // character}]`, docs/lsp-protocol.md); other editors map it to their references list, VS
+    // Code shows the layer in this view, grouped by stage and pass.
+    vscode.commands.registerCommand('tvmExplorer.showReferences', showAt),
     vscode.commands.registerCommand('tvmExplorer.filterLayerPlaces', () => provider.chooseFilter()),
     vscode.commands.registerCommand('tvmExplorer.openPlace', openPlace),
   );

@@ -1,54 +1,55 @@
 /**
- * Opens the IR before and after a pass side by side (`vscode.diff`), titled with the pass name,
- * and steps to the next/previous pass. Diff sides are the bundle's own files, so a diff tab's
- * URIs are deterministic (reopening a pass focuses its tab) and keep hover/definition working;
- * a pass with nothing before it is diffed against `tvm-explorer-empty:/<bundle>/<index>-<name>`.
+ * Opens the IR before and after a pass side by side (`vscode.diff`) and steps to the
+ * next/previous pass in the same tab. The sides are the virtual documents of passDiffSides.ts
+ * (stable URIs per bundle, text = the pass's files): a step rewrites their text, so the diff
+ * stays on screen and only its markings are recomputed. Which pass is shown: the status bar
+ * item (also the button that opens the pass's own document) and the Passes view's selection.
  */
 import * as vscode from 'vscode';
 import { Bundle, BundleRegistry } from './bundles';
 import { PassInfo } from './lsp_ext';
+import { PassDiffSides, PASSDIFF_SCHEME, bundleFileOf, sideUri } from './passDiffSides';
 import { PassTreeProvider, visiblePasses } from './passView';
 
-export const EMPTY_SCHEME = 'tvm-explorer-empty';
-
-/** Content of the empty left side of a first pass. */
-export class EmptyDocumentProvider implements vscode.TextDocumentContentProvider {
-  provideTextDocumentContent(): string {
-    return '';
-  }
+/** The files of a pass's diff (`before` undefined: the pass has nothing before it). */
+export function passFiles(pass: PassInfo): { before: vscode.Uri | undefined; after: vscode.Uri } {
+  return { before: pass.before ? vscode.Uri.parse(pass.before) : undefined, after: vscode.Uri.parse(pass.after) };
 }
 
-/** The two sides of the diff of a pass. */
+/** The two sides (virtual documents) of the diff tab of a bundle when it shows `pass`. */
 export function diffUris(bundle: Bundle, pass: PassInfo): { left: vscode.Uri; right: vscode.Uri } {
-  const right = vscode.Uri.parse(pass.after);
-  const left = pass.before
-    ? vscode.Uri.parse(pass.before)
-    : vscode.Uri.from({
-        scheme: EMPTY_SCHEME,
-        path: `/${bundle.dir.split(/[\\/]/).pop()}/${pass.index}-${pass.name}`,
-      });
-  return { left, right };
+  const { before, after } = passFiles(pass);
+  const ext = after.path.slice(after.path.lastIndexOf('.'));
+  return { left: sideUri(bundle.dir, 'before', before, ext), right: sideUri(bundle.dir, 'after', after, ext) };
 }
 
-/** Title of a pass diff tab. */
+/** What the diff shows, for the status bar: "FuseOps · relax pass #12". */
 export function diffTitle(pass: PassInfo): string {
-  return `${pass.name} (${pass.stage} pass #${pass.index})${pass.changed ? '' : ' · unchanged'}`;
+  return `${pass.name} · ${pass.stage} pass #${pass.index}${pass.changed ? '' : ' · unchanged'}`;
+}
+
+/** The tab title of a bundle's pass diff (it stays while stepping). */
+export function tabTitle(bundle: Bundle): string {
+  return `Pass Diff · ${bundle.dir.split(/[\\/]/).pop()}`;
 }
 
 export class PassDiffs implements vscode.Disposable {
-  /** Open pass diffs by `<left>|<right>`, to know which pass the active tab shows. */
+  /** The pass each open diff tab shows, by its right side's URI. */
   private readonly open = new Map<string, { bundle: Bundle; pass: PassInfo }>();
   private current: { bundle: Bundle; pass: PassInfo } | undefined;
-  /** Documents of neighbouring passes, loaded ahead of a step (held so they stay loaded). */
-  private readonly warm = new Map<string, vscode.TextDocument>();
+  private readonly status = vscode.window.createStatusBarItem('tvmExplorer.passDiff', vscode.StatusBarAlignment.Left, 50);
   private readonly disposables: vscode.Disposable[] = [];
 
   constructor(
     private readonly registry: BundleRegistry,
     private readonly tree: PassTreeProvider,
     private readonly view: vscode.TreeView<unknown>,
+    private readonly sides: PassDiffSides,
   ) {
+    this.status.name = 'TVM Explorer Pass Diff';
+    this.status.command = 'tvmExplorer.openPassDocument';
     this.disposables.push(
+      this.status,
       vscode.window.tabGroups.onDidChangeTabs(() => this.updateActive()),
       vscode.window.tabGroups.onDidChangeTabGroups(() => this.updateActive()),
     );
@@ -90,78 +91,81 @@ export class PassDiffs implements vscode.Disposable {
     await this.show(cur.bundle, next);
   }
 
+  /**
+   * Opens the bundle file of the focused side of the pass diff (the right one if neither is
+   * focused) at the same selection: "Open This Pass's Document".
+   */
+  async openDocument(): Promise<void> {
+    const editor = vscode.window.activeTextEditor;
+    const onSide = editor?.document.uri.scheme === PASSDIFF_SCHEME ? editor : undefined;
+    const file = onSide ? bundleFileOf(onSide.document.uri) : this.current && passFiles(this.current.pass).after;
+    if (!file) {
+      void vscode.window.showInformationMessage('TVM Explorer: this side of the diff has no document (nothing before the first pass).');
+      return;
+    }
+    await vscode.window.showTextDocument(file, { preview: false, selection: onSide?.selection });
+  }
+
   dispose(): void {
     this.disposables.forEach((d) => d.dispose());
   }
 
   private async show(bundle: Bundle, pass: PassInfo): Promise<void> {
     const { left, right } = diffUris(bundle, pass);
-    this.open.set(`${left.toString()}|${right.toString()}`, { bundle, pass });
+    const files = passFiles(pass);
+    this.open.set(right.toString(), { bundle, pass });
     this.current = { bundle, pass };
-    await vscode.commands.executeCommand('vscode.diff', left, right, diffTitle(pass), {
-      preview: true,
-    });
+    await this.sides.show([[left, files.before], [right, files.after]]);
+    const input = vscode.window.tabGroups.activeTabGroup.activeTab?.input;
+    const showing = input instanceof vscode.TabInputTextDiff
+      && input.original.toString() === left.toString() && input.modified.toString() === right.toString();
+    if (!showing) {
+      await vscode.commands.executeCommand('vscode.diff', left, right, tabTitle(bundle), { preview: true });
+    }
     this.updateActive();
-    void this.warmNeighbours(bundle, pass);
+    void this.loadNeighbours(bundle, pass);
     const node = this.tree.nodeOf(bundle, pass);
     if (node && this.view.visible) {
       await this.view.reveal(node, { select: true, focus: false });
     }
   }
 
-  /**
-   * Loads the documents of the passes next to `pass` (as the pass view lists them) into the
-   * editor's document model ahead of a step, so that the next diff renders at once instead of
-   * waiting for its files to be read (and the server to see them opened).
-   */
-  private async warmNeighbours(bundle: Bundle, pass: PassInfo): Promise<void> {
+  /** Reads the files of the passes next to `pass` (as the pass view lists them) ahead of a step. */
+  private async loadNeighbours(bundle: Bundle, pass: PassInfo): Promise<void> {
     const passes = visiblePasses(await this.registry.passes(bundle));
     const later = passes.find((p) => p.index > pass.index);
     const earlier = [...passes].reverse().find((p) => p.index < pass.index);
-    const uris = new Set<string>();
+    const files: vscode.Uri[] = [];
+    const steps: [vscode.Uri | undefined, vscode.Uri | undefined][] = [];
+    const now = passFiles(pass);
     for (const p of [later, earlier]) {
-      if (!p) {
-        continue;
-      }
-      const { left, right } = diffUris(bundle, p);
-      for (const uri of [left, right]) {
-        if (uri.scheme === 'file' && !this.warm.has(uri.toString())) {
-          uris.add(uri.toString());
-        }
-      }
-    }
-    for (const uri of uris) {
-      try {
-        this.warm.set(uri, await vscode.workspace.openTextDocument(vscode.Uri.parse(uri)));
-      } catch {
-        // a document that cannot be read shows its error when its diff is opened
-      }
-    }
-    // Keep only the documents around the current pass (VS Code frees the rest when unused).
-    const keep = new Set<string>();
-    for (const p of [later, earlier, pass]) {
       if (p) {
-        const { left, right } = diffUris(bundle, p);
-        keep.add(left.toString());
-        keep.add(right.toString());
+        const { before, after } = passFiles(p);
+        files.push(...(before ? [before, after] : [after]));
+        steps.push([now.before, before], [now.after, after]);
       }
     }
-    for (const key of [...this.warm.keys()]) {
-      if (!keep.has(key)) {
-        this.warm.delete(key);
-      }
-    }
+    await this.sides.keep(files, steps);
   }
 
-  /** Sets `tvmExplorer.passDiffActive` and makes the active pass diff the current one. */
+  /** Sets `tvmExplorer.passDiffActive` and the status bar item; makes the active pass diff current. */
   private updateActive(): void {
     const input = vscode.window.tabGroups.activeTabGroup.activeTab?.input;
     let found: { bundle: Bundle; pass: PassInfo } | undefined;
-    if (input instanceof vscode.TabInputTextDiff) {
-      found = this.open.get(`${input.original.toString()}|${input.modified.toString()}`);
+    if (input instanceof vscode.TabInputTextDiff && input.modified.scheme === PASSDIFF_SCHEME) {
+      found = this.open.get(input.modified.toString());
     }
     if (found) {
       this.current = found;
+      const { pass, bundle } = found;
+      const { before, after } = passFiles(pass);
+      const base = (u: vscode.Uri | undefined) => (u ? u.path.split('/').pop() : '(nothing)');
+      this.status.text = `$(git-compare) ${diffTitle(pass)}`;
+      this.status.tooltip = `Pass diff of ${bundle.dir.split(/[\\/]/).pop()}: ${base(before)} → ${base(after)}\nClick to open this pass's document`;
+      this.status.accessibilityInformation = { label: `Pass diff: ${diffTitle(pass)}` };
+      this.status.show();
+    } else {
+      this.status.hide();
     }
     void vscode.commands.executeCommand('setContext', 'tvmExplorer.passDiffActive', !!found);
   }

@@ -6,6 +6,7 @@
 import * as vscode from 'vscode';
 import * as lc from 'vscode-languageclient/node';
 import { ServerManager } from './client';
+import { bundleFileOf } from './passDiffSides';
 
 /** The server command behind the code action (registered by the language client). */
 export const EXTRACT_COMMAND = 'tvmExplorer.extractReproducer';
@@ -25,7 +26,7 @@ export async function extractReproducerAtCursor(server: ServerManager): Promise<
     return;
   }
   const params: lc.CodeActionParams = {
-    textDocument: { uri: editor.document.uri.toString() },
+    textDocument: { uri: (bundleFileOf(editor.document.uri) ?? editor.document.uri).toString() },
     range: client.code2ProtocolConverter.asRange(editor.selection),
     context: { diagnostics: [], only: [lc.CodeActionKind.RefactorExtract] },
   };

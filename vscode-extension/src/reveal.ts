@@ -5,6 +5,7 @@
 import * as vscode from 'vscode';
 import { ServerManager } from './client';
 import * as ext from './lsp_ext';
+import { cursorParams } from './passDiffSides';
 
 /** Opens the model document at the layer the cursor's text came from (asks if several). */
 export async function revealInModel(server: ServerManager): Promise<void> {
@@ -14,10 +15,7 @@ export async function revealInModel(server: ServerManager): Promise<void> {
     void vscode.window.showWarningMessage('TVM Explorer: no bundle document or no running server.');
     return;
   }
-  const params = client.code2ProtocolConverter.asTextDocumentPositionParams(
-    editor.document,
-    editor.selection.active,
-  );
+  const params = cursorParams(client, editor);
   const result = await client.sendRequest(ext.origins, params);
   const found = [...(result?.origins ?? [])].sort((a, b) => Number(b.is_output) - Number(a.is_output));
   if (found.length === 0) {
@@ -50,9 +48,10 @@ export async function revealInModel(server: ServerManager): Promise<void> {
 }
 
 /**
- * Shows every place of the layer at a position in the references peek. Arguments are optional
- * (default: the active cursor) and may be JSON (`uri` string, `{line, character}`), so that a
- * server code lens can use this command.
+ * Shows every place of the layer at a position in the references peek ("Show All Places of
+ * This Layer"). Arguments are optional (default: the active cursor) and may be JSON (`uri`
+ * string, `{line, character}`). The server's code lenses open the Layer Places view instead
+ * (`tvmExplorer.showReferences`, layerPlaces.ts).
  */
 export async function showPlaces(
   uriArg?: string | vscode.Uri,

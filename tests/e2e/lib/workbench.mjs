@@ -153,6 +153,12 @@ export async function activeTabTitle(page) {
   return ((await page.locator('.tab.active').first().textContent()) ?? '').trim();
 }
 
+/** The pass the pass diff's status bar item names ("FuseOps · relax pass #12"), or undefined. */
+export async function passDiffStatus(page) {
+  const items = await page.locator('.statusbar-item').allTextContents();
+  return items.map((t) => t.trim()).find((t) => /· (relax|tir) pass #\d+/.test(t));
+}
+
 /** The status bar's "Ln X, Col Y" as numbers, or null. */
 export async function cursorPosition(page) {
   const items = await page.locator('.statusbar-item').allTextContents();
