@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 
 from lsprotocol import types
 from pygls.lsp.server import LanguageServer
@@ -12,6 +13,7 @@ from .. import __version__
 from ..bundle.reader import BundleChanged
 from . import transport
 from ..navigation import irsymbols
+from ..navigation.background import REQUESTS
 from .features.bundles import BundleWatcher
 from .features.codelens import CodeLenses
 from .features.costs import CostRequests
@@ -58,6 +60,7 @@ from .logbridge import install as install_log_bridge
 from .session import ENCODINGS, Session
 
 logger = logging.getLogger(__name__)
+SLOW_S = 0.1  # requests slower than this are logged with where the time went
 
 
 class ExplorerServer(LanguageServer):
@@ -156,7 +159,13 @@ def create_server(poll_interval: float = 1.0) -> ExplorerServer:
 
         async def respond(ls: ExplorerServer, params):
             document = getattr(params, "text_document", None)
-            await watcher.wait_for(getattr(document, "uri", None))
+            t0 = time.perf_counter()
+            with REQUESTS.request():  # background warm-ups wait meanwhile
+                await watcher.wait_for(getattr(document, "uri", None))
+                t1 = time.perf_counter()
+                return answer_now(params, t0, t1)
+
+        def answer_now(params, t0: float, t1: float):
             try:
                 return handler(params)
             except BundleChanged as err:
@@ -167,6 +176,11 @@ def create_server(poll_interval: float = 1.0) -> ExplorerServer:
             except Exception:
                 logger.exception("%s failed", method)
                 return empty
+            finally:
+                t2 = time.perf_counter()
+                if t2 - t0 > SLOW_S:
+                    logger.info("%s took %.0f ms (waiting for the bundle %.0f ms, answering %.0f ms)",
+                                method, 1000 * (t2 - t0), 1000 * (t1 - t0), 1000 * (t2 - t1))
 
         respond.__name__ = method.replace("/", "_")
         server.feature(method)(respond)

@@ -48,12 +48,15 @@ class DocumentSymbols:
         editor's requests (run off the event loop: a large document's outline takes tens of
         milliseconds, too long for the first request to wait for): the documents editors
         open most first, as many as are kept."""
+        from ...navigation.background import REQUESTS
         from ...navigation.irsymbols import warm_order
 
-        for path in warm_order(view)[:OUTLINES_KEPT]:
-            if self.session.registry.bundles.get(view.root) is not view:
-                return  # replaced or forgotten meanwhile
-            self._saved_outline(view, path)
+        with REQUESTS.yielding():  # requests answered meanwhile go first
+            for path in warm_order(view)[:OUTLINES_KEPT]:
+                REQUESTS.checkpoint()
+                if self.session.registry.bundles.get(view.root) is not view:
+                    return  # replaced or forgotten meanwhile
+                self._saved_outline(view, path)
 
     def _saved_outline(self, view: BundleView, path: str) -> list[types.DocumentSymbol]:
         """The outline of a document as the bundle has it, built once per encoding (served

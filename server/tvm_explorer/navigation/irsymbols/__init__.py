@@ -6,10 +6,13 @@ with the loaded bundle; ``navigate.py`` answers definition, highlights and refer
 
 from __future__ import annotations
 
+import logging
 import threading
+import time
 import weakref
 from collections import OrderedDict
 
+from ..background import REQUESTS
 from ..view import BundleView
 from .clike import clike_symbols
 from .table import SymbolTable
@@ -17,6 +20,7 @@ from .tvmscript import script_symbols
 
 _TABLES: weakref.WeakKeyDictionary[BundleView, OrderedDict[str, SymbolTable | None]] = weakref.WeakKeyDictionary()
 _LOCK = threading.Lock()
+logger = logging.getLogger(__name__)
 
 OCCURRENCES_KEPT = 1_000_000
 """Most occurrences the tables of one bundle keep together (the tables used last; about
@@ -45,7 +49,10 @@ def symbol_table(view: BundleView, path: str) -> SymbolTable | None:
         if path in per_view:
             per_view.move_to_end(path)
             return per_view[path]
+    started = time.perf_counter()
     table = _build(view, path)
+    logger.debug("symbol table of %s: %d occurrences in %.0f ms (%s)", path, _size(table),
+                1000 * (time.perf_counter() - started), threading.current_thread().name)
     with _LOCK:
         per_view[path] = table
         total = sum(_size(t) for t in per_view.values())
@@ -69,9 +76,11 @@ def warm(view: BundleView, current=lambda: True) -> None:
     documents first, as many as ``OCCURRENCES_KEPT`` allows; stops as soon as ``current()``
     says the bundle was replaced meanwhile."""
     kept = 0
-    for path in warm_order(view):
-        if not current():
-            return
-        kept += _size(symbol_table(view, path))
-        if kept >= OCCURRENCES_KEPT:
-            return
+    with REQUESTS.yielding():  # requests answered meanwhile go first (see ``background``)
+        for path in warm_order(view):
+            REQUESTS.checkpoint()
+            if not current():
+                return
+            kept += _size(symbol_table(view, path))
+            if kept >= OCCURRENCES_KEPT:
+                return

@@ -6,6 +6,8 @@ from __future__ import annotations
 import re
 from typing import NamedTuple
 
+from ..background import REQUESTS
+
 
 class Token(NamedTuple):
     """``kind`` is "name", "op" (one punctuation character, or ``==``-like pairs) or "nl"."""
@@ -31,7 +33,10 @@ _CLIKE = re.compile(r"(?P<comment>//[^\n]*|/\*.*?\*/|^[ \t]*\#[^\n]*)|" + _COMMO
 
 def _tokens(pattern: re.Pattern, text: str) -> list[Token]:
     out = []
-    for m in pattern.finditer(text):
+    checkpoint = REQUESTS.checkpoint
+    for i, m in enumerate(pattern.finditer(text)):
+        if not i & 0xFFF:  # every 4096 tokens (a few ms): a warm-up lets requests go first
+            checkpoint()
         kind = m.lastgroup
         if kind in ("name", "op", "nl"):
             out.append(Token(kind, m.start(), m.end(), m.group()))

@@ -24,7 +24,16 @@ class Highlight:
     write: bool
 
 
+def _on_word(text: str, offset: int) -> bool:
+    """Whether a name can contain ``offset`` (a character of a word at or just before it)."""
+    return any(0 <= i < len(text) and (text[i].isalnum() or text[i] == "_") for i in (offset, offset - 1))
+
+
 def _use_at(view: BundleView, path: str, offset: int):
+    # Off any name (punctuation, numbers' neighbours, blanks) the answer is the origin
+    # layers: no need to build the document's table (seconds on a large one) to know it.
+    if view.bundle.document(path) is None or not _on_word(view.bundle.text(path), offset):
+        return None, None
     table = symbol_table(view, path)
     if table is None:
         return None, None

@@ -1,0 +1,55 @@
+"""Background work (warm-ups after a load) gives way to requests.
+
+CPython runs one thread at a time: a warm-up lexing documents on a worker thread takes half
+the processor from a request answered meanwhile, and a request needing a symbol table of its
+own took seconds instead of one. ``REQUESTS`` counts the requests being answered; work run
+under ``yielding()`` stops at its ``checkpoint()`` calls while any is, and goes on after.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+
+
+class RequestGate:
+    """Counts requests in flight; ``checkpoint()`` on a yielding thread waits until none is."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._busy = 0
+        self._idle = threading.Event()
+        self._idle.set()
+        self._local = threading.local()
+
+    @contextlib.contextmanager
+    def request(self):
+        """Mark a request in flight for the duration of the block."""
+        with self._lock:
+            self._busy += 1
+            self._idle.clear()
+        try:
+            yield
+        finally:
+            with self._lock:
+                self._busy -= 1
+                if self._busy == 0:
+                    self._idle.set()
+
+    @contextlib.contextmanager
+    def yielding(self):
+        """Run the block as background work: its checkpoints wait for requests to finish."""
+        self._local.yielding = True
+        try:
+            yield
+        finally:
+            self._local.yielding = False
+
+    def checkpoint(self) -> None:
+        """Wait while requests are in flight, on a thread running ``yielding()`` work only
+        (a request's own thread never waits: it is the one being waited for)."""
+        if getattr(self._local, "yielding", False):
+            self._idle.wait()
+
+
+REQUESTS = RequestGate()

@@ -1,0 +1,58 @@
+"""Background warm-ups give way to requests (issue 15, goal 1: the first answer on a large
+bundle waited for symbol tables lexed by the warm-up at the same time), and answers that
+need no symbol table do not build one."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+from tvm_explorer.navigation import irsymbols, registry
+from tvm_explorer.navigation.background import RequestGate, REQUESTS
+from tvm_explorer.navigation.irsymbols.navigate import symbol_references
+
+
+def _tiny(fake_workspace):
+    return registry.load((fake_workspace / "bundles" / "tiny").resolve())
+
+
+def test_yielding_work_waits_at_checkpoints_while_a_request_is_in_flight():
+    gate = RequestGate()
+    passed = threading.Event()
+
+    def background():
+        with gate.yielding():
+            gate.checkpoint()
+            passed.set()
+
+    with gate.request():
+        gate.checkpoint()  # the request's own thread never waits
+        worker = threading.Thread(target=background)
+        worker.start()
+        assert not passed.wait(0.3)
+    assert passed.wait(10)
+    worker.join(10)
+
+
+def test_symbol_table_warm_up_builds_nothing_until_requests_end(fake_workspace):
+    view = _tiny(fake_workspace)
+    worker = threading.Thread(target=irsymbols.warm, args=(view,))
+    with REQUESTS.request():
+        worker.start()
+        time.sleep(0.3)
+        assert not irsymbols._TABLES.get(view)
+    worker.join(30)
+    assert not worker.is_alive()
+    assert irsymbols._TABLES.get(view)
+
+
+def test_references_off_any_name_build_no_symbol_table(fake_workspace):
+    view = _tiny(fake_workspace)
+    doc = next(d for d in view.bundle.documents if d.stage in ("relax", "tir"))
+    text = view.bundle.text(doc.path)
+    offset = text.index(" = ") + 1  # on "=", a blank before it
+    assert symbol_references(view, doc.path, offset, True) is None
+    assert doc.path not in irsymbols._TABLES.get(view, {})
+    name = next(i for i, c in enumerate(text) if c.isalpha() and i > text.index("def "))
+    symbol_references(view, doc.path, name, True)
+    assert doc.path in irsymbols._TABLES.get(view, {})
