@@ -60,7 +60,7 @@ from .logbridge import install as install_log_bridge
 from .session import ENCODINGS, Session
 
 logger = logging.getLogger(__name__)
-SLOW_S = 0.1  # requests slower than this are logged with where the time went
+SLOW_S = 0.1  # requests slower than this are logged (debug log) with where the time went
 
 
 class ExplorerServer(LanguageServer):
@@ -179,8 +179,8 @@ def create_server(poll_interval: float = 1.0) -> ExplorerServer:
             finally:
                 t2 = time.perf_counter()
                 if t2 - t0 > SLOW_S:
-                    logger.info("%s took %.0f ms (waiting for the bundle %.0f ms, answering %.0f ms)",
-                                method, 1000 * (t2 - t0), 1000 * (t1 - t0), 1000 * (t2 - t1))
+                    logger.debug("%s took %.0f ms (waiting for the bundle %.0f ms, answering %.0f ms)",
+                                 method, 1000 * (t2 - t0), 1000 * (t1 - t0), 1000 * (t2 - t1))
 
         respond.__name__ = method.replace("/", "_")
         server.feature(method)(respond)
