@@ -62,6 +62,20 @@ async def wait_for_bundles(client: LanguageClient, count: int, timeout: float = 
         await asyncio.sleep(0.1)
 
 
+def workspace_client():
+    """A module-scoped ``client`` fixture: the real server on the folder the module's own
+    ``workspace`` fixture returns (one bundle in it)."""
+    import pytest_lsp
+
+    @pytest_lsp.fixture(config=SERVER, scope="module")
+    async def client(lsp_client: LanguageClient, workspace):
+        await start_session(lsp_client, workspace)
+        yield
+        await lsp_client.shutdown_session()
+
+    return client
+
+
 _IDS = iter(range(1, 10**9))
 
 

@@ -8,13 +8,12 @@ import sys
 from pathlib import Path
 
 import pytest
-import pytest_lsp
 from lsprotocol import types
 from pytest_lsp import LanguageClient
 
 from tvm_explorer.bundle.reader import Bundle
 
-from .conftest import SERVER, position_of, start_session, uri
+from .conftest import position_of, uri, workspace_client
 
 NUMERICS_TESTS = Path(__file__).resolve().parents[1] / "numerics"
 
@@ -33,11 +32,7 @@ def workspace(tmp_path_factory) -> Path:
     return root / "ws"
 
 
-@pytest_lsp.fixture(config=SERVER, scope="module")
-async def client(lsp_client: LanguageClient, workspace):
-    await start_session(lsp_client, workspace)
-    yield
-    await lsp_client.shutdown_session()
+client = workspace_client()
 
 
 async def test_pass_list_marks_the_culprit(client: LanguageClient, workspace):

@@ -13,14 +13,13 @@ from pathlib import Path
 import numpy as np
 import onnx
 import pytest
-import pytest_lsp
 from lsprotocol import types
 from onnx import numpy_helper
 from pytest_lsp import LanguageClient
 
 from tvm_explorer.bundle.reader import Bundle
 
-from .conftest import SERVER, position_of, start_session, uri
+from .conftest import position_of, uri, workspace_client
 
 from frontends.onnx_graphs import conv_block
 
@@ -42,11 +41,7 @@ def workspace(tmp_path_factory) -> Path:
     return root / "ws"
 
 
-@pytest_lsp.fixture(config=SERVER, scope="module")
-async def client(lsp_client: LanguageClient, workspace):
-    await start_session(lsp_client, workspace)
-    yield
-    await lsp_client.shutdown_session()
+client = workspace_client()
 
 
 @pytest.fixture(scope="module")
