@@ -160,9 +160,11 @@ def create_server(poll_interval: float = 1.0) -> ExplorerServer:
         async def respond(ls: ExplorerServer, params):
             document = getattr(params, "text_document", None)
             t0 = time.perf_counter()
+            # Not while waiting for the bundle: its load may be queued behind a warm-up, and a
+            # warm-up paused for this request would then never let it come.
+            await watcher.wait_for(getattr(document, "uri", None))
+            t1 = time.perf_counter()
             with REQUESTS.request():  # background warm-ups wait meanwhile
-                await watcher.wait_for(getattr(document, "uri", None))
-                t1 = time.perf_counter()
                 return answer_now(params, t0, t1)
 
         def answer_now(params, t0: float, t1: float):

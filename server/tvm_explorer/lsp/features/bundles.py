@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+from concurrent.futures import ThreadPoolExecutor
 import logging
 import time
 from pathlib import Path
@@ -41,6 +42,9 @@ class BundleWatcher:
         # Work to do for each freshly loaded bundle, off the event loop, after it is
         # installed (requests are answered meanwhile): ``fn(view)``.
         self.after_load: list = []
+        # Warm-ups pause while requests are answered (navigation/background.py): on threads of
+        # their own, so that paused ones never hold the threads loads and file reads run on.
+        self._warmups = ThreadPoolExecutor(max_workers=1, thread_name_prefix="tvmx-warm-up")
         # Called at once, on the event loop, with each newly installed view (cheap work only).
         self.on_installed: list = []
         self._background: set[asyncio.Task] = set()
@@ -233,7 +237,7 @@ class BundleWatcher:
     def _in_background(self, work, view) -> None:
         async def run() -> None:
             try:
-                await asyncio.to_thread(work, view)
+                await asyncio.get_running_loop().run_in_executor(self._warmups, work, view)
             except Exception:  # background preparation is an optimization, never an error
                 logger.exception("preparing %s failed", view.root)
 
