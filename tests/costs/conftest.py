@@ -10,20 +10,21 @@ import pytest
 from tests.conftest import run_cli
 
 
-def dominant_dense(path: Path) -> Path:
-    """A graph where one layer dominates by construction: a 1024×1024 FULLY_CONNECTED beside
-    small elementwise operators (ADD, RELU, MUL) and a SOFTMAX.
+def dominant_dense(path: Path, rows: int = 1, width: int = 1024) -> Path:
+    """A graph where one layer dominates by construction: a [rows, width] × width×width
+    FULLY_CONNECTED (1024×1024 vector product by default) beside small elementwise operators
+    (ADD, RELU, MUL) and a SOFTMAX.
 
     Operator indices: 0 FULLY_CONNECTED, 1 ADD, 2 RELU, 3 MUL, 4 SOFTMAX.
     """
     from tvm_explorer.model.builder import GraphBuilder
 
     g = GraphBuilder(seed=3)
-    x = g.input("input", [1, 1024])
-    y = g.fully_connected(x, 1024, name="big_dense")
-    y = g.add(y, g.weights("shift", [1024]), name="shift")
+    x = g.input("input", [rows, width])
+    y = g.fully_connected(x, width, name="big_dense")
+    y = g.add(y, g.weights("shift", [width]), name="shift")
     y = g.relu(y, name="act")
-    y = g.mul(y, g.weights("scale", [1024]), name="scale")
+    y = g.mul(y, g.weights("scale", [width]), name="scale")
     y = g.softmax(y, name="probs")
     g.output(y)
     path.write_bytes(g.build())
@@ -67,18 +68,7 @@ def gpu_dominant_dense(path: Path) -> Path:
     """The dominant-dense graph sized for a GPU, where a 1024×1024 vector product takes a few
     microseconds like its neighbours: a [256, 2048] × 2048×2048 FULLY_CONNECTED (2 GFLOP)
     beside the same small elementwise operators. Operator indices as in ``dominant_dense``."""
-    from tvm_explorer.model.builder import GraphBuilder
-
-    g = GraphBuilder(seed=3)
-    x = g.input("input", [256, 2048])
-    y = g.fully_connected(x, 2048, name="big_dense")
-    y = g.add(y, g.weights("shift", [2048]), name="shift")
-    y = g.relu(y, name="act")
-    y = g.mul(y, g.weights("scale", [2048]), name="scale")
-    y = g.softmax(y, name="probs")
-    g.output(y)
-    path.write_bytes(g.build())
-    return path
+    return dominant_dense(path, rows=256, width=2048)
 
 
 def check_times(costs: dict, plain_tolerance: float | None = 0.10) -> None:

@@ -55,6 +55,19 @@ def first_line(text: str) -> str:
     return (lines[0] if lines else "unknown reason")[:300]
 
 
+def write_outcome(result_path, measure) -> None:
+    """Run ``measure()`` in a profiling process and write its result as JSON to
+    ``result_path``, or ``{"error": reason}`` in one line when it failed."""
+    try:
+        got = measure()
+    except ProfileFailed as err:
+        got = {"error": str(err)}
+    except Exception as err:  # noqa: BLE001 - one line for the user
+        got = {"error": f"the model failed while running: {first_line(err)}"}
+    with open(result_path, "w", encoding="utf-8") as fh:
+        json.dump(got, fh)
+
+
 def _load(executable, target: str, workdir: str):
     """Two VMs on the same module: one to instrument, one for the plain runs."""
     import tvm
@@ -219,14 +232,7 @@ def measure(executable, target: str, arrays, repeat: int, timeout: float = TIMEO
                 # those away); the reason comes back in the result instead.
                 devnull = os.open(os.devnull, os.O_WRONLY)
                 os.dup2(devnull, 2)
-                try:
-                    got = _measure(executable, target, arrays, repeat, workdir)
-                except ProfileFailed as err:
-                    got = {"error": str(err)}
-                except Exception as err:  # noqa: BLE001 - one line for the user
-                    got = {"error": f"the model failed while running: {first_line(err)}"}
-                with open(result_path, "w", encoding="utf-8") as fh:
-                    json.dump(got, fh)
+                write_outcome(result_path, lambda: _measure(executable, target, arrays, repeat, workdir))
                 code = 0
             finally:
                 os._exit(code)
