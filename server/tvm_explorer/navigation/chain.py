@@ -124,13 +124,9 @@ def _callee(view: BundleView, path: str, binding: Range) -> str | None:
     table = symbol_table(view, path)
     if table is None:
         return None
-    i = 0
-    for occ in table.occurrences:
-        if occ.start >= binding.end:
-            break
-        if occ.start >= binding.start and occ.role == "read" and table.defs[occ.symbol].kind == "function":
+    for occ in table.between(binding.start, binding.end):
+        if occ.role == "read" and table.definition(occ).kind == "function":
             return occ.name
-        i += 1
     return None
 
 

@@ -9,7 +9,7 @@ compound assignments). Member names after ``.`` or ``->`` are not names.
 from __future__ import annotations
 
 from .lexer import Token, clike_tokens
-from .table import READ, WRITE, Builder, SymbolTable
+from .table import READ, WRITE, Builder, Occurrence, SymbolTable
 
 _NOT_TYPES = {"return", "else", "if", "while", "for", "do", "goto", "case", "switch",
               "break", "continue", "sizeof", "default"}
@@ -80,10 +80,28 @@ class _Nesting:
         return True
 
 
-def clike_symbols(text: str) -> SymbolTable:
-    """The symbol table of a C or CUDA document."""
-    tokens = [t for t in clike_tokens(text) if t.kind != "nl"]
+def clike_symbols(text: str, start: int = 0, end: int | None = None,
+                  builder: Builder | None = None) -> SymbolTable:
+    """The symbol table of a C or CUDA document, or of its stretch ``[start, end)`` (both
+    outside any brace) into ``builder``."""
+    tokens = [t for t in clike_tokens(text, start, end) if t.kind != "nl"]
+    b = builder or Builder()
+    defined = _definitions(b, tokens, text)
+    _uses(b, tokens, text, defined)
+    return b.build()
+
+
+def clike_module_definitions(text: str, start: int, end: int) -> list[Occurrence]:
+    """The functions and declarations ``text[start:end]`` defines outside any brace (a
+    stretch of a document at brace depth 0, ending at most with the ``{`` of a body)."""
     b = Builder()
+    _definitions(b, [t for t in clike_tokens(text, start, end) if t.kind != "nl"], text)
+    return [d for d in b.defs.values() if d.kind in ("function", "declaration")]
+
+
+def _definitions(b: Builder, tokens: list[Token], text: str) -> set[int]:
+    """Define every function, declaration, parameter and local of ``tokens``; the indexes of
+    the defining tokens."""
     at = _Nesting()
     defined: set[int] = set()
     n = len(tokens)
@@ -115,8 +133,8 @@ def clike_symbols(text: str) -> SymbolTable:
                          _statement_end(text, tok.start))
                 defined.add(i)
         i += 1
-    _uses(b, tokens, text, defined)
-    return b.build()
+    b.open_at_end = at.depth > 0
+    return defined
 
 
 def _parameters(b: Builder, scope: str, tokens: list[Token], open_: int, close: int,
@@ -138,7 +156,11 @@ def _parameters(b: Builder, scope: str, tokens: list[Token], open_: int, close: 
 
 def _uses(b: Builder, tokens: list[Token], text: str, defined: set[int]) -> None:
     at = _Nesting()
-    functions = {i: tokens[i].text for i in defined if i + 1 < len(tokens) and tokens[i + 1].text == "("}
+    # A function's body and parameters are its scope; a declaration's parameter names are
+    # not uses of anything (they named the definition's parameters, anywhere in the file).
+    functions = {i: tokens[i].text for i in defined
+                 if i + 1 < len(tokens) and tokens[i + 1].text == "("
+                 and tokens[min(_matching(tokens, i + 1) + 1, len(tokens) - 1)].text == "{"}
     for i, tok in enumerate(tokens):
         t = tok.text
         at.punctuation(t, i)

@@ -31,10 +31,11 @@ _CLIKE = re.compile(r"(?P<comment>//[^\n]*|/\*.*?\*/|^[ \t]*\#[^\n]*)|" + _COMMO
                     re.VERBOSE | re.DOTALL | re.MULTILINE)
 
 
-def _tokens(pattern: re.Pattern, text: str) -> list[Token]:
+def _tokens(pattern: re.Pattern, text: str, start: int, end: int | None) -> list[Token]:
     out = []
     checkpoint = REQUESTS.checkpoint
-    for i, m in enumerate(pattern.finditer(text)):
+    matches = pattern.finditer(text, start, len(text) if end is None else end)
+    for i, m in enumerate(matches):
         if not i & 0xFFF:  # every 4096 tokens (a few ms): a warm-up lets requests go first
             checkpoint()
         kind = m.lastgroup
@@ -45,11 +46,44 @@ def _tokens(pattern: re.Pattern, text: str) -> list[Token]:
     return out
 
 
-def script_tokens(text: str) -> list[Token]:
-    """Tokens of TVMScript (Relax or TIR), ``#`` comments and strings skipped."""
-    return _tokens(_SCRIPT, text)
+def script_tokens(text: str, start: int = 0, end: int | None = None) -> list[Token]:
+    """Tokens of TVMScript (Relax or TIR) in ``text[start:end]`` (offsets into ``text``; ``start``
+    at a line start), ``#`` comments and strings skipped."""
+    return _tokens(_SCRIPT, text, start, end)
 
 
-def clike_tokens(text: str) -> list[Token]:
-    """Tokens of C or CUDA, comments, strings and preprocessor lines skipped."""
-    return _tokens(_CLIKE, text)
+def clike_tokens(text: str, start: int = 0, end: int | None = None) -> list[Token]:
+    """Tokens of C or CUDA in ``text[start:end]`` (offsets into ``text``), comments, strings and
+    preprocessor lines skipped."""
+    return _tokens(_CLIKE, text, start, end)
+
+
+_CLIKE_BRACES = re.compile(r"""(?:"(?:[^"\\\n]|\\.)*"|'(?:[^'\\\n]|\\.)*'|//[^\n]*|/\*.*?\*/|^[ \t]*\#[^\n]*)|([{}])""",
+                           re.DOTALL | re.MULTILINE)
+
+
+def clike_braces(text: str):
+    """``(start, end, brace)`` for every ``{`` and ``}`` of C or CUDA outside comments, strings
+    and preprocessor lines (the tokens ``clike_tokens`` gives for them), and for every skipped
+    stretch with ``brace`` "" (a boundary must not cut one)."""
+    for m in _CLIKE_BRACES.finditer(text):
+        yield m.start(), m.end(), m.group(1) or ""
+
+
+def script_line_end(text: str, start: int) -> int:
+    """End of the last name or punctuation of the TVMScript logical line at ``start`` (a line
+    break inside brackets does not end it), as ``script_tokens`` would group it."""
+    depth, last = 0, start
+    for m in _SCRIPT.finditer(text, start):
+        kind = m.lastgroup
+        if kind == "nl":
+            if depth <= 0:
+                break
+        elif kind in ("name", "op"):
+            t = m.group()
+            if t in ("(", "[", "{"):
+                depth += 1
+            elif t in (")", "]", "}"):
+                depth -= 1
+            last = m.end()
+    return last

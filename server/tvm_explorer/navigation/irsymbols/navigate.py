@@ -54,11 +54,11 @@ def symbol_definition(view: BundleView, path: str, offset: int, keep: Keep = kee
     table, occ = _use_at(view, path, offset)
     if occ is None or occ.role != READ:
         return None
-    definition = table.defs[occ.symbol]
+    definition = table.definition(occ)
     if definition.start == occ.start:
         return None
     # A store names its buffer first; a T.writes(...) annotation is a write but no producer.
-    producers = [o for o in table.of_symbol(occ.symbol)
+    producers = [o for o in table.occurrences(occ.symbol)
                  if o.role == WRITE and o.start == o.stmt_start and not (o.stmt_start <= occ.start < o.stmt_end)]
     earlier = [o for o in producers if o.start < occ.start]
     producers = earlier or producers
@@ -84,7 +84,7 @@ def highlights(view: BundleView, path: str, offset: int) -> list[Highlight]:
     table, occ = _use_at(view, path, offset)
     if occ is None:
         return []
-    return [Highlight(o.start, o.end, o.role != READ) for o in table.of_symbol(occ.symbol)]
+    return [Highlight(o.start, o.end, o.role != READ) for o in table.occurrences(occ.symbol)]
 
 
 def symbol_references(view: BundleView, path: str, offset: int, include_declaration: bool) -> list[Place] | None:
@@ -94,7 +94,7 @@ def symbol_references(view: BundleView, path: str, offset: int, include_declarat
     if occ is None:
         return None
     out = []
-    for o in table.of_symbol(occ.symbol):
+    for o in table.occurrences(occ.symbol):
         if o.role == DEF and not include_declaration:
             continue
         out.append(Place(path, o.start, o.end, o.role, o.name))
@@ -105,9 +105,5 @@ def definition_offset(view: BundleView, path: str, name: str) -> int | None:
     """Offset of the ``def`` line of module-level function ``name`` in a document (its first
     character, the ``def`` keyword), or None."""
     table = symbol_table(view, path)
-    if table is None:
-        return None
-    for d in table.defs:
-        if d.name == name and d.kind == "function":
-            return d.stmt_start
-    return None
+    found = table.function(name) if table is not None else None
+    return found.stmt_start if found is not None else None

@@ -15,8 +15,9 @@ from .lexer import Token, script_tokens
 from .table import READ, WRITE, Builder, SymbolTable
 
 
-def _lines(tokens: list[Token]) -> list[list[Token]]:
-    """Logical lines: a line break inside brackets does not end a statement."""
+def _lines(tokens: list[Token], b: Builder) -> list[list[Token]]:
+    """Logical lines: a line break inside brackets does not end a statement (one left open
+    at the end is noted in ``b.open_at_end``)."""
     lines, current, depth = [], [], 0
     for tok in tokens:
         if tok.kind == "nl":
@@ -31,6 +32,7 @@ def _lines(tokens: list[Token]) -> list[list[Token]]:
         current.append(tok)
     if current:
         lines.append(current)
+        b.open_at_end = depth > 0
     return lines
 
 
@@ -67,11 +69,13 @@ def _assigned(line: list[Token]) -> tuple[list[Token], bool] | None:
     return None
 
 
-def script_symbols(text: str) -> SymbolTable:
-    """The symbol table of a Relax or TIR document."""
-    b = Builder()
+def script_symbols(text: str, start: int = 0, end: int | None = None,
+                   builder: Builder | None = None) -> SymbolTable:
+    """The symbol table of a Relax or TIR document, or of its lines ``[start, end)`` (``start``
+    at a line start, outside any function or at a module-level ``def``) into ``builder``."""
+    b = builder or Builder()
     scope = ""
-    for line in _lines(script_tokens(text)):
+    for line in _lines(script_tokens(text, start, end), b):
         head = line[0]
         stmt_start, stmt_end = head.start, line[-1].end
         indent = head.start - (text.rfind("\n", 0, head.start) + 1)

@@ -1,0 +1,200 @@
+"""A document's symbols, lexed one top-level function at a time.
+
+Lexing a whole 4 MB TIR or CUDA document took a second and hundreds of megabytes, while a
+question is about one name in one function. A name is either local to the function it is in
+or a module-level definition (a function, a C declaration), so a document is cut into
+*stretches* that begin outside any function: TVMScript at each module-level ``def`` line, C
+and CUDA after each line closing a top-level brace. An *outline* made once per document
+with regular expressions (tens of milliseconds for 4 MB) holds the stretches and every
+module-level definition; a stretch is lexed when a question lands in it, with the module's
+definitions given up front, so its uses resolve exactly as in the whole document.
+
+Answers are the same as a whole-document table's (tests/lsp/test_ir_symbol_stretches.py
+compares them on real bundles and crafted texts). If lexing a stretch shows the document was
+cut where it should not be (a statement or block still open at its end, module-level
+definitions other than the outline's), the document is lexed whole from then on.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import threading
+from bisect import bisect_right
+from collections import OrderedDict
+from collections.abc import Callable
+
+from .clike import clike_module_definitions, clike_symbols
+from .lexer import clike_braces, script_line_end
+from .table import DEF, Builder, Occurrence, SymbolTable
+from .tvmscript import script_symbols
+
+logger = logging.getLogger(__name__)
+
+SCRIPT, CLIKE = "script", "clike"
+STRETCH_OCCURRENCES_KEPT = 300_000
+"""Most occurrences one document keeps in lexed stretches (the ones used last)."""
+
+_TOP_DEF = re.compile(r"^[ \t\r\f\v]{0,4}(def)[ \t\r\f\v]+([A-Za-z_]\w*)", re.MULTILINE)
+_LEXERS = {SCRIPT: script_symbols, CLIKE: clike_symbols}
+
+
+def _script_outline(text: str) -> tuple[list[int], list[Occurrence]]:
+    """Stretch starts (0, then each module-level ``def`` line) and module-level definitions."""
+    starts, defs = [0], []
+    for m in _TOP_DEF.finditer(text):
+        if m.start() > 0:
+            starts.append(m.start())
+        name_start, name_end = m.span(2)
+        defs.append(Occurrence(name_start, name_end, m.group(2), DEF, name_start, m.start(1),
+                               script_line_end(text, m.start(1)), "function"))
+    # Assignments before the first function are module-level too (none in what TVM prints).
+    preamble = Builder()
+    script_symbols(text, 0, starts[1] if len(starts) > 1 else len(text), preamble)
+    defs.extend(d for d in preamble.defs.values() if d.start not in {x.start for x in defs})
+    return starts, defs
+
+
+def _clike_outline(text: str) -> tuple[list[int], list[Occurrence]]:
+    """Stretch starts (0, then the line after each brace closing a top-level block) and the
+    functions and declarations outside any brace."""
+    starts, defs = [0], []
+    depth, outside, pending = 0, 0, None  # ``outside``: where the current depth-0 text began
+    for start, end, brace in clike_braces(text):
+        if pending is not None and start < pending < end:
+            pending = None  # a comment or string across the line break: no cut there
+        if brace == "{":
+            if depth == 0:
+                if pending is not None and pending <= start:
+                    starts.append(pending)
+                pending = None
+                defs.extend(clike_module_definitions(text, outside, end))
+            depth += 1
+        elif brace == "}":
+            depth -= 1
+            if depth <= 0:
+                depth, outside = 0, end
+                line_end = text.find("\n", end)
+                pending = len(text) if line_end < 0 else line_end + 1
+    if depth == 0:
+        defs.extend(clike_module_definitions(text, outside, len(text)))
+        if pending is not None and pending < len(text):
+            starts.append(pending)
+    return starts, defs
+
+
+class DocumentSymbols:
+    """The symbols of one Relax, TIR, C or CUDA document: the answers of a whole-document
+    ``SymbolTable``, from stretches lexed on demand."""
+
+    def __init__(self, text_of: Callable[[], str], language: str):
+        self._text_of = text_of
+        self._language = language
+        text = text_of()
+        self._length = len(text)
+        starts, module = (_script_outline if language == SCRIPT else _clike_outline)(text)
+        self._starts = starts
+        self._module = sorted(module, key=lambda d: d.start)
+        self._module_starts = {d.start: d for d in module}
+        self._by_name: dict[str, list[Occurrence]] = {}
+        for d in self._module:
+            self._by_name.setdefault(d.name, []).append(d)
+        self._stretches: OrderedDict[int, SymbolTable] = OrderedDict()
+        self._held = 0
+        self._whole: SymbolTable | None = None
+        self._lock = threading.Lock()
+
+    # -- questions -------------------------------------------------------------------------
+
+    def at(self, offset: int) -> Occurrence | None:
+        """The occurrence containing ``offset`` (a cursor right after a name counts)."""
+        return self._table_at(offset).at(offset)
+
+    def definition(self, occ: Occurrence) -> Occurrence:
+        """The definition ``occ`` resolves to."""
+        table = self._whole or self._table_at(occ.start)
+        return table.defs[occ.symbol]
+
+    def occurrences(self, symbol: int) -> list[Occurrence]:
+        """Every occurrence of ``symbol`` (its definition included), in document order."""
+        if self._whole is not None:
+            return self._whole.of_symbol(symbol)
+        if symbol not in self._module_starts:
+            return self._table_at(symbol).of_symbol(symbol)
+        name = self._module_starts[symbol].name
+        out: list[Occurrence] = []
+        for i in self._stretches_naming(name):
+            out.extend(self._stretch(i).of_symbol(symbol))
+            if self._whole is not None:  # a stretch was cut wrong: answer from the whole
+                return self._whole.of_symbol(symbol)
+        return out
+
+    def between(self, start: int, end: int) -> list[Occurrence]:
+        """The occurrences starting in ``[start, end)``, in document order."""
+        if self._whole is not None:
+            return self._whole.between(start, end)
+        first = bisect_right(self._starts, start) - 1
+        last = bisect_right(self._starts, max(start, end - 1)) - 1
+        out: list[Occurrence] = []
+        for i in range(max(first, 0), last + 1):
+            out.extend(self._stretch(i).between(start, end))
+        return self._whole.between(start, end) if self._whole is not None else out
+
+    def function(self, name: str) -> Occurrence | None:
+        """The first module-level function (with a body) named ``name``, or None."""
+        return next((d for d in self._by_name.get(name, ()) if d.kind == "function"), None)
+
+    def __len__(self) -> int:
+        """Occurrences held (the lexed stretches')."""
+        return len(self._whole) if self._whole is not None else self._held
+
+    # -- stretches -------------------------------------------------------------------------
+
+    def _stretches_naming(self, name: str) -> list[int]:
+        """The stretches whose text has ``name`` as a word (where its uses can be)."""
+        text = self._text_of()
+        found: list[int] = []
+        for m in re.finditer(rf"(?<!\w){re.escape(name)}(?!\w)", text):
+            i = bisect_right(self._starts, m.start()) - 1
+            if not found or found[-1] != i:
+                found.append(i)
+        return found
+
+    def _table_at(self, offset: int) -> SymbolTable:
+        if self._whole is not None:
+            return self._whole
+        table = self._stretch(max(bisect_right(self._starts, offset) - 1, 0))
+        return self._whole if self._whole is not None else table
+
+    def _stretch(self, i: int) -> SymbolTable:
+        with self._lock:
+            table = self._stretches.get(i)
+            if table is not None:
+                self._stretches.move_to_end(i)
+                return table
+        lo = self._starts[i]
+        hi = self._starts[i + 1] if i + 1 < len(self._starts) else self._length
+        inside = [d for d in self._module if lo <= d.start < hi]
+        builder = Builder(self._module, lo, hi)
+        table = _LEXERS[self._language](self._text_of(), lo, hi, builder)
+        if builder.open_at_end or sorted(builder.module_found) != [d.start for d in inside]:
+            self._fall_back(lo)
+            return self._whole
+        with self._lock:
+            if i not in self._stretches:
+                self._stretches[i] = table
+                self._held += len(table)
+                while self._held > STRETCH_OCCURRENCES_KEPT and len(self._stretches) > 1:
+                    _, dropped = self._stretches.popitem(last=False)
+                    self._held -= len(dropped)
+        return table
+
+    def _fall_back(self, lo: int) -> None:
+        logger.warning("symbols: the stretch at offset %d does not match the document's outline "
+                       "(cut inside a statement or defining other names); lexing the whole "
+                       "document instead", lo)
+        whole = _LEXERS[self._language](self._text_of())
+        with self._lock:
+            self._whole = whole
+            self._stretches.clear()
+            self._held = 0

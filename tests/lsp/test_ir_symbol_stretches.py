@@ -1,0 +1,125 @@
+"""A document's symbols lexed one top-level function at a time answer exactly what a table of
+the whole document answers: on every document of real bundles (c and cuda), and on crafted
+texts that try to cut a document in the wrong place."""
+
+from __future__ import annotations
+
+import pytest
+
+from tvm_explorer.bundle.reader import Bundle
+from tvm_explorer.navigation.irsymbols.clike import clike_symbols
+from tvm_explorer.navigation.irsymbols.document import CLIKE, SCRIPT, DocumentSymbols
+from tvm_explorer.navigation.irsymbols.tvmscript import script_symbols
+
+WHOLE = {SCRIPT: script_symbols, CLIKE: clike_symbols}
+
+
+def assert_same_answers(text: str, language: str) -> DocumentSymbols:
+    """Every question navigation asks, at every occurrence and between them, answered alike."""
+    whole = WHOLE[language](text)
+    doc = DocumentSymbols(lambda: text, language)
+    offsets = sorted({o for occ in whole.occurrences for o in (occ.start, occ.end, occ.start - 1)}
+                     | set(range(0, len(text) + 1, 97)))
+    for offset in offsets:
+        assert doc.at(offset) == whole.at(offset), offset
+    for occ in whole.occurrences:
+        assert doc.definition(occ) == whole.defs[occ.symbol], occ
+        assert doc.occurrences(occ.symbol) == whole.of_symbol(occ.symbol), occ
+    step = max(1, len(text) // 50)
+    for start in range(0, len(text), step):
+        assert doc.between(start, start + 3 * step) == whole.between(start, start + 3 * step)
+    for d in whole.defs.values():
+        top = d.stmt_start - (text.rfind("\n", 0, d.stmt_start) + 1) <= 4 or language == CLIKE
+        if d.kind == "function" and top:
+            first = next(x for x in sorted(whole.defs.values(), key=lambda x: x.start)
+                         if x.name == d.name and x.kind == "function")
+            assert doc.function(d.name) == first
+    return doc
+
+
+@pytest.fixture(scope="module")
+def real_documents(real_workspace):
+    docs = []
+    for name, root in real_workspace["bundles"].items():
+        bundle = Bundle(root)
+        for d in bundle.documents:
+            if d.stage in ("relax", "tir"):
+                docs.append((f"{name}/{d.path}", bundle.text(d.path), SCRIPT))
+            elif d.stage == "code" and d.path.endswith((".c", ".cu")):
+                docs.append((f"{name}/{d.path}", bundle.text(d.path), CLIKE))
+    return docs
+
+
+def test_real_documents_answer_alike_by_stretches(real_documents):
+    languages = {lang for _, _, lang in real_documents}
+    assert languages == {SCRIPT, CLIKE} and any(p.endswith(".cu") for p, _, _ in real_documents)
+    for path, text, language in real_documents:
+        doc = assert_same_answers(text, language)
+        assert doc._whole is None, f"{path} fell back to the whole document"
+        functions = sum(1 for d in doc._module if d.kind == "function")
+        assert functions and len(doc._starts) >= functions, f"{path} was not cut into functions"
+
+
+CRAFTED_C = """\
+#include <stdint.h>
+#define OPEN {
+static const char* note = "a } and a { in a string";
+int32_t helper(int32_t a);  // declared first, used before its body
+__device__ inline float twice(float x) { return x * 2.0f; } /* one-line body,
+   comment going on past the line */ __device__ float thrice(float x) { return 3.0f * x; }
+int32_t helper(int32_t a) {
+  char c = '{';
+  int32_t t = a;
+  for (int32_t i = 0; i < 4; ++i) {
+    t += i;
+  }
+  return t + twice(1.0f);
+}
+} // a stray brace
+
+int32_t main_fn(int32_t* out, int32_t n) {
+  int32_t acc = helper(n);
+  out[0] = acc;
+  return thrice((float)acc) > 0;
+}
+"""
+
+CRAFTED_SCRIPT = """\
+# from tvm.script import ir as I
+scale = 3
+@I.ir_module
+class Module:
+    @T.prim_func
+    def add(A: T.Buffer((4,), "float32"), B: T.Buffer((4,), "float32")):
+        for i in range(4):
+            B[i] = A[i] + T.float32(scale)
+
+    @R.function
+    def main(x: R.Tensor((4,), "float32")) -> R.Tensor((4,), "float32"):
+        cls = Module
+        lv = R.call_tir(cls.add, (x,), out_sinfo=R.Tensor((4,), "float32"))
+        gv = add(lv, scale)
+        return gv
+"""
+
+
+def test_crafted_c_with_braces_in_strings_comments_and_one_line_bodies():
+    doc = assert_same_answers(CRAFTED_C, CLIKE)
+    assert doc._whole is None and len(doc._starts) >= 3
+    assert doc.function("helper").kind == "function" and doc.function("thrice") is not None
+
+
+def test_crafted_tvmscript_with_module_level_assignments():
+    doc = assert_same_answers(CRAFTED_SCRIPT, SCRIPT)
+    assert doc._whole is None and len(doc._starts) == 3
+
+
+def test_a_wrong_cut_falls_back_to_the_whole_document():
+    # ``def later`` starts a physical line inside an open bracket: the lexer reads it as part
+    # of the statement before, the outline as a module-level function.
+    text = CRAFTED_SCRIPT.replace("        gv = add(lv, scale)\n",
+                                  "        gv = add(lv,\n    def later, scale)\n")
+    doc = DocumentSymbols(lambda: text, SCRIPT)
+    doc.at(text.index("lv,"))  # lexing that function finds the outline wrong
+    assert doc._whole is not None
+    assert_same_answers(text, SCRIPT)
