@@ -89,9 +89,12 @@ MAX_FILE_BYTES = 256 * 1024**2
 a few MB); anything bigger is reported as damaged instead of filling the memory."""
 
 
-MAX_BUNDLE_BYTES = 256 * 1024**2
-"""Most bytes of files (manifest, index, documents) one bundle may make a loader hold: the
-limit per file alone let four sparse 250 MiB documents take the server to 1.2 GB."""
+MAX_BUNDLE_BYTES = 1024**3
+"""Most bytes of files (manifest, index, documents) one bundle may make a loader read when it
+loads (the limit per file alone let four sparse 250 MiB documents take the server to 1.2 GB).
+Documents are read once to be checked and let go, so what stays in memory is bounded by the
+caches (``TEXT_CACHE_CHARS``), not by this: it bounds the load's work (about a second per
+200 MiB here), and lets a bundle ten times the largest real ones load."""
 
 
 TEXT_CACHE_CHARS = 24 * 1024**2

@@ -7,10 +7,9 @@ fault): empty, truncated or foreign files must never surface as a traceback.
 from __future__ import annotations
 
 import hashlib
+import numbers
 import os
 from dataclasses import dataclass, field
-
-import numpy as np
 
 from ..errors import ModelError
 
@@ -163,7 +162,7 @@ def _options(op) -> dict:
             value = fn()
         except TypeError:
             continue
-        if isinstance(value, (bool, int, float, np.integer, np.floating)):
+        if isinstance(value, numbers.Real):  # numpy's integers and floats too
             out[attr] = value.item() if hasattr(value, "item") else value
     return out
 

@@ -21,9 +21,10 @@ _TABLES: weakref.WeakKeyDictionary[BundleView, OrderedDict[str, DocumentSymbols 
 _LOCK = threading.Lock()
 logger = logging.getLogger(__name__)
 
-OCCURRENCES_KEPT = 1_000_000
+OCCURRENCES_KEPT = 250_000
 """Most occurrences the documents of one bundle keep lexed together (the documents used
-last; about 100 bytes each): a large bundle's every table took several times its size."""
+last; about 250 bytes each, so at most ~60 MiB): a large bundle's every table took several
+times its size, and a function's stretch is lexed again in milliseconds."""
 
 
 def _size(symbols: DocumentSymbols | None) -> int:

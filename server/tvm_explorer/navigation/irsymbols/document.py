@@ -24,6 +24,7 @@ from bisect import bisect_right
 from collections import OrderedDict
 from collections.abc import Callable
 
+from ..background import REQUESTS
 from .clike import clike_module_definitions, clike_symbols
 from .lexer import clike_braces, script_line_end
 from .table import DEF, Builder, Occurrence, SymbolTable
@@ -32,7 +33,7 @@ from .tvmscript import script_symbols
 logger = logging.getLogger(__name__)
 
 SCRIPT, CLIKE = "script", "clike"
-STRETCH_OCCURRENCES_KEPT = 300_000
+STRETCH_OCCURRENCES_KEPT = 150_000
 """Most occurrences one document keeps in lexed stretches (the ones used last)."""
 
 _TOP_DEF = re.compile(r"^[ \t\r\f\v]{0,4}(def)[ \t\r\f\v]+([A-Za-z_]\w*)", re.MULTILINE)
@@ -60,7 +61,9 @@ def _clike_outline(text: str) -> tuple[list[int], list[Occurrence]]:
     functions and declarations outside any brace."""
     starts, defs = [0], []
     depth, outside, pending = 0, 0, None  # ``outside``: where the current depth-0 text began
-    for start, end, brace in clike_braces(text):
+    for n, (start, end, brace) in enumerate(clike_braces(text)):
+        if not n & 0xFFF:
+            REQUESTS.checkpoint()  # on a warm-up: requests go first (see ``background``)
         if pending is not None and start < pending < end:
             pending = None  # a comment or string across the line break: no cut there
         if brace == "{":

@@ -4,6 +4,7 @@ comments and numbers skipped (a name inside a string is not a use)."""
 from __future__ import annotations
 
 import re
+from sys import intern
 from typing import NamedTuple
 
 from ..background import REQUESTS
@@ -40,7 +41,8 @@ def _tokens(pattern: re.Pattern, text: str, start: int, end: int | None) -> list
             checkpoint()
         kind = m.lastgroup
         if kind in ("name", "op", "nl"):
-            out.append(Token(kind, m.start(), m.end(), m.group()))
+            # Names repeat thousands of times in a document: one string each.
+            out.append(Token(kind, m.start(), m.end(), intern(m.group())))
         elif kind == "comment" and "\n" in m.group():
             out.append(Token("nl", m.end() - 1, m.end(), "\n"))
     return out
