@@ -128,12 +128,16 @@ def run_worker(task: str, env: dict | None = None, **params) -> dict:
     """Run one measurement in a fresh Python process (see ``_worker.py``); its result.
     ``env``: variables added to the worker's environment."""
     cmd = [sys.executable, str(WORKER), task, json.dumps(params)]
+    started = time.perf_counter()
     proc = subprocess.run(cmd, capture_output=True, text=True,
                           env={**os.environ, **env} if env else None)
+    process_wall = time.perf_counter() - started
     if proc.returncode != 0:
         raise RuntimeError(f"worker {task} {params} failed:\n{proc.stderr[-4000:]}")
     last = [line for line in proc.stdout.splitlines() if line.startswith("{")][-1]
     result = json.loads(last)
+    # The whole process, start to exit: interpreter, imports (TVM's own), the step, cleanup.
+    result["process_wall"] = process_wall
     usage = resource.getrusage(resource.RUSAGE_CHILDREN)
     result["children_maxrss"] = usage.ru_maxrss * 1024
     return result

@@ -86,7 +86,12 @@ def _compile_in_this_process(args) -> int:
 
             numerics = prepare_numerics(args, model)  # bad --inputs/--reference fail here
             from .capture.api import compile_model
+            from .capture.parallel_print import ENV_WORKERS
             from .costs.cli import profile_request
+
+            # This process only compiles: it may fork printers onto idle cores (the Python
+            # API prints inline unless asked: a host program's threads make forking unsafe).
+            os.environ.setdefault(ENV_WORKERS, "auto")
             from .progress.display import progress_display
 
             with progress_display("none" if args.no_spans else args.progress) as on_progress:

@@ -48,9 +48,10 @@ _MIN_FUNCTIONS_TO_FORK = 8
 def print_workers() -> int:
     """Processes to print with: ``TVMX_PRINT_WORKERS`` if set (``auto``: one per idle core,
     at most 4, or 0 when fewer than two cores are idle); unset: 0, print inline during the
-    compile. Opt-in for now: the gain shows only with idle cores (25-30 % of the capture's wall
-    time on mobilenet_v1 cuda, measured with one core free) and keeping every pass's functions
-    costs up to 1.18x the stock compile's peak memory (docs/benchmarks.md, fourth round)."""
+    compile. ``tvm-explorer compile`` sets ``auto`` when unset (a process of its own); the
+    Python API stays inline unless asked (forking a host program with threads is not safe).
+    With two idle cores the capture takes 0.82-0.90x the inline capture's wall time and up to
+    1.10x the stock compile's peak memory (docs/benchmarks.md, seventh round)."""
     value = os.environ.get(ENV_WORKERS, "").strip().lower()
     if not value:
         return 0
