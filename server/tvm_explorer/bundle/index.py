@@ -14,6 +14,7 @@ from __future__ import annotations
 from array import array
 from bisect import bisect_left, bisect_right
 from collections.abc import Sequence
+from operator import gt, neg
 from typing import NamedTuple
 
 from .format import KINDS
@@ -105,18 +106,29 @@ class DocumentIndex:
         self._keys.append(self._strings.id(key))
         self._links.append(-1 if link is None else self._strings.id(link))
 
+    def extend(self, starts, ends, origin_sets, kinds, keys, links) -> None:
+        """Add many ranges at once, column by column (``links``: a string or None each), as
+        ``append`` would one by one; values are not checked here."""
+        strings = self._strings
+        self._starts.extend(starts)
+        self._ends.extend(ends)
+        self._sets.extend(origin_sets)
+        self._kinds.extend(kinds)
+        self._keys.extend(map(strings.id, keys))
+        self._links.extend(-1 if link is None else strings.id(link) for link in links)
+
     def finish(self) -> DocumentIndex:
-        """Sort (if the ranges came unsorted) and compute the nesting."""
+        """Sort (if the ranges came unsorted); the nesting is computed when first asked for."""
         n = len(self._starts)
         starts, ends = self._starts, self._ends
-        if any(starts[i] > starts[i + 1] or (starts[i] == starts[i + 1] and ends[i] < ends[i + 1])
-               for i in range(n - 1)):
-            order = sorted(range(n), key=lambda i: (starts[i], -ends[i]))
+        order_keys = list(zip(starts, map(neg, ends)))
+        if any(map(gt, order_keys, order_keys[1:])):
+            order = sorted(range(n), key=order_keys.__getitem__)
             for name in ("_starts", "_ends", "_sets", "_keys", "_links"):
                 old = getattr(self, name)
                 setattr(self, name, array(old.typecode, (old[i] for i in order)))
             self._kinds = bytearray(self._kinds[i] for i in order)
-        self._parent = self._parents()
+        self._parent: array | None = None
         self._lookup: dict[str, tuple[array, array]] = {}
         return self
 
@@ -138,6 +150,10 @@ class DocumentIndex:
         return Range(self._starts[i], self._ends[i], self._sets[i], KINDS[self._kinds[i]],
                      items[self._keys[i]], None if link < 0 else items[link])
 
+    def span_kind_key(self, i: int) -> tuple[int, int, str, str]:
+        """``(start, end, kind, key)`` of range ``i`` (without making the ``Range``)."""
+        return self._starts[i], self._ends[i], KINDS[self._kinds[i]], self._strings.items[self._keys[i]]
+
     @property
     def ranges(self) -> Ranges:
         """All ranges in order (a sequence; each ``Range`` is made when read)."""
@@ -146,18 +162,20 @@ class DocumentIndex:
     def at(self, offset: int) -> Range | None:
         """The innermost range containing ``offset``, or None."""
         i = bisect_right(self._starts, offset) - 1
+        parents = self.parents
         while i >= 0 and self._ends[i] <= offset:
-            i = self._parent[i]
+            i = parents[i]
         return self._range(i) if i >= 0 else None
 
     def enclosing(self, offset: int) -> list[Range]:
         """All ranges containing ``offset``, innermost first."""
         out = []
         i = bisect_right(self._starts, offset) - 1
+        parents = self.parents
         while i >= 0:
             if self._ends[i] > offset:
                 out.append(self._range(i))
-            i = self._parent[i]
+            i = parents[i]
         return out
 
     def _find(self, column: str, value: int) -> list[Range]:
@@ -189,8 +207,10 @@ class DocumentIndex:
 
     @property
     def parents(self) -> array:
-        """``parents[i]`` is the index in ``ranges`` of the range directly enclosing
-        ``ranges[i]`` (-1 for top-level ranges)."""
+        """``parents[i]``: the index of range ``i``'s innermost enclosing range, or -1
+        (computed on first use: a load converts every index, a request needs a few)."""
+        if self._parent is None:
+            self._parent = self._parents()
         return self._parent
 
     def origin_sets(self) -> array:

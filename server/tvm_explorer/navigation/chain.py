@@ -152,7 +152,7 @@ def _same_origins(
     part = [
         r
         for lid in layers
-        for r in lmap.ranges.get(lid, {}).get(there_path, ())
+        for r in lmap.ranges(lid, there_path)
         if lmap.layers_of_set[r.origin_set] <= layers and inside(r)
     ]
     same_kind = [r for r in part if r.kind == source.kind]

@@ -50,8 +50,10 @@ class LayerMap:
 
     def __init__(self, bundle: Bundle):
         self.layers_of_set = [frozenset(lid for lid, _ in s) for s in bundle.origin_sets]
-        # layer -> path -> every range whose origin set holds the layer
-        self.ranges: dict[int, dict[str, list[Range]]] = {}
+        self._bundle = bundle
+        # layer -> path -> the numbers (in the document's index) of every range whose origin
+        # set holds the layer, in document order (ranges are made when asked for: ``ranges``)
+        self._ranges: dict[int, dict[str, list[int]]] = {}
         # layer -> innermost places outside the model document, in document order
         self.places: dict[int, list[Place]] = {}
         # layer -> its entry in the model document
@@ -81,40 +83,61 @@ class LayerMap:
             self._places_of_size += len(got)
         return list(got)
 
+    def ranges(self, layer_id: int, path: str) -> list[Range]:
+        """Every range of document ``path`` whose origin set holds the layer, in order."""
+        numbers = self._ranges.get(layer_id, {}).get(path)
+        if not numbers:
+            return []
+        ranges = self._bundle.index(path).ranges
+        return [ranges[i] for i in numbers]
+
     def _add_document(self, bundle: Bundle, path: str, is_model: bool) -> None:
         """Add the ranges of one document. Linear in the number of (range, layer) pairs: a
         range is an innermost place of a layer when the next range holding that layer (in
         document order) lies outside its subtree, which is contiguous in document order.
         (Keeping the set of layers below every range instead cost the square of the range
-        count: 16k nested ranges with a layer each took 5 GB.)"""
+        count: 16k nested ranges with a layer each took 5 GB.) Works on the index's columns:
+        making a ``Range`` of each of a large bundle's 100 k ranges took most of the time."""
         index = bundle.index(path)
-        ranges, parents = index.ranges, index.parents
-        n = len(ranges)
+        parents = index.parents
+        n = len(parents)
+        sets = index.origin_sets()
         last = list(range(n))  # last[i]: index of the last range inside range i
         for i in range(n - 1, 0, -1):
             parent = parents[i]
             if parent >= 0 and last[i] > last[parent]:
                 last[parent] = last[i]
         next_with: dict[int, int] = {}  # layer -> smallest index seen so far (reverse scan)
-        touched: list[list[Range]] = []
+        touched: list[list[int]] = []
         layers_of_set = self.layers_of_set
+        found: list[tuple[int, int]] = []  # (layer, range number): places, in reverse order
         for i in range(n - 1, -1, -1):
-            rng = ranges[i]
-            for lid in layers_of_set[rng.origin_set]:
-                per_path = self.ranges.setdefault(lid, {})
+            layers = layers_of_set[sets[i]]
+            if not layers:
+                continue
+            for lid in layers:
+                per_path = self._ranges.setdefault(lid, {})
                 got = per_path.get(path)
                 if got is None:
                     got = per_path[path] = []
                     touched.append(got)
-                got.append(rng)
-                if is_model:
-                    if rng.kind == "layer":
-                        self.model_places.setdefault(lid, []).append(Place.of(path, rng))
-                elif next_with.get(lid, n) > last[i]:
-                    self.places.setdefault(lid, []).append(Place.of(path, rng))
+                got.append(i)
+                if is_model or next_with.get(lid, n) > last[i]:
+                    found.append((lid, i))
                 next_with[lid] = i
         for got in touched:
             got.reverse()
+        fields = index.span_kind_key
+        made: dict[int, Place] = {}
+        for lid, i in found:
+            place = made.get(i)
+            if place is None:
+                place = made[i] = Place(path, *fields(i))
+            if is_model:
+                if place.kind == "layer":
+                    self.model_places.setdefault(lid, []).append(place)
+            else:
+                self.places.setdefault(lid, []).append(place)
 
 
 class BundleView:
