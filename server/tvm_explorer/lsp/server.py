@@ -11,6 +11,7 @@ from pygls.lsp.server import LanguageServer
 
 from .. import __version__
 from ..bundle.reader import BundleChanged
+from ..heap import give_back
 from . import transport
 from ..navigation import irsymbols
 from ..navigation.background import REQUESTS
@@ -103,6 +104,7 @@ def create_server(poll_interval: float = 1.0) -> ExplorerServer:
     watcher.after_load.append(symbols.warm)
     watcher.after_load.append(
         lambda view: irsymbols.warm(view, lambda: session.registry.bundles.get(view.root) is view))
+    watcher.after_load.append(lambda view: give_back())  # what the warm-ups made and dropped
     highlights = DocumentHighlights(session)
     lenses = CodeLenses(session)
     links = DocumentLinks(session)
