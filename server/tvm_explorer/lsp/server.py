@@ -11,11 +11,11 @@ from pygls.lsp.server import LanguageServer
 
 from .. import __version__
 from ..bundle.reader import BundleChanged
-from ..heap import give_back
 from . import transport
 from ..navigation import irsymbols
 from ..navigation.background import REQUESTS
 from .features.bundles import BundleWatcher
+from .heap import give_back
 from .features.codelens import CodeLenses
 from .features.costs import CostRequests
 from .features.compare import BundleComparisons

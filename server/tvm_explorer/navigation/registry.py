@@ -16,7 +16,6 @@ from typing import Callable
 from ..bundle.format import FORMAT_NAME, MANIFEST
 from ..bundle.reader import Bundle, read_regular
 from ..errors import BundleError
-from ..heap import give_back
 from .view import BundleView
 
 SKIP_DIRS = {"node_modules", "__pycache__", ".git", ".venv", "venv", ".tox", "site-packages"}
@@ -148,7 +147,6 @@ def load(root: Path, on_document: Callable[[int, int, str], None] | None = None)
                 continue
             raise
         if signature(root) == before:
-            give_back()  # the index's parse freed far more than the bundle keeps
             return BundleView(bundle, problems)
     raise BundleError(f"{root}: bundle keeps changing while being read")
 

@@ -13,6 +13,7 @@ from pathlib import Path
 from lsprotocol import types
 
 from ...errors import BundleError
+from ...navigation import irsymbols
 from ...navigation import registry as reg
 from .. import heap
 from ..protocol import BUNDLES_CHANGED, BundlesChangedParams
@@ -117,9 +118,16 @@ class BundleWatcher:
         self._soon(rescan=True)
 
     def document_opened(self, uri: str) -> None:
-        """Load the bundle of an opened document if it is not known yet."""
+        """Load the bundle of an opened document if it is not known yet; in a loaded bundle,
+        lex the document's functions in the background ahead of its requests."""
         path = uri_to_path(uri)
-        if path is None or self.session.registry.find(path):
+        if path is None:
+            return
+        found = self.session.registry.find(path)
+        if found is not None:
+            view, rel = found
+            self._in_background(lambda v: irsymbols.warm_document(
+                v, rel, lambda: self.session.registry.bundles.get(v.root) is v), view)
             return
         root = reg.enclosing_root(path)
         if root is not None and root not in self.session.registry.signatures:

@@ -147,6 +147,17 @@ class DocumentSymbols:
         """The first module-level function (with a body) named ``name``, or None."""
         return next((d for d in self._by_name.get(name, ()) if d.kind == "function"), None)
 
+    def lex_all(self, stop=lambda: False) -> None:
+        """Lex the stretches not lexed yet, first to last, while fewer than
+        ``STRETCH_OCCURRENCES_KEPT`` are held (so none is pushed out); ``stop()`` is asked
+        between stretches, after the warm-up's checkpoint."""
+        for i in range(len(self._starts)):
+            REQUESTS.checkpoint()
+            if stop() or self._whole is not None or self._held >= STRETCH_OCCURRENCES_KEPT * 3 // 4:
+                return
+            if i not in self._stretches:
+                self._stretch(i)
+
     def __len__(self) -> int:
         """Occurrences held (the lexed stretches')."""
         return len(self._whole) if self._whole is not None else self._held
