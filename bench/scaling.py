@@ -161,9 +161,13 @@ def plot(rows: list[dict], path: Path, server_rows: list[dict] | None = None) ->
         for r in refused:
             ax.axvline(r["bundle_bytes"] / 2**20, color="red", ls="--", lw=1, label=f"×{r['factor']}: refused")
         ax.set_title("Server memory (MiB)")
+        from matplotlib.ticker import NullFormatter
+
         for ax in axes[2]:
             ax.set_xscale("log")
             ax.set_yscale("log")
+            ax.set_xticks(every, [f"{x:.0f}" for x in every])  # one plain label per bundle
+            ax.xaxis.set_minor_formatter(NullFormatter())
             ax.set_xlabel("bundle on disk (MiB; the real bundle repeated k times)")
             ax.grid(True, which="both", alpha=0.3)
     for row in axes:
