@@ -123,3 +123,18 @@ def test_a_wrong_cut_falls_back_to_the_whole_document():
     doc.at(text.index("lv,"))  # lexing that function finds the outline wrong
     assert doc._whole is not None
     assert_same_answers(text, SCRIPT)
+
+
+def test_lexing_a_whole_document_ahead_stops_at_the_bound(monkeypatch):
+    from tvm_explorer.navigation.irsymbols import document
+
+    doc = DocumentSymbols(lambda: CRAFTED_C, CLIKE)
+    doc.lex_all()
+    assert len(doc._stretches) == len(doc._starts) and len(doc) > 0
+    monkeypatch.setattr(document, "STRETCH_OCCURRENCES_KEPT", 4)
+    doc = DocumentSymbols(lambda: CRAFTED_C, CLIKE)
+    doc.lex_all()
+    assert 0 < len(doc._stretches) < len(doc._starts)
+    stopped = DocumentSymbols(lambda: CRAFTED_C, CLIKE)
+    stopped.lex_all(stop=lambda: True)
+    assert not stopped._stretches

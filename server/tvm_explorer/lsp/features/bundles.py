@@ -46,6 +46,7 @@ class BundleWatcher:
         # Warm-ups pause while requests are answered (navigation/background.py): on threads of
         # their own, so that paused ones never hold the threads loads and file reads run on.
         self._warmups = ThreadPoolExecutor(max_workers=1, thread_name_prefix="tvmx-warm-up")
+        self._stopped = False
         # Called at once, on the event loop, with each newly installed view (cheap work only).
         self.on_installed: list = []
         self._background: set[asyncio.Task] = set()
@@ -70,9 +71,12 @@ class BundleWatcher:
             self._task = asyncio.get_running_loop().create_task(self._poll())
 
     def stop(self) -> None:
-        """Stop polling."""
+        """Stop polling, and drop the warm-ups not started yet (the process's exit would wait
+        for every queued one: seconds each on a large bundle)."""
         if self._task is not None:
             self._task.cancel()
+        self._stopped = True
+        self._warmups.shutdown(wait=False, cancel_futures=True)
 
     async def wait_for(self, uri: str | None, timeout: float = 120.0) -> None:
         """Wait until ``uri``'s bundle is loaded (the first time: found by the first walk of
@@ -244,8 +248,12 @@ class BundleWatcher:
 
     def _in_background(self, work, view) -> None:
         async def run() -> None:
+            if self._stopped:
+                return  # shut down: nothing more to prepare
             try:
                 await asyncio.get_running_loop().run_in_executor(self._warmups, work, view)
+            except asyncio.CancelledError:
+                pass  # dropped by ``stop`` before it started
             except Exception:  # background preparation is an optimization, never an error
                 logger.exception("preparing %s failed", view.root)
 
