@@ -115,8 +115,7 @@ class DocumentSymbols:
 
     def definition(self, occ: Occurrence) -> Occurrence:
         """The definition ``occ`` resolves to."""
-        table = self._whole or self._table_at(occ.start)
-        return table.defs[occ.symbol]
+        return self._table_at(occ.start).defs[occ.symbol]
 
     def occurrences(self, symbol: int) -> list[Occurrence]:
         """Every occurrence of ``symbol`` (its definition included), in document order."""
