@@ -233,11 +233,20 @@ class _ChildErrors:
         for line in lines:
             self._line(line + b"\n")
 
-    def finish(self) -> None:
-        """Forward everything left once the child is gone."""
+    def finish(self, within: float = 5.0) -> None:
+        """Forward everything left once the child is gone: until end of file, or ``within``
+        seconds (a process the child started and that outlived it may hold its stderr open;
+        the CLI must not wait for that one)."""
+        import select
+
+        deadline = time.monotonic() + within
         while True:
+            left = deadline - time.monotonic()
             try:
-                chunk = os.read(self.fd, 65536)
+                ready, _, _ = select.select([self.fd], [], [], max(left, 0))
+                chunk = os.read(self.fd, 65536) if ready else b""
+            except InterruptedError:
+                continue
             except OSError:
                 break
             if not chunk:
