@@ -40,9 +40,16 @@ def start(tmp_path: Path, mode: str, model: Path, *extra: str, env=None) -> tupl
     marker = tmp_path / "reached"
     cmd = [sys.executable, str(HARNESS), mode, str(marker), "--", "compile", str(model),
            "-o", str(out), *extra]
+    # Signals at their defaults, whatever this run inherited (under nohup SIGHUP is ignored,
+    # and the child killed "from outside" with it would sleep on).
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            env={**os.environ, **(env or {})})
+                            env={**os.environ, **(env or {})}, preexec_fn=_default_signals)
     return proc, out, marker
+
+
+def _default_signals() -> None:
+    for sig in (signal.SIGHUP, signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, signal.SIG_DFL)
 
 
 def wait_for(marker: Path, proc, timeout: float = 120.0) -> None:
