@@ -19,7 +19,8 @@ from typing import NamedTuple
 
 from .format import KINDS
 
-_KIND_CODE = {k: i for i, k in enumerate(KINDS)}
+KIND_CODES = {k: i for i, k in enumerate(KINDS)}
+"""The number of each range kind (what ``DocumentIndex`` stores per range)."""
 
 
 class Range(NamedTuple):
@@ -93,7 +94,7 @@ class DocumentIndex:
         self._keys = array("l")
         self._links = array("l")  # -1: no link
         for rng in sorted(ranges or (), key=lambda r: (r.start, -r.end)):
-            self.append(rng.start, rng.end, rng.origin_set, _KIND_CODE[rng.kind], rng.key, rng.link)
+            self.append(rng.start, rng.end, rng.origin_set, KIND_CODES[rng.kind], rng.key, rng.link)
         self.finish()
 
     def append(self, start: int, end: int, origin_set: int, kind: int, key: str, link: str | None) -> None:

@@ -18,8 +18,8 @@ from operator import le as _le
 from pathlib import Path
 
 from ..errors import BundleError
-from .format import FORMAT_NAME, INDEX, KINDS, MANIFEST, SCHEMA_VERSION, STAGES
-from .index import DocumentIndex, Strings
+from .format import FORMAT_NAME, INDEX, MANIFEST, SCHEMA_VERSION, STAGES
+from .index import KIND_CODES, DocumentIndex, Strings
 from .safe_open import open_inside
 
 
@@ -240,7 +240,6 @@ def _close_all(fds: dict[str, int]) -> None:
     fds.clear()
 
 
-_KIND_CODES = {k: i for i, k in enumerate(KINDS)}
 _INT64 = 2**63
 
 
@@ -266,7 +265,7 @@ def _columns(ranges, length: int, nsets: int):
             return None
         if not set(map(type, kinds)) <= {str}:
             return None
-        codes = list(map(_KIND_CODES.get, kinds))
+        codes = list(map(KIND_CODES.get, kinds))
         if None in codes:
             return None
         return starts, ends, sets, codes, keys, links
@@ -544,7 +543,6 @@ class Bundle:
             index.extend(*columns)
             return index.finish(), length
         # Something is wrong: convert range by range, to name the first bad one.
-        kinds = {k: i for i, k in enumerate(KINDS)}
         nsets = len(self.origin_sets)
         try:
             for item in ranges:
@@ -556,7 +554,7 @@ class Bundle:
                     raise BundleError(f"{where}: range [{start}, {end}) has a malformed key or link")
                 if not (0 <= start <= end <= length):
                     raise BundleError(f"{where}: range [{start}, {end}) lies past the document end")
-                code = kinds.get(kind) if isinstance(kind, str) else None
+                code = KIND_CODES.get(kind) if isinstance(kind, str) else None
                 if not 0 <= oset < nsets or code is None:
                     raise BundleError(f"{where}: range [{start}, {end}) is malformed")
                 index.append(start, end, oset, code, key, link)

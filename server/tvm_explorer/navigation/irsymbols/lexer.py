@@ -19,8 +19,10 @@ class Token(NamedTuple):
     text: str
 
 
+_STRING = r""""(?:[^"\\\n]|\\.)*"|'(?:[^'\\\n]|\\.)*'"""
+_CLIKE_COMMENT = r"//[^\n]*|/\*.*?\*/|^[ \t]*\#[^\n]*"  # and preprocessor lines
 _COMMON = r"""
-  (?P<str>"(?:[^"\\\n]|\\.)*"|'(?:[^'\\\n]|\\.)*')
+  (?P<str>""" + _STRING + r""")
 | (?P<num>\d[\w.]*(?:[eEpP][+-]\d+\w*)?|\.\d[\w]*)
 | (?P<name>[A-Za-z_]\w*)
 | (?P<nl>\n)
@@ -28,7 +30,7 @@ _COMMON = r"""
 | (?P<ws>[ \t\r\f\v]+)
 """
 _SCRIPT = re.compile(r"(?P<comment>\#[^\n]*)|" + _COMMON, re.VERBOSE)
-_CLIKE = re.compile(r"(?P<comment>//[^\n]*|/\*.*?\*/|^[ \t]*\#[^\n]*)|" + _COMMON,
+_CLIKE = re.compile(r"(?P<comment>" + _CLIKE_COMMENT + r")|" + _COMMON,
                     re.VERBOSE | re.DOTALL | re.MULTILINE)
 
 
@@ -60,8 +62,8 @@ def clike_tokens(text: str, start: int = 0, end: int | None = None) -> list[Toke
     return _tokens(_CLIKE, text, start, end)
 
 
-_CLIKE_BRACES = re.compile(r"""(?:"(?:[^"\\\n]|\\.)*"|'(?:[^'\\\n]|\\.)*'|//[^\n]*|/\*.*?\*/|^[ \t]*\#[^\n]*)|([{}])""",
-                           re.DOTALL | re.MULTILINE)
+# What ``_CLIKE`` skips, and braces: a scan of the block structure without tokenizing.
+_CLIKE_BRACES = re.compile(r"(?:" + _STRING + "|" + _CLIKE_COMMENT + r")|([{}])", re.DOTALL | re.MULTILINE)
 
 
 def clike_braces(text: str):
