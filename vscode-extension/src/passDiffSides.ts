@@ -200,67 +200,63 @@ function onSides(
  */
 export function registerSideFeatures(server: ServerManager): vscode.Disposable {
   const selector: vscode.DocumentSelector = { scheme: PASSDIFF_SCHEME };
-  /** The client and the request's document (the file) when `document` is a side showing one. */
-  const target = (document: vscode.TextDocument, position?: vscode.Position) => {
+  /**
+   * The server's answer to `type` for the file the side `document` shows (at `position`, with
+   * `extra` parameters), with the client's converter and that file; undefined when `document`
+   * shows no bundle file or no server runs.
+   */
+  const ask = async <P, R, PR, E, RO>(
+    type: lc.ProtocolRequestType<P, R, PR, E, RO>,
+    document: vscode.TextDocument,
+    position: vscode.Position | undefined,
+    token: vscode.CancellationToken,
+    extra: object = {},
+  ) => {
     const file = bundleFileOf(document.uri);
     const client = server.client;
     if (!file || !client) {
       return undefined;
     }
-    const textDocument = { uri: client.code2ProtocolConverter.asUri(file) };
-    return { client, file, textDocument, position: position && client.code2ProtocolConverter.asPosition(position) };
+    const c2p = client.code2ProtocolConverter;
+    const params = { textDocument: { uri: c2p.asUri(file) }, ...(position && { position: c2p.asPosition(position) }), ...extra };
+    const answer = await client.sendRequest(type, params as P, token);
+    return { answer, convert: client.protocol2CodeConverter, file };
   };
   return vscode.Disposable.from(
     vscode.languages.registerHoverProvider(selector, {
       async provideHover(document, position, token) {
-        const t = target(document, position);
-        if (!t) return undefined;
-        const r = await t.client.sendRequest(lc.HoverRequest.type, { textDocument: t.textDocument, position: t.position! }, token);
-        return t.client.protocol2CodeConverter.asHover(r);
+        const got = await ask(lc.HoverRequest.type, document, position, token);
+        return got && got.convert.asHover(got.answer);
       },
     }),
     vscode.languages.registerDefinitionProvider(selector, {
       async provideDefinition(document, position, token) {
-        const t = target(document, position);
-        if (!t) return undefined;
-        const r = await t.client.sendRequest(lc.DefinitionRequest.type, { textDocument: t.textDocument, position: t.position! }, token);
-        return onSides(await t.client.protocol2CodeConverter.asDefinitionResult(r, token), document.uri, t.file);
+        const got = await ask(lc.DefinitionRequest.type, document, position, token);
+        return got && onSides(await got.convert.asDefinitionResult(got.answer, token), document.uri, got.file);
       },
     }),
     vscode.languages.registerDeclarationProvider(selector, {
       async provideDeclaration(document, position, token) {
-        const t = target(document, position);
-        if (!t) return undefined;
-        const r = await t.client.sendRequest(lc.DeclarationRequest.type, { textDocument: t.textDocument, position: t.position! }, token);
-        return onSides(await t.client.protocol2CodeConverter.asDeclarationResult(r, token), document.uri, t.file);
+        const got = await ask(lc.DeclarationRequest.type, document, position, token);
+        return got && onSides(await got.convert.asDeclarationResult(got.answer, token), document.uri, got.file);
       },
     }),
     vscode.languages.registerReferenceProvider(selector, {
       async provideReferences(document, position, context, token) {
-        const t = target(document, position);
-        if (!t) return undefined;
-        const r = await t.client.sendRequest(
-          lc.ReferencesRequest.type,
-          { textDocument: t.textDocument, position: t.position!, context },
-          token,
-        );
-        return onSides(await t.client.protocol2CodeConverter.asReferences(r, token), document.uri, t.file) as vscode.Location[] | undefined;
+        const got = await ask(lc.ReferencesRequest.type, document, position, token, { context });
+        return got && (onSides(await got.convert.asReferences(got.answer, token), document.uri, got.file) as vscode.Location[] | undefined);
       },
     }),
     vscode.languages.registerDocumentHighlightProvider(selector, {
       async provideDocumentHighlights(document, position, token) {
-        const t = target(document, position);
-        if (!t) return undefined;
-        const r = await t.client.sendRequest(lc.DocumentHighlightRequest.type, { textDocument: t.textDocument, position: t.position! }, token);
-        return t.client.protocol2CodeConverter.asDocumentHighlights(r, token);
+        const got = await ask(lc.DocumentHighlightRequest.type, document, position, token);
+        return got && got.convert.asDocumentHighlights(got.answer, token);
       },
     }),
     vscode.languages.registerDocumentLinkProvider(selector, {
       async provideDocumentLinks(document, token) {
-        const t = target(document);
-        if (!t) return undefined;
-        const r = await t.client.sendRequest(lc.DocumentLinkRequest.type, { textDocument: t.textDocument }, token);
-        return t.client.protocol2CodeConverter.asDocumentLinks(r, token);
+        const got = await ask(lc.DocumentLinkRequest.type, document, undefined, token);
+        return got && got.convert.asDocumentLinks(got.answer, token);
       },
     }),
   );
