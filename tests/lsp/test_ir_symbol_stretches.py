@@ -128,13 +128,53 @@ def test_a_wrong_cut_falls_back_to_the_whole_document():
 def test_lexing_a_whole_document_ahead_stops_at_the_bound(monkeypatch):
     from tvm_explorer.navigation.irsymbols import document
 
-    doc = DocumentSymbols(lambda: CRAFTED_C, CLIKE)
+    doc = DocumentSymbols(lambda: CRAFTED_SCRIPT, SCRIPT)
     doc.lex_all()
     assert len(doc._stretches) == len(doc._starts) and len(doc) > 0
     monkeypatch.setattr(document, "STRETCH_OCCURRENCES_KEPT", 4)
-    doc = DocumentSymbols(lambda: CRAFTED_C, CLIKE)
+    doc = DocumentSymbols(lambda: CRAFTED_SCRIPT, SCRIPT)
     doc.lex_all()
     assert 0 < len(doc._stretches) < len(doc._starts)
-    stopped = DocumentSymbols(lambda: CRAFTED_C, CLIKE)
+    stopped = DocumentSymbols(lambda: CRAFTED_SCRIPT, SCRIPT)
     stopped.lex_all(stop=lambda: True)
     assert not stopped._stretches
+
+
+def test_c_ahead_of_time_scans_structure_and_lexes_nothing():
+    doc = DocumentSymbols(lambda: CRAFTED_C, CLIKE)
+    doc.lex_all()
+    assert len(doc._structures) == len(doc._starts) and not doc._stretches and not doc._named
+
+
+# Every shortcut the one-name tables of C take (a plain read inside a function) next to what
+# must be lexed instead: members after ``.``/``->`` (and a dot ending a comment or a number),
+# writes first in their statement or after ``for (``, definitions, a comment between a name
+# and its ``=``, a ``;`` in a string, names used before and after a second definition.
+CRAFTED_C_NAMES = """\
+extern "C" __global__ void __launch_bounds__(64) kern(pair* __restrict__ p, float* q, int n) {
+  float x = p[0].x + p->y;
+  float acc[4];
+  for (int i = 0; i < n; ++i) {
+    acc[i] = x * 2.f;  // ends with a dot.
+    x = acc[i]
+      + q[i];
+  }
+  const char* s = "x; {";
+  int y = n /* n */ ;
+  /* first */ y = y + 1;
+  q[0] = 1. + x + acc[1];
+  float x2 = x; x2 += y;
+  for (i = 0; i < 2; ++i) { q[i] = x2; }
+  int i; i = n;
+  pair r; r.x = q[1]; r.y = (r.x).x;
+  q[2] = r.y + // comment.
+    y;
+  float y = q[3];
+  q[4] = y + 1.e-5f + x;
+}
+"""
+
+
+def test_crafted_c_one_name_tables_answer_as_the_whole():
+    doc = assert_same_answers(CRAFTED_C_NAMES, CLIKE)
+    assert doc._whole is None and doc._named  # (``between`` lexes stretches whole)

@@ -60,8 +60,8 @@ class _Nesting:
     """Where a walk over the tokens is: brace depth, the function it is in (``scope``) and the
     index of the current statement's first token (``stmt``)."""
 
-    def __init__(self):
-        self.depth, self.scope, self.stmt = 0, "", 0
+    def __init__(self, depth: int = 0, scope: str = ""):
+        self.depth, self.scope, self.stmt = depth, scope, 0
 
     def punctuation(self, t: str, i: int) -> bool:
         """Follow token ``t`` at index ``i`` if it opens or closes a block or a statement."""
@@ -91,6 +91,16 @@ def clike_symbols(text: str, start: int = 0, end: int | None = None,
     return b.build()
 
 
+def clike_statement(b: Builder, text: str, start: int, end: int, depth: int, scope: str) -> list[Token]:
+    """Define and use into ``b`` the names of one statement, ``text[start:end]`` (from just
+    after a ``;``, ``{`` or ``}`` through the next one), ``depth`` braces deep in function
+    ``scope`` (as the walk over a whole stretch would); its tokens."""
+    tokens = [t for t in clike_tokens(text, start, end) if t.kind != "nl"]
+    defined = _definitions(b, tokens, text, depth, scope)
+    _uses(b, tokens, text, defined, depth, scope)
+    return tokens
+
+
 def clike_module_definitions(text: str, start: int, end: int) -> list[Occurrence]:
     """The functions and declarations ``text[start:end]`` defines outside any brace (a
     stretch of a document at brace depth 0, ending at most with the ``{`` of a body)."""
@@ -99,10 +109,11 @@ def clike_module_definitions(text: str, start: int, end: int) -> list[Occurrence
     return [d for d in b.defs.values() if d.kind in ("function", "declaration")]
 
 
-def _definitions(b: Builder, tokens: list[Token], text: str) -> set[int]:
-    """Define every function, declaration, parameter and local of ``tokens``; the indexes of
-    the defining tokens."""
-    at = _Nesting()
+def _definitions(b: Builder, tokens: list[Token], text: str, depth: int = 0, scope: str = "") -> set[int]:
+    """Define every function, declaration, parameter and local of ``tokens`` (which begin at
+    a statement's start, ``depth`` braces deep inside function ``scope``); the indexes of the
+    defining tokens."""
+    at = _Nesting(depth, scope)
     defined: set[int] = set()
     n = len(tokens)
     i = 0
@@ -154,8 +165,9 @@ def _parameters(b: Builder, scope: str, tokens: list[Token], open_: int, close: 
             group.append(j)
 
 
-def _uses(b: Builder, tokens: list[Token], text: str, defined: set[int]) -> None:
-    at = _Nesting()
+def _uses(b: Builder, tokens: list[Token], text: str, defined: set[int], depth: int = 0,
+          scope: str = "") -> None:
+    at = _Nesting(depth, scope)
     # A function's body and parameters are its scope; a declaration's parameter names are
     # not uses of anything (they named the definition's parameters, anywhere in the file).
     functions = {i: tokens[i].text for i in defined

