@@ -4,6 +4,8 @@ texts that try to cut a document in the wrong place."""
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from tvm_explorer.bundle.reader import Bundle
@@ -125,25 +127,26 @@ def test_a_wrong_cut_falls_back_to_the_whole_document():
     assert_same_answers(text, SCRIPT)
 
 
-def test_lexing_a_whole_document_ahead_stops_at_the_bound(monkeypatch):
+@pytest.mark.parametrize("text, language", [(CRAFTED_C, CLIKE), (CRAFTED_SCRIPT, SCRIPT)])
+def test_preparing_a_document_scans_its_functions_and_lexes_nothing(text, language):
+    doc = DocumentSymbols(lambda: text, language)
+    doc.prepare()
+    by_name = len(doc._starts) - (language == SCRIPT)  # TVMScript's preamble is lexed whole
+    assert len(doc._structures) == by_name > 0 and not doc._stretches and not doc._named
+    stopped = DocumentSymbols(lambda: text, language)
+    stopped.prepare(stop=lambda: True)
+    assert not stopped._structures
+
+
+def test_tables_held_stay_within_the_bound(monkeypatch):
     from tvm_explorer.navigation.irsymbols import document
 
-    doc = DocumentSymbols(lambda: CRAFTED_SCRIPT, SCRIPT)
-    doc.lex_all()
-    assert len(doc._stretches) == len(doc._starts) and len(doc) > 0
     monkeypatch.setattr(document, "STRETCH_OCCURRENCES_KEPT", 4)
-    doc = DocumentSymbols(lambda: CRAFTED_SCRIPT, SCRIPT)
-    doc.lex_all()
-    assert 0 < len(doc._stretches) < len(doc._starts)
-    stopped = DocumentSymbols(lambda: CRAFTED_SCRIPT, SCRIPT)
-    stopped.lex_all(stop=lambda: True)
-    assert not stopped._stretches
-
-
-def test_c_ahead_of_time_scans_structure_and_lexes_nothing():
-    doc = DocumentSymbols(lambda: CRAFTED_C, CLIKE)
-    doc.lex_all()
-    assert len(doc._structures) == len(doc._starts) and not doc._stretches and not doc._named
+    doc = DocumentSymbols(lambda: CRAFTED_C_NAMES, CLIKE)
+    for name in ("x", "acc", "y", "i", "q", "x2", "r"):
+        doc.at(re.search(rf"\b{name}\b", CRAFTED_C_NAMES).start())
+        assert doc._held <= 4 or len(doc._named) == 1
+    assert doc._held == sum(len(t) for t in doc._named.values())
 
 
 # Every shortcut the one-name tables of C take (a plain read inside a function) next to what

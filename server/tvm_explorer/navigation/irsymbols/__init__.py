@@ -82,9 +82,9 @@ def warm_order(view: BundleView) -> list[str]:
 
 def warm(view: BundleView, current=lambda: True) -> None:
     """Outline every document ahead of the first request (after a bundle loads), most likely
-    used documents first, and scan the structure of C and CUDA functions; stops as soon as
-    ``current()`` says the bundle was replaced meanwhile. TVMScript functions are lexed when
-    asked for, C and CUDA names looked up then (milliseconds each)."""
+    used documents first, with the structure of their functions; stops as soon as
+    ``current()`` says the bundle was replaced meanwhile. A name is looked up in its function
+    when asked for (milliseconds)."""
     with REQUESTS.yielding():  # requests answered meanwhile go first (see ``background``)
         for path in warm_order(view):
             REQUESTS.checkpoint()
@@ -96,11 +96,11 @@ def warm(view: BundleView, current=lambda: True) -> None:
 
 
 def warm_document(view: BundleView, path: str, current=lambda: True) -> None:
-    """Lex every function of a TVMScript document the editor opened, ahead of its requests
-    (the largest TIR functions take ~20 ms on first use; C and CUDA ones need only the
-    structure ``warm`` scans); requests answered meanwhile go first, and it stops when
-    ``current()`` says the bundle was replaced."""
+    """Prepare a document the editor opened ahead of its requests, if ``warm`` has not yet
+    (or it was forgotten since): the structure of each function, so that a first question
+    about a name lexes only where it occurs; requests answered meanwhile go first, and it
+    stops when ``current()`` says the bundle was replaced."""
     with REQUESTS.yielding():
         symbols = symbol_table(view, path)
         if symbols is not None:
-            symbols.lex_all(lambda: not current())
+            symbols.prepare(lambda: not current())

@@ -51,6 +51,34 @@ def _not_a_type(before: str) -> bool:
     return True
 
 
+def role_after(text: str, end: int, hi: int, space: re.Pattern = _SPACE, hidden: str = "\"'/#") -> str:
+    """"write" if an assignment (``=``, ``+=``, ``-=``, ``*=``, ``/=``: the lexers'
+    assignment tokens) follows the name ending at ``end``, after one ``[…]`` maybe; "read" if
+    anything else does; "lex" if a character that may begin a comment or a string
+    (``hidden``) is in the way, or ``hi`` comes first. ``space`` is what may stand between."""
+    j = space.match(text, end).end()
+    if j < hi and text[j] == "[":
+        depth = 0
+        while j < hi:
+            c = text[j]
+            if c in "([{":
+                depth += 1
+            elif c in ")]}":
+                depth -= 1
+                if depth == 0:
+                    break
+            elif c in hidden:
+                return "lex"
+            j += 1
+        j = space.match(text, j + 1).end()
+    if j >= hi:
+        return "lex"
+    pair = text[j:j + 2]
+    if pair in _ASSIGNING or (pair[:1] == "=" and pair != "=="):
+        return "write"
+    return "lex" if pair[:1] in hidden else "read"
+
+
 class StructureMismatch(Exception):
     """A statement lexed to other boundaries than the structure scan found."""
 
@@ -142,7 +170,7 @@ class ClikeStretch:
         if not before or _FOR_OPEN.fullmatch(before):
             # First in its statement (or ``for (i = …``): nothing before it to make it a
             # definition; a write if an assignment follows, after one index maybe.
-            return self._role_after(end)
+            return role_after(text, end, self._hi)
         if self._in_skipped(last):
             return "lex"
         if before.endswith("->") or before.endswith("."):
@@ -166,33 +194,6 @@ class ClikeStretch:
         while j > cut and (text[j - 1].isalnum() or text[j - 1] in "_."):
             j -= 1
         return "lex" if text[j].isdigit() else "member"
-
-    def _role_after(self, end: int) -> str:
-        """"write" if an assignment (``=``, ``+=``, ``-=``, ``*=``, ``/=``: the lexer's
-        assignment tokens) follows ``end``, after one ``[…]`` maybe; "read" if anything else
-        does; "lex" if a comment, string or preprocessor line is in the way."""
-        text, hi = self._text, self._hi
-        j = _SPACE.match(text, end).end()
-        if j < hi and text[j] == "[":
-            depth = 0
-            while j < hi:
-                c = text[j]
-                if c in "([{":
-                    depth += 1
-                elif c in ")]}":
-                    depth -= 1
-                    if depth == 0:
-                        break
-                elif c in "\"'/#":
-                    return "lex"
-                j += 1
-            j = _SPACE.match(text, j + 1).end()
-        pair = text[j:j + 2]
-        if j >= hi or pair[:1] in ("/", "#"):
-            return "write" if pair == "/=" else "lex"
-        if pair in _ASSIGNING or (pair[:1] == "=" and pair != "=="):
-            return "write"
-        return "read"
 
     def _in_skipped(self, offset: int) -> bool:
         i = bisect_right(self._skipped, offset)

@@ -27,6 +27,7 @@ from collections.abc import Callable
 from ..background import REQUESTS
 from .clike import clike_module_definitions, clike_symbols
 from .clike_names import ClikeStretch, StructureMismatch
+from .script_names import ScriptStretch
 from .lexer import clike_braces, script_line_end, word_starts
 from .table import DEF, Builder, Occurrence, SymbolTable
 from .tvmscript import script_symbols
@@ -107,8 +108,8 @@ class DocumentSymbols:
         for d in self._module:
             self._by_name.setdefault(d.name, []).append(d)
         self._stretches: OrderedDict[int, SymbolTable] = OrderedDict()
-        # C and CUDA: each stretch's statement structure, and one table per (stretch, name)
-        self._structures: dict[int, ClikeStretch] = {}
+        # Each function's structure (statements, logical lines), one table per (stretch, name)
+        self._structures: dict[int, ClikeStretch | ScriptStretch] = {}
         self._named: OrderedDict[tuple[int, str], SymbolTable] = OrderedDict()
         self._held = 0
         self._whole: SymbolTable | None = None
@@ -154,27 +155,18 @@ class DocumentSymbols:
         return next((d for d in self._by_name.get(name, ()) if d.kind == "function"), None)
 
     def prepare(self, stop=lambda: False) -> None:
-        """What every document gets ahead of its first question (milliseconds): the statement
-        structure of each C or CUDA function; ``stop()`` is asked between functions."""
-        if self._language == CLIKE:
-            self.lex_all(stop)
-
-    def lex_all(self, stop=lambda: False) -> None:
-        """Prepare every stretch, first to last: lex TVMScript ones not lexed yet while fewer
-        than ``STRETCH_OCCURRENCES_KEPT`` are held (so none is pushed out), scan the structure
-        of C and CUDA ones; ``stop()`` is asked between stretches, after the warm-up's
-        checkpoint."""
+        """What every document gets ahead of its first question (milliseconds): the structure
+        of each function (statements of C and CUDA, logical lines of TVMScript); ``stop()`` is
+        asked between functions, after the warm-up's checkpoint."""
         for i in range(len(self._starts)):
             REQUESTS.checkpoint()
-            if stop() or self._whole is not None or self._held >= STRETCH_OCCURRENCES_KEPT * 3 // 4:
+            if stop() or self._whole is not None:
                 return
-            if self._language == CLIKE:
+            if self._by_name_lookup(i):
                 try:
                     self._structure(i)
                 except StructureMismatch as e:
                     self._fall_back(self._starts[i], str(e))
-            elif i not in self._stretches:
-                self._stretch(i)
 
     def __len__(self) -> int:
         """Occurrences held (the lexed stretches')."""
@@ -193,10 +185,8 @@ class DocumentSymbols:
         return found
 
     def _name_at(self, offset: int) -> str | None:
-        """The word of C or CUDA touching ``offset`` if it reads as a name, "" if there is none,
-        None for TVMScript and for a word only lexing can tell about."""
-        if self._language != CLIKE:
-            return None
+        """The word touching ``offset`` if it reads as a name, "" if there is none, None for a
+        word only lexing can tell about."""
         text = self._text_of()
         start = offset
         while start > 0 and (text[start - 1].isalnum() or text[start - 1] == "_"):
@@ -205,6 +195,11 @@ class DocumentSymbols:
         if not word or word[0].isdigit():
             return ""
         return word if _NAME.fullmatch(word) else None
+
+    def _by_name_lookup(self, i: int) -> bool:
+        """Whether stretch ``i`` is asked one name at a time (every C stretch; TVMScript ones
+        beginning at a module-level ``def``, not the module's preamble)."""
+        return self._language == CLIKE or i > 0
 
     def _table_at(self, offset: int, name: str | None = None) -> SymbolTable:
         """The table answering at ``offset``: of ``name`` alone when given (C and CUDA), else
@@ -215,7 +210,7 @@ class DocumentSymbols:
         return self._whole if self._whole is not None else table
 
     def _table(self, i: int, name: str | None = None) -> SymbolTable:
-        if name is None or self._language != CLIKE:
+        if name is None or not self._by_name_lookup(i):
             return self._stretch(i)
         if not name:
             return _EMPTY
@@ -232,11 +227,12 @@ class DocumentSymbols:
         self._keep(self._named, (i, name), table)
         return table
 
-    def _structure(self, i: int) -> ClikeStretch:
+    def _structure(self, i: int) -> ClikeStretch | ScriptStretch:
         structure = self._structures.get(i)
         if structure is None:
             lo, hi = self._span(i)
-            structure = ClikeStretch(self._text_of(), lo, hi, self._module)
+            kind = ClikeStretch if self._language == CLIKE else ScriptStretch
+            structure = kind(self._text_of(), lo, hi, self._module)
             if structure.open_at_end:
                 raise StructureMismatch("a block is still open at its end")
             self._structures[i] = structure

@@ -76,57 +76,65 @@ def script_symbols(text: str, start: int = 0, end: int | None = None,
     b = builder or Builder()
     scope = ""
     for line in _lines(script_tokens(text, start, end), b):
-        head = line[0]
-        stmt_start, stmt_end = head.start, line[-1].end
-        indent = head.start - (text.rfind("\n", 0, head.start) + 1)
-        defined: set[int] = set()
-        written: set[int] = set()
-        if head.text == "def" and len(line) > 1 and line[1].kind == "name":
-            name = line[1]
-            if indent <= 4:
-                scope = name.text
-                b.define("", name.start, name.end, name.text, "function", stmt_start, stmt_end)
-            else:
-                b.define(scope, name.start, name.end, name.text, "function", stmt_start, stmt_end)
-            defined.add(1)
-            depth = 0
-            for i in range(2, len(line)):
-                t = line[i].text
-                if t in "([{":
-                    depth += 1
-                elif t in ")]}":
-                    depth -= 1
-                elif (depth == 1 and line[i].kind == "name" and i + 1 < len(line)
-                      and line[i + 1].text == ":" and line[i - 1].text in "(,"):
-                    b.define(scope, line[i].start, line[i].end, line[i].text, "param",
-                             line[i].start, line[i].end)
-                    defined.add(i)
-        elif head.text == "for":
-            for i in range(1, len(line)):
-                if line[i].text == "in":
-                    break
-                if line[i].kind == "name":
-                    b.define(scope, line[i].start, line[i].end, line[i].text, "loop",
-                             line[i].start, line[i].end)
-                    defined.add(i)
-        elif head.text == "with":
-            for i in range(1, len(line) - 1):
-                if line[i].text == "as" and line[i + 1].kind == "name":
-                    b.define(scope, line[i + 1].start, line[i + 1].end, line[i + 1].text,
-                             "binding", stmt_start, stmt_end)
-                    defined.add(i + 1)
-        else:
-            found = _assigned(line)
-            if found:
-                names, store = found
-                if store:
-                    written.add(0)
-                else:
-                    for tok in names:
-                        b.define(scope, tok.start, tok.end, tok.text, "binding", stmt_start, stmt_end)
-                    defined.update(i for i, t in enumerate(line) if t in names)
-        _uses(b, scope, line, defined, written, stmt_start, stmt_end)
+        scope = script_statement(b, text, line, scope)
     return b.build()
+
+
+def script_statement(b: Builder, text: str, line: list[Token], scope: str) -> str:
+    """Define and use into ``b`` the names of one logical line (its tokens, line breaks
+    left out) inside function ``scope`` ("" at module level); the scope after it (a
+    module-level ``def`` begins its function's)."""
+    head = line[0]
+    stmt_start, stmt_end = head.start, line[-1].end
+    indent = head.start - (text.rfind("\n", 0, head.start) + 1)
+    defined: set[int] = set()
+    written: set[int] = set()
+    if head.text == "def" and len(line) > 1 and line[1].kind == "name":
+        name = line[1]
+        if indent <= 4:
+            scope = name.text
+            b.define("", name.start, name.end, name.text, "function", stmt_start, stmt_end)
+        else:
+            b.define(scope, name.start, name.end, name.text, "function", stmt_start, stmt_end)
+        defined.add(1)
+        depth = 0
+        for i in range(2, len(line)):
+            t = line[i].text
+            if t in "([{":
+                depth += 1
+            elif t in ")]}":
+                depth -= 1
+            elif (depth == 1 and line[i].kind == "name" and i + 1 < len(line)
+                  and line[i + 1].text == ":" and line[i - 1].text in "(,"):
+                b.define(scope, line[i].start, line[i].end, line[i].text, "param",
+                         line[i].start, line[i].end)
+                defined.add(i)
+    elif head.text == "for":
+        for i in range(1, len(line)):
+            if line[i].text == "in":
+                break
+            if line[i].kind == "name":
+                b.define(scope, line[i].start, line[i].end, line[i].text, "loop",
+                         line[i].start, line[i].end)
+                defined.add(i)
+    elif head.text == "with":
+        for i in range(1, len(line) - 1):
+            if line[i].text == "as" and line[i + 1].kind == "name":
+                b.define(scope, line[i + 1].start, line[i + 1].end, line[i + 1].text,
+                         "binding", stmt_start, stmt_end)
+                defined.add(i + 1)
+    else:
+        found = _assigned(line)
+        if found:
+            names, store = found
+            if store:
+                written.add(0)
+            else:
+                for tok in names:
+                    b.define(scope, tok.start, tok.end, tok.text, "binding", stmt_start, stmt_end)
+                defined.update(i for i, t in enumerate(line) if t in names)
+    _uses(b, scope, line, defined, written, stmt_start, stmt_end)
+    return scope
 
 
 def _uses(b: Builder, scope: str, line: list[Token], defined: set[int], written: set[int],

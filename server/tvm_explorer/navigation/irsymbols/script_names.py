@@ -1,0 +1,158 @@
+"""The symbols of one name in one function of TVMScript (Relax or TIR), without lexing the
+whole function.
+
+TIR after unrolling has functions of 60 KB whose lines run to hundreds of characters:
+lexing one took 20–40 ms, too slow for the first question about it. Inside a module-level
+function every name is in that function's scope, and a use resolves to the nearest
+definition before it, so only the logical lines where the name occurs matter. A scan of the
+function's lines (their bracket balance, counted on the text; lines with strings or comments
+tokenized) gives where each logical line starts; then the lines where the name may be
+defined, written, used as a keyword or as ``cls.NAME`` are lexed and walked exactly as
+``tvmscript.py`` walks a whole stretch, and every other occurrence is a plain read.
+
+``ScriptStretch.table(name)`` answers what the stretch's whole table answers for ``name``
+(tests/lsp/test_ir_symbol_stretches.py compares them on real bundles); ``StructureMismatch``
+says the scan and the lexer disagree: the caller lexes whole.
+"""
+
+from __future__ import annotations
+
+import re
+from array import array
+from bisect import bisect_right
+
+from .clike_names import StructureMismatch, role_after
+from .lexer import _STRING, script_tokens, word_starts
+from .table import Builder, Occurrence, SymbolTable
+from .tvmscript import _lines, script_statement
+
+# Lines that may define a name (``def`` and its parameters, ``for``, ``with … as``, and the
+# first names of a line: ``a, b = …``, ``a: T = …``), and what else only lexing reads right:
+# strings and comments, ``T.writes(…)`` (its names are written).
+_LEX_LINE = re.compile(r"[\"'#]|writes")
+_DEFINING_LINE = re.compile(r"\s*(?:def|for|with)\b")
+_LEADING_NAMES = re.compile(r"\s*(?:[A-Za-z_]\w*\s*,\s*)*")
+_BLANK = re.compile(r"[ \t\r\f\v]*")  # a line break after a line's first name ends it
+
+# Comments, then strings: the lexer's order at one position; leftmost first, as it reads.
+_SKIPPED = re.compile(r"\#[^\n]*|" + _STRING)
+
+
+class ScriptStretch:
+    """One stretch ``[lo, hi)`` of a TVMScript document beginning at a module-level ``def``
+    (its first logical line): where each logical line starts."""
+
+    def __init__(self, text: str, lo: int, hi: int, module: list[Occurrence]):
+        self._text, self._lo, self._hi, self._module = text, lo, hi, module
+        first_end = text.find("\n", lo, hi)
+        head = next((d for d in module if d.kind == "function"
+                     and lo <= d.start < (hi if first_end < 0 else first_end)), None)
+        if head is None:
+            raise StructureMismatch("no module-level def begins it")
+        self._scope = head.name
+        self._starts = array("q", [lo])
+        depth, pos = 0, lo
+        while pos < hi:
+            nl = text.find("\n", pos, hi)
+            end = hi if nl < 0 else nl + 1
+            line = text[pos:end]
+            if '"' in line or "'" in line or "#" in line:
+                line = _SKIPPED.sub("", line)  # what the lexer skips, as it skips it
+            depth += (line.count("(") + line.count("[") + line.count("{")
+                      - line.count(")") - line.count("]") - line.count("}"))
+            if depth <= 0:
+                depth = 0
+                if end < hi:
+                    self._starts.append(end)
+            pos = end
+        self.open_at_end = depth > 0
+
+    def __len__(self) -> int:
+        """Logical lines (a measure of what it holds)."""
+        return len(self._starts)
+
+    def table(self, name: str) -> SymbolTable:
+        """Every definition and resolved use of ``name`` in the stretch, as the stretch's whole
+        table has them (``Builder`` given the document's module-level definitions)."""
+        text, lo, hi = self._text, self._lo, self._hi
+        b = Builder(self._module, lo, hi)
+        lexed: set[int] = set()
+        plain: list[tuple[int, int]] = []
+        later: set[int] = set()  # lines to lex only if the name is defined somewhere
+        for at in word_starts(text, name, lo, hi):
+            k = bisect_right(self._starts, at) - 1
+            seen = self._plain(at, at + len(name), k)
+            if seen == "define":
+                lexed.add(k)
+            elif seen == "lex":
+                later.add(k)
+            elif seen in ("read", "write"):
+                plain.append((at, k, seen))
+        for k in sorted(lexed):
+            self._lex(b, k)
+        if b.module_found and not set(b.module_found) <= {d.start for d in self._module}:
+            raise StructureMismatch(f"module-level definitions at {sorted(b.module_found)}")
+        if not any(d.name == name for d in b.defs.values()):
+            return SymbolTable({}, [])  # nothing for its uses to resolve to: none are kept
+        for k in sorted(later - lexed):
+            self._lex(b, k)
+        lexed |= later
+        for at, k, role in plain:
+            if k not in lexed:  # else used there already
+                start, end = self._span(k)
+                line = text[start:end]
+                b.use(self._scope, at, at + len(name), name, role,
+                      start + len(line) - len(line.lstrip()), start + len(line.rstrip()))
+        built = b.build()
+        mine = [o for o in built.occurrences if o.name == name]
+        return SymbolTable({s: d for s, d in built.defs.items() if d.name == name}, mine)
+
+    def _span(self, k: int) -> tuple[int, int]:
+        return self._starts[k], self._starts[k + 1] if k + 1 < len(self._starts) else self._hi
+
+    def _plain(self, start: int, end: int, k: int) -> str:
+        """"read" or "write" if the name at ``[start, end)`` in logical line ``k`` surely is a
+        plain read or the buffer a store writes (``NAME[…] = …``), "attribute" after a dot (``T.grid``: not a name), "define" where it may be defined,
+        "lex" when only lexing can tell."""
+        text = self._text
+        line_start, line_end = self._span(k)
+        line = text[line_start:line_end]
+        before = text[line_start:start]
+        if k == 0 or _DEFINING_LINE.match(line):
+            return "define"  # a def line (and its parameters), for, with
+        leading = _LEADING_NAMES.fullmatch(before)
+        if leading:
+            follows = text[_BLANK.match(text, end).end():][:2]
+            # The first names: ``a, b = …``, ``a: T = …`` define; ``NAME[…] = …`` stores;
+            # ``T.reads(…)``, ``f(…)`` do neither.
+            if before.strip() or follows[:1] in (",", ":") or (follows[:1] == "=" and follows != "=="):
+                return "define"
+            leading = follows[:1] == "["
+        if _LEX_LINE.search(line):
+            return "lex"
+        first, last = line.lstrip()[:1], line.rstrip()[-1:]
+        if not first or first.isdigit() or first == "." or last.isalnum() or last in "_.":
+            return "lex"  # a number may begin or end it (numbers are no tokens here)
+        if leading:
+            return role_after(text, end, line_end, _BLANK, "")
+        stripped = before.rstrip()
+        if stripped.endswith("."):
+            dot = line_start + len(stripped) - 1
+            j = dot
+            while j > line_start and (text[j - 1].isalnum() or text[j - 1] in "_."):
+                j -= 1
+            if text[j].isdigit() or "cls" in text[j:dot]:
+                return "lex"  # in a number, or ``cls.NAME``: a use of a module function
+            return "attribute"
+        after = text[end:end + 64].lstrip()
+        if after.startswith("=") and not after.startswith("=="):
+            return "lex"  # a keyword argument (or an assignment)
+        return "read"
+
+    def _lex(self, b: Builder, k: int) -> None:
+        start, end = self._span(k)
+        lines = _lines(script_tokens(text := self._text, start, end), b)
+        if len(lines) > 1:
+            raise StructureMismatch(f"logical line at {start} lexes as {len(lines)}")
+        for line in lines:
+            script_statement(b, text, line, "" if k == 0 else self._scope)
