@@ -17,6 +17,8 @@ import re
 
 from lsprotocol import types
 
+from ..navigation.background import REQUESTS
+
 logger = logging.getLogger(__name__)
 
 MAX_MESSAGE_BYTES = 512 * 1024**2
@@ -36,7 +38,12 @@ class StdinReader:
 
     def readline(self, limit: int):
         """At most ``limit`` bytes, up to and including a newline (b"" at the end)."""
-        return asyncio.get_running_loop().run_in_executor(self.executor, self.stream.readline, limit)
+        return asyncio.get_running_loop().run_in_executor(self.executor, self._readline, limit)
+
+    def _readline(self, limit: int) -> bytes:
+        line = self.stream.readline(limit)
+        REQUESTS.arriving()  # before the hand-over to the event loop: warm-ups pause now
+        return line
 
     def read(self, n: int):
         """Up to ``n`` bytes (fewer only at the end of the stream)."""
@@ -52,7 +59,9 @@ class StreamReaderAdapter:
     async def readline(self, limit: int) -> bytes:
         """At most about ``limit`` bytes, up to and including a newline."""
         try:
-            return await self.reader.readuntil(b"\n")
+            line = await self.reader.readuntil(b"\n")
+            REQUESTS.arriving()
+            return line
         except asyncio.IncompleteReadError as err:
             return err.partial
         except asyncio.LimitOverrunError as err:

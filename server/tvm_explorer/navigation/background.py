@@ -4,12 +4,20 @@ CPython runs one thread at a time: a warm-up lexing documents on a worker thread
 the processor from a request answered meanwhile, and a request needing a symbol table of its
 own took seconds instead of one. ``REQUESTS`` counts the requests being answered; work run
 under ``yielding()`` stops at its ``checkpoint()`` calls while any is, and goes on after.
+A message starts pausing it as soon as its bytes arrive (``arriving()``): reading, decoding
+and dispatching it take several hand-overs between threads, each slowed while a warm-up
+holds the interpreter.
 """
 
 from __future__ import annotations
 
 import contextlib
 import threading
+import time
+
+ARRIVAL_HOLD_S = 0.05
+"""How long background work pauses after a message arrives unless a request begins (one
+read, decoded and dispatched takes a few milliseconds)."""
 
 
 class RequestGate:
@@ -21,6 +29,7 @@ class RequestGate:
         self._idle = threading.Event()
         self._idle.set()
         self._local = threading.local()
+        self._hold_until = 0.0
 
     @contextlib.contextmanager
     def request(self):
@@ -36,6 +45,11 @@ class RequestGate:
                 if self._busy == 0:
                     self._idle.set()
 
+    def arriving(self) -> None:
+        """A message is arriving from the client: background work pauses at its checkpoints
+        for ``ARRIVAL_HOLD_S`` (longer if a request is then answered)."""
+        self._hold_until = time.monotonic() + ARRIVAL_HOLD_S
+
     @contextlib.contextmanager
     def yielding(self):
         """Run the block as background work: its checkpoints wait for requests to finish."""
@@ -50,6 +64,9 @@ class RequestGate:
         (a request's own thread never waits: it is the one being waited for)."""
         if getattr(self._local, "yielding", False):
             self._idle.wait()
+            while (left := self._hold_until - time.monotonic()) > 0:
+                time.sleep(min(left, 0.005))
+                self._idle.wait()
 
 
 REQUESTS = RequestGate()

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ..bundle.index import Range
+from .background import REQUESTS
 from .view import BundleView
 
 OUTLINE_KINDS = ("layer", "function", "primfunc", "binding", "block")
@@ -41,7 +42,9 @@ def document_symbols(view: BundleView, path: str) -> list[Symbol]:
     levels)."""
     roots: list[Symbol] = []
     stack: list[Symbol] = []
-    for rng in view.bundle.index(path).ranges:
+    for n, rng in enumerate(view.bundle.index(path).ranges):
+        if not n & 0x3FF:
+            REQUESTS.checkpoint()  # on a warm-up: requests go first (see ``background``)
         if rng.kind not in OUTLINE_KINDS:
             continue
         name, detail = _name(view, rng)

@@ -21,6 +21,7 @@ import re
 from array import array
 from bisect import bisect_right
 
+from ..background import REQUESTS
 from .clike import _QUALIFIED_CALL, _statement_end, clike_statement
 from .lexer import clike_statements, word_starts
 from .table import Builder, Occurrence, SymbolTable
@@ -94,7 +95,9 @@ class ClikeStretch:
         self._cuts, self._depths, self._scopes = array("q", [lo]), array("l", [0]), [""]
         self._skipped = array("q")  # start, end, start, end, … of comments and strings
         depth, scope, f = 0, "", 0
-        for start, end, punct in clike_statements(text, lo, hi):
+        for n, (start, end, punct) in enumerate(clike_statements(text, lo, hi)):
+            if not n & 0x3FF:
+                REQUESTS.checkpoint()  # on a warm-up: requests go first (see ``background``)
             while f < len(functions) and functions[f].start < start:
                 if depth == 0:
                     scope = functions[f].name

@@ -40,7 +40,10 @@ STRETCH_OCCURRENCES_KEPT = 150_000
 
 _WORD_END = re.compile(r"\w*")
 _NAME = re.compile(r"[A-Za-z_]\w*")
-_TOP_DEF = re.compile(r"^[ \t\r\f\v]{0,4}(def)[ \t\r\f\v]+([A-Za-z_]\w*)", re.MULTILINE)
+# ``def NAME`` at most four blanks into its line; the pattern starts with its literal so the
+# regex engine scans for it fast (a ``^`` first was tried at every character: 36 ms for 4 MB).
+_DEF = re.compile(r"(def)[ \t\r\f\v]+([A-Za-z_]\w*)")
+_INDENT = re.compile(r"[ \t\r\f\v]{0,4}")
 _LEXERS = {SCRIPT: script_symbols, CLIKE: clike_symbols}
 _EMPTY = SymbolTable({}, [])
 
@@ -48,12 +51,17 @@ _EMPTY = SymbolTable({}, [])
 def _script_outline(text: str) -> tuple[list[int], list[Occurrence]]:
     """Stretch starts (0, then each module-level ``def`` line) and module-level definitions."""
     starts, defs = [0], []
-    for m in _TOP_DEF.finditer(text):
-        if m.start() > 0:
-            starts.append(m.start())
+    for n, m in enumerate(_DEF.finditer(text)):
+        if not n & 0x3F:
+            REQUESTS.checkpoint()  # on a warm-up: requests go first (see ``background``)
+        line_start = text.rfind("\n", 0, m.start()) + 1
+        if _INDENT.match(text, line_start).end() != m.start():
+            continue  # not at the start of its line, or indented deeper: not module-level
+        if line_start > 0:
+            starts.append(line_start)
         name_start, name_end = m.span(2)
-        defs.append(Occurrence(name_start, name_end, m.group(2), DEF, name_start, m.start(1),
-                               script_line_end(text, m.start(1)), "function"))
+        defs.append(Occurrence(name_start, name_end, m.group(2), DEF, name_start, m.start(),
+                               script_line_end(text, m.start()), "function"))
     # Assignments before the first function are module-level too (none in what TVM prints).
     preamble = Builder()
     script_symbols(text, 0, starts[1] if len(starts) > 1 else len(text), preamble)
@@ -67,7 +75,7 @@ def _clike_outline(text: str) -> tuple[list[int], list[Occurrence]]:
     starts, defs = [0], []
     depth, outside, pending = 0, 0, None  # ``outside``: where the current depth-0 text began
     for n, (start, end, brace) in enumerate(clike_braces(text)):
-        if not n & 0xFFF:
+        if not n & 0x3FF:
             REQUESTS.checkpoint()  # on a warm-up: requests go first (see ``background``)
         if pending is not None and start < pending < end:
             pending = None  # a comment or string across the line break: no cut there

@@ -21,8 +21,9 @@ import re
 from array import array
 from bisect import bisect_right
 
+from ..background import REQUESTS
 from .clike_names import StructureMismatch, role_after
-from .lexer import _STRING, script_tokens, word_starts
+from .lexer import script_bracket_balance, script_tokens, word_starts
 from .table import Builder, Occurrence, SymbolTable
 from .tvmscript import _lines, script_statement
 
@@ -34,8 +35,6 @@ _DEFINING_LINE = re.compile(r"\s*(?:def|for|with)\b")
 _LEADING_NAMES = re.compile(r"\s*(?:[A-Za-z_]\w*\s*,\s*)*")
 _BLANK = re.compile(r"[ \t\r\f\v]*")  # a line break after a line's first name ends it
 
-# Comments, then strings: the lexer's order at one position; leftmost first, as it reads.
-_SKIPPED = re.compile(r"\#[^\n]*|" + _STRING)
 
 
 class ScriptStretch:
@@ -52,14 +51,14 @@ class ScriptStretch:
         self._scope = head.name
         self._starts = array("q", [lo])
         depth, pos = 0, lo
+        n = 0
         while pos < hi:
+            n += 1
+            if not n & 0xFF:
+                REQUESTS.checkpoint()  # on a warm-up: requests go first (see ``background``)
             nl = text.find("\n", pos, hi)
             end = hi if nl < 0 else nl + 1
-            line = text[pos:end]
-            if '"' in line or "'" in line or "#" in line:
-                line = _SKIPPED.sub("", line)  # what the lexer skips, as it skips it
-            depth += (line.count("(") + line.count("[") + line.count("{")
-                      - line.count(")") - line.count("]") - line.count("}"))
+            depth += script_bracket_balance(text[pos:end])
             if depth <= 0:
                 depth = 0
                 if end < hi:
