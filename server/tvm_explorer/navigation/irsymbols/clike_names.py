@@ -10,7 +10,7 @@ gives each statement's start, depth and enclosing function; then the statements 
 name may be defined, written or misread by a shortcut are lexed and walked exactly as
 ``clike.py`` walks a whole stretch, and every other occurrence is a plain read.
 
-``ClikeStretch.table(name)`` answers what the stretch's whole table answers for ``name``
+``ClikeStretch.table(text, name)`` answers what the stretch's whole table answers for ``name``
 (tests/lsp/test_ir_symbol_stretches.py compares them on real bundles). ``StructureMismatch``
 says the scan and the lexer disagree about where statements end: the caller lexes whole.
 """
@@ -89,7 +89,7 @@ class ClikeStretch:
     where each statement starts, how deep in braces and in which function."""
 
     def __init__(self, text: str, lo: int, hi: int, module: list[Occurrence]):
-        self._text, self._lo, self._hi, self._module = text, lo, hi, module
+        self._lo, self._hi, self._module = lo, hi, module  # the text is not kept: the reader's cache bounds texts
         functions = sorted((d for d in module if lo <= d.start < hi and d.kind == "function"),
                            key=lambda d: d.start)
         self._cuts, self._depths, self._scopes = array("q", [lo]), array("l", [0]), [""]
@@ -122,10 +122,11 @@ class ClikeStretch:
         """Statements (a measure of what it holds)."""
         return len(self._cuts)
 
-    def table(self, name: str) -> SymbolTable:
+    def table(self, text: str, name: str) -> SymbolTable:
         """Every definition and resolved use of ``name`` in the stretch, as the stretch's whole
-        table has them (``Builder`` given the document's module-level definitions)."""
-        text, lo, hi = self._text, self._lo, self._hi
+        table has them (``Builder`` given the document's module-level definitions); ``text``
+        is the document's."""
+        lo, hi = self._lo, self._hi
         b = Builder(self._module, lo, hi)
         lexed: set[int] = set()
         plain: list[tuple[int, int, str]] = []
@@ -133,13 +134,13 @@ class ClikeStretch:
             if self._in_skipped(at):
                 continue
             k = bisect_right(self._cuts, at) - 1
-            seen = self._plain(at, at + len(name), k)
+            seen = self._plain(text, at, at + len(name), k)
             if seen == "lex":
                 lexed.add(k)
             elif seen != "member":
                 plain.append((at, k, seen))
         for k in sorted(lexed):
-            self._lex(b, k)
+            self._lex(text, b, k)
         if b.module_found and not set(b.module_found) <= {d.start for d in self._module}:
             raise StructureMismatch(f"module-level definitions at {sorted(b.module_found)}")
         if not any(d.name == name for d in b.defs.values()):
@@ -157,16 +158,15 @@ class ClikeStretch:
 
     # -- one occurrence --------------------------------------------------------------------
 
-    def _plain(self, start: int, end: int, k: int) -> str:
+    def _plain(self, text: str, start: int, end: int, k: int) -> str:
         """How the name at ``[start, end)`` in statement ``k`` is used when plain text tells
         for sure: "read", "write", "member" (after ``.`` or ``->``: not a name); "lex" when
         only lexing can tell (outside functions, where parameters and functions are defined;
         before what may define it; next to a comment, a string or a number)."""
-        text = self._text
         if self._depths[k] == 0:
             return "lex"
         if text[start - 1] == "." or text[start - 2:start] == "->":
-            return self._member(start - 1, self._cuts[k])
+            return self._member(text, start - 1, self._cuts[k])
         before = text[self._cuts[k]:start].rstrip()
         last = self._cuts[k] + len(before) - 1  # where what stands before it ends
         before = before.lstrip()
@@ -177,18 +177,17 @@ class ClikeStretch:
         if self._in_skipped(last):
             return "lex"
         if before.endswith("->") or before.endswith("."):
-            return self._member(last, self._cuts[k])
+            return self._member(text, last, self._cuts[k])
         after = text[end:end + 64].lstrip()
         if not after or after[0] in _MAY_DEFINE:
             # ``NAME =``/``NAME;``/``NAME[`` define it only after a type (``float2 v =``).
             return "read" if after[:1] in ("=", ";", "[") and _not_a_type(before) else "lex"
         return "read"
 
-    def _member(self, last: int, cut: int) -> str:
+    def _member(self, text: str, last: int, cut: int) -> str:
         """After ``->`` or a dot ending at ``last``: "member" (``a.x``, ``v_2.x``, ``a[i].x``,
         ``p->x``), or "lex" if the dot may be part of a number (``1.x``, ``1.5.x``: only a
         word starting with a digit begins one) or of a comment."""
-        text = self._text
         if self._in_skipped(last):
             return "lex"
         if text[last] == ">":
@@ -202,10 +201,10 @@ class ClikeStretch:
         i = bisect_right(self._skipped, offset)
         return i % 2 == 1  # after a start, before its end
 
-    def _lex(self, b: Builder, k: int) -> None:
+    def _lex(self, text: str, b: Builder, k: int) -> None:
         start = self._cuts[k]
         end = self._cuts[k + 1] if k + 1 < len(self._cuts) else self._hi
-        tokens = clike_statement(b, self._text, start, end, self._depths[k], self._scopes[k])
+        tokens = clike_statement(b, text, start, end, self._depths[k], self._scopes[k])
         ends = [i for i, t in enumerate(tokens) if t.kind == "op" and t.text in _BOUNDARY]
         if ends and ends != [len(tokens) - 1]:
             raise StructureMismatch(f"statement at {start} holds {len(ends)} boundaries")

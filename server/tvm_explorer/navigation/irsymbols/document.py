@@ -228,7 +228,7 @@ class DocumentSymbols:
                 self._named.move_to_end((i, name))
                 return table
         try:
-            table = self._structure(i).table(name)
+            table = self._structure(i).table(self._text_of(), name)
         except StructureMismatch as e:
             self._fall_back(self._starts[i], str(e))
             return self._whole

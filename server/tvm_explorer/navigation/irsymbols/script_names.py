@@ -10,7 +10,7 @@ tokenized) gives where each logical line starts; then the lines where the name m
 defined, written, used as a keyword or as ``cls.NAME`` are lexed and walked exactly as
 ``tvmscript.py`` walks a whole stretch, and every other occurrence is a plain read.
 
-``ScriptStretch.table(name)`` answers what the stretch's whole table answers for ``name``
+``ScriptStretch.table(text, name)`` answers what the stretch's whole table answers for ``name``
 (tests/lsp/test_ir_symbol_stretches.py compares them on real bundles); ``StructureMismatch``
 says the scan and the lexer disagree: the caller lexes whole.
 """
@@ -42,7 +42,7 @@ class ScriptStretch:
     (its first logical line): where each logical line starts."""
 
     def __init__(self, text: str, lo: int, hi: int, module: list[Occurrence]):
-        self._text, self._lo, self._hi, self._module = text, lo, hi, module
+        self._lo, self._hi, self._module = lo, hi, module  # the text is not kept: the reader's cache bounds texts
         first_end = text.find("\n", lo, hi)
         head = next((d for d in module if d.kind == "function"
                      and lo <= d.start < (hi if first_end < 0 else first_end)), None)
@@ -70,17 +70,18 @@ class ScriptStretch:
         """Logical lines (a measure of what it holds)."""
         return len(self._starts)
 
-    def table(self, name: str) -> SymbolTable:
+    def table(self, text: str, name: str) -> SymbolTable:
         """Every definition and resolved use of ``name`` in the stretch, as the stretch's whole
-        table has them (``Builder`` given the document's module-level definitions)."""
-        text, lo, hi = self._text, self._lo, self._hi
+        table has them (``Builder`` given the document's module-level definitions); ``text``
+        is the document's."""
+        lo, hi = self._lo, self._hi
         b = Builder(self._module, lo, hi)
         lexed: set[int] = set()
         plain: list[tuple[int, int]] = []
         later: set[int] = set()  # lines to lex only if the name is defined somewhere
         for at in word_starts(text, name, lo, hi):
             k = bisect_right(self._starts, at) - 1
-            seen = self._plain(at, at + len(name), k)
+            seen = self._plain(text, at, at + len(name), k)
             if seen == "define":
                 lexed.add(k)
             elif seen == "lex":
@@ -88,13 +89,13 @@ class ScriptStretch:
             elif seen in ("read", "write"):
                 plain.append((at, k, seen))
         for k in sorted(lexed):
-            self._lex(b, k)
+            self._lex(text, b, k)
         if b.module_found and not set(b.module_found) <= {d.start for d in self._module}:
             raise StructureMismatch(f"module-level definitions at {sorted(b.module_found)}")
         if not any(d.name == name for d in b.defs.values()):
             return SymbolTable({}, [])  # nothing for its uses to resolve to: none are kept
         for k in sorted(later - lexed):
-            self._lex(b, k)
+            self._lex(text, b, k)
         lexed |= later
         for at, k, role in plain:
             if k not in lexed:  # else used there already
@@ -109,11 +110,10 @@ class ScriptStretch:
     def _span(self, k: int) -> tuple[int, int]:
         return self._starts[k], self._starts[k + 1] if k + 1 < len(self._starts) else self._hi
 
-    def _plain(self, start: int, end: int, k: int) -> str:
+    def _plain(self, text: str, start: int, end: int, k: int) -> str:
         """"read" or "write" if the name at ``[start, end)`` in logical line ``k`` surely is a
         plain read or the buffer a store writes (``NAME[…] = …``), "attribute" after a dot (``T.grid``: not a name), "define" where it may be defined,
         "lex" when only lexing can tell."""
-        text = self._text
         line_start, line_end = self._span(k)
         line = text[line_start:line_end]
         before = text[line_start:start]
@@ -148,9 +148,9 @@ class ScriptStretch:
             return "lex"  # a keyword argument (or an assignment)
         return "read"
 
-    def _lex(self, b: Builder, k: int) -> None:
+    def _lex(self, text: str, b: Builder, k: int) -> None:
         start, end = self._span(k)
-        lines = _lines(script_tokens(text := self._text, start, end), b)
+        lines = _lines(script_tokens(text, start, end), b)
         if len(lines) > 1:
             raise StructureMismatch(f"logical line at {start} lexes as {len(lines)}")
         for line in lines:
