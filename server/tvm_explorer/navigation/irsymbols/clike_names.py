@@ -10,9 +10,9 @@ gives each statement's start, depth and enclosing function; then the statements 
 name may be defined, written or misread by a shortcut are lexed and walked exactly as
 ``clike.py`` walks a whole stretch, and every other occurrence is a plain read.
 
-``ClikeStretch.table(text, name)`` answers what the stretch's whole table answers for ``name``
-(tests/lsp/test_ir_symbol_stretches.py compares them on real bundles). ``StructureMismatch``
-says the scan and the lexer disagree about where statements end: the caller lexes whole.
+``ClikeStretch.table(text, name)`` (``names.NameLookup``) answers what the stretch's whole
+table answers for ``name`` (tests/lsp/test_ir_symbol_stretches.py compares them on real
+bundles); ``StructureMismatch`` says the scan and the lexer disagree: the caller lexes whole.
 """
 
 from __future__ import annotations
@@ -23,16 +23,15 @@ from bisect import bisect_right
 
 from ..background import REQUESTS
 from .clike import _QUALIFIED_CALL, _statement_end, clike_statement
-from .lexer import clike_statements, word_starts
-from .table import Builder, Occurrence, SymbolTable
+from .lexer import clike_statements
+from .names import DEFINE, SKIP, NameLookup, StructureMismatch, role_after
+from .table import READ, Builder, Occurrence
 
 _BOUNDARY = frozenset("{};")
 _FOR_OPEN = re.compile(r"for\s*\(")
 # After a name, what can make it a definition (``int x = …``, ``int x;``, ``float x[8];``)
 # or hide something from a look at plain text (a comment, a preprocessor line).
 _MAY_DEFINE = frozenset("=;[/#")
-_ASSIGNING = frozenset(("+=", "-=", "*=", "/="))
-_SPACE = re.compile(r"\s*")
 _NOT_TYPE_CHAR = re.compile(r"[^\w\s*&]")
 _LAST_WORD = re.compile(r"(\w+)\s*$")
 
@@ -52,39 +51,7 @@ def _not_a_type(before: str) -> bool:
     return True
 
 
-def role_after(text: str, end: int, hi: int, space: re.Pattern = _SPACE, hidden: str = "\"'/#") -> str:
-    """"write" if an assignment (``=``, ``+=``, ``-=``, ``*=``, ``/=``: the lexers'
-    assignment tokens) follows the name ending at ``end``, after one ``[…]`` maybe; "read" if
-    anything else does; "lex" if a character that may begin a comment or a string
-    (``hidden``) is in the way, or ``hi`` comes first. ``space`` is what may stand between."""
-    j = space.match(text, end).end()
-    if j < hi and text[j] == "[":
-        depth = 0
-        while j < hi:
-            c = text[j]
-            if c in "([{":
-                depth += 1
-            elif c in ")]}":
-                depth -= 1
-                if depth == 0:
-                    break
-            elif c in hidden:
-                return "lex"
-            j += 1
-        j = space.match(text, j + 1).end()
-    if j >= hi:
-        return "lex"
-    pair = text[j:j + 2]
-    if pair in _ASSIGNING or (pair[:1] == "=" and pair != "=="):
-        return "write"
-    return "lex" if pair[:1] in hidden else "read"
-
-
-class StructureMismatch(Exception):
-    """A statement lexed to other boundaries than the structure scan found."""
-
-
-class ClikeStretch:
+class ClikeStretch(NameLookup):
     """One stretch ``[lo, hi)`` of a C or CUDA document (outside any brace at both ends):
     where each statement starts, how deep in braces and in which function."""
 
@@ -122,49 +89,25 @@ class ClikeStretch:
         """Statements (a measure of what it holds)."""
         return len(self._cuts)
 
-    def table(self, text: str, name: str) -> SymbolTable:
-        """Every definition and resolved use of ``name`` in the stretch, as the stretch's whole
-        table has them (``Builder`` given the document's module-level definitions); ``text``
-        is the document's."""
-        lo, hi = self._lo, self._hi
-        b = Builder(self._module, lo, hi)
-        lexed: set[int] = set()
-        plain: list[tuple[int, int, str]] = []
-        for at in word_starts(text, name, lo, hi):
-            if self._in_skipped(at):
-                continue
-            k = bisect_right(self._cuts, at) - 1
-            seen = self._plain(text, at, at + len(name), k)
-            if seen == "lex":
-                lexed.add(k)
-            elif seen != "member":
-                plain.append((at, k, seen))
-        for k in sorted(lexed):
-            self._lex(text, b, k)
-        if b.module_found and not set(b.module_found) <= {d.start for d in self._module}:
-            raise StructureMismatch(f"module-level definitions at {sorted(b.module_found)}")
-        if not any(d.name == name for d in b.defs.values()):
-            return SymbolTable({}, [])  # nothing for its uses to resolve to: none are kept
-        for at, k, role in plain:
-            if k in lexed:
-                continue  # its statement was lexed for another occurrence: used there
-            line_start = text.rfind("\n", 0, at) + 1
-            head = text[line_start:at]
-            b.use(self._scopes[k], at, at + len(name), name, role,
-                  line_start + len(head) - len(head.lstrip()), _statement_end(text, at))
-        built = b.build()
-        mine = [o for o in built.occurrences if o.name == name]
-        return SymbolTable({s: d for s, d in built.defs.items() if d.name == name}, mine)
+    def _unit(self, offset: int) -> int:
+        return bisect_right(self._cuts, offset) - 1
+
+    def _use(self, text: str, at: int, k: int) -> tuple[str, int, int]:
+        line_start = text.rfind("\n", 0, at) + 1
+        head = text[line_start:at]
+        return self._scopes[k], line_start + len(head) - len(head.lstrip()), _statement_end(text, at)
 
     # -- one occurrence --------------------------------------------------------------------
 
     def _plain(self, text: str, start: int, end: int, k: int) -> str:
-        """How the name at ``[start, end)`` in statement ``k`` is used when plain text tells
-        for sure: "read", "write", "member" (after ``.`` or ``->``: not a name); "lex" when
-        only lexing can tell (outside functions, where parameters and functions are defined;
-        before what may define it; next to a comment, a string or a number)."""
+        """How the name at ``[start, end)`` in statement ``k`` stands (``names``): READ, WRITE,
+        SKIP (after ``.`` or ``->``, in a comment or string), DEFINE (outside functions,
+        where parameters and functions are defined; before what may define it; next to a
+        comment or a number), LEX (first in its statement, an index or comment after it)."""
+        if self._in_skipped(start):
+            return SKIP
         if self._depths[k] == 0:
-            return "lex"
+            return DEFINE
         if text[start - 1] == "." or text[start - 2:start] == "->":
             return self._member(text, start - 1, self._cuts[k])
         before = text[self._cuts[k]:start].rstrip()
@@ -175,27 +118,27 @@ class ClikeStretch:
             # definition; a write if an assignment follows, after one index maybe.
             return role_after(text, end, self._hi)
         if self._in_skipped(last):
-            return "lex"
+            return DEFINE
         if before.endswith("->") or before.endswith("."):
             return self._member(text, last, self._cuts[k])
         after = text[end:end + 64].lstrip()
         if not after or after[0] in _MAY_DEFINE:
             # ``NAME =``/``NAME;``/``NAME[`` define it only after a type (``float2 v =``).
-            return "read" if after[:1] in ("=", ";", "[") and _not_a_type(before) else "lex"
-        return "read"
+            return READ if after[:1] in ("=", ";", "[") and _not_a_type(before) else DEFINE
+        return READ
 
     def _member(self, text: str, last: int, cut: int) -> str:
-        """After ``->`` or a dot ending at ``last``: "member" (``a.x``, ``v_2.x``, ``a[i].x``,
-        ``p->x``), or "lex" if the dot may be part of a number (``1.x``, ``1.5.x``: only a
-        word starting with a digit begins one) or of a comment."""
+        """After ``->`` or a dot ending at ``last``: SKIP, a member (``a.x``, ``v_2.x``,
+        ``a[i].x``, ``p->x``), or DEFINE if the dot may be part of a number (``1.x``,
+        ``1.5.x``: only a word starting with a digit begins one) or of a comment."""
         if self._in_skipped(last):
-            return "lex"
+            return DEFINE
         if text[last] == ">":
-            return "member"
+            return SKIP
         j = last
         while j > cut and (text[j - 1].isalnum() or text[j - 1] in "_."):
             j -= 1
-        return "lex" if text[j].isdigit() else "member"
+        return DEFINE if text[j].isdigit() else SKIP
 
     def _in_skipped(self, offset: int) -> bool:
         i = bisect_right(self._skipped, offset)

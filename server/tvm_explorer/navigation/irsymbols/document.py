@@ -26,7 +26,8 @@ from collections.abc import Callable
 
 from ..background import REQUESTS
 from .clike import clike_module_definitions, clike_symbols
-from .clike_names import ClikeStretch, StructureMismatch
+from .clike_names import ClikeStretch
+from .names import StructureMismatch
 from .script_names import ScriptStretch
 from .lexer import clike_braces, script_line_end, word_starts
 from .table import DEF, Builder, Occurrence, SymbolTable

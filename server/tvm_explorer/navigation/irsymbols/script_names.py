@@ -10,9 +10,9 @@ tokenized) gives where each logical line starts; then the lines where the name m
 defined, written, used as a keyword or as ``cls.NAME`` are lexed and walked exactly as
 ``tvmscript.py`` walks a whole stretch, and every other occurrence is a plain read.
 
-``ScriptStretch.table(text, name)`` answers what the stretch's whole table answers for ``name``
-(tests/lsp/test_ir_symbol_stretches.py compares them on real bundles); ``StructureMismatch``
-says the scan and the lexer disagree: the caller lexes whole.
+``ScriptStretch.table(text, name)`` (``names.NameLookup``) answers what the stretch's whole
+table answers for ``name`` (tests/lsp/test_ir_symbol_stretches.py compares them on real
+bundles); ``StructureMismatch`` says the scan and the lexer disagree: the caller lexes whole.
 """
 
 from __future__ import annotations
@@ -22,9 +22,9 @@ from array import array
 from bisect import bisect_right
 
 from ..background import REQUESTS
-from .clike_names import StructureMismatch, role_after
-from .lexer import script_bracket_balance, script_tokens, word_starts
-from .table import Builder, Occurrence, SymbolTable
+from .lexer import script_bracket_balance, script_tokens
+from .names import DEFINE, LEX, SKIP, NameLookup, StructureMismatch, role_after
+from .table import READ, Builder, Occurrence
 from .tvmscript import _lines, script_statement
 
 # Lines that may define a name (``def`` and its parameters, ``for``, ``with … as``, and the
@@ -37,7 +37,7 @@ _BLANK = re.compile(r"[ \t\r\f\v]*")  # a line break after a line's first name e
 
 
 
-class ScriptStretch:
+class ScriptStretch(NameLookup):
     """One stretch ``[lo, hi)`` of a TVMScript document beginning at a module-level ``def``
     (its first logical line): where each logical line starts."""
 
@@ -70,68 +70,39 @@ class ScriptStretch:
         """Logical lines (a measure of what it holds)."""
         return len(self._starts)
 
-    def table(self, text: str, name: str) -> SymbolTable:
-        """Every definition and resolved use of ``name`` in the stretch, as the stretch's whole
-        table has them (``Builder`` given the document's module-level definitions); ``text``
-        is the document's."""
-        lo, hi = self._lo, self._hi
-        b = Builder(self._module, lo, hi)
-        lexed: set[int] = set()
-        plain: list[tuple[int, int]] = []
-        later: set[int] = set()  # lines to lex only if the name is defined somewhere
-        for at in word_starts(text, name, lo, hi):
-            k = bisect_right(self._starts, at) - 1
-            seen = self._plain(text, at, at + len(name), k)
-            if seen == "define":
-                lexed.add(k)
-            elif seen == "lex":
-                later.add(k)
-            elif seen in ("read", "write"):
-                plain.append((at, k, seen))
-        for k in sorted(lexed):
-            self._lex(text, b, k)
-        if b.module_found and not set(b.module_found) <= {d.start for d in self._module}:
-            raise StructureMismatch(f"module-level definitions at {sorted(b.module_found)}")
-        if not any(d.name == name for d in b.defs.values()):
-            return SymbolTable({}, [])  # nothing for its uses to resolve to: none are kept
-        for k in sorted(later - lexed):
-            self._lex(text, b, k)
-        lexed |= later
-        for at, k, role in plain:
-            if k not in lexed:  # else used there already
-                start, end = self._span(k)
-                line = text[start:end]
-                b.use(self._scope, at, at + len(name), name, role,
-                      start + len(line) - len(line.lstrip()), start + len(line.rstrip()))
-        built = b.build()
-        mine = [o for o in built.occurrences if o.name == name]
-        return SymbolTable({s: d for s, d in built.defs.items() if d.name == name}, mine)
+    def _unit(self, offset: int) -> int:
+        return bisect_right(self._starts, offset) - 1
+
+    def _use(self, text: str, at: int, k: int) -> tuple[str, int, int]:
+        start, end = self._span(k)
+        line = text[start:end]
+        return self._scope, start + len(line) - len(line.lstrip()), start + len(line.rstrip())
 
     def _span(self, k: int) -> tuple[int, int]:
         return self._starts[k], self._starts[k + 1] if k + 1 < len(self._starts) else self._hi
 
     def _plain(self, text: str, start: int, end: int, k: int) -> str:
-        """"read" or "write" if the name at ``[start, end)`` in logical line ``k`` surely is a
-        plain read or the buffer a store writes (``NAME[…] = …``), "attribute" after a dot (``T.grid``: not a name), "define" where it may be defined,
-        "lex" when only lexing can tell."""
+        """How the name at ``[start, end)`` in logical line ``k`` stands (``names``): READ, or
+        WRITE for the buffer a store writes (``NAME[…] = …``), SKIP for an attribute after a
+        dot (``T.grid``), DEFINE where it may be defined, LEX when only lexing can tell."""
         line_start, line_end = self._span(k)
         line = text[line_start:line_end]
         before = text[line_start:start]
         if k == 0 or _DEFINING_LINE.match(line):
-            return "define"  # a def line (and its parameters), for, with
+            return DEFINE  # a def line (and its parameters), for, with
         leading = _LEADING_NAMES.fullmatch(before)
         if leading:
             follows = text[_BLANK.match(text, end).end():][:2]
             # The first names: ``a, b = …``, ``a: T = …`` define; ``NAME[…] = …`` stores;
             # ``T.reads(…)``, ``f(…)`` do neither.
             if before.strip() or follows[:1] in (",", ":") or (follows[:1] == "=" and follows != "=="):
-                return "define"
+                return DEFINE
             leading = follows[:1] == "["
         if _LEX_LINE.search(line):
-            return "lex"
+            return LEX
         first, last = line.lstrip()[:1], line.rstrip()[-1:]
         if not first or first.isdigit() or first == "." or last.isalnum() or last in "_.":
-            return "lex"  # a number may begin or end it (numbers are no tokens here)
+            return LEX  # a number may begin or end it (numbers are no tokens here)
         if leading:
             return role_after(text, end, line_end, _BLANK, "")
         stripped = before.rstrip()
@@ -141,12 +112,12 @@ class ScriptStretch:
             while j > line_start and (text[j - 1].isalnum() or text[j - 1] in "_."):
                 j -= 1
             if text[j].isdigit() or "cls" in text[j:dot]:
-                return "lex"  # in a number, or ``cls.NAME``: a use of a module function
-            return "attribute"
+                return LEX  # in a number, or ``cls.NAME``: a use of a module function
+            return SKIP  # an attribute
         after = text[end:end + 64].lstrip()
         if after.startswith("=") and not after.startswith("=="):
-            return "lex"  # a keyword argument (or an assignment)
-        return "read"
+            return LEX  # a keyword argument (or an assignment)
+        return READ
 
     def _lex(self, text: str, b: Builder, k: int) -> None:
         start, end = self._span(k)
