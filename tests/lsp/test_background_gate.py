@@ -34,6 +34,38 @@ def test_yielding_work_waits_at_checkpoints_while_a_request_is_in_flight():
     worker.join(10)
 
 
+def test_a_message_arriving_pauses_yielding_work_for_a_while(monkeypatch):
+    from tvm_explorer.navigation import background
+
+    monkeypatch.setattr(background, "ARRIVAL_HOLD_S", 0.3)
+    gate = RequestGate()
+    waited: list[float] = []
+
+    def background_work():
+        with gate.yielding():
+            t0 = time.monotonic()
+            gate.checkpoint()
+            waited.append(time.monotonic() - t0)
+
+    gate.arriving()  # bytes of a message read: work pauses before the request even begins
+    worker = threading.Thread(target=background_work)
+    worker.start()
+    worker.join(10)
+    assert 0.2 <= waited[0] < 5
+    gate.checkpoint()  # not yielding: never waits
+
+
+def test_the_stdio_reader_marks_messages_arriving(monkeypatch):
+    import io
+
+    from tvm_explorer.lsp import transport
+
+    marked: list[bool] = []
+    monkeypatch.setattr(transport.REQUESTS, "arriving", lambda: marked.append(True))
+    reader = transport.StdinReader(io.BytesIO(b"Content-Length: 2\r\n\r\n{}"), None)
+    assert reader._readline(100) == b"Content-Length: 2\r\n" and marked
+
+
 def test_symbol_table_warm_up_builds_nothing_until_requests_end(fake_workspace):
     view = _tiny(fake_workspace)
     worker = threading.Thread(target=irsymbols.warm, args=(view,))

@@ -93,3 +93,20 @@ def test_drift_maps_only_identical_characters(original, current):
             moved = drift.to_current(start, end)
             if moved is not None:
                 assert current[moved[0] : moved[1]] == original[start:end]
+
+
+@given(st.lists(st.tuples(st.integers(0, 9000), st.sampled_from("aé🙂")), min_size=1, max_size=12), st.data())
+def test_long_texts_counted_by_blocks_agree_with_their_lines(lines_spec, data):
+    # Lines longer and shorter than the index's blocks, breaks right at block edges.
+    lines = [char * width for width, char in lines_spec]
+    text = "\n".join(lines)
+    index = LineIndex(text)
+    for _ in range(20):
+        line = data.draw(st.integers(0, len(lines) - 1))
+        column = data.draw(st.integers(0, len(lines[line])))
+        offset = sum(len(x) + 1 for x in lines[:line]) + column
+        units = len(lines[line][:column].encode("utf-16-le")) // 2
+        assert index.position(offset) == (line, units)
+        assert index.offset(line, units) == offset
+        assert index.line_text(line) == lines[line]
+    assert index.line_count == len(lines)

@@ -123,16 +123,18 @@ def reference_map(view: BundleView, layer_ids: list[int]) -> list[Place]:
     seen: set[Place] = set()
     out = []
     relax_outputs: dict[str, set[tuple[int, int]]] = {}
-    for sp in layer_places(view, layer_ids, changes=False):
-        if not sp.last_of_stage or sp.place in seen:
+    stage = {doc.path: doc.stage for doc in view.bundle.documents}
+    # Only the last documents of each stage: not every place in every pass (layer_places).
+    for place in _model_entries(view, key) + view.layer_map.places_in(key, _last_of_stage(view)):
+        if place in seen:
             continue
-        if sp.stage == "relax":
-            if sp.place.path not in relax_outputs:
-                relax_outputs[sp.place.path] = _output_bindings(view, layer_ids, sp.place.path)
-            if (sp.place.start, sp.place.end) not in relax_outputs[sp.place.path]:
+        if stage[place.path] == "relax":
+            if place.path not in relax_outputs:
+                relax_outputs[place.path] = _output_bindings(view, layer_ids, place.path)
+            if (place.start, place.end) not in relax_outputs[place.path]:
                 continue
-        seen.add(sp.place)
-        out.append(sp.place)
+        seen.add(place)
+        out.append(place)
     if len(maps) >= 1024:
         maps.clear()
     maps[key] = out

@@ -24,14 +24,14 @@ def _units(text: str, encoding: str) -> int:
     return len(text.encode(codec, "surrogatepass")) // UNIT_BYTES[encoding]
 
 
-_BLOCK = 1 << 14
+_BLOCK = 1 << 12
 
 
 class LineIndex:
     """Line starts of one text, for converting offsets and positions both ways.
 
     A text whose only line break is "\n" (every bundle document) is indexed by the number of
-    lines before each block of 16 K characters, counted by ``str.count`` (a few milliseconds
+    lines before each block of 4 K characters, counted by ``str.count`` (a few milliseconds
     for a 4 MB document, where a start per line took 40); a line is then found inside its
     block. Other texts keep every line's start and end."""
 
