@@ -88,3 +88,27 @@ def test_references_off_any_name_build_no_symbol_table(fake_workspace):
     name = next(i for i, c in enumerate(text) if c.isalpha() and i > text.index("def "))
     symbol_references(view, doc.path, name, True)
     assert doc.path in irsymbols._TABLES.get(view, {})
+
+
+def test_messages_without_a_pause_still_let_background_work_move(monkeypatch):
+    from tvm_explorer.navigation import background
+
+    monkeypatch.setattr(background, "ARRIVAL_HOLD_S", 0.05)
+    gate = RequestGate()
+    done = threading.Event()
+
+    def background_work():
+        with gate.yielding():
+            for _ in range(200):  # ~0.2 s of work in 1 ms steps
+                gate.checkpoint()
+                time.sleep(0.001)
+        done.set()
+
+    worker = threading.Thread(target=background_work)
+    worker.start()
+    deadline = time.monotonic() + 20
+    while not done.is_set() and time.monotonic() < deadline:
+        gate.arriving()  # a client sending all the time
+        time.sleep(0.002)
+    assert done.is_set()
+    worker.join(10)

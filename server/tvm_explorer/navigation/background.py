@@ -18,6 +18,10 @@ import time
 ARRIVAL_HOLD_S = 0.05
 """How long background work pauses after a message arrives unless a request begins (one
 read, decoded and dispatched takes a few milliseconds)."""
+HELD_WORK_S = 0.01
+"""After pausing for arrivals, background work runs this long before arrivals can pause it
+again: under a client sending without a pause it still moves (at a sixth of its speed), and
+so does a bundle load queued behind it."""
 
 
 class RequestGate:
@@ -64,9 +68,17 @@ class RequestGate:
         (a request's own thread never waits: it is the one being waited for)."""
         if getattr(self._local, "yielding", False):
             self._idle.wait()
-            while (left := self._hold_until - time.monotonic()) > 0:
+            now = time.monotonic()
+            if now - getattr(self._local, "released", 0.0) < HELD_WORK_S:
+                return
+            # Held until the arrivals stop, for at most one hold at a time.
+            until = min(self._hold_until, now + ARRIVAL_HOLD_S)
+            if until <= now:
+                return
+            while (left := min(self._hold_until, until) - time.monotonic()) > 0:
                 time.sleep(min(left, 0.005))
                 self._idle.wait()
+            self._local.released = time.monotonic()
 
 
 REQUESTS = RequestGate()
