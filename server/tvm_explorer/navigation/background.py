@@ -18,10 +18,11 @@ import time
 ARRIVAL_HOLD_S = 0.05
 """How long background work pauses after a message arrives unless a request begins (one
 read, decoded and dispatched takes a few milliseconds)."""
+LONGEST_HOLD_S = 0.25
+"""Arrivals one after another pause background work this long at most; then it runs for
+``HELD_WORK_S`` before they can pause it again: under a client sending without a pause it
+still moves (at a twenty-sixth of its speed)."""
 HELD_WORK_S = 0.01
-"""After pausing for arrivals, background work runs this long before arrivals can pause it
-again: under a client sending without a pause it still moves (at a sixth of its speed), and
-so does a bundle load queued behind it."""
 
 
 class RequestGate:
@@ -71,8 +72,8 @@ class RequestGate:
             now = time.monotonic()
             if now - getattr(self._local, "released", 0.0) < HELD_WORK_S:
                 return
-            # Held until the arrivals stop, for at most one hold at a time.
-            until = min(self._hold_until, now + ARRIVAL_HOLD_S)
+            # Held until the arrivals stop, for at most ``LONGEST_HOLD_S``.
+            until = min(self._hold_until, now + LONGEST_HOLD_S)
             if until <= now:
                 return
             while (left := min(self._hold_until, until) - time.monotonic()) > 0:
