@@ -22,15 +22,13 @@ from array import array
 from bisect import bisect_right
 
 from ..background import REQUESTS
-from .lexer import script_bracket_balance, script_tokens
+from .lexer import SCRIPT_SKIPPED, script_bracket_balance, script_tokens
 from .names import DEFINE, LEX, SKIP, NameLookup, StructureMismatch, role_after
 from .table import READ, Builder, Occurrence
 from .tvmscript import _lines, script_statement
 
-# Lines that may define a name (``def`` and its parameters, ``for``, ``with … as``, and the
-# first names of a line: ``a, b = …``, ``a: T = …``), and what else only lexing reads right:
-# strings and comments, ``T.writes(…)`` (its names are written).
-_LEX_LINE = re.compile(r"[\"'#]|writes")
+# Lines that may define a name: ``def`` and its parameters, ``for``, ``with … as``, and the
+# first names of a line (``a, b = …``, ``a: T = …``).
 _DEFINING_LINE = re.compile(r"\s*(?:def|for|with)\b")
 _LEADING_NAMES = re.compile(r"\s*(?:[A-Za-z_]\w*\s*,\s*)*")
 _BLANK = re.compile(r"[ \t\r\f\v]*")  # a line break after a line's first name ends it
@@ -98,13 +96,17 @@ class ScriptStretch(NameLookup):
             if before.strip() or follows[:1] in (",", ":") or (follows[:1] == "=" and follows != "=="):
                 return DEFINE
             leading = follows[:1] == "["
-        if _LEX_LINE.search(line):
-            return LEX
+        if "#" in line or "writes" in line:
+            return LEX  # a comment; ``T.writes(…)``: its names are written
+        quoted = '"' in line or "'" in line
+        if quoted and any(s <= start - line_start < e for s, e in
+                          (m.span() for m in SCRIPT_SKIPPED.finditer(line))):
+            return SKIP  # inside a string (``dtype="float32"``)
         first, last = line.lstrip()[:1], line.rstrip()[-1:]
-        if not first or first.isdigit() or first == "." or last.isalnum() or last in "_.":
-            return LEX  # a number may begin or end it (numbers are no tokens here)
+        if not first or first in "0123456789.\"'" or last.isalnum() or last in "_.\"'":
+            return LEX  # a number or a string may begin or end it (neither is a token here)
         if leading:
-            return role_after(text, end, line_end, _BLANK, "")
+            return role_after(text, end, line_end, _BLANK, "\"'" if quoted else "")
         stripped = before.rstrip()
         if stripped.endswith("."):
             dot = line_start + len(stripped) - 1
