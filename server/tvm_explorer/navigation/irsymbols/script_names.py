@@ -96,12 +96,16 @@ class ScriptStretch(NameLookup):
             if before.strip() or follows[:1] in (",", ":") or (follows[:1] == "=" and follows != "=="):
                 return DEFINE
             leading = follows[:1] == "["
-        if "#" in line or "writes" in line:
-            return LEX  # a comment; ``T.writes(…)``: its names are written
+        if "writes" in line:
+            return LEX  # ``T.writes(…)``: its names are written
         quoted = '"' in line or "'" in line
-        if quoted and any(s <= start - line_start < e for s, e in
-                          (m.span() for m in SCRIPT_SKIPPED.finditer(line))):
-            return SKIP  # inside a string (``dtype="float32"``)
+        if quoted or "#" in line:
+            at = start - line_start
+            for m in SCRIPT_SKIPPED.finditer(line):
+                if m.group()[0] == "#":
+                    return LEX  # a comment (a ``#`` inside a string is none)
+                if m.start() <= at < m.end():
+                    return SKIP  # inside a string (``dtype="float32"``)
         first, last = line.lstrip()[:1], line.rstrip()[-1:]
         if not first or first in "0123456789.\"'" or last.isalnum() or last in "_.\"'":
             return LEX  # a number or a string may begin or end it (neither is a token here)
