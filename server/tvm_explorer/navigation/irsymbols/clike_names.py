@@ -23,7 +23,7 @@ from bisect import bisect_right
 
 from ..background import REQUESTS
 from .clike import _QUALIFIED_CALL, _statement_end, clike_statement
-from .lexer import clike_statements
+from .lexer import clike_statements, dotted_run_start
 from .names import DEFINE, SKIP, NameLookup, StructureMismatch, role_after
 from .table import READ, Builder, Occurrence
 
@@ -135,10 +135,7 @@ class ClikeStretch(NameLookup):
             return DEFINE
         if text[last] == ">":
             return SKIP
-        j = last
-        while j > cut and (text[j - 1].isalnum() or text[j - 1] in "_."):
-            j -= 1
-        return DEFINE if text[j].isdigit() else SKIP
+        return DEFINE if text[dotted_run_start(text, last, cut)].isdigit() else SKIP
 
     def _in_skipped(self, offset: int) -> bool:
         i = bisect_right(self._skipped, offset)

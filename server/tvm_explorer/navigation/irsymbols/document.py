@@ -29,7 +29,7 @@ from .clike import clike_module_definitions, clike_symbols
 from .clike_names import ClikeStretch
 from .names import StructureMismatch
 from .script_names import ScriptStretch
-from .lexer import clike_braces, script_line_end, word_starts
+from .lexer import clike_braces, script_line_end, word_char, word_starts
 from .table import DEF, Builder, Occurrence, SymbolTable
 from .tvmscript import script_symbols
 
@@ -198,7 +198,7 @@ class DocumentSymbols:
         word only lexing can tell about."""
         text = self._text_of()
         start = offset
-        while start > 0 and (text[start - 1].isalnum() or text[start - 1] == "_"):
+        while start > 0 and word_char(text[start - 1]):
             start -= 1
         word = text[start:_WORD_END.match(text, offset).end()]
         if not word or word[0].isdigit():

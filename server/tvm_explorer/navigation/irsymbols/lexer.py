@@ -99,6 +99,21 @@ def clike_statements(text: str, start: int, end: int):
     return _clike_scan(_CLIKE_STATEMENTS, text, start, end)
 
 
+def word_char(c: str) -> bool:
+    """Whether ``c`` can be part of a name (what ``\\w`` matches)."""
+    return c.isalnum() or c == "_"
+
+
+def dotted_run_start(text: str, dot: int, floor: int) -> int:
+    """Start of the run of word characters and dots ending at ``dot`` (not before
+    ``floor``): if it begins with a digit, the dot is part of a number (``1.x``, ``1.5.x``:
+    the lexers' numbers are ``\\d[\\w.]*``), else it is a member or attribute access."""
+    j = dot
+    while j > floor and (word_char(text[j - 1]) or text[j - 1] == "."):
+        j -= 1
+    return j
+
+
 def word_starts(text: str, word: str, start: int = 0, end: int | None = None):
     """Start of every occurrence of ``word`` as a whole word beginning in ``text[start:end]``."""
     # A pattern starting with its literal is searched for by the regex engine's fast prefix
@@ -109,7 +124,7 @@ def word_starts(text: str, word: str, start: int = 0, end: int | None = None):
         at = m.start()
         if at >= end:
             return
-        if at == 0 or not (text[at - 1].isalnum() or text[at - 1] == "_"):
+        if at == 0 or not word_char(text[at - 1]):
             yield at
 
 

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 from ..view import BundleView, Keep, Place, keep_all
 from . import symbol_table
+from .lexer import word_char
 from .table import DEF, READ, WRITE, Occurrence
 
 
@@ -26,7 +27,7 @@ class Highlight:
 
 def _on_word(text: str, offset: int) -> bool:
     """Whether a name can contain ``offset`` (a character of a word at or just before it)."""
-    return any(0 <= i < len(text) and (text[i].isalnum() or text[i] == "_") for i in (offset, offset - 1))
+    return any(0 <= i < len(text) and word_char(text[i]) for i in (offset, offset - 1))
 
 
 def _use_at(view: BundleView, path: str, offset: int):

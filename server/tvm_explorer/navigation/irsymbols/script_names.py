@@ -22,7 +22,7 @@ from array import array
 from bisect import bisect_right
 
 from ..background import REQUESTS
-from .lexer import SCRIPT_SKIPPED, script_bracket_balance, script_tokens
+from .lexer import SCRIPT_SKIPPED, dotted_run_start, script_bracket_balance, script_tokens
 from .names import DEFINE, LEX, SKIP, NameLookup, StructureMismatch, role_after
 from .table import READ, Builder, Occurrence
 from .tvmscript import _lines, script_statement
@@ -114,9 +114,7 @@ class ScriptStretch(NameLookup):
         stripped = before.rstrip()
         if stripped.endswith("."):
             dot = line_start + len(stripped) - 1
-            j = dot
-            while j > line_start and (text[j - 1].isalnum() or text[j - 1] in "_."):
-                j -= 1
+            j = dotted_run_start(text, dot, line_start)
             if text[j].isdigit() or "cls" in text[j:dot]:
                 return LEX  # in a number, or ``cls.NAME``: a use of a module function
             return SKIP  # an attribute
