@@ -89,8 +89,8 @@ class LineIndex:
 
     def line_text(self, line: int) -> str:
         """The text of ``line`` without its line break."""
-        start = self._start(line)
-        return self.text[start : self._end(line, start)]
+        start, end = self._span(line)
+        return self.text[start:end]
 
     def position(self, offset: int) -> tuple[int, int]:
         """The (line, column) of a character offset (clamped into the text)."""
@@ -111,10 +111,18 @@ class LineIndex:
         """The character offset of (line, column), or None when it lies past the line's end
         or past the last line. A column inside a surrogate pair or a UTF-8 sequence snaps to
         the start of its character."""
-        if not 0 <= line < self._lines or column < 0:
+        span = self._span(line)
+        return None if span is None or column < 0 else self._offset_in(*span, column)
+
+    def _span(self, line: int) -> tuple[int, int] | None:
+        """``[start, end)`` of ``line`` (its break left out), or None past the last line."""
+        if not 0 <= line < self._lines:
             return None
         start = self._start(line)
-        end = self._end(line, start)
+        return start, self._end(line, start)
+
+    def _offset_in(self, start: int, end: int, column: int) -> int | None:
+        """``offset`` inside the line ``[start, end)``."""
         if self._simple:
             return start + column if column <= end - start else None
         units = 0
@@ -129,12 +137,15 @@ class LineIndex:
         """The offset of the character a cursor at (line, column) points at, or None when the
         cursor is not on or right after a non-blank character (blank lines, indentation,
         past the end of a line or of the text)."""
-        offset = self.offset(line, column)
+        span = self._span(line)  # found once: in a block, finding it searches line by line
+        if span is None or column < 0:
+            return None
+        start, end = span
+        offset = self._offset_in(start, end, column)
         if offset is None:
             return None
         text = self.text
-        start = self._start(line)
-        if offset < self._end(line, start) and not text[offset].isspace():
+        if offset < end and not text[offset].isspace():
             return offset
         # A cursor right after a word (typical for F12 after typing) means that word.
         if offset > start and not text[offset - 1].isspace():
