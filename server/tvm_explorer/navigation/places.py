@@ -85,7 +85,7 @@ def layer_places(view: BundleView, layer_ids: list[int], changes: bool = True) -
     last = _last_of_stage(view)
     out = [StagePlace(p, "model", None, None, True, False) for p in _model_entries(view, lids)]
     per_doc: dict[str, list[Place]] = {}
-    for p in view.layer_map.places_of(lids, view.document_order):
+    for p in view.layer_map.places_of(lids):
         per_doc.setdefault(p.path, []).append(p)
     for doc in bundle.documents:
         found = per_doc.get(doc.path)

@@ -83,7 +83,7 @@ def references(
     """Every place sharing the origins of the text at ``offset``, across all documents,
     preceded by the layers' model entries when ``include_declaration``."""
     lids = sorted({o.layer.id for o in layers_at(view, path, offset, keep)})
-    later = view.layer_map.places_of(tuple(lids), view.document_order)
+    later = view.layer_map.places_of(tuple(lids))
     return (view.layer_places(lids) if include_declaration else []) + later
 
 

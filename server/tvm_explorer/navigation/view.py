@@ -60,20 +60,23 @@ class LayerMap:
         self.model_places: dict[int, list[Place]] = {}
         for doc in bundle.documents:
             self._add_document(bundle, doc.path, doc.stage == "model")
-        self._order = order = {doc.path: doc.order for doc in bundle.documents}
+        self._order = {doc.path: doc.order for doc in bundle.documents}
         for places in self.places.values():
-            places.sort(key=lambda p: (order[p.path], p.start, -p.end))
+            places.sort(key=self._place_key)
         self._places_of: dict[tuple[int, ...], list[Place]] = {}
         self._places_of_size = 0
 
-    def places_of(self, layer_ids: tuple[int, ...], order: Callable[[str], int]) -> list[Place]:
-        """Every place of any of ``layer_ids`` (sorted), once each, in document order
-        (``order(path)``), then by position. Remembered per set of layers: a position on a
-        function or a model layer asks for the same thousands of places again and again."""
+    def _place_key(self, place: Place) -> tuple[int, int, int]:
+        """Document order (the pipeline's), then position, outer places first."""
+        return self._order[place.path], place.start, -place.end
+
+    def places_of(self, layer_ids: tuple[int, ...]) -> list[Place]:
+        """Every place of any of ``layer_ids`` (sorted), once each, in document order, then
+        by position. Remembered per set of layers: a position on a function or a model layer
+        asks for the same thousands of places again and again."""
         got = self._places_of.get(layer_ids)
         if got is None:
-            found = {p for lid in layer_ids for p in self.places.get(lid, ())}
-            got = sorted(found, key=lambda p: (order(p.path), p.start, -p.end))
+            got = self._gather(layer_ids, None)
             # Bounded by entries and by the places they hold together (a crafted bundle's
             # every position can name thousands of layers).
             if len(self._places_of) >= 1024 or self._places_of_size + len(got) > PLACES_CACHE_LIMIT:
@@ -88,11 +91,14 @@ class LayerMap:
         document order, then by position (as ``places_of`` orders them). A layer's own places
         are kept sorted, so one layer's need no sorting and several layers' only theirs in
         these documents (a whole-model position has tens of thousands in all documents)."""
-        lists = [[p for p in self.places.get(lid, ()) if p.path in paths] for lid in layer_ids]
+        return self._gather(layer_ids, paths)
+
+    def _gather(self, layer_ids: tuple[int, ...], paths: set[str] | None) -> list[Place]:
+        lists = [self.places.get(lid, ()) if paths is None else
+                 [p for p in self.places.get(lid, ()) if p.path in paths] for lid in layer_ids]
         if len(lists) == 1:
-            return lists[0]
-        order = self._order
-        return sorted({p for got in lists for p in got}, key=lambda p: (order[p.path], p.start, -p.end))
+            return list(lists[0])  # each layer's places are kept sorted
+        return sorted({p for got in lists for p in got}, key=self._place_key)
 
     def ranges(self, layer_id: int, path: str) -> list[Range]:
         """Every range of document ``path`` whose origin set holds the layer, in order."""
