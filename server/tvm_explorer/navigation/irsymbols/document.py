@@ -1,18 +1,20 @@
-"""A document's symbols, lexed one top-level function at a time.
+"""A document's symbols, looked up one name in one top-level function at a time.
 
 Lexing a whole 4 MB TIR or CUDA document took a second and hundreds of megabytes, while a
 question is about one name in one function. A name is either local to the function it is in
 or a module-level definition (a function, a C declaration), so a document is cut into
 *stretches* that begin outside any function: TVMScript at each module-level ``def`` line, C
 and CUDA after each line closing a top-level brace. An *outline* made once per document
-with regular expressions (tens of milliseconds for 4 MB) holds the stretches and every
-module-level definition; a stretch is lexed when a question lands in it, with the module's
-definitions given up front, so its uses resolve exactly as in the whole document.
+with regular expressions (milliseconds for 4 MB) holds the stretches and every module-level
+definition. A question about a name looks at that name in its stretch only (``names.py``:
+the stretch's structure, the lines where the name may be defined or written lexed), with the
+module's definitions given up front, so its uses resolve exactly as in the whole document;
+a stretch is lexed whole only for ``between`` and for TVMScript's preamble.
 
 Answers are the same as a whole-document table's (tests/lsp/test_ir_symbol_stretches.py
-compares them on real bundles and crafted texts). If lexing a stretch shows the document was
-cut where it should not be (a statement or block still open at its end, module-level
-definitions other than the outline's), the document is lexed whole from then on.
+compares them on real bundles and crafted texts). If a stretch shows the document was cut
+where it should not be (a statement or block still open at its end, module-level definitions
+other than the outline's), the document is lexed whole from then on.
 """
 
 from __future__ import annotations
@@ -171,7 +173,7 @@ class DocumentSymbols:
             REQUESTS.checkpoint()
             if stop() or self._whole is not None:
                 return
-            if self._by_name_lookup(i):
+            if self._asked_by_name(i):
                 try:
                     self._structure(i)
                 except StructureMismatch as e:
@@ -205,21 +207,21 @@ class DocumentSymbols:
             return ""
         return word if _NAME.fullmatch(word) else None
 
-    def _by_name_lookup(self, i: int) -> bool:
+    def _asked_by_name(self, i: int) -> bool:
         """Whether stretch ``i`` is asked one name at a time (every C stretch; TVMScript ones
         beginning at a module-level ``def``, not the module's preamble)."""
         return self._language == CLIKE or i > 0
 
     def _table_at(self, offset: int, name: str | None = None) -> SymbolTable:
-        """The table answering at ``offset``: of ``name`` alone when given (C and CUDA), else
-        of the stretch."""
+        """The table answering at ``offset``: of ``name`` alone when given (the stretch's whole
+        table for TVMScript's preamble), else of the stretch."""
         if self._whole is not None:
             return self._whole
         table = self._table(max(bisect_right(self._starts, offset) - 1, 0), name)
         return self._whole if self._whole is not None else table
 
     def _table(self, i: int, name: str | None = None) -> SymbolTable:
-        if name is None or not self._by_name_lookup(i):
+        if name is None or not self._asked_by_name(i):
             return self._stretch(i)
         if not name:
             return _EMPTY
