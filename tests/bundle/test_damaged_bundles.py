@@ -166,8 +166,13 @@ def test_origins_command_reports_the_damaged_document(good, tmp_path):
 
 
 # -- nothing executable ----------------------------------------------------------------------
-LOADER_MODULES = ("bundle/reader.py", "bundle/index.py", "bundle/format.py", "navigation/registry.py",
-                  "navigation/view.py", "costs/model.py", "costs/lookup.py", "costs/table.py")
+LOADER_MODULES = ("bundle/reader.py", "bundle/index.py", "bundle/index_load.py", "bundle/format.py",
+                  "navigation/registry.py", "navigation/view.py", "costs/model.py", "costs/lookup.py",
+                  "costs/table.py")
+# The one process a loader starts: this interpreter, parsing index.json (``index_load``), with
+# a fixed command; the bundle's bytes reach it on stdin, its answer is read with json.loads.
+WORKER_COMMAND = "[sys.executable, '-S', '-m', __name__, str(where)]"
+
 FORBIDDEN_CALLS = {"eval", "exec", "compile", "__import__", "import_module", "load", "loads",
                    "Unpickler", "system", "popen", "Popen", "run", "spawn", "dlopen", "CDLL"}
 FORBIDDEN_MODULES = {"pickle", "marshal", "shelve", "dill", "yaml", "subprocess", "importlib",
@@ -180,7 +185,13 @@ def test_bundle_loading_code_is_json_and_text_only():
     root = Path(__file__).resolve().parents[2] / "server" / "tvm_explorer"
     for rel in LOADER_MODULES:
         tree = ast.parse((root / rel).read_text(), rel)
+        worker = rel == "bundle/index_load.py"
         for node in ast.walk(tree):
+            if worker and isinstance(node, ast.Import) and [a.name for a in node.names] == ["subprocess"]:
+                continue
+            if (worker and isinstance(node, ast.Call) and ast.unparse(node.func) == "subprocess.run"):
+                assert ast.unparse(node.args[0]) == WORKER_COMMAND, ast.unparse(node)
+                continue
             if isinstance(node, ast.Import):
                 assert not {a.name.split(".")[0] for a in node.names} & FORBIDDEN_MODULES, (rel, node.lineno)
             elif isinstance(node, ast.ImportFrom) and node.level == 0:
@@ -195,14 +206,22 @@ def test_bundle_loading_code_is_json_and_text_only():
                     assert name not in FORBIDDEN_CALLS, (rel, node.lineno, ast.unparse(node))
 
 
-def test_loading_a_bundle_runs_no_deserializer_but_json(good, monkeypatch):
+@pytest.mark.parametrize("worker", [False, True], ids=["index parsed here", "index parsed by the worker"])
+def test_loading_a_bundle_runs_no_deserializer_but_json(good, monkeypatch, worker):
     """Dynamic: with pickle, marshal, eval and exec made to fail, a bundle still loads,
     answers, and builds every lookup table."""
     import builtins
     import marshal
     import pickle
 
+    from tvm_explorer.bundle import index_load
     from tvm_explorer.navigation import registry
+
+    if worker:
+        monkeypatch.setattr(index_load, "WORKER_MIN_BYTES", 0)
+        monkeypatch.setattr(index_load, "parse_index", lambda *a: pytest.fail("the worker did not run"))
+    else:
+        monkeypatch.setattr(index_load, "WORKER_MIN_BYTES", 1 << 40)
 
     def refuse(*_a, **_k):
         raise AssertionError("loading a bundle must not execute or unpickle anything")

@@ -14,6 +14,7 @@ from __future__ import annotations
 from array import array
 from bisect import bisect_left, bisect_right
 from collections.abc import Sequence
+from itertools import repeat
 from operator import gt, neg
 from typing import NamedTuple
 
@@ -52,6 +53,15 @@ class Strings:
             got = self.ids[s] = len(self.items)
             self.items.append(s)
         return got
+
+    def add_all(self, values) -> None:
+        """Number every string of ``values`` not numbered yet (None values are skipped), in
+        order of first appearance, as ``id`` one by one would: a loop in C over a
+        document's 100 k keys, in Python only over the new ones."""
+        ids, items = self.ids, self.items
+        new = [s for s in dict.fromkeys(values) if s not in ids and s is not None]
+        ids.update(zip(new, range(len(items), len(items) + len(new))))
+        items.extend(new)
 
 
 class Ranges(Sequence):
@@ -115,14 +125,18 @@ class DocumentIndex:
         self._ends.extend(ends)
         self._sets.extend(origin_sets)
         self._kinds.extend(kinds)
-        self._keys.extend(map(strings.id, keys))
-        self._links.extend(-1 if link is None else strings.id(link) for link in links)
+        strings.add_all(keys)
+        strings.add_all(links)
+        ids = strings.ids
+        self._keys.extend(map(ids.__getitem__, keys))
+        self._links.extend(map(ids.get, links, repeat(-1)))  # None: -1
 
-    def finish(self) -> DocumentIndex:
-        """Sort (if the ranges came unsorted); the nesting is computed when first asked for."""
+    def finish(self, sorted_already: bool = False) -> DocumentIndex:
+        """Sort (if the ranges came unsorted; ``sorted_already``: the arrays are those of an
+        index finished before); the nesting is computed when first asked for."""
         n = len(self._starts)
         starts, ends = self._starts, self._ends
-        order_keys = list(zip(starts, map(neg, ends)))
+        order_keys = [] if sorted_already else list(zip(starts, map(neg, ends)))
         if any(map(gt, order_keys, order_keys[1:])):
             order = sorted(range(n), key=order_keys.__getitem__)
             for name in ("_starts", "_ends", "_sets", "_keys", "_links"):
