@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tvm_explorer.navigation.drift import Drift
@@ -110,3 +110,47 @@ def test_long_texts_counted_by_blocks_agree_with_their_lines(lines_spec, data):
         assert index.offset(line, units) == offset
         assert index.line_text(line) == lines[line]
     assert index.line_count == len(lines)
+
+
+@settings(deadline=None)  # texts up to 100 k characters, each compared at 20 positions
+@given(st.lists(st.tuples(st.integers(0, 9000), st.sampled_from("a b\té")), min_size=1, max_size=12),
+       st.sampled_from(["utf-16", "utf-8", "utf-32"]), st.data())
+def test_line_starts_without_the_text_answer_as_the_text_does(lines_spec, encoding, data):
+    # A bundle document's index keeps its line starts only and reads the text again for a
+    # token; every answer must be the one of the index that keeps the text.
+    lines = [char * width for width, char in lines_spec]
+    text = "\n".join(lines)
+    reads = []
+    lean = LineIndex(text, encoding, lambda: reads.append(1) or text)
+    full = LineIndex(text, encoding)
+    assert lean.line_count == full.line_count == len(lines)
+    keeps_text = encoding == "utf-8" and not text.isascii()  # columns are not characters
+    if keeps_text:
+        assert lean.held_bytes() >= len(text)
+    else:
+        assert lean.held_bytes() == 8 * lean.line_count  # its line starts, no text
+    for _ in range(20):
+        offset = data.draw(st.integers(-2, len(text) + 2))
+        assert lean.position(offset) == full.position(offset)
+        line = data.draw(st.integers(-1, len(lines)))
+        column = data.draw(st.integers(-1, 9002))
+        assert lean.offset(line, column) == full.offset(line, column)
+        assert lean.token_offset(line, column) == full.token_offset(line, column)
+        if 0 <= line < len(lines):
+            assert lean.line_text(line) == full.line_text(line)
+    if not keeps_text:
+        assert reads, "the lean index reads the text from its source"
+
+
+def test_a_bundle_line_index_keeps_no_text(real_workspace):
+    from tvm_explorer.navigation import registry
+
+    view = registry.load(real_workspace["bundles"]["small_cnn_fp32_cuda"])
+    for doc in view.bundle.documents:
+        text = view.bundle.text(doc.path)
+        lines = view.line_index(doc.path, "utf-16")
+        if text.isascii() and text.count("\n") > 10:
+            assert lines.held_bytes() < len(text) / 4, doc.path
+        last = text.count("\n")
+        assert lines.position(len(text)) == (last, len(text) - text.rfind("\n") - 1)
+        assert lines.offset(last, 0) == text.rfind("\n") + 1

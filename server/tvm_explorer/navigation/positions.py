@@ -12,6 +12,8 @@ from array import array
 from bisect import bisect_left, bisect_right
 
 _LINE_BREAK = re.compile(r"\r\n|\n|\r")
+_NEWLINE = re.compile("\n")
+_after_match = re.Match.end
 
 UNIT_BYTES = {"utf-8": 1, "utf-16": 2, "utf-32": 4}
 
@@ -33,15 +35,31 @@ class LineIndex:
     A text whose only line break is "\n" (every bundle document) is indexed by the number of
     lines before each block of 4 K characters, counted by ``str.count`` (a few milliseconds
     for a 4 MB document, where a start per line took 40); a line is then found inside its
-    block. Other texts keep every line's start and end."""
+    block. Other texts keep every line's start and end.
 
-    def __init__(self, text: str, encoding: str = "utf-16"):
+    Given ``source`` (a function giving the text again, e.g. from the bundle's files), a
+    "\n"-only text whose columns are its characters (ASCII, or no character outside one code
+    unit) keeps every line's start instead and not the text: a few hundred kilobytes for a
+    4 MB document, so the line indexes of a whole bundle fit in memory and converting
+    positions never waits for a text to be read again. ``text`` then reads it from
+    ``source`` (only finding the token under a cursor needs it)."""
+
+    def __init__(self, text: str, encoding: str = "utf-16", source=None):
         if encoding not in UNIT_BYTES:
             raise ValueError(f"unknown position encoding {encoding!r}")
-        self.text = text
         self.encoding = encoding
-        self._blocked = "\r" not in text
-        if self._blocked:
+        self._length = len(text)
+        # Columns equal code points unless a line holds a character outside one code unit.
+        self._simple = encoding == "utf-32" or text.isascii() or _units(text, encoding) == len(text)
+        self._source = source if source is not None and self._simple and "\r" not in text else None
+        self._text = None if self._source is not None else text
+        self._blocked = self._source is None and "\r" not in text
+        if self._source is not None:
+            self._starts = array("q", [0])
+            self._starts.extend(map(_after_match, _NEWLINE.finditer(text)))
+            self._ends = None  # each line ends one character before the next one starts
+            self._lines = len(self._starts)
+        elif self._blocked:
             self._block_lines = array("q", [0])  # lines ended before each block
             for at in range(0, len(text), _BLOCK):
                 self._block_lines.append(self._block_lines[-1] + text.count("\n", at, at + _BLOCK))
@@ -55,8 +73,17 @@ class LineIndex:
                 self._starts.append(match.end())
             self._ends.append(len(text))
             self._lines = len(self._starts)
-        # Columns equal code points unless a line holds a character outside one code unit.
-        self._simple = encoding == "utf-32" or text.isascii() or _units(text, encoding) == len(text)
+
+    @property
+    def text(self) -> str:
+        """The indexed text (read again from ``source`` when it is not kept)."""
+        return self._text if self._source is None else self._source()
+
+    def held_bytes(self) -> int:
+        """About how much memory this index keeps (its text, when kept, and its arrays)."""
+        if self._source is not None:
+            return 8 * len(self._starts)
+        return self._length + 8 * (len(self._block_lines) if self._blocked else 2 * len(self._starts))
 
     @property
     def line_count(self) -> int:
@@ -70,22 +97,24 @@ class LineIndex:
             return 0
         # The block where the line's break (the line-th) falls, then the breaks inside it.
         block = bisect_left(self._block_lines, line) - 1
-        at = block * _BLOCK
+        at, text = block * _BLOCK, self._text
         for _ in range(line - self._block_lines[block]):
-            at = self.text.index("\n", at) + 1
+            at = text.index("\n", at) + 1
         return at
 
     def _end(self, line: int, start: int) -> int:
+        if self._source is not None:
+            return self._starts[line + 1] - 1 if line + 1 < self._lines else self._length
         if not self._blocked:
             return self._ends[line]
-        end = self.text.find("\n", start)
-        return len(self.text) if end < 0 else end
+        end = self._text.find("\n", start)
+        return self._length if end < 0 else end
 
     def _line_of(self, offset: int) -> int:
         if not self._blocked:
             return bisect_right(self._starts, offset) - 1
         block = offset // _BLOCK
-        return self._block_lines[block] + self.text.count("\n", block * _BLOCK, offset)
+        return self._block_lines[block] + self._text.count("\n", block * _BLOCK, offset)
 
     def line_text(self, line: int) -> str:
         """The text of ``line`` without its line break."""
@@ -94,15 +123,15 @@ class LineIndex:
 
     def position(self, offset: int) -> tuple[int, int]:
         """The (line, column) of a character offset (clamped into the text)."""
-        offset = min(max(offset, 0), len(self.text))
+        offset = min(max(offset, 0), self._length)
         line = self._line_of(offset)
         if self._blocked:
-            start = self.text.rfind("\n", 0, offset) + 1
+            start = self._text.rfind("\n", 0, offset) + 1
             column_chars = offset - start
         else:
             # An offset inside a "\r\n" break belongs to the end of its line.
             start = self._starts[line]
-            column_chars = min(offset, self._ends[line]) - start
+            column_chars = min(offset, self._end(line, start)) - start
         if self._simple:
             return line, column_chars
         return line, _units(self.text[start : start + column_chars], self.encoding)

@@ -16,9 +16,11 @@ from .positions import LineIndex
 PLACES_CACHE_LIMIT = 1_000_000
 """Most places ``LayerMap.places_of`` keeps remembered at once."""
 
-LINE_INDEXES_KEPT = 12
-"""Line indexes (each holding its document's text) a view keeps, the most recently used:
-the rest of a large bundle's texts stay on disk until asked for."""
+LINE_INDEX_BYTES_KEPT = 16 * 1024**2
+"""Most memory the line indexes a view keeps may hold together (the most recently used are
+kept, at least one). A document's index keeps its line starts only (``LineIndex`` with a
+``source``): about 8 bytes a line, so a whole bundle's fit; one that must keep its text
+(characters outside one code unit) counts that text."""
 
 Keep = Callable[[Range], bool]
 """Says whether a range of the queried document may be used (False: an edit touched it)."""
@@ -197,12 +199,14 @@ class BundleView:
         key = (path, encoding)
         got = self._line_indexes.get(key)
         if got is None:
-            got = LineIndex(self.bundle.text(path), encoding)
+            bundle = self.bundle
+            got = LineIndex(bundle.text(path), encoding, lambda: bundle.text(path))
             # Replace the mapping (never mutate it): requests on worker threads read it.
             kept = OrderedDict(self._line_indexes)
             kept[key] = got
-            while len(kept) > LINE_INDEXES_KEPT:
-                kept.popitem(last=False)
+            held = sum(lines.held_bytes() for lines in kept.values())
+            while held > LINE_INDEX_BYTES_KEPT and len(kept) > 1:
+                held -= kept.popitem(last=False)[1].held_bytes()
             self._line_indexes = kept
         return got
 
