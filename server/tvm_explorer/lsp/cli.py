@@ -46,6 +46,7 @@ def _raise_open_files_limit() -> None:
 
 def run_serve(args: argparse.Namespace) -> int:
     """Run the server until the client disconnects; returns the exit status."""
+    from . import heap
     from .server import create_server  # pygls is only imported when serving
 
     # stdout carries the protocol: logs go to a file or to stderr, never to stdout.
@@ -56,6 +57,7 @@ def run_serve(args: argparse.Namespace) -> int:
         **target,
     )
     _raise_open_files_limit()
+    heap.one_heap()
     # A request waits for the interpreter while a warm-up thread runs: hand it over every
     # millisecond, not every five (the default), so that answers stay within milliseconds.
     sys.setswitchinterval(SWITCH_INTERVAL_S)

@@ -31,17 +31,33 @@ def settle() -> None:
 
 
 @functools.cache
-def _malloc_trim():
-    name = ctypes.util.find_library("c")
+def _libc_function(name: str):
+    """A function of glibc's allocator (None elsewhere: other C libraries, other systems)."""
+    lib = ctypes.util.find_library("c")
     try:
-        libc = ctypes.CDLL(name) if name else None
+        libc = ctypes.CDLL(lib) if lib else None
     except OSError:
         return None
-    return getattr(libc, "malloc_trim", None) if libc is not None else None
+    return getattr(libc, name, None) if libc is not None else None
+
+
+_M_ARENA_MAX = -8  # glibc's mallopt parameter number
+
+
+def one_heap() -> None:
+    """Make every thread allocate from one heap (call before any thread starts).
+
+    glibc gives each thread that allocates its own heap ("arena"); requests are answered on
+    executor threads and warm-ups run on another, so memory freed by one thread was kept
+    for that thread alone: 20 MiB more resident on a 60 MiB bundle. Threads here take turns
+    holding the interpreter's lock anyway, so sharing one heap costs no waiting."""
+    mallopt = _libc_function("mallopt")
+    if mallopt is not None:
+        mallopt(_M_ARENA_MAX, 1)
 
 
 def give_back() -> None:
     """Return freed heap memory to the system (glibc's ``malloc_trim``; nothing elsewhere)."""
-    trim = _malloc_trim()
+    trim = _libc_function("malloc_trim")
     if trim is not None:
         trim(0)
