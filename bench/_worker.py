@@ -185,7 +185,7 @@ def task_load(bundle: str) -> dict:
         return len(holder["view"].bundle.documents)
 
     result = _measure(run)
-    lm = _measure(lambda: len(holder["view"].layer_map.places))
+    lm = _measure(lambda: len(holder["view"].layer_map.model_places))
     result["layer_map_cpu"], result["layer_map_wall"] = lm["cpu"], lm["wall"]
     result["rss_loaded"] = benchlib.proc_status().get("VmRSS", 0)
     return result

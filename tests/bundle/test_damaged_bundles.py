@@ -232,5 +232,5 @@ def test_loading_a_bundle_runs_no_deserializer_but_json(good, monkeypatch, worke
         monkeypatch.setattr(mod, name, refuse)
     view = registry.load(good.resolve())
     assert not view.problems
-    assert view.layer_map.places
+    assert view.layer_map.places_of(tuple(range(len(view.bundle.layers))))
     assert view.bundle.origins_at(first_range_doc(good), 0) is not None

@@ -193,18 +193,32 @@ class DocumentIndex:
             i = parents[i]
         return out
 
-    def _find(self, column: str, value: int) -> list[Range]:
-        """Ranges whose ``column`` (``_keys``, ``_links``, ``_sets``) is ``value``, in
-        document order: a sorted copy of the column and the permutation, built on first use."""
+    def _sorted(self, column: str) -> tuple[array, array]:
+        """A sorted copy of ``column`` (``_keys``, ``_links``, ``_sets``) and the permutation
+        (range numbers, ascending among equal values), built on first use."""
         got = self._lookup.get(column)
         if got is None:
             values = getattr(self, column)
             order = array("l", sorted(range(len(values)), key=values.__getitem__))
-            got = self._lookup[column] = (array("l", (values[i] for i in order)), order)
-        values, order = got
+            got = self._lookup[column] = (array("l", map(values.__getitem__, order)), order)
+        return got
+
+    def _find(self, column: str, value: int) -> list[Range]:
+        """Ranges whose ``column`` is ``value``, in document order."""
+        values, order = self._sorted(column)
         lo = bisect_left(values, value)
         hi = bisect_right(values, value, lo)
         return [self._range(order[i]) for i in range(lo, hi)]
+
+    def numbers_by_origin_set(self) -> list[tuple[int, array]]:
+        """``(origin set, numbers of its ranges, ascending)`` for each origin set present."""
+        values, order = self._sorted("_sets")
+        out, lo, n = [], 0, len(values)
+        while lo < n:
+            hi = bisect_right(values, values[lo], lo)
+            out.append((values[lo], order[lo:hi]))
+            lo = hi
+        return out
 
     def by_key(self, key: str) -> list[Range]:
         """Every range carrying ``key`` (usually one)."""

@@ -85,6 +85,20 @@ class Session:
         # Locations of places in documents the editor shows unchanged, per loaded bundle.
         self._locations: weakref.WeakKeyDictionary[BundleView, dict] = weakref.WeakKeyDictionary()
 
+    def warm_lines(self, view: BundleView) -> None:
+        """Index the lines of every document of a freshly loaded bundle (run off the event
+        loop, giving way to requests): a few milliseconds each for the large ones, which a
+        first request into a document, or an answer with places in many, paid otherwise."""
+        from ..navigation.background import REQUESTS
+        from ..navigation.irsymbols import warm_order
+
+        with REQUESTS.yielding():
+            for path in warm_order(view):
+                REQUESTS.checkpoint()
+                if self.registry.bundles.get(view.root) is not view:
+                    return  # replaced or forgotten meanwhile
+                view.line_index(path, self.encoding)
+
     # -- documents ---------------------------------------------------------------------
     def locate(self, uri: str) -> tuple[BundleView, str] | None:
         """The bundle and bundle-relative path of a URI, if it is a bundle document."""

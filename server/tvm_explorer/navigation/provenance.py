@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..bundle.reader import Layer, Origin
-from .view import BundleView, Keep, Place, keep_all
+from .view import BundleView, Keep, Place, PlaceList, keep_all
 
 
 @dataclass(frozen=True)
@@ -14,12 +14,12 @@ class LayerReach:
 
     layer: Layer
     entry: Place
-    places: list[Place]
+    places: PlaceList
 
     @property
     def documents(self) -> int:
         """Number of distinct documents (stages) holding a place of this layer."""
-        return len({p.path for p in self.places})
+        return self.places.document_count()
 
     def summary(self) -> str:
         """Short text such as "12 places in 5 stages"."""
@@ -102,5 +102,5 @@ def reach(view: BundleView) -> list[LayerReach]:
     out = []
     for layer in view.bundle.layers:
         for entry in lmap.model_places.get(layer.id, ()):
-            out.append(LayerReach(layer, entry, lmap.places.get(layer.id, [])))
+            out.append(LayerReach(layer, entry, lmap.places(layer.id)))
     return out

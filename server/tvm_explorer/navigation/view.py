@@ -2,8 +2,13 @@
 
 from __future__ import annotations
 
+from array import array
+from bisect import bisect_left
 from collections import OrderedDict
+from collections.abc import Sequence
 from dataclasses import dataclass
+from itertools import chain, compress, islice
+from operator import gt
 from pathlib import Path
 from typing import Callable
 
@@ -47,30 +52,63 @@ class Place:
         return cls(path, rng.start, rng.end, rng.kind, rng.key)
 
 
+_DOC_SHIFT = 32
+_NUMBER = (1 << _DOC_SHIFT) - 1
+
+
+class PlaceList(Sequence):
+    """Places of one layer as a read-only sequence: kept as numbers (a document's place in
+    the pipeline and a range's number in its index, one integer each), each ``Place`` made
+    when read. A large bundle has hundreds of thousands of places; as objects they took as
+    much memory as the rest of the loaded bundle, and making them most of its load time."""
+
+    def __init__(self, layer_map: LayerMap, packed: array):
+        self._map, self._packed = layer_map, packed
+
+    def __len__(self) -> int:
+        return len(self._packed)
+
+    def __getitem__(self, i):
+        if isinstance(i, slice):
+            return self._map._make(self._packed[i])
+        return self._map._make((self._packed[i],))[0]
+
+    def __iter__(self):
+        return iter(self._map._make(self._packed))
+
+    def document_count(self) -> int:
+        """Number of distinct documents holding these places."""
+        return len(set(map(_DOC_SHIFT.__rrshift__, self._packed)))
+
+
 class LayerMap:
     """Where each layer ended up: built once per bundle, then every question is a lookup."""
 
     def __init__(self, bundle: Bundle):
         self.layers_of_set = [frozenset(lid for lid, _ in s) for s in bundle.origin_sets]
         self._bundle = bundle
+        self._paths = [doc.path for doc in bundle.documents]
+        self._order = {doc.path: doc.order for doc in bundle.documents}
         # layer -> path -> the numbers (in the document's index) of every range whose origin
         # set holds the layer, in document order (ranges are made when asked for: ``ranges``)
-        self._ranges: dict[int, dict[str, list[int]]] = {}
-        # layer -> innermost places outside the model document, in document order
-        self.places: dict[int, list[Place]] = {}
+        self._ranges: dict[int, dict[str, array]] = {}
+        # layer -> its innermost places outside the model document, in document order then
+        # by position, each as ``document order << 32 | range number`` (``PlaceList``)
+        self._packed: dict[int, array] = {}
         # layer -> its entry in the model document
         self.model_places: dict[int, list[Place]] = {}
         for doc in bundle.documents:
-            self._add_document(bundle, doc.path, doc.stage == "model")
-        self._order = {doc.path: doc.order for doc in bundle.documents}
-        for places in self.places.values():
-            places.sort(key=self._place_key)
+            if doc.stage == "model":
+                self._add_model_document(bundle, doc.path)
+            else:
+                self._add_document(bundle, doc.path, doc.order)
         self._places_of: dict[tuple[int, ...], list[Place]] = {}
         self._places_of_size = 0
 
-    def _place_key(self, place: Place) -> tuple[int, int, int]:
-        """Document order (the pipeline's), then position, outer places first."""
-        return self._order[place.path], place.start, -place.end
+    def places(self, layer_id: int) -> PlaceList:
+        """The innermost places of a layer outside the model document, in document order,
+        then by position (outer places first)."""
+        return PlaceList(self, self._packed.get(layer_id, _NO_PLACES))
 
     def places_of(self, layer_ids: tuple[int, ...]) -> list[Place]:
         """Every place of any of ``layer_ids`` (sorted), once each, in document order, then
@@ -90,17 +128,35 @@ class LayerMap:
 
     def places_in(self, layer_ids: tuple[int, ...], paths: set[str]) -> list[Place]:
         """The places of any of ``layer_ids`` in the documents ``paths`` only, once each, in
-        document order, then by position (as ``places_of`` orders them). A layer's own places
-        are kept sorted, so one layer's need no sorting and several layers' only theirs in
-        these documents (a whole-model position has tens of thousands in all documents)."""
+        document order, then by position (as ``places_of`` orders them)."""
         return self._gather(layer_ids, paths)
 
     def _gather(self, layer_ids: tuple[int, ...], paths: set[str] | None) -> list[Place]:
-        lists = [self.places.get(lid, ()) if paths is None else
-                 [p for p in self.places.get(lid, ()) if p.path in paths] for lid in layer_ids]
-        if len(lists) == 1:
-            return list(lists[0])  # each layer's places are kept sorted
-        return sorted({p for got in lists for p in got}, key=self._place_key)
+        arrays = [got for lid in layer_ids if (got := self._packed.get(lid))]
+        if paths is not None:
+            spans = [(order << _DOC_SHIFT, (order + 1) << _DOC_SHIFT)
+                     for order in sorted(self._order[p] for p in paths if p in self._order)]
+            arrays = [list(chain.from_iterable(
+                packed[bisect_left(packed, lo):bisect_left(packed, hi)] for lo, hi in spans))
+                for packed in arrays]
+        if not arrays:
+            return []
+        if len(arrays) == 1:
+            return self._make(arrays[0])  # each layer's places are kept in order
+        return self._make(sorted(set().union(*arrays)))
+
+    def _make(self, packed) -> list[Place]:
+        """The places of packed numbers (see ``_packed``)."""
+        out: list[Place] = []
+        paths, index_of = self._paths, self._bundle.index
+        doc, fields, path = -1, None, ""
+        for value in packed:
+            if value >> _DOC_SHIFT != doc:
+                doc = value >> _DOC_SHIFT
+                path = paths[doc]
+                fields = index_of(path).span_kind_key
+            out.append(Place(path, *fields(value & _NUMBER)))
+        return out
 
     def ranges(self, layer_id: int, path: str) -> list[Range]:
         """Every range of document ``path`` whose origin set holds the layer, in order."""
@@ -110,53 +166,68 @@ class LayerMap:
         ranges = self._bundle.index(path).ranges
         return [ranges[i] for i in numbers]
 
-    def _add_document(self, bundle: Bundle, path: str, is_model: bool) -> None:
-        """Add the ranges of one document. Linear in the number of (range, layer) pairs: a
-        range is an innermost place of a layer when the next range holding that layer (in
-        document order) lies outside its subtree, which is contiguous in document order.
-        (Keeping the set of layers below every range instead cost the square of the range
-        count: 16k nested ranges with a layer each took 5 GB.) Works on the index's columns:
-        making a ``Range`` of each of a large bundle's 100 k ranges took most of the time."""
+    def _add_document(self, bundle: Bundle, path: str, order: int) -> None:
+        """Add the ranges of one document. A range is an innermost place of a layer when the
+        next range holding that layer (in document order) lies outside its subtree, which is
+        contiguous in document order. (Keeping the set of layers below every range instead
+        cost the square of the range count: 16k nested ranges with a layer each took 5 GB.)
+        Works per origin set on the index's columns, in loops that run in C: a loop per
+        range and layer took most of a large bundle's load."""
         index = bundle.index(path)
-        parents = index.parents
-        n = len(parents)
-        sets = index.origin_sets()
-        last = list(range(n))  # last[i]: index of the last range inside range i
-        for i in range(n - 1, 0, -1):
-            parent = parents[i]
-            if parent >= 0 and last[i] > last[parent]:
-                last[parent] = last[i]
-        next_with: dict[int, int] = {}  # layer -> smallest index seen so far (reverse scan)
-        touched: list[list[int]] = []
+        n = len(index)
+        if not n:
+            return
+        last = _subtree_ends(index.parents)
+        per_layer: dict[int, list[array]] = {}
         layers_of_set = self.layers_of_set
-        found: list[tuple[int, int]] = []  # (layer, range number): places, in reverse order
-        for i in range(n - 1, -1, -1):
+        for origin_set, numbers in index.numbers_by_origin_set():
+            for lid in layers_of_set[origin_set]:
+                per_layer.setdefault(lid, []).append(numbers)
+        base = order << _DOC_SHIFT
+        for lid, parts in per_layer.items():
+            numbers = parts[0] if len(parts) == 1 else array("l", sorted(chain.from_iterable(parts)))
+            self._ranges.setdefault(lid, {})[path] = numbers
+            following = chain(islice(numbers, 1, None), (n,))  # the next range holding lid
+            innermost = compress(numbers, map(gt, following, map(last.__getitem__, numbers)))
+            packed = self._packed.get(lid)
+            if packed is None:
+                packed = self._packed[lid] = array("q")
+            packed.extend(map(base.__add__, innermost))
+
+    def _add_model_document(self, bundle: Bundle, path: str) -> None:
+        """The model document: each layer's ranges, and its entries (ranges of kind
+        "layer", last first)."""
+        index = bundle.index(path)
+        layers_of_set = self.layers_of_set
+        sets = index.origin_sets()
+        fields = index.span_kind_key
+        for i in range(len(index) - 1, -1, -1):
             layers = layers_of_set[sets[i]]
             if not layers:
                 continue
             for lid in layers:
-                per_path = self._ranges.setdefault(lid, {})
-                got = per_path.get(path)
-                if got is None:
-                    got = per_path[path] = []
-                    touched.append(got)
-                got.append(i)
-                if is_model or next_with.get(lid, n) > last[i]:
-                    found.append((lid, i))
-                next_with[lid] = i
-        for got in touched:
-            got.reverse()
-        fields = index.span_kind_key
-        made: dict[int, Place] = {}
-        for lid, i in found:
-            place = made.get(i)
-            if place is None:
-                place = made[i] = Place(path, *fields(i))
-            if is_model:
-                if place.kind == "layer":
+                self._ranges.setdefault(lid, {}).setdefault(path, array("l")).append(i)
+            start, end, kind, key = fields(i)
+            if kind == "layer":
+                place = Place(path, start, end, kind, key)
+                for lid in layers:
                     self.model_places.setdefault(lid, []).append(place)
-            else:
-                self.places.setdefault(lid, []).append(place)
+        for per_path in self._ranges.values():
+            if path in per_path:
+                per_path[path].reverse()
+
+
+_NO_PLACES = array("q")
+
+
+def _subtree_ends(parents: array) -> list[int]:
+    """``ends[i]``: the number of the last range inside range ``i`` (``i`` itself if none)."""
+    ends = list(range(len(parents)))
+    for i in range(len(parents) - 1, 0, -1):
+        parent = parents[i]
+        if parent >= 0 and ends[i] > ends[parent]:
+            ends[parent] = ends[i]
+    return ends
 
 
 class BundleView:

@@ -7,6 +7,7 @@ from collections import OrderedDict
 
 from lsprotocol import types
 
+from ...navigation.background import REQUESTS
 from ...navigation.symbols import Symbol, document_symbols
 from ...navigation.view import BundleView
 from ..session import Session
@@ -48,7 +49,6 @@ class DocumentSymbols:
         editor's requests (run off the event loop: a large document's outline takes tens of
         milliseconds, too long for the first request to wait for): the documents editors
         open most first, as many as are kept."""
-        from ...navigation.background import REQUESTS
         from ...navigation.irsymbols import warm_order
 
         with REQUESTS.yielding():  # requests answered meanwhile go first
@@ -57,6 +57,7 @@ class DocumentSymbols:
                 if self.session.registry.bundles.get(view.root) is not view:
                     return  # replaced or forgotten meanwhile
                 self._saved_outline(view, path)
+                REQUESTS.keep_made()
 
     def _saved_outline(self, view: BundleView, path: str) -> list[types.DocumentSymbol]:
         """The outline of a document as the bundle has it, built once per encoding (served
@@ -79,7 +80,9 @@ class DocumentSymbols:
 
     def _convert_all(self, text: str, to_range, symbols: list[Symbol]) -> list[types.DocumentSymbol]:
         out = []
-        for sym in symbols:
+        for n, sym in enumerate(symbols):
+            if n % 64 == 0:
+                REQUESTS.checkpoint()  # a warm-up's large outline gives way (tens of ms)
             children = self._convert_all(text, to_range, sym.children)
             rng = to_range(sym.start, sym.end)
             first_line_end = text.find("\n", sym.start, sym.end)

@@ -80,12 +80,27 @@ def warm_order(view: BundleView) -> list[str]:
     return first + [d.path for d in reversed(docs) if d.path not in first]
 
 
-def warm(view: BundleView, current=lambda: True) -> None:
-    """Outline every document ahead of the first request (after a bundle loads), most likely
-    used documents first, with the structure of their functions; stops as soon as
-    ``current()`` says the bundle was replaced meanwhile. A name is looked up in its function
-    when asked for (milliseconds)."""
+def warm_outlines(view: BundleView, current=lambda: True) -> None:
+    """Outline every document (its functions; milliseconds each) ahead of the first request
+    after a bundle loads, most likely used documents first; stops as soon as ``current()``
+    says the bundle was replaced meanwhile. Runs before the other warm-ups: a request landing
+    in a document nobody asked about then finds at least its outline."""
     with REQUESTS.yielding():  # requests answered meanwhile go first (see ``background``)
+        for path in warm_order(view):
+            REQUESTS.checkpoint()
+            if not current():
+                return
+            symbol_table(view, path)
+            REQUESTS.keep_made()
+
+
+def warm(view: BundleView, current=lambda: True) -> None:
+    """Outline every document (``warm_outlines``) and prepare the structure of every
+    function, most likely used documents first, ahead of the first requests; stops as soon
+    as ``current()`` says the bundle was replaced meanwhile. A name is then looked up in its
+    function when asked for (milliseconds)."""
+    warm_outlines(view, current)
+    with REQUESTS.yielding():
         for path in warm_order(view):
             REQUESTS.checkpoint()
             if not current():
@@ -93,6 +108,7 @@ def warm(view: BundleView, current=lambda: True) -> None:
             symbols = symbol_table(view, path)
             if symbols is not None:
                 symbols.prepare(lambda: not current())
+            REQUESTS.keep_made()
 
 
 def warm_document(view: BundleView, path: str, current=lambda: True) -> None:

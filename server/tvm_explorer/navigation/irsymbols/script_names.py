@@ -47,6 +47,7 @@ class ScriptStretch(NameLookup):
         if head is None:
             raise StructureMismatch("no module-level def begins it")
         self._scope = head.name
+        self._last_line: tuple[int, tuple] | None = None  # (k, _line_facts(k))
         self._starts = array("q", [lo])
         depth, pos = 0, lo
         n = 0
@@ -83,31 +84,29 @@ class ScriptStretch(NameLookup):
         """How the name at ``[start, end)`` in logical line ``k`` stands (``names``): READ, or
         WRITE for the buffer a store writes (``NAME[…] = …``), SKIP for an attribute after a
         dot (``T.grid``), DEFINE where it may be defined, LEX when only lexing can tell."""
-        line_start, line_end = self._span(k)
-        line = text[line_start:line_end]
-        before = text[line_start:start]
-        if k == 0 or _DEFINING_LINE.match(line):
+        line_start, line_end, line, verdict, quoted = self._line_facts(text, k)
+        if verdict == DEFINE:
             return DEFINE  # a def line (and its parameters), for, with
+        before = text[line_start:start]
         leading = _LEADING_NAMES.fullmatch(before)
         if leading:
-            follows = text[_BLANK.match(text, end).end():][:2]
+            after_blank = _BLANK.match(text, end).end()
+            follows = text[after_blank:after_blank + 2]
             # The first names: ``a, b = …``, ``a: T = …`` define; ``NAME[…] = …`` stores;
             # ``T.reads(…)``, ``f(…)`` do neither.
             if before.strip() or follows[:1] in (",", ":") or (follows[:1] == "=" and follows != "=="):
                 return DEFINE
             leading = follows[:1] == "["
-        if "writes" in line:
-            return LEX  # ``T.writes(…)``: its names are written
-        quoted = '"' in line or "'" in line
-        if quoted or "#" in line:
+        if verdict == LEX:
+            return LEX  # ``T.writes(…)`` (its names are written), or a comment
+        if quoted:
             at = start - line_start
             for m in SCRIPT_SKIPPED.finditer(line):
                 if m.group()[0] == "#":
                     return LEX  # a comment (a ``#`` inside a string is none)
                 if m.start() <= at < m.end():
                     return SKIP  # inside a string (``dtype="float32"``)
-        first, last = line.lstrip()[:1], line.rstrip()[-1:]
-        if not first or first in "0123456789.\"'" or last.isalnum() or last in "_.\"'":
+        if verdict == "edges":
             return LEX  # a number or a string may begin or end it (neither is a token here)
         if leading:
             return role_after(text, end, line_end, _BLANK, "\"'" if quoted else "")
@@ -122,6 +121,31 @@ class ScriptStretch(NameLookup):
         if after.startswith("=") and not after.startswith("=="):
             return LEX  # a keyword argument (or an assignment)
         return READ
+
+    def _line_facts(self, text: str, k: int) -> tuple[int, int, str, str, bool]:
+        """``(start, end, text, verdict, quoted)`` of logical line ``k``: what ``_plain`` asks
+        of every occurrence on it (a name occurs on a long unrolled line tens of times), kept
+        for the line asked last. ``verdict``: DEFINE for a defining line, LEX for a line
+        writing buffers or with a comment outside strings (decided per occurrence when it
+        has strings), "edges" when a number or string may begin or end it, else READ."""
+        got = self._last_line
+        if got is not None and got[0] == k:
+            return got[1]
+        line_start, line_end = self._span(k)
+        line = text[line_start:line_end]
+        quoted = '"' in line or "'" in line
+        first, last = line.lstrip()[:1], line.rstrip()[-1:]
+        if k == 0 or _DEFINING_LINE.match(line):
+            verdict = DEFINE
+        elif "writes" in line or ("#" in line and not quoted):
+            verdict = LEX
+        elif not first or first in "0123456789.\"'" or last.isalnum() or last in "_.\"'":
+            verdict = "edges"
+        else:
+            verdict = READ
+        facts = (line_start, line_end, line, verdict, quoted)
+        self._last_line = (k, facts)
+        return facts
 
     def _lex(self, text: str, b: Builder, k: int) -> None:
         start, end = self._span(k)
