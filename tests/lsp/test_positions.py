@@ -154,3 +154,16 @@ def test_a_bundle_line_index_keeps_no_text(real_workspace):
         last = text.count("\n")
         assert lines.position(len(text)) == (last, len(text) - text.rfind("\n") - 1)
         assert lines.offset(last, 0) == text.rfind("\n") + 1
+
+
+def test_the_lines_of_every_document_are_indexed_after_a_load(real_workspace):
+    from tvm_explorer.lsp.session import Session
+    from tvm_explorer.navigation import registry
+
+    session = Session()
+    view = registry.load(real_workspace["bundles"]["small_cnn_fp32_cuda"])
+    session.registry.install(view.root, view, registry.signature(view.root))
+    session.warm_lines(view)
+    assert {path for path, _ in view._line_indexes} == {d.path for d in view.bundle.documents}
+    assert sum(lines.held_bytes() for lines in view._line_indexes.values()) < sum(
+        len(view.bundle.text(d.path)) for d in view.bundle.documents) / 4
