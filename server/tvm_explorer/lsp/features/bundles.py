@@ -40,6 +40,10 @@ class BundleWatcher:
         # request waits for its own bundle only, never for another (large) one.
         self._pending: dict[Path, asyncio.Future] = {}
         self._discovered: asyncio.Event | None = None
+        # Work to do for each freshly loaded bundle on the loading thread, before it is
+        # installed (what its first requests need anyway, kept off the event loop where
+        # it held up every other bundle's requests): ``fn(view)``.
+        self.before_install: list = []
         # Work to do for each freshly loaded bundle, off the event loop, after it is
         # installed (requests are answered meanwhile): ``fn(view)``.
         self.after_load: list = []
@@ -206,7 +210,7 @@ class BundleWatcher:
 
             started = time.perf_counter()
             try:
-                view = await asyncio.to_thread(reg.load, root, on_document)
+                view = await asyncio.to_thread(self._load_and_prepare, root, on_document)
             except BundleError as err:
                 had = root in registry.bundles
                 registry.install(root, None, sig, str(err))
@@ -245,6 +249,17 @@ class BundleWatcher:
                              types.MessageType.Warning)
         self._progress_end(progress, f"{len(self.session.registry.bundles)} bundle(s) loaded")
         return changed
+
+    def _load_and_prepare(self, root: Path, on_document) -> reg.BundleView:
+        view = reg.load(root, on_document)
+        for prepare in self.before_install:
+            try:
+                prepare(view)
+            except BundleError as err:  # changed since: the watcher reloads it
+                logger.info("preparing %s: %s", root, err)
+            except Exception:  # preparing is an optimization: its bug must not refuse a bundle
+                logger.exception("preparing %s failed", root)
+        return view
 
     def _in_background(self, work, view) -> None:
         async def run() -> None:

@@ -80,6 +80,14 @@ def warm_order(view: BundleView) -> list[str]:
     return first + [d.path for d in reversed(docs) if d.path not in first]
 
 
+def outline_code(view: BundleView) -> None:
+    """Outline the generated C and CUDA documents now (their brace scans are the slowest
+    outlines: ~30 ms for 3.7 MB of CUDA), for a bundle about to be installed."""
+    for doc in view.bundle.documents:
+        if doc.stage == "code":
+            symbol_table(view, doc.path)
+
+
 def warm_outlines(view: BundleView, current=lambda: True) -> None:
     """Outline every document (its functions; milliseconds each) ahead of the first request
     after a bundle loads, most likely used documents first; stops as soon as ``current()``
