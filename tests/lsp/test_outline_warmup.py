@@ -45,3 +45,17 @@ def test_warming_a_replaced_bundle_stops(fake_workspace):
     feature = DocumentSymbols(session)
     feature.warm(view)
     assert view not in feature._outlines
+
+
+def test_a_large_bundle_warms_the_outlines_editors_open_most(real_workspace):
+    from tvm_explorer.lsp.features.symbols import OUTLINES_WARMED
+    from tvm_explorer.navigation.irsymbols import warm_order
+
+    session, view = _loaded(real_workspace["bundles"]["small_cnn_fp32_cuda"])
+    assert len(view.bundle.documents) > OUTLINES_WARMED
+    warmed = DocumentSymbols(session)
+    warmed.warm(view)
+    paths = {path for path, _ in warmed._outlines[view]}
+    assert paths == set(warm_order(view)[:OUTLINES_WARMED])
+    last = {d.stage: d.path for d in view.bundle.documents}
+    assert {d.path for d in view.bundle.documents if d.stage == "code"} | {last["tir"], last["relax"]} <= paths

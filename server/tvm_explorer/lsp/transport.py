@@ -160,6 +160,7 @@ async def serve_stream(reader, protocol, stop) -> None:
             return
         try:
             message = json.loads(body, object_hook=protocol.structure_message)
+            del body  # not kept until the next message arrives (an opened file: megabytes)
         except (ValueError, RecursionError) as err:  # JSONDecodeError, bad UTF-8, too deep
             logger.error("message is not JSON: %s", err)
             protocol.send_parse_error(str(err))
@@ -173,6 +174,7 @@ async def serve_stream(reader, protocol, stop) -> None:
             raise
         except Exception:
             logger.exception("unable to handle message")
+        del message
 
 
 def _log_to_client(protocol, message: str) -> None:
