@@ -250,6 +250,7 @@ async def _real_server(root: Path, positions, server: InProcess, checkout: Path 
                 mismatches.append((feature, path, line, col, answer_size(got), answer_size(expected)))
     mem = bl.proc_status(proc.pid)
     idle = await _idle_rss(proc.pid)
+    peak = bl.proc_status(proc.pid).get("VmHWM", 0)
     await client.shutdown_async(None)
     client.exit(None)
     await client.stop()
@@ -262,7 +263,7 @@ async def _real_server(root: Path, positions, server: InProcess, checkout: Path 
         "local": {f: bl.latency_summary(s) for f, s in local.items()},
         "mismatches": mismatches,
         "server_rss": mem.get("VmRSS", 0),
-        "server_hwm": bl.proc_status(proc.pid).get("VmHWM", 0),
+        "server_hwm": peak,
         "server_rss_idle": idle,
     }
 

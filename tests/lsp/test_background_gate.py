@@ -112,3 +112,26 @@ def test_messages_without_a_pause_still_let_background_work_move(monkeypatch):
         time.sleep(0.002)
     assert done.is_set()
     worker.join(10)
+
+
+def test_freed_memory_is_given_back_once_requests_stop(monkeypatch):
+    import asyncio
+
+    from tvm_explorer.lsp import heap
+
+    trims = []
+    monkeypatch.setattr(heap, "give_back", lambda: trims.append(1))
+
+    async def burst():
+        trim = heap.QuietTrim(quiet_s=0.05)
+        loop = asyncio.get_running_loop()
+        for _ in range(5):  # requests 20 ms apart: never quiet for 50 ms
+            trim.request_done(loop)
+            await asyncio.sleep(0.02)
+        assert trims == []
+        await asyncio.sleep(0.1)
+        assert trims == [1]  # once, after the burst
+        await asyncio.sleep(0.1)
+        assert trims == [1]
+
+    asyncio.run(burst())

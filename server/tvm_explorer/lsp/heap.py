@@ -17,6 +17,7 @@ import ctypes
 import ctypes.util
 import functools
 import gc
+import time
 
 
 def settle() -> None:
@@ -61,3 +62,28 @@ def give_back() -> None:
     trim = _libc_function("malloc_trim")
     if trim is not None:
         trim(0)
+
+
+class QuietTrim:
+    """Gives freed memory back once requests have stopped for ``quiet_s`` (what a burst of
+    answers allocated and freed, thousands of locations each, stayed with the process).
+    ``request_done(loop)`` after each request; the trim runs on the event loop, ~1 ms."""
+
+    def __init__(self, quiet_s: float = 1.0):
+        self.quiet_s = quiet_s
+        self._last = 0.0
+        self._pending = None
+
+    def request_done(self, loop) -> None:
+        """Note a request answered now; trim once ``quiet_s`` pass without another."""
+        self._last = time.monotonic()
+        if self._pending is None:
+            self._pending = loop.call_later(self.quiet_s, self._when_quiet, loop)
+
+    def _when_quiet(self, loop) -> None:
+        left = self._last + self.quiet_s - time.monotonic()
+        if left > 0:
+            self._pending = loop.call_later(left, self._when_quiet, loop)
+            return
+        self._pending = None
+        give_back()

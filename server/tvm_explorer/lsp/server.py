@@ -15,7 +15,7 @@ from . import transport
 from ..navigation import irsymbols
 from ..navigation.background import REQUESTS
 from .features.bundles import BundleWatcher
-from .heap import give_back
+from .heap import QuietTrim, give_back
 from .features.codelens import CodeLenses
 from .features.costs import CostRequests
 from .features.compare import BundleComparisons
@@ -166,6 +166,8 @@ def create_server(poll_interval: float = 1.0) -> ExplorerServer:
     def did_close(ls: ExplorerServer, params: types.DidCloseTextDocumentParams):
         documents.closed(params)
 
+    quiet_trim = QuietTrim()
+
     def answer(method: str, handler, empty):
         """Register ``handler`` for ``method``: wait for the bundle to be loaded, then look up.
         A failure answers ``empty`` (and is logged), never an error response: a bug at one
@@ -178,8 +180,11 @@ def create_server(poll_interval: float = 1.0) -> ExplorerServer:
             # warm-up paused for this request would then never let it come.
             await watcher.wait_for(getattr(document, "uri", None))
             t1 = time.perf_counter()
-            with REQUESTS.request():  # background warm-ups wait meanwhile
-                return answer_now(params, t0, t1)
+            try:
+                with REQUESTS.request():  # background warm-ups wait meanwhile
+                    return answer_now(params, t0, t1)
+            finally:
+                quiet_trim.request_done(asyncio.get_running_loop())
 
         def answer_now(params, t0: float, t1: float):
             try:
