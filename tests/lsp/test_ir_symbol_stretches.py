@@ -181,3 +181,40 @@ extern "C" __global__ void __launch_bounds__(64) kern(pair* __restrict__ p, floa
 def test_crafted_c_one_name_tables_answer_as_the_whole():
     doc = assert_same_answers(CRAFTED_C_NAMES, CLIKE)
     assert doc._whole is None and doc._named  # (``between`` lexes stretches whole)
+
+
+def _long_line_script(count: int) -> str:
+    """A Relax function whose call holds ``count`` strings and names ``x`` ``count`` times on
+    one line (a thousand-layer model's), then a comment after a string with ``x`` in both."""
+    args = ", ".join(f'x, "s{i}"' for i in range(count))
+    return ("@I.ir_module\nclass Module:\n    @R.function\n"
+            "    def main(x: R.Tensor((4,), \"float32\")):\n"
+            f"        lv = R.call_packed(\"f\", {args})\n"
+            "        gv = R.call_packed(\"x\", x)  # x \"x\" x\n"
+            "        return gv\n")
+
+
+def test_names_on_a_line_of_many_strings_answer_as_the_whole():
+    assert_same_answers(_long_line_script(40), SCRIPT)
+
+
+def test_a_line_of_many_strings_is_scanned_for_them_once(monkeypatch):
+    # Each occurrence used to walk the line's strings up to itself: 2,000 occurrences on a
+    # line of 1,000 strings took 1.5 s (tests/…/scaling's thousand-layer chain model).
+    from tvm_explorer.navigation.irsymbols import script_names
+
+    text = _long_line_script(1000)
+    scans = []
+    real = script_names.SCRIPT_SKIPPED
+
+    class Counting:
+        def finditer(self, *args):
+            scans.append(args)
+            return real.finditer(*args)
+
+    monkeypatch.setattr(script_names, "SCRIPT_SKIPPED", Counting())
+    doc = DocumentSymbols(lambda: text, SCRIPT)
+    use = text.index("x, \"s500\"")
+    assert doc.at(use).name == "x"
+    assert len(doc.occurrences(doc.at(use).symbol)) > 1000
+    assert len(scans) <= 3  # once per line holding the name and a string, not per occurrence

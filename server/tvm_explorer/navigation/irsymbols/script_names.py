@@ -84,7 +84,7 @@ class ScriptStretch(NameLookup):
         """How the name at ``[start, end)`` in logical line ``k`` stands (``names``): READ, or
         WRITE for the buffer a store writes (``NAME[…] = …``), SKIP for an attribute after a
         dot (``T.grid``), DEFINE where it may be defined, LEX when only lexing can tell."""
-        line_start, line_end, line, verdict, quoted = self._line_facts(text, k)
+        line_start, line_end, line, verdict, quoted, strings = self._line_facts(text, k)
         if verdict == DEFINE:
             return DEFINE  # a def line (and its parameters), for, with
         before = text[line_start:start]
@@ -100,12 +100,13 @@ class ScriptStretch(NameLookup):
         if verdict == LEX:
             return LEX  # ``T.writes(…)`` (its names are written), or a comment
         if quoted:
+            starts, ends, comment = strings
             at = start - line_start
-            for m in SCRIPT_SKIPPED.finditer(line):
-                if m.group()[0] == "#":
-                    return LEX  # a comment (a ``#`` inside a string is none)
-                if m.start() <= at < m.end():
-                    return SKIP  # inside a string (``dtype="float32"``)
+            i = bisect_right(starts, at) - 1
+            if i >= 0 and at < ends[i]:
+                return SKIP  # inside a string (``dtype="float32"``)
+            if comment:
+                return LEX  # a comment (a ``#`` inside a string is none)
         if verdict == "edges":
             return LEX  # a number or a string may begin or end it (neither is a token here)
         if leading:
@@ -122,18 +123,29 @@ class ScriptStretch(NameLookup):
             return LEX  # a keyword argument (or an assignment)
         return READ
 
-    def _line_facts(self, text: str, k: int) -> tuple[int, int, str, str, bool]:
-        """``(start, end, text, verdict, quoted)`` of logical line ``k``: what ``_plain`` asks
-        of every occurrence on it (a name occurs on a long unrolled line tens of times), kept
+    def _line_facts(self, text: str, k: int) -> tuple[int, int, str, str, bool, tuple]:
+        """``(start, end, text, verdict, quoted, strings)`` of logical line ``k``: what
+        ``_plain`` asks of every occurrence on it (a name occurs on a long line hundreds of
+        times, and a Relax call of a thousand-layer model holds thousands of strings), kept
         for the line asked last. ``verdict``: DEFINE for a defining line, LEX for a line
         writing buffers or with a comment outside strings (decided per occurrence when it
-        has strings), "edges" when a number or string may begin or end it, else READ."""
+        has strings), "edges" when a number or string may begin or end it, else READ.
+        ``strings``: the starts and ends (in the line) of its strings before its first
+        comment, and whether it has a comment."""
         got = self._last_line
         if got is not None and got[0] == k:
             return got[1]
         line_start, line_end = self._span(k)
         line = text[line_start:line_end]
         quoted = '"' in line or "'" in line
+        starts, ends, comment = array("q"), array("q"), False
+        if quoted:
+            for m in SCRIPT_SKIPPED.finditer(line):
+                if m.group()[0] == "#":
+                    comment = True  # what follows it is no string
+                    break
+                starts.append(m.start())
+                ends.append(m.end())
         first, last = line.lstrip()[:1], line.rstrip()[-1:]
         if k == 0 or _DEFINING_LINE.match(line):
             verdict = DEFINE
@@ -143,7 +155,7 @@ class ScriptStretch(NameLookup):
             verdict = "edges"
         else:
             verdict = READ
-        facts = (line_start, line_end, line, verdict, quoted)
+        facts = (line_start, line_end, line, verdict, quoted, (starts, ends, comment))
         self._last_line = (k, facts)
         return facts
 
