@@ -107,7 +107,10 @@ def create_server(poll_interval: float = 1.0) -> ExplorerServer:
 
     # Before a bundle is installed (its first request needs them): its layer map, and the
     # outline of its generated code, where users start (a CUDA file's takes ~30 ms).
-    watcher.before_install.append(lambda view: view.layer_map)
+    def layer_map(view):
+        return view.layer_map
+
+    watcher.before_install.append(layer_map)
     watcher.before_install.append(irsymbols.outline_code)
     # Then in the background, cheapest first: every document's lines and outline of
     # functions (~0.2 s for a 60 MiB bundle), the editor's outlines, the structure of every

@@ -170,6 +170,7 @@ class BundleWatcher:
             order = await asyncio.to_thread(lambda: sorted(todo, key=lambda r: (reg.size_hint(r), r)))
             changed = await self._load_all(order)
             if changed:
+                await asyncio.sleep(0)  # requests that waited for these bundles go first
                 heap.settle()
                 uris = [self.session.uri_of_root(r) for r in changed]
                 self.server.protocol.notify(BUNDLES_CHANGED, BundlesChangedParams(uris))
@@ -251,10 +252,15 @@ class BundleWatcher:
         return changed
 
     def _load_and_prepare(self, root: Path, on_document) -> reg.BundleView:
+        started = time.perf_counter()
         view = reg.load(root, on_document)
+        logger.debug("%s read and checked in %.0f ms", root, 1000 * (time.perf_counter() - started))
         for prepare in self.before_install:
+            started = time.perf_counter()
             try:
                 prepare(view)
+                logger.debug("%s prepared (%s) in %.0f ms", root, getattr(prepare, "__name__", prepare),
+                             1000 * (time.perf_counter() - started))
             except BundleError as err:  # changed since: the watcher reloads it
                 logger.info("preparing %s: %s", root, err)
             except Exception:  # preparing is an optimization: its bug must not refuse a bundle
