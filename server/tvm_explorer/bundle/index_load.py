@@ -14,7 +14,6 @@ or fails in any way, the index is parsed here, with the same result (tested both
 from __future__ import annotations
 
 import os
-from array import array
 import sys
 from itertools import zip_longest
 from operator import le as _le
@@ -136,11 +135,11 @@ def _columns(ranges, length: int, nsets: int):
         links = columns[5] if longest > 5 else (None,) * len(ranges)
         ints = {int}
         if not (set(map(type, starts)) <= ints and set(map(type, ends)) <= ints
-                           and set(map(type, sets)) <= ints and set(map(type, keys)) == {str}
-                           and set(map(type, links)) <= {str, type(None)}):
+                and set(map(type, sets)) <= ints and set(map(type, keys)) == {str}
+                and set(map(type, links)) <= {str, type(None)}):
             return None
         if not (min(starts) >= 0 and max(ends) <= length and all(map(_le, starts, ends))
-                           and min(sets) >= 0 and max(sets) < nsets and max(ends) < _INT64):
+                and min(sets) >= 0 and max(sets) < nsets and max(ends) < _INT64):
             return None
         if not set(map(type, kinds)) <= {str}:
             return None
@@ -157,7 +156,6 @@ def _columns(ranges, length: int, nsets: int):
 # range count or its error), then every converted document's arrays as raw bytes, in the
 # order of that line. Read back with ``json.loads`` and ``array.frombytes`` only: nothing
 # from a bundle ever reaches a deserializer that could execute it.
-_WIDTHS = {"q": 8, "l": array("l").itemsize}
 
 
 def _encode(parsed: ParsedIndex) -> bytes:
@@ -200,7 +198,7 @@ def _decode(answer: bytes) -> ParsedIndex:
         index = DocumentIndex(None, strings)
         for name in _ARRAYS:
             column = getattr(index, name)
-            size = n * _WIDTHS[column.typecode]
+            size = n * column.itemsize
             column.frombytes(answer[at : at + size])
             at += size
         index._kinds = bytearray(answer[at : at + n])

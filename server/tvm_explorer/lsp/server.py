@@ -103,7 +103,7 @@ def create_server(poll_interval: float = 1.0) -> ExplorerServer:
     symbols = DocumentSymbols(session)
 
     def current(view):
-        return lambda: session.registry.bundles.get(view.root) is view
+        return lambda: session.registry.is_current(view)
 
     # Before a bundle is installed (its first request needs them): its layer map, and the
     # outline of its generated code, where users start (a CUDA file's takes ~30 ms).
@@ -118,7 +118,7 @@ def create_server(poll_interval: float = 1.0) -> ExplorerServer:
     watcher.after_load.append(session.warm_lines)
     watcher.after_load.append(lambda view: irsymbols.warm_outlines(view, current(view)))
     watcher.after_load.append(symbols.warm)
-    watcher.after_load.append(lambda view: irsymbols.warm(view, current(view)))
+    watcher.after_load.append(lambda view: irsymbols.warm_structures(view, current(view)))
     watcher.after_load.append(lambda view: give_back())  # what the warm-ups made and dropped
     highlights = DocumentHighlights(session)
     lenses = CodeLenses(session)

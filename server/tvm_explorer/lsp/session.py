@@ -95,7 +95,7 @@ class Session:
         with REQUESTS.yielding():
             for path in warm_order(view):
                 REQUESTS.checkpoint()
-                if self.registry.bundles.get(view.root) is not view:
+                if not self.registry.is_current(view):
                     return  # replaced or forgotten meanwhile
                 view.line_index(path, self.encoding)
 

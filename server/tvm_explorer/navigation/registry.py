@@ -174,6 +174,11 @@ class Registry:
                 return (view, rel) if view.bundle.document(rel) else None
         return None
 
+    def is_current(self, view: BundleView) -> bool:
+        """Whether ``view`` is still the bundle installed at its root (background work for
+        a bundle replaced or forgotten meanwhile stops)."""
+        return self.bundles.get(view.root) is view
+
     def install(self, root: Path, view: BundleView | None, sig: Signature | None, error: str | None = None) -> None:
         """Record the outcome of (re)loading ``root``: a bundle, or the error that kept it out."""
         bundles = dict(self.bundles)

@@ -135,7 +135,7 @@ class BundleWatcher:
         if found is not None:
             view, rel = found
             self._in_background(lambda v: irsymbols.warm_document(
-                v, rel, lambda: self.session.registry.bundles.get(v.root) is v), view)
+                v, rel, lambda: self.session.registry.is_current(v)), view)
             return
         root = reg.enclosing_root(path)
         if root is not None and root not in self.session.registry.signatures:

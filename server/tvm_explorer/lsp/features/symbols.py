@@ -60,7 +60,7 @@ class DocumentSymbols:
         with REQUESTS.yielding():  # requests answered meanwhile go first
             for path in warm_order(view)[:OUTLINES_WARMED]:
                 REQUESTS.checkpoint()
-                if self.session.registry.bundles.get(view.root) is not view:
+                if not self.session.registry.is_current(view):
                     return  # replaced or forgotten meanwhile
                 self._saved_outline(view, path)
                 REQUESTS.keep_made()

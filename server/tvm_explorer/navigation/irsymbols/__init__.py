@@ -103,11 +103,17 @@ def warm_outlines(view: BundleView, current=lambda: True) -> None:
 
 
 def warm(view: BundleView, current=lambda: True) -> None:
-    """Outline every document (``warm_outlines``) and prepare the structure of every
-    function, most likely used documents first, ahead of the first requests; stops as soon
-    as ``current()`` says the bundle was replaced meanwhile. A name is then looked up in its
-    function when asked for (milliseconds)."""
+    """Outline every document and prepare the structure of every function
+    (``warm_outlines``, then ``warm_structures``)."""
     warm_outlines(view, current)
+    warm_structures(view, current)
+
+
+def warm_structures(view: BundleView, current=lambda: True) -> None:
+    """Prepare the structure of every function of every document (outlining those not
+    outlined yet), most likely used documents first, ahead of the first requests; stops as
+    soon as ``current()`` says the bundle was replaced meanwhile. A name is then looked up in
+    its function when asked for (milliseconds)."""
     with REQUESTS.yielding():
         for path in warm_order(view):
             REQUESTS.checkpoint()
