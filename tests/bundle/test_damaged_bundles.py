@@ -189,8 +189,9 @@ def test_bundle_loading_code_is_json_and_text_only():
         for node in ast.walk(tree):
             if worker and isinstance(node, ast.Import) and [a.name for a in node.names] == ["subprocess"]:
                 continue
-            if (worker and isinstance(node, ast.Call) and ast.unparse(node.func) == "subprocess.run"):
+            if (worker and isinstance(node, ast.Call) and ast.unparse(node.func) == "subprocess.Popen"):
                 assert ast.unparse(node.args[0]) == WORKER_COMMAND, ast.unparse(node)
+                assert not [k for k in node.keywords if k.arg in ("shell", "executable")], ast.unparse(node)
                 continue
             if isinstance(node, ast.Import):
                 assert not {a.name.split(".")[0] for a in node.names} & FORBIDDEN_MODULES, (rel, node.lineno)

@@ -99,3 +99,66 @@ def test_a_bundle_loaded_through_the_worker_answers_the_same(good, monkeypatch):
     for doc in here.documents:
         assert list(here.index(doc.path).ranges) == list(through_worker.index(doc.path).ranges)
         assert here.index(doc.path).by_key("x") == through_worker.index(doc.path).by_key("x")
+
+
+def _fake_python(tmp_path: Path, name: str, body: str) -> str:
+    """An executable standing in for ``sys.executable`` (``$REAL`` runs the real one)."""
+    script = tmp_path / name
+    script.write_text(f"#!/bin/sh\nREAL={sys.executable}\n{body}\n")
+    script.chmod(0o755)
+    return str(script)
+
+
+@pytest.mark.parametrize("how", ["stops short", "says more documents", "hangs"])
+def test_a_worker_answering_wrong_or_never_costs_only_the_saving(good, monkeypatch, tmp_path, how):
+    """The answer is streamed in as the worker converts: one cut off, one claiming documents it
+    never sent, or a worker that never answers (stopped after ``WORKER_TIMEOUT_S``) is parsed
+    here instead, with the same result."""
+    data = (good / "index.json").read_bytes()
+    expected = _snapshot(index_load.parse_index(data, good / "index.json"))
+    body = {
+        "stops short": '"$REAL" "$@" | head -c 3000',
+        "says more documents": '"$REAL" "$@" | LC_ALL=C sed \'s/{"end": [0-9]*}$/{"end": 999999}/\'',
+        "hangs": "exec sleep 60",
+    }[how]
+    monkeypatch.setattr(sys, "executable", _fake_python(tmp_path, "python", body))
+    monkeypatch.setattr(index_load, "WORKER_TIMEOUT_S", 1.0)
+    assert index_load._parse_in_worker(data, good / "index.json") is None
+    monkeypatch.setattr(index_load, "WORKER_MIN_BYTES", 0)
+    assert _snapshot(index_load.load_index(data, good / "index.json")) == expected
+
+
+def test_prepare_runs_on_each_converted_document_in_both_ways(good, monkeypatch):
+    """``prepare`` (the layer map's parts, in the server) sees every converted document,
+    whether parsed here or streamed in from the worker; when it fails, nothing is lost but
+    its parts."""
+    data = (good / "index.json").read_bytes()
+    where = good / "index.json"
+    seen_sets = []
+
+    def prepare(origin_sets):
+        seen_sets.append(origin_sets)
+        return lambda index: len(index)
+
+    here = index_load.parse_index(data, where, prepare)
+    worker = index_load._parse_in_worker(data, where, prepare)
+    assert worker is not None
+    for parsed in (here, worker):
+        want = {p: len(got[0]) for p, got in parsed.documents.items() if not isinstance(got, BundleError)}
+        assert parsed.parts == want and len(want) > 3
+        assert parsed.prepared is not None
+    assert seen_sets[0] == seen_sets[1] == json.loads(data)["origin_sets"]
+
+    def fails_on_one(origin_sets):
+        return lambda index: 1 // (len(index) % 2)  # ZeroDivisionError for even lengths
+
+    for parse in (index_load.parse_index, index_load._parse_in_worker):
+        got = parse(data, where, fails_on_one)
+        assert _snapshot(got) == _snapshot(here)
+        assert set(got.parts) == {p for p, v in here.parts.items() if v % 2}
+
+    def refuses(origin_sets):
+        raise ValueError("no")
+
+    got = index_load.parse_index(data, where, refuses)
+    assert _snapshot(got) == _snapshot(here) and got.prepared is None and got.parts == {}

@@ -135,3 +135,62 @@ def test_freed_memory_is_given_back_once_requests_stop(monkeypatch):
         assert trims == [1]
 
     asyncio.run(burst())
+
+
+def test_warm_ups_give_back_memory_after_each_document_and_keep_no_texts(fake_workspace, monkeypatch):
+    """A warm-up walks every document: the texts it reads pass through (the cache keeps what
+    requests read), and what each document's work dropped is handed back at once."""
+    view = _tiny(fake_workspace)
+    bundle = view.bundle
+    given_back = []
+    monkeypatch.setattr(REQUESTS, "give_back", lambda: given_back.append(1))
+    kept_before = dict(bundle._texts)
+    irsymbols.warm(view)
+    assert len(given_back) >= len(bundle.documents)
+    assert dict(bundle._texts) == kept_before
+    path = bundle.documents[-1].path
+    bundle._texts.clear()
+    with bundle.passing_through():
+        assert bundle.text(path) == bundle.text(path)  # read once, kept for this thread only
+        other = threading.Thread(target=bundle.text, args=(path,))
+        other.start()
+        other.join()
+    assert list(bundle._texts) == [path]  # the other thread's read was kept as usual
+
+
+def test_warm_ups_start_after_the_requests_that_waited_for_the_load(tmp_path):
+    """Requests waiting for a bundle are answered before its warm-ups start (a warm-up thread
+    competing for the interpreter delayed the first answer by ~50 ms), and so is the heap's
+    post-load collection."""
+    import asyncio
+
+    from tvm_explorer.lsp.features.bundles import BundleWatcher
+    from tvm_explorer.lsp.session import Session
+
+    root = tmp_path / "bundle"
+    root.mkdir()
+    order: list[str] = []
+
+    async def main():
+        watcher = BundleWatcher(None, Session(), poll_interval=0)
+        loop = asyncio.get_running_loop()
+        watcher._pending[root] = loop.create_future()
+
+        async def request():
+            await watcher.wait_for((root / "tir" / "a.tir").as_uri())
+            order.append("request")
+
+        requests = [loop.create_task(request()) for _ in range(3)]
+        await asyncio.sleep(0.01)
+        watcher._loaded(root)
+        watcher._in_background(lambda view: order.append("warm-up"), None)
+        watcher._keep(loop.create_task(watcher._when_none_waiting(lambda: order.append("settle"))))
+        await asyncio.gather(*requests)
+        for _ in range(100):
+            if len(order) == 5:
+                break
+            await asyncio.sleep(0.01)
+        watcher.stop()
+
+    asyncio.run(main())
+    assert order[:3] == ["request"] * 3 and sorted(order[3:]) == ["settle", "warm-up"]

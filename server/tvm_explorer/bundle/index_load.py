@@ -15,10 +15,11 @@ from __future__ import annotations
 
 import os
 import sys
+import threading
 from itertools import zip_longest
 from operator import le as _le
 from pathlib import Path
-from typing import NamedTuple
+from typing import Callable, NamedTuple
 
 from ..errors import BundleError
 from .format import SCHEMA_VERSION
@@ -35,54 +36,99 @@ _INT64 = 2**63
 _ARRAYS = ("_starts", "_ends", "_sets", "_keys", "_links")
 
 
+Prepare = Callable[[object], "Callable[[DocumentIndex], object] | None"]
+"""Work on each document's index as soon as it is converted: called once with the raw
+``origin_sets``, it returns the function to call on each converted index (or None for none).
+What that function returns is kept in ``ParsedIndex.parts`` (an exception keeps nothing).
+While a worker streams the documents in, this runs beside its parse on the other core."""
+
+
 class ParsedIndex(NamedTuple):
     """``index.json`` checked at the top level, with every document's ranges converted.
 
     ``layers`` and ``origin_sets`` are the raw JSON values (the reader validates them);
     ``documents`` maps a path to ``(index, length)`` or the BundleError that names what is
-    wrong with that document's entry; ``strings`` numbers the keys and links of them all."""
+    wrong with that document's entry; ``strings`` numbers the keys and links of them all;
+    ``prepared`` is what ``prepare`` returned and ``parts`` what that made of each document."""
 
     layers: object
     origin_sets: object
     documents: dict[str, tuple[DocumentIndex, int] | BundleError]
     strings: Strings
+    prepared: object = None
+    parts: dict[str, object] = {}
 
 
-def load_index(data: bytes, where: Path) -> ParsedIndex:
+def load_index(data: bytes, where: Path, prepare: Prepare | None = None) -> ParsedIndex:
     """The parsed ``index.json`` (``data``; ``where`` names it in messages): in a worker
     process when large, else here. Raises BundleError when it is not a readable index."""
     if len(data) >= WORKER_MIN_BYTES:
-        got = _parse_in_worker(data, where)
+        got = _parse_in_worker(data, where, prepare)
         if got is not None:
             return got
-    return parse_index(data, where)
+    return parse_index(data, where, prepare)
 
 
-def parse_index(data: bytes, where: Path) -> ParsedIndex:
+def parse_index(data: bytes, where: Path, prepare: Prepare | None = None) -> ParsedIndex:
     """Parse and convert ``index.json`` in this process."""
+    layers, origin_sets, raw = _parse_top(data, where)
+    del data
+    parts = _Parts(prepare, origin_sets)
+    strings = Strings()
+    documents: dict[str, tuple[DocumentIndex, int] | BundleError] = {}
+    for path, got in _convert_all(raw, strings, origin_sets, where):
+        documents[path] = got
+        if not isinstance(got, BundleError):
+            parts.add(path, got[0])
+    return ParsedIndex(layers, origin_sets, documents, strings, parts.prepared, parts.made)
+
+
+def _parse_top(data: bytes, where: Path) -> tuple[object, object, dict]:
+    """``index.json`` parsed and checked at the top level: raw layers, origin sets and
+    documents (raises BundleError naming what is wrong)."""
     import json
 
     try:
         index = json.loads(data.decode("utf-8"))
     except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as err:
         raise BundleError(f"{where}: provenance index is not readable JSON ({err})") from None
-    del data
     if not isinstance(index, dict) or index.get("schema_version") != SCHEMA_VERSION:
         raise BundleError(f"{where}: unknown index schema")
     layers, origin_sets, raw = index.get("layers"), index.get("origin_sets"), index.get("documents")
     if not isinstance(raw, dict):
         raise BundleError(f"{where}: 'documents' must be an object")
-    del index
+    return layers, origin_sets, raw
+
+
+def _convert_all(raw: dict, strings: Strings, origin_sets, where: Path):
+    """``(path, (index, length) or BundleError)`` for each document of ``raw``, in order
+    (each document's lists are dropped from ``raw`` once converted)."""
     nsets = len(origin_sets) if isinstance(origin_sets, list) else 0
-    strings = Strings()
-    documents: dict[str, tuple[DocumentIndex, int] | BundleError] = {}
     for path in list(raw):
-        entry = raw.pop(path)  # each document's lists are freed once converted
+        entry = raw.pop(path)
         try:
-            documents[path] = convert_document(entry, strings, nsets, f"{where} ({path})")
+            yield path, convert_document(entry, strings, nsets, f"{where} ({path})")
         except BundleError as err:
-            documents[path] = err
-    return ParsedIndex(layers, origin_sets, documents, strings)
+            yield path, err
+
+
+class _Parts:
+    """Runs a ``Prepare`` on each converted document, keeping what it made."""
+
+    def __init__(self, prepare: Prepare | None, origin_sets) -> None:
+        self.made: dict[str, object] = {}
+        try:
+            self.prepared = prepare(origin_sets) if prepare is not None else None
+        except Exception:  # preparing is a saving: the reader validates and reports
+            self.prepared = None
+
+    def add(self, path: str, index: DocumentIndex) -> None:
+        if self.prepared is None:
+            return
+        try:
+            self.made[path] = self.prepared(index)
+        except Exception:  # the part is then made later, from the validated bundle
+            self.made.pop(path, None)
 
 
 def convert_document(raw, strings: Strings, nsets: int, where: str) -> tuple[DocumentIndex, int]:
@@ -152,66 +198,86 @@ def _columns(ranges, length: int, nsets: int):
 
 
 # -- the worker -----------------------------------------------------------------------------
-# Its answer: one line of JSON (layers, origin sets, strings, and per document its length and
-# range count or its error), then every converted document's arrays as raw bytes, in the
-# order of that line. Read back with ``json.loads`` and ``array.frombytes`` only: nothing
-# from a bundle ever reaches a deserializer that could execute it.
+# Its answer, streamed as it converts: a line of JSON (layers and origin sets, or why the index
+# is refused); then per document a line of JSON (its path and error, or its length, range
+# count and the strings first used in it) followed by its arrays as raw bytes; then
+# ``{"end": count}``. Read with ``json.loads`` and ``array.frombytes`` only: nothing from a
+# bundle ever reaches a deserializer that could execute it. The server reads each document
+# while the worker converts the next (``prepare`` runs then).
 
 
-def _encode(parsed: ParsedIndex) -> bytes:
-    """The worker's answer for ``parsed``."""
+def _write_answer(data: bytes, where: Path, out) -> None:
+    """Parse ``data`` and write the answer to the binary stream ``out``."""
     import json
 
-    documents, blobs = {}, []
-    for path, got in parsed.documents.items():
+    try:
+        layers, origin_sets, raw = _parse_top(data, where)
+    except BundleError as err:
+        out.write(json.dumps({"refused": str(err)}).encode() + b"\n")
+        return
+    del data
+    out.write(json.dumps({"layers": layers, "origin_sets": origin_sets}).encode() + b"\n")
+    strings, sent, count = Strings(), 0, 0
+    for path, got in _convert_all(raw, strings, origin_sets, where):
+        count += 1
         if isinstance(got, BundleError):
-            documents[path] = {"error": str(got)}
+            out.write(json.dumps({"path": path, "error": str(got)}).encode() + b"\n")
             continue
         index, length = got
-        documents[path] = {"length": length, "ranges": len(index)}
-        blobs.extend(getattr(index, name).tobytes() for name in _ARRAYS)
-        blobs.append(bytes(index._kinds))
-    head = json.dumps({"layers": parsed.layers, "origin_sets": parsed.origin_sets,
-                       "strings": parsed.strings.items, "documents": documents})
-    return b"".join([head.encode(), b"\n", *blobs])
+        line = {"path": path, "length": length, "ranges": len(index), "strings": strings.items[sent:]}
+        sent = len(strings.items)
+        out.write(json.dumps(line).encode() + b"\n")
+        for name in _ARRAYS:
+            out.write(getattr(index, name).tobytes())
+        out.write(bytes(index._kinds))
+    out.write(json.dumps({"end": count}).encode() + b"\n")
 
 
-def _decode(answer: bytes) -> ParsedIndex:
-    """The worker's answer as a ``ParsedIndex`` (raises BundleError for a refused index;
-    ValueError and the like for a garbled one)."""
+def _read_answer(stream, prepare: Prepare | None) -> ParsedIndex:
+    """The worker's answer from the binary stream ``stream`` (raises BundleError for a
+    refused index; ValueError and the like for a garbled or truncated one)."""
     import json
 
-    line_end = answer.index(b"\n")
-    head = json.loads(answer[:line_end])
+    head = json.loads(stream.readline())
     if "refused" in head:
         raise BundleError(head["refused"])
+    parts = _Parts(prepare, head["origin_sets"])
     strings = Strings()
-    strings.items = head["strings"]
-    strings.ids = {s: i for i, s in enumerate(strings.items)}
     documents: dict[str, tuple[DocumentIndex, int] | BundleError] = {}
-    at = line_end + 1
-    for path, entry in head["documents"].items():
+    while True:
+        entry = json.loads(stream.readline())  # "" (the answer stopped short): ValueError
+        if "end" in entry:
+            if entry["end"] != len(documents):
+                raise ValueError("answer lost documents")
+            break
+        path = entry["path"]
         if "error" in entry:
             documents[path] = BundleError(entry["error"])
             continue
+        new = entry["strings"]
+        strings.ids.update(zip(new, range(len(strings.items), len(strings.items) + len(new))))
+        strings.items.extend(new)
         n = entry["ranges"]
         index = DocumentIndex(None, strings)
         for name in _ARRAYS:
             column = getattr(index, name)
-            size = n * column.itemsize
-            column.frombytes(answer[at : at + size])
-            at += size
-        index._kinds = bytearray(answer[at : at + n])
-        at += n
-        if len(index._kinds) != n:
-            raise ValueError("truncated answer")
+            column.frombytes(_read_exactly(stream, n * column.itemsize))
+        index._kinds = bytearray(_read_exactly(stream, n))
         documents[path] = (index.finish(sorted_already=True), entry["length"])
-    if at != len(answer):
+        parts.add(path, index)
+    if stream.read(1):
         raise ValueError("answer longer than announced")
-    return ParsedIndex(head["layers"], head["origin_sets"], documents, strings)
+    return ParsedIndex(head["layers"], head["origin_sets"], documents, strings, parts.prepared, parts.made)
 
 
-def _parse_in_worker(data: bytes, where: Path) -> ParsedIndex | None:
+def _read_exactly(stream, size: int) -> bytes:
+    got = stream.read(size)
+    if len(got) != size:
+        raise ValueError("truncated answer")
+    return got
+
+
+def _parse_in_worker(data: bytes, where: Path, prepare: Prepare | None = None) -> ParsedIndex | None:
     """``parse_index`` run by a fresh interpreter; None if that failed for any reason (the
     caller then parses here: a worker is a saving, never a requirement)."""
     import subprocess  # here: the worker itself never needs it
@@ -220,39 +286,47 @@ def _parse_in_worker(data: bytes, where: Path) -> ParsedIndex | None:
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join(p for p in (package_root, env.get("PYTHONPATH")) if p)
     try:
-        done = subprocess.run(
+        worker = subprocess.Popen(
             # -S: no site-packages (the worker needs only the standard library and this
             # package, on PYTHONPATH), which starts it ~20 ms sooner
-            [sys.executable, "-S", "-m", __name__, str(where)], input=data, capture_output=True,
-            env=env, timeout=WORKER_TIMEOUT_S, check=False)
+            [sys.executable, "-S", "-m", __name__, str(where)], stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env)
     except (OSError, subprocess.SubprocessError):
         return None
-    if done.returncode != 0:
-        return None
+    # A worker that hangs is stopped: its answer then ends short, and the index is parsed here.
+    watchdog = threading.Timer(WORKER_TIMEOUT_S, worker.kill)
+    watchdog.daemon = True
+    watchdog.start()
     try:
-        return _decode(done.stdout)
-    except BundleError:
-        raise
-    except Exception:  # a truncated or garbled answer: parse here instead
-        return None
+        try:
+            # The worker reads all of its input before it answers: no deadlock.
+            worker.stdin.write(data)
+            worker.stdin.close()
+        except OSError:  # it died at start
+            return None
+        try:
+            got = _read_answer(worker.stdout, prepare)
+        except BundleError:
+            raise
+        except Exception:  # a truncated or garbled answer: parse here instead
+            return None
+        return got if worker.wait() == 0 else None
+    finally:
+        watchdog.cancel()
+        if worker.poll() is None:
+            worker.kill()
+        worker.stdout.close()
+        worker.wait()
 
 
 def _worker_main(argv: list[str]) -> int:
-    """Read ``index.json`` bytes from stdin, write the encoded ``ParsedIndex`` to stdout."""
+    """Read ``index.json`` bytes from stdin, write the answer to stdout."""
     import gc
 
     gc.disable()  # a parse makes no cycles, and collections walking its million objects took 30 %
-    data = sys.stdin.buffer.read()
-    try:
-        parsed = parse_index(data, Path(argv[0]))
-    except BundleError as err:
-        import json
-
-        out = json.dumps({"refused": str(err)}).encode() + b"\n"
-    else:
-        out = _encode(parsed)
-    sys.stdout.buffer.write(out)
-    sys.stdout.buffer.flush()
+    out = sys.stdout.buffer
+    _write_answer(sys.stdin.buffer.read(), Path(argv[0]), out)
+    out.flush()
     return 0
 
 

@@ -7,6 +7,7 @@ paths leading outside the bundle, ranges past the end of a document) and raises
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import stat
@@ -19,7 +20,7 @@ from pathlib import Path
 from ..errors import BundleError
 from .format import FORMAT_NAME, INDEX, MANIFEST, SCHEMA_VERSION, STAGES
 from .index import DocumentIndex
-from .index_load import load_index
+from .index_load import Prepare, load_index
 from .safe_open import open_inside
 
 
@@ -258,7 +259,8 @@ class Bundle:
     taken at load: a document changed in place raises ``BundleChanged`` instead of being
     answered from (the watcher then reloads the whole bundle)."""
 
-    def __init__(self, root: str | os.PathLike, budget: int = MAX_BUNDLE_BYTES):
+    def __init__(self, root: str | os.PathLike, budget: int = MAX_BUNDLE_BYTES,
+                 prepare: Prepare | None = None):
         self.root = Path(root).resolve()
         if not self.root.is_dir():
             raise BundleError(f"{root}: not a bundle directory")
@@ -268,13 +270,15 @@ class Bundle:
         self._doc_by_path = {d.path: d for d in self.documents}
         self._identities = self._identify_documents()
         parsed = load_index(_read_file(self.root, INDEX, "provenance index", self.budget),
-                            self.root / INDEX)
+                            self.root / INDEX, prepare)
         self.layers = self._load_layers(parsed.layers)
         self.origin_sets = self._load_origin_sets(parsed.origin_sets)
         self._strings = parsed.strings
         # path -> (its index, the document length it was made for) or the error that kept it
         self._indexes: dict[str, tuple[DocumentIndex, int | None] | BundleError] = {
             path: got for path, got in parsed.documents.items() if path in self._doc_by_path}
+        # What ``prepare`` made of each document's index (see ``take_prepared``).
+        self._prepared = (parsed.prepared, parsed.parts)
         del parsed
         self._damaged: dict[str, BundleError] = {}
         # Documents held open since ``preload`` checked them: later reads come from these very
@@ -283,6 +287,7 @@ class Bundle:
         weakref.finalize(self, _close_all, self._fds)
         self._texts: OrderedDict[str, str] = OrderedDict()
         self._lock = threading.Lock()
+        self._passing = threading.local()  # see ``passing_through``
         self._text_chars = 0
         self._layer_by_op = {(lay.subgraph, lay.op_index): lay for lay in self.layers}
         self._producer = {
@@ -290,6 +295,12 @@ class Bundle:
         }
         self.numerics = self._load_numerics()
         self.bisect = self._load_bisect()
+
+    def take_prepared(self) -> tuple[object, dict[str, object]]:
+        """What the ``prepare`` given to the constructor returned, and what that made of each
+        document's index (by path), handed over once: (None, {}) afterwards."""
+        got, self._prepared = self._prepared, (None, {})
+        return got
 
     def _identify_documents(self) -> dict[str, tuple | None]:
         """The identity of every document file now (None: missing or not a file; its read
@@ -424,7 +435,8 @@ class Bundle:
         return self._doc_by_path.get(path)
 
     def text(self, path: str) -> str:
-        """The text of a document (read from disk on demand; the last ones read are kept).
+        """The text of a document (read from disk on demand; the last ones read are kept,
+        except by a thread in ``passing_through``).
         Raises BundleChanged when the file is no longer the one the bundle was loaded with."""
         with self._lock:
             got = self._texts.get(path)
@@ -433,6 +445,13 @@ class Bundle:
                 return got
         if path in self._damaged:
             return ""
+        passing = getattr(self._passing, "last", None)
+        if passing is not None:
+            if passing[0] == path:
+                return passing[1]
+            text = self._read_text(path)
+            self._passing.last = (path, text)
+            return text
         text = self._read_text(path)
         with self._lock:  # requests and the load's warm-up read texts from several threads
             if path not in self._texts:
@@ -442,6 +461,17 @@ class Bundle:
                 _, old = self._texts.popitem(last=False)
                 self._text_chars -= len(old)
         return text
+
+    @contextlib.contextmanager
+    def passing_through(self):
+        """Texts read by this thread in the block are not kept in the cache (only the last
+        one, for this thread): a warm-up walking every document would otherwise fill the
+        cache with texts nobody asked for, and hold them as the load's peak memory."""
+        self._passing.last = ("", "")
+        try:
+            yield
+        finally:
+            self._passing.last = None
 
     def _read_text(self, path: str, charge: bool = False, keep: bool = False) -> str:
         if path not in self._doc_by_path:

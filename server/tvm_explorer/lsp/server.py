@@ -105,16 +105,16 @@ def create_server(poll_interval: float = 1.0) -> ExplorerServer:
     def current(view):
         return lambda: session.registry.is_current(view)
 
-    # Before a bundle is installed (its first request needs them): its layer map, and the
-    # outline of its generated code, where users start (a CUDA file's takes ~30 ms).
+    # Before a bundle is installed (nearly every request needs it): its layer map.
     def layer_map(view):
         return view.layer_map
 
     watcher.before_install.append(layer_map)
-    watcher.before_install.append(irsymbols.outline_code)
-    # Then in the background, cheapest first: every document's lines and outline of
-    # functions (~0.2 s for a 60 MiB bundle), the editor's outlines, the structure of every
-    # function.
+    # Then in the background, once the requests that waited for the load are answered: the
+    # outline of its generated code, where users start (a CUDA file's takes ~30 ms); every
+    # document's lines and outline of functions (~0.2 s for a 60 MiB bundle), the editor's
+    # outlines, the structure of every function.
+    watcher.after_load.append(lambda view: irsymbols.outline_code(view, current(view)))
     watcher.after_load.append(session.warm_lines)
     watcher.after_load.append(lambda view: irsymbols.warm_outlines(view, current(view)))
     watcher.after_load.append(symbols.warm)
@@ -170,6 +170,7 @@ def create_server(poll_interval: float = 1.0) -> ExplorerServer:
         documents.closed(params)
 
     quiet_trim = QuietTrim()
+    REQUESTS.give_back = give_back  # after each unit of warm-up work
 
     def answer(method: str, handler, empty):
         """Register ``handler`` for ``method``: wait for the bundle to be loaded, then look up.

@@ -92,12 +92,13 @@ class Session:
         from ..navigation.background import REQUESTS
         from ..navigation.irsymbols import warm_order
 
-        with REQUESTS.yielding():
+        with REQUESTS.yielding(), view.bundle.passing_through():
             for path in warm_order(view):
                 REQUESTS.checkpoint()
                 if not self.registry.is_current(view):
                     return  # replaced or forgotten meanwhile
                 view.line_index(path, self.encoding)
+                REQUESTS.keep_made()
 
     # -- documents ---------------------------------------------------------------------
     def locate(self, uri: str) -> tuple[BundleView, str] | None:

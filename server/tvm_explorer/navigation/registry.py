@@ -16,7 +16,7 @@ from typing import Callable
 from ..bundle.format import FORMAT_NAME, MANIFEST
 from ..bundle.reader import Bundle, read_regular
 from ..errors import BundleError
-from .view import BundleView
+from .view import BundleView, DocumentParts
 
 SKIP_DIRS = {"node_modules", "__pycache__", ".git", ".venv", "venv", ".tox", "site-packages"}
 MAX_DEPTH = 6
@@ -138,7 +138,7 @@ def load(root: Path, on_document: Callable[[int, int, str], None] | None = None)
         if before is None:
             raise BundleError(f"{root}: no {MANIFEST} (not a bundle, or being replaced)")
         try:
-            bundle = Bundle(root)
+            bundle = Bundle(root, prepare=DocumentParts.prepare)  # the layer map's parts
             problems = bundle.preload(on_document)
         except BundleError:
             # Half old, half new (a recompile swapped the directory while it was read):

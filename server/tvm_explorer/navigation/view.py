@@ -97,11 +97,14 @@ class LayerMap:
         self._packed: dict[int, array] = {}
         # layer -> its entry in the model document
         self.model_places: dict[int, list[Place]] = {}
+        prepared, parts = bundle.take_prepared()
+        if not (isinstance(prepared, DocumentParts) and prepared.layers_of_set == self.layers_of_set):
+            parts = {}  # made from origin sets the reader did not take as they were
         for doc in bundle.documents:
             if doc.stage == "model":
                 self._add_model_document(bundle, doc.path)
             else:
-                self._add_document(bundle, doc.path, doc.order)
+                self._add_document(bundle, doc.path, doc.order, parts.get(doc.path))
         self._places_of: dict[tuple[int, ...], list[Place]] = {}
         self._places_of_size = 0
 
@@ -166,29 +169,17 @@ class LayerMap:
         ranges = self._bundle.index(path).ranges
         return [ranges[i] for i in numbers]
 
-    def _add_document(self, bundle: Bundle, path: str, order: int) -> None:
-        """Add the ranges of one document. A range is an innermost place of a layer when the
-        next range holding that layer (in document order) lies outside its subtree, which is
-        contiguous in document order. (Keeping the set of layers below every range instead
-        cost the square of the range count: 16k nested ranges with a layer each took 5 GB.)
-        Works per origin set on the index's columns, in loops that run in C: a loop per
-        range and layer took most of a large bundle's load."""
+    def _add_document(self, bundle: Bundle, path: str, order: int, part=None) -> None:
+        """Add the ranges of one document (``part``: what ``DocumentParts`` made of its index
+        while the bundle loaded, if anything)."""
         index = bundle.index(path)
-        n = len(index)
-        if not n:
-            return
-        last = _subtree_ends(index.parents)
-        per_layer: dict[int, list[array]] = {}
-        layers_of_set = self.layers_of_set
-        for origin_set, numbers in index.numbers_by_origin_set():
-            for lid in layers_of_set[origin_set]:
-                per_layer.setdefault(lid, []).append(numbers)
+        if not len(index):
+            return  # empty, or damaged (``preload`` found it after its part was made)
+        if part is None:
+            part = DocumentParts(self.layers_of_set)(index)
         base = order << _DOC_SHIFT
-        for lid, parts in per_layer.items():
-            numbers = parts[0] if len(parts) == 1 else array("l", sorted(chain.from_iterable(parts)))
+        for lid, numbers, innermost in part:
             self._ranges.setdefault(lid, {})[path] = numbers
-            following = chain(islice(numbers, 1, None), (n,))  # the next range holding lid
-            innermost = compress(numbers, map(gt, following, map(last.__getitem__, numbers)))
             packed = self._packed.get(lid)
             if packed is None:
                 packed = self._packed[lid] = array("q")
@@ -218,6 +209,53 @@ class LayerMap:
 
 
 _NO_PLACES = array("q")
+
+
+class DocumentParts:
+    """What a ``LayerMap`` needs of one document's index, made from that index alone: for
+    each layer, the numbers of the ranges whose origin set holds it, and of its innermost
+    places. A range is an innermost place of a layer when the next range holding that layer
+    (in document order) lies outside its subtree, which is contiguous in document order.
+    (Keeping the set of layers below every range instead cost the square of the range
+    count: 16k nested ranges with a layer each took 5 GB.) Works per origin set on the
+    index's columns, in loops that run in C: a loop per range and layer took most of a large
+    bundle's load.
+
+    ``Bundle(root, prepare=DocumentParts.prepare)`` makes these while ``index.json`` is
+    parsed (beside the parsing worker), and the ``LayerMap`` only gathers them."""
+
+    def __init__(self, layers_of_set: list[frozenset[int]]):
+        self.layers_of_set = layers_of_set
+
+    @classmethod
+    def prepare(cls, origin_sets) -> DocumentParts | None:
+        """For raw ``origin_sets`` of ``index.json`` (a ``Prepare`` for the reader); None
+        unless they are well formed (the reader then reports them)."""
+        if not isinstance(origin_sets, list):
+            return None
+        layers_of_set = [frozenset(lid for lid, _ in members) for members in origin_sets]
+        if not all(type(lid) is int for layers in layers_of_set for lid in layers):
+            return None
+        return cls(layers_of_set)
+
+    def __call__(self, index) -> list[tuple[int, array, array]]:
+        """``(layer, range numbers, innermost range numbers)`` for each layer in ``index``."""
+        n = len(index)
+        if not n:
+            return []
+        last = _subtree_ends(index.parents)
+        per_layer: dict[int, list[array]] = {}
+        layers_of_set = self.layers_of_set
+        for origin_set, numbers in index.numbers_by_origin_set():
+            for lid in layers_of_set[origin_set]:
+                per_layer.setdefault(lid, []).append(numbers)
+        out = []
+        for lid, parts in per_layer.items():
+            numbers = parts[0] if len(parts) == 1 else array("l", sorted(chain.from_iterable(parts)))
+            following = chain(islice(numbers, 1, None), (n,))  # the next range holding lid
+            innermost = compress(numbers, map(gt, following, map(last.__getitem__, numbers)))
+            out.append((lid, numbers, array("l", innermost)))
+        return out
 
 
 def _subtree_ends(parents: array) -> list[int]:

@@ -57,7 +57,7 @@ class DocumentSymbols:
         documents editors open most."""
         from ...navigation.irsymbols import warm_order
 
-        with REQUESTS.yielding():  # requests answered meanwhile go first
+        with REQUESTS.yielding(), view.bundle.passing_through():  # requests go first
             for path in warm_order(view)[:OUTLINES_WARMED]:
                 REQUESTS.checkpoint()
                 if not self.session.registry.is_current(view):

@@ -80,12 +80,18 @@ def warm_order(view: BundleView) -> list[str]:
     return first + [d.path for d in reversed(docs) if d.path not in first]
 
 
-def outline_code(view: BundleView) -> None:
-    """Outline the generated C and CUDA documents now (their brace scans are the slowest
-    outlines: ~30 ms for 3.7 MB of CUDA), for a bundle about to be installed."""
-    for doc in view.bundle.documents:
-        if doc.stage == "code":
-            symbol_table(view, doc.path)
+def outline_code(view: BundleView, current=lambda: True) -> None:
+    """Outline the generated C and CUDA documents (their brace scans are the slowest
+    outlines: ~30 ms for 3.7 MB of CUDA), the first warm-up after a load: users start there.
+    Gives way to requests, and stops once ``current()`` says the bundle was replaced."""
+    with REQUESTS.yielding(), view.bundle.passing_through():
+        for doc in view.bundle.documents:
+            if doc.stage == "code":
+                REQUESTS.checkpoint()
+                if not current():
+                    return
+                symbol_table(view, doc.path)
+                REQUESTS.keep_made()
 
 
 def warm_outlines(view: BundleView, current=lambda: True) -> None:
@@ -93,7 +99,9 @@ def warm_outlines(view: BundleView, current=lambda: True) -> None:
     after a bundle loads, most likely used documents first; stops as soon as ``current()``
     says the bundle was replaced meanwhile. Runs before the other warm-ups: a request landing
     in a document nobody asked about then finds at least its outline."""
-    with REQUESTS.yielding():  # requests answered meanwhile go first (see ``background``)
+    # Requests answered meanwhile go first (see ``background``); the texts read are not
+    # kept (``Bundle.passing_through``), as in every warm-up walking the whole bundle.
+    with REQUESTS.yielding(), view.bundle.passing_through():
         for path in warm_order(view):
             REQUESTS.checkpoint()
             if not current():
@@ -114,7 +122,7 @@ def warm_structures(view: BundleView, current=lambda: True) -> None:
     outlined yet), most likely used documents first, ahead of the first requests; stops as
     soon as ``current()`` says the bundle was replaced meanwhile. A name is then looked up in
     its function when asked for (milliseconds)."""
-    with REQUESTS.yielding():
+    with REQUESTS.yielding(), view.bundle.passing_through():
         for path in warm_order(view):
             REQUESTS.checkpoint()
             if not current():
