@@ -16,6 +16,9 @@ from ..navigation.registry import Registry
 from ..navigation.view import BundleView, Keep, Place, keep_all
 
 ENCODINGS = {"utf-8": "utf-8", "utf-16": "utf-16", "utf-32": "utf-32"}
+LOCATIONS_KEPT = 50_000
+"""Most LSP locations remembered per bundle (~350 bytes each; all are dropped when full:
+a day of references on a large bundle otherwise kept one for every place ever answered)."""
 
 
 @dataclass(frozen=True)
@@ -212,6 +215,8 @@ class Session:
                 key = (encoding, place.path, start, end)
                 loc = cache.get(key)
                 if loc is None:
+                    if len(cache) >= LOCATIONS_KEPT:
+                        cache.clear()
                     (l0, c0), (l1, c1) = lines.position(start), lines.position(end)
                     loc = cache[key] = types.Location(
                         uri, types.Range(types.Position(l0, c0), types.Position(l1, c1)))

@@ -57,8 +57,11 @@ class LineIndex:
         self._source = source if source is not None and self._simple and "\r" not in text else None
         self._text = None if self._source is not None else text
         self._blocked = self._source is None and "\r" not in text
+        # Offsets as 4-byte numbers when they fit (every bundle document's do: half the memory
+        # of a whole bundle's line starts, which the server keeps).
+        offsets = "I" if len(text) < 2**32 else "q"
         if self._source is not None:
-            self._starts = array("q", [0])
+            self._starts = array(offsets, [0])
             for at in range(0, len(text), _SCAN_CHUNK):
                 REQUESTS.checkpoint()  # on a warm-up: requests go first (a 4 MB text: ~8 ms)
                 self._starts.extend(map(_after_match, _NEWLINE.finditer(text, at, at + _SCAN_CHUNK)))
@@ -71,8 +74,8 @@ class LineIndex:
             self._lines = self._block_lines[-1] + 1
         else:
             # Arrays, not lists: a document of a large bundle has a hundred thousand lines.
-            self._starts = array("q", [0])
-            self._ends = array("q")  # offset of each line's break (or of the text end)
+            self._starts = array(offsets, [0])
+            self._ends = array(offsets)  # offset of each line's break (or of the text end)
             for match in _LINE_BREAK.finditer(text):
                 self._ends.append(match.start())
                 self._starts.append(match.end())
@@ -87,8 +90,10 @@ class LineIndex:
     def held_bytes(self) -> int:
         """About how much memory this index keeps (its text, when kept, and its arrays)."""
         if self._source is not None:
-            return 8 * len(self._starts)
-        return self._length + 8 * (len(self._block_lines) if self._blocked else 2 * len(self._starts))
+            return self._starts.itemsize * len(self._starts)
+        if self._blocked:
+            return self._length + 8 * len(self._block_lines)
+        return self._length + 2 * self._starts.itemsize * len(self._starts)
 
     @property
     def line_count(self) -> int:

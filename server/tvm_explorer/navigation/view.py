@@ -18,13 +18,14 @@ from ..bundle.reader import Bundle, Layer, Origin
 from ..errors import BundleError
 from .positions import LineIndex
 
-PLACES_CACHE_LIMIT = 1_000_000
-"""Most places ``LayerMap.places_of`` keeps remembered at once."""
+PLACES_CACHE_LIMIT = 200_000
+"""Most places ``LayerMap.places_of`` keeps remembered at once (~150 bytes each; a position
+on a function or a model layer asks for a few thousand)."""
 
 LINE_INDEX_BYTES_KEPT = 16 * 1024**2
 """Most memory the line indexes a view keeps may hold together (the most recently used are
 kept, at least one). A document's index keeps its line starts only (``LineIndex`` with a
-``source``): about 8 bytes a line, so a whole bundle's fit; one that must keep its text
+``source``): about 4 bytes a line, so a whole bundle's fit; one that must keep its text
 (characters outside one code unit) counts that text."""
 
 Keep = Callable[[Range], bool]
@@ -36,7 +37,7 @@ def keep_all(_rng: Range) -> bool:
     return True
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Place:
     """An indexed piece of a bundle document: what every navigation answer is made of."""
 
