@@ -137,16 +137,13 @@ def test_freed_memory_is_given_back_once_requests_stop(monkeypatch):
     asyncio.run(burst())
 
 
-def test_warm_ups_give_back_memory_after_each_document_and_keep_no_texts(fake_workspace, monkeypatch):
+def test_warm_ups_keep_no_texts(fake_workspace):
     """A warm-up walks every document: the texts it reads pass through (the cache keeps what
-    requests read), and what each document's work dropped is handed back at once."""
+    requests read)."""
     view = _tiny(fake_workspace)
     bundle = view.bundle
-    given_back = []
-    monkeypatch.setattr(REQUESTS, "give_back", lambda: given_back.append(1))
     kept_before = dict(bundle._texts)
     irsymbols.warm(view)
-    assert len(given_back) >= len(bundle.documents)
     assert dict(bundle._texts) == kept_before
     path = bundle.documents[-1].path
     bundle._texts.clear()

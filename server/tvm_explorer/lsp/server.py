@@ -170,7 +170,6 @@ def create_server(poll_interval: float = 1.0) -> ExplorerServer:
         documents.closed(params)
 
     quiet_trim = QuietTrim()
-    REQUESTS.give_back = give_back  # after each unit of warm-up work
 
     def answer(method: str, handler, empty):
         """Register ``handler`` for ``method``: wait for the bundle to be loaded, then look up.
