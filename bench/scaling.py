@@ -11,7 +11,8 @@ between successive sizes (log-log slope; 1 = linear) and the script draws docs/s
 Past the real bundles (``bench/server_scaling.py``): the largest real bundle (deeplabv3 for
 ``cuda`` by default, compiled first) repeated 1-10 times, each served by a fresh
 ``tvm-explorer serve`` process: time from ``initialized`` to the first answer, and the
-server's memory. These are the bottom row of the plot.
+server's memory (the median of three fresh servers per size; one with ``--quick``). These
+are the bottom row of the plot.
 
 Usage (the full run redraws docs/scaling.png; ~10 min on 2 cores):
     .venv/bin/python bench/scaling.py [--quick] [--layers 10,100,1000] [--server-base MODEL:TARGET|BUNDLE]
@@ -208,7 +209,7 @@ def main(argv=None) -> int:
             factors = [int(x) for x in args.factors.split(",")] if args.factors else (
                 QUICK_FACTORS if args.quick else FACTORS)
             print(f"\n# Server past the real bundles: {base.name} repeated {factors} times\n", flush=True)
-            server_rows = server_scaling.measure(base, factors, Path(tmp))
+            server_rows = server_scaling.measure(base, factors, Path(tmp), 1 if args.quick else 3)
             for r in server_rows:
                 r["base"] = base.name.removesuffix(".bundle")
         plot_path = Path(args.plot) if args.plot else (
