@@ -10,7 +10,7 @@ from . import model as costs_model
 from ..runtime.inputs import DEFAULT_SEED, inputs_for
 from .passclock import PassClock, align
 from .profile import ProfileFailed, measure, measure_on_device
-from .request import DEFAULT_REPEAT, ProfileRequest, as_request  # noqa: F401 - re-exported
+from .request import ProfileRequest, as_request
 from .static import CodeDocument, analyse
 from .work import kernel_work
 
