@@ -54,3 +54,31 @@ def test_line_starts_take_four_bytes_a_line():
     lines = LineIndex(text, "utf-16", lambda: text)
     assert lines.held_bytes() == 4 * 1001
     assert [lines.position(o) for o in (0, 6, 5999)] == [(0, 0), (1, 0), (999, 5)]
+
+
+def test_text_cache_makes_room_before_reading(real_workspace, monkeypatch):
+    """The reader's text cache evicts before it reads a document, not after: the texts it
+    drops and the one being read never all live at once; what it keeps stays within bounds."""
+    from tvm_explorer.bundle import reader
+
+    _session, view = _loaded(real_workspace)
+    bundle = view.bundle
+    paths = [d.path for d in bundle.documents if d.stage in ("relax", "tir")]
+    sizes = {p: bundle._identities[p][2] for p in paths}
+    limit = 2 * max(sizes.values())
+    monkeypatch.setattr(reader, "TEXT_CACHE_CHARS", limit)
+    bundle._texts.clear()
+    bundle._text_chars = 0
+    real_read = bundle._read_text
+    at_read = []
+
+    def spy(path, *args, **kwargs):
+        at_read.append(bundle._text_chars + sizes[path])
+        return real_read(path, *args, **kwargs)
+
+    monkeypatch.setattr(bundle, "_read_text", spy)
+    for path in paths * 2:
+        assert bundle.text(path) == real_read(path)
+        assert bundle._text_chars <= limit
+        assert bundle._text_chars == sum(map(len, bundle._texts.values()))
+    assert len(at_read) > len(paths) and max(at_read) <= limit

@@ -452,6 +452,15 @@ class Bundle:
             text = self._read_text(path)
             self._passing.last = (path, text)
             return text
+        identity = self._identities.get(path)
+        coming = identity[2] if identity else 0  # its bytes: at least its characters
+        with self._lock:
+            # Room first: the texts it would evict and the one being read (its bytes, then
+            # its text) never all live at once (a 4 MB document read into a full cache
+            # held 8 MB more for a moment).
+            while self._texts and self._text_chars + coming > TEXT_CACHE_CHARS:
+                _, old = self._texts.popitem(last=False)
+                self._text_chars -= len(old)
         text = self._read_text(path)
         with self._lock:  # requests and the load's warm-up read texts from several threads
             if path not in self._texts:
