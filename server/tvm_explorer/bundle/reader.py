@@ -453,23 +453,25 @@ class Bundle:
             self._passing.last = (path, text)
             return text
         identity = self._identities.get(path)
-        coming = identity[2] if identity else 0  # its bytes: at least its characters
-        with self._lock:
-            # Room first: the texts it would evict and the one being read (its bytes, then
-            # its text) never all live at once (a 4 MB document read into a full cache
-            # held 8 MB more for a moment).
-            while self._texts and self._text_chars + coming > TEXT_CACHE_CHARS:
-                _, old = self._texts.popitem(last=False)
-                self._text_chars -= len(old)
+        # Room first: the texts it would evict and the one being read (its bytes, then its
+        # text) never all live at once (a 4 MB document read into a full cache held 8 MB
+        # more for a moment). Its size in bytes is at least its characters.
+        self._evict(identity[2] if identity else 0, keep=0)
         text = self._read_text(path)
         with self._lock:  # requests and the load's warm-up read texts from several threads
             if path not in self._texts:
                 self._texts[path] = text
                 self._text_chars += len(text)
-            while self._text_chars > TEXT_CACHE_CHARS and len(self._texts) > 1:
+        self._evict(0, keep=1)  # other threads' texts may have come in meanwhile
+        return text
+
+    def _evict(self, coming: int, keep: int) -> None:
+        """Drop the texts read longest ago until ``coming`` more characters fit in the
+        cache, or only ``keep`` texts are left."""
+        with self._lock:
+            while len(self._texts) > keep and self._text_chars + coming > TEXT_CACHE_CHARS:
                 _, old = self._texts.popitem(last=False)
                 self._text_chars -= len(old)
-        return text
 
     @contextlib.contextmanager
     def passing_through(self):

@@ -92,16 +92,11 @@ class Session:
         """Index the lines of every document of a freshly loaded bundle (run off the event
         loop, giving way to requests): a few milliseconds each for the large ones, which a
         first request into a document, or an answer with places in many, paid otherwise."""
-        from ..navigation.background import REQUESTS
+        from ..navigation.background import warm_each
         from ..navigation.irsymbols import warm_order
 
-        with REQUESTS.yielding(), view.bundle.passing_through():
-            for path in warm_order(view):
-                REQUESTS.checkpoint()
-                if not self.registry.is_current(view):
-                    return  # replaced or forgotten meanwhile
-                view.line_index(path, self.encoding)
-                REQUESTS.keep_made()
+        warm_each(view, warm_order(view), lambda path: view.line_index(path, self.encoding),
+                  lambda: self.registry.is_current(view))
 
     # -- documents ---------------------------------------------------------------------
     def locate(self, uri: str) -> tuple[BundleView, str] | None:

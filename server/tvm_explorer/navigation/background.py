@@ -15,6 +15,7 @@ import contextlib
 import gc
 import threading
 import time
+from typing import Callable
 
 ARRIVAL_HOLD_S = 0.05
 """How long background work pauses after a message arrives unless a request begins (one
@@ -97,3 +98,18 @@ class RequestGate:
 
 
 REQUESTS = RequestGate()
+
+
+def warm_each(view, paths, work: Callable[[str], object], current: Callable[[], bool] = lambda: True) -> None:
+    """Run ``work(path)`` for each of ``paths``, documents of ``view``, as background work
+    (a warm-up after a load): requests answered meanwhile go first, what each document's
+    work made is kept out of the collector, the texts read are not kept in the reader's
+    cache (``Bundle.passing_through``: it keeps what requests read), and it stops as soon
+    as ``current()`` says the bundle was replaced or forgotten meanwhile."""
+    with REQUESTS.yielding(), view.bundle.passing_through():
+        for path in paths:
+            REQUESTS.checkpoint()
+            if not current():
+                return
+            work(path)
+            REQUESTS.keep_made()

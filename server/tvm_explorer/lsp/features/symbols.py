@@ -7,7 +7,7 @@ from collections import OrderedDict
 
 from lsprotocol import types
 
-from ...navigation.background import REQUESTS
+from ...navigation.background import REQUESTS, warm_each
 from ...navigation.symbols import Symbol, document_symbols
 from ...navigation.view import BundleView
 from ..session import Session
@@ -57,13 +57,9 @@ class DocumentSymbols:
         documents editors open most."""
         from ...navigation.irsymbols import warm_order
 
-        with REQUESTS.yielding(), view.bundle.passing_through():  # requests go first
-            for path in warm_order(view)[:OUTLINES_WARMED]:
-                REQUESTS.checkpoint()
-                if not self.session.registry.is_current(view):
-                    return  # replaced or forgotten meanwhile
-                self._saved_outline(view, path)
-                REQUESTS.keep_made()
+        warm_each(view, warm_order(view)[:OUTLINES_WARMED],
+                  lambda path: self._saved_outline(view, path),
+                  lambda: self.session.registry.is_current(view))
 
     def _saved_outline(self, view: BundleView, path: str) -> list[types.DocumentSymbol]:
         """The outline of a document as the bundle has it, built once per encoding (served

@@ -13,7 +13,7 @@ import time
 import weakref
 from collections import OrderedDict
 
-from ..background import REQUESTS
+from ..background import REQUESTS, warm_each
 from ..view import BundleView
 from .document import CLIKE, SCRIPT, DocumentSymbols
 
@@ -84,14 +84,8 @@ def outline_code(view: BundleView, current=lambda: True) -> None:
     """Outline the generated C and CUDA documents (their brace scans are the slowest
     outlines: ~30 ms for 3.7 MB of CUDA), the first warm-up after a load: users start there.
     Gives way to requests, and stops once ``current()`` says the bundle was replaced."""
-    with REQUESTS.yielding(), view.bundle.passing_through():
-        for doc in view.bundle.documents:
-            if doc.stage == "code":
-                REQUESTS.checkpoint()
-                if not current():
-                    return
-                symbol_table(view, doc.path)
-                REQUESTS.keep_made()
+    code = [doc.path for doc in view.bundle.documents if doc.stage == "code"]
+    warm_each(view, code, lambda path: symbol_table(view, path), current)
 
 
 def warm_outlines(view: BundleView, current=lambda: True) -> None:
@@ -99,15 +93,7 @@ def warm_outlines(view: BundleView, current=lambda: True) -> None:
     after a bundle loads, most likely used documents first; stops as soon as ``current()``
     says the bundle was replaced meanwhile. Runs before the other warm-ups: a request landing
     in a document nobody asked about then finds at least its outline."""
-    # Requests answered meanwhile go first (see ``background``); the texts read are not
-    # kept (``Bundle.passing_through``), as in every warm-up walking the whole bundle.
-    with REQUESTS.yielding(), view.bundle.passing_through():
-        for path in warm_order(view):
-            REQUESTS.checkpoint()
-            if not current():
-                return
-            symbol_table(view, path)
-            REQUESTS.keep_made()
+    warm_each(view, warm_order(view), lambda path: symbol_table(view, path), current)
 
 
 def warm(view: BundleView, current=lambda: True) -> None:
@@ -122,15 +108,13 @@ def warm_structures(view: BundleView, current=lambda: True) -> None:
     outlined yet), most likely used documents first, ahead of the first requests; stops as
     soon as ``current()`` says the bundle was replaced meanwhile. A name is then looked up in
     its function when asked for (milliseconds)."""
-    with REQUESTS.yielding(), view.bundle.passing_through():
-        for path in warm_order(view):
-            REQUESTS.checkpoint()
-            if not current():
-                return
-            symbols = symbol_table(view, path)
-            if symbols is not None:
-                symbols.prepare(lambda: not current())
-            REQUESTS.keep_made()
+
+    def prepare(path: str) -> None:
+        symbols = symbol_table(view, path)
+        if symbols is not None:
+            symbols.prepare(lambda: not current())
+
+    warm_each(view, warm_order(view), prepare, current)
 
 
 def warm_document(view: BundleView, path: str, current=lambda: True) -> None:
