@@ -3,14 +3,16 @@
  * view says there is no bundle yet and offers to compile; opening a .tflite shows its model
  * document; "Compile Model…" runs behind a progress notification, then opens the bundle and
  * lists it in the pass view; a model TVM cannot import fails with one message naming the
- * operator; Cancel stops a compile and keeps the previous bundle. Screenshots in
+ * operator; Cancel stops a compile and keeps the previous bundle; an ONNX model compiles from
+ * the explorer's context menu as a .tflite does. Screenshots in
  * test-artifacts/vscode/onboarding-*.png.
  */
 import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
 import { copyFileSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, afterEach, before, test } from 'node:test';
-import { MODELS, PYTHON } from './lib/paths.mjs';
+import { MODELS, PYTHON, REPO } from './lib/paths.mjs';
 import { emptyWorkspace, Session } from './lib/session.mjs';
 import { activeTabTitle, poll, runCommand, screenshot } from './lib/workbench.mjs';
 
@@ -25,6 +27,10 @@ before(async () => {
       for (const name of ['small_cnn_fp32.tflite', 'okay_nabu.tflite', 'mobilenet_v1_fp32.tflite']) {
         copyFileSync(join(MODELS, name), join(folder, name));
       }
+      // tests/frontends/onnx_graphs.py's constructed block (Conv, Relu, Add, Sigmoid, Mul).
+      execFileSync(PYTHON, ['-c', 'import sys; sys.path.insert(0, "tests");'
+        + ' from frontends.onnx_graphs import conv_block; conv_block(sys.argv[1])', join(folder, 'block.onnx')],
+      { cwd: REPO, stdio: ['ignore', 'ignore', 'inherit'], timeout: 120000 });
       return folder;
     },
     settings: { 'tvmExplorer.pythonPath': PYTHON },
@@ -190,4 +196,21 @@ test('Cancel stops a compile and keeps the previous bundle', async () => {
   // Nothing half-written is left beside it.
   const leftovers = await poll(() => readdirSync(folder).filter((n) => n.includes('.tmp-')).length === 0, { timeoutMs: 20000 });
   assert.ok(leftovers, `temporary folders left: ${readdirSync(folder)}`);
+});
+
+test('an ONNX model compiles from the explorer context menu and its bundle opens', async () => {
+  const { page } = session;
+  await runCommand(page, 'View: Show Explorer');
+  await explorerRow(page, 'block.onnx').click({ button: 'right' });
+  await screenshot(page, 'onboarding-10-onnx-context-menu');
+  await chooseCompileInContextMenu(page);
+  const proposed = await answerCompileQuestions(page, { target: 'c' });
+  assert.equal(proposed, join(folder, 'block.bundle'));
+  await poll(async () => (await activeTabTitle(page)).includes('module.c'), { timeoutMs: 180000 });
+  await page.locator('.monaco-list-row', { hasText: 'block.bundle' }).first().waitFor({ timeout: 60000 });
+  await screenshot(page, 'onboarding-11-onnx-bundle-open');
+  const manifest = JSON.parse(readFileSync(join(folder, 'block.bundle', 'manifest.json'), 'utf8'));
+  assert.equal(manifest.target, 'c');
+  assert.equal(manifest.model.file, 'block.onnx');
+  assert.equal(manifest.model.kind, 'onnx');
 });

@@ -91,6 +91,23 @@ def test_squeezenet_bundle(bundles):
     assert len(b.layers) > 60 and {"Conv", "Relu", "Concat", "MaxPool"} <= {lay.opcode for lay in b.layers}
 
 
+def test_squeezenet_concat_kernels_are_the_concat_layers(bundles):
+    """After CallTIRRewrite a kernel call writes into a fresh allocation: it computes what the
+    allocation is renamed to (the Concat's output), not work of the Conv/Relu layers it reads
+    (the data flow alone gave it all five layers, none as output)."""
+    out = bundles.get(SQUEEZENET, "c")
+    passes = Bundle(out).manifest["passes"]
+    rewritten = next(p["after"] for p in passes if p["name"] == "CallTIRRewrite")
+    last = [p["after"] for p in passes if p["stage"] == "relax" and p.get("after")][-1]
+    for doc in (rewritten, last):
+        calls = _lines(out, doc, r"^ +(_\d* = )?concatenate\d*\(")
+        assert len(calls) >= 4, doc
+        for line in calls:
+            text = (out / doc).read_text().split("\n")[line - 1]
+            got = _origins(out, f"{doc}:{line}:{text.index('concatenate') + 1}")
+            assert [(o["opcode"], o["is_output"]) for o in got] == [("Concat", True)], (doc, line, got)
+
+
 @pytest.mark.parametrize("path", [SILERO, SQUEEZENET], ids=["silero", "squeezenet"])
 def test_import_is_structurally_the_stock_import(path):
     model = load_any(path)

@@ -145,3 +145,12 @@ def with_planted_tir(target):
         cpu_generic.library_dispatch_passes(target) + cpu_generic.legalize_passes(target)
         + cpu_generic.dataflow_lower_passes(target) + cpu_generic.finalize_passes(target) + [arm],
         name="planted_tir_pipeline")
+
+
+def with_planted_first_add(target):
+    """TVM's CPU pipeline, a planted pass turning the first Relax ``add`` into ``subtract``
+    right before LegalizeOps (for models with a single add)."""
+    return tvm.transform.Sequential(
+        cpu_generic.library_dispatch_passes(target) + [planted_pass(0)]
+        + cpu_generic.legalize_passes(target) + cpu_generic.dataflow_lower_passes(target)
+        + cpu_generic.finalize_passes(target), name="planted_pipeline")

@@ -100,3 +100,75 @@ def test_bisect_stops_at_its_timeout(gt_model, tmp_path):
     assert proc.returncode == 4, proc.stderr
     assert proc.stderr.strip().endswith("(a previous bundle is unchanged)")
     assert "bisect did not finish within 0.5 s (--timeout)" in proc.stderr
+
+
+# -- ONNX and PyTorch models -----------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def onnx_block(tmp_path_factory):
+    """The constructed ONNX block (0 Conv, 1 Relu, 2 Add, 3 Sigmoid, 4 Mul) and a copy whose
+    Add constant is changed by 0.5."""
+    import numpy as np
+    import onnx
+    from onnx import numpy_helper
+
+    from frontends.onnx_graphs import conv_block
+
+    root = tmp_path_factory.mktemp("bisect-onnx")
+    model = conv_block(root / "block.onnx")
+    bias = next(t for t in model.graph.initializer if t.name == "head.bias")
+    bias.CopyFrom(numpy_helper.from_array(numpy_helper.to_array(bias) + np.float32(0.5), "head.bias"))
+    onnx.save(model, str(root / "block_changed.onnx"))
+    return root / "block.onnx", root / "block_changed.onnx"
+
+
+def test_onnx_planted_relax_pass_is_the_culprit(onnx_block, tmp_path):
+    """The block's only Relax ``add`` is node 2's: the planted pass turns it into subtract."""
+    out = tmp_path / "onnx.bundle"
+    proc = bisect(onnx_block[0], "--pipeline", "planted_pipes:with_planted_first_add", "-o", out, "--json")
+    assert proc.returncode == 0, proc.stderr
+    data = json.loads(proc.stdout)
+    assert data["culprit"] == {"index": 3, "name": "PlantedAddToSubtract", "stage": "relax"}
+    assert data["error_before"] == 0 and data["error_after"] > 0.05
+    assert data["first_divergence"] == {"subgraph": 0, "op_index": 2}
+    assert data["layer"]["opcode"] == "Add" and data["layer"]["name"] == "/head/bias/Add"
+    assert "R.subtract" in (out / data["diff"]["after"]).read_text()
+    unchanged = {row["op_index"]: row["after"] for row in data["layers"]}
+    assert unchanged[0] == 0 and unchanged[1] == 0 and unchanged[2] > 0.05
+    text = bisect(onnx_block[0], "--pipeline", "planted_pipes:with_planted_first_add")
+    assert "first layer changed by it: node 2 Add /head/bias/Add" in text.stdout, text.stdout
+
+
+def test_onnx_reference_that_differs_blames_the_import(onnx_block):
+    """``--reference`` an ONNX file run by onnxruntime: a graph whose constant differs from the
+    model's is departed from at the import (pass 0), first at node 2."""
+    proc = bisect(onnx_block[0], "--reference", onnx_block[1], "--json")
+    assert proc.returncode == 0, proc.stderr
+    data = json.loads(proc.stdout)
+    assert data["baseline"].startswith("onnxruntime ") and data["baseline"].endswith("on block_changed.onnx")
+    assert data["culprit"] == {"index": 0, "name": "import", "stage": "relax"}
+    assert data["first_divergence"] == {"subgraph": 0, "op_index": 2}
+    assert data["layer"]["max_abs"] == pytest.approx(0.5, rel=1e-3)
+    same = bisect(onnx_block[0], "--reference", onnx_block[0], "--json")
+    assert same.returncode == 0 and json.loads(same.stdout)["culprit"] is None
+
+
+def test_pt2_planted_relax_pass_names_the_convolution(tmp_path):
+    """The residual net's second Relax ``add`` is block1.conv1's bias (node 1): the planted
+    pass changes it, and every layer is observed in the snapshots (the bias ``add`` after a
+    ``reshape`` is the convolution's output, not its inner work)."""
+    torch = pytest.importorskip("torch", reason="PyTorch is not installed (pip install -e '.[torch]')")
+    from frontends import torch_nets
+
+    ep, _args = torch_nets.resnet_program()
+    torch.export.save(ep, tmp_path / "resnet.pt2")
+    proc = bisect(tmp_path / "resnet.pt2", "--pipeline", "planted_pipes:with_planted_add", "--json")
+    assert proc.returncode == 0, proc.stderr
+    data = json.loads(proc.stdout)
+    assert data["culprit"]["name"] == "PlantedAddToSubtract"
+    assert data["first_divergence"] == {"subgraph": 0, "op_index": 1}
+    assert data["layer"]["opcode"] == "aten.convolution.default"
+    assert data["layer"]["name"] == "block1.conv1/convolution_1"
+    rows = {row["op_index"]: row for row in data["layers"]}
+    assert sorted(rows) == list(range(13))
+    assert rows[0]["after"] == 0 and rows[1]["after"] > 0.05

@@ -1,5 +1,6 @@
 /**
- * "TVM Explorer: Compile Model…": pick a .tflite, the target and options, then run
+ * "TVM Explorer: Compile Model…": pick a model (.tflite, .onnx or PyTorch .pt2), the target and
+ * options, then run
  * `<python> -m tvm_explorer compile MODEL -o OUT --progress json` as a child process behind a
  * progress notification with Cancel. The CLI guarantees that a cancelled or failed compile
  * leaves any previous bundle as it was; a failure is shown as the CLI's one error line (it
@@ -58,9 +59,9 @@ async function ask(modelArg: vscode.Uri | undefined): Promise<CompileRequest | u
   let model = modelArg?.scheme === 'file' ? modelArg.fsPath : modelArg?.path;
   if (!model) {
     const picked = await vscode.window.showOpenDialog({
-      title: 'Compile Model: choose a TensorFlow Lite model',
+      title: 'Compile Model: choose a model (TensorFlow Lite, ONNX or PyTorch .pt2)',
       canSelectMany: false,
-      filters: { 'TensorFlow Lite model': ['tflite'] },
+      filters: { 'Models': ['tflite', 'onnx', 'pt2'] },
       defaultUri: vscode.workspace.workspaceFolders?.[0]?.uri,
     });
     model = picked?.[0]?.fsPath;

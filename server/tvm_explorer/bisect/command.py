@@ -16,13 +16,14 @@ from .schema import BISECT_FILE
 def add_parser(sub) -> None:
     """``tvm-explorer bisect``."""
     p = sub.add_parser("bisect", help="find the pass after which the model computes something else")
-    p.add_argument("model", help="the .tflite model")
+    p.add_argument("model", help="the model: .tflite, .onnx or .pt2")
     p.add_argument("--target", default="llvm", help="llvm (default) or c")
     p.add_argument("--pipeline", metavar="MODULE:FUNCTION", help="your Relax pipeline (as for compile)")
     p.add_argument("--inputs", metavar="X.npz", help="run on these inputs (default: seeded random)")
-    p.add_argument("--reference", metavar="REF.tflite",
-                   help="compare with the LiteRT interpreter on this .tflite of the same graph "
-                        "(default: the imported module built without optimizations)")
+    p.add_argument("--reference", metavar="REF",
+                   help="compare with this model of the same graph run by its own engine (a .tflite "
+                        "by the LiteRT interpreter, a .onnx by onnxruntime, a .pt2 by eager PyTorch; "
+                        "default: the imported module built without optimizations)")
     p.add_argument("-o", "--output", metavar="BUNDLE",
                    help="also write the bundle (with bisect.json), so the culprit's diff can be opened")
     p.add_argument("--json", action="store_true")
@@ -66,7 +67,7 @@ def bisect_compiled(model, target: str, inputs: dict, session, recorder, pipelin
     """Run the search on a finished compile; the bisect JSON."""
     from ..capture.custom_pipeline import make_pipeline
     from ..capture.pipeline import make_target
-    from ..numerics.reference import quantization_of, run_reference
+    from ..numerics.reference import describe, quantization_of, run_reference
     from .search import Bisector, first_changed_layer
 
     ref = run_reference(reference, inputs) if reference else None
@@ -135,7 +136,7 @@ def bisect_compiled(model, target: str, inputs: dict, session, recorder, pipelin
         "model": os.path.basename(model.path),
         "target": target,
         "pipeline": pipeline_spec,
-        "baseline": (f"LiteRT interpreter on {os.path.basename(reference)}" if reference
+        "baseline": (describe(reference) if reference
                      else "the imported module, built with the minimal lowering"),
         "culprit": culprit,
         "error_before": _error_json(before_err) if culprit else None,
@@ -210,11 +211,11 @@ def run_bisect(args) -> int:
 
 
 def _bisect(args) -> dict:
-    from ..model.loader import load_model
+    from ..frontends import load_any
     from ..numerics.reference import check_same_graph
     from ..runtime.inputs import inputs_for
 
-    model = load_model(args.model)
+    model = load_any(args.model)
     if args.target not in ("llvm", "c"):
         raise ExplorerError(f"bisect runs the compiled model on this machine's CPU: use --target "
                             f"llvm or c (not {args.target})")
@@ -248,6 +249,8 @@ def _bisect(args) -> dict:
 
 def format_report(data: dict, bundle: str | None) -> list[str]:
     """The text report."""
+    from ..numerics.schema import unit
+
     lines = [f"{data['model']} ({data['target']}"
              f"{', pipeline ' + data['pipeline'] if data['pipeline'] else ''}) against {data['baseline']}"]
     c = data["culprit"]
@@ -262,7 +265,7 @@ def format_report(data: dict, bundle: str | None) -> list[str]:
                      f"{fmt(data['error_after'])} after it")
         if data["layer"]:
             f = data["first_divergence"]
-            lines.append(f"  first layer changed by it: op {f['op_index']} {data['layer']['opcode']} "
+            lines.append(f"  first layer changed by it: {unit(data)} {f['op_index']} {data['layer']['opcode']} "
                          f"{data['layer']['name']} (max abs {fmt(data['layer']['max_abs'])})")
         if data["diff"] and bundle:
             lines.append(f"  its diff: {os.path.join(bundle, data['diff']['after'] or '')} "

@@ -7,8 +7,10 @@ so the next pass carries it on. Nothing but spans is ever changed.
 Relax bindings, in order of preference: a span we stamped on the binding, its variable or
 its value (LegalizeOps keeps variables; FuseOps keeps values); a call to a function whose
 origins are known; the same binding (function and variable name) before the pass
-(ToNonDataflow renames nothing but replaces every variable); else the data flow: plumbing
-(allocations, kills, shape checks) serves the layers whose values it takes or feeds.
+(ToNonDataflow renames nothing but replaces every variable); a kernel call writing into a
+fresh allocation, the binding that then renames the allocation (CallTIRRewrite); else the
+data flow: plumbing (allocations, kills, shape checks) serves the layers whose values it
+takes or feeds.
 
 PrimFuncs take the union of their call sites. Each BufferStore carries a unit id that stays
 with it through every later pass and into generated code; a store seen in two functions
@@ -105,6 +107,15 @@ def _constants(value) -> list:
         items = arg.fields if isinstance(arg, relax.Tuple) else [arg]
         out.extend(a for a in items if isinstance(a, tvm.ir.GenericConst))
     return out
+
+
+_ALLOCATIONS = ("relax.builtin.alloc_tensor", "relax.memory.alloc_tensor", "relax.vm.alloc_tensor")
+
+
+def _is_allocation(value) -> bool:
+    """A fresh tensor (the destination a lowered kernel call writes into)."""
+    return (isinstance(value, relax.Call) and isinstance(value.op, tvm.ir.Op)
+            and value.op.name in _ALLOCATIONS)
 
 
 def _callee(value):
@@ -287,6 +298,7 @@ class ProvenanceTracker:
         sets = self._regrouped_sets(fname, bindings, mod)
         sets = [sid or self._direct_set(fname, b, mod, sites) for b, sid in zip(bindings, sets)]
         by_var = {handle(b.var): i for i, b in enumerate(bindings)}
+        self._fill_destination_calls(bindings, sets, by_var)
         self._fill_by_dataflow(bindings, sets, by_var)
         if not all(sets):
             rest = self.origins.as_parts(self.origins.union(sets)) if any(sets) else self.function_set(fname)
@@ -409,6 +421,35 @@ class ProvenanceTracker:
             # kept names (ToNonDataflow).
             return prev[0]
         return 0
+
+    def _fill_destination_calls(self, bindings, sets, by_var) -> None:
+        """A kernel call writing into a fresh allocation computes what the allocation is then
+        renamed to. CallTIRRewrite turns ``lv = R.call_tir(f, args)`` into ``alloc =
+        alloc_tensor(...)``, ``_ = f(args, alloc)``, ``lv = alloc``: ``lv`` keeps its name and
+        origins, and the new call (no span, a new variable) takes them, its layers' outputs
+        marked. The data flow would make it plumbing of the layers it reads instead: a bias
+        ``add`` whose bias went through a ``reshape`` (PyTorch, without constant folding) was
+        its convolution's inner work, and ``--numerics`` could not see the layer's output."""
+        renamed: dict[int, int] = {}  # allocation variable -> origins of the binding renaming it
+        for b, sid in zip(bindings, sets):
+            if sid and isinstance(b.value, relax.Var):
+                renamed.setdefault(handle(b.value), sid)
+        if not renamed:
+            return
+        written: set[int] = set()
+        for i, b in enumerate(bindings):
+            value = b.value
+            if not isinstance(value, relax.Call):
+                continue
+            fresh = []
+            for arg in value.args:
+                var = handle(arg) if isinstance(arg, relax.Var) else None
+                if var in renamed and var not in written and var in by_var \
+                        and _is_allocation(bindings[by_var[var]].value):
+                    fresh.append(var)
+            written.update(fresh)  # only the first call using an allocation writes it
+            if fresh and not sets[i]:
+                sets[i] = self.origins.union(renamed[v] for v in fresh)
 
     def _fill_by_dataflow(self, bindings, sets, by_var) -> None:
         uses = [[by_var[v] for v in self._facts_for(b).var_refs if v in by_var] for b in bindings]
