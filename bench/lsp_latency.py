@@ -268,6 +268,31 @@ async def _real_server(root: Path, positions, server: InProcess, checkout: Path 
     }
 
 
+async def _floor_rss(command: list[str]) -> int:
+    """RSS of a server that holds no bundle, once idle after ``initialize`` and one hover: the
+    bare pygls server (``bare_pygls_server.py``), or ours started with nothing to load."""
+    from lsprotocol import types
+    from pygls.lsp.client import LanguageClient
+
+    client = LanguageClient("tvm-explorer-bench", "1")
+    with tempfile.TemporaryDirectory(prefix="tvmx-floor-") as empty:
+        await client.start_io(*command, cwd=empty)
+        proc = client._server
+        drain = asyncio.create_task(proc.stderr.read())
+        await client.initialize_async(types.InitializeParams(capabilities=types.ClientCapabilities(),
+                                                             initialization_options={"pollInterval": 0}))
+        client.initialized(types.InitializedParams())
+        await client.text_document_hover_async(types.HoverParams(
+            text_document=types.TextDocumentIdentifier(uri=Path(empty, "x.txt").as_uri()),
+            position=types.Position(line=0, character=0)))
+        rss = await _idle_rss(proc.pid)
+        await client.shutdown_async(None)
+        client.exit(None)
+        await client.stop()
+        drain.cancel()
+    return rss
+
+
 async def _idle_rss(pid: int, settle_s: float = 1.5, longest_s: float = 20.0) -> int:
     """The server's RSS once it is idle: after the sample, its background warm-ups may still
     run (and hold what they work on); read until it has not moved by more than 0.5 MiB for
@@ -374,6 +399,8 @@ def scale_section(root: Path, positions, server: InProcess, after: dict, before_
         print(f"\n(running the server of {before_checkout} on the same positions ...)", flush=True)
         runs["before"] = asyncio.run(_real_server(root, positions, server, before_checkout))
     runs["after" if before_checkout is not None else "this checkout"] = after
+    bare = asyncio.run(_floor_rss([sys.executable, str(Path(__file__).resolve().parent / "bare_pygls_server.py")]))
+    empty = asyncio.run(_floor_rss([sys.executable, "-m", "tvm_explorer", "serve", "--poll-interval", "0"]))
     print(f"\n### Scale on {root.name} ({bl.mib(size)} on disk), real server process\n")
     names = list(runs)
     rows = [["first answer (references, after initialized)", *(f"{r['first_answer_s']:.2f} s" for r in runs.values()),
@@ -384,7 +411,13 @@ def scale_section(root: Path, positions, server: InProcess, after: dict, before_
             ["server RSS / bundle bytes, right after the sample",
              *(f"{r['server_rss'] / size:.2f}× ({bl.mib(r['server_rss'])})" for r in runs.values()), ""],
             ["server peak RSS / bundle bytes", *(f"{r['server_hwm'] / size:.2f}× ({bl.mib(r['server_hwm'])})"
-                                                  for r in runs.values()), ""]]
+                                                  for r in runs.values()), ""],
+            ["floor: a bare pygls server (no bundle) / bundle bytes",
+             *(f"{bare / size:.2f}× ({bl.mib(bare)})" for _ in runs), "(any server on pygls + lsprotocol)"],
+            ["our server with no bundle / bundle bytes", *(f"{empty / size:.2f}× ({bl.mib(empty)})" for _ in runs),
+             ""],
+            ["server RSS once idle above the floor / bundle bytes",
+             *(f"{(r['server_rss_idle'] - bare) / size:.2f}×" for r in runs.values()), ""]]
     for feature in FEATURES:
         last = runs[names[-1]]["remote"][feature]
         rows.append([f"{feature} p50 / p99", *(f"{r['remote'][feature]['p50']:.2f} / {r['remote'][feature]['p99']:.2f} ms"
@@ -392,7 +425,7 @@ def scale_section(root: Path, positions, server: InProcess, after: dict, before_
                      f"p99 ≤ {GOAL_SCALE_P99_MS:g} ms: {bl.verdict(last['p99'], GOAL_SCALE_P99_MS)}"])
     rows.append(["answers differing in size from in-process", *(str(len(r["mismatches"])) for r in runs.values()), ""])
     print(bl.table(["figure", *names, "goal"], rows))
-    return {"bytes": size, **runs}
+    return {"bytes": size, "bare_pygls_rss": bare, "empty_server_rss": empty, **runs}
 
 
 if __name__ == "__main__":
