@@ -18,6 +18,8 @@
    first answer (a references request sent right after ``initialized`` and the document's
    didOpen)                                                        goal <= 1.0 s
    server RSS / the bundle's bytes on disk, after the sample        goal <= 1.5x
+   beside it the memory floor, measured in the same run: a bare pygls server
+   (``bare_pygls_server.py``) and ours with no bundle, and the server's RSS above the floor
    round-trip p50 / p99 per request kind                            goal p99 <= 20 ms
 
 Usage:
