@@ -101,6 +101,7 @@ def _compile_in_this_process(args) -> int:
                     exact_origins=args.exact_origins, schedule_records=not args.no_schedule_records,
                     on_progress=on_progress, profile=profile_request(args),
                     after_build=numerics.after_build if numerics else None,
+                    after_build_steps=1 if numerics else 0,
                     pipeline=args.pipeline,
                 )
         finally:
@@ -138,7 +139,8 @@ def _compile_in_this_process(args) -> int:
         print(f"  generated {kind}: {cov['attributed']}/{cov['units']} computing lines attributed")
     from .costs.cli import report
 
-    for line in [*report(result.costs), *(numerics.report() if numerics else ())]:
+    unit = "op" if getattr(model, "kind", "tflite") == "tflite" else "node"
+    for line in [*report(result.costs, unit), *(numerics.report() if numerics else ())]:
         print(line)
     print("Open it in an editor with the TVM Explorer language server (VS Code: docs/vscode.md):")
     print(f"  code {bundle}")

@@ -15,7 +15,7 @@ import pytest
 
 from conftest import run_cli
 
-STAGE_ORDER = ["import", "relax", "tir", "code", "write"]
+STAGE_ORDER = ["import", "relax", "tir", "code", "run", "write"]
 
 
 def _events(stdout: str) -> list[dict]:
@@ -45,6 +45,22 @@ def test_json_progress_counts_every_recorded_step_exactly(tmp_path, models_dir, 
     assert elapsed == sorted(elapsed)
     # The human summary still follows the events.
     assert "Bundle written:" in proc.stdout.split(json.dumps(events[-1]))[-1]
+
+
+def test_profile_and_numerics_are_steps_of_the_planned_total(tmp_path, models_dir):
+    """The runs after the build (they can take longer than the compile) are announced as they
+    start, inside the planned total: the bar never sits at "n of n" while the model runs."""
+    out = tmp_path / "r.bundle"
+    proc = run_cli("compile", models_dir / "small_cnn_fp32.tflite", "-o", out, "--target", "llvm",
+                   "--profile", "--repeat", "2", "--numerics", "--progress", "json")
+    assert proc.returncode == 0, proc.stderr
+    events = _events(proc.stdout)
+    assert {e["total"] for e in events} == {len(events)}
+    runs = [e for e in events if e["stage"] == "run"]
+    assert [e["name"].split(":")[0] for e in runs] == ["profile", "numerics"]
+    assert events[-1]["stage"] == "write" and events[-3:-1] == runs
+    assert (out / "numerics.json").is_file()
+    assert json.loads((out / "costs.json").read_text())["profile"]
 
 
 def test_quiet_when_stdout_is_not_a_terminal(tmp_path, models_dir):

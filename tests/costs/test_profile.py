@@ -4,6 +4,7 @@ dominates, through the real CLI, TVM and the system C compiler."""
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 
@@ -83,3 +84,18 @@ def test_cli_table_and_sorting(profiled, dense_model):
 
 def _costs_sorted(bundle, by):
     return json.loads(run_cli("costs", bundle, "--json", "--sort", by, check=True).stdout)["layers"]
+
+
+def test_onnx_layers_are_called_nodes(tmp_path):
+    """An ONNX model's layers are graph nodes: the compile summary and the costs table say
+    ``node N``, as the model document and numerics do (``op N`` is a TFLite operator)."""
+    from tests.frontends.onnx_graphs import conv_block
+
+    conv_block(tmp_path / "block.onnx")
+    out = tmp_path / "block.bundle"
+    proc = run_cli("compile", tmp_path / "block.onnx", "-o", out, "--target", "llvm", "--profile",
+                   "--repeat", "2", check=True)
+    assert "slowest layer: node " in proc.stdout, proc.stdout
+    table = run_cli("costs", out, check=True).stdout
+    layers = [ln.split()[1] for ln in table.splitlines() if re.match(r"^\s*\d+\s+(node|op) \d+ ", ln)]
+    assert layers == ["node"] * 5, table

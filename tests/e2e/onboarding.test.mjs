@@ -9,7 +9,7 @@
  */
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
-import { copyFileSync, readdirSync, readFileSync, statSync } from 'node:fs';
+import { copyFileSync, existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, afterEach, before, test } from 'node:test';
 import { MODELS, PYTHON, REPO } from './lib/paths.mjs';
@@ -66,8 +66,8 @@ function explorerRow(page, name) {
   return page.locator('.explorer-folders-view .monaco-list-row', { hasText: name }).first();
 }
 
-/** Answers the three questions of Compile Model…: target, options, output folder. */
-async function answerCompileQuestions(page, { target, output }) {
+/** Answers the three questions of Compile Model…: target, options (labels to tick), output folder. */
+async function answerCompileQuestions(page, { target, output, options = [] }) {
   const input = page.locator('.quick-input-widget input');
   await input.waitFor({ state: 'visible' });
   await page.locator('.quick-input-list .monaco-list-row', { hasText: target }).first().waitFor();
@@ -75,8 +75,16 @@ async function answerCompileQuestions(page, { target, output }) {
   await sleep(200);
   await page.keyboard.press('Enter'); // target
   await page.locator('.quick-input-widget .quick-input-title', { hasText: 'options' }).waitFor();
+  for (const label of options) {
+    const row = page.locator('.quick-input-list .monaco-list-row', { hasText: label }).first();
+    await row.waitFor();
+    await row.locator('input[type="checkbox"], .monaco-checkbox, .quick-input-list-checkbox').first().click();
+    await poll(async () => (await row.getAttribute('aria-checked')) === 'true'
+      || (await row.locator('input[type="checkbox"]').first().isChecked().catch(() => false)), { timeoutMs: 5000 });
+  }
+  if (options.length) await screenshot(page, `onboarding-options-${options.join('-').replace(/[^A-Za-z]+/g, '')}`);
   await sleep(200);
-  await page.keyboard.press('Enter'); // no options
+  await page.keyboard.press('Enter'); // the options ticked (none: fine)
   await page.locator('.quick-input-widget .quick-input-title', { hasText: 'bundle folder' }).waitFor();
   const value = await input.inputValue();
   if (output) {
@@ -198,19 +206,38 @@ test('Cancel stops a compile and keeps the previous bundle', async () => {
   assert.ok(leftovers, `temporary folders left: ${readdirSync(folder)}`);
 });
 
-test('an ONNX model compiles from the explorer context menu and its bundle opens', async () => {
+test('an ONNX model compiles from the explorer context menu with Profile and Numerics', async () => {
   const { page } = session;
   await runCommand(page, 'View: Show Explorer');
   await explorerRow(page, 'block.onnx').click({ button: 'right' });
   await screenshot(page, 'onboarding-10-onnx-context-menu');
   await chooseCompileInContextMenu(page);
-  const proposed = await answerCompileQuestions(page, { target: 'c' });
+  const proposed = await answerCompileQuestions(page, { target: 'llvm', options: ['Profile', 'Numerics'] });
   assert.equal(proposed, join(folder, 'block.bundle'));
-  await poll(async () => (await activeTabTitle(page)).includes('module.c'), { timeoutMs: 180000 });
-  await page.locator('.monaco-list-row', { hasText: 'block.bundle' }).first().waitFor({ timeout: 60000 });
-  await screenshot(page, 'onboarding-11-onnx-bundle-open');
-  const manifest = JSON.parse(readFileSync(join(folder, 'block.bundle', 'manifest.json'), 'utf8'));
-  assert.equal(manifest.target, 'c');
+  const bundle = join(folder, 'block.bundle');
+  // The notification shows the run steps after the compile; the bundle then opens in the pass view.
+  const toast = page.locator('.notifications-toasts .notification-toast', { hasText: 'Compiling block.onnx for llvm' });
+  const running = await poll(async () => {
+    const text = await toast.innerText().catch(() => '');
+    return /numerics|profil/i.test(text) ? text : undefined;
+  }, { timeoutMs: 180000, intervalMs: 100 });
+  await screenshot(page, 'onboarding-11-onnx-numerics-progress');
+  assert.ok(running, 'the notification never showed the profiling or numerics step');
+  await poll(() => existsSync(join(bundle, 'manifest.json')), { timeoutMs: 180000 });
+  await page.locator('.monaco-list-row', { hasText: 'block.onnx · llvm' }).first().waitFor({ timeout: 60000 });
+  await screenshot(page, 'onboarding-12-onnx-bundle-open');
+  const manifest = JSON.parse(readFileSync(join(bundle, 'manifest.json'), 'utf8'));
+  assert.equal(manifest.target, 'llvm');
   assert.equal(manifest.model.file, 'block.onnx');
   assert.equal(manifest.model.kind, 'onnx');
+  // Profile: measured run times per layer; Numerics: every layer compared with onnxruntime.
+  const costs = JSON.parse(readFileSync(join(bundle, 'costs.json'), 'utf8'));
+  assert.ok(costs.profile, 'costs.json has no profile');
+  const numerics = JSON.parse(readFileSync(join(bundle, 'numerics.json'), 'utf8'));
+  assert.match(numerics.reference, /^onnxruntime /);
+  assert.equal(numerics.first_divergence, null);
+  await runCommand(page, 'TVM Explorer: Focus on Numerics View');
+  const row = page.getByRole('treeitem', { name: /^node 4 Mul / });
+  await row.first().waitFor({ state: 'visible', timeout: 60000 });
+  await screenshot(page, 'onboarding-13-onnx-numerics-view');
 });

@@ -22,6 +22,10 @@ export interface CompileRequest {
   target: 'c' | 'llvm' | 'cuda';
   exactOrigins: boolean;
   output: string;
+  /** `--profile`: run the built model and time every kernel call (CPU targets here). */
+  profile?: boolean;
+  /** `--numerics` (`fused`) or `--numerics-unfused`: compare every layer with the reference. */
+  numerics?: 'fused' | 'unfused';
 }
 
 /** One `--progress json` line of the CLI. */
@@ -51,6 +55,12 @@ export function compileArgs(req: CompileRequest): string[] {
   if (req.exactOrigins) {
     args.push('--exact-origins');
   }
+  if (req.profile) {
+    args.push('--profile');
+  }
+  if (req.numerics) {
+    args.push(req.numerics === 'unfused' ? '--numerics-unfused' : '--numerics');
+  }
   return args;
 }
 
@@ -79,7 +89,12 @@ async function ask(modelArg: vscode.Uri | undefined): Promise<CompileRequest | u
     return undefined;
   }
   const exact = { label: 'Exact origins', description: '--exact-origins', detail: 'One PrimFunc per call site, so every statement has exactly one origin (more functions, slower compile)' };
-  const options = await vscode.window.showQuickPick([exact], {
+  const profile = { label: 'Profile', description: '--profile', detail: 'Run the built model on this CPU and time every kernel call: measured cost per layer (Hot Layers view, hover)' };
+  const numerics = { label: 'Numerics', description: '--numerics', detail: "Run the built model and the model's own engine (LiteRT, onnxruntime, eager PyTorch) on the same inputs and compare every layer (Numerics view)" };
+  const unfused = { label: 'Numerics, unfused too', description: '--numerics-unfused', detail: 'Numerics, plus a build without operator fusion, so layers hidden inside fused kernels are compared one by one' };
+  // Profiling and numerics run the model here: CPU targets only (cuda needs a GPU).
+  const runs = target.label === 'cuda' ? [] : [profile, numerics, unfused];
+  const options = await vscode.window.showQuickPick([exact, ...runs], {
     title: `Compile ${name} for ${target.label} (2/3): options (none picked is fine)`,
     canPickMany: true,
   });
@@ -107,7 +122,14 @@ async function ask(modelArg: vscode.Uri | undefined): Promise<CompileRequest | u
   if (!output) {
     return undefined;
   }
-  return { model, target: target.label, exactOrigins: options.includes(exact), output: output.trim() };
+  return {
+    model,
+    target: target.label,
+    exactOrigins: options.includes(exact),
+    output: output.trim(),
+    profile: options.includes(profile),
+    numerics: options.includes(unfused) ? 'unfused' : options.includes(numerics) ? 'fused' : undefined,
+  };
 }
 
 /** The result of one compile run. */
@@ -216,7 +238,7 @@ function parseProgress(line: string): ProgressLine | undefined {
 }
 
 function stageLabel(stage: string): string {
-  return ({ import: 'Import', relax: 'Relax', tir: 'TIR', code: 'Codegen', write: 'Writing' } as Record<string, string>)[stage] ?? stage;
+  return ({ import: 'Import', relax: 'Relax', tir: 'TIR', code: 'Codegen', run: 'Running', write: 'Writing' } as Record<string, string>)[stage] ?? stage;
 }
 
 /** The CLI's one error line ("tvm-explorer: error: …"), without its prefix. */

@@ -113,7 +113,7 @@ def compile_model(model_path: str | os.PathLike, bundle: str | os.PathLike | Non
                   exact_origins: bool = False, schedule_records: bool = True,
                   on_progress: Listener | None = None, profile=None,
                   after_build=None, pipeline: str | None = None,
-                  on_session=None) -> CompileResult:
+                  on_session=None, after_build_steps: int = 0) -> CompileResult:
     """Import a model (``.tflite``, ``.onnx``, ``.pt2``), compile it with TVM's real pipeline,
     and write a bundle.
 
@@ -125,7 +125,9 @@ def compile_model(model_path: str | os.PathLike, bundle: str | os.PathLike | Non
     ``costs.request.ProfileRequest`` (repeat, inputs). On ``cuda`` with a GPU here the kernels
     are built for that GPU and timed with CUDA events (docs/costs.md).
     ``after_build(session, executable)``, if given, runs before the bundle is committed and
-    returns extra files for it (``{path: text}``; ``--numerics`` adds ``numerics.json``).
+    returns extra files for it (``{path: text}``; ``--numerics`` adds ``numerics.json``);
+    ``after_build_steps``: the progress steps it reports itself (``session.progress``), so
+    that the planned total counts them.
     ``pipeline``: ``MODULE:FUNCTION`` of a Relax pipeline of the user's (``--pipeline``).
     ``on_session(session)`` is called once the capture session exists (to add listeners).
     Raises ExplorerError (ModelError for bad models) with a message for the user.
@@ -147,7 +149,10 @@ def compile_model(model_path: str | os.PathLike, bundle: str | os.PathLike | Non
         origins = OriginTable()
         session = CaptureSession(model, writer, origins)
         if on_progress is not None:
-            session.progress = Progress(on_progress, plan_steps(target))
+            planned = plan_steps(target)
+            # The runs after the build are steps too (profiling, the caller's numerics).
+            runs = (profile is not None) + after_build_steps
+            session.progress = Progress(on_progress, planned + runs if planned else 0)
         if user_pipeline is not None:
             session.containers.add(user_pipeline.info.name)
         if on_session is not None:
@@ -183,6 +188,8 @@ def compile_model(model_path: str | os.PathLike, bundle: str | os.PathLike | Non
                                  lambda: _add_generated_code(session, executable, target))
         code_cov = _add_generated_code(session, executable, target)
         _add_schedule_traces(session)
+        if profile is not None and session.progress is not None:
+            session.progress.starting("run", "profile: timing every kernel call")
         costs.finish(session, executable, target)
         for extra_path, extra_text in (after_build(session, executable) if after_build else {}).items():
             writer.add_file(extra_path, extra_text)

@@ -5,7 +5,8 @@ A compile is a fixed sequence of steps: the import, every top-level pass of TVM'
 (Relax, then TIR), one step per generated source, and writing the bundle. ``plan_steps``
 counts the pipeline's passes for a target by compiling a two-operator module through the same
 pipeline (a few milliseconds for ``c``, ~0.2 s for ``cuda``): the pass list depends on the
-target and the pipeline, not on the model, so "pass n of N" is exact.
+target and the pipeline, not on the model, so "pass n of N" is exact. Runs after the build
+(``--profile``, ``--numerics``) are one step each, counted as they start (stage ``run``).
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from tvm import relax
 
 from .session import CONTAINERS
 
-STAGES = ("import", "relax", "tir", "code", "write")
+STAGES = ("import", "relax", "tir", "code", "run", "write")
 
 
 @dataclass(frozen=True)
@@ -55,6 +56,11 @@ class Progress:
         self.total = max(self.total, self.done)
         self.listener(ProgressEvent(stage, name, self.done, self.total,
                                     time.monotonic() - self.started))
+
+    def starting(self, stage: str, name: str) -> None:
+        """A step that runs for long after the compile (profiling, numerics): counted when it
+        starts, so the display says what is running rather than what finished last."""
+        self.step(stage, name)
 
     def finish(self) -> None:
         """The last step (the bundle is written): done == total."""

@@ -35,8 +35,9 @@ def profile_request(args):
     return ProfileRequest(repeat=args.repeat, inputs=args.inputs)
 
 
-def report(costs: dict | None) -> list[str]:
-    """What ``compile`` prints about the costs it recorded."""
+def report(costs: dict | None, unit: str = "op") -> list[str]:
+    """What ``compile`` prints about the costs it recorded (``unit``: what a layer is called,
+    ``op`` for TFLite, ``node`` for ONNX and PyTorch)."""
     if not costs:
         return []
     profile = costs.get("profile") or {}
@@ -48,7 +49,7 @@ def report(costs: dict | None) -> list[str]:
     top = max(costs["layers"], key=lambda lay: lay.get("time_ms") or 0.0, default=None)
     lines = [f"  profile: {costs['total_ms']:.3f} ms per run (median of {profile.get('repeat')})"]
     if top is not None and top.get("share") is not None:
-        lines.append(f"  slowest layer: op {top['op_index']} {top['opcode']} {top['name']} "
+        lines.append(f"  slowest layer: {unit} {top['op_index']} {top['opcode']} {top['name']} "
                      f"{top['time_ms']:.3f} ms ({100 * top['share']:.0f} %)")
     return lines
 
@@ -68,7 +69,8 @@ def run_costs(args) -> int:
     from ..bundle.reader import Bundle
 
     try:
-        costs = Bundle(args.bundle).costs()
+        bundle = Bundle(args.bundle)
+        costs = bundle.costs()
         if costs is None:
             raise ExplorerError(f"{args.bundle}: the bundle has no costs.json (compiled by an older "
                                 "tvm-explorer); recompile it")
@@ -78,5 +80,6 @@ def run_costs(args) -> int:
     if args.json:
         print(json.dumps(as_json(costs, args.sort), indent=1))
     else:
-        print(render(costs, args.sort))
+        kind = (bundle.manifest.get("model") or {}).get("kind", "tflite")
+        print(render(costs, args.sort, unit="op" if kind == "tflite" else "node"))
     return 0

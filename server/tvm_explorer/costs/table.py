@@ -52,8 +52,8 @@ def lines_label(costs: dict) -> str:
     return {"c": "C lines", "cuda": "CUDA lines", "ll": "LLVM IR lines"}.get(costs.get("code_kind") or "", "lines")
 
 
-def render(costs: dict, by: str, top_passes: int = 8) -> str:
-    """The table as text."""
+def render(costs: dict, by: str, top_passes: int = 8, unit: str = "op") -> str:
+    """The table as text (``unit``: what a layer is called, ``op`` or ``node``)."""
     out = []
     profile = costs.get("profile") or {}
     total = costs.get("total_ms")
@@ -69,7 +69,7 @@ def render(costs: dict, by: str, top_passes: int = 8) -> str:
     out.append(f"{'#':>3}  {'layer':<56} {'time ms':>9} {'share':>6} {lines_label(costs):>13} "
                f"{'workspace':>10} {'MFLOP':>9}  kernels")
     for rank, lay in enumerate(sort_layers(costs["layers"], by), 1):
-        where = f"{'sg ' + str(lay['subgraph']) + ' ' if lay['subgraph'] else ''}op {lay['op_index']}"
+        where = f"{'sg ' + str(lay['subgraph']) + ' ' if lay['subgraph'] else ''}{unit} {lay['op_index']}"
         label = f"{where} {lay['opcode']} {lay['name']}"
         t = f"{lay['time_ms']:.3f}" if lay.get("time_ms") is not None else "-"
         s = f"{100 * lay['share']:.1f}%" if lay.get("share") is not None else "-"

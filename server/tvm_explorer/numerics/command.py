@@ -42,6 +42,9 @@ class NumericsStep:
         cannot run (then the bundle is written without numerics and the reason is told)."""
         from .run import run_numerics
 
+        if session.progress is not None:
+            session.progress.starting("run", "numerics: running the model and the reference"
+                                      + (", fused and unfused" if self.options.unfused else ""))
         try:
             self.data = run_numerics(session.model, self.target, executable, session.final_relax,
                                      session.origins, self.options)

@@ -14,7 +14,7 @@ from typing import Iterator, TextIO
 
 MODES = ("auto", "bar", "json", "none")
 STAGE_LABELS = {"import": "import", "relax": "Relax", "tir": "TIR", "code": "codegen",
-                "write": "write"}
+                "run": "run", "write": "write"}
 
 
 def resolve_mode(mode: str, stream: TextIO) -> str:
