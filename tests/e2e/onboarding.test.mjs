@@ -4,7 +4,8 @@
  * document; "Compile Model…" runs behind a progress notification, then opens the bundle and
  * lists it in the pass view; a model TVM cannot import fails with one message naming the
  * operator; Cancel stops a compile and keeps the previous bundle; an ONNX model compiles from
- * the explorer's context menu as a .tflite does. Screenshots in
+ * the explorer's context menu as a .tflite does, with Profile and Numerics; Bisect Model… on it
+ * with a planted pipeline names the culprit pass and opens its diff. Screenshots in
  * test-artifacts/vscode/onboarding-*.png.
  */
 import assert from 'node:assert/strict';
@@ -31,6 +32,8 @@ before(async () => {
       execFileSync(PYTHON, ['-c', 'import sys; sys.path.insert(0, "tests");'
         + ' from frontends.onnx_graphs import conv_block; conv_block(sys.argv[1])', join(folder, 'block.onnx')],
       { cwd: REPO, stdio: ['ignore', 'ignore', 'inherit'], timeout: 120000 });
+      // A pipeline with a planted add→subtract pass, importable from the model's folder.
+      copyFileSync(join(REPO, 'tests', 'numerics', 'planted_pipes.py'), join(folder, 'planted_pipes.py'));
       return folder;
     },
     settings: { 'tvmExplorer.pythonPath': PYTHON },
@@ -49,10 +52,10 @@ after(async () => {
   assert.deepEqual(leftovers ?? [], [], 'processes left behind');
 });
 
-/** Clicks "Compile Model…" in the open context menu; a click that lands while the menu is
- * still settling is not taken, so the highlighted item is then chosen with Enter. */
-async function chooseCompileInContextMenu(page) {
-  const item = page.locator('.context-view .action-label', { hasText: 'Compile Model…' });
+/** Clicks "Compile Model…" (or another item) in the open context menu; a click that lands
+ * while the menu is still settling is not taken, so the highlighted item is then chosen with Enter. */
+async function chooseCompileInContextMenu(page, label = 'Compile Model…') {
+  const item = page.locator('.context-view .action-label', { hasText: label });
   await item.waitFor({ state: 'visible' });
   await sleep(200);
   await item.click();
@@ -240,4 +243,36 @@ test('an ONNX model compiles from the explorer context menu with Profile and Num
   const row = page.getByRole('treeitem', { name: /^node 4 Mul / });
   await row.first().waitFor({ state: 'visible', timeout: 60000 });
   await screenshot(page, 'onboarding-13-onnx-numerics-view');
+});
+
+test('Bisect Model… with a planted pipeline names the culprit pass and opens its diff', async () => {
+  const { page } = session;
+  await runCommand(page, 'View: Show Explorer');
+  await explorerRow(page, 'block.onnx').click({ button: 'right' });
+  await chooseCompileInContextMenu(page, 'Bisect Model…');
+  const input = page.locator('.quick-input-widget input');
+  const answer = async (title, text) => {
+    await page.locator('.quick-input-widget .quick-input-title', { hasText: title }).waitFor();
+    if (text !== undefined) await input.fill(text);
+    await sleep(200);
+    await page.keyboard.press('Enter');
+  };
+  await answer('target', 'llvm');
+  await answer('compare with'); // the imported module
+  await answer('Relax pipeline', 'planted_pipes:with_planted_first_add');
+  await page.locator('.quick-input-widget .quick-input-title', { hasText: 'bundle folder' }).waitFor();
+  assert.equal(await input.inputValue(), join(folder, 'block.bisect.bundle'));
+  await screenshot(page, 'onboarding-14-bisect-questions');
+  await page.keyboard.press('Enter');
+  const toast = page.locator('.notifications-toasts .notification-toast', { hasText: 'PlantedAddToSubtract' });
+  await toast.waitFor({ timeout: 300000 });
+  const text = await toast.innerText();
+  assert.match(text, /Relax pass 3 PlantedAddToSubtract changed the results of block\.onnx/);
+  assert.match(text, /first layer changed: node 2 Add \/head\/bias\/Add/);
+  await screenshot(page, 'onboarding-15-bisect-culprit');
+  await toast.getByRole('button', { name: 'Open Diff' }).click();
+  await poll(async () => /PlantedAddToSubtract/.test(await activeTabTitle(page)), { timeoutMs: 30000 });
+  await screenshot(page, 'onboarding-16-bisect-culprit-diff');
+  const culprit = page.getByRole('treeitem', { name: /^PlantedAddToSubtract, relax pass 3, .*culprit found by bisect/ });
+  await culprit.first().waitFor({ state: 'visible', timeout: 60000 });
 });

@@ -1,4 +1,4 @@
-"""compile --pipeline MODULE:FUNCTION: a pipeline of the user's own, tracked like TVM's, and
+"""compile --pipeline MODULE:FUNCTION (or FILE.py:FUNCTION): a pipeline of the user's own, tracked like TVM's, and
 one clear message for every way a pipeline spec can fail."""
 
 from __future__ import annotations
@@ -75,6 +75,32 @@ def test_bad_pipelines_get_one_message(gt_model, tmp_path, spec, message):
     assert proc.returncode == 2, proc.stderr
     assert message in proc.stderr and "Traceback" not in proc.stderr
     assert not out.exists()
+
+
+def test_a_pipeline_named_by_its_file_loads_from_any_directory(gt_model, tmp_path):
+    """``FILE.py:FUNCTION`` (what the VS Code extension passes: it runs the CLI from a folder
+    of its own): the same pipeline as ``MODULE:FUNCTION`` from the current directory; its
+    folder's modules import; a missing file or function is one message."""
+    out = tmp_path / "byfile.bundle"
+    spec = f"{HERE / 'planted_pipes.py'}:with_planted_add"
+    proc = run_here("compile", gt_model, "-o", out, "--target", "llvm", "--pipeline", spec, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    names = [p["name"] for p in json.loads((out / "manifest.json").read_text())["passes"]]
+    assert "PlantedAddToSubtract" in names
+    helper = tmp_path / "helpers"
+    helper.mkdir()
+    (helper / "pipe_parts.py").write_text("from planted_pipes import with_planted_add as chosen\n")
+    (helper / "my_pipe.py").write_text("import sys\nsys.path.insert(0, %r)\n"
+                                       "from pipe_parts import chosen\n" % str(HERE))
+    out2 = tmp_path / "helper.bundle"
+    proc = run_here("compile", gt_model, "-o", out2, "--target", "llvm", "--pipeline",
+                    f"{helper / 'my_pipe.py'}:chosen", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    for bad, message in ((f"{tmp_path / 'nope.py'}:f", f"no such file {tmp_path / 'nope.py'}"),
+                         (f"{HERE / 'planted_pipes.py'}:missing", "has no 'missing'")):
+        proc = run_here("compile", gt_model, "-o", tmp_path / "b", "--target", "llvm", "--pipeline", bad,
+                        cwd=tmp_path)
+        assert proc.returncode == 2 and message in proc.stderr and "Traceback" not in proc.stderr, proc.stderr
 
 
 def test_numerics_of_a_custom_pipeline_find_the_layer_its_pass_breaks(gt_model, tmp_path):

@@ -6,15 +6,10 @@
  * leaves any previous bundle as it was; a failure is shown as the CLI's one error line (it
  * names the operator) with "Show Output". A new bundle is opened and revealed in the pass view.
  */
-import * as cp from 'child_process';
 import * as fs from 'fs';
 import * as path from 'path';
 import * as vscode from 'vscode';
-import { resolveServerLaunch } from './config';
-import { preflight } from './preflight';
-
-const SHOW_OUTPUT = 'Show Output';
-const OPEN_SETTINGS = 'Open Settings';
+import { runCli, SHOW_OUTPUT } from './cliRun';
 
 /** What to compile, as chosen by the user. */
 export interface CompileRequest {
@@ -64,18 +59,47 @@ export function compileArgs(req: CompileRequest): string[] {
   return args;
 }
 
+/** The model file a command was given (explorer, model document), else one the user picks. */
+export async function pickModel(modelArg: vscode.Uri | undefined, what: string): Promise<string | undefined> {
+  const given = modelArg?.scheme === 'file' ? modelArg.fsPath : modelArg?.path;
+  if (given) {
+    return given;
+  }
+  const picked = await vscode.window.showOpenDialog({
+    title: `${what}: choose a model (TensorFlow Lite, ONNX or PyTorch .pt2)`,
+    canSelectMany: false,
+    filters: { 'Models': ['tflite', 'onnx', 'pt2'] },
+    defaultUri: vscode.workspace.workspaceFolders?.[0]?.uri,
+  });
+  return picked?.[0]?.fsPath;
+}
+
+/** Asks where a bundle is written (an absolute folder whose parent exists). */
+export async function askBundleFolder(title: string, value: string): Promise<string | undefined> {
+  const output = await vscode.window.showInputBox({
+    title,
+    prompt: 'Where the bundle is written (a previous bundle there is replaced only when this succeeds)',
+    value,
+    validateInput: (text) => {
+      const v = text.trim();
+      if (!v) {
+        return 'A folder is needed';
+      }
+      if (!path.isAbsolute(v)) {
+        return 'An absolute path, please';
+      }
+      if (!fs.existsSync(path.dirname(v))) {
+        return `The parent folder ${path.dirname(v)} does not exist`;
+      }
+      return undefined;
+    },
+  });
+  return output?.trim() || undefined;
+}
+
 /** Asks for model, target, options and output folder; undefined if the user gives up. */
 async function ask(modelArg: vscode.Uri | undefined): Promise<CompileRequest | undefined> {
-  let model = modelArg?.scheme === 'file' ? modelArg.fsPath : modelArg?.path;
-  if (!model) {
-    const picked = await vscode.window.showOpenDialog({
-      title: 'Compile Model: choose a model (TensorFlow Lite, ONNX or PyTorch .pt2)',
-      canSelectMany: false,
-      filters: { 'Models': ['tflite', 'onnx', 'pt2'] },
-      defaultUri: vscode.workspace.workspaceFolders?.[0]?.uri,
-    });
-    model = picked?.[0]?.fsPath;
-  }
+  const model = await pickModel(modelArg, 'Compile Model');
   if (!model) {
     return undefined;
   }
@@ -101,24 +125,7 @@ async function ask(modelArg: vscode.Uri | undefined): Promise<CompileRequest | u
   if (!options) {
     return undefined;
   }
-  const output = await vscode.window.showInputBox({
-    title: `Compile ${name} for ${target.label} (3/3): bundle folder`,
-    prompt: 'Where the bundle is written (a previous bundle there is replaced only when the compile succeeds)',
-    value: defaultOutput(model),
-    validateInput: (value) => {
-      const v = value.trim();
-      if (!v) {
-        return 'A folder is needed';
-      }
-      if (!path.isAbsolute(v)) {
-        return 'An absolute path, please';
-      }
-      if (!fs.existsSync(path.dirname(v))) {
-        return `The parent folder ${path.dirname(v)} does not exist`;
-      }
-      return undefined;
-    },
-  });
+  const output = await askBundleFolder(`Compile ${name} for ${target.label} (3/3): bundle folder`, defaultOutput(model));
   if (!output) {
     return undefined;
   }
@@ -126,7 +133,7 @@ async function ask(modelArg: vscode.Uri | undefined): Promise<CompileRequest | u
     model,
     target: target.label,
     exactOrigins: options.includes(exact),
-    output: output.trim(),
+    output,
     profile: options.includes(profile),
     numerics: options.includes(unfused) ? 'unfused' : options.includes(numerics) ? 'fused' : undefined,
   };
@@ -140,89 +147,29 @@ export type CompileOutcome =
 
 /** Runs the compile behind a cancellable progress notification. */
 export async function runCompile(req: CompileRequest, output: vscode.OutputChannel): Promise<CompileOutcome | undefined> {
-  const launch = resolveServerLaunch();
-  const check = await preflight(launch);
-  if (!check.ok) {
-    output.appendLine(`Compile: ${check.problem} ${check.fix}`);
-    const choice = await vscode.window.showErrorMessage(`Cannot compile: ${check.problem} ${check.fix}`, OPEN_SETTINGS, SHOW_OUTPUT);
-    if (choice === OPEN_SETTINGS) {
-      await vscode.commands.executeCommand('workbench.action.openSettings', 'tvmExplorer.pythonPath');
-    } else if (choice === SHOW_OUTPUT) {
-      output.show(true);
-    }
-    return undefined;
-  }
-  const args = compileArgs(req);
-  const name = path.basename(req.model);
-  output.appendLine(`Compile: ${launch.python} ${args.join(' ')}`);
-  return vscode.window.withProgress(
-    {
-      location: vscode.ProgressLocation.Notification,
-      title: `Compiling ${name} for ${req.target}`,
-      cancellable: true,
+  let percent = 0;
+  const outcome = await runCli({
+    label: 'Compile',
+    title: `Compiling ${path.basename(req.model)} for ${req.target}`,
+    args: compileArgs(req),
+    cwd: path.dirname(req.model),
+    initialMessage: 'planning the pipeline…',
+    cancelledMessage: 'cancelled; a previous bundle is unchanged',
+    onLine: (line, progress) => {
+      const event = parseProgress(line);
+      if (!event) {
+        return false;
+      }
+      const now = event.total ? (100 * event.done) / event.total : percent;
+      progress.report({
+        increment: Math.max(0, now - percent),
+        message: `${stageLabel(event.stage)} · step ${event.done} of ${event.total} · ${event.name} · ${Math.round(event.elapsed)} s`,
+      });
+      percent = Math.max(percent, now);
+      return true;
     },
-    (progress, token) =>
-      new Promise<CompileOutcome>((resolve) => {
-        const started = Date.now();
-        const child = cp.spawn(launch.python, args, {
-          cwd: launch.cwd ?? path.dirname(req.model),
-          env: { ...process.env, PYTHONUNBUFFERED: '1' },
-          stdio: ['ignore', 'pipe', 'pipe'],
-        });
-        let cancelled = false;
-        let percent = 0;
-        let stdoutRest = '';
-        const errors: string[] = [];
-        progress.report({ message: 'planning the pipeline…' });
-        const cancel = token.onCancellationRequested(() => {
-          cancelled = true;
-          output.appendLine('Compile: cancelled by the user; stopping it');
-          child.kill('SIGTERM'); // the CLI stops its compile and keeps any previous bundle
-        });
-        child.stdout.setEncoding('utf8');
-        child.stdout.on('data', (chunk: string) => {
-          const lines = (stdoutRest + chunk).split('\n');
-          stdoutRest = lines.pop() ?? '';
-          for (const line of lines) {
-            const event = parseProgress(line);
-            if (!event) {
-              if (line.trim()) {
-                output.appendLine(line);
-              }
-              continue;
-            }
-            const now = event.total ? (100 * event.done) / event.total : percent;
-            progress.report({
-              increment: Math.max(0, now - percent),
-              message: `${stageLabel(event.stage)} · step ${event.done} of ${event.total} · ${event.name} · ${Math.round(event.elapsed)} s`,
-            });
-            percent = Math.max(percent, now);
-          }
-        });
-        child.stderr.setEncoding('utf8');
-        child.stderr.on('data', (chunk: string) => {
-          output.append(chunk);
-          errors.push(chunk);
-        });
-        child.on('error', (err) => {
-          cancel.dispose();
-          resolve({ kind: 'failed', message: `could not run ${launch.python}: ${err.message}` });
-        });
-        child.on('close', (code, signal) => {
-          cancel.dispose();
-          const seconds = ((Date.now() - started) / 1000).toFixed(1);
-          output.appendLine(`Compile: exit ${code ?? signal} after ${seconds} s`);
-          const error = errorLine(errors.join(''));
-          if (code === 0) {
-            resolve({ kind: 'ok', bundle: req.output });
-          } else if (cancelled) {
-            resolve({ kind: 'cancelled', message: error ?? 'cancelled; a previous bundle is unchanged' });
-          } else {
-            resolve({ kind: 'failed', message: error ?? `the compile ended with exit code ${code ?? signal}` });
-          }
-        });
-      }),
-  );
+  }, output);
+  return outcome?.kind === 'ok' ? { kind: 'ok', bundle: req.output } : outcome;
 }
 
 function parseProgress(line: string): ProgressLine | undefined {
@@ -239,13 +186,6 @@ function parseProgress(line: string): ProgressLine | undefined {
 
 function stageLabel(stage: string): string {
   return ({ import: 'Import', relax: 'Relax', tir: 'TIR', code: 'Codegen', run: 'Running', write: 'Writing' } as Record<string, string>)[stage] ?? stage;
-}
-
-/** The CLI's one error line ("tvm-explorer: error: …"), without its prefix. */
-export function errorLine(stderr: string): string | undefined {
-  const prefix = 'tvm-explorer: error: ';
-  const lines = stderr.split('\n').filter((l) => l.startsWith(prefix));
-  return lines.length ? lines[lines.length - 1].slice(prefix.length).trim() : undefined;
 }
 
 /**

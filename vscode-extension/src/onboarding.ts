@@ -1,13 +1,14 @@
 /**
- * The first minutes with the extension: "Compile Model…", the `.tflite` model viewer, and a
- * pass view that says why it is empty (no bundle yet, the server starting, or a Python
- * interpreter that is missing or lacks tvm-explorer, with how to fix it).
+ * The first minutes with the extension: "Compile Model…" and "Bisect Model…", the `.tflite`
+ * model viewer, and a pass view that says why it is empty (no bundle yet, the server starting,
+ * or a Python interpreter that is missing or lacks tvm-explorer, with how to fix it).
  */
 import * as fs from 'fs';
 import * as path from 'path';
 import * as vscode from 'vscode';
 import { BundleRegistry } from './bundles';
 import { ServerManager } from './client';
+import { bisectModelCommand } from './bisect';
 import { compileModelCommand } from './compile';
 import {
   CompileLensProvider,
@@ -39,6 +40,13 @@ export function registerOnboarding(
   context.subscriptions.push(
     vscode.commands.registerCommand('tvmExplorer.compileModel', (uri?: vscode.Uri) =>
       compileModelCommand(uri ?? activeModelFile(), output, showBundle),
+    ),
+    vscode.commands.registerCommand('tvmExplorer.bisectModel', (uri?: vscode.Uri) =>
+      bisectModelCommand(uri ?? activeModelFile(), output, async (bundle) => {
+        await showBundle(bundle);
+        const dir = vscode.Uri.file(bundle).fsPath;
+        return registry.list().find((b) => b.dir === dir)?.info.uri;
+      }),
     ),
     vscode.workspace.registerTextDocumentContentProvider(MODEL_SCHEME, new ModelDocumentProvider(server, output)),
     vscode.window.registerCustomEditorProvider(TFLITE_VIEW_TYPE, new TfliteEditorProvider(), {

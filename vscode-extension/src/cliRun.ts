@@ -1,0 +1,129 @@
+/**
+ * Running the tvm-explorer CLI (`<python> -m tvm_explorer …`) behind a cancellable progress
+ * notification: the interpreter is checked first, every line goes to the output channel, Cancel
+ * sends SIGTERM (the CLI then stops and leaves any previous bundle as it was), and the CLI's one
+ * error line is what a failure says. Compile Model… and Bisect Model… both run through here.
+ */
+import * as cp from 'child_process';
+import * as vscode from 'vscode';
+import { resolveServerLaunch } from './config';
+import { preflight } from './preflight';
+
+export const SHOW_OUTPUT = 'Show Output';
+const OPEN_SETTINGS = 'Open Settings';
+
+/** How one run ended. */
+export type CliOutcome =
+  | { kind: 'ok'; stdout: string }
+  | { kind: 'cancelled'; message: string }
+  | { kind: 'failed'; message: string };
+
+/** What to run and how to show it. */
+export interface CliJob {
+  /** What the output channel's lines start with: "Compile", "Bisect". */
+  label: string;
+  /** The notification's title. */
+  title: string;
+  args: string[];
+  /** The working directory when the launch configuration sets none. */
+  cwd: string;
+  /** The first message under the title. */
+  initialMessage: string;
+  /** A stdout line: true if it was progress (reported, not logged), false to log it. */
+  onLine?: (line: string, progress: vscode.Progress<{ message?: string; increment?: number }>) => boolean;
+  /** A message every second while no line came (for runs without progress lines). */
+  tick?: (seconds: number) => string;
+  /** What a cancelled run says when the CLI said nothing. */
+  cancelledMessage: string;
+}
+
+/** Runs the job; undefined if the interpreter is unusable (the user was told). */
+export async function runCli(job: CliJob, output: vscode.OutputChannel): Promise<CliOutcome | undefined> {
+  const launch = resolveServerLaunch();
+  const check = await preflight(launch);
+  if (!check.ok) {
+    output.appendLine(`${job.label}: ${check.problem} ${check.fix}`);
+    const choice = await vscode.window.showErrorMessage(`Cannot run: ${check.problem} ${check.fix}`, OPEN_SETTINGS, SHOW_OUTPUT);
+    if (choice === OPEN_SETTINGS) {
+      await vscode.commands.executeCommand('workbench.action.openSettings', 'tvmExplorer.pythonPath');
+    } else if (choice === SHOW_OUTPUT) {
+      output.show(true);
+    }
+    return undefined;
+  }
+  output.appendLine(`${job.label}: ${launch.python} ${job.args.join(' ')}`);
+  return vscode.window.withProgress(
+    { location: vscode.ProgressLocation.Notification, title: job.title, cancellable: true },
+    (progress, token) =>
+      new Promise<CliOutcome>((resolve) => {
+        const started = Date.now();
+        const child = cp.spawn(launch.python, job.args, {
+          cwd: launch.cwd ?? job.cwd,
+          env: { ...process.env, PYTHONUNBUFFERED: '1' },
+          stdio: ['ignore', 'pipe', 'pipe'],
+        });
+        let cancelled = false;
+        let stdoutRest = '';
+        const stdout: string[] = [];
+        const errors: string[] = [];
+        progress.report({ message: job.initialMessage });
+        const ticker = job.tick
+          ? setInterval(() => progress.report({ message: job.tick?.(Math.round((Date.now() - started) / 1000)) }), 1000)
+          : undefined;
+        const cancel = token.onCancellationRequested(() => {
+          cancelled = true;
+          output.appendLine(`${job.label}: cancelled by the user; stopping it`);
+          child.kill('SIGTERM');
+        });
+        child.stdout.setEncoding('utf8');
+        child.stdout.on('data', (chunk: string) => {
+          const lines = (stdoutRest + chunk).split('\n');
+          stdoutRest = lines.pop() ?? '';
+          for (const line of lines) {
+            stdout.push(line);
+            if (!job.onLine?.(line, progress) && line.trim()) {
+              output.appendLine(line);
+            }
+          }
+        });
+        child.stderr.setEncoding('utf8');
+        child.stderr.on('data', (chunk: string) => {
+          output.append(chunk);
+          errors.push(chunk);
+        });
+        const done = () => {
+          cancel.dispose();
+          if (ticker) {
+            clearInterval(ticker);
+          }
+        };
+        child.on('error', (err) => {
+          done();
+          resolve({ kind: 'failed', message: `could not run ${launch.python}: ${err.message}` });
+        });
+        child.on('close', (code, signal) => {
+          done();
+          if (stdoutRest) {
+            stdout.push(stdoutRest);
+          }
+          const seconds = ((Date.now() - started) / 1000).toFixed(1);
+          output.appendLine(`${job.label}: exit ${code ?? signal} after ${seconds} s`);
+          const error = errorLine(errors.join(''));
+          if (code === 0) {
+            resolve({ kind: 'ok', stdout: stdout.join('\n') });
+          } else if (cancelled) {
+            resolve({ kind: 'cancelled', message: error ?? job.cancelledMessage });
+          } else {
+            resolve({ kind: 'failed', message: error ?? `it ended with exit code ${code ?? signal}` });
+          }
+        });
+      }),
+  );
+}
+
+/** The CLI's one error line ("tvm-explorer: error: …"), without its prefix. */
+export function errorLine(stderr: string): string | undefined {
+  const prefix = 'tvm-explorer: error: ';
+  const lines = stderr.split('\n').filter((l) => l.startsWith(prefix));
+  return lines.length ? lines[lines.length - 1].slice(prefix.length).trim() : undefined;
+}
