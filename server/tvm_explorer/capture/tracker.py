@@ -112,7 +112,7 @@ def _constants(value) -> list:
 _ALLOCATIONS = ("relax.builtin.alloc_tensor", "relax.memory.alloc_tensor", "relax.vm.alloc_tensor")
 
 
-def _is_allocation(value) -> bool:
+def is_allocation(value) -> bool:
     """A fresh tensor (the destination a lowered kernel call writes into)."""
     return (isinstance(value, relax.Call) and isinstance(value.op, tvm.ir.Op)
             and value.op.name in _ALLOCATIONS)
@@ -445,7 +445,7 @@ class ProvenanceTracker:
             for arg in value.args:
                 var = handle(arg) if isinstance(arg, relax.Var) else None
                 if var in renamed and var not in written and var in by_var \
-                        and _is_allocation(bindings[by_var[var]].value):
+                        and is_allocation(bindings[by_var[var]].value):
                     fresh.append(var)
             written.update(fresh)  # only the first call using an allocation writes it
             if fresh and not sets[i]:

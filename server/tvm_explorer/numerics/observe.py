@@ -26,8 +26,7 @@ from tvm import relax
 from ..model.loader import LayerInfo, LoadedModel
 from ..provenance import OriginTable
 from ..capture.spans import read_span
-
-_ALLOC_OPS = ("relax.vm.alloc_tensor", "relax.builtin.alloc_tensor")
+from ..capture.tracker import is_allocation
 
 
 @dataclass(frozen=True)
@@ -60,11 +59,6 @@ def _symbol(call, mod) -> str | None:
     return None
 
 
-def _is_alloc(value) -> bool:
-    return (isinstance(value, relax.Call) and isinstance(value.op, tvm.ir.Op)
-            and value.op.name in _ALLOC_OPS)
-
-
 def _main_bindings(main) -> list:
     body = main.body
     if not isinstance(body, relax.SeqExpr):
@@ -87,7 +81,7 @@ def kernel_plan(mod, origins: OriginTable, model: LoadedModel) -> KernelPlan:
     layers = [lay for lay in model.layers if lay.subgraph == 0]
     for b in _main_bindings(mod["main"]):
         value = b.value
-        if _is_alloc(value):
+        if is_allocation(value):
             fresh_allocs.add(b.var)
             continue
         if not isinstance(value, relax.Call):
