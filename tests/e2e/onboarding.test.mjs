@@ -264,15 +264,19 @@ test('Bisect Model… with a planted pipeline names the culprit pass and opens i
   assert.equal(await input.inputValue(), join(folder, 'block.bisect.bundle'));
   await screenshot(page, 'onboarding-14-bisect-questions');
   await page.keyboard.press('Enter');
-  const toast = page.locator('.notifications-toasts .notification-toast', { hasText: 'PlantedAddToSubtract' });
+  // The progress notification names each snapshot as it is built, then the report comes.
+  const building = page.locator('.notifications-toasts .notification-toast', { hasText: 'bisect: the module after' });
+  const seen = await building.first().waitFor({ timeout: 120000 }).then(() => true, () => false);
+  if (seen) await screenshot(page, 'onboarding-15-bisect-progress');
+  const toast = page.locator('.notifications-toasts .notification-toast', { hasText: 'changed the results' });
   await toast.waitFor({ timeout: 300000 });
   const text = await toast.innerText();
   assert.match(text, /Relax pass 3 PlantedAddToSubtract changed the results of block\.onnx/);
   assert.match(text, /first layer changed: node 2 Add \/head\/bias\/Add/);
-  await screenshot(page, 'onboarding-15-bisect-culprit');
+  await screenshot(page, 'onboarding-16-bisect-culprit');
   await toast.getByRole('button', { name: 'Open Diff' }).click();
   await poll(async () => /PlantedAddToSubtract/.test(await activeTabTitle(page)), { timeoutMs: 30000 });
-  await screenshot(page, 'onboarding-16-bisect-culprit-diff');
+  await screenshot(page, 'onboarding-17-bisect-culprit-diff');
   const culprit = page.getByRole('treeitem', { name: /^PlantedAddToSubtract, relax pass 3, .*culprit found by bisect/ });
   await culprit.first().waitFor({ state: 'visible', timeout: 60000 });
 });

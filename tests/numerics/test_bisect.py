@@ -172,3 +172,23 @@ def test_pt2_planted_relax_pass_names_the_convolution(tmp_path):
     rows = {row["op_index"]: row for row in data["layers"]}
     assert sorted(rows) == list(range(13))
     assert rows[0]["after"] == 0 and rows[1]["after"] > 0.05
+
+
+def test_json_progress_covers_the_compile_and_every_build_of_the_search(gt_model, tmp_path):
+    """``--progress json`` (what Bisect Model… reads): the compile's steps, then one ``run``
+    step per snapshot or rebuild as it starts, naming it; the report follows as one object."""
+    out = tmp_path / "p.bundle"
+    proc = bisect(gt_model, "--pipeline", "planted_pipes:with_planted_add", "-o", out, "--json",
+                  "--progress", "json")
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.splitlines()
+    events = [json.loads(line) for line in lines if line.startswith('{"event"')]
+    stages = [e["stage"] for e in events]
+    assert stages[0] == "import" and "relax" in stages and stages[-1] == "write"
+    runs = [e["name"] for e in events if e["stage"] == "run"]
+    assert runs and all(r.startswith("bisect: ") for r in runs)
+    assert runs[0] == "bisect: the module after import (pass 0)"  # the baseline
+    assert "bisect: the module after PlantedAddToSubtract (pass 3)" in runs
+    assert [e["done"] for e in events] == list(range(1, len(events) + 1))
+    report = json.loads("\n".join(lines[lines.index("{"):]))
+    assert report["culprit"]["name"] == "PlantedAddToSubtract"

@@ -2,14 +2,15 @@
  * "TVM Explorer: Bisect Model…": pick a model, the target (llvm or c: the model runs here),
  * the baseline (the imported module, or a reference model run by its own engine) and
  * optionally a Relax pipeline of the user's, then run `<python> -m tvm_explorer bisect MODEL
- * … -o OUT --json` behind a progress notification with Cancel. The bisected bundle opens in
+ * … -o OUT --json --progress json` behind a progress notification (the compile's passes, then
+ * each snapshot built) with Cancel. The bisected bundle opens in
  * the Passes view, where the culprit pass is marked; a message names the culprit and the
  * first layer it changed, with "Open Diff" (the culprit's pass diff).
  */
 import * as fs from 'fs';
 import * as path from 'path';
 import * as vscode from 'vscode';
-import { runCli, SHOW_OUTPUT } from './cliRun';
+import { progressLines, runCli, SHOW_OUTPUT } from './cliRun';
 import { askBundleFolder, pickModel } from './compile';
 
 /** What to bisect, as chosen by the user. */
@@ -39,7 +40,7 @@ export function defaultBisectOutput(model: string): string {
 
 /** The CLI's arguments for a request. */
 export function bisectArgs(req: BisectRequest): string[] {
-  const args = ['-m', 'tvm_explorer', 'bisect', req.model, '--target', req.target, '-o', req.output, '--json'];
+  const args = ['-m', 'tvm_explorer', 'bisect', req.model, '--target', req.target, '-o', req.output, '--json', '--progress', 'json'];
   if (req.pipeline) {
     args.push('--pipeline', req.pipeline);
   }
@@ -65,9 +66,10 @@ export function pipelineSpec(typed: string, modelDir: string): string {
   return fs.existsSync(beside) ? `${beside}:${func}` : spec;
 }
 
-/** The report in `bisect --json`'s output (its JSON object starts at a line of its own). */
+/** The report in `bisect --json`'s output: the object whose `{` is a line of its own (progress
+ * lines before it are one-line objects). */
 export function parseBisectReport(stdout: string): BisectReport | undefined {
-  const start = stdout.search(/^\{/m);
+  const start = stdout.search(/^\{\s*$/m);
   if (start < 0) {
     return undefined;
   }
@@ -168,14 +170,18 @@ export async function bisectModelCommand(
     return;
   }
   const name = path.basename(req.model);
+  const progressOf = progressLines();
   const outcome = await runCli({
     label: 'Bisect',
     title: `Bisecting ${name} for ${req.target}`,
     args: bisectArgs(req),
     cwd: path.dirname(req.model),
-    initialMessage: 'compiling, recording every pass…',
-    tick: (s) => `compiling, then building and running snapshots · ${s} s`,
-    onLine: () => true, // the JSON report: summed up below, not copied into the log
+    initialMessage: 'planning the pipeline…',
+    // Progress lines move the notification; the JSON report is summed up below, not logged.
+    onLine: (line, progress) => {
+      progressOf(line, progress);
+      return true;
+    },
     cancelledMessage: 'cancelled; no bundle was written (a previous one is unchanged)',
   }, output);
   if (!outcome) {

@@ -31,8 +31,6 @@ export interface CliJob {
   initialMessage: string;
   /** A stdout line: true if it was progress (reported, not logged), false to log it. */
   onLine?: (line: string, progress: vscode.Progress<{ message?: string; increment?: number }>) => boolean;
-  /** A message every second while no line came (for runs without progress lines). */
-  tick?: (seconds: number) => string;
   /** What a cancelled run says when the CLI said nothing. */
   cancelledMessage: string;
 }
@@ -67,9 +65,6 @@ export async function runCli(job: CliJob, output: vscode.OutputChannel): Promise
         const stdout: string[] = [];
         const errors: string[] = [];
         progress.report({ message: job.initialMessage });
-        const ticker = job.tick
-          ? setInterval(() => progress.report({ message: job.tick?.(Math.round((Date.now() - started) / 1000)) }), 1000)
-          : undefined;
         const cancel = token.onCancellationRequested(() => {
           cancelled = true;
           output.appendLine(`${job.label}: cancelled by the user; stopping it`);
@@ -91,12 +86,7 @@ export async function runCli(job: CliJob, output: vscode.OutputChannel): Promise
           output.append(chunk);
           errors.push(chunk);
         });
-        const done = () => {
-          cancel.dispose();
-          if (ticker) {
-            clearInterval(ticker);
-          }
-        };
+        const done = () => cancel.dispose();
         child.on('error', (err) => {
           done();
           resolve({ kind: 'failed', message: `could not run ${launch.python}: ${err.message}` });
@@ -119,6 +109,51 @@ export async function runCli(job: CliJob, output: vscode.OutputChannel): Promise
         });
       }),
   );
+}
+
+/** One `--progress json` line of the CLI. */
+interface ProgressLine {
+  event: 'progress';
+  stage: string;
+  name: string;
+  done: number;
+  total: number;
+  elapsed: number;
+}
+
+function parseProgress(line: string): ProgressLine | undefined {
+  if (!line.startsWith('{')) {
+    return undefined;
+  }
+  try {
+    const value = JSON.parse(line);
+    return value?.event === 'progress' ? (value as ProgressLine) : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+function stageLabel(stage: string): string {
+  return ({ import: 'Import', relax: 'Relax', tir: 'TIR', code: 'Codegen', run: 'Running', write: 'Writing' } as Record<string, string>)[stage] ?? stage;
+}
+
+/** An `onLine` for a run with `--progress json`: each progress line moves the notification
+ * ("Relax · step 12 of 76 · FuseOps · 3 s"); other lines are left to the log. */
+export function progressLines(): NonNullable<CliJob['onLine']> {
+  let percent = 0;
+  return (line, progress) => {
+    const event = parseProgress(line);
+    if (!event) {
+      return false;
+    }
+    const now = event.total ? (100 * event.done) / event.total : percent;
+    progress.report({
+      increment: Math.max(0, now - percent),
+      message: `${stageLabel(event.stage)} · step ${event.done} of ${event.total} · ${event.name} · ${Math.round(event.elapsed)} s`,
+    });
+    percent = Math.max(percent, now);
+    return true;
+  };
 }
 
 /** The CLI's one error line ("tvm-explorer: error: …"), without its prefix. */

@@ -9,7 +9,7 @@
 import * as fs from 'fs';
 import * as path from 'path';
 import * as vscode from 'vscode';
-import { runCli, SHOW_OUTPUT } from './cliRun';
+import { progressLines, runCli, SHOW_OUTPUT } from './cliRun';
 
 /** What to compile, as chosen by the user. */
 export interface CompileRequest {
@@ -21,16 +21,6 @@ export interface CompileRequest {
   profile?: boolean;
   /** `--numerics` (`fused`) or `--numerics-unfused`: compare every layer with the reference. */
   numerics?: 'fused' | 'unfused';
-}
-
-/** One `--progress json` line of the CLI. */
-interface ProgressLine {
-  event: 'progress';
-  stage: string;
-  name: string;
-  done: number;
-  total: number;
-  elapsed: number;
 }
 
 const TARGETS: { label: CompileRequest['target']; description: string; detail: string }[] = [
@@ -147,7 +137,6 @@ export type CompileOutcome =
 
 /** Runs the compile behind a cancellable progress notification. */
 export async function runCompile(req: CompileRequest, output: vscode.OutputChannel): Promise<CompileOutcome | undefined> {
-  let percent = 0;
   const outcome = await runCli({
     label: 'Compile',
     title: `Compiling ${path.basename(req.model)} for ${req.target}`,
@@ -155,37 +144,9 @@ export async function runCompile(req: CompileRequest, output: vscode.OutputChann
     cwd: path.dirname(req.model),
     initialMessage: 'planning the pipeline…',
     cancelledMessage: 'cancelled; a previous bundle is unchanged',
-    onLine: (line, progress) => {
-      const event = parseProgress(line);
-      if (!event) {
-        return false;
-      }
-      const now = event.total ? (100 * event.done) / event.total : percent;
-      progress.report({
-        increment: Math.max(0, now - percent),
-        message: `${stageLabel(event.stage)} · step ${event.done} of ${event.total} · ${event.name} · ${Math.round(event.elapsed)} s`,
-      });
-      percent = Math.max(percent, now);
-      return true;
-    },
+    onLine: progressLines(),
   }, output);
   return outcome?.kind === 'ok' ? { kind: 'ok', bundle: req.output } : outcome;
-}
-
-function parseProgress(line: string): ProgressLine | undefined {
-  if (!line.startsWith('{')) {
-    return undefined;
-  }
-  try {
-    const value = JSON.parse(line);
-    return value?.event === 'progress' ? (value as ProgressLine) : undefined;
-  } catch {
-    return undefined;
-  }
-}
-
-function stageLabel(stage: string): string {
-  return ({ import: 'Import', relax: 'Relax', tir: 'TIR', code: 'Codegen', run: 'Running', write: 'Writing' } as Record<string, string>)[stage] ?? stage;
 }
 
 /**

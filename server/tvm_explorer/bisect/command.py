@@ -27,6 +27,9 @@ def add_parser(sub) -> None:
     p.add_argument("-o", "--output", metavar="BUNDLE",
                    help="also write the bundle (with bisect.json), so the culprit's diff can be opened")
     p.add_argument("--json", action="store_true")
+    p.add_argument("--progress", choices=("auto", "bar", "json", "none"), default="auto",
+                   help="progress of the compile and of each build of the search: a bar on a "
+                        "terminal (auto), JSON lines on stdout (json), or none")
     p.add_argument("--timeout", type=float, default=1800.0, metavar="SECONDS",
                    help="stop a bisection that runs longer (default 1800; 0: never)")
     p.add_argument("--in-process", action="store_true", help=argparse.SUPPRESS)
@@ -73,7 +76,9 @@ def bisect_compiled(model, target: str, inputs: dict, session, recorder, pipelin
     ref = run_reference(reference, inputs) if reference else None
     quant = quantization_of(model.path)
     pipeline = make_pipeline(pipeline_spec, make_target(target)) if pipeline_spec else None
-    b = Bisector(model, target, inputs, session.origins, recorder, session.final_relax, pipeline, ref, quant)
+    announce = (lambda what: session.progress.starting("run", what)) if session.progress is not None else None
+    b = Bisector(model, target, inputs, session.origins, recorder, session.final_relax, pipeline, ref, quant,
+                 announce=announce)
     culprit = layer = None
     layers: list = []
     before_err = after_err = None
@@ -239,11 +244,15 @@ def _bisect(args) -> dict:
                                        args.reference, session.writer.passes)
         return {BISECT_FILE: json.dumps(held["data"], indent=1)}
 
-    compile_model(args.model, args.output, args.target, after_build=after_build if args.output else None,
-                  pipeline=args.pipeline, on_session=on_session)
-    if "data" not in held:
-        held["data"] = bisect_compiled(model, args.target, inputs, held["session"], recorder,
-                                       args.pipeline, args.reference, None)
+    from ..progress.display import progress_display
+
+    with progress_display(getattr(args, "progress", "none")) as on_progress:
+        compile_model(args.model, args.output, args.target,
+                      after_build=after_build if args.output else None,
+                      pipeline=args.pipeline, on_session=on_session, on_progress=on_progress)
+        if "data" not in held:
+            held["data"] = bisect_compiled(model, args.target, inputs, held["session"], recorder,
+                                           args.pipeline, args.reference, None)
     return held["data"]
 
 

@@ -44,7 +44,7 @@ class Bisector:
     """Builds and runs snapshots on demand (each once) and compares them with the baseline."""
 
     def __init__(self, model: LoadedModel, target: str, inputs: dict, origins, recorder: SnapshotRecorder,
-                 final_relax, pipeline, reference: ReferenceRun | None, quant: dict):
+                 final_relax, pipeline, reference: ReferenceRun | None, quant: dict, announce=None):
         self.model, self.target, self.inputs, self.origins = model, target, inputs, origins
         self.snapshots: list[Snapshot] = recorder.snapshots
         self.tir_passes = list(recorder.tir_passes)
@@ -53,6 +53,7 @@ class Bisector:
         self.output_names = [t.name for t in model.subgraphs[0].outputs] if model.subgraphs else []
         self.relax_done: dict[int, Evaluated] = {}
         self.tir_done: list[Evaluated] = []
+        self.announce = announce  # called with what is built next (progress), if given
         self.baseline = self._baseline()
 
     # -- baseline and errors -------------------------------------------------------------
@@ -84,6 +85,8 @@ class Bisector:
         if got is not None:
             return got
         snap = self.snapshots[k]
+        if self.announce is not None:
+            self.announce(f"bisect: the module after {snap.name} (pass {snap.index})")
         try:
             run = run_snapshot(self.model, self.origins, snap, self.target, self.inputs)
         except ExplorerError:
@@ -132,6 +135,9 @@ class Bisector:
     def full(self, disabled: list[str]) -> Evaluated:
         """The whole pipeline rebuilt with ``disabled`` passes left out, run and compared."""
         start = self.snapshots[0].mod
+        if self.announce is not None:
+            self.announce("bisect: the real build" if not disabled else
+                          f"bisect: the build without {', '.join(disabled)}"[:120])
         try:
             run = run_full(self.model, self.origins, start, self.final_relax, self.target,
                            self.pipeline, disabled, self.inputs)
