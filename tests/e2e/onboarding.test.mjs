@@ -32,6 +32,9 @@ before(async () => {
       execFileSync(PYTHON, ['-c', 'import sys; sys.path.insert(0, "tests");'
         + ' from frontends.onnx_graphs import conv_block; conv_block(sys.argv[1])', join(folder, 'block.onnx')],
       { cwd: REPO, stdio: ['ignore', 'ignore', 'inherit'], timeout: 120000 });
+      execFileSync(PYTHON, ['-c', 'import sys, numpy as np;'
+        + ' np.savez(sys.argv[1], x=np.full((1, 3, 8, 8), 0.25, np.float32))', join(folder, 'block_inputs.npz')],
+      { stdio: ['ignore', 'ignore', 'inherit'], timeout: 120000 });
       // A pipeline with a planted add→subtract pass, importable from the model's folder.
       copyFileSync(join(REPO, 'tests', 'numerics', 'planted_pipes.py'), join(folder, 'planted_pipes.py'));
       return folder;
@@ -69,8 +72,9 @@ function explorerRow(page, name) {
   return page.locator('.explorer-folders-view .monaco-list-row', { hasText: name }).first();
 }
 
-/** Answers the three questions of Compile Model…: target, options (labels to tick), output folder. */
-async function answerCompileQuestions(page, { target, output, options = [] }) {
+/** Answers the three questions of Compile Model…: target, options (labels to tick; with
+ * "Inputs from a file…", `inputsFile` is typed into the file dialog), output folder. */
+async function answerCompileQuestions(page, { target, output, options = [], inputsFile }) {
   const input = page.locator('.quick-input-widget input');
   await input.waitFor({ state: 'visible' });
   await page.locator('.quick-input-list .monaco-list-row', { hasText: target }).first().waitFor();
@@ -88,6 +92,13 @@ async function answerCompileQuestions(page, { target, output, options = [] }) {
   if (options.length) await screenshot(page, `onboarding-options-${options.join('-').replace(/[^A-Za-z]+/g, '')}`);
   await sleep(200);
   await page.keyboard.press('Enter'); // the options ticked (none: fine)
+  if (inputsFile) {
+    // code-server's file dialog is a quick input holding a path.
+    await page.locator('.quick-input-widget .quick-input-title', { hasText: 'inputs (.npz' }).waitFor();
+    await input.fill(inputsFile);
+    await sleep(300);
+    await page.keyboard.press('Enter');
+  }
   await page.locator('.quick-input-widget .quick-input-title', { hasText: 'bundle folder' }).waitFor();
   const value = await input.inputValue();
   if (output) {
@@ -209,13 +220,15 @@ test('Cancel stops a compile and keeps the previous bundle', async () => {
   assert.ok(leftovers, `temporary folders left: ${readdirSync(folder)}`);
 });
 
-test('an ONNX model compiles from the explorer context menu with Profile and Numerics', async () => {
+test('an ONNX model compiles from the explorer context menu with Profile, Numerics and given inputs', async () => {
   const { page } = session;
   await runCommand(page, 'View: Show Explorer');
   await explorerRow(page, 'block.onnx').click({ button: 'right' });
   await screenshot(page, 'onboarding-10-onnx-context-menu');
   await chooseCompileInContextMenu(page);
-  const proposed = await answerCompileQuestions(page, { target: 'llvm', options: ['Profile', 'Numerics'] });
+  const proposed = await answerCompileQuestions(page, {
+    target: 'llvm', options: ['Profile', 'Numerics', 'Inputs from a file'], inputsFile: join(folder, 'block_inputs.npz'),
+  });
   assert.equal(proposed, join(folder, 'block.bundle'));
   const bundle = join(folder, 'block.bundle');
   // The notification shows the run steps after the compile; the bundle then opens in the pass view.
@@ -238,6 +251,7 @@ test('an ONNX model compiles from the explorer context menu with Profile and Num
   assert.ok(costs.profile, 'costs.json has no profile');
   const numerics = JSON.parse(readFileSync(join(bundle, 'numerics.json'), 'utf8'));
   assert.match(numerics.reference, /^onnxruntime /);
+  assert.equal(numerics.inputs, join(folder, 'block_inputs.npz'));
   assert.equal(numerics.first_divergence, null);
   await runCommand(page, 'TVM Explorer: Focus on Numerics View');
   const row = page.getByRole('treeitem', { name: /^node 4 Mul / });

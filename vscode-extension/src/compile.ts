@@ -21,6 +21,8 @@ export interface CompileRequest {
   profile?: boolean;
   /** `--numerics` (`fused`) or `--numerics-unfused`: compare every layer with the reference. */
   numerics?: 'fused' | 'unfused';
+  /** `--inputs X.npz` for profiling and numerics (default: seeded random values). */
+  inputs?: string;
 }
 
 const TARGETS: { label: CompileRequest['target']; description: string; detail: string }[] = [
@@ -45,6 +47,9 @@ export function compileArgs(req: CompileRequest): string[] {
   }
   if (req.numerics) {
     args.push(req.numerics === 'unfused' ? '--numerics-unfused' : '--numerics');
+  }
+  if (req.inputs && (req.profile || req.numerics)) {
+    args.push('--inputs', req.inputs);
   }
   return args;
 }
@@ -106,14 +111,32 @@ async function ask(modelArg: vscode.Uri | undefined): Promise<CompileRequest | u
   const profile = { label: 'Profile', description: '--profile', detail: 'Run the built model on this CPU and time every kernel call: measured cost per layer (Hot Layers view, hover)' };
   const numerics = { label: 'Numerics', description: '--numerics', detail: "Run the built model and the model's own engine (LiteRT, onnxruntime, eager PyTorch) on the same inputs and compare every layer (Numerics view)" };
   const unfused = { label: 'Numerics, unfused too', description: '--numerics-unfused', detail: 'Numerics, plus a build without operator fusion, so layers hidden inside fused kernels are compared one by one' };
+  const inputs = { label: 'Inputs from a file…', description: '--inputs', detail: 'Profile and numerics run on these inputs (an .npz of arrays named like the model inputs) instead of seeded random values; needed for inputs of open size' };
   // Profiling and numerics run the model here: CPU targets only (cuda needs a GPU).
-  const runs = target.label === 'cuda' ? [] : [profile, numerics, unfused];
+  const runs = target.label === 'cuda' ? [] : [profile, numerics, unfused, inputs];
   const options = await vscode.window.showQuickPick([exact, ...runs], {
     title: `Compile ${name} for ${target.label} (2/3): options (none picked is fine)`,
     canPickMany: true,
   });
   if (!options) {
     return undefined;
+  }
+  let inputFile: string | undefined;
+  if (options.includes(inputs)) {
+    if (!options.some((o) => o === profile || o === numerics || o === unfused)) {
+      void vscode.window.showWarningMessage('TVM Explorer: inputs are for Profile and Numerics; none of them was picked, so they are not used.');
+    } else {
+      const picked = await vscode.window.showOpenDialog({
+        title: `Compile ${name}: inputs (.npz, arrays named like the model inputs)`,
+        canSelectMany: false,
+        filters: { 'NumPy arrays': ['npz'] },
+        defaultUri: vscode.Uri.file(path.dirname(model)),
+      });
+      inputFile = picked?.[0]?.fsPath;
+      if (!inputFile) {
+        return undefined;
+      }
+    }
   }
   const output = await askBundleFolder(`Compile ${name} for ${target.label} (3/3): bundle folder`, defaultOutput(model));
   if (!output) {
@@ -126,6 +149,7 @@ async function ask(modelArg: vscode.Uri | undefined): Promise<CompileRequest | u
     output,
     profile: options.includes(profile),
     numerics: options.includes(unfused) ? 'unfused' : options.includes(numerics) ? 'fused' : undefined,
+    inputs: inputFile,
   };
 }
 
