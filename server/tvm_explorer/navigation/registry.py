@@ -132,7 +132,8 @@ def load(root: Path, on_document: Callable[[int, int, str], None] | None = None)
     """Load and fully read the bundle at ``root``. Raises BundleError if it is unusable.
 
     Retries when the bundle is replaced while being read, so the result never mixes two
-    compiles."""
+    compiles; ``view.signature`` is the signature of the version read (not of the one there
+    when the load began), which is what the registry must remember for it."""
     for _ in range(5):
         before = signature(root)
         if before is None:
@@ -147,7 +148,9 @@ def load(root: Path, on_document: Callable[[int, int, str], None] | None = None)
                 continue
             raise
         if signature(root) == before:
-            return BundleView(bundle, problems)
+            view = BundleView(bundle, problems)
+            view.signature = before
+            return view
     raise BundleError(f"{root}: bundle keeps changing while being read")
 
 

@@ -277,6 +277,9 @@ class BundleView:
         self.bundle = bundle
         self.root: Path = bundle.root
         self.problems = list(problems or [])
+        # The directory's signature when this version was read (set by registry.load): what
+        # the watcher compares with, so a bundle swapped during the read is seen as changed.
+        self.signature = None
         self._layer_map: LayerMap | None = None
         self._line_indexes: OrderedDict[tuple[str, str], LineIndex] = OrderedDict()
         self._key_layers: dict[str, dict[str, tuple[bool, frozenset[int]]]] = {}

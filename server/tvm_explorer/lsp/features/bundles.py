@@ -240,7 +240,10 @@ class BundleWatcher:
                 self._loaded(root)
                 self._report(f"TVM Explorer: cannot load bundle {root}: {err!r}")
                 continue
-            registry.install(root, view, sig)
+            # The version read may be newer than the one seen before the load (swapped while
+            # it was read): remember its own signature, or a swap back to the older one
+            # would look like "unchanged" and the newer version would stay loaded for good.
+            registry.install(root, view, view.signature or sig)
             self._loaded(root)
             logger.info("loaded bundle %s: %d documents in %.0f ms", root,
                         len(view.bundle.documents), 1000 * (time.perf_counter() - started))
