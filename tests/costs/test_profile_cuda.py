@@ -52,6 +52,24 @@ def test_profiling_process_without_the_device_says_so(gt_model):
         measure_on_device(result.executable, "cuda", [np.zeros((1, 8, 8, 3), np.float32)], 1)
 
 
+def test_profiling_process_imports_nothing_from_the_working_directory(gt_model, tmp_path, monkeypatch):
+    # Issue 26: `python -m` put the cwd first on sys.path; a compile --profile run in a folder
+    # holding a tvm_explorer/ (or tvm/, numpy/) ran it in the profiling process.
+    import numpy as np
+
+    from tests.lsp.hostile import plant_package
+    from tvm_explorer.costs.profile import measure_on_device
+
+    result = compile_model(gt_model, None, "llvm")
+    marker = tmp_path / "PLANTED-CODE-RAN"
+    for name in ("tvm_explorer", "tvm", "numpy"):
+        plant_package(tmp_path / "ws", marker, name)
+    monkeypatch.chdir(tmp_path / "ws")
+    monkeypatch.delenv("PYTHONSAFEPATH", raising=False)
+    measured = measure_on_device(result.executable, "cpu", [np.zeros((1, 8, 8, 3), np.float32)], 1)
+    assert measured is not None and not marker.exists()
+
+
 @needs_gpu
 def test_cuda_profile_ranks_the_dominant_layer_and_adds_up(tmp_path):
     model = gpu_dominant_dense(tmp_path / "gpu_dense.tflite")

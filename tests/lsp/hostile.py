@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import queue
+import re
 import subprocess
 import sys
 import threading
@@ -136,6 +137,46 @@ class RawServer:
     def stderr(self) -> str:
         """What the server logged (after ``close``)."""
         return self.proc.stderr.read().decode("utf-8", "replace")
+
+
+def plant_package(folder: Path, marker: Path, name: str = "tvm_explorer") -> Path:
+    """A package ``name`` planted in ``folder`` whose import (or ``-m`` run) writes ``marker``:
+    a bundle, workspace or working directory handed to the user with code in it."""
+    pkg = folder / name
+    pkg.mkdir(parents=True, exist_ok=True)
+    plant = f"open({str(marker)!r}, 'w').write('ran')\n"
+    for module in ("__init__.py", "__main__.py"):
+        (pkg / module).write_text(plant)
+    return pkg
+
+
+def console_script() -> Path:
+    """The installed ``tvm-explorer`` command (next to this interpreter, as pip puts it)."""
+    script = Path(sys.executable).parent / "tvm-explorer"
+    assert script.exists(), f"{script} is missing: install the package (pip install -e .)"
+    return script
+
+
+def documented_server_launches(repo: Path) -> list[list[str]]:
+    """Every server command line the docs give (README.md, docs/vscode.md's Neovim configs),
+    with ``~/src/tvm-explorer/.venv/bin/`` and ``.venv/bin/`` made this interpreter's folder."""
+    bin_dir = Path(sys.executable).parent
+    found = []
+    vscode = (repo / "docs" / "vscode.md").read_text()
+    for m in re.finditer(r"cmd = \{ vim\.fn\.expand\('~/src/tvm-explorer/\.venv/bin/([^']+)'\)"
+                         r"((?:, '[^']*')*) \}", vscode):
+        found.append([str(bin_dir / m.group(1)), *re.findall(r"'([^']*)'", m.group(2))])
+    for m in re.finditer(r"^\.venv/bin/(\S+) (serve)\b", (repo / "README.md").read_text(), re.M):
+        found.append([str(bin_dir / m.group(1)), m.group(2)])
+    return found
+
+
+def pad_index(bundle: Path, size: int) -> None:
+    """Grow ``index.json`` to at least ``size`` bytes with trailing whitespace (still the same
+    JSON): a small real bundle whose index a worker process parses."""
+    index = bundle / "index.json"
+    with open(index, "ab") as f:
+        f.write(b" " * max(0, size - index.stat().st_size))
 
 
 def write_nested_bundle(root: Path, depth: int, doc: str = "tir/000-input.tir") -> Path:

@@ -8,6 +8,7 @@ import * as cp from 'child_process';
 import * as vscode from 'vscode';
 import { resolveServerLaunch } from './config';
 import { preflight } from './preflight';
+import { serverEnvironment } from './serverProcess';
 
 export const SHOW_OUTPUT = 'Show Output';
 const OPEN_SETTINGS = 'Open Settings';
@@ -57,7 +58,8 @@ export async function runCli(job: CliJob, output: vscode.OutputChannel): Promise
         const started = Date.now();
         const child = cp.spawn(launch.python, job.args, {
           cwd: launch.cwd ?? job.cwd,
-          env: { ...process.env, PYTHONUNBUFFERED: '1' },
+          // As the server: PYTHONSAFEPATH keeps the working directory off sys.path.
+          env: serverEnvironment(),
           stdio: ['ignore', 'pipe', 'pipe'],
         });
         let cancelled = false;

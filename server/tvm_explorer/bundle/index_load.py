@@ -21,6 +21,7 @@ from operator import le as _le
 from pathlib import Path
 from typing import Callable, NamedTuple
 
+from ..child_python import python_module_command
 from ..errors import BundleError
 from .format import SCHEMA_VERSION
 from .index import KIND_CODES, DocumentIndex, Strings
@@ -287,9 +288,10 @@ def _parse_in_worker(data: bytes, where: Path, prepare: Prepare | None = None) -
     env["PYTHONPATH"] = os.pathsep.join(p for p in (package_root, env.get("PYTHONPATH")) if p)
     try:
         worker = subprocess.Popen(
-            # -S: no site-packages (the worker needs only the standard library and this
-            # package, on PYTHONPATH), which starts it ~20 ms sooner
-            [sys.executable, "-S", "-m", __name__, str(where)], stdin=subprocess.PIPE,
+            # site=False (-S): no site-packages (the worker needs only the standard library and
+            # this package, on PYTHONPATH), which starts it ~20 ms sooner; never the cwd (the
+            # bundle or workspace the user stands in)
+            python_module_command(__name__, str(where), site=False), stdin=subprocess.PIPE,
             stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env)
     except (OSError, subprocess.SubprocessError):
         return None

@@ -247,9 +247,10 @@ def measure_on_device(executable, device: str, arrays, repeat: int, timeout: flo
     context does not survive ``fork``, and a fresh process needs none of the compile's).
     Raises ProfileFailed with a reason."""
     import subprocess
-    import sys
 
     import numpy as np
+
+    from ..child_python import python_module_command
 
     with tempfile.TemporaryDirectory(prefix="tvm-explorer-profile-") as workdir:
         lib = os.path.join(workdir, "model.so")
@@ -259,7 +260,7 @@ def measure_on_device(executable, device: str, arrays, repeat: int, timeout: flo
             raise ProfileFailed(f"the system compiler rejected the generated code: {first_line(err)}") from None
         inputs, result = os.path.join(workdir, "inputs.npz"), os.path.join(workdir, "result.json")
         np.savez(inputs, *arrays)
-        cmd = [sys.executable, "-m", "tvm_explorer.costs.runner", lib, inputs, str(repeat), device, result]
+        cmd = python_module_command("tvm_explorer.costs.runner", lib, inputs, str(repeat), device, result)
         try:
             proc = subprocess.run(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                                   stderr=subprocess.PIPE, text=True, timeout=timeout,
