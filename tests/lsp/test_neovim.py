@@ -1,7 +1,8 @@
 """A Neovim user's view: Debian's Neovim (0.7) runs headless with no config, starts the server
 through its built-in LSP client (vim.lsp.start_client) and asks definition on a Relax variable
-use and declaration from a C conv line (vim.lsp.buf_request_sync). Skipped only where nvim is
-not installed, outside CI."""
+use and declaration from a C conv line (vim.lsp.buf_request_sync), with the server command
+docs/vscode.md gives (a tvm_explorer/ planted in nvim's directory must not run). Skipped only
+where nvim is not installed, outside CI."""
 
 from __future__ import annotations
 
@@ -10,17 +11,18 @@ import os
 import re
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from tvm_explorer.bundle.reader import Bundle
 
+from .hostile import documented_server_launches, plant_package
 from .test_ir_navigation import fuse_ops_doc, main_body, pos
 from .test_stage_jumps import C_ACCUMULATE, conv_update
 
-SCRIPT = Path(__file__).resolve().parents[1] / "neovim" / "lsp_queries.lua"
+REPO = Path(__file__).resolve().parents[2]
+SCRIPT = REPO / "tests" / "neovim" / "lsp_queries.lua"
 
 
 def _nvim() -> str:
@@ -57,9 +59,14 @@ def test_neovim_definition_and_declaration(real_workspace, tmp_path):
         ("textDocument/declaration", "code/module.c", pos(c_text, store)),
         ("textDocument/declaration", last_relax, pos(bundle.text(last_relax), call)),
     ]
+    # The command docs/vscode.md gives Neovim users, started (Neovim 0.7: in nvim's working
+    # directory) where a tvm_explorer/ is planted: it must not run (issue 26).
+    neovim_cmd = next(c for c in documented_server_launches(REPO) if c[-1] == "serve")
+    marker = tmp_path / "PLANTED-CODE-RAN"
+    plant_package(tmp_path, marker)
     spec = tmp_path / "queries.json"
     spec.write_text(json.dumps({
-        "cmd": [sys.executable, "-m", "tvm_explorer", "serve"],
+        "cmd": neovim_cmd,
         "root": str(real_workspace["folder"]),
         "queries": [{"method": m, "file": str(bundle.root / f), "line": p.line, "character": p.character}
                     for m, f, p in queries],
@@ -79,3 +86,4 @@ def test_neovim_definition_and_declaration(real_workspace, tmp_path):
     assert got.startswith(c_text[store:].split("[", 1)[0] + "[")
     rel, got = _text_at(bundle, to_model[0])
     assert rel == "model.tflgraph" and got.startswith("op 2 CONV_2D")
+    assert not marker.exists(), f"{neovim_cmd} imported tvm_explorer from nvim's directory"
