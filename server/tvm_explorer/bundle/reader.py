@@ -105,6 +105,18 @@ others are read again from disk when asked for (a 4 MB document in ~1.5 ms here,
 file held open since the load)."""
 
 
+def _check_model_and_tool(path: Path, manifest: dict) -> None:
+    """``model`` and ``tool`` are objects (their fields are read with ``.get``); the model's
+    ``file``, ``sha256`` and ``kind`` are strings."""
+    for key in ("model", "tool"):
+        if key in manifest and not isinstance(manifest[key], dict):
+            raise BundleError(f"{path}: '{key}' must be an object, not {type(manifest[key]).__name__}")
+    for key in ("file", "sha256", "kind"):
+        value = manifest.get("model", {}).get(key)
+        if value is not None and not isinstance(value, str):
+            raise BundleError(f"{path}: 'model.{key}' must be a string, not {type(value).__name__}")
+
+
 class BundleChanged(BundleError):
     """A document is no longer the file the bundle was loaded with (a recompile or a copy
     replaced it): nothing from it is answered; the watcher reloads the whole bundle."""
@@ -362,6 +374,7 @@ class Bundle:
             for key in ("units", "attributed", "tir_units", "tir_attributed"):
                 if key in entry and not isinstance(entry[key], int):
                     raise BundleError(f"{path}: pass entry {i} has a non-integer '{key}'")
+        _check_model_and_tool(path, manifest)
         return manifest
 
     def _load_layers(self, raw) -> list[Layer]:

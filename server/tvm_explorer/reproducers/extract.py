@@ -14,6 +14,7 @@ from ..errors import ExplorerError
 from ..model.names import layer_name
 from .harness import HARNESS
 from .reference import ReferenceBuilder
+from .script_text import check_functions, comment, tvm_import
 from .signature import Argument, read_signature
 
 _BASE_IMPORTS = ("from tvm.script import ir as I", "from tvm.script import tirx as T",
@@ -182,9 +183,9 @@ def _imports(bundle: Bundle, path: str) -> list[str]:
     for line in bundle.text(path).split("\n"):
         if not line.startswith("#"):
             break
-        m = re.match(r"#\s*(from [\w.]+ import \w+(?: as \w+)?)\s*$", line)
-        if m and m.group(1) not in out:
-            out.append(m.group(1))
+        found = tvm_import(line[1:].strip(" "))
+        if found and found not in out:
+            out.append(found)
     return out
 
 
@@ -267,25 +268,35 @@ def extract(bundle_path: str | os.PathLike, name: str | None = None, *,
     tvm_version = (manifest.get("tool") or {}).get("tvm", "?")
     what = (f"kernels of {describe_layer(layers[0])}" if layer is not None
             else f"kernel{'s' if len(kernels) > 1 else ''} {', '.join(kernels)}")
+    # Every line is one comment: bundle strings pass through comment() (see script_text.py).
     header = [
-        f"# Reproducer: {what}",
-        f"# Written by tvm-explorer {__version__} from bundle {bundle.root}",
-        f"# Model:     {model.get('file', '?')} (sha256 {str(model.get('sha256', '?'))[:16]})",
-        "# Layer(s):  " + ("; ".join(describe_layer(l) for l in layers) or "unknown"),
-        f"# Kernels:   {', '.join(kernels)}",
-        f"# Pass:      {pidx} {pname} ({path})",
-        f"# Target:    {target}" + (" (on a machine without a GPU only the CUDA source is "
-                                     "built)" if target == "cuda" else ""),
-        f"# TVM:       {tvm_version} (compiled the bundle); needs only tvm and numpy",
-        f"# Reference: the layer's own Relax ops from {builder.import_doc}, built for llvm "
-        "(bindings " + "; ".join(
-            f"{k}: {src}" if len(kernels) > 1 else src for k, src in zip(kernels, sources)) + ")",
+        f"# Reproducer: {comment(what)}",
+        f"# Written by tvm-explorer {__version__} from bundle {comment(bundle.root)}",
+        f"# Model:     {comment(model.get('file', '?'))} (sha256 {comment(str(model.get('sha256', '?'))[:16])})",
+        "# Layer(s):  " + (comment("; ".join(describe_layer(l) for l in layers)) or "unknown"),
+        f"# Kernels:   {comment(', '.join(kernels))}",
+        f"# Pass:      {pidx} {comment(pname)} ({comment(path)})",
+        f"# Target:    {comment(target)}" + (" (on a machine without a GPU only the CUDA source "
+                                              "is built)" if target == "cuda" else ""),
+        f"# TVM:       {comment(tvm_version)} (compiled the bundle); needs only tvm and numpy",
+        f"# Reference: the layer's own Relax ops from {comment(builder.import_doc)}, built for "
+        "llvm (bindings " + comment("; ".join(
+            f"{k}: {src}" if len(kernels) > 1 else src for k, src in zip(kernels, sources))) + ")",
         "# Run:       python this_script.py  (exit 0: every kernel matches its reference)",
     ]
+    for k, text in zip(kernels, kernel_texts):
+        check_functions(text, f"{k} in {path}")
+    for k, text in zip(kernels, reference_texts):
+        check_functions(text, f"the reference of {k} (from {builder.import_doc})")
     body = [
         "\n".join(header),
         "",
         "import sys",
+        "",
+        "# Nothing is imported from this script's folder (it lies next to the bundle).",
+        "if not (getattr(sys.flags, 'safe_path', False) or sys.flags.isolated):",
+        "    del sys.path[0]",
+        "",
         "import time",
         "",
         "import numpy as np",
@@ -327,11 +338,18 @@ def default_output(bundle_path: str | os.PathLike, repro: Reproducer) -> Path:
 def write(repro: Reproducer, output: str | os.PathLike) -> Path:
     """Write the script (whole or not at all)."""
     out = Path(output)
+    try:
+        data = repro.text.encode("utf-8")
+    except UnicodeEncodeError as err:  # a lone surrogate that escaped comment() and repr()
+        raise ExplorerError(f"{out}: the reproducer holds a character UTF-8 cannot encode "
+                            f"({err.object[err.start:err.end]!r}); nothing written") from None
     tmp = out.with_name(f".{out.name}.tmp-{os.getpid()}")
     try:
-        tmp.write_text(repro.text, encoding="utf-8")
+        tmp.write_bytes(data)
         os.replace(tmp, out)
-    except OSError as err:
+    except BaseException as err:
         tmp.unlink(missing_ok=True)
-        raise ExplorerError(f"{out}: cannot write the reproducer ({err.strerror})") from None
+        if isinstance(err, OSError):
+            raise ExplorerError(f"{out}: cannot write the reproducer ({err.strerror})") from None
+        raise
     return out
