@@ -89,6 +89,12 @@ DAMAGE = {
                                    os.symlink(r / C, r / "code" / "loop")), "cannot be resolved", True),
     "bad pass entry": (lambda r, s: edit_json(r / "manifest.json", lambda m: m["passes"].append({"index": "x"})),
                        "pass entry", True),
+    "model a string": (lambda r, s: edit_json(r / "manifest.json", lambda m: m.update(model="str")),
+                       "'model' must be an object, not str", True),
+    "model file a list": (lambda r, s: edit_json(r / "manifest.json", lambda m: m["model"].update(file=[1])),
+                          "'model.file' must be a string, not list", True),
+    "tool a string": (lambda r, s: edit_json(r / "manifest.json", lambda m: m.update(tool="0.27")),
+                      "'tool' must be an object, not str", True),
     "fifo manifest": (lambda r, s: ((r / "manifest.json").unlink(), os.mkfifo(r / "manifest.json")),
                       "not a regular file", True),
     # These fail only when the damaged document is read (the rest of the bundle works).
@@ -167,11 +173,13 @@ def test_origins_command_reports_the_damaged_document(good, tmp_path):
 
 # -- nothing executable ----------------------------------------------------------------------
 LOADER_MODULES = ("bundle/reader.py", "bundle/index.py", "bundle/index_load.py", "bundle/format.py",
+                  "child_python.py",
                   "navigation/registry.py", "navigation/view.py", "costs/model.py", "costs/lookup.py",
                   "costs/table.py")
 # The one process a loader starts: this interpreter, parsing index.json (``index_load``), with
 # a fixed command; the bundle's bytes reach it on stdin, its answer is read with json.loads.
-WORKER_COMMAND = "[sys.executable, '-S', '-m', __name__, str(where)]"
+# (child_python keeps the working directory off sys.path: tests/lsp/test_workspace_isolation.py)
+WORKER_COMMAND = "python_module_command(__name__, str(where), site=False)"
 
 FORBIDDEN_CALLS = {"eval", "exec", "compile", "__import__", "import_module", "load", "loads",
                    "Unpickler", "system", "popen", "Popen", "run", "spawn", "dlopen", "CDLL"}

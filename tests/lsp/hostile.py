@@ -150,6 +150,25 @@ def plant_package(folder: Path, marker: Path, name: str = "tvm_explorer") -> Pat
     return pkg
 
 
+def code_payloads(marker: str = "PWNED") -> list[str]:
+    """Bundle strings that run ``open(marker, 'w')`` if they reach Python source as code: a
+    line break of each kind Python (or an editor) honours, a quote or bracket closing a
+    literal, a lone surrogate (UTF-8 cannot write it)."""
+    run = f"open({marker!r}, 'w')"
+    return [
+        f"x\nimport os; {run}",
+        f"x\r{run}",
+        f"x\r\n{run}  #",
+        f"x\u2028\n{run}",
+        f"x\x0c\n{run}",
+        f"x\\\n{run}",
+        f"x'); {run}  # ",
+        f'x"""; {run}  # ',
+        f"x\x1b[2K\n{run}",
+        "X\ud800",
+    ]
+
+
 def console_script() -> Path:
     """The installed ``tvm-explorer`` command (next to this interpreter, as pip puts it)."""
     script = Path(sys.executable).parent / "tvm-explorer"

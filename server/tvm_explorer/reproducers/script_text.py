@@ -26,8 +26,9 @@ _REPLACED = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
 
 def comment(value: object) -> str:
     """``value`` as text fit for a ``#`` comment: one line, every unprintable character
-    escaped (``\\n``, ``\\x1b``, ``\\u2028``, ``\\ud800``)."""
-    text = str(value)
+    escaped (``\\n``, ``\\x1b``, ``\\u2028``, ``\\ud800``), and ``"`` as ``\\"`` (TVMScript
+    finds a class's source by counting ``\"\"\"`` on every line, comments included)."""
+    text = str(value).replace('"', '\\"')
     if text.isprintable():
         return text
     return "".join(ch if ch.isprintable() else _REPLACED.get(ch) or ch.encode(
