@@ -99,7 +99,7 @@ def _check_function(func: ast.FunctionDef) -> None:
     nodes = [n for n in ast.walk(func) if n is not func and n not in func.decorator_list]
     for node in nodes:
         if isinstance(node, _FORBIDDEN):
-            raise _Refused(node, f"a {type(node).__name__} statement or expression")
+            raise _Refused(node, f"the construct {type(node).__name__}")
         if isinstance(node, ast.Attribute):
             if node.attr.startswith("_"):
                 raise _Refused(node, f"the private attribute .{node.attr}")
@@ -133,7 +133,7 @@ def check_functions(text: str, what: str) -> None:
             raise _Refused(None, f"not Python syntax: {err.msg} at line {err.lineno}") from None
         for stmt in tree.body:
             if not isinstance(stmt, ast.FunctionDef):
-                raise _Refused(stmt, f"a {type(stmt).__name__} statement outside a function")
+                raise _Refused(stmt, f"the statement {type(stmt).__name__} outside a function")
             _check_function(stmt)
     except _Refused as refused:
         where = f" (line {refused.line} of it)" if refused.line else ""
