@@ -144,3 +144,33 @@ def test_manifest_model_not_an_object_is_one_message_everywhere(good, tmp_path, 
         said = _one_error(run_cli(*args, timeout=120))
         assert f"manifest.json: 'model' must be an object, not {type(model).__name__}" in said, said
     assert not (tmp_path / "r.py").exists() and not _leftovers(tmp_path)
+
+
+PRINTED = '''    @T.prim_func(private=True)
+    def f(input: T.Buffer((4,), "float32"), B: T.Buffer((4,), "float32")):
+        T.func_attr({"tirx.noalias": True})
+        for i in T.serial(4):
+            with T.sblock("b"):
+                v_i = T.axis.spatial(4, i)
+                r = T.comm_reducer(lambda x, y: x + y, [T.float32(0.0)])
+                B[v_i] = input[v_i] + T.Cast("float32", B.data[0])'''
+# Shadowing that a line-for-line edit cannot show: a name is bound only where it is bound.
+NOT_PRINTED = {
+    "lambda parameter used outside it": PRINTED.replace("lambda x, y: x + y", "lambda open, y: y")
+    + '\n        open("PWNED", "w")',
+    "parameter named by its own annotation": PRINTED.replace('input: T.Buffer((4,), "float32")',
+                                                             'open: open("PWNED", "w")'),
+    "default": PRINTED.replace('B: T.Buffer((4,), "float32")', 'B=open("PWNED", "w")'),
+    "decorator": PRINTED.replace("@T.prim_func(private=True)", '@T.prim_func(open("PWNED"))'),
+    "other decorator": PRINTED.replace("@T.prim_func(private=True)", "@staticmethod"),
+    "line separator": PRINTED.replace("# ", "") + "  # \u2028open('PWNED', 'w')",
+}
+
+
+def test_check_functions_admits_what_tvm_prints_and_nothing_else():
+    from tvm_explorer.reproducers.script_text import check_functions
+
+    check_functions(PRINTED, "f")  # a parameter may be called `input`; lambdas bind theirs
+    for name, text in NOT_PRINTED.items():
+        with pytest.raises(ExplorerError, match="which TVM does not print"):
+            check_functions(text, name)

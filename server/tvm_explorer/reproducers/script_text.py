@@ -90,30 +90,43 @@ def _check_decorator(node: ast.expr) -> None:
 def _check_function(func: ast.FunctionDef) -> None:
     for decorator in func.decorator_list:
         _check_decorator(decorator)
-    params = {a.arg for a in [*func.args.posonlyargs, *func.args.args, *func.args.kwonlyargs]}
-    lambda_params = set()
-    for node in ast.walk(func):
-        if isinstance(node, ast.Lambda):
-            lambda_params |= {a.arg for a in node.args.args}
-    bound = params | lambda_params
-    nodes = [n for n in ast.walk(func) if n is not func and n not in func.decorator_list]
-    for node in nodes:
-        if isinstance(node, _FORBIDDEN):
-            raise _Refused(node, f"the construct {type(node).__name__}")
-        if isinstance(node, ast.Attribute):
-            if node.attr.startswith("_"):
-                raise _Refused(node, f"the private attribute .{node.attr}")
-            root = _root(node)
-            if not isinstance(root, ast.Name):
-                raise _Refused(node, "an attribute of something other than a name")
-            if isinstance(node.value, ast.Name) and node.value.id in ("T", "R", "I") \
-                    and node.attr in _DENIED_NAMESPACES:
-                raise _Refused(node, f"TVMScript's {node.value.id}.{node.attr}")
-        elif isinstance(node, ast.Name):
-            if node.id.startswith("__"):
-                raise _Refused(node, f"the name {node.id}")
-            if node.id in _DENIED_NAMES and node.id not in bound:
-                raise _Refused(node, f"the name {node.id}")
+    args = func.args
+    params = {a.arg for a in [*args.posonlyargs, *args.args, *args.kwonlyargs]}
+    # Annotations and defaults are evaluated before the parameters are bound.
+    for a in [*args.posonlyargs, *args.args, *args.kwonlyargs]:
+        if a.annotation is not None:
+            _check_expr(a.annotation, frozenset())
+    for default in [*args.defaults, *args.kw_defaults]:
+        if default is not None:
+            _check_expr(default, frozenset())
+    for stmt in func.body:
+        _check_expr(stmt, frozenset(params))
+
+
+def _check_expr(node: ast.AST, bound: frozenset) -> None:
+    """``node`` and everything under it; ``bound`` the names bound when it is evaluated (a
+    lambda's parameters only inside its body)."""
+    if isinstance(node, _FORBIDDEN):
+        raise _Refused(node, f"the construct {type(node).__name__}")
+    if isinstance(node, ast.Attribute):
+        if node.attr.startswith("_"):
+            raise _Refused(node, f"the private attribute .{node.attr}")
+        if not isinstance(_root(node), ast.Name):
+            raise _Refused(node, "an attribute of something other than a name")
+        if isinstance(node.value, ast.Name) and node.value.id in ("T", "R", "I") \
+                and node.attr in _DENIED_NAMESPACES:
+            raise _Refused(node, f"TVMScript's {node.value.id}.{node.attr}")
+    elif isinstance(node, ast.Name):
+        if node.id.startswith("__") or (node.id in _DENIED_NAMES and node.id not in bound):
+            raise _Refused(node, f"the name {node.id}")
+    elif isinstance(node, ast.Lambda):
+        for default in [*node.args.defaults, *node.args.kw_defaults]:
+            if default is not None:
+                _check_expr(default, bound)
+        _check_expr(node.body, bound | {a.arg for a in node.args.args})
+        return
+    for child in ast.iter_child_nodes(node):
+        _check_expr(child, bound)
 
 
 def check_functions(text: str, what: str) -> None:
