@@ -172,3 +172,21 @@ def write_nested_bundle(root: Path, depth: int, doc: str = "tir/000-input.tir") 
     index["documents"]["model.tflgraph"]["ranges"] += model_ranges
     (root / "index.json").write_text(json.dumps(index))
     return root
+
+
+def write_many_documents_bundle(root: Path, count: int) -> Path:
+    """The fake bundle plus ``count`` small TIR documents (``tir/many/NNNNNN.tir``), each
+    listed in the manifest and indexed (no ranges)."""
+    write_fake_bundle(root)
+    manifest = json.loads((root / "manifest.json").read_text())
+    index = json.loads((root / "index.json").read_text())
+    (root / "tir" / "many").mkdir(parents=True)
+    for i in range(count):
+        rel = f"tir/many/{i:06d}.tir"
+        text = f"# document {i}\n"
+        (root / rel).write_text(text)
+        manifest["documents"].append({"path": rel, "stage": "tir", "language": "tvm-tir"})
+        index["documents"][rel] = {"length": len(text), "ranges": []}
+    (root / "index.json").write_text(json.dumps(index))
+    (root / "manifest.json").write_text(json.dumps(manifest))
+    return root
