@@ -121,6 +121,14 @@ class RawServer:
                     return int(line.split()[1]) / 1024
         return 0.0
 
+    def peak_mib(self) -> float:
+        """Highest resident memory of the server process so far (``VmHWM``)."""
+        with open(f"/proc/{self.proc.pid}/status") as f:
+            for line in f:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) / 1024
+        return 0.0
+
     def close(self) -> int:
         """End the process (EOF, then kill if it lingers); returns its status."""
         try:
