@@ -126,3 +126,33 @@ def test_swapping_costs_json_for_a_symlink_never_reads_outside(tmp_path, read):
         thread.join()
     assert swaps > 100 and reads > 50, (swaps, reads, refused)
     assert outside_reads == 0, f"{outside_reads} of {reads} reads came from outside the bundle"
+
+
+def test_out_of_descriptors_is_named_as_the_process_s_not_the_file_s(tmp_path):
+    """Issue 26 item 9: a server out of descriptors reported "cannot read manifest (Too many
+    open files)" about a good manifest. Run in a child whose limit is lowered and used up."""
+    import subprocess
+    import sys
+
+    root = write_fake_bundle(tmp_path / "b")
+    code = f"""
+import os, resource
+from pathlib import Path
+from tvm_explorer.bundle.reader import Bundle
+from tvm_explorer.errors import BundleError
+resource.setrlimit(resource.RLIMIT_NOFILE, (64, 64))
+held = []
+try:
+    while True:
+        held.append(os.open("/dev/null", os.O_RDONLY))
+except OSError:
+    pass
+try:
+    Bundle({str(root)!r})
+except BundleError as err:
+    print(err)
+"""
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert proc.stdout.strip() == (f"{root}/manifest.json: cannot read manifest (this process has "
+                                   "too many files open (its limit is 64); the file itself may be "
+                                   "fine)"), proc.stdout + proc.stderr
