@@ -209,8 +209,8 @@ def _limited_server(nofile: int) -> list[str]:
 def test_a_bundle_of_thousands_of_documents_loads_under_a_low_descriptor_limit(tmp_path):
     """Item 9: the server kept every document of a bundle open; with more documents than its
     descriptor limit the load failed ("cannot read manifest (Too many open files)") and was
-    retried on each rescan. Now a bundle keeps at most 64 open, reads the others again by
-    name (checked to be the same file), and both bundles answer."""
+    retried on each rescan. Now a bundle keeps at most a sixteenth of the limit open (32),
+    reads the others again by name (checked to be the same file), and both bundles answer."""
     ws = tmp_path / "ws"
     many = write_many_documents_bundle(ws / "a-many", 3000)
     index = json.loads((many / "index.json").read_text())

@@ -108,9 +108,23 @@ numerics.json took the server to 3 GB); a real one is a few hundred bytes per la
 of the bundle answers."""
 
 
-MAX_OPEN_DOCUMENTS = 64
-"""Most documents one loaded bundle keeps open (see ``Bundle``): a bundle of 100,000
-documents held every one open and the server ran out of descriptors."""
+MAX_OPEN_DOCUMENTS = 256
+"""Most documents one loaded bundle keeps open (see ``Bundle``; a real bundle has 30-100),
+and at most a sixteenth of the process's open-files limit (``open_documents_cap``): a bundle
+of 100,000 documents held every one open and the server ran out of descriptors."""
+
+
+def open_documents_cap() -> int:
+    """How many documents a bundle loaded now may keep open (``MAX_OPEN_DOCUMENTS``)."""
+    try:
+        import resource
+
+        soft = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+    except (ImportError, OSError, ValueError):
+        return 64
+    if soft == getattr(resource, "RLIM_INFINITY", -1) or soft < 0:
+        return MAX_OPEN_DOCUMENTS
+    return max(8, min(MAX_OPEN_DOCUMENTS, soft // 16))
 
 
 TEXT_CACHE_CHARS = 8 * 1024**2
@@ -333,7 +347,7 @@ class Bundle:
     """A loaded, validated bundle. Document texts are read on demand (the last ones read are
     kept, up to ``TEXT_CACHE_CHARS``); indexes are loaded as compact arrays.
 
-    Versions never mix: the documents read last (``MAX_OPEN_DOCUMENTS``, from ``preload``
+    Versions never mix: the documents read last (``open_documents_cap``, from ``preload``
     on) are kept open, so later reads come from the files it checked even when a recompile
     renamed the bundle away or deleted it; others are opened again (checked inside the
     bundle); and every read compares the file's identity (device, inode, size, modification time) with the one
@@ -369,6 +383,7 @@ class Bundle:
         # the same file (identity), or BundleChanged.
         self._fds: OrderedDict[str, int] = OrderedDict()
         self._fd_lock = threading.Lock()
+        self._open_cap = open_documents_cap()
         weakref.finalize(self, _close_all, self._fds)
         self._texts: OrderedDict[str, str] = OrderedDict()
         self._lock = threading.Lock()
@@ -628,7 +643,7 @@ class Bundle:
             if path in self._fds:
                 return fd
             self._fds[path] = fd
-            while len(self._fds) > MAX_OPEN_DOCUMENTS:
+            while len(self._fds) > self._open_cap:
                 os.close(self._fds.popitem(last=False)[1])
         return None
 
