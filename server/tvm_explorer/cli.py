@@ -361,7 +361,10 @@ def _remove_partial(output: str | None, pid: int) -> None:
 def _load(bundle: str):
     from .bundle.reader import Bundle
 
-    return Bundle(bundle)
+    loaded = Bundle(bundle)
+    for err in loaded.section_errors.values():  # left out; the rest of the bundle answers
+        print(f"tvm-explorer: warning: {err}", file=sys.stderr)
+    return loaded
 
 
 def _run_coverage(args) -> int:

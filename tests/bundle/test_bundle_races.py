@@ -4,10 +4,13 @@ file lies inside the bundle" and the read must be one step (a hostile review swa
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import threading
 import time
+
+import pytest
 
 from lsp.fake_bundle import write_fake_bundle
 from tvm_explorer.bundle.reader import Bundle
@@ -54,3 +57,102 @@ def test_swapping_a_directory_for_a_symlink_never_reads_outside(tmp_path):
         thread.join()
     assert swaps > 100 and reads > 50, (swaps, reads, refused)
     assert outside_reads == 0, f"{outside_reads} of {reads} reads came from outside the bundle"
+
+
+def _costs(status: str) -> str:
+    from tvm_explorer.costs.model import SCHEMA_VERSION
+
+    return json.dumps({"schema_version": SCHEMA_VERSION, "total_ms": None,
+                       "profile": {"status": status}, "layers": [], "kernels": [],
+                       "passes": [], "calls": [],
+                       "extra": [{"op_index": 0, "time_ms": 1.0}]})
+
+
+def _status_by_costs(bundle: Bundle) -> str:
+    from tvm_explorer.costs.model import read_costs
+
+    return read_costs(bundle)["profile"]["status"]
+
+
+def _status_by_compare(bundle: Bundle) -> str:
+    # compare reads costs.json leniently; which file it read shows in a layer's cost
+    from tvm_explorer.compare.layers import read_costs
+
+    return "OUTSIDE" if read_costs(bundle) else "INSIDE"
+
+
+@pytest.mark.parametrize("read", [_status_by_costs, _status_by_compare], ids=["costs", "compare"])
+def test_swapping_costs_json_for_a_symlink_never_reads_outside(tmp_path, read):
+    """Issue 26 item 5: costs.json was checked (``resolve_inside``), then opened again by
+    name: swapped for a symlink in between, the outside file was read."""
+    root = write_fake_bundle(tmp_path / "b")
+    inside = json.loads(_costs("INSIDE"))
+    del inside["extra"]
+    (root / "costs.json").write_text(json.dumps(inside))
+    outside = tmp_path / "outside.json"
+    outside_costs = json.loads(_costs("OUTSIDE"))
+    outside_costs["layers"] = [{"subgraph": 0, "op_index": 0, "time_ms": 1.0}]
+    outside.write_text(json.dumps(outside_costs) if read is _status_by_compare else _costs("OUTSIDE"))
+    bundle = Bundle(root)
+    stop = threading.Event()
+    swaps = 0
+
+    def swapper() -> None:
+        nonlocal swaps
+        while not stop.is_set():
+            os.rename(root / "costs.json", root / "costs.real")
+            os.symlink(outside, root / "costs.json")
+            time.sleep(0.0002)
+            os.unlink(root / "costs.json")
+            os.rename(root / "costs.real", root / "costs.json")
+            swaps += 1
+            time.sleep(0.0002)
+
+    thread = threading.Thread(target=swapper)
+    thread.start()
+    reads = refused = outside_reads = 0
+    try:
+        deadline = time.monotonic() + 15.0
+        while time.monotonic() < deadline and (reads < 3000 or swaps < 1000):
+            try:
+                status = read(bundle)
+            except (BundleError, TypeError):
+                refused += 1
+                continue
+            reads += 1
+            outside_reads += status == "OUTSIDE"
+    finally:
+        stop.set()
+        thread.join()
+    assert swaps > 100 and reads > 50, (swaps, reads, refused)
+    assert outside_reads == 0, f"{outside_reads} of {reads} reads came from outside the bundle"
+
+
+def test_out_of_descriptors_is_named_as_the_process_s_not_the_file_s(tmp_path):
+    """Issue 26 item 9: a server out of descriptors reported "cannot read manifest (Too many
+    open files)" about a good manifest. Run in a child whose limit is lowered and used up."""
+    import subprocess
+    import sys
+
+    root = write_fake_bundle(tmp_path / "b")
+    code = f"""
+import os, resource
+from pathlib import Path
+from tvm_explorer.bundle.reader import Bundle
+from tvm_explorer.errors import BundleError
+resource.setrlimit(resource.RLIMIT_NOFILE, (64, 64))
+held = []
+try:
+    while True:
+        held.append(os.open("/dev/null", os.O_RDONLY))
+except OSError:
+    pass
+try:
+    Bundle({str(root)!r})
+except BundleError as err:
+    print(err)
+"""
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert proc.stdout.strip() == (f"{root}/manifest.json: cannot read manifest (this process has "
+                                   "too many files open (its limit is 64); the file itself may be "
+                                   "fine)"), proc.stdout + proc.stderr

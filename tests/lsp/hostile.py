@@ -122,6 +122,14 @@ class RawServer:
                     return int(line.split()[1]) / 1024
         return 0.0
 
+    def peak_mib(self) -> float:
+        """Highest resident memory of the server process so far (``VmHWM``)."""
+        with open(f"/proc/{self.proc.pid}/status") as f:
+            for line in f:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) / 1024
+        return 0.0
+
     def close(self) -> int:
         """End the process (EOF, then kill if it lingers); returns its status."""
         try:
@@ -231,4 +239,22 @@ def write_nested_bundle(root: Path, depth: int, doc: str = "tir/000-input.tir") 
     index["documents"]["model.tflgraph"]["length"] = len(model_text)
     index["documents"]["model.tflgraph"]["ranges"] += model_ranges
     (root / "index.json").write_text(json.dumps(index))
+    return root
+
+
+def write_many_documents_bundle(root: Path, count: int) -> Path:
+    """The fake bundle plus ``count`` small TIR documents (``tir/many/NNNNNN.tir``), each
+    listed in the manifest and indexed (no ranges)."""
+    write_fake_bundle(root)
+    manifest = json.loads((root / "manifest.json").read_text())
+    index = json.loads((root / "index.json").read_text())
+    (root / "tir" / "many").mkdir(parents=True)
+    for i in range(count):
+        rel = f"tir/many/{i:06d}.tir"
+        text = f"# document {i}\n"
+        (root / rel).write_text(text)
+        manifest["documents"].append({"path": rel, "stage": "tir", "language": "tvm-tir"})
+        index["documents"][rel] = {"length": len(text), "ranges": []}
+    (root / "index.json").write_text(json.dumps(index))
+    (root / "manifest.json").write_text(json.dumps(manifest))
     return root

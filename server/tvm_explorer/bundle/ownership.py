@@ -56,12 +56,15 @@ def _bundle_files(dest: Path) -> frozenset[str] | None:
     """The files a bundle manifest at ``dest`` says the tool wrote; None if there is no
     manifest of ours there."""
     path = dest / MANIFEST
+    from .reader import read_regular  # (reader needs nothing of this module)
+
     try:
-        info = path.lstat()
-        if not stat.S_ISREG(info.st_mode) or info.st_size > 256 * 2**20:
+        if not stat.S_ISREG(path.lstat().st_mode):
             return None
-        manifest = json.loads(path.read_bytes().decode("utf-8"))
-    except (OSError, UnicodeDecodeError, ValueError, RecursionError):
+        # Checked on the open file: swapped for a symlink or a FIFO meanwhile, it is refused.
+        data = read_regular(path, "manifest", dest.resolve())
+        manifest = json.loads(data.decode("utf-8"))
+    except (OSError, ExplorerError, UnicodeDecodeError, ValueError, RecursionError):
         return None
     if not (isinstance(manifest, dict) and manifest.get("format") == FORMAT_NAME
             and isinstance(manifest.get("documents"), list)):

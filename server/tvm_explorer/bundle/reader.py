@@ -8,6 +8,7 @@ paths leading outside the bundle, ranges past the end of a document) and raises
 from __future__ import annotations
 
 import contextlib
+import errno
 import json
 import os
 import stat
@@ -99,6 +100,33 @@ caches (``TEXT_CACHE_CHARS``), not by this: it bounds the load's work (about a s
 200 MiB here), and lets a bundle ten times the largest real ones load."""
 
 
+MAX_SECTION_BYTES = 16 * 1024**2
+"""Largest ``numerics.json``, ``costs.json`` or ``bisect.json`` a loader reads. These are
+parsed into Python objects whole (about 25 bytes of memory per byte of JSON: a 114 MiB
+numerics.json took the server to 3 GB); a real one is a few hundred bytes per layer, so
+16 MiB is ~50,000 layers. A larger one is reported, naming the file, and left out: the rest
+of the bundle answers."""
+
+
+MAX_OPEN_DOCUMENTS = 256
+"""Most documents one loaded bundle keeps open (see ``Bundle``; a real bundle has 30-100),
+and at most a sixteenth of the process's open-files limit (``open_documents_cap``): a bundle
+of 100,000 documents held every one open and the server ran out of descriptors."""
+
+
+def open_documents_cap() -> int:
+    """How many documents a bundle loaded now may keep open (``MAX_OPEN_DOCUMENTS``)."""
+    try:
+        import resource
+
+        soft = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+    except (ImportError, OSError, ValueError):
+        return 64
+    if soft == getattr(resource, "RLIM_INFINITY", -1) or soft < 0:
+        return MAX_OPEN_DOCUMENTS
+    return max(8, min(MAX_OPEN_DOCUMENTS, soft // 16))
+
+
 TEXT_CACHE_CHARS = 8 * 1024**2
 """Most characters of document text a loaded bundle keeps in memory (the texts read last);
 others are read again from disk when asked for (a 4 MB document in ~1.5 ms here, from the
@@ -152,7 +180,22 @@ def open_regular(path: Path, what: str, root: Path | None = None) -> int:
     except FileNotFoundError:
         raise BundleError(f"{path}: missing {what}") from None
     except OSError as err:
-        raise BundleError(f"{path}: cannot read {what} ({err.strerror})") from None
+        raise BundleError(f"{path}: cannot read {what} ({describe_os_error(err)})") from None
+
+
+def describe_os_error(err: OSError) -> str:
+    """``err``'s reason, saying so when it is this process's (out of descriptors), not the
+    file's: "cannot read manifest (Too many open files)" sent users looking at a good file."""
+    if err.errno in (errno.EMFILE, errno.ENFILE):
+        try:
+            import resource
+
+            limit = f" (its limit is {resource.getrlimit(resource.RLIMIT_NOFILE)[0]})"
+        except (ImportError, OSError, ValueError):
+            limit = ""
+        scope = "this process" if err.errno == errno.EMFILE else "the system"
+        return f"{scope} has too many files open{limit}; the file itself may be fine"
+    return err.strerror or str(err)
 
 
 def read_open(fd: int, path: Path, what: str, limit: int = MAX_FILE_BYTES, too_large=None,
@@ -183,7 +226,7 @@ def read_open(fd: int, path: Path, what: str, limit: int = MAX_FILE_BYTES, too_l
             chunks.append(chunk)
         return b"".join(chunks)
     except OSError as err:
-        raise BundleError(f"{path}: cannot read {what} ({err.strerror})") from None
+        raise BundleError(f"{path}: cannot read {what} ({describe_os_error(err)})") from None
 
 
 def file_identity(info: os.stat_result) -> tuple:
@@ -215,20 +258,64 @@ def _read_json(root: Path, name: str, what: str, charge=None):
         raise BundleError(f"{root / name}: {what} is not readable JSON ({err})") from None
 
 
-def resolve_inside(root: Path, rel: str, what: str = "document") -> Path:
-    """``root/rel`` if it stays inside ``root`` (after following symlinks), else BundleError."""
+def read_section(root: Path, name: str, what: str, budget=None):
+    """The parsed JSON of the optional section file ``name`` (``numerics.json``, …), or None
+    when the bundle has none. Opened and checked in one step (inside the bundle, a regular
+    file: see ``read_regular``), at most ``MAX_SECTION_BYTES``, charged to ``budget`` (a
+    ``_Budget``) when given. Raises BundleError naming the file."""
+    path = root / name
+    if not os.path.lexists(path):
+        return None
+
+    def too_large(size: int) -> BundleError:
+        return BundleError(f"{path}: {what} is {size / 2**20:.0f} MiB, more than the "
+                           f"{MAX_SECTION_BYTES // 2**20} MiB a {name} may have; it is left out")
+
+    limit = MAX_SECTION_BYTES
+    if budget is not None and budget.left < limit:
+        limit, too_large = budget.room(path, what)
+    full = resolve_inside(root, name, what)
+    try:
+        data = read_regular(full, what, root, limit, too_large)
+    except BundleError as err:
+        raise type(err)(str(err).replace(str(full), str(path), 1)) from None
+    if budget is not None:
+        budget(len(data))
+    try:
+        return json.loads(data.decode("utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as err:
+        raise BundleError(f"{path}: {what} is not readable JSON ({err})") from None
+
+
+def resolve_inside(root: Path, rel: str, what: str = "document", dirs: dict | None = None) -> Path:
+    """``root/rel`` if it stays inside ``root`` (after following symlinks), else BundleError.
+    ``dirs`` (a dict kept across calls) remembers resolved directories: a load of 20,000
+    documents spent 7 s resolving every component of every path again. This is a check of
+    names only; what is opened is checked again on the descriptor (``safe_open``)."""
     if not isinstance(rel, str) or not rel or rel.startswith(("/", "\\")) or "\x00" in rel:
         raise BundleError(f"{root}: {what} path {rel!r} is not a relative path")
     parts = rel.split("/")
     if any(p in ("", ".", "..") for p in parts) or os.path.isabs(rel) or "\\" in rel:
         raise BundleError(f"{root}: {what} path {rel!r} leaves the bundle")
     try:
-        full = (root / rel).resolve()
+        full = _resolve(root, rel, dirs)
     except (OSError, RuntimeError) as err:  # symlink loops
         raise BundleError(f"{root}: {what} path {rel!r} cannot be resolved ({err})") from None
-    if full != root and root not in full.parents:
+    named = str(full)
+    if named != str(root) and not named.startswith(str(root).rstrip("/") + "/"):
         raise BundleError(f"{root}: {what} path {rel!r} leads outside the bundle")
     return full
+
+
+def _resolve(root: Path, rel: str, dirs: dict | None) -> Path:
+    if dirs is None:
+        return (root / rel).resolve()
+    parent, _, name = rel.rpartition("/")
+    real = dirs.get(parent)
+    if real is None:
+        real = dirs[parent] = (root / parent).resolve() if parent else root
+    candidate = real / name
+    return candidate.resolve() if candidate.is_symlink() else candidate
 
 
 class _Budget:
@@ -252,6 +339,13 @@ class _Budget:
         self.left -= n
 
 
+def _dup(fd: int, path: Path, what: str) -> int:
+    try:
+        return os.dup(fd)
+    except OSError as err:
+        raise BundleError(f"{path}: cannot read {what} ({describe_os_error(err)})") from None
+
+
 def _close_all(fds: dict[str, int]) -> None:
     for fd in fds.values():
         try:
@@ -265,9 +359,10 @@ class Bundle:
     """A loaded, validated bundle. Document texts are read on demand (the last ones read are
     kept, up to ``TEXT_CACHE_CHARS``); indexes are loaded as compact arrays.
 
-    Versions never mix: ``preload`` keeps every document open, so later reads come from the
-    files it checked even when a recompile renamed the bundle away or deleted it; and every
-    read compares the file's identity (device, inode, size, modification time) with the one
+    Versions never mix: the documents read last (``open_documents_cap``, from ``preload``
+    on) are kept open, so later reads come from the files it checked even when a recompile
+    renamed the bundle away or deleted it; others are opened again (checked inside the
+    bundle); and every read compares the file's identity (device, inode, size, modification time) with the one
     taken at load: a document changed in place raises ``BundleChanged`` instead of being
     answered from (the watcher then reloads the whole bundle)."""
 
@@ -277,6 +372,7 @@ class Bundle:
         if not self.root.is_dir():
             raise BundleError(f"{root}: not a bundle directory")
         self.budget = _Budget(self.root, budget)
+        self._dirs: dict | None = {}  # resolved directories, while loading (``resolve_inside``)
         self.manifest = self._load_manifest()
         self.documents = self._load_documents()
         self._doc_by_path = {d.path: d for d in self.documents}
@@ -293,9 +389,13 @@ class Bundle:
         self._prepared = (parsed.prepared, parsed.parts)
         del parsed
         self._damaged: dict[str, BundleError] = {}
-        # Documents held open since ``preload`` checked them: later reads come from these very
-        # files, even after a recompile renamed or deleted them (closed with the bundle).
-        self._fds: dict[str, int] = {}
+        # Documents held open since ``preload`` checked them (the last ``MAX_OPEN_DOCUMENTS``
+        # read): later reads come from these very files, even after a recompile renamed or
+        # deleted them (closed with the bundle). Others are opened again by name and must be
+        # the same file (identity), or BundleChanged.
+        self._fds: OrderedDict[str, int] = OrderedDict()
+        self._fd_lock = threading.Lock()
+        self._open_cap = open_documents_cap()
         weakref.finalize(self, _close_all, self._fds)
         self._texts: OrderedDict[str, str] = OrderedDict()
         self._lock = threading.Lock()
@@ -305,8 +405,19 @@ class Bundle:
         self._producer = {
             (lay.subgraph, name): lay for lay in self.layers for name in lay.outputs
         }
-        self.numerics = self._load_numerics()
-        self.bisect = self._load_bisect()
+        # A damaged or oversized section costs its features only (see ``section_errors``).
+        self.section_errors: dict[str, BundleError] = {}
+        self.numerics = self._load_section("numerics.json", self._load_numerics)
+        self.bisect = self._load_section("bisect.json", self._load_bisect)
+
+    def _load_section(self, name: str, read):
+        try:
+            return read()
+        except BundleTooLarge:
+            raise  # the whole bundle is refused
+        except BundleError as err:
+            self.section_errors[name] = err
+            return None
 
     def take_prepared(self) -> tuple[object, dict[str, object]]:
         """What the ``prepare`` given to the constructor returned, and what that made of each
@@ -331,9 +442,9 @@ class Bundle:
         """``bisect.json`` (``tvm-explorer bisect -o``), validated; None if absent."""
         from ..bisect.schema import BISECT_FILE, BisectError, validate
 
-        if not (self.root / BISECT_FILE).exists() and not (self.root / BISECT_FILE).is_symlink():
+        data = read_section(self.root, BISECT_FILE, "bisect report", self.budget)
+        if data is None:
             return None
-        data = _read_json(self.root, BISECT_FILE, "bisect report")
         try:
             return validate(data)
         except BisectError as err:
@@ -343,9 +454,9 @@ class Bundle:
         """``numerics.json`` (``compile --numerics``), validated; None if the bundle has none."""
         from ..numerics.schema import NUMERICS_FILE, NumericsError, validate
 
-        if not (self.root / NUMERICS_FILE).exists() and not (self.root / NUMERICS_FILE).is_symlink():
+        data = read_section(self.root, NUMERICS_FILE, "numerics", self.budget)
+        if data is None:
             return None
-        data = _read_json(self.root, NUMERICS_FILE, "numerics")
         try:
             return validate(data, set(self._layer_by_op))
         except NumericsError as err:
@@ -422,7 +533,7 @@ class Bundle:
             if not isinstance(raw, dict) or raw.get("stage") not in STAGES:
                 raise BundleError(f"{self.root / MANIFEST}: document entry {order} is malformed")
             path = raw.get("path")
-            resolve_inside(self.root, path)
+            resolve_inside(self.root, path, dirs=self._dirs)
             docs.append(
                 Document(
                     path,
@@ -497,27 +608,31 @@ class Bundle:
         finally:
             self._passing.last = None
 
-    def _read_text(self, path: str, charge: bool = False, keep: bool = False) -> str:
+    def _read_text(self, path: str, charge: bool = False) -> str:
         if path not in self._doc_by_path:
             raise BundleError(f"{self.root}: {path!r} is not a document of this bundle")
-        full = resolve_inside(self.root, path)
+        full = resolve_inside(self.root, path, dirs=self._dirs)
         what = "document listed in the manifest"
         identity = self._identities.get(path)
         room = self.budget.room(full, what) if charge else (MAX_FILE_BYTES, None)
-        fd = self._fds.get(path)
-        if fd is not None:  # held open since the load checked it: that very file
-            data = read_open(fd, full, what, *room, identity=identity)
-        else:
+        with self._fd_lock:
+            held = self._fds.get(path)
+            if held is not None:  # held open since the load checked it: that very file
+                self._fds.move_to_end(path)
+                # A copy of its own: another thread may close the held one meanwhile (and its
+                # number be reused for some other file).
+                fd = _dup(held, full, what)
+        if held is None:
             fd = open_regular(full, what, self.root)
-            try:
-                data = read_open(fd, full, what, *room, identity=identity)
+        try:
+            data = read_open(fd, full, what, *room, identity=identity)
+            if held is None:
                 if identity is None:  # missing when loaded, there now: not the loaded version
                     raise BundleChanged(f"{full}: {what} appeared after the bundle was loaded")
-                if keep:
-                    self._fds[path], fd = fd, None
-            finally:
-                if fd is not None:
-                    os.close(fd)
+                fd = self._hold(path, fd)
+        finally:
+            if fd is not None:
+                os.close(fd)
         if charge:
             self.budget(len(data))
         try:
@@ -532,6 +647,18 @@ class Bundle:
             raise BundleError(f"{self.root / INDEX} ({path}): index does not match the document "
                               "(stale or damaged)")
         return text
+
+    def _hold(self, path: str, fd: int) -> int | None:
+        """Keep ``fd`` (checked) open as ``path``'s, closing the document held longest unused
+        beyond ``MAX_OPEN_DOCUMENTS``; returns ``fd`` if the caller must close it (another
+        thread held one meanwhile), else None."""
+        with self._fd_lock:
+            if path in self._fds:
+                return fd
+            self._fds[path] = fd
+            while len(self._fds) > self._open_cap:
+                os.close(self._fds.popitem(last=False)[1])
+        return None
 
     def index(self, path: str) -> DocumentIndex:
         """The provenance index of a document (loaded with the bundle; a damaged one raises
@@ -572,8 +699,7 @@ class Bundle:
                 on_document(i, len(self.documents), doc.path)
             try:
                 self.index(doc.path)
-                if doc.path not in self._fds:
-                    self._read_text(doc.path, charge=True, keep=True)
+                self._read_text(doc.path, charge=True)
             except BundleTooLarge:
                 raise  # the whole bundle is refused, not this document
             except BundleError as err:
@@ -581,9 +707,13 @@ class Bundle:
                 self._damaged[doc.path] = err
         try:
             self.costs()
+        except BundleTooLarge:
+            raise
         except BundleError as err:  # a damaged costs.json costs the cost features only
             problems.append(err)
             self._costs = None
+        problems.extend(self.section_errors.values())
+        self._dirs = None
         return problems
 
     def _check_total_size(self) -> None:

@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass, field
 
-from ..bundle.reader import Bundle, Layer, read_regular
+from ..bundle.reader import Bundle, Layer, read_section
 from ..errors import BundleError
 from ..model.names import layer_name
 
@@ -71,12 +70,9 @@ def _kernel_name(key: str, target: str) -> str:
 def read_costs(bundle: Bundle) -> dict[tuple[int, int], dict]:
     """Per-layer costs of ``costs.json`` if the bundle has one (else {}); unknown or damaged
     content is ignored, never fatal to a comparison."""
-    path = bundle.root / COSTS_FILE
-    if not path.is_file():
-        return {}
     try:
-        raw = json.loads(read_regular(path, "costs").decode("utf-8"))
-    except (BundleError, UnicodeDecodeError, json.JSONDecodeError, RecursionError):
+        raw = read_section(bundle.root, COSTS_FILE, "costs file", bundle.budget)
+    except BundleError:
         return {}
     out = {}
     for entry in raw.get("layers", ()) if isinstance(raw, dict) else ():

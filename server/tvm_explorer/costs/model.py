@@ -239,19 +239,13 @@ def validate(data, layer_count: int) -> None:
 def read_costs(bundle) -> dict | None:
     """A bundle's validated ``costs.json``, or None if it has none (compiled before costs
     were recorded). Raises BundleError naming the file if it is damaged."""
-    import json
-
-    from ..bundle.reader import read_regular, resolve_inside
+    from ..bundle.reader import read_section
     from ..errors import BundleError
 
     path = bundle.root / COSTS_FILE
-    if not path.exists() and not path.is_symlink():
+    data = read_section(bundle.root, COSTS_FILE, "costs file", bundle.budget)
+    if data is None:
         return None
-    full = resolve_inside(bundle.root, COSTS_FILE, "costs file")
-    try:
-        data = json.loads(read_regular(full, "costs file").decode("utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as err:
-        raise BundleError(f"{path}: costs file is not readable JSON ({err})") from None
     try:
         validate(data, len(bundle.layers))
     except ValueError as err:

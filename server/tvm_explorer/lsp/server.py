@@ -58,7 +58,7 @@ from .protocol import (
     converter_factory,
 )
 from .logbridge import install as install_log_bridge
-from .session import ENCODINGS, Session
+from .session import ENCODINGS, OffLoop, Session
 
 logger = logging.getLogger(__name__)
 SLOW_S = 0.02  # requests slower than this (the p99 goal) are logged (debug log) with where the time went
@@ -185,9 +185,19 @@ def create_server(poll_interval: float = 1.0) -> ExplorerServer:
             t1 = time.perf_counter()
             try:
                 with REQUESTS.request():  # background warm-ups wait meanwhile
-                    return answer_now(params, t0, t1)
+                    got = answer_now(params, t0, t1)
+                if isinstance(got, OffLoop):
+                    got = await finish_off_loop(got)
+                return got
             finally:
                 quiet_trim.request_done(asyncio.get_running_loop())
+
+        async def finish_off_loop(got: OffLoop):
+            try:
+                return await asyncio.to_thread(got.finish)
+            except Exception:
+                logger.exception("%s failed", method)
+                return empty
 
         def answer_now(params, t0: float, t1: float):
             try:

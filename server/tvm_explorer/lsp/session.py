@@ -6,6 +6,7 @@ from __future__ import annotations
 import weakref
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Callable
 
 from lsprotocol import types
 from pygls.uris import from_fs_path, to_fs_path
@@ -57,6 +58,14 @@ class OpenDocument:
         if self._drift is None or self._drift[0] is not view:
             self._drift = (view, Drift(view.bundle.text(path), self.text))
         return self._drift[1]
+
+
+@dataclass(frozen=True)
+class OffLoop:
+    """A handler's answer that is still to be finished by ``finish()`` on a worker thread
+    (it reads files that are not the bundle's: see ``lsp/server.py`` ``answer``)."""
+
+    finish: Callable[[], object]
 
 
 def uri_to_path(uri: str) -> Path | None:

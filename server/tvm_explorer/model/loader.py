@@ -167,26 +167,57 @@ def _options(op) -> dict:
     return out
 
 
-def read_model_bytes(path: str, what: str) -> bytes:
-    """A model file's bytes, or ModelError naming the file (``what``: "a TFLite model", …)."""
+MAX_MODEL_BYTES = 2 * 1024**3
+"""Largest model file read (a flatbuffer cannot address more; ONNX keeps big weights in
+external data files)."""
+
+
+def read_model_bytes(path: str, what: str, limit: int = MAX_MODEL_BYTES) -> bytes:
+    """A model file's bytes, or ModelError naming the file (``what``: "a TFLite model", …).
+    Only a regular file is read, checked on the open descriptor (a FIFO named ``m.tflite``
+    must not block the reader, a symlink to ``/dev/zero`` must not fill the memory), and at
+    most ``limit`` bytes of it."""
+    import stat
+
     try:
-        with open(path, "rb") as fh:
-            data = fh.read()
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
     except FileNotFoundError:
         raise ModelError(f"{path}: no such file") from None
     except IsADirectoryError:
         raise ModelError(f"{path}: is a directory, not {what}") from None
     except OSError as err:
         raise ModelError(f"{path}: cannot read ({err.strerror})") from None
+    try:
+        info = os.fstat(fd)
+        if stat.S_ISDIR(info.st_mode):
+            raise ModelError(f"{path}: is a directory, not {what}")
+        if not stat.S_ISREG(info.st_mode):
+            raise ModelError(f"{path}: is not a regular file (a FIFO, a device or a socket), "
+                             f"not {what}")
+        if info.st_size > limit:
+            raise ModelError(f"{path}: is {info.st_size / 2**20:.0f} MiB, more than the "
+                             f"{limit // 2**20} MiB {what} may have here")
+        chunks, total = [], 0
+        while chunk := os.read(fd, min(1 << 24, limit + 1 - total)):
+            total += len(chunk)
+            if total > limit:
+                raise ModelError(f"{path}: grew past {limit // 2**20} MiB while read")
+            chunks.append(chunk)
+        data = b"".join(chunks)
+    except OSError as err:
+        raise ModelError(f"{path}: cannot read ({err.strerror})") from None
+    finally:
+        os.close(fd)
     if not data:
         raise ModelError(f"{path}: file is empty, not {what}")
     return data
 
 
-def load_model(path: str | os.PathLike) -> LoadedModel:
-    """Read and validate a TFLite model; raise ModelError naming the file if it is not one."""
+def load_model(path: str | os.PathLike, limit: int = MAX_MODEL_BYTES) -> LoadedModel:
+    """Read and validate a TFLite model (of at most ``limit`` bytes); raise ModelError naming
+    the file if it is not one."""
     path = os.fspath(path)
-    data = read_model_bytes(path, "a TFLite model")
+    data = read_model_bytes(path, "a TFLite model", limit)
     if len(data) < 8 or data[4:8] != TFLITE_IDENTIFIER:
         raise ModelError(f"{path}: not a TFLite model (no 'TFL3' flatbuffer identifier)")
     return _parse(path, data)  # _parse turns every reader failure into a ModelError

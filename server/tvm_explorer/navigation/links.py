@@ -6,7 +6,7 @@ import re
 import weakref
 from dataclasses import dataclass
 
-from ..bundle.reader import read_regular, resolve_inside
+from ..bundle.reader import MAX_SECTION_BYTES, read_regular, resolve_inside
 from ..errors import BundleError
 from .hover import trace_entry
 from .irsymbols.navigate import definition_offset
@@ -76,7 +76,8 @@ def _trace_lines(view: BundleView, rel) -> list[str]:
     cache = _TRACES.setdefault(view, {})
     if rel not in cache:
         try:
-            data = read_regular(resolve_inside(view.root, rel, "trace"), "schedule trace")
+            data = read_regular(resolve_inside(view.root, rel, "trace"), "schedule trace",
+                                view.root, MAX_SECTION_BYTES)
             cache[rel] = data.decode("utf-8", "replace").split("\n")
         except (BundleError, OSError):
             cache[rel] = []

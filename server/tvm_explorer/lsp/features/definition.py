@@ -7,8 +7,9 @@ from lsprotocol import types
 
 from ...navigation import provenance
 from ...navigation.irsymbols.navigate import symbol_definition
+from ...navigation.sources import source_refs
 from .sources import source_locations
-from ..session import Session
+from ..session import OffLoop, Session
 
 
 class Definition:
@@ -27,4 +28,10 @@ class Definition:
         if places is not None:
             return self.session.locations(q.view, places)
         places = provenance.definition(q.view, q.path, q.offset, q.keep)
-        return self.session.locations(q.view, places) + source_locations(q.view, q.path, q.offset, q.keep)
+        found = self.session.locations(q.view, places)
+        refs = source_refs(q.view, q.path, q.offset, q.keep)
+        if not refs:
+            return found
+        # The user's source files are read on a worker thread (a huge or slow one must not
+        # hold up other requests).
+        return OffLoop(lambda: found + source_locations(refs))

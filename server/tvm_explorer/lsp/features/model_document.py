@@ -4,8 +4,10 @@ extension shows it read-only in place of the binary-file page)."""
 from __future__ import annotations
 
 import asyncio
+from pathlib import Path
 
 from pygls.exceptions import JsonRpcException
+from pygls.uris import to_fs_path
 
 from ...errors import ExplorerError
 from ...model.preview import model_document_text
@@ -29,8 +31,9 @@ class ModelDocument:
         path = uri_to_path(uri) if uri else None
         if path is None:
             raise ModelDocumentFailed(f"{uri!r}: not a file URI of a TFLite model")
+        shown = Path(to_fs_path(uri))  # as the editor named it (messages), not resolved
         try:
-            text = await asyncio.to_thread(model_document_text, path)
+            text = await asyncio.to_thread(model_document_text, shown)
         except ExplorerError as err:
             raise ModelDocumentFailed(str(err)) from None
         return ModelDocumentResult(text)

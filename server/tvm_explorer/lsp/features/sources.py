@@ -5,15 +5,14 @@ from __future__ import annotations
 from lsprotocol import types
 from pygls.uris import from_fs_path
 
-from ...navigation.sources import source_lines
-from ...navigation.view import BundleView, Keep, keep_all
+from ...navigation.sources import read_source_lines
 
 
-def source_locations(view: BundleView, path: str, offset: int, keep: Keep = keep_all) -> list[types.Location]:
-    """One location per existing source line behind the text at ``offset`` (the line's text,
-    indentation left out)."""
+def source_locations(refs: list[tuple[str, int]]) -> list[types.Location]:
+    """One location per existing source line of ``refs`` (``navigation.sources.source_refs``;
+    the line's text, indentation left out). Reads the files: call it off the event loop."""
     return [
         types.Location(from_fs_path(s.file),
                        types.Range(types.Position(s.line, s.start), types.Position(s.line, s.end)))
-        for s in source_lines(view, path, offset, keep)
+        for s in read_source_lines(refs)
     ]
