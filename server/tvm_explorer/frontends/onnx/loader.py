@@ -15,6 +15,7 @@ from ...errors import ModelError
 from ...model.loader import SubgraphInfo, TensorInfo
 from ...model.loader import read_model_bytes as read_bytes
 from ..graph import GraphModel, GraphNode, user_frame
+from .external_data import embed_external_data
 
 DOCUMENT_PATH = "model.onnxgraph"
 
@@ -42,6 +43,7 @@ def load_onnx(path: str | os.PathLike, proto=None) -> GraphModel:
         except Exception as err:  # noqa: BLE001 - protobuf's DecodeError and friends
             raise ModelError(f"{path}: not an ONNX model, or a truncated one "
                              f"(protobuf could not parse it: {' '.join(str(err).split()) or type(err).__name__})") from None
+        embed_external_data(proto, path)  # from the model's folder, never the current directory
     else:
         data = proto.SerializeToString()
     if not proto.HasField("graph") or proto.ir_version < 1 or not proto.opset_import:
