@@ -1,0 +1,39 @@
+"""ONNX node metadata that is not what the exporter writes is ignored with one warning, and a
+huge value is neither a traceback nor a bogus "ran out of memory" (issue 26 item 11)."""
+
+from __future__ import annotations
+
+import onnx
+import pytest
+
+from conftest import run_cli
+from frontends.onnx_graphs import conv_block
+
+SCOPES, CLASSES = "pkg.torch.onnx.name_scopes", "pkg.torch.onnx.class_hierarchy"
+DEEP = ("['torch.nn.Module'," * 20000 + "]")[:100000]  # 100 000 characters, nested 16 666 deep
+
+CASES = {
+    "int": {SCOPES: "5"},
+    "dict-and-null": {SCOPES: "{1: 2}", CLASSES: "null"},
+    "deep-class-hierarchy": {SCOPES: "['', 'backbone', 'conv']", CLASSES: DEEP},
+    "deep-name-scopes": {SCOPES: "[" * 100000},
+    "call": {SCOPES: "[__import__('os').getpid()]"},
+}
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_malformed_metadata_is_ignored_with_a_warning(tmp_path, case):
+    path = tmp_path / "meta.onnx"
+    model = conv_block(path)
+    conv = model.graph.node[0]
+    for key, value in CASES[case].items():
+        conv.metadata_props.add(key=key, value=value)
+    onnx.save(model, str(path))
+    proc = run_cli("compile", path, "-o", tmp_path / "b", "--progress", "none")
+    assert proc.returncode == 0, proc.stderr
+    assert "Traceback" not in proc.stderr and "out of memory" not in proc.stderr, proc.stderr
+    warnings = [ln for ln in proc.stderr.splitlines() if ln.startswith("tvm-explorer: warning:")]
+    bad = SCOPES if case != "deep-class-hierarchy" else CLASSES
+    assert len(warnings) == 1, proc.stderr
+    assert f"metadata {bad} of node '/backbone/conv/Conv' is not a list of names" in warnings[0]
+    assert (tmp_path / "b" / "manifest.json").is_file()
