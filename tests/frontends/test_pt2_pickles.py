@@ -1,49 +1,20 @@
 """A .pt2 is data: its pickles never run unless the user says --trust-pickle (issue 26 item 2).
 
-Each hostile archive is a real exported program saved by ``torch.export.save`` and then
-rewritten so one entry is a pickle whose ``__reduce__`` creates a marker file (and returns a
-valid value, so a trusted load goes on to compile).
+Each hostile archive (``hostile_pt2.py``) is a real exported program saved by
+``torch.export.save`` and then rewritten so one entry is a pickle whose ``__reduce__`` creates
+a marker file (and returns a valid value, so a trusted load goes on to compile).
 """
 
 from __future__ import annotations
-
-import io
-import json
-import zipfile
-from pathlib import Path
 
 import pytest
 
 torch = pytest.importorskip("torch", reason="PyTorch is not installed (pip install -e '.[torch]')")
 
 from conftest import run_cli  # noqa: E402
-from frontends import torch_nets  # noqa: E402
+from frontends import hostile_pt2, torch_nets  # noqa: E402
 
 EXIT_UNTRUSTED = 5
-
-
-class _Payload:
-    """Pickles as a call of ``eval``: touches the marker, then evaluates to ``value``."""
-
-    def __init__(self, marker: Path, value: str):
-        self.code = f"__import__('pathlib').Path({str(marker)!r}).touch() or {value}"
-
-    def __reduce__(self):
-        return (eval, (self.code,))
-
-
-def _torch_save(obj) -> bytes:
-    buffer = io.BytesIO()
-    torch.save(obj, buffer)
-    return buffer.getvalue()
-
-
-def _rewrite(src: Path, dst: Path, replace) -> None:
-    """Copy the archive, ``replace(name, raw)`` giving each entry's new bytes."""
-    with zipfile.ZipFile(src) as zin, zipfile.ZipFile(dst, "w", zipfile.ZIP_STORED) as zout:
-        for info in zin.infolist():
-            name = info.filename.split("/", 1)[1]
-            zout.writestr(info, replace(name, zin.read(info)))
 
 
 @pytest.fixture(scope="module")
@@ -52,27 +23,10 @@ def archives(tmp_path_factory) -> dict:
     ep, _ = torch_nets.resnet_program()
     good = root / "resnet.pt2"
     torch.export.save(ep, good)
-    marker = root / "MARKER"
-    weight = ("torch.nn.Parameter(__import__('torch').full((8, 3, 3, 3), 0.5))")
-
-    def in_weight(name, raw):
-        if name == "data/weights/model_weights_config.json":
-            config = json.loads(raw)
-            config["config"]["stem.weight"]["use_pickle"] = True
-            return json.dumps(config).encode()
-        if name == "data/weights/weight_0":
-            return _torch_save(_Payload(marker, weight))
-        return raw
-
-    def in_inputs(name, raw):
-        if name == "data/sample_inputs/model.pt":
-            return _torch_save(_Payload(marker, "((__import__('torch').zeros(1, 3, 8, 8),), {})"))
-        return raw
-
-    out = {"good": good, "marker": marker}
-    for key, how in (("weight", in_weight), ("inputs", in_inputs)):
-        out[key] = root / f"evil-{key}.pt2"
-        _rewrite(good, out[key], how)
+    out = {"good": good, "marker": root / "MARKER"}
+    for entry in ("weight", "inputs"):
+        out[entry] = root / f"evil-{entry}.pt2"
+        hostile_pt2.rewrite(good, out[entry], out["marker"], entry)
     return out
 
 
