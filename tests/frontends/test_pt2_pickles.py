@@ -85,3 +85,18 @@ def test_trust_pickle_loads_the_trusted_archive(archives, tmp_path):
         assert (tmp_path / "b" / "manifest.json").is_file()
     finally:
         marker.unlink(missing_ok=True)
+
+
+def test_compiled_code_in_the_archive_is_refused(archives, tmp_path):
+    """AOTInductor code in a .pt2 is a shared library torch would load into the process."""
+    import zipfile
+
+    path = tmp_path / "aoti.pt2"
+    with zipfile.ZipFile(archives["good"]) as zin, zipfile.ZipFile(path, "w") as zout:
+        for info in zin.infolist():
+            zout.writestr(info, zin.read(info))
+        zout.writestr("resnet/data/aotinductor/model/model.so", b"\x7fELF not really")
+    proc = run_cli("compile", path, "-o", tmp_path / "b", "--progress", "none")
+    assert proc.returncode == EXIT_UNTRUSTED, proc.stderr
+    assert f"{path}: archive entry data/aotinductor/model/model.so is compiled code" in proc.stderr
+    assert "Traceback" not in proc.stderr and not (tmp_path / "b").exists()
