@@ -3,6 +3,8 @@ huge value is neither a traceback nor a bogus "ran out of memory" (issue 26 item
 
 from __future__ import annotations
 
+import json
+
 import onnx
 import pytest
 
@@ -37,3 +39,19 @@ def test_malformed_metadata_is_ignored_with_a_warning(tmp_path, case):
     assert len(warnings) == 1, proc.stderr
     assert f"metadata {bad} of node '/backbone/conv/Conv' is not a list of names" in warnings[0]
     assert (tmp_path / "b" / "manifest.json").is_file()
+
+
+def test_a_stack_trace_line_that_is_no_line_number_is_ignored(tmp_path):
+    path = tmp_path / "trace.onnx"
+    model = conv_block(path)
+    traces = ['File "/home/u/net.py", line ' + "9" * 4000 + ", in forward",
+              'File "/home/u/net.py", line -3, in forward',
+              'File "/home/u/net.py", line 22, in forward']
+    for node, trace in zip(model.graph.node, traces):
+        node.metadata_props.add(key="pkg.torch.onnx.stack_trace", value=trace)
+    onnx.save(model, str(path))
+    proc = run_cli("compile", path, "-o", tmp_path / "b", "--progress", "none")
+    assert proc.returncode == 0, proc.stderr
+    index = json.loads((tmp_path / "b" / "index.json").read_text())
+    sources = sorted(str(layer.get("source")) for layer in index["layers"] if layer.get("source"))
+    assert sources == [str({"file": "/home/u/net.py", "line": 22})], sources
