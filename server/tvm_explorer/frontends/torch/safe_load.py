@@ -50,28 +50,33 @@ def pickles_trusted() -> bool:
 
 
 class _Entries:
-    """The archive's entries, to name the one whose bytes torch is about to unpickle."""
+    """The archive's entries, to name the one whose bytes torch was about to unpickle."""
 
     def __init__(self, data: bytes):
-        self.by_digest: dict[str, str] = {}
-        self.fqn: dict[str, str] = {}  # "data/weights/weight_0" -> "weight 'stem.weight'"
         self.names: list[str] = []
+        self.fqn: dict[str, str] = {}  # "data/weights/weight_0" -> "weight 'stem.weight'"
+        self._digests: dict[int, dict[str, str]] = {}  # size -> digest -> name
         try:
-            archive = zipfile.ZipFile(io.BytesIO(data))
+            self._zip = zipfile.ZipFile(io.BytesIO(data))
+            infos = [i for i in self._zip.infolist() if not i.is_dir()]
         except (zipfile.BadZipFile, OSError, ValueError):
-            return  # torch says what the file is not
-        for info in archive.infolist():
-            if info.is_dir():
-                continue
-            name = info.filename.split("/", 1)[1] if "/" in info.filename else info.filename
+            self._zip, infos = None, []  # torch says what the file is not
+        self._infos = infos
+        for info in infos:
+            name = self._short(info)
             self.names.append(name)
-            try:
-                raw = archive.read(info)
-            except Exception:  # noqa: BLE001 - a damaged entry: torch reports it
-                continue
-            self.by_digest.setdefault(hashlib.sha256(raw).hexdigest(), name)
-            if name.endswith("_config.json") and name.startswith("data/"):
-                self._configs(name, raw)
+            if name.startswith("data/") and name.endswith("_config.json"):
+                self._configs(name, self._read(info))
+
+    @staticmethod
+    def _short(info) -> str:
+        return info.filename.split("/", 1)[1] if "/" in info.filename else info.filename
+
+    def _read(self, info) -> bytes:
+        try:
+            return self._zip.read(info)
+        except Exception:  # noqa: BLE001 - a damaged entry: torch reports it
+            return b""
 
     def _configs(self, name: str, raw: bytes) -> None:
         folder = name.rsplit("/", 1)[0]
@@ -84,10 +89,17 @@ class _Entries:
             pass
 
     def name_of(self, raw) -> str:
-        """``data/weights/weight_0 (weight 'fc.weight')`` for the entry holding ``raw``."""
+        """``data/weights/weight_0 (weight 'fc.weight')`` for the entry holding ``raw`` (the
+        entries are hashed only when something was refused)."""
         name = None
         if isinstance(raw, (bytes, bytearray, memoryview)):
-            name = self.by_digest.get(hashlib.sha256(bytes(raw)).hexdigest())
+            raw = bytes(raw)
+            if len(raw) not in self._digests:
+                same = self._digests[len(raw)] = {}
+                for info in self._infos:
+                    if info.file_size == len(raw):
+                        same.setdefault(hashlib.sha256(self._read(info)).hexdigest(), self._short(info))
+            name = self._digests[len(raw)].get(hashlib.sha256(raw).hexdigest())
         if name is None:
             return "(an entry of the archive)"
         return f"{name} ({self.fqn[name]})" if name in self.fqn else name
