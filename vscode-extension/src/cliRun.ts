@@ -60,7 +60,7 @@ export async function runCli(job: CliJob, output: vscode.OutputChannel): Promise
       + 'with your permissions, on this machine.',
     {
       modal: true,
-      detail: `${outcome.message.replace(/;.*$/s, '')}.\n\nContinue only if you trust who made this file. `
+      detail: `${outcome.message.replace(/; a model file is data.*$/s, '')}.\n\nContinue only if you trust who made this file. `
         + `The ${job.label.toLowerCase()} is then repeated with ${TRUST_PICKLE_FLAG}.`,
     },
     LOAD_ANYWAY,
