@@ -114,11 +114,18 @@ def _describe(path: str, data: bytes, proto, inferred) -> GraphModel:
     return model
 
 
+_WARNED: set[tuple[str, str]] = set()
+
+
 def _warn_metadata(path: str, bad: dict[str, list[str]]) -> None:
-    """One warning line per malformed metadata key: the model still compiles."""
+    """One warning line per malformed metadata key (once per process: numerics and bisect
+    read the model again): the model still compiles."""
     import sys
 
     for key, where in bad.items():
+        if (path, key) in _WARNED:
+            continue
+        _WARNED.add((path, key))
         more = f" and {len(where) - 1} other node(s)" if len(where) > 1 else ""
         print(f"tvm-explorer: warning: {path}: metadata {key} of node {where[0]!r}{more} is not a "
               f"list of names; ignored (the module path comes from the node name)", file=sys.stderr)
