@@ -4,7 +4,6 @@ another directory than the model's."""
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -20,9 +19,8 @@ SECRET = (b"SECRET-" + b"0123456789abcdef" * 40)[:WEIGHT_BYTES + 64]
 
 
 def _cli(cwd: Path, *args) -> subprocess.CompletedProcess:
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
     return subprocess.run([sys.executable, "-m", "tvm_explorer", *map(str, args)], cwd=cwd,
-                          capture_output=True, text=True, timeout=900, env=env)
+                          capture_output=True, text=True, timeout=900)
 
 
 @pytest.fixture(scope="module")
