@@ -6,15 +6,14 @@
  * opens. Screenshots in test-artifacts/vscode/pt2-trust-*.png.
  */
 import assert from 'node:assert/strict';
-import { execFileSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
-import { PYTHON, REPO } from './lib/paths.mjs';
+import { PYTHON } from './lib/paths.mjs';
 import { emptyWorkspace, Session } from './lib/session.mjs';
-import { poll, runCommand, screenshot } from './lib/workbench.mjs';
+import { compileEvil, writeEvilPt2 } from './lib/pt2.mjs';
+import { poll, screenshot } from './lib/workbench.mjs';
 
-const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 let session;
 let folder;
 let marker;
@@ -24,8 +23,7 @@ before(async () => {
     workspace: (runDir) => {
       folder = emptyWorkspace(runDir);
       marker = join(runDir, 'PICKLE-RAN');
-      execFileSync(PYTHON, [join(REPO, 'tests', 'frontends', 'hostile_pt2.py'), join(folder, 'evil.pt2'), marker],
-        { cwd: REPO, stdio: ['ignore', 'ignore', 'inherit'], timeout: 300000 });
+      writeEvilPt2(join(folder, 'evil.pt2'), marker);
       return folder;
     },
     settings: { 'tvmExplorer.pythonPath': PYTHON },
@@ -36,38 +34,6 @@ after(async () => {
   const leftovers = await session?.close();
   assert.deepEqual(leftovers ?? [], [], 'processes left behind');
 });
-
-/** Right-click evil.pt2 → Compile Model…, target c, no options, the default folder. */
-async function compileEvil(page) {
-  await runCommand(page, 'View: Show Explorer');
-  const row = page.locator('.explorer-folders-view .monaco-list-row', { hasText: 'evil.pt2' }).first();
-  const item = page.locator('.context-view .action-label', { hasText: 'Compile Model…' });
-  // Right after start the explorer may still be settling: right-click again until the menu shows.
-  const opened = await poll(async () => {
-    await row.click({ button: 'right' });
-    if (await item.waitFor({ state: 'visible', timeout: 3000 }).then(() => true, () => false)) return true;
-    await page.keyboard.press('Escape');
-    return false;
-  }, { timeoutMs: 90000, intervalMs: 500 });
-  assert.ok(opened, 'the explorer context menu of evil.pt2 has no Compile Model…');
-  await sleep(200);
-  await item.click();
-  const input = page.locator('.quick-input-widget input');
-  const shown = await input.waitFor({ state: 'visible', timeout: 5000 }).then(() => true, () => false);
-  if (!shown && await item.isVisible().catch(() => false)) await page.keyboard.press('Enter');
-  await input.waitFor({ state: 'visible' });
-  await page.locator('.quick-input-list .monaco-list-row', { hasText: 'c' }).first().waitFor();
-  await input.fill('c');
-  await sleep(200);
-  await page.keyboard.press('Enter'); // target
-  await page.locator('.quick-input-widget .quick-input-title', { hasText: 'options' }).waitFor();
-  await sleep(200);
-  await page.keyboard.press('Enter'); // no options
-  await page.locator('.quick-input-widget .quick-input-title', { hasText: 'bundle folder' }).waitFor();
-  await sleep(200);
-  await page.keyboard.press('Enter');
-  await page.locator('.quick-input-widget').waitFor({ state: 'hidden' });
-}
 
 function dialog(page) {
   return page.locator('.monaco-dialog-box');
