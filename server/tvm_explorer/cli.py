@@ -16,6 +16,7 @@ from .errors import ExplorerError
 EXIT_ERROR = 2
 EXIT_CRASH = 3
 EXIT_TIMEOUT = 4
+EXIT_UNTRUSTED = 5  # a .pt2 holds a pickle: refused unless --trust-pickle (VS Code asks, retries)
 EXIT_INTERRUPTED = 130
 
 DEFAULT_TIMEOUT = 1800.0  # seconds; a compile of the largest test model takes well under 60 s
@@ -51,8 +52,24 @@ def _stopped_message(args, why: str, committed: bool) -> str:
     return f"{why}; no bundle was written (a previous bundle is unchanged)"
 
 
+def trust_from_args(args) -> None:
+    """``--trust-pickle``: this process may run the pickles of the .pt2 files it reads."""
+    from .frontends.torch.safe_load import trust_pickles
+
+    trust_pickles(getattr(args, "trust_pickle", False))
+
+
+def exit_code_of(err: BaseException) -> int:
+    """The exit code of a failure reported as one message."""
+    from .frontends.torch.safe_load import PickleRefused
+
+    return EXIT_UNTRUSTED if isinstance(err, PickleRefused) else EXIT_ERROR
+
+
 def _compile_in_this_process(args) -> int:
     from .bundle import writer
+
+    trust_from_args(args)
 
     stop: dict = {}
     # Interrupts are raised into the code only while it compiles; one arriving later (or
@@ -116,7 +133,7 @@ def _compile_in_this_process(args) -> int:
         if not isinstance(err, (KeyboardInterrupt, SystemExit)) and memlimit.hit_limit(err, args.memory_limit):
             return _fail(memlimit.message(err, args.memory_limit, args.model))
         if isinstance(err, ExplorerError):
-            return _fail(str(err))
+            return _fail(str(err), exit_code_of(err))
         if isinstance(err, SystemExit):
             raise
         import traceback
@@ -457,6 +474,14 @@ def _seconds_argument(text: str) -> float:
     return value
 
 
+def add_trust_option(p) -> None:
+    """``--trust-pickle`` of every command that reads a model."""
+    p.add_argument("--trust-pickle", action="store_true",
+                   help="load .pt2 files (the model and --reference) even if they hold Python "
+                        "pickles, which run code when loaded: only for files from someone you "
+                        f"trust (default: refused, exit code {EXIT_UNTRUSTED}; docs/reliability.md)")
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The command-line interface."""
     parser = argparse.ArgumentParser(prog="tvm-explorer", description=__doc__)
@@ -486,6 +511,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="compile with your own Relax pipeline: FUNCTION(target) returns a "
                         "tvm.transform.Pass; MODULE is imported from the current directory or "
                         "PYTHONPATH (default: TVM's pipeline for the target)")
+    add_trust_option(p)
     p.add_argument("--in-process", action="store_true", help=argparse.SUPPRESS)
     from .costs.cli import add_costs_parser, add_profile_options
     from .numerics.command import add_compile_options, add_query_parser

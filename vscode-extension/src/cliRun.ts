@@ -3,6 +3,11 @@
  * notification: the interpreter is checked first, every line goes to the output channel, Cancel
  * sends SIGTERM (the CLI then stops and leaves any previous bundle as it was), and the CLI's one
  * error line is what a failure says. Compile Model… and Bisect Model… both run through here.
+ *
+ * A .pt2 holding a Python pickle is refused by the CLI (exit code 5, `EXIT_UNTRUSTED`): loading
+ * it runs whatever code the pickle holds. Only then, and only in a trusted workspace, a modal
+ * dialog names the file, the entry and the risk; if the user accepts, the same run is repeated
+ * with `--trust-pickle`. Restricted Mode never offers it.
  */
 import * as cp from 'child_process';
 import * as vscode from 'vscode';
@@ -12,12 +17,16 @@ import { serverEnvironment } from './serverProcess';
 
 export const SHOW_OUTPUT = 'Show Output';
 const OPEN_SETTINGS = 'Open Settings';
+/** The CLI's exit code when a .pt2 holds a pickle it will not run without `--trust-pickle`. */
+export const EXIT_UNTRUSTED = 5;
+export const TRUST_PICKLE_FLAG = '--trust-pickle';
+export const LOAD_ANYWAY = 'Load and Run Its Code';
 
 /** How one run ended. */
 export type CliOutcome =
   | { kind: 'ok'; stdout: string }
   | { kind: 'cancelled'; message: string }
-  | { kind: 'failed'; message: string };
+  | { kind: 'failed'; message: string; code?: number };
 
 /** What to run and how to show it. */
 export interface CliJob {
@@ -36,8 +45,36 @@ export interface CliJob {
   cancelledMessage: string;
 }
 
-/** Runs the job; undefined if the interpreter is unusable (the user was told). */
+/** Runs the job; undefined if the interpreter is unusable (the user was told). A refused
+ * pickle is offered to be trusted (see the top of this file). */
 export async function runCli(job: CliJob, output: vscode.OutputChannel): Promise<CliOutcome | undefined> {
+  const outcome = await runCliOnce(job, output);
+  if (outcome?.kind !== 'failed' || outcome.code !== EXIT_UNTRUSTED || job.args.includes(TRUST_PICKLE_FLAG)) {
+    return outcome;
+  }
+  if (!vscode.workspace.isTrusted) {
+    output.appendLine(`${job.label}: not offered to run the file's pickle: the workspace is in Restricted Mode`);
+    return { ...outcome, message: `${outcome.message} (not offered in Restricted Mode: trust the workspace first)` };
+  }
+  const choice = await vscode.window.showWarningMessage(
+    'This PyTorch file contains a Python pickle. Loading it runs whatever code the pickle holds, '
+      + 'with your permissions, on this machine.',
+    {
+      modal: true,
+      detail: `${outcome.message.replace(/; a model file is data.*$/s, '')}.\n\nContinue only if you trust who made this file. `
+        + `The ${job.label.toLowerCase()} is then repeated with ${TRUST_PICKLE_FLAG}.`,
+    },
+    LOAD_ANYWAY,
+  );
+  if (choice !== LOAD_ANYWAY) {
+    output.appendLine(`${job.label}: the file's pickle was not trusted; nothing was loaded`);
+    return outcome;
+  }
+  output.appendLine(`${job.label}: the user trusted the file's pickle; running again with ${TRUST_PICKLE_FLAG}`);
+  return runCliOnce({ ...job, args: [...job.args, TRUST_PICKLE_FLAG] }, output);
+}
+
+async function runCliOnce(job: CliJob, output: vscode.OutputChannel): Promise<CliOutcome | undefined> {
   const launch = resolveServerLaunch();
   const check = await preflight(launch);
   if (!check.ok) {
@@ -106,7 +143,7 @@ export async function runCli(job: CliJob, output: vscode.OutputChannel): Promise
           } else if (cancelled) {
             resolve({ kind: 'cancelled', message: error ?? job.cancelledMessage });
           } else {
-            resolve({ kind: 'failed', message: error ?? `it ended with exit code ${code ?? signal}` });
+            resolve({ kind: 'failed', message: error ?? `it ended with exit code ${code ?? signal}`, code: code ?? undefined });
           }
         });
       }),

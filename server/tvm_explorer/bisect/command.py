@@ -32,6 +32,9 @@ def add_parser(sub) -> None:
                         "terminal (auto), JSON lines on stdout (json), or none")
     p.add_argument("--timeout", type=float, default=1800.0, metavar="SECONDS",
                    help="stop a bisection that runs longer (default 1800; 0: never)")
+    from ..cli import add_trust_option
+
+    add_trust_option(p)
     p.add_argument("--in-process", action="store_true", help=argparse.SUPPRESS)
     p.set_defaults(run=run_supervised_bisect)
 
@@ -188,11 +191,14 @@ def _baseline_layers(model, bisector) -> dict:
 
 def run_bisect(args) -> int:
     """The command: compile, search, report."""
+    from ..cli import exit_code_of, trust_from_args
+
+    trust_from_args(args)
     try:
         data = _bisect(args)
     except ExplorerError as err:
         print(f"tvm-explorer: error: {err}", file=sys.stderr)
-        return 2
+        return exit_code_of(err)
     except KeyboardInterrupt:
         print("tvm-explorer: error: interrupted; no bisect report"
               + (f" and no bundle ({args.output} is unchanged)" if args.output else ""), file=sys.stderr)

@@ -82,13 +82,15 @@ def user_frame(stack_trace: str | None) -> tuple[str, int] | None:
             number = int(rest.split("line", 1)[1].split(",", 1)[0].strip())
         except (ValueError, IndexError):
             continue
-        frames.append((file, number))
+        if 0 < number < MAX_LINE:  # a line number, not metadata that only parses as one
+            frames.append((file, number))
     for file, number in reversed(frames):
         if not _library_file(file):
             return file, number
     return None
 
 
+MAX_LINE = 10**8
 _LIBRARY_PARTS = ("/site-packages/", "/dist-packages/", "/lib/python3", "<frozen", "<string>")
 
 

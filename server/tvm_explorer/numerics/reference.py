@@ -86,9 +86,12 @@ def check_same_graph(model, reference_path: str) -> None:
         return check_litert(model, reference_path)
     from ..errors import ModelError
     from ..frontends import load_any
+    from ..frontends.torch.safe_load import PickleRefused
 
     try:
         ref = load_any(reference_path)
+    except PickleRefused:
+        raise  # names the file already; the CLI's exit code tells a front end to ask
     except ModelError as err:
         raise ExplorerError(f"reference: {err}") from None
     by_name = {t.name: (t, None) for t in ref.subgraphs[0].inputs}

@@ -85,7 +85,9 @@ export async function prepareCodeServer(runDir, settings) {
     stdio: ['ignore', 'pipe', 'pipe'],
     timeout: 120000,
   });
-  return { port, env, args: common, url: `http://127.0.0.1:${port}` };
+  // A suite that sets security.workspace.trust.enabled gets real Workspace Trust (Restricted Mode).
+  const trust = settings['security.workspace.trust.enabled'] === true;
+  return { port, env, args: common, url: `http://127.0.0.1:${port}`, trust };
 }
 
 /** Starts code-server on `folder` (in its own process group) and waits for /healthz. */
@@ -97,7 +99,7 @@ export async function startCodeServer(processes, runDir, prepared, folder) {
       ...prepared.args,
       '--disable-telemetry',
       '--disable-update-check',
-      '--disable-workspace-trust',
+      ...(prepared.trust ? [] : ['--disable-workspace-trust']),
       '--disable-getting-started-override',
       folder,
     ],

@@ -15,6 +15,7 @@ from ...errors import ModelError
 from ...model.loader import SubgraphInfo, TensorInfo
 from ...model.loader import read_model_bytes as read_bytes
 from ..graph import GraphModel, GraphNode, user_frame
+from .external_data import embed_external_data
 
 DOCUMENT_PATH = "model.onnxgraph"
 
@@ -42,6 +43,7 @@ def load_onnx(path: str | os.PathLike, proto=None) -> GraphModel:
         except Exception as err:  # noqa: BLE001 - protobuf's DecodeError and friends
             raise ModelError(f"{path}: not an ONNX model, or a truncated one "
                              f"(protobuf could not parse it: {' '.join(str(err).split()) or type(err).__name__})") from None
+        embed_external_data(proto, path)  # from the model's folder, never the current directory
     else:
         data = proto.SerializeToString()
     if not proto.HasField("graph") or proto.ir_version < 1 or not proto.opset_import:
@@ -93,10 +95,12 @@ def _describe(path: str, data: bytes, proto, inferred) -> GraphModel:
             for attr in node.attribute:
                 if attr.HasField("g"):
                     subgraph_nodes[graph_key(attr.g)] = walk(attr.g)
-            ids.append(_node(node, len(nodes), tensor, nodes))
+            ids.append(_node(node, len(nodes), tensor, nodes, bad))
         return ids
 
+    bad: dict[str, list[str]] = {}
     top = walk(proto.graph)
+    _warn_metadata(path, bad)
     graph = proto.graph
     inputs = [tensor(i.name) for i in graph.input if i.name not in constants]
     outputs = [tensor(o.name) for o in graph.output]
@@ -110,9 +114,29 @@ def _describe(path: str, data: bytes, proto, inferred) -> GraphModel:
     return model
 
 
-def _node(node, nid: int, tensor, nodes: list) -> int:
+_WARNED: set[tuple[str, str]] = set()
+
+
+def _warn_metadata(path: str, bad: dict[str, list[str]]) -> None:
+    """One warning line per malformed metadata key (once per process: numerics and bisect
+    read the model again): the model still compiles."""
+    import sys
+
+    for key, where in bad.items():
+        if (path, key) in _WARNED:
+            continue
+        _WARNED.add((path, key))
+        more = f" and {len(where) - 1} other node(s)" if len(where) > 1 else ""
+        print(f"tvm-explorer: warning: {path}: metadata {key} of node {where[0]!r}{more} is not a "
+              f"list of names; ignored (the module path comes from the node name)", file=sys.stderr)
+
+
+def _node(node, nid: int, tensor, nodes: list, bad: dict) -> int:
     meta = {p.key: p.value for p in node.metadata_props}
-    module, cls = _module_of(node.name, meta)
+    wrong: list[str] = []
+    module, cls = _module_of(node.name, meta, wrong)
+    for key in wrong:
+        bad.setdefault(key, []).append(node.name or f"#{nid} ({node.op_type})")
     nodes.append(GraphNode(
         id=nid, op_index=nid, opcode=node.op_type,
         inputs=[tensor(i) for i in node.input if i],
@@ -124,21 +148,16 @@ def _node(node, nid: int, tensor, nodes: list) -> int:
     return nid
 
 
-def _module_of(name: str, meta: dict) -> tuple[str, str]:
+def _module_of(name: str, meta: dict, bad: list) -> tuple[str, str]:
     """The module path a node belongs to, from the exporter's name scopes / namespace, or
-    from a hierarchical node name (``/backbone/layer1/conv/Conv`` → ``backbone.layer1.conv``)."""
-    scopes = meta.get("pkg.torch.onnx.name_scopes")
-    classes = meta.get("pkg.torch.onnx.class_hierarchy")
-    if scopes:
-        try:
-            names = [str(s) for s in ast.literal_eval(scopes)]
-            kinds = [str(c) for c in ast.literal_eval(classes)] if classes else []
-        except (ValueError, SyntaxError):
-            names, kinds = [], []
-        if names:
-            path = ".".join(n for n in names[:-1] if n)
-            cls = kinds[-2].rsplit(".", 1)[-1] if len(kinds) >= 2 else ""
-            return path, cls
+    from a hierarchical node name (``/backbone/layer1/conv/Conv`` → ``backbone.layer1.conv``).
+    Metadata that is not what the exporter writes is ignored (its key added to ``bad``)."""
+    names = _names(meta, "pkg.torch.onnx.name_scopes", bad)
+    kinds = _names(meta, "pkg.torch.onnx.class_hierarchy", bad) if names else None
+    if names:
+        path = ".".join(n for n in names[:-1] if n)
+        cls = kinds[-2].rsplit(".", 1)[-1] if kinds and len(kinds) >= 2 else ""
+        return path, cls
     namespace = meta.get("namespace")
     if namespace:
         pieces = [p.split(":", 1) for p in namespace.split("/")]
@@ -148,6 +167,55 @@ def _module_of(name: str, meta: dict) -> tuple[str, str]:
     if name.startswith("/") and name.count("/") >= 2:
         return ".".join(p for p in name.split("/")[1:-1] if p), ""
     return "", ""
+
+
+MAX_METADATA_CHARS = 1 << 20
+
+
+def _names(meta: dict, key: str, bad: list) -> list[str] | None:
+    """A metadata value the exporter writes as a Python list of strings (``['', 'backbone']``),
+    read token by token: no ``ast`` parse, whose nesting limit turns a value like ``[[[[…``
+    into a MemoryError. None (and ``key`` in ``bad``) for anything else."""
+    text = meta.get(key)
+    if not text:
+        return None
+    names = _string_list(text) if len(text) <= MAX_METADATA_CHARS else None
+    if names is None:
+        bad.append(key)
+    return names
+
+
+def _string_list(text: str) -> list[str] | None:
+    import io
+    import tokenize
+
+    tokens = []
+    try:
+        for tok in tokenize.generate_tokens(io.StringIO(text).readline):
+            if tok.type in (tokenize.NEWLINE, tokenize.NL, tokenize.ENDMARKER, tokenize.INDENT,
+                            tokenize.DEDENT):
+                continue
+            tokens.append(tok)
+    except (tokenize.TokenError, SyntaxError, ValueError):
+        return None
+    if len(tokens) < 2 or (tokens[0].string, tokens[-1].string) not in (("[", "]"), ("(", ")")):
+        return None
+    out = []
+    for k, tok in enumerate(tokens[1:-1]):
+        if k % 2:
+            if tok.string != ",":
+                return None
+            continue
+        if tok.type != tokenize.STRING:
+            return None
+        try:
+            value = ast.literal_eval(tok.string)  # one string literal: no nesting
+        except (ValueError, SyntaxError):
+            return None
+        if not isinstance(value, str):
+            return None
+        out.append(value)
+    return out
 
 
 def _attributes(node) -> dict:

@@ -32,6 +32,7 @@ def require_torch(path: str):
 def load_pt2(path: str | os.PathLike) -> GraphModel:
     """Load a saved ExportedProgram; ModelError names the file if it cannot be loaded."""
     from ..onnx.loader import read_bytes
+    from .safe_load import PickleRefused, load_exported_program
 
     path = os.fspath(path)
     data = read_bytes(path, "a saved torch.export program (.pt2)")
@@ -44,7 +45,9 @@ def load_pt2(path: str | os.PathLike) -> GraphModel:
         log.setLevel(logging.CRITICAL)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            program = torch.export.load(path)
+            program = load_exported_program(path, data)  # the bytes read: no second open
+    except PickleRefused:
+        raise
     except Exception as err:  # noqa: BLE001 - zip, pickle and version errors alike
         text = " ".join(str(err).split())[:300] or type(err).__name__
         raise ModelError(f"{path}: not a loadable torch.export program (.pt2 written by "
