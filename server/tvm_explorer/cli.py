@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import re
 import json
 import os
 import signal
@@ -207,6 +208,7 @@ def run_supervised(args, body) -> int:
             from .bundle import writer
 
             writer.COMMIT_GUARDS.append(lifeline.check)
+            _mark_tvm_logging()
             code = body(args)
         finally:
             try:
@@ -222,16 +224,37 @@ def run_supervised(args, body) -> int:
         os.close(err_r)
 
 
+TVM_LOG_PREFIX = "[tvm] "
+
+
+def _mark_tvm_logging() -> None:
+    """TVM's Python warnings (``logging`` under ``tvm``) go to stderr marked, so that the
+    supervisor can keep them out of the terminal with TVM's native log lines."""
+    import logging
+
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter(TVM_LOG_PREFIX + "%(name)s: %(levelname)s: %(message)s"))
+    log = logging.getLogger("tvm")
+    log.addHandler(handler)
+    log.propagate = False
+
+
 class _ChildErrors:
     """Passes the compiling child's stderr through, except TVM's native crash dump (it
-    starts with "Segfault encountered"), which goes to a file the crash message names."""
+    starts with "Segfault encountered"), which goes to a file the crash message names, and
+    TVM's own log lines (``[12:34:56] …/block_builder.cc:67: Warning: …``, its Python
+    warnings), which go to a log file (``chatter_file``): they are TVM's notes to its own
+    developers, and one came after our error message as the last line."""
 
     CRASH_MARKERS = (b"Segfault encountered", b"!!!!!!!")
+    CHATTER = re.compile(rb"^(\[\d\d:\d\d:\d\d\] \S+\.(?:cc|h|cpp):\d+: |"
+                         + re.escape(TVM_LOG_PREFIX.encode()) + rb")")
 
     def __init__(self, fd: int):
         self.fd = fd
         self.pending = b""
         self.dump: list[bytes] = []
+        self.chatter: list[bytes] = []
 
     def pump(self, timeout: float) -> None:
         """Forward what the child wrote within ``timeout`` seconds."""
@@ -279,8 +302,22 @@ class _ChildErrors:
         if self.dump or any(m in line for m in self.CRASH_MARKERS):
             self.dump.append(line)
             return
+        if self.CHATTER.match(line):
+            self.chatter.append(line)
+            return
         sys.stderr.buffer.write(line)
         sys.stderr.flush()
+
+    def chatter_file(self) -> str | None:
+        """Write TVM's log lines to a file; its path, or None if TVM said nothing."""
+        if not self.chatter:
+            return None
+        import tempfile
+
+        fd, path = tempfile.mkstemp(prefix="tvm-explorer-tvm-", suffix=".log")
+        with os.fdopen(fd, "wb") as fh:
+            fh.writelines(self.chatter)
+        return path
 
     def save_dump(self) -> str | None:
         """Write the native crash dump to a file; its path, or None if there was none."""
@@ -326,7 +363,13 @@ def _supervise(args, pid: int, errors: _ChildErrors) -> int:
         errors.pump(0.05)
     errors.finish()
     if os.WIFEXITED(status):
-        return os.WEXITSTATUS(status)
+        code = os.WEXITSTATUS(status)
+        # After a failure our message is the one that says what happened; TVM's log lines
+        # (a BlockBuilder destroyed with open blocks, ...) are its consequences.
+        chatter = errors.chatter_file() if code == 0 else None
+        if chatter:
+            print(f"note: TVM's own log lines ({len(errors.chatter)}) are in {chatter}", file=sys.stderr)
+        return code
     sig = signal.Signals(os.WTERMSIG(status)).name
     _remove_partial(args.output, pid)
     if timed_out:

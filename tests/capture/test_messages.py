@@ -65,3 +65,62 @@ def test_a_model_file_name_that_is_not_utf8(models_dir, tmp_path):
     assert Bundle(out).manifest["model"]["file"] == "m\\xff\\xfe.tflite"
     missing = one_error(run_cli("compile", tmp_path / os.fsdecode(b"gone\xff.tflite"), "-o", tmp_path / "c"))
     assert "gone" in missing and "no such file" in missing
+
+
+# -- TVM's chatter and failures that name what failed (issue 27) --------------------------------
+from conftest import MODELS  # noqa: E402
+
+NUMERICS_TESTS = Path(__file__).resolve().parent.parent / "numerics"
+
+
+def _stderr_lines(proc) -> list[str]:
+    return [line for line in proc.stderr.splitlines() if line.strip()]
+
+
+def test_onnx_import_failure_is_one_line_naming_the_node(tmp_path):
+    """TVM's "BlockBuilder destroyed with remaining blocks!" came after our message."""
+    proc = run_cli("compile", MODELS / "ch_ppocr_mobile_v2.0_cls_mobile.onnx", "-o", tmp_path / "b",
+                   "--progress", "none")
+    assert proc.returncode == 2
+    lines = _stderr_lines(proc)
+    assert len(lines) == 1, proc.stderr
+    assert lines[0].startswith("tvm-explorer: error: ") and "node 561 (Reshape 'Reshape@18')" in lines[0]
+
+
+def test_onnx_cuda_compile_keeps_tvms_warnings_out_of_the_terminal(tmp_path):
+    proc = run_cli("compile", MODELS / "silero_vad_op18_ifless.onnx", "-o", tmp_path / "b", "--target", "cuda",
+                   "--progress", "none", check=True)
+    assert "max_shared_memory_per_block" not in proc.stderr and "Warning" not in proc.stderr, proc.stderr
+    lines = _stderr_lines(proc)
+    # TVM's own log lines (topi's notes on gather) are in a file, named in one line.
+    assert len(lines) <= 1, proc.stderr
+    if lines:
+        path = lines[0].rsplit(" ", 1)[1]
+        assert lines[0].startswith("note: TVM's own log lines") and "Warning" in Path(path).read_text()
+        os.unlink(path)
+
+
+def test_pt2_compile_prints_no_torch_warning(tmp_path):
+    torch = pytest.importorskip("torch", reason="PyTorch is not installed")
+    from frontends import torch_nets
+
+    ep, _args = torch_nets.resnet_program()
+    torch.export.save(ep, tmp_path / "resnet.pt2")
+    proc = run_cli("compile", tmp_path / "resnet.pt2", "-o", tmp_path / "b", "--progress", "none", check=True)
+    assert "Warning" not in proc.stderr and _stderr_lines(proc) == [], proc.stderr
+
+
+def test_cuda_build_failure_names_the_pass_the_kernel_and_its_layer(gt_model, tmp_path):
+    """A check of the user's pipeline refuses the first kernel scheduled with more than 32
+    threads per block (gt's RESHAPE kernel, op 3)."""
+    import subprocess
+    import sys
+
+    proc = subprocess.run([sys.executable, "-m", "tvm_explorer", "compile", str(gt_model), "-o", str(tmp_path / "b"),
+                           "--target", "cuda", "--pipeline", "planted_pipes:cuda_small_gpu", "--progress", "none"],
+                          cwd=NUMERICS_TESTS, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 2
+    lines = _stderr_lines(proc)
+    assert len(lines) == 1, proc.stderr
+    assert "in pass VerifySmallGPU, kernel reshape (op 3 RESHAPE" in lines[0], lines[0]
+    assert not (tmp_path / "b").exists()

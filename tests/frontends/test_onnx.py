@@ -168,3 +168,11 @@ def test_capture_from_onnx_model_in_memory(tmp_path):
     assert [lay.name for lay in b.layers] == list(NODES)
     assert all(p["attributed"] == p["units"] for p in b.manifest["passes"] if p["stage"] == "relax")
     assert b.document("code/module.c") is not None
+
+
+def test_plain_origins_name_the_node(block_model, bundles):
+    out = bundles.get(block_model, "c")
+    relax_doc = next(d.path for d in Bundle(out).documents if d.stage == "relax")
+    (line,) = _lines(out, relax_doc, re.escape("R.nn.conv2d") + r"\(")
+    text = run_cli("origins", out, f"{relax_doc}:{line}", check=True).stdout.strip()
+    assert text.startswith("op 0 Conv /backbone/conv/Conv (layer output) -> "), text

@@ -146,3 +146,16 @@ def test_without_torch_a_clear_message(programs, tmp_path):
             f"sys.exit(main(['compile', {str(programs['pnet'])!r}, '-o', {str(tmp_path / 'x.bundle')!r}, '--in-process']))")
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
     _one_message(proc, "pnet.pt2", "needs PyTorch", "pip install -e '.[torch]'", "torch==2.13.0")
+
+
+def test_plain_origins_say_what_json_says(programs, bundles):
+    """``origins`` without ``--json``: the module path, its class and the source line."""
+    out = bundles.get(programs["resnet"], "c")
+    relax_doc = next(d.path for d in Bundle(out).documents if d.stage == "relax")
+    line = _lines(out, relax_doc, r"R\.nn\.conv2d\(")[0]
+    (found,) = _origins(out, f"{relax_doc}:{line}")
+    text = run_cli("origins", out, f"{relax_doc}:{line}", check=True).stdout.strip()
+    module = found["name"].split("/")[0]
+    assert found["module_class"] == "Conv2d"
+    assert (f"op {found['op_index']} aten.convolution.default {module} (Conv2d) — "
+            f"{found['source']['file']}:{found['source']['line']} (") in text, text

@@ -154,3 +154,60 @@ def with_planted_first_add(target):
         cpu_generic.library_dispatch_passes(target) + [planted_pass(0)]
         + cpu_generic.legalize_passes(target) + cpu_generic.dataflow_lower_passes(target)
         + cpu_generic.finalize_passes(target), name="planted_pipeline")
+
+
+
+def _subtract_in_place(mod, _ctx):
+    """The first legalized ``add`` kernel made to subtract, the way many user passes (and TVM's
+    own Python passes) change a module: ``mod[gv] = f`` on the module they were handed."""
+    for gv, func in list(mod.functions_items()):
+        if isinstance(func, tvm.tirx.PrimFunc) and gv.name_hint.startswith("add"):
+            text = func.script()
+            if " + " in text:
+                mod[gv] = tvm.script.from_source(text.replace(" + ", " - ", 1))
+                break
+    return mod
+
+
+def with_in_place_planted_add(target):
+    """TVM's CPU pipeline with an in-place pass right after FoldConstant (a pass that changed
+    the module), before fusion."""
+    planted = tvm.transform.module_pass(_subtract_in_place, opt_level=0, name="PlantedInPlace")
+    legalize = cpu_generic.legalize_passes(target)
+    return tvm.transform.Sequential(
+        cpu_generic.library_dispatch_passes(target) + legalize[:3] + [planted] + legalize[3:]
+        + cpu_generic.dataflow_lower_passes(target) + cpu_generic.finalize_passes(target),
+        name="planted_in_place_pipeline")
+
+
+def cuda_unscheduled(target):
+    """TVM's CUDA pipeline without dlight's schedules: the TIR build refuses the first kernel
+    with no thread binding (a CUDA build failure of TVM's own)."""
+    from tvm.relax.backend.cuda import pipeline as cuda
+
+    legalize = [p for p in cuda.legalize_passes(target) if "ApplyDefaultSchedule" not in str(p.info.name)]
+    return tvm.transform.Sequential(
+        cuda.library_dispatch_passes(target) + legalize + cuda.dataflow_lower_passes(target)
+        + cuda.finalize_passes(target), name="unscheduled_cuda")
+
+
+def cuda_small_gpu(target):
+    """TVM's CUDA pipeline, then a check a user writes for a smaller GPU: at most 32 threads
+    per block, failing on the first kernel dlight scheduled with more (a CUDA build failure
+    inside the pipeline)."""
+    import re
+
+    from tvm.relax.backend.cuda import pipeline as cuda
+
+    @tvm.transform.module_pass(opt_level=0, name="VerifySmallGPU")
+    def verify(mod, _ctx):
+        for gv, func in sorted(mod.functions_items(), key=lambda kv: kv[0].name_hint):
+            if isinstance(func, tvm.tirx.PrimFunc):
+                threads = [int(n) for n in re.findall(r"T\.thread_binding\((?:T\.int64\()?(\d+)\)?, thread=\"threadIdx", func.script())]
+                if threads and max(threads) > 32:
+                    raise ValueError(f"{gv.name_hint} needs {max(threads)} threads per block (at most 32)")
+        return mod
+
+    return tvm.transform.Sequential(
+        cuda.library_dispatch_passes(target) + cuda.legalize_passes(target) + [verify]
+        + cuda.dataflow_lower_passes(target) + cuda.finalize_passes(target), name="small_gpu")

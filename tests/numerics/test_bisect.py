@@ -66,6 +66,30 @@ def test_planted_tir_pass_is_found_by_leaving_passes_out(gt_model):
     assert 1 < data["tir_builds"] < 30
 
 
+
+def test_a_pass_that_changes_its_input_in_place_is_blamed_not_the_pass_before(gt_model):
+    """``mod[gv] = f`` on the module handed in (planted right after FoldConstant, which changed
+    the module): the snapshot after FoldConstant must not change with it."""
+    proc = bisect(gt_model, "--pipeline", "planted_pipes:with_in_place_planted_add", "--json")
+    assert proc.returncode == 0, proc.stderr
+    data = json.loads(proc.stdout)
+    assert data["culprit"]["name"] == "PlantedInPlace", data["snapshots"]
+    by_name = {s["name"]: s["max_abs"] for s in data["snapshots"]}
+    assert by_name.get("FoldConstant", 0) == 0 and by_name["PlantedInPlace"] > 0.05
+    assert data["error_before"] == 0 and data["error_after"] > 0.05
+    assert data["error_final"] == pytest.approx(data["error_after"], rel=1e-3)  # the real build
+
+
+def test_the_compiled_models_error_is_in_the_report_without_a_culprit(gt_model):
+    proc = bisect(gt_model, "--json")
+    assert proc.returncode == 0, proc.stderr
+    data = json.loads(proc.stdout)
+    assert data["culprit"] is None
+    assert data["error_final"] is not None and data["error_final"] < 1e-4
+    assert data["error_after"] == data["error_final"]
+    text = bisect(gt_model)
+    assert "the compiled model's outputs, max abs error: " in text.stdout, text.stdout
+
 def test_tvms_pipeline_on_a_float_corpus_model_has_no_culprit():
     proc = bisect(MODELS / "small_cnn_fp32.tflite", "--target", "c", "--json")
     assert proc.returncode == 0, proc.stderr

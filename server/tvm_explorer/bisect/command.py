@@ -69,7 +69,7 @@ def _error_json(err) -> float | None:
 
 
 def bisect_compiled(model, target: str, inputs: dict, session, recorder, pipeline_spec, reference,
-                    passes: list[dict] | None) -> dict:
+                    passes: list[dict] | None, executable=None) -> dict:
     """Run the search on a finished compile; the bisect JSON."""
     from ..capture.custom_pipeline import make_pipeline
     from ..capture.pipeline import make_target
@@ -81,7 +81,7 @@ def bisect_compiled(model, target: str, inputs: dict, session, recorder, pipelin
     pipeline = make_pipeline(pipeline_spec, make_target(target)) if pipeline_spec else None
     announce = (lambda what: session.progress.starting("run", what)) if session.progress is not None else None
     b = Bisector(model, target, inputs, session.origins, recorder, session.final_relax, pipeline, ref, quant,
-                 announce=announce)
+                 announce=announce, executable=executable)
     culprit = layer = None
     layers: list = []
     before_err = after_err = None
@@ -124,6 +124,9 @@ def bisect_compiled(model, target: str, inputs: dict, session, recorder, pipelin
         elif real.error.diverges:
             note = ("the compiled model differs from the baseline, but no single Relax snapshot or "
                     "TIR pass that can be left out explains it")
+    final = b.real()
+    if culprit is None and final.error is not None:
+        after_err = final.error  # no culprit: what the whole pipeline ends with
     snapshots = [{"index": e.index, "name": e.name, "max_abs": _error_json(e.error),
                   **({"problem": e.problem} if e.problem else {})}
                  for _k, e in sorted(b.relax_done.items())]
@@ -148,7 +151,8 @@ def bisect_compiled(model, target: str, inputs: dict, session, recorder, pipelin
                      else "the imported module, built with the minimal lowering"),
         "culprit": culprit,
         "error_before": _error_json(before_err) if culprit else None,
-        "error_after": _error_json(after_err) if culprit else None,
+        "error_after": _error_json(after_err),
+        "error_final": _error_json(final.error),
         "first_divergence": first,
         "layer": layer_info,
         "diff": diff,
@@ -245,20 +249,20 @@ def _bisect(args) -> dict:
         recorder.attach(session)
         held["session"] = session
 
-    def after_build(session, _executable):
+    def after_build(session, executable):
         held["data"] = bisect_compiled(model, args.target, inputs, session, recorder, args.pipeline,
-                                       args.reference, session.writer.passes)
+                                       args.reference, session.writer.passes, executable)
         return {BISECT_FILE: json.dumps(held["data"], indent=1)}
 
     from ..progress.display import progress_display
 
     with progress_display(getattr(args, "progress", "none")) as on_progress:
-        compile_model(args.model, args.output, args.target,
-                      after_build=after_build if args.output else None,
-                      pipeline=args.pipeline, on_session=on_session, on_progress=on_progress)
+        result = compile_model(args.model, args.output, args.target,
+                               after_build=after_build if args.output else None,
+                               pipeline=args.pipeline, on_session=on_session, on_progress=on_progress)
         if "data" not in held:
             held["data"] = bisect_compiled(model, args.target, inputs, held["session"], recorder,
-                                           args.pipeline, args.reference, None)
+                                           args.pipeline, args.reference, None, result.executable)
     return held["data"]
 
 
@@ -269,15 +273,17 @@ def format_report(data: dict, bundle: str | None) -> list[str]:
     lines = [f"{data['model']} ({data['target']}"
              f"{', pipeline ' + data['pipeline'] if data['pipeline'] else ''}) against {data['baseline']}"]
     c = data["culprit"]
+    fmt = lambda v: "n/a" if v is None else f"{v:.3g}"  # noqa: E731
     if c is None:
         lines.append("No culprit: " + (data.get("note") or "no pass changes the results beyond the "
                                         "thresholds (docs/numerics.md)"))
+        lines.append(f"  the compiled model's outputs, max abs error: {fmt(data.get('error_final'))}")
     else:
         where = f"pass {c['index']} " if c["index"] is not None else "pass "
         lines.append(f"Culprit: {c['stage']} {where}{c['name']}")
-        fmt = lambda v: "n/a" if v is None else f"{v:.3g}"  # noqa: E731
         lines.append(f"  model outputs, max abs error: {fmt(data['error_before'])} before it, "
-                     f"{fmt(data['error_after'])} after it")
+                     f"{fmt(data['error_after'])} after it, {fmt(data.get('error_final'))} in the "
+                     f"compiled model")
         if data["layer"]:
             f = data["first_divergence"]
             lines.append(f"  first layer changed by it: {unit(data)} {f['op_index']} {data['layer']['opcode']} "

@@ -27,6 +27,7 @@ def validate(data) -> dict:
             raise BisectError("'culprit' must be {index, name, stage} or null")
     _num(data.get("error_before"), "'error_before'")
     _num(data.get("error_after"), "'error_after'")
+    _num(data.get("error_final"), "'error_final'")
     for key in ("snapshots", "layers"):
         if not isinstance(data.get(key, []), list):
             raise BisectError(f"'{key}' must be a list")

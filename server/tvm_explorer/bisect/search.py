@@ -21,7 +21,7 @@ from ..errors import ExplorerError
 from ..model.loader import LoadedModel
 from ..numerics.compare import Error, compare, worst
 from ..numerics.reference import ReferenceRun
-from .snapshots import Run, Snapshot, SnapshotRecorder, run_full, run_snapshot
+from .snapshots import Run, Snapshot, SnapshotRecorder, run_executable, run_full, run_snapshot
 
 
 def _brief(err: BaseException) -> str:
@@ -44,7 +44,8 @@ class Bisector:
     """Builds and runs snapshots on demand (each once) and compares them with the baseline."""
 
     def __init__(self, model: LoadedModel, target: str, inputs: dict, origins, recorder: SnapshotRecorder,
-                 final_relax, pipeline, reference: ReferenceRun | None, quant: dict, announce=None):
+                 final_relax, pipeline, reference: ReferenceRun | None, quant: dict, announce=None,
+                 executable=None):
         self.model, self.target, self.inputs, self.origins = model, target, inputs, origins
         self.snapshots: list[Snapshot] = recorder.snapshots
         self.tir_passes = list(recorder.tir_passes)
@@ -54,6 +55,8 @@ class Bisector:
         self.relax_done: dict[int, Evaluated] = {}
         self.tir_done: list[Evaluated] = []
         self.announce = announce  # called with what is built next (progress), if given
+        self.executable = executable  # the recorded compile's own build, if at hand
+        self._real: Evaluated | None = None
         self.baseline = self._baseline()
 
     # -- baseline and errors -------------------------------------------------------------
@@ -150,10 +153,30 @@ class Bisector:
         self.tir_done.append(got)
         return got
 
+    def real(self) -> Evaluated:
+        """The compiled model (the recorded compile's executable when at hand, else the whole
+        pipeline rebuilt), run and compared (once)."""
+        if self._real is not None:
+            return self._real
+        if self.executable is None:
+            self._real = self.full([])
+            return self._real
+        if self.announce is not None:
+            self.announce("bisect: the compiled model")
+        try:
+            run = run_executable(self.model, self.executable, self.target, self.final_relax, self.origins, self.inputs)
+        except ExplorerError:
+            raise
+        except Exception as err:  # noqa: BLE001 - reported, as for a rebuild
+            self._real = Evaluated(-1, "", "tir", None, None, _brief(err))
+        else:
+            self._real = Evaluated(-1, "", "tir", self.error_of(run), run)
+        return self._real
+
     def find_tir(self) -> tuple[str | None, Evaluated | None]:
         """The TIR pass whose absence removes the divergence of the real build, if any;
         with the real build's evaluation."""
-        real = self.full([])
+        real = self.real()
         if real.error is None:
             raise ExplorerError(f"{self.model.path}: the compiled model could not be rebuilt and run "
                                 f"({real.problem})")

@@ -45,6 +45,17 @@ class Run:
     observation: Observation | None = None
 
 
+def detached(mod):
+    """A module of its own with ``mod``'s functions, attributes and global infos.
+
+    Passes may change the module they are handed in place (``mod[gv] = f``, as TVM's own
+    Python passes do): a snapshot that kept the object would change with it, and a build
+    would change the snapshot it starts from. IR nodes are immutable, so a new function map
+    is a true snapshot (``copy.copy`` of an IRModule crashes TVM 0.27)."""
+    attrs = dict(mod.attrs) if mod.attrs else None
+    return tvm.IRModule(dict(mod.functions.items()), attrs=attrs, global_infos=dict(mod.global_infos))
+
+
 def result_arrays(value) -> list[np.ndarray]:
     """The model outputs a VM call returned, as arrays (a tensor, or a tuple of them)."""
     if hasattr(value, "numpy"):
@@ -81,7 +92,7 @@ class SnapshotRecorder:
         if self._last_funcs is not None and not CaptureSession._changed(self._last_funcs, funcs):
             return
         self._last_funcs = funcs
-        self.snapshots.append(Snapshot(index, name, stage, mod))
+        self.snapshots.append(Snapshot(index, name, stage, detached(mod)))
 
 
 def run_snapshot(model: LoadedModel, origins: OriginTable, snapshot: Snapshot, target: str,
@@ -90,8 +101,8 @@ def run_snapshot(model: LoadedModel, origins: OriginTable, snapshot: Snapshot, t
     session = CaptureSession(model, None, origins)
     tgt = make_target(target)
     with tvm.transform.PassContext(opt_level=3, instruments=[session.instrument()]):
-        executable = tvm.compile(snapshot.mod, tgt, relax_pipeline=relax.pipeline.default_build_pipeline())
-    return _run(model, executable, target, session.final_relax or snapshot.mod, origins, inputs)
+        executable = tvm.compile(detached(snapshot.mod), tgt, relax_pipeline=relax.pipeline.default_build_pipeline())
+    return run_executable(model, executable, target, session.final_relax or snapshot.mod, origins, inputs)
 
 
 def run_full(model: LoadedModel, origins: OriginTable, start, final_relax, target: str,
@@ -103,11 +114,11 @@ def run_full(model: LoadedModel, origins: OriginTable, start, final_relax, targe
 
     tgt = make_target(target)
     with tvm.transform.PassContext(opt_level=3, disabled_pass=list(disabled)):
-        executable = tvm.compile(start, tgt, relax_pipeline=pipeline or relax_pipeline(target, tgt))
-    return _run(model, executable, target, final_relax, origins, inputs)
+        executable = tvm.compile(detached(start), tgt, relax_pipeline=pipeline or relax_pipeline(target, tgt))
+    return run_executable(model, executable, target, final_relax, origins, inputs)
 
 
-def _run(model, executable, target, final_relax, origins, inputs) -> Run:
+def run_executable(model, executable, target, final_relax, origins, inputs) -> Run:
     plan = kernel_plan(final_relax, origins, model)
     ordered = [inputs[i.name] for i in model_inputs(model)]
     obs = run_observed(runnable(executable, target), plan, ordered, tvm.cpu())

@@ -178,9 +178,12 @@ def compile_model(model_path: str | os.PathLike, bundle: str | os.PathLike | Non
         except ExplorerError:
             raise
         except Exception as err:  # noqa: BLE001 - TVM failures reach the user as one message
-            first = " ".join(str(err).split())[:500] or type(err).__name__
+            text = " ".join(str(err).split())
+            first = text[:500] or type(err).__name__
             how = f" with --pipeline {pipeline}" if pipeline else ""
-            raise ExplorerError(f"{model.path}: TVM failed to compile the model for {target}{how}: {first}") from None
+            where = session.failure_context(text)
+            raise ExplorerError(f"{model.path}: TVM failed to compile the model for {target}{how}{where}: "
+                                f"{first}") from None
         session.flush_documents()  # the IR of every pass, printed now that TVM is idle
         if writer is None:
             # Nothing is written: index the generated source only if someone asks.

@@ -238,29 +238,109 @@ def _index_body(lines, gf, events, fname, fset, origins, rng, cov, trace_link) -
 
 
 _LL_DEFINE = re.compile(r"^define\b.*?@\"?([\w.$]+)\"?\(")
+_LL_CALLEE = re.compile(r"@\"?([\w.$]+)\"?")
+_LL_DBG = re.compile(r"!dbg !(\d+)\b")
+_LL_LOCATION = re.compile(r"^!(\d+) = (?:distinct )?!DILocation\(line: (\d+)(?:, column: (\d+))?")
+_LL_COMPUTE = "_compute_"
+
+
+@dataclass
+class LlvmFunction:
+    """A function defined in LLVM IR: its name, the PrimFunc it was generated from (None for
+    runtime helpers), and its 0-based line span (inclusive)."""
+
+    name: str
+    primfunc: str | None
+    first: int
+    last: int
+
+
+def llvm_functions(lines: list[str], prim_names: dict[str, str]) -> list[LlvmFunction]:
+    """Every ``define … {`` … ``}`` of LLVM IR, each with its PrimFunc (``prim_names``: symbol
+    or PrimFunc name -> PrimFunc name).
+
+    TVM's LLVM code generator puts a kernel in several functions: the packed entry
+    (``__tvm_ffi_<PrimFunc>``), its body (``<PrimFunc>_compute_``) and one
+    ``__tvm_parallel_lambda[.N]`` per parallel loop; helpers (``__tvm_set_raised_N``) are
+    shared. A function not named after a PrimFunc belongs to the PrimFunc of the functions
+    that call it, when they all have the same one.
+    """
+    found: list[LlvmFunction] = []
+    i = 0
+    while i < len(lines):
+        m = _LL_DEFINE.match(lines[i])
+        if m and lines[i].rstrip().endswith("{"):
+            j = i + 1
+            while j < len(lines) and lines[j] != "}":
+                j += 1
+            name = m.group(1)
+            base = name[:-len(_LL_COMPUTE)] if name.endswith(_LL_COMPUTE) else name
+            got = _primfunc_for(base, {k: (v, None) for k, v in prim_names.items()})
+            found.append(LlvmFunction(name, got[0] if got else None, i, min(j, len(lines) - 1)))
+            i = j
+        i += 1
+    by_name = {f.name: f for f in found}
+    callers: dict[str, set[str]] = {}
+    for f in found:
+        for k in range(f.first + 1, f.last):
+            for callee in _LL_CALLEE.findall(lines[k]):
+                if callee in by_name and callee != f.name:
+                    callers.setdefault(callee, set()).add(f.name)
+    changed = True
+    while changed:  # a lambda called from a compute function called from the entry
+        changed = False
+        for f in found:
+            if f.primfunc is None and f.name in callers:
+                owners = {by_name[c].primfunc for c in callers[f.name]}
+                if len(owners) == 1 and None not in owners:
+                    f.primfunc = owners.pop()
+                    changed = True
+    return found
 
 
 def index_llvm(text: str, final_tir, tracker: ProvenanceTracker) -> list[Range]:
-    """Function-level ranges of LLVM IR host code: each ``define`` maps to its PrimFunc."""
-    by_symbol: dict[str, str] = {}
+    """Ranges of LLVM IR host code: every function generated from a PrimFunc (entry,
+    ``_compute_`` body, parallel lambdas) maps to it; an instruction whose ``!dbg`` location
+    is a TIR store's span (TVM's LLVM code generator turns a statement's span into its
+    DILocation: line = our origin set, column = the store's unit) gets that store's origins
+    and key, as a C line does."""
+    prim_names: dict[str, str] = {}
+    known: set[tuple[int, int]] = set()  # (origin set, unit) of every stamped final TIR store
     for gv, func in final_tir.functions.items():
         if isinstance(func, tirx.PrimFunc):
-            by_symbol[gv.name_hint] = gv.name_hint
+            prim_names[gv.name_hint] = gv.name_hint
             symbol = func.attrs.get("global_symbol") if func.attrs is not None else None
             if symbol:
-                by_symbol[str(symbol)] = gv.name_hint
-    out: list[Range] = []
+                prim_names[str(symbol)] = gv.name_hint
+            walk(func.body, (tirx.BufferStore,),
+                 lambda node: known.add(read_span(node) or (0, 0)), "pre")
+    known.discard((0, 0))
+    lines = text.split("\n")
+    starts = []
     pos = 0
-    start = name = None
-    for line in text.split("\n"):
-        if start is None:
-            m = _LL_DEFINE.match(line)
-            if m:
-                found = _primfunc_for(m.group(1), {k: (v, None) for k, v in by_symbol.items()})
-                if found is not None:
-                    start, name = pos, found[0]
-        elif line == "}":
-            out.append(Range(start, pos + 1, tracker.function_set(name), "primfunc", f"prim:{name}"))
-            start = name = None
+    for line in lines:
+        starts.append(pos)
         pos += len(line) + 1
+    locations: dict[str, tuple[int, int]] = {}
+    for line in lines:
+        if line.startswith("!"):
+            m = _LL_LOCATION.match(line)
+            if m and (int(m.group(2)), int(m.group(3) or 0)) in known:
+                locations[m.group(1)] = (int(m.group(2)), int(m.group(3) or 0))
+    out: list[Range] = []
+    for f in llvm_functions(lines, prim_names):
+        if f.primfunc is None:
+            continue
+        out.append(Range(starts[f.first], starts[f.last] + len(lines[f.last]),
+                         tracker.function_set(f.primfunc), "primfunc", f"prim:{f.primfunc}"))
+        if not locations:
+            continue
+        for k in range(f.first + 1, f.last):
+            line = lines[k]
+            m = _LL_DBG.search(line)
+            got = locations.get(m.group(1)) if m else None
+            if got is None:
+                continue
+            indent = len(line) - len(line.lstrip())
+            out.append(Range(starts[k] + indent, starts[k] + len(line), got[0], "stmt", f"store:{got[1]}"))
     return out

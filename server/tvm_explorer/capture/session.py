@@ -165,7 +165,31 @@ class CaptureSession:
 
     def instrument(self) -> "PassRecorder":
         """A TVM pass instrument feeding this session."""
-        return PassRecorder(self)
+        self.recorder = PassRecorder(self)
+        return self.recorder
+
+    def failure_context(self, message: str) -> str:
+        """Where a compile that raised ``message`` was: `` in pass P`` (the innermost pass
+        running, when known) and ``, kernel K (op 3 CONV_2D conv1)`` for the kernel the
+        message names, with its layers."""
+        out = ""
+        recorder = getattr(self, "recorder", None)
+        running = [n for n in recorder.stack if n not in self.containers] if recorder else []
+        if running:
+            out += f" in pass {running[-1]}"
+        names = set()
+        for funcs in self._last_funcs.values():
+            names.update(funcs)
+        found = [n for n in names if re.search(rf"(?<!\w)(?:__tvm_ffi_)?{re.escape(n)}(?:_kernel|_compute_)?(?!\w)",
+                                              message)]
+        if not found:
+            return out
+        kernel = max(found, key=len)
+        layers = [self.model.layers[i] for i in self.origins.layers(self.tracker.function_set(kernel))
+                  if i < len(self.model.layers)]
+        what = ", ".join(f"op {lay.op_index} {lay.opcode}{' ' + lay.name if lay.name else ''}" for lay in layers[:3])
+        more = f" and {len(layers) - 3} more" if len(layers) > 3 else ""
+        return out + f", kernel {kernel}" + (f" ({what}{more})" if what else "")
 
 
 @tvm.ir.instrument.pass_instrument

@@ -6,6 +6,7 @@ import json
 import sys
 
 from ..errors import ExplorerError
+from ..tablenames import NameColumn
 
 
 def _cost(side: dict) -> str:
@@ -34,13 +35,16 @@ def _run_compare(args) -> int:
     print(f"Compared as {how}\n")
     rows = result["layers"]
     show_cost = any("costs" in r["a"] or "costs" in r["b"] for r in rows)
-    head = f"{'op':>4}  {'opcode':18} {'name':34} {'A lines':>8} {'B lines':>8} {'delta':>7}"
+    names = NameColumn((r["name"] for r in rows), 40)
+    if names.note():
+        print(names.note())
+    head = f"{'op':>4}  {'opcode':18} {'name':40} {'A lines':>8} {'B lines':>8} {'delta':>7}"
     head += f" {'A ms':>8} {'B ms':>8}" if show_cost else ""
     print(head + "  code")
     for r in rows:
         where = f"{r['subgraph']}:{r['op_index']}" if r["subgraph"] else str(r["op_index"])
         delta = r["b"]["code_lines"] - r["a"]["code_lines"]
-        line = (f"{where:>4}  {r['opcode'][:18]:18} {r['name'][:34]:34} {r['a']['code_lines']:>8} "
+        line = (f"{where:>4}  {r['opcode'][:18]:18} {names.show(r['name']):40} {r['a']['code_lines']:>8} "
                 f"{r['b']['code_lines']:>8} {delta:>+7}")
         if show_cost:
             line += f" {_cost(r['a']):>8} {_cost(r['b']):>8}"

@@ -39,10 +39,10 @@ _LL_DEFINE = re.compile(r'^define\b[^@]*@"?([\w.$]+)"?\(', re.M)
 
 
 def _ll_functions(text: str):
-    """``(name, text)`` of every function defined in LLVM IR."""
+    """``(name, offset, text)`` of every function defined in LLVM IR."""
     for m in _LL_DEFINE.finditer(text):
         end = text.find("\n}\n", m.end())
-        yield m.group(1), text[m.start(): len(text) if end < 0 else end + 2]
+        yield m.group(1), m.start(), text[m.start(): len(text) if end < 0 else end + 2]
 
 
 def owner(members) -> int | None:
@@ -122,15 +122,18 @@ def analyse(code_docs: list[CodeDocument], relax_final: tuple[str, list] | None,
     for doc in code_docs:
         if doc.kind == "ll":
             # LLVM IR keeps a kernel's body in ``<PrimFunc>_compute_``, a function of its own
-            # that the index (function level, by PrimFunc) does not list.
-            for name, body in _ll_functions(doc.text):
+            # that older bundles' indexes do not list (newer ones do: counted above).
+            indexed = {rng[0] for rng in doc.ranges if rng[3] == "primfunc"}
+            for name, start, body in _ll_functions(doc.text):
                 k = kernels.get(name[: -len("_compute_")]) if name.endswith("_compute_") else None
-                if k is not None:
+                if k is not None and start not in indexed:
                     k.workspace_bytes += workspace_bytes("ll", body)
                     if doc is counted:
                         k.total_lines += body.count("\n") + 1
     if counted is not None:
-        has_statements = any(r[3] in ("stmt", "loop") for r in counted.ranges)
+        # LLVM IR lines are counted per function: its located instructions are few and
+        # stand for the TIR stores, not for the IR's computing lines.
+        has_statements = counted.kind != "ll" and any(r[3] in ("stmt", "loop") for r in counted.ranges)
         if not has_statements:  # function-level provenance: a kernel's lines are its layer's
             for k in kernels.values():
                 if k.function_set and k.total_lines:
@@ -146,7 +149,7 @@ def analyse(code_docs: list[CodeDocument], relax_final: tuple[str, list] | None,
                 name = _kernel_name(key)
                 current, current_end = (kernels.get(name) if name else None), end
                 continue
-            if kind not in ("stmt", "loop"):
+            if kind not in ("stmt", "loop") or not has_statements:
                 continue
             if current is not None and start < current_end:
                 current.code_lines += 1

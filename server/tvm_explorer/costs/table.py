@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from ..tablenames import NameColumn
 from .model import clock_label
 
 SORTS = ("time", "code", "memory")
@@ -66,11 +67,15 @@ def render(costs: dict, by: str, top_passes: int = 8, unit: str = "op") -> str:
     else:
         out.append(f"Run time not measured: {profile.get('reason') or profile.get('status')}")
     shared_note = False
+    name_col = NameColumn((lay["name"] for lay in costs["layers"]), 40)
+    if name_col.note():
+        out.append(name_col.note())
     out.append(f"{'#':>3}  {'layer':<56} {'time ms':>9} {'share':>6} {lines_label(costs):>13} "
                f"{'workspace':>10} {'MFLOP':>9}  kernels")
     for rank, lay in enumerate(sort_layers(costs["layers"], by), 1):
         where = f"{'sg ' + str(lay['subgraph']) + ' ' if lay['subgraph'] else ''}{unit} {lay['op_index']}"
-        label = f"{where} {lay['opcode']} {lay['name']}"
+        label = f"{where} {lay['opcode']}"
+        label = f"{label} {name_col.show(lay['name'], max(8, 55 - len(label)))}"
         t = f"{lay['time_ms']:.3f}" if lay.get("time_ms") is not None else "-"
         s = f"{100 * lay['share']:.1f}%" if lay.get("share") is not None else "-"
         fl = f"{lay['flops'] / 1e6:.2f}" if lay.get("flops") is not None else "-"

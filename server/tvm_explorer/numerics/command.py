@@ -6,6 +6,7 @@ import json
 import sys
 
 from ..errors import ExplorerError
+from ..tablenames import NameColumn
 from .schema import NUMERICS_FILE, format_error, unit
 
 
@@ -117,13 +118,16 @@ def format_table(data: dict) -> list[str]:
     lines = [f"{data.get('model', 'model')} ({data.get('target', '?')}) against the "
              f"{data['reference']}, inputs: {data.get('inputs', '?')}; mode: {data['mode']}"]
     first = data.get("first_divergence")
+    names = NameColumn((e["name"] for e in data["layers"]), 40)
+    if names.note():
+        lines.append(names.note())
     lines.append(f"{'':2}{unit(data):>4}  {'opcode':22} {'name':40} {'seen in':8} error")
     for e in data["layers"]:
         is_first = first is not None and (e["subgraph"], e["op_index"]) == (first["subgraph"], first["op_index"])
         mark = "=>" if is_first else "  "
         where = f"{e['subgraph']}:" if e["subgraph"] else ""
         seen = e.get("observed_by") or "-"
-        lines.append(f"{mark}{where + str(e['op_index']):>4}  {e['opcode'][:22]:22} {e['name'][:40]:40} "
+        lines.append(f"{mark}{where + str(e['op_index']):>4}  {e['opcode'][:22]:22} {names.show(e['name']):40} "
                      f"{seen:8} {format_error(e)}")
     if first is None:
         lines.append("No layer diverges beyond the thresholds (docs/numerics.md).")

@@ -66,7 +66,12 @@ def decomposed(program):
     tensors += list(program.constants.values())
     if any(isinstance(t, torch.Tensor) and t.layout != torch.strided for t in tensors):
         return program
-    return program.run_decompositions()
+    # torch's own deprecation notes (a FutureWarning about its pytree LeafSpec) are not the
+    # user's to act on.
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", FutureWarning)
+        warnings.simplefilter("ignore", DeprecationWarning)
+        return program.run_decompositions()
 
 
 def describe_program(program, path: str, sha256: str | None = None) -> GraphModel:

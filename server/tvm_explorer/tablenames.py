@@ -1,0 +1,81 @@
+"""Layer names in a fixed-width column of a text table (costs, numerics, compare).
+
+Converters give every layer of a model the same long scope (``mobilenetv2_1.00_224_1/
+mobilenetv2_1.00_224/…``): cut at the right, every row reads the same. So the scope most
+rows share is left out once (the table says so above its rows), and a name still too wide
+loses its left end, at a ``/`` where one fits, keeping the part that tells layers apart.
+"""
+
+from __future__ import annotations
+
+ELLIPSIS = "…"
+
+
+def shared_prefix(names: list[str]) -> str:
+    """The longest prefix ending in ``/`` shared by two thirds of the names (two at least),
+    never a whole name."""
+    counts: dict[str, int] = {}
+    for name in set(names):
+        for i, ch in enumerate(name[:-1]):
+            if ch == "/":
+                counts[name[:i + 1]] = counts.get(name[:i + 1], 0) + 1
+    need = max(2, -(-2 * len(set(names)) // 3))
+    best = ""
+    for prefix, n in counts.items():
+        if n >= need and len(prefix) > len(best):
+            best = prefix
+    return best
+
+
+def shorten(name: str, width: int, at_scope: bool = True) -> str:
+    """``name`` in at most ``width`` characters, its left end dropped (``…/conv_pw_13``);
+    ``at_scope``: starting at a ``/`` where the rest fits."""
+    if len(name) <= width:
+        return name
+    if width <= 1:
+        return name[-width:] if width > 0 else ""
+    tail = name[-(width - 1):]
+    cut = tail.find("/")
+    if at_scope and 0 <= cut < len(tail) - 1:
+        tail = tail[cut:]  # start at a scope boundary where the rest still fits
+    return ELLIPSIS + tail
+
+
+def _middle(name: str, width: int) -> str:
+    head = (width - 1) // 2
+    return name[:head] + ELLIPSIS + name[-(width - 1 - head):]
+
+
+class NameColumn:
+    """The names of one table column: the shared scope left out, the rest fitted to width."""
+
+    def __init__(self, names, width: int):
+        self.names = [n for n in names if n]
+        self.width = width
+        self.prefix = shared_prefix(self.names) if any(len(n) > width for n in self.names) else ""
+        self._shown: dict[tuple, dict[str, set]] = {}  # (width, at_scope) -> shown -> names
+
+    def note(self) -> str | None:
+        """The line saying which scope the rows leave out (None when none is)."""
+        if not self.prefix:
+            return None
+        return f"(layer names below leave out their shared scope {self.prefix})"
+
+    def show(self, name: str, width: int | None = None) -> str:
+        """``name`` as its row shows it (in ``width`` characters, default the column's)."""
+        width = self.width if width is None else width
+        short = name[len(self.prefix):] if self.prefix and name.startswith(self.prefix) else name
+        for at_scope in (True, False):
+            shown = shorten(short, width, at_scope)
+            if shown == short or not self._collides(shown, short, width, at_scope):
+                return shown
+        return _middle(short, width)
+
+    def _collides(self, shown: str, short: str, width: int, at_scope: bool) -> bool:
+        got = self._shown.get((width, at_scope))
+        if got is None:
+            got = self._shown[(width, at_scope)] = {}
+            for other in set(self.names):
+                o = other[len(self.prefix):] if self.prefix and other.startswith(self.prefix) else other
+                got.setdefault(shorten(o, width, at_scope), set()).add(o)
+        return len(got.get(shown, ())) > 1 or short not in got.get(shown, {short})
