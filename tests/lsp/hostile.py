@@ -172,3 +172,20 @@ def write_nested_bundle(root: Path, depth: int, doc: str = "tir/000-input.tir") 
     index["documents"]["model.tflgraph"]["ranges"] += model_ranges
     (root / "index.json").write_text(json.dumps(index))
     return root
+
+
+BAD_ENVELOPES = [  # (message, the id its InvalidRequest answer must carry)
+    ({"jsonrpc": "1.0", "id": 5, "method": "tvmExplorer/listBundles", "params": {}}, 5),
+    ({"id": 6, "method": "tvmExplorer/listBundles", "params": {}}, 6),
+    ({"jsonrpc": "2.0", "id": 7, "method": 7, "params": {}}, 7),
+    ({"jsonrpc": "2.0", "id": 8, "method": None, "params": {}}, 8),
+    ({"jsonrpc": "2.0", "id": 9, "method": ["textDocument/hover"]}, 9),
+    ({"jsonrpc": "2.0", "id": 10, "method": {"x": 1}}, 10),
+    ({"jsonrpc": "2.0", "id": [1], "method": "tvmExplorer/listBundles"}, None),
+    ({"jsonrpc": "2.0", "id": True, "method": "tvmExplorer/listBundles"}, None),
+    ({"jsonrpc": "2.0", "id": 12.5, "method": "tvmExplorer/listBundles"}, None),
+    ({"jsonrpc": "2.0", "id": {"a": 1}, "method": 3}, None),
+    ({"jsonrpc": "2.0", "id": 11, "method": "tvmExplorer/listBundles", "params": 5}, 11),
+    ({"jsonrpc": 2, "id": "s", "method": "tvmExplorer/listBundles"}, "s"),
+    ({"jsonrpc": "2.0", "method": 7}, None),  # a notification with a bad method: still answered
+]

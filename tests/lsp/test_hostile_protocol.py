@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from .hostile import RawServer, frame, write_nested_bundle
+from .hostile import BAD_ENVELOPES, RawServer, frame, write_nested_bundle
 
 
 @pytest.fixture
@@ -130,3 +130,24 @@ def test_exit_without_shutdown_is_status_one(server):
     server.initialize()
     server.notify("exit")
     assert server.proc.wait(10) == 1
+
+
+# Issue 26 item 14: envelopes that are not JSON-RPC 2.0 get InvalidRequest (-32600), with the
+# request's id when it is usable and null otherwise; no error reply carries a traceback.
+@pytest.mark.parametrize("message, answer_id", BAD_ENVELOPES)
+def test_a_bad_envelope_is_an_invalid_request(server, message, answer_id):
+    server.initialize()
+    server.send(message)
+    got = server.reply(match=lambda m: "method" not in m and ("error" in m or "result" in m), timeout=10)
+    assert got["id"] == answer_id, got
+    assert got["error"]["code"] == -32600, got
+    assert "data" not in got["error"] and "Traceback" not in json.dumps(got), got
+    # still in step: the next request is answered normally
+    assert server.reply(server.request("tvmExplorer/listBundles", {}))["result"] == {"bundles": []}
+
+
+def test_an_unknown_method_without_params_is_method_not_found(server):
+    server.initialize()
+    server.send({"jsonrpc": "2.0", "id": 41, "method": "no/suchMethod"})
+    got = server.reply(41, timeout=10)
+    assert got["error"]["code"] == -32601 and "data" not in got["error"], got

@@ -20,6 +20,8 @@ from __future__ import annotations
 import json
 import logging
 
+import attrs
+
 from lsprotocol import types
 
 logger = logging.getLogger(__name__)
@@ -34,6 +36,35 @@ def _error(msg_id, code: int, message: str) -> dict:
     return {"jsonrpc": "2.0", "id": msg_id, "error": {"code": code, "message": message}}
 
 
+def usable_id(msg_id):
+    """A request id as LSP allows it (integer or string), else None."""
+    if isinstance(msg_id, str) or (isinstance(msg_id, int) and not isinstance(msg_id, bool)):
+        return msg_id
+    return None
+
+
+def envelope_problem(data: dict) -> str | None:
+    """Why a decoded message is not a JSON-RPC 2.0 message (None if it is one)."""
+    if data.get("jsonrpc") != "2.0":
+        return "not a JSON-RPC 2.0 message ('jsonrpc' must be \"2.0\")"
+    if "id" in data and data["id"] is not None and usable_id(data["id"]) is None:
+        return "'id' must be an integer or a string"
+    if "method" in data:
+        if not isinstance(data["method"], str):
+            return "'method' must be a string"
+        if "params" in data and data["params"] is not None and not isinstance(data["params"], (dict, list)):
+            return "'params' must be an object or an array"
+    elif "id" not in data or ("result" not in data and "error" not in data):
+        return "neither a request, a notification nor a response"
+    return None
+
+
+def invalid_request(data, problem: str) -> dict:
+    """The InvalidRequest answer to a message (its id when usable, null otherwise)."""
+    msg_id = usable_id(data.get("id")) if isinstance(data, dict) else None
+    return _error(msg_id, INVALID_REQUEST, f"Invalid Request: {problem}")
+
+
 class LifecycleProtocol:
     """Mixin for a pygls ``JsonRPCProtocol`` subclass (put it before the pygls class)."""
 
@@ -45,9 +76,7 @@ class LifecycleProtocol:
         method = getattr(message, "method", None)
         has_id = hasattr(message, "id")
         if getattr(message, "jsonrpc", None) != "2.0":
-            msg_id = message.get("id") if isinstance(message, dict) else None
-            self._send_data(_error(msg_id if isinstance(msg_id, (int, str)) else None,
-                                   INVALID_REQUEST, "not a JSON-RPC 2.0 message"))
+            self._send_data(invalid_request(message, "not a JSON-RPC 2.0 message"))
             return
         if method is None:  # a response to one of our requests: always taken
             super().handle_message(message)
@@ -72,6 +101,15 @@ class LifecycleProtocol:
                 logger.warning("notification %s after shutdown dropped", method)
             return
         super().handle_message(message)
+
+    def _send_response(self, msg_id, result=None, error=None):
+        """Send a reply; a failed handler's traceback (pygls puts it in ``error.data``) goes
+        to the log, not to the client."""
+        data = getattr(error, "data", None)
+        if isinstance(data, dict) and "traceback" in data:
+            logger.error("request %r failed: %s\n%s", msg_id, error.message, "".join(map(str, data["traceback"])))
+            error = attrs.evolve(error, data=None)
+        super()._send_response(msg_id, result, error)
 
     def _exit(self) -> None:
         self.exit_code = 0 if self._shutdown else 1

@@ -14,7 +14,7 @@ from lsprotocol import types
 from pygls.exceptions import JsonRpcException
 from pygls.protocol import LanguageServerProtocol, default_converter
 
-from .lifecycle import LifecycleProtocol
+from .lifecycle import LifecycleProtocol, envelope_problem, invalid_request
 
 LIST_BUNDLES = "tvmExplorer/listBundles"
 LIST_PASSES = "tvmExplorer/listPasses"
@@ -340,7 +340,17 @@ class ExplorerProtocol(LifecycleProtocol, LanguageServerProtocol):
     def structure_message(self, data):
         """Read one message. A request whose params do not fit its method is answered with
         InvalidParams: pygls 2.1 would log it and never answer, and a client waiting for
-        that answer would wait forever (LSP: every request gets a response)."""
+        that answer would wait forever (LSP: every request gets a response). An envelope
+        that is not JSON-RPC 2.0 (``"jsonrpc": "1.0"``, a ``method`` that is not a string,
+        an ``id`` that is neither integer nor string) is answered with InvalidRequest, with
+        the request's id when it is usable and ``null`` otherwise."""
+        if isinstance(data, dict) and "jsonrpc" in data:
+            problem = envelope_problem(data)
+            if problem is not None:
+                self._send_data(invalid_request(data, problem))
+                return _AnsweredRequest()
+            if "method" in data and "params" not in data:
+                data = {**data, "params": None}  # JSON-RPC: params may be omitted
         try:
             return super().structure_message(data)
         except JsonRpcException as err:
