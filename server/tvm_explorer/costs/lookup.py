@@ -108,9 +108,10 @@ def hover_lines(bundle, layer_ids: list[int], kernel: str | None = None) -> list
         shared = lay.get("shared_kernels") or []
         note = f" (kernel{'s' if len(shared) > 1 else ''} shared with other layers: time split by work)" if shared else ""
         who = f"layer {lid} " if len(layer_ids) > 1 else ""
+        count = lay.get("kernel_count", len(lay["kernels"]))
         out.append(f"- **Cost** {who}{idx.summary(lay)}"
                    + (f" · {flops_text(lay['flops'])}" if lay.get("flops") else "")
-                   + f" · {lay['kernel_count']} kernel{'s' if lay['kernel_count'] != 1 else ''}{note}")
+                   + f" · {count} kernel{'s' if count != 1 else ''}{note}")
     only = idx.by_layer.get(layer_ids[0]) if len(layer_ids) == 1 else None
     same = only is not None and (only.get("kernels") or []) == [kernel]
     if kernel and kernel in idx.kernels and not same:  # the layer's line already says it

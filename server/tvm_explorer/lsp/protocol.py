@@ -190,6 +190,7 @@ class NumericsResult:
     inputs: str = ""
     first_divergence: Optional[dict] = None
     layers: list[NumericsLayer] = attrs.field(factory=list)
+    problem: str = ""  # why a bundle's numerics.json was left out (it is damaged)
 
 
 @attrs.define
