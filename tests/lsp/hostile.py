@@ -245,3 +245,23 @@ def linked_bundle(src: Path, dst: Path, replace: dict[str, str]) -> Path:
     for name, text in replace.items():
         (dst / name).write_text(text)
     return dst
+
+
+# -- hostile strings shown in hovers, lenses, views and tooltips (issue 26 item 13) -----------
+HOSTILE_STRINGS: list[str] = json.loads((Path(__file__).parent / "hostile_strings.json").read_text())
+"""Backticks that close a code span, ``command:`` links, remote images, HTML with ``onerror``,
+newlines, lone surrogates (shared with tests/e2e/markdown.test.mjs)."""
+
+
+def live_markup(markdown: str) -> list[str]:
+    """What a Markdown renderer would act on in ``markdown`` outside its code spans and
+    backslash escapes: links, images, HTML tags, ``command:`` or ``http:`` targets."""
+    import re
+
+    outside = re.sub(r"(?<!`)(`+)(?!`)(.*?)(?<!`)\1(?!`)", "", markdown, flags=re.S)
+    plain = re.sub(r"\\[\s\S]", "", outside)
+    found = [p for p in (r"\[[^\]]*\]\(", r"!\[", r"<[a-zA-Z/!?]", r"command:", r"https?:")
+             if re.search(p, plain)]
+    if re.search("[\ud800-\udfff]", markdown):
+        found.append("lone surrogate")
+    return found

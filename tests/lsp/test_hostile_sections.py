@@ -19,7 +19,7 @@ from tvm_explorer.bisect.schema import validate as validate_bisect
 from tvm_explorer.costs.model import validate as validate_costs
 from tvm_explorer.numerics.schema import validate as validate_numerics
 
-from .hostile import HOSTILE_VALUES, RawServer, linked_bundle, mutated, section_fields
+from .hostile import HOSTILE_STRINGS, HOSTILE_VALUES, RawServer, linked_bundle, live_markup, mutated, section_fields
 
 HERE = Path(__file__).resolve().parent
 NUMERICS_TESTS = HERE.parent / "numerics"
@@ -212,3 +212,74 @@ def test_server_answers_every_mutant(mutants, tmp_path):
     finally:
         srv.close()
     assert "Traceback" not in srv.stderr()
+
+
+def _with_strings(src: Path, dst: Path, s: str, files: tuple[str, ...]) -> Path:
+    """Bundle ``src`` with ``s`` in every string field of its sections that an editor shows."""
+    replace = {}
+    if "numerics.json" in files:
+        n = json.loads((src / "numerics.json").read_text())
+        n["reference"] = s
+        for e in n["layers"]:
+            if e["observed"]:
+                e["note"] = s
+            else:
+                e["hidden_in"], e["note"] = s, s
+            e["name"] = s
+        replace["numerics.json"] = json.dumps(n)
+    if "costs.json" in files:
+        c = json.loads((src / "costs.json").read_text())
+        c["total_ms"] = None  # not measured: the hover and the view show the profile's reason
+        c["profile"].update(status=s, reason=s)
+        for lay in c["layers"]:
+            lay["name"] = s
+        replace["costs.json"] = json.dumps(c)
+    if "bisect.json" in files:
+        b = json.loads((src / "bisect.json").read_text())
+        b["baseline"] = s
+        b["culprit"]["name"] = s
+        replace["bisect.json"] = json.dumps(b)
+    return linked_bundle(src, dst, replace)
+
+
+def test_hostile_strings_are_inert_in_every_hover(sources, tmp_path):
+    """Issue 26 item 13: numerics.json ``reference``/``note``/``hidden_in``, costs.json
+    ``profile.reason``/``status``, bisect.json ``baseline`` and ``culprit.name`` reached the
+    hover Markdown raw (a ``command:`` link, a remote image, ``onerror`` HTML, a code span closed
+    by a backtick). Every hover of the model document and of the culprit's diff, on every
+    hostile string, through the real server."""
+    ws = tmp_path / "ws"
+    made = []
+    for i, s in enumerate(HOSTILE_STRINGS):
+        made.append((s, _with_strings(sources["costs.json"], ws / f"n{i}", s, ("numerics.json", "costs.json"))))
+        made.append((s, _with_strings(sources["bisect.json"], ws / f"b{i}", s, ("bisect.json",))))
+    srv = RawServer()
+    try:
+        srv.initialize(ws)
+        listed = srv.wait_bundles(len(made), timeout=600)
+        assert not [b for b in listed if b["problems"]], [b["problems"] for b in listed if b["problems"]][:3]
+        bad, seen = [], 0
+        for s, root in made:
+            root = root.resolve()
+            model, positions = _model_positions(root)
+            targets = [((root / model).as_uri(), pos) for pos in positions]
+            if (root / "bisect.json").exists():
+                after = root / "relax/003-PlantedAddToSubtract.relax"
+                text = after.read_text().split("\n")
+                line = next(i for i, x in enumerate(text) if "R.subtract" in x)
+                targets.append((after.as_uri(), {"line": line, "character": text[line].index("R.subtract") + 2}))
+            for doc, pos in targets:
+                got = srv.reply(srv.request("textDocument/hover", {"textDocument": {"uri": doc}, "position": pos}))
+                value = (got.get("result") or {}).get("contents", {}).get("value", "")
+                if not value:
+                    bad.append(f"{s!r}: no hover at {doc} {pos}: {got}")
+                    continue
+                seen += ("Numerics of" in value) + ("Bisect" in value) + ("not measured" in value)
+                live = live_markup(value)
+                broken = [frag for frag in ("\nline two", "\n# heading", "\n- item", "\n|---") if frag in value]
+                if live or broken:
+                    bad.append(f"{s!r} at {doc} {pos}: {live + broken}:\n{value}")
+        assert not bad, f"{len(bad)} hovers:\n" + "\n".join(bad[:8])
+        assert seen > len(HOSTILE_STRINGS) * 3  # the hostile fields were really shown
+    finally:
+        srv.close()

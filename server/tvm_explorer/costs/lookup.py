@@ -71,13 +71,14 @@ class CostIndex:
             parts.append(f"shared by {layers} layers")
         return " · ".join(parts)
 
-    def status_text(self) -> str:
-        """How the times were measured, or why they were not."""
+    def status_text(self, quote=str) -> str:
+        """How the times were measured, or why they were not (``quote``: what the profile's
+        own words go through; Markdown: ``text``)."""
         profile = self.costs.get("profile") or {}
         if self.measured:
             return (f"{clock_label(profile)}, median of {profile.get('repeat')} runs; whole model "
                     f"{self.total_ms:.2f} ms")
-        return f"run time not measured: {profile.get('reason') or profile.get('status')}"
+        return f"run time not measured: {quote(profile.get('reason') or profile.get('status'))}"
 
 
 def cost_index(bundle) -> CostIndex | None:
@@ -117,7 +118,7 @@ def hover_lines(bundle, layer_ids: list[int], kernel: str | None = None) -> list
     if kernel and kernel in idx.kernels and not same:  # the layer's line already says it
         out.append(f"- **Kernel** {md.code(kernel)}: {idx.kernel_summary(kernel)}")
     if out:
-        out[-1] += f" · _{idx.status_text()}_"
+        out[-1] += f" · _{idx.status_text(md.text)}_"
         out[0] = "\n" + out[0]  # a list of its own, after the origin lines
     return out
 

@@ -97,12 +97,13 @@ def layer_entry(data: dict, subgraph: int, op_index: int) -> dict | None:
     return None
 
 
-def format_error(entry: dict) -> str:
-    """One line: ``max abs 1.2e-05 (rel 3e-06), cosine 1.000000, 0 steps — matches``."""
+def format_error(entry: dict, quote=str) -> str:
+    """One line: ``max abs 1.2e-05 (rel 3e-06), cosine 1.000000, 0 steps — matches``.
+    ``quote``: what the entry's own strings (kernel, note) go through (Markdown: ``text``)."""
     if not entry.get("observed"):
         if entry.get("hidden_in"):
-            return f"not observed (hidden inside kernel {entry['hidden_in']})"
-        return f"not observed ({entry['note']})" if entry.get("note") else "not observed"
+            return f"not observed (hidden inside kernel {quote(entry['hidden_in'])})"
+        return f"not observed ({quote(entry['note'])})" if entry.get("note") else "not observed"
     def num(x):  # null: infinite (JSON has no infinity)
         return "inf" if x is None else f"{x:.3g}"
 
@@ -111,5 +112,5 @@ def format_error(entry: dict) -> str:
     if entry.get("steps") is not None:
         parts.append(f"{entry['steps']:g} steps")
     verdict = "DIVERGES" if entry["diverges"] else "matches"
-    note = f" ({entry['note']})" if entry.get("note") else ""
+    note = f" ({quote(entry['note'])})" if entry.get("note") else ""
     return ", ".join(parts) + f" — {verdict}{note}"
