@@ -66,3 +66,16 @@ test('the tooltips that take server strings build them with markdown.ts and untr
     assert.doesNotMatch(src(f), /MarkdownString/, `${f}: Markdown from server strings must use tooltip.ts`);
   }
 });
+
+test('plain() leaves no link in a notification, and every notification with server or CLI text uses it', () => {
+  for (const s of HOSTILE) {
+    assert.doesNotMatch(md.plain(s), /\]\s*\(/, s);
+  }
+  const files = ['bisect.ts', 'compile.ts', 'compareView.ts', 'modelView.ts', 'passDiff.ts'];
+  for (const f of files) {
+    const src = readFileSync(join(root, 'vscode-extension', 'src', f), 'utf8');
+    for (const call of src.matchAll(/show(?:Information|Warning|Error)Message\(\s*(`[^`]*\$\{)/g)) {
+      assert.fail(`${f}: a notification interpolates text without md.plain: ${call[1]}`);
+    }
+  }
+});

@@ -267,7 +267,7 @@ export class Comparisons implements vscode.Disposable {
     }
     const result = await client.sendRequest(compareBundles, { a, b });
     if (!result || result.error) {
-      void vscode.window.showErrorMessage(`TVM Explorer: ${result?.error ?? 'comparison failed'}`);
+      void vscode.window.showErrorMessage(md.plain(`TVM Explorer: ${result?.error ?? 'comparison failed'}`));
       return;
     }
     this.tree.set(result);

@@ -33,3 +33,10 @@ export function code(value: unknown): string {
   }
   return `${fence}${body}${fence}`;
 }
+
+/** `value` for a notification (`showInformationMessage` and the like), which renders
+ * `[label](target)` as a link, `command:` targets included: every `](` is broken by an
+ * invisible zero-width space, so text from a bundle or a CLI message never becomes a link. */
+export function plain(value: unknown): string {
+  return String(value).replace(LONE_SURROGATE, '\ufffd').replace(/\]\s*\(/g, ']\u200b(');
+}
