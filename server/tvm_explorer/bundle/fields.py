@@ -10,13 +10,15 @@ the value: an integer of thousands of digits cannot even be printed).
 from __future__ import annotations
 
 import math
+import sys
 
 MAX_INT = 2**53
 """Largest integer a count, index or byte size may be (what a JSON double holds exactly)."""
 MAX_MEASURE = 1e15
 """Largest time (ms), share, FLOP count or size a cost may be: far above any measurement."""
-MAX_FLOAT = 1e300
-"""Largest error a numerics figure may be (formatting and arithmetic stay finite)."""
+MAX_FLOAT = sys.float_info.max
+"""Largest error a numerics figure may be: any finite double (an error of a float64 model can
+be that large); only integers beyond it (``10**400``: ``float()`` overflows) are refused."""
 
 
 def number(value, where: str, error=ValueError, *, nullable: bool = True,
