@@ -318,9 +318,9 @@ class Bundle:
             out[doc.path] = file_identity(info) if stat.S_ISREG(info.st_mode) else None
         return out
 
-    def _load_section(self, load, name: str) -> dict | None:
+    def _load_section(self, read_section, name: str) -> dict | None:
         try:
-            return load()
+            return read_section()
         except BundleTooLarge:
             raise
         except BundleError as err:
