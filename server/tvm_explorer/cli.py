@@ -422,7 +422,7 @@ def _load(bundle: str):
     from .bundle.reader import Bundle
 
     loaded = Bundle(bundle)
-    for err in loaded.section_errors.values():  # left out; the rest of the bundle answers
+    for err in loaded.section_problems.values():  # left out; the rest of the bundle answers
         print(f"tvm-explorer: warning: {err}", file=sys.stderr)
     return loaded
 

@@ -88,16 +88,20 @@ def test_costs_are_read_when_present(models_dir, bundles, tmp_path):
     src = bundles.get(models_dir / "small_cnn_fp32.tflite", "c")
     a = tmp_path / "a.bundle"
     shutil.copytree(src, a)
-    (a / "costs.json").write_text(json.dumps({"total_ms": 2.0, "layers": [
-        {"subgraph": 0, "op_index": 0, "opcode": "CONV_2D", "time_ms": 1.25, "share": 0.6,
-         "code_lines": 357, "workspace_bytes": 0, "kernels": ["fused_conv2d_add_relu"]}]}))
+    costs = json.loads((a / "costs.json").read_text())  # the real one, as if profiled
+    costs["total_ms"] = 2.0
+    for lay in costs["layers"]:
+        lay.update(time_ms=None, share=None, flops=None)
+        if lay["op_index"] == 0:
+            lay.update(time_ms=1.25, share=0.6, code_lines=357, workspace_bytes=0)
+    (a / "costs.json").write_text(json.dumps(costs))
     src = tmp_path / "b.bundle"  # B without costs (as a bundle of an older version)
     shutil.copytree(bundles.get(models_dir / "small_cnn_fp32.tflite", "c"), src)
     (src / "costs.json").unlink(missing_ok=True)
     got = _json(a, src)
     assert got["layers"][0]["a"]["costs"] == {"time_ms": 1.25, "share": 0.6, "workspace_bytes": 0,
                                               "code_lines": 357}
-    assert "costs" not in got["layers"][0]["b"] and "costs" not in got["layers"][1]["a"]
+    assert "costs" not in got["layers"][0]["b"] and "time_ms" not in got["layers"][1]["a"]["costs"]
     table = run_cli("compare", a, src).stdout
     assert "A ms" in table and "1.250" in table
     (a / "costs.json").write_text("{not json")  # damaged costs never break a comparison

@@ -110,10 +110,10 @@ def test_damaged_costs_file_is_reported_by_the_reader_and_the_cli(tmp_path, bund
     data = json.loads((copy / "costs.json").read_text())
     data["layers"][0]["code_lines"] = "many"
     (copy / "costs.json").write_text(json.dumps(data))
-    with pytest.raises(BundleError, match=r"costs.json: layer entry 0 is malformed"):
+    with pytest.raises(BundleError, match=r"costs.json: layer entry 0: 'code_lines' must be an integer"):
         Bundle(copy).costs()
     proc = run_cli("costs", copy)
-    assert proc.returncode == 2 and "layer entry 0 is malformed" in proc.stderr and "Traceback" not in proc.stderr
+    assert proc.returncode == 2 and "layer entry 0: 'code_lines'" in proc.stderr and "Traceback" not in proc.stderr
     (copy / "costs.json").write_text("{not json")
     assert "not readable JSON" in run_cli("costs", copy).stderr
     # The rest of the bundle still loads (the server lists it with a problem).

@@ -258,3 +258,96 @@ def write_many_documents_bundle(root: Path, count: int) -> Path:
     (root / "index.json").write_text(json.dumps(index))
     (root / "manifest.json").write_text(json.dumps(manifest))
     return root
+
+
+BAD_ENVELOPES = [  # (message, the id its InvalidRequest answer must carry)
+    ({"jsonrpc": "1.0", "id": 5, "method": "tvmExplorer/listBundles", "params": {}}, 5),
+    ({"id": 6, "method": "tvmExplorer/listBundles", "params": {}}, 6),
+    ({"jsonrpc": "2.0", "id": 7, "method": 7, "params": {}}, 7),
+    ({"jsonrpc": "2.0", "id": 8, "method": None, "params": {}}, 8),
+    ({"jsonrpc": "2.0", "id": 9, "method": ["textDocument/hover"]}, 9),
+    ({"jsonrpc": "2.0", "id": 10, "method": {"x": 1}}, 10),
+    ({"jsonrpc": "2.0", "id": [1], "method": "tvmExplorer/listBundles"}, None),
+    ({"jsonrpc": "2.0", "id": True, "method": "tvmExplorer/listBundles"}, None),
+    ({"jsonrpc": "2.0", "id": 12.5, "method": "tvmExplorer/listBundles"}, None),
+    ({"jsonrpc": "2.0", "id": {"a": 1}, "method": 3}, None),
+    ({"jsonrpc": "2.0", "id": 11, "method": "tvmExplorer/listBundles", "params": 5}, 11),
+    ({"jsonrpc": 2, "id": "s", "method": "tvmExplorer/listBundles"}, "s"),
+    ({"jsonrpc": "2.0", "method": 7}, None),  # a notification with a bad method: still answered
+]
+
+
+# -- hostile values in a bundle's sections (issue 26 item 10) ---------------------------------
+HOSTILE_VALUES = {  # what replaces one field of costs.json, numerics.json or bisect.json
+    "a string": "x",
+    "null": None,
+    "a huge int": 10**400,  # float() overflows
+    "NaN": float("nan"),  # Python's json writes and reads NaN and Infinity
+    "infinity": float("inf"),
+    "a huge float": 1e308,
+    "negative": -1,
+    "an object": {"a": 1},
+}
+
+
+def section_fields(name: str, data: dict) -> list[tuple]:
+    """Paths (tuples of keys and indexes) of every field of a real section that a reader uses:
+    the top level, and each field of the objects and first list entries below it."""
+    paths = [(key,) for key in data]
+    for key, value in data.items():
+        if isinstance(value, dict):
+            paths += [(key, sub) for sub in value]
+        elif isinstance(value, list) and value and isinstance(value[0], dict):
+            i = 0
+            if name == "numerics.json":  # the first observed layer: the one with figures
+                i = next((n for n, e in enumerate(value) if e.get("observed")), 0)
+            if name == "costs.json" and key == "passes":  # one with a time
+                i = next((n for n, e in enumerate(value) if e.get("ms") is not None), 0)
+            paths += [(key, i, sub) for sub in value[i]]
+    return paths
+
+
+def mutated(data: dict, path: tuple, value) -> dict:
+    """A deep copy of ``data`` with the field at ``path`` set to ``value``."""
+    import copy
+
+    out = copy.deepcopy(data)
+    target = out
+    for step in path[:-1]:
+        target = target[step]
+    target[path[-1]] = value
+    return out
+
+
+def linked_bundle(src: Path, dst: Path, replace: dict[str, str]) -> Path:
+    """A copy of bundle ``src`` at ``dst`` made of hard links (cheap), with the files named in
+    ``replace`` written anew."""
+    for here, _dirs, files in os.walk(src):
+        rel = Path(here).relative_to(src)
+        (dst / rel).mkdir(parents=True, exist_ok=True)
+        for f in files:
+            if str(rel / f) not in replace:
+                os.link(Path(here) / f, dst / rel / f)
+    for name, text in replace.items():
+        (dst / name).write_text(text)
+    return dst
+
+
+# -- hostile strings shown in hovers, lenses, views and tooltips (issue 26 item 13) -----------
+HOSTILE_STRINGS: list[str] = json.loads((Path(__file__).parent / "hostile_strings.json").read_text())
+"""Backticks that close a code span, ``command:`` links, remote images, HTML with ``onerror``,
+newlines, lone surrogates (shared with tests/e2e/markdown.test.mjs)."""
+
+
+def live_markup(markdown: str) -> list[str]:
+    """What a Markdown renderer would act on in ``markdown`` outside its code spans and
+    backslash escapes: links, images, HTML tags, ``command:`` or ``http:`` targets."""
+    import re
+
+    outside = re.sub(r"(?<!`)(`+)(?!`)(.*?)(?<!`)\1(?!`)", "", markdown, flags=re.S)
+    plain = re.sub(r"\\[\s\S]", "", outside)
+    found = [p for p in (r"\[[^\]]*\]\(", r"!\[", r"<[a-zA-Z/!?]", r"command:", r"https?:")
+             if re.search(p, plain)]
+    if re.search("[\ud800-\udfff]", markdown):
+        found.append("lone surrogate")
+    return found

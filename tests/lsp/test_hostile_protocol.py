@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from .hostile import RawServer, frame, write_nested_bundle
+from .hostile import BAD_ENVELOPES, RawServer, frame, write_nested_bundle
 
 
 @pytest.fixture
@@ -130,3 +130,53 @@ def test_exit_without_shutdown_is_status_one(server):
     server.initialize()
     server.notify("exit")
     assert server.proc.wait(10) == 1
+
+
+# Issue 26 item 14: envelopes that are not JSON-RPC 2.0 get InvalidRequest (-32600), with the
+# request's id when it is usable and null otherwise; no error reply carries a traceback.
+@pytest.mark.parametrize("message, answer_id", BAD_ENVELOPES)
+def test_a_bad_envelope_is_an_invalid_request(server, message, answer_id):
+    server.initialize()
+    server.send(message)
+    got = server.reply(match=lambda m: "method" not in m and ("error" in m or "result" in m), timeout=10)
+    assert got["id"] == answer_id, got
+    assert got["error"]["code"] == -32600, got
+    assert "data" not in got["error"] and "Traceback" not in json.dumps(got), got
+    # still in step: the next request is answered normally
+    assert server.reply(server.request("tvmExplorer/listBundles", {}))["result"] == {"bundles": []}
+
+
+def test_an_unknown_method_without_params_is_method_not_found(server):
+    server.initialize()
+    server.send({"jsonrpc": "2.0", "id": 41, "method": "no/suchMethod"})
+    got = server.reply(41, timeout=10)
+    assert got["error"]["code"] == -32601 and "data" not in got["error"], got
+
+
+def _edit_time(server, uri: str, edits: int) -> float:
+    """Seconds for ``edits`` one-character edits in the middle of ``uri``, each followed by a
+    request (answered only once the edit has been applied: one event loop)."""
+    import time
+
+    t0 = time.perf_counter()
+    for i in range(edits):
+        server.notify("textDocument/didChange", {
+            "textDocument": {"uri": uri, "version": i + 2},
+            "contentChanges": [{"range": {"start": {"line": 1000, "character": 5}, "end": {"line": 1000, "character": 5}},
+                                "text": "x"}]})
+        assert "result" in server.reply(server.request("tvmExplorer/listBundles", {}), timeout=120)
+    return time.perf_counter() - t0
+
+
+def test_edits_of_a_huge_open_document_cost_what_they_touch(server, tmp_path):
+    """Issue 26 item 15: after a 200 MB didOpen every one-character edit blocked the server
+    ~1.4 s (pygls re-split and rewrote the whole text at every change). Edits after a 48 MB
+    didOpen must cost about what they cost after a 48 KB one (ratio, not absolute time)."""
+    server.initialize()
+    line = "y" * 79 + "\n"
+    for name, lines in (("small.txt", 600), ("huge.txt", 600_000)):
+        server.notify("textDocument/didOpen", {"textDocument": {
+            "uri": (tmp_path / name).as_uri(), "languageId": "plaintext", "version": 1, "text": line * lines}})
+    small = _edit_time(server, (tmp_path / "small.txt").as_uri(), 15)
+    huge = _edit_time(server, (tmp_path / "huge.txt").as_uri(), 15)
+    assert huge < 4 * small + 1.5, f"15 edits: {huge:.2f} s after a 48 MB didOpen, {small:.2f} s after 48 KB"

@@ -12,6 +12,7 @@ import * as path from 'path';
 import * as vscode from 'vscode';
 import { progressLines, runCli, SHOW_OUTPUT } from './cliRun';
 import { askBundleFolder, pickModel } from './compile';
+import * as md from './markdown';
 
 /** What to bisect, as chosen by the user. */
 export interface BisectRequest {
@@ -188,11 +189,11 @@ export async function bisectModelCommand(
     return;
   }
   if (outcome.kind === 'cancelled') {
-    void vscode.window.showInformationMessage(`TVM Explorer: bisect of ${name} cancelled: ${outcome.message}`);
+    void vscode.window.showInformationMessage(md.plain(`TVM Explorer: bisect of ${name} cancelled: ${outcome.message}`));
     return;
   }
   if (outcome.kind === 'failed') {
-    const choice = await vscode.window.showErrorMessage(`TVM Explorer: bisect failed: ${outcome.message}`, SHOW_OUTPUT);
+    const choice = await vscode.window.showErrorMessage(md.plain(`TVM Explorer: bisect failed: ${outcome.message}`), SHOW_OUTPUT);
     if (choice === SHOW_OUTPUT) {
       output.show(true);
     }
@@ -202,18 +203,18 @@ export async function bisectModelCommand(
   output.appendLine(`Bisect: bundle written: ${req.output}`);
   const bundleUri = await onBisected(req.output);
   if (!report) {
-    void vscode.window.showWarningMessage(`TVM Explorer: bisect of ${name} finished but its report could not be read (see the output).`);
+    void vscode.window.showWarningMessage(md.plain(`TVM Explorer: bisect of ${name} finished but its report could not be read (see the output).`));
     return;
   }
   const message = describeReport(report);
   output.appendLine(`Bisect: ${message}`);
   const culprit = report.culprit;
   if (culprit && culprit.index !== null && bundleUri) {
-    const choice = await vscode.window.showInformationMessage(`TVM Explorer: ${message}`, 'Open Diff');
+    const choice = await vscode.window.showInformationMessage(md.plain(`TVM Explorer: ${message}`), 'Open Diff');
     if (choice === 'Open Diff') {
       await vscode.commands.executeCommand('tvmExplorer.openPassDiff', bundleUri, culprit.index);
     }
   } else {
-    void vscode.window.showInformationMessage(`TVM Explorer: ${message}`);
+    void vscode.window.showInformationMessage(md.plain(`TVM Explorer: ${message}`));
   }
 }

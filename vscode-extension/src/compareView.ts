@@ -9,6 +9,8 @@ import * as vscode from 'vscode';
 import * as lc from 'vscode-languageclient/node';
 import { BundleRegistry } from './bundles';
 import { ServerManager } from './client';
+import * as md from './markdown';
+import { untrustedMarkdown } from './tooltip';
 
 export const COMPARE_SCHEME = 'tvm-explorer-compare';
 
@@ -151,10 +153,10 @@ export class ComparisonTree implements vscode.TreeDataProvider<Node>, vscode.Dis
         // What changed first: the sidebar is narrow and cuts the end of the description.
         item.description = `${row.changed ? 'changed' : 'same'} · ${sign}${Math.abs(delta)} lines `
           + `(${row.a.code_lines} → ${row.b.code_lines})${time} · ${row.name}`;
-        item.tooltip = new vscode.MarkdownString(
-          `**op ${where(row)} ${row.opcode}** \`${row.name}\`\n\n`
-            + `A kernels: ${row.a.kernels.map((k) => `\`${k}\``).join(', ') || '–'} (${row.a.code_lines} lines)\n\n`
-            + `B kernels: ${row.b.kernels.map((k) => `\`${k}\``).join(', ') || '–'} (${row.b.code_lines} lines)\n\n`
+        item.tooltip = untrustedMarkdown(
+          `**op ${md.text(where(row))} ${md.text(row.opcode)}** ${md.code(row.name)}\n\n`
+            + `A kernels: ${row.a.kernels.map((k) => md.code(k)).join(', ') || '–'} (${md.text(row.a.code_lines)} lines)\n\n`
+            + `B kernels: ${row.b.kernels.map((k) => md.code(k)).join(', ') || '–'} (${md.text(row.b.code_lines)} lines)\n\n`
             + (row.changed ? 'Generated code changed.' : 'Generated code is the same (up to names).'),
         );
         item.iconPath = new vscode.ThemeIcon(
@@ -265,7 +267,7 @@ export class Comparisons implements vscode.Disposable {
     }
     const result = await client.sendRequest(compareBundles, { a, b });
     if (!result || result.error) {
-      void vscode.window.showErrorMessage(`TVM Explorer: ${result?.error ?? 'comparison failed'}`);
+      void vscode.window.showErrorMessage(md.plain(`TVM Explorer: ${result?.error ?? 'comparison failed'}`));
       return;
     }
     this.tree.set(result);

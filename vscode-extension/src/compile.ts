@@ -10,6 +10,7 @@ import * as fs from 'fs';
 import * as path from 'path';
 import * as vscode from 'vscode';
 import { progressLines, runCli, SHOW_OUTPUT } from './cliRun';
+import * as md from './markdown';
 
 /** What to compile, as chosen by the user. */
 export interface CompileRequest {
@@ -193,11 +194,11 @@ export async function compileModelCommand(
   if (outcome.kind === 'ok') {
     output.appendLine(`Compile: bundle written: ${outcome.bundle}`);
     await onCompiled(outcome.bundle, req);
-    void vscode.window.showInformationMessage(`TVM Explorer: ${name} compiled for ${req.target} into ${outcome.bundle}.`);
+    void vscode.window.showInformationMessage(md.plain(`TVM Explorer: ${name} compiled for ${req.target} into ${outcome.bundle}.`));
   } else if (outcome.kind === 'cancelled') {
-    void vscode.window.showInformationMessage(`TVM Explorer: compile of ${name} cancelled: ${outcome.message}`);
+    void vscode.window.showInformationMessage(md.plain(`TVM Explorer: compile of ${name} cancelled: ${outcome.message}`));
   } else {
-    const choice = await vscode.window.showErrorMessage(`TVM Explorer: compile failed: ${outcome.message}`, SHOW_OUTPUT);
+    const choice = await vscode.window.showErrorMessage(md.plain(`TVM Explorer: compile failed: ${outcome.message}`), SHOW_OUTPUT);
     if (choice === SHOW_OUTPUT) {
       output.show(true);
     }

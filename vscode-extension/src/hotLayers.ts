@@ -51,13 +51,19 @@ export class HotLayersProvider implements vscode.TreeDataProvider<HotNode>, vsco
     if (!node) {
       const bundles = this.registry.list();
       const all: BundleNode[] = [];
+      const damaged: string[] = [];
       for (const bundle of bundles) {
         const costs = await this.costsOf(bundle);
         if (costs && costs.layers.length) {
           all.push({ kind: 'bundle', bundle, costs });
+        } else if (costs?.status === 'damaged' && costs.reason) {
+          damaged.push(costs.reason); // a damaged costs.json: say so instead of an empty view
         }
       }
       this.setMessage(all);
+      if (this.view && damaged.length && !all.length) {
+        this.view.message = damaged.join('\n');
+      }
       // One bundle: its layers at the top level.
       return all.length === 1 ? this.layers(all[0]) : all;
     }

@@ -153,6 +153,8 @@ export interface NumericsResult {
   inputs: string;
   first_divergence: { subgraph: number; op_index: number } | null;
   layers: NumericsLayer[];
+  /** Why the bundle's numerics.json was left out (it is damaged); empty otherwise. */
+  problem?: string;
 }
 export const numerics = new lc.RequestType<ListPassesParams, NumericsResult, void>('tvmExplorer/numerics');
 

@@ -10,6 +10,7 @@
 import * as vscode from 'vscode';
 import { ServerManager } from './client';
 import * as ext from './lsp_ext';
+import * as md from './markdown';
 
 export const MODEL_SCHEME = 'tvm-explorer-model';
 export const TFLITE_VIEW_TYPE = 'tvmExplorer.tfliteModel';
@@ -49,7 +50,7 @@ export class ModelDocumentProvider implements vscode.TextDocumentContentProvider
     } catch (err) {
       const message = err instanceof Error ? err.message : String(err);
       this.output.appendLine(`Model document of ${file.fsPath} failed: ${message}`);
-      void vscode.window.showErrorMessage(`TVM Explorer: cannot show the model: ${message}`);
+      void vscode.window.showErrorMessage(md.plain(`TVM Explorer: cannot show the model: ${message}`));
       return header(file, [message]);
     }
   }

@@ -9,6 +9,8 @@ import * as vscode from 'vscode';
 import { Bundle, BundleRegistry } from './bundles';
 import { ServerManager } from './client';
 import * as ext from './lsp_ext';
+import * as md from './markdown';
+import { untrustedMarkdown } from './tooltip';
 
 export type NumericsNode =
   | { kind: 'bundle'; bundle: Bundle; result: ext.NumericsResult }
@@ -41,7 +43,7 @@ export class NumericsTreeProvider implements vscode.TreeDataProvider<NumericsNod
     for (const bundle of this.registry.list()) {
       try {
         const result = await client.sendRequest(ext.numerics, { bundle: bundle.info.uri });
-        if (result && result.reference) {
+        if (result && (result.reference || result.problem)) {
           out.push({ kind: 'bundle', bundle, result });
         }
       } catch (err) {
@@ -56,6 +58,14 @@ export class NumericsTreeProvider implements vscode.TreeDataProvider<NumericsNod
       const { result, bundle } = node;
       const item = new vscode.TreeItem(path.basename(bundle.dir), vscode.TreeItemCollapsibleState.Expanded);
       item.id = `numerics:${bundle.info.uri}`;
+      if (result.problem) {
+        // A damaged numerics.json: the bundle stays listed, saying why it shows no layers.
+        item.collapsibleState = vscode.TreeItemCollapsibleState.None;
+        item.description = 'numerics.json is damaged';
+        item.tooltip = result.problem;
+        item.iconPath = new vscode.ThemeIcon('error', new vscode.ThemeColor('problemsErrorIcon.foreground'));
+        return item;
+      }
       const first = result.layers.find((l) => l.first);
       item.description = first
         ? `first divergence: ${layerWord(bundle.info.model)} ${first.op_index} ${first.opcode}`
@@ -73,9 +83,9 @@ export class NumericsTreeProvider implements vscode.TreeDataProvider<NumericsNod
     const item = new vscode.TreeItem(label, vscode.TreeItemCollapsibleState.None);
     item.id = `numerics:${bundle.info.uri}#${layer.subgraph}:${layer.op_index}`;
     item.description = `${shortError(layer)} · ${layer.name}`;
-    item.tooltip = new vscode.MarkdownString(
-      `**${word} ${layer.op_index} ${layer.opcode}** \`${layer.name}\`\n\n${layer.summary}` +
-        (layer.observed_by ? `\n\nseen in the ${layer.observed_by} build` : '') +
+    item.tooltip = untrustedMarkdown(
+      `**${word} ${layer.op_index} ${md.text(layer.opcode)}** ${md.code(layer.name)}\n\n${md.text(layer.summary)}` +
+        (layer.observed_by ? `\n\nseen in the ${md.text(layer.observed_by)} build` : '') +
         (layer.first ? '\n\n**first divergence in graph order**' : ''),
     );
     item.iconPath = !layer.observed

@@ -10,6 +10,7 @@ import { Bundle, BundleRegistry } from './bundles';
 import { PassInfo } from './lsp_ext';
 import { PassDiffSides, PASSDIFF_SCHEME, bundleFileOf, sideUri } from './passDiffSides';
 import { PassTreeProvider, visiblePasses } from './passView';
+import * as md from './markdown';
 
 /** The files of a pass's diff (`before` undefined: the pass has nothing before it). */
 export function passFiles(pass: PassInfo): { before: vscode.Uri | undefined; after: vscode.Uri } {
@@ -59,12 +60,12 @@ export class PassDiffs implements vscode.Disposable {
   async openPass(bundleUri: string, index: number): Promise<void> {
     const bundle = this.registry.list().find((b) => b.info.uri === bundleUri);
     if (!bundle) {
-      void vscode.window.showWarningMessage(`TVM Explorer: bundle not loaded: ${bundleUri}`);
+      void vscode.window.showWarningMessage(md.plain(`TVM Explorer: bundle not loaded: ${bundleUri}`));
       return;
     }
     const pass = (await this.registry.passes(bundle)).find((p) => p.index === index);
     if (!pass) {
-      void vscode.window.showWarningMessage(`TVM Explorer: no pass #${index} in ${bundle.dir}`);
+      void vscode.window.showWarningMessage(md.plain(`TVM Explorer: no pass #${index} in ${bundle.dir}`));
       return;
     }
     await this.show(bundle, pass);
@@ -84,7 +85,7 @@ export class PassDiffs implements vscode.Disposable {
     const next = delta > 0 ? later[0] : earlier[earlier.length - 1];
     if (!next) {
       void vscode.window.showInformationMessage(
-        `TVM Explorer: no ${delta > 0 ? 'later' : 'earlier'} pass.`,
+        md.plain(`TVM Explorer: no ${delta > 0 ? 'later' : 'earlier'} pass.`),
       );
       return;
     }

@@ -254,7 +254,7 @@ def _read_json(root: Path, name: str, what: str, charge=None):
     data = _read_file(root, name, what, charge)
     try:
         return json.loads(data.decode("utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as err:
+    except (ValueError, RecursionError) as err:  # bad UTF-8 or JSON, an int of 5000 digits
         raise BundleError(f"{root / name}: {what} is not readable JSON ({err})") from None
 
 
@@ -283,7 +283,7 @@ def read_section(root: Path, name: str, what: str, budget=None):
         budget(len(data))
     try:
         return json.loads(data.decode("utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as err:
+    except (ValueError, RecursionError) as err:  # bad UTF-8 or JSON, an int of 5000 digits
         raise BundleError(f"{path}: {what} is not readable JSON ({err})") from None
 
 
@@ -405,19 +405,11 @@ class Bundle:
         self._producer = {
             (lay.subgraph, name): lay for lay in self.layers for name in lay.outputs
         }
-        # A damaged or oversized section costs its features only (see ``section_errors``).
-        self.section_errors: dict[str, BundleError] = {}
-        self.numerics = self._load_section("numerics.json", self._load_numerics)
-        self.bisect = self._load_section("bisect.json", self._load_bisect)
-
-    def _load_section(self, name: str, read):
-        try:
-            return read()
-        except BundleTooLarge:
-            raise  # the whole bundle is refused
-        except BundleError as err:
-            self.section_errors[name] = err
-            return None
+        # A damaged section is left out and reported (``section_problems``, by file name):
+        # the rest of the bundle still answers.
+        self.section_problems: dict[str, BundleError] = {}
+        self.numerics = self._load_section(self._load_numerics, "numerics.json")
+        self.bisect = self._load_section(self._load_bisect, "bisect.json")
 
     def take_prepared(self) -> tuple[object, dict[str, object]]:
         """What the ``prepare`` given to the constructor returned, and what that made of each
@@ -437,6 +429,15 @@ class Bundle:
                 continue
             out[doc.path] = file_identity(info) if stat.S_ISREG(info.st_mode) else None
         return out
+
+    def _load_section(self, read_section, name: str) -> dict | None:
+        try:
+            return read_section()
+        except BundleTooLarge:
+            raise
+        except BundleError as err:
+            self.section_problems[name] = err
+            return None
 
     def _load_bisect(self) -> dict | None:
         """``bisect.json`` (``tvm-explorer bisect -o``), validated; None if absent."""
@@ -710,9 +711,9 @@ class Bundle:
         except BundleTooLarge:
             raise
         except BundleError as err:  # a damaged costs.json costs the cost features only
-            problems.append(err)
+            self.section_problems["costs.json"] = err
             self._costs = None
-        problems.extend(self.section_errors.values())
+        problems.extend(self.section_problems.values())
         self._dirs = None
         return problems
 

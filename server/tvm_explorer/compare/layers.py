@@ -5,11 +5,10 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from ..bundle.reader import Bundle, Layer, read_section
+from ..bundle.reader import Bundle, Layer
 from ..errors import BundleError
 from ..model.names import layer_name
 
-COSTS_FILE = "costs.json"
 _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _COST_KEYS = ("time_ms", "share", "workspace_bytes", "flops")
 
@@ -68,23 +67,17 @@ def _kernel_name(key: str, target: str) -> str:
 
 
 def read_costs(bundle: Bundle) -> dict[tuple[int, int], dict]:
-    """Per-layer costs of ``costs.json`` if the bundle has one (else {}); unknown or damaged
-    content is ignored, never fatal to a comparison."""
+    """Per-layer costs of the bundle's validated ``costs.json`` (else {}); a damaged one is
+    left out, never fatal to a comparison (``Bundle.costs`` checked every value once)."""
     try:
-        raw = read_section(bundle.root, COSTS_FILE, "costs file", bundle.budget)
+        raw = bundle.costs()
     except BundleError:
         return {}
     out = {}
-    for entry in raw.get("layers", ()) if isinstance(raw, dict) else ():
-        if not isinstance(entry, dict):
-            continue
-        try:
-            key = (int(entry.get("subgraph", 0)), int(entry["op_index"]))
-        except (KeyError, TypeError, ValueError):
-            continue
-        out[key] = {k: entry[k] for k in _COST_KEYS if isinstance(entry.get(k), (int, float))}
-        if isinstance(entry.get("code_lines"), int):
-            out[key]["code_lines"] = entry["code_lines"]
+    for entry in (raw or {}).get("layers", ()):
+        key = (entry["subgraph"], entry["op_index"])
+        out[key] = {k: entry[k] for k in _COST_KEYS if entry.get(k) is not None}
+        out[key]["code_lines"] = entry["code_lines"]
     return out
 
 

@@ -71,13 +71,14 @@ class CostIndex:
             parts.append(f"shared by {layers} layers")
         return " · ".join(parts)
 
-    def status_text(self) -> str:
-        """How the times were measured, or why they were not."""
+    def status_text(self, quote=str) -> str:
+        """How the times were measured, or why they were not (``quote``: what the profile's
+        own words go through; Markdown: ``text``)."""
         profile = self.costs.get("profile") or {}
         if self.measured:
             return (f"{clock_label(profile)}, median of {profile.get('repeat')} runs; whole model "
                     f"{self.total_ms:.2f} ms")
-        return f"run time not measured: {profile.get('reason') or profile.get('status')}"
+        return f"run time not measured: {quote(profile.get('reason') or profile.get('status'))}"
 
 
 def cost_index(bundle) -> CostIndex | None:
@@ -108,15 +109,16 @@ def hover_lines(bundle, layer_ids: list[int], kernel: str | None = None) -> list
         shared = lay.get("shared_kernels") or []
         note = f" (kernel{'s' if len(shared) > 1 else ''} shared with other layers: time split by work)" if shared else ""
         who = f"layer {lid} " if len(layer_ids) > 1 else ""
+        count = lay.get("kernel_count", len(lay["kernels"]))
         out.append(f"- **Cost** {who}{idx.summary(lay)}"
                    + (f" · {flops_text(lay['flops'])}" if lay.get("flops") else "")
-                   + f" · {lay['kernel_count']} kernel{'s' if lay['kernel_count'] != 1 else ''}{note}")
+                   + f" · {count} kernel{'s' if count != 1 else ''}{note}")
     only = idx.by_layer.get(layer_ids[0]) if len(layer_ids) == 1 else None
     same = only is not None and (only.get("kernels") or []) == [kernel]
     if kernel and kernel in idx.kernels and not same:  # the layer's line already says it
         out.append(f"- **Kernel** {md.code(kernel)}: {idx.kernel_summary(kernel)}")
     if out:
-        out[-1] += f" · _{idx.status_text()}_"
+        out[-1] += f" · _{idx.status_text(md.text)}_"
         out[0] = "\n" + out[0]  # a list of its own, after the origin lines
     return out
 

@@ -11,6 +11,8 @@ from dataclasses import dataclass
 
 from typing import TYPE_CHECKING
 
+from ..bundle import fields as f
+
 if TYPE_CHECKING:  # the reader imports this module: it must not pull in the profiler
     from .profile import Measured
     from .static import StaticCosts
@@ -187,53 +189,89 @@ def clock_label(profile: dict) -> str:
 
 
 # -- reading ------------------------------------------------------------------------------
-def _number(v, nullable: bool = True) -> bool:
-    if v is None:
-        return nullable
-    return isinstance(v, (int, float)) and not isinstance(v, bool)
+_PROFILE_STRINGS = ("reason", "inputs", "device", "device_name", "clock", "split")
+_PROFILE_NUMBERS = ("plain_run_ms", "plain_run_min_ms", "plain_run_max_ms", "runtime_ms", "wall_ms",
+                    "plain_wall_ms", "total_min_ms")
 
 
-def _int(v) -> bool:
-    return isinstance(v, int) and not isinstance(v, bool) and v >= 0
+def _check_profile(profile) -> None:
+    f.obj(profile, "'profile'")
+    f.string(profile.get("status"), "'profile': 'status'")
+    for key in _PROFILE_STRINGS:
+        f.string(profile.get(key), f"'profile': '{key}'", nullable=True)
+    for key in _PROFILE_NUMBERS:
+        f.number(profile.get(key), f"'profile': '{key}'")
+    for key in ("repeat", "warmup"):
+        f.integer(profile.get(key), f"'profile': '{key}'", nullable=True)
+
+
+def _check_layer(lay, where: str, layer_count: int) -> None:
+    f.obj(lay, where)
+    f.integer(lay.get("id"), f"{where}: 'id'", high=max(layer_count - 1, 0))
+    if lay["id"] >= layer_count:
+        raise ValueError(f"{where}: 'id' names a layer the bundle does not have")
+    for key in ("subgraph", "op_index", "code_lines", "workspace_bytes"):
+        f.integer(lay.get(key), f"{where}: '{key}'")
+    for key in ("shared_code_lines", "kernel_count"):
+        if key in lay:
+            f.integer(lay[key], f"{where}: '{key}'")
+    for key in ("opcode", "name"):
+        f.string(lay.get(key), f"{where}: '{key}'")
+    for key in ("time_ms", "share", "flops"):
+        f.number(lay.get(key), f"{where}: '{key}'")
+    f.strings(lay.get("kernels"), f"{where}: 'kernels'")
+    if "shared_kernels" in lay:
+        f.strings(lay["shared_kernels"], f"{where}: 'shared_kernels'")
+
+
+def _check_kernel(k, where: str, layer_count: int) -> None:
+    f.obj(k, where)
+    f.string(k.get("name"), f"{where}: 'name'")
+    layers = k.get("layers")
+    if not (isinstance(layers, list) and all(isinstance(x, int) and not isinstance(x, bool)
+                                             and 0 <= x < layer_count for x in layers)):
+        raise ValueError(f"{where}: 'layers' must be a list of the bundle's layer ids")
+    for key in ("calls", "code_lines", "workspace_bytes"):
+        f.integer(k.get(key), f"{where}: '{key}'")
+    if "total_lines" in k:
+        f.integer(k["total_lines"], f"{where}: 'total_lines'", nullable=True)
+    for key in ("time_ms", "share", "flops"):
+        f.number(k.get(key), f"{where}: '{key}'")
+
+
+def _check_pass(p, where: str) -> None:
+    f.obj(p, where)
+    f.integer(p.get("index"), f"{where}: 'index'")
+    f.string(p.get("name"), f"{where}: 'name'")
+    f.string(p.get("stage"), f"{where}: 'stage'", nullable=True)
+    f.number(p.get("ms"), f"{where}: 'ms'")
+    f.integer(p.get("changed_functions"), f"{where}: 'changed_functions'", nullable=True)
 
 
 def validate(data, layer_count: int) -> None:
-    """Raise ValueError saying what is wrong with a ``costs.json`` document."""
+    """Raise ValueError saying which field of a ``costs.json`` document is wrong: every
+    value a reader formats or adds up has its type and range checked here, once."""
     if not isinstance(data, dict):
         raise ValueError("not a JSON object")
     if data.get("schema_version") != SCHEMA_VERSION:
         raise ValueError(f"schema version {data.get('schema_version')!r} is not supported "
                          f"(this tvm-explorer reads version {SCHEMA_VERSION})")
-    if not _number(data.get("total_ms")):
-        raise ValueError("'total_ms' must be a number or null")
-    profile = data.get("profile")
-    if not isinstance(profile, dict) or not isinstance(profile.get("status"), str):
-        raise ValueError("'profile' must be an object with a 'status'")
+    f.number(data.get("total_ms"), "'total_ms'")
+    f.string(data.get("code_kind"), "'code_kind'", nullable=True)
+    f.string(data.get("target"), "'target'", nullable=True)
+    _check_profile(data.get("profile"))
+    if data.get("totals") is not None:
+        for key, value in f.obj(data["totals"], "'totals'").items():
+            f.number(value, f"'totals': '{key}'")
     for key in ("layers", "kernels", "passes", "calls"):
         if not isinstance(data.get(key), list):
             raise ValueError(f"'{key}' must be a list")
     for i, lay in enumerate(data["layers"]):
-        ok = (isinstance(lay, dict) and _int(lay.get("id")) and lay["id"] < layer_count
-              and _int(lay.get("subgraph")) and _int(lay.get("op_index"))
-              and isinstance(lay.get("opcode"), str) and isinstance(lay.get("name"), str)
-              and _number(lay.get("time_ms")) and _number(lay.get("share"))
-              and _int(lay.get("code_lines")) and _int(lay.get("workspace_bytes"))
-              and _number(lay.get("flops"))
-              and isinstance(lay.get("kernels"), list) and all(isinstance(k, str) for k in lay["kernels"]))
-        if not ok:
-            raise ValueError(f"layer entry {i} is malformed")
+        _check_layer(lay, f"layer entry {i}", layer_count)
     for i, k in enumerate(data["kernels"]):
-        ok = (isinstance(k, dict) and isinstance(k.get("name"), str) and isinstance(k.get("layers"), list)
-              and all(_int(x) and x < layer_count for x in k["layers"])
-              and _int(k.get("code_lines")) and _int(k.get("workspace_bytes"))
-              and _number(k.get("time_ms")) and _number(k.get("flops")))
-        if not ok:
-            raise ValueError(f"kernel entry {i} is malformed")
+        _check_kernel(k, f"kernel entry {i}", layer_count)
     for i, p in enumerate(data["passes"]):
-        ok = (isinstance(p, dict) and _int(p.get("index")) and isinstance(p.get("name"), str)
-              and _number(p.get("ms")) and (p.get("changed_functions") is None or _int(p.get("changed_functions"))))
-        if not ok:
-            raise ValueError(f"pass entry {i} is malformed")
+        _check_pass(p, f"pass entry {i}")
 
 
 def read_costs(bundle) -> dict | None:

@@ -11,7 +11,12 @@ protocol class) does what the specification says instead:
 - after ``shutdown``: requests get InvalidRequest (-32600), notifications other than
   ``exit`` are dropped;
 - ``exit`` ends the server with status 0 after ``shutdown``, 1 without;
-- a message that is JSON but not a JSON-RPC message gets InvalidRequest (``id: null``);
+- a message that is JSON but not a JSON-RPC 2.0 message (``envelope_problem``: ``"jsonrpc"``
+  not ``"2.0"``, a ``method`` that is not a string, an ``id`` neither integer nor string,
+  ``params`` neither object nor array) gets InvalidRequest, with its id when usable, else
+  ``null`` (pygls never answered ``"jsonrpc": "1.0"`` under its id, and answered a non-string
+  method with InternalError and a traceback);
+- no error reply carries a traceback (it goes to the log);
 - a reply that cannot be serialized is replaced by an InternalError reply naming why.
 """
 

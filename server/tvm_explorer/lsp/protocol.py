@@ -13,6 +13,7 @@ from cattrs.gen import make_dict_structure_fn, make_dict_unstructure_fn, overrid
 from lsprotocol import types
 from pygls.exceptions import JsonRpcException
 from pygls.protocol import LanguageServerProtocol, default_converter
+from pygls.protocol.language_server import lsp_method
 
 from .lifecycle import LifecycleProtocol, envelope_problem, invalid_request
 
@@ -190,6 +191,7 @@ class NumericsResult:
     inputs: str = ""
     first_divergence: Optional[dict] = None
     layers: list[NumericsLayer] = attrs.field(factory=list)
+    problem: str = ""  # why a bundle's numerics.json was left out (it is damaged)
 
 
 @attrs.define
@@ -365,6 +367,26 @@ class ExplorerProtocol(LifecycleProtocol, LanguageServerProtocol):
         if isinstance(message, _AnsweredRequest):
             return
         super().handle_message(message)
+
+    # The open documents' text is kept by the document tracker (features/documents.py, cheap
+    # incremental edits): pygls' own copy re-split the whole text at every change.
+    @lsp_method(types.TEXT_DOCUMENT_DID_OPEN)
+    def lsp_text_document__did_open(self, params):
+        """Hand ``didOpen`` to the tracker only."""
+        if (handler := self.fm.features.get(types.TEXT_DOCUMENT_DID_OPEN)) is not None:
+            yield handler, (params,), None
+
+    @lsp_method(types.TEXT_DOCUMENT_DID_CHANGE)
+    def lsp_text_document__did_change(self, params):
+        """Hand ``didChange`` to the tracker only."""
+        if (handler := self.fm.features.get(types.TEXT_DOCUMENT_DID_CHANGE)) is not None:
+            yield handler, (params,), None
+
+    @lsp_method(types.TEXT_DOCUMENT_DID_CLOSE)
+    def lsp_text_document__did_close(self, params):
+        """Hand ``didClose`` to the tracker only."""
+        if (handler := self.fm.features.get(types.TEXT_DOCUMENT_DID_CLOSE)) is not None:
+            yield handler, (params,), None
 
     def get_message_type(self, method: str):
         """Request type of a method (custom ones first)."""

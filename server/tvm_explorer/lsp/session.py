@@ -12,6 +12,7 @@ from lsprotocol import types
 from pygls.uris import from_fs_path, to_fs_path
 
 from ..navigation.drift import Drift
+from .edits import EditableText
 from ..navigation.positions import LineIndex
 from ..navigation.registry import Registry
 from ..navigation.view import BundleView, Keep, Place, keep_all
@@ -37,13 +38,17 @@ class OpenDocument:
     """A bundle document open in the editor, with the text the editor holds."""
 
     uri: str
-    text: str
+    document: EditableText
     _lines: LineIndex | None = None
     _drift: tuple[BundleView, Drift] | None = field(default=None, repr=False)
 
-    def set_text(self, text: str) -> None:
-        """Take the editor's new text."""
-        self.text = text
+    @property
+    def text(self) -> str:
+        """The editor's text (joined from its lines only when a request needs it)."""
+        return self.document.text
+
+    def edited(self) -> None:
+        """The document changed: what was derived from its text is computed again on demand."""
         self._lines = None
         self._drift = None
 

@@ -2,8 +2,10 @@
 
 A bundle is untrusted input: an opcode such as ``[x](command:workbench.action...)`` or
 ``![](https://host/pixel.png)`` came back from a hover as a command link and a remote image.
-Every string taken from a bundle goes through ``text`` (prose) or ``code`` (an inline code
-span) before it becomes Markdown; only the fixed words of the Markdown builders are not.
+Every string taken from a bundle (index.json, costs.json, numerics.json, bisect.json) goes
+through ``text`` (prose) or ``code`` (an inline code span) before it becomes Markdown; only the
+fixed words and the numbers of the Markdown builders are not. The extension's counterpart is
+vscode-extension/src/markdown.ts (same rules).
 """
 
 from __future__ import annotations
@@ -12,10 +14,11 @@ import re
 
 _PUNCTUATION = re.compile(r"([\\`*_{}\[\]()<>#+\-.!|~:&\"'=$%^@;,/?])")
 _LINE_BREAKS = re.compile(r"[\r\n\u2028\u2029\x0b\x0c\x85]+")
+_SURROGATES = re.compile("[\ud800-\udfff]")  # lone halves (JSON's "\\ud800"): not renderable
 
 
 def _one_line(value) -> str:
-    return _LINE_BREAKS.sub(" ", str(value))
+    return _LINE_BREAKS.sub(" ", _SURROGATES.sub("\ufffd", str(value)))
 
 
 def text(value) -> str:

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 
 from ..bisect.schema import culprit_documents, layer_change
 from ..bundle.reader import Origin
+from . import markdown as md
 from ..numerics.schema import format_error, layer_entry, unit
 from .view import BundleView, Place
 
@@ -39,9 +40,9 @@ def numerics_lines(view: BundleView, origins: list[Origin], in_model: bool) -> l
         if entry is None:
             continue
         first = " — **first divergence**" if _is_first(data, entry) else ""
-        mode = f", {entry['observed_by']} build" if entry.get("observed_by") else ""
-        lines.append(f"- Numerics of {unit(data)} {entry['op_index']} vs {data['reference']}{mode}: "
-                     f"{format_error(entry)}{first}")
+        mode = f", {md.text(entry['observed_by'])} build" if entry.get("observed_by") else ""
+        lines.append(f"- Numerics of {unit(data)} {entry['op_index']} vs {md.text(data['reference'])}{mode}: "
+                     f"{format_error(entry, md.text)}{first}")
     if lines:
         lines.insert(0, "\n**Numerics**")
     return lines
@@ -94,9 +95,9 @@ def bisect_lines(view: BundleView, path: str, origins: list[Origin]) -> list[str
         if row is None:
             continue
         fmt = lambda v: "not observed" if v is None else f"{v:.3g}"  # noqa: E731
-        lines.append(f"- op {row['op_index']} {origin.layer.opcode}: max abs error "
+        lines.append(f"- op {row['op_index']} {md.text(origin.layer.opcode)}: max abs error "
                      f"{fmt(row['before'])} before → {fmt(row['after'])} after")
     if lines:
-        lines.insert(0, f"\n**Bisect**: culprit {c['stage']} pass {c.get('index')} `{c['name']}` "
-                        f"(against {data.get('baseline', 'the baseline')})")
+        lines.insert(0, f"\n**Bisect**: culprit {md.text(c['stage'])} pass {md.text(c.get('index'))} "
+                        f"{md.code(c['name'])} (against {md.text(data.get('baseline') or 'the baseline')})")
     return lines

@@ -98,8 +98,8 @@ def run_query(args) -> int:
         print(f"tvm-explorer: error: {err}", file=sys.stderr)
         return 2
     data = bundle.numerics
-    if data is None and NUMERICS_FILE in bundle.section_errors:
-        print(f"tvm-explorer: error: {bundle.section_errors[NUMERICS_FILE]}", file=sys.stderr)
+    if data is None and NUMERICS_FILE in bundle.section_problems:
+        print(f"tvm-explorer: error: {bundle.section_problems[NUMERICS_FILE]}", file=sys.stderr)
         return 2
     if data is None:
         print(f"tvm-explorer: error: {args.bundle}: no numerics recorded "

@@ -5,45 +5,38 @@ No TVM here: the language server and ``tvm-explorer numerics`` read it.
 
 from __future__ import annotations
 
-import math
+from ..bundle import fields as f
 
 NUMERICS_FILE = "numerics.json"
 SCHEMA_VERSION = 1
 MODES = ("fused", "unfused")
 METRICS = ("max_abs", "max_rel", "cosine", "steps")
+COSINE_LIMIT = 1.001  # a cosine similarity is within -1..1 (rounding aside)
 
 
 class NumericsError(ValueError):
     """``numerics.json`` does not have the documented shape (the message says where)."""
 
 
-def _number(value, where: str, nullable: bool = True):
-    if value is None and nullable:
-        return
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise NumericsError(f"{where} must be a number{' or null' if nullable else ''}")
-    if isinstance(value, float) and math.isnan(value):
-        raise NumericsError(f"{where} is NaN")
-
-
 def _position(value, where: str) -> None:
     if value is None:
         return
-    if not (isinstance(value, dict) and isinstance(value.get("subgraph"), int)
-            and isinstance(value.get("op_index"), int)):
+    if not isinstance(value, dict):
         raise NumericsError(f"{where} must be {{\"subgraph\": int, \"op_index\": int}} or null")
+    for key in ("subgraph", "op_index"):
+        f.integer(value.get(key), f"{where}: '{key}'", NumericsError)
 
 
 def _figures(entry: dict, where: str) -> None:
-    if not isinstance(entry.get("observed"), bool):
-        raise NumericsError(f"{where}: 'observed' must be true or false")
-    for key in METRICS:
-        _number(entry.get(key), f"{where}: '{key}'")
-    if not isinstance(entry.get("diverges"), bool):
-        raise NumericsError(f"{where}: 'diverges' must be true or false")
+    f.boolean(entry.get("observed"), f"{where}: 'observed'", NumericsError)
+    for key in ("max_abs", "max_rel", "steps"):  # null: infinite (JSON has no infinity)
+        f.number(entry.get(key), f"{where}: '{key}'", NumericsError, high=f.MAX_FLOAT)
+    # An observed layer has a cosine (the reports print it); null only when not observed.
+    f.number(entry.get("cosine"), f"{where}: 'cosine'", NumericsError, nullable=not entry["observed"],
+             low=-COSINE_LIMIT, high=COSINE_LIMIT)
+    f.boolean(entry.get("diverges"), f"{where}: 'diverges'", NumericsError)
     for key in ("kernel", "hidden_in", "note"):
-        if entry.get(key) is not None and not isinstance(entry[key], str):
-            raise NumericsError(f"{where}: '{key}' must be a string or null")
+        f.string(entry.get(key), f"{where}: '{key}'", NumericsError, nullable=True)
 
 
 def validate(data, layer_keys: set[tuple[int, int]] | None = None) -> dict:
@@ -53,8 +46,9 @@ def validate(data, layer_keys: set[tuple[int, int]] | None = None) -> dict:
         raise NumericsError("must be a JSON object")
     if data.get("schema_version") != SCHEMA_VERSION:
         raise NumericsError(f"unknown schema_version {data.get('schema_version')!r}")
-    if not isinstance(data.get("reference"), str):
-        raise NumericsError("'reference' must be a string")
+    f.string(data.get("reference"), "'reference'", NumericsError)
+    for key in ("model", "target", "inputs"):
+        f.string(data.get(key), f"'{key}'", NumericsError, nullable=True)
     if data.get("mode") not in MODES:
         raise NumericsError(f"'mode' must be one of {', '.join(MODES)}")
     layers = data.get("layers")
@@ -64,8 +58,8 @@ def validate(data, layer_keys: set[tuple[int, int]] | None = None) -> dict:
         where = f"layer entry {i}"
         if not isinstance(entry, dict):
             raise NumericsError(f"{where} must be an object")
-        if not (isinstance(entry.get("subgraph"), int) and isinstance(entry.get("op_index"), int)):
-            raise NumericsError(f"{where}: 'subgraph' and 'op_index' must be integers")
+        for key in ("subgraph", "op_index"):
+            f.integer(entry.get(key), f"{where}: '{key}'", NumericsError)
         if layer_keys is not None and (entry["subgraph"], entry["op_index"]) not in layer_keys:
             raise NumericsError(f"{where} names op {entry['op_index']} of subgraph "
                                 f"{entry['subgraph']}, which the model does not have")
@@ -79,8 +73,12 @@ def validate(data, layer_keys: set[tuple[int, int]] | None = None) -> dict:
             if not isinstance(entry["fused"], dict):
                 raise NumericsError(f"{where}: 'fused' must be an object")
             _figures(entry["fused"], f"{where} (fused)")
-    _position(data.get("first_divergence"), "'first_divergence'")
-    _position(data.get("fused_first_divergence"), "'fused_first_divergence'")
+    listed = {(e["subgraph"], e["op_index"]) for e in layers}
+    for key in ("first_divergence", "fused_first_divergence"):
+        _position(data.get(key), f"'{key}'")
+        first = data.get(key)
+        if first is not None and (first["subgraph"], first["op_index"]) not in listed:
+            raise NumericsError(f"'{key}' names a layer that has no entry")
     return data
 
 
@@ -99,12 +97,13 @@ def layer_entry(data: dict, subgraph: int, op_index: int) -> dict | None:
     return None
 
 
-def format_error(entry: dict) -> str:
-    """One line: ``max abs 1.2e-05 (rel 3e-06), cosine 1.000000, 0 steps — matches``."""
+def format_error(entry: dict, quote=str) -> str:
+    """One line: ``max abs 1.2e-05 (rel 3e-06), cosine 1.000000, 0 steps — matches``.
+    ``quote``: what the entry's own strings (kernel, note) go through (Markdown: ``text``)."""
     if not entry.get("observed"):
         if entry.get("hidden_in"):
-            return f"not observed (hidden inside kernel {entry['hidden_in']})"
-        return f"not observed ({entry['note']})" if entry.get("note") else "not observed"
+            return f"not observed (hidden inside kernel {quote(entry['hidden_in'])})"
+        return f"not observed ({quote(entry['note'])})" if entry.get("note") else "not observed"
     def num(x):  # null: infinite (JSON has no infinity)
         return "inf" if x is None else f"{x:.3g}"
 
@@ -113,5 +112,5 @@ def format_error(entry: dict) -> str:
     if entry.get("steps") is not None:
         parts.append(f"{entry['steps']:g} steps")
     verdict = "DIVERGES" if entry["diverges"] else "matches"
-    note = f" ({entry['note']})" if entry.get("note") else ""
+    note = f" ({quote(entry['note'])})" if entry.get("note") else ""
     return ", ".join(parts) + f" — {verdict}{note}"

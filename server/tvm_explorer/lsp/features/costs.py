@@ -55,8 +55,10 @@ class CostRequests:
         view = self._view(params.bundle) if params else None
         idx = cost_index(view.bundle) if view is not None else None
         if idx is None:
-            return CostsResult(measured=False, total_ms=None, status="none",
-                               reason="no costs recorded (recompile the bundle)", layers=[])
+            problem = view.bundle.section_problems.get("costs.json") if view is not None else None
+            return CostsResult(measured=False, total_ms=None, status="damaged" if problem else "none",
+                               reason=str(problem) if problem else "no costs recorded (recompile the bundle)",
+                               layers=[], note=str(problem) if problem else "")
         profile = idx.costs.get("profile") or {}
         layers = []
         for rank, lay in enumerate(idx.ranked(), 1):

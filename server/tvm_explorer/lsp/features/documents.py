@@ -1,10 +1,12 @@
 """Open, changed and closed documents: the editor's text of bundle documents, so that no
-answer is computed from ranges an edit invalidated."""
+answer is computed from ranges an edit invalidated. The text is kept here (edits.py), not in
+pygls' workspace (see ``ExplorerProtocol``)."""
 
 from __future__ import annotations
 
 from lsprotocol import types
 
+from ..edits import EditableText
 from ..session import OpenDocument, Session, uri_to_path
 
 
@@ -16,23 +18,28 @@ class DocumentTracker:
         self.session = session
         self.watcher = watcher
 
-    def _current_text(self, uri: str) -> str:
-        return self.server.workspace.get_text_document(uri).source
-
     def opened(self, params: types.DidOpenTextDocumentParams) -> None:
         """``textDocument/didOpen``: remember the text; load its bundle if new."""
         path = uri_to_path(params.text_document.uri)
         if path is None:
             return
-        self.session.open[path] = OpenDocument(params.text_document.uri, params.text_document.text)
+        self.session.open[path] = OpenDocument(params.text_document.uri, EditableText(params.text_document.text))
         self.watcher.document_opened(params.text_document.uri)
 
     def changed(self, params: types.DidChangeTextDocumentParams) -> None:
-        """``textDocument/didChange``: take the text as pygls applied the changes."""
+        """``textDocument/didChange``: apply the changes to the lines they touch (edits.py)."""
         path = uri_to_path(params.text_document.uri)
         opened = self.session.open.get(path) if path else None
-        if opened is not None:
-            opened.set_text(self._current_text(params.text_document.uri))
+        if opened is None:
+            return
+        for change in params.content_changes:
+            if isinstance(change, types.TextDocumentContentChangePartial):
+                r = change.range
+                opened.document.replace((r.start.line, r.start.character), (r.end.line, r.end.character),
+                                        change.text, self.session.encoding)
+            else:
+                opened.document.replace_all(change.text)
+        opened.edited()
 
     def closed(self, params: types.DidCloseTextDocumentParams) -> None:
         """``textDocument/didClose``: the bundle text is what counts again."""

@@ -25,7 +25,8 @@ class Numerics:
         view = self._bundle(params.bundle) if params else None
         data = view.bundle.numerics if view is not None else None
         if not data:
-            return NumericsResult()
+            problem = view.bundle.section_problems.get("numerics.json") if view is not None else None
+            return NumericsResult(problem=str(problem) if problem else "")
         layers = []
         for row in numerics_rows(view):
             e = row.entry
