@@ -167,16 +167,32 @@ def test_oversized_sections_are_left_out_and_the_rest_answers(tmp_path):
         srv.close()
 
 
+# The CLI is started by a small launcher so that its peak is its own: a child forked from
+# this test process (hundreds of MiB once TVM is imported) counts the parent's pages in its
+# ru_maxrss until it execs.
+_LAUNCHER = """
+import os, resource, subprocess, sys
+proc = subprocess.run(sys.argv[1:], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+sys.stderr.buffer.write(proc.stderr)
+os.write(int(os.environ.pop("PEAK_FD")), str(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss).encode())
+sys.exit(proc.returncode)
+"""
+
+
 def _run_measured(*args) -> tuple[int, str, float]:
     """Run the CLI; (exit status, stderr, its peak resident MiB)."""
     import subprocess
 
-    proc = subprocess.Popen([sys.executable, "-m", "tvm_explorer", *map(str, args)],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    read_end, write_end = os.pipe()
+    proc = subprocess.Popen([sys.executable, "-c", _LAUNCHER, sys.executable, "-m", "tvm_explorer",
+                             *map(str, args)], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                            text=True, pass_fds=(write_end,), env={**os.environ, "PEAK_FD": str(write_end)})
+    os.close(write_end)
     err = proc.stderr.read()
-    _, status, usage = os.wait4(proc.pid, 0)
-    proc.returncode = os.waitstatus_to_exitcode(status)
-    return proc.returncode, err, usage.ru_maxrss / 1024
+    proc.wait()
+    with os.fdopen(read_end, "rb") as peak:
+        kib = int(peak.read() or 0)
+    return proc.returncode, err, kib / 1024
 
 
 def test_cli_refuses_oversized_sections_by_name_in_bounded_memory(tmp_path):
