@@ -1,6 +1,6 @@
 /**
- * The first minutes with the extension: "Compile Model…" and "Bisect Model…", the `.tflite`
- * model viewer, and a pass view that says why it is empty (no bundle yet, the server starting,
+ * The first minutes with the extension: "Compile Model…" and "Bisect Model…", the model
+ * viewer (`.tflite`, `.onnx`, `.pt2`), and a pass view that says why it is empty (no bundle yet, the server starting,
  * or a Python interpreter that is missing or lacks tvm-explorer, with how to fix it).
  */
 import * as fs from 'fs';
@@ -12,11 +12,12 @@ import { bisectModelCommand } from './bisect';
 import { compileModelCommand } from './compile';
 import {
   CompileLensProvider,
+  GRAPH_VIEW_TYPE,
   MODEL_SCHEME,
   modelFileOf,
   ModelDocumentProvider,
+  ModelEditorProvider,
   TFLITE_VIEW_TYPE,
-  TfliteEditorProvider,
 } from './modelView';
 import { PassNode, PassTreeProvider } from './passView';
 
@@ -49,9 +50,11 @@ export function registerOnboarding(
       }),
     ),
     vscode.workspace.registerTextDocumentContentProvider(MODEL_SCHEME, new ModelDocumentProvider(server, output)),
-    vscode.window.registerCustomEditorProvider(TFLITE_VIEW_TYPE, new TfliteEditorProvider(), {
-      supportsMultipleEditorsPerDocument: true,
-    }),
+    ...[TFLITE_VIEW_TYPE, GRAPH_VIEW_TYPE].map((viewType) =>
+      vscode.window.registerCustomEditorProvider(viewType, new ModelEditorProvider(), {
+        supportsMultipleEditorsPerDocument: true,
+      }),
+    ),
     vscode.languages.registerCodeLensProvider({ scheme: MODEL_SCHEME }, new CompileLensProvider()),
     server.onDidChangeState(syncMessage),
     vscode.window.onDidChangeActiveTextEditor(syncModelContext),
