@@ -8,7 +8,7 @@
 import * as vscode from 'vscode';
 import { Bundle, BundleRegistry } from './bundles';
 import { PassInfo } from './lsp_ext';
-import { PassDiffSides, PASSDIFF_SCHEME, bundleFileOf, sideUri } from './passDiffSides';
+import { PassDiffSides, PASSDIFF_SCHEME, bundleFileOf, fileSelection, firstChangeOf, sideUri } from './passDiffSides';
 import { PassTreeProvider, visiblePasses } from './passView';
 
 /** The files of a pass's diff (`before` undefined: the pass has nothing before it). */
@@ -103,7 +103,8 @@ export class PassDiffs implements vscode.Disposable {
       void vscode.window.showInformationMessage('TVM Explorer: this side of the diff has no document (nothing before the first pass).');
       return;
     }
-    await vscode.window.showTextDocument(file, { preview: false, selection: onSide?.selection });
+    const selection = onSide && fileSelection(onSide.document.uri, onSide.selection);
+    await vscode.window.showTextDocument(file, { preview: false, selection });
   }
 
   dispose(): void {
@@ -122,11 +123,32 @@ export class PassDiffs implements vscode.Disposable {
     if (!showing) {
       await vscode.commands.executeCommand('vscode.diff', left, right, tabTitle(bundle), { preview: true });
     }
+    await this.revealFirstChange(left, right);
     this.updateActive();
     void this.loadNeighbours(bundle, pass);
     const node = this.tree.nodeOf(bundle, pass);
     if (node && this.view.visible) {
       await this.view.reveal(node, { select: true, focus: false });
+    }
+  }
+
+  /** Puts the first line where the sides differ at the top of both (a step would otherwise
+   * leave the view where it was, on lines the pass did not touch). */
+  private async revealFirstChange(left: vscode.Uri, right: vscode.Uri): Promise<void> {
+    const line = firstChangeOf(right);
+    const at = new vscode.Range(Math.max(0, line), 0, Math.max(0, line), 0);
+    // A diff tab just opened lists its editors a moment later.
+    for (let tries = 0; tries < 20; tries++) {
+      const editors = vscode.window.visibleTextEditors.filter((e) => [left.toString(), right.toString()].includes(e.document.uri.toString()));
+      const modified = editors.find((e) => e.document.uri.toString() === right.toString());
+      if (modified) {
+        for (const editor of editors) {
+          editor.selection = new vscode.Selection(at.start, at.start);
+          editor.revealRange(at, vscode.TextEditorRevealType.AtTop);
+        }
+        return;
+      }
+      await new Promise((r) => setTimeout(r, 50));
     }
   }
 
