@@ -317,7 +317,10 @@ test('stepping pass diffs shows each new diff promptly, in place, with hover and
   await runCommand(page, 'View: Close All Editors');
   const changed = bundle.manifest.passes.filter((p) => p.changed);
   const first = bundle.changedPass('relax');
-  const expectedOf = (pass) => ({ ...diffSides(bundle, pass), status: `${pass.name} · ${pass.stage} pass #${pass.index}` });
+  const expectedOf = (pass) => {
+    const { left, right } = diffSides(bundle, pass);
+    return { left, right, status: `${pass.name} · ${pass.stage} pass #${pass.index}` };
+  };
   await runCommand(page, 'TVM Explorer: Focus on Passes View');
   const item = (pass) => page.getByRole('treeitem', { name: new RegExp(`^${pass.name.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}\\b`) }).first();
   await item(first).waitFor({ state: 'visible', timeout: 90000 });

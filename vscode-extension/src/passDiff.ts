@@ -123,8 +123,8 @@ export class PassDiffs implements vscode.Disposable {
     if (!showing) {
       await vscode.commands.executeCommand('vscode.diff', left, right, tabTitle(bundle), { preview: true });
     }
-    await this.revealFirstChange(left, right);
     this.updateActive();
+    await this.revealFirstChange(left, right);
     void this.loadNeighbours(bundle, pass);
     const node = this.tree.nodeOf(bundle, pass);
     if (node && this.view.visible) {
@@ -160,14 +160,16 @@ export class PassDiffs implements vscode.Disposable {
     const files: vscode.Uri[] = [];
     const steps: [vscode.Uri | undefined, vscode.Uri | undefined][] = [];
     const now = passFiles(pass);
+    const pairs: [vscode.Uri | undefined, vscode.Uri][] = [[now.before, now.after]];
     for (const p of [later, earlier]) {
       if (p) {
         const { before, after } = passFiles(p);
         files.push(...(before ? [before, after] : [after]));
         steps.push([now.before, before], [now.after, after]);
+        pairs.push([before, after]);
       }
     }
-    await this.sides.keep(files, steps);
+    await this.sides.keep(files, steps, pairs);
   }
 
   /** Sets `tvmExplorer.passDiffActive` and the status bar item; makes the active pass diff current. */

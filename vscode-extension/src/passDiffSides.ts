@@ -93,6 +93,8 @@ export class PassDiffSides implements vscode.TextDocumentContentProvider, vscode
   private readonly texts = new Map<string, Promise<string>>();
   /** The text each side shows now (its file, or the aligned functions). */
   private readonly sideTexts = new Map<string, string>();
+  /** The sides of diffs by `<before>|<after>`: the shown one and those of the next steps. */
+  private readonly pairs = new Map<string, Promise<PairContents>>();
   private updates: Promise<void> = Promise.resolve();
   /** Line edits between files (`<from>|<to>`), worked out ahead for the likely next steps. */
   private readonly edits = new Map<string, Promise<LineEdit[]>>();
@@ -111,19 +113,30 @@ export class PassDiffSides implements vscode.TextDocumentContentProvider, vscode
 
   /** The texts and line maps of the sides `[left, right]` showing `before` → `after`. */
   private async sideContents(sides: [vscode.Uri, vscode.Uri | undefined][]): Promise<{ text: string; segments?: Segment[] }[]> {
-    const texts = await Promise.all(sides.map(([, file]) => (file ? this.text(file) : Promise.resolve(''))));
-    const [before, after] = sides.map(([, f]) => f);
-    if (sides.length === 2 && isIr(before) && isIr(after) && path.extname(before!.path) === path.extname(after!.path)) {
-      const aligned = alignByFunction(texts[0], texts[1]);
-      if (aligned) {
-        firstChanges.set(sides[1][0].toString(), aligned.firstChange);
-        return [aligned.left, aligned.right];
-      }
+    if (sides.length !== 2) {
+      return Promise.all(sides.map(async ([, file]) => ({ text: file ? await this.text(file) : '' })));
     }
-    if (sides.length === 2) {
-      firstChanges.set(sides[1][0].toString(), firstDifference(texts[0].split('\n'), texts[1].split('\n')));
+    const pair = await this.pairOf(sides[0][1], sides[1][1]);
+    firstChanges.set(sides[1][0].toString(), pair.firstChange);
+    return pair.sides;
+  }
+
+  /** The sides of the diff `before` → `after` (worked out once; `keep` does it ahead of a step). */
+  private pairOf(before: vscode.Uri | undefined, after: vscode.Uri | undefined): Promise<PairContents> {
+    const key = transition(before, after);
+    let got = this.pairs.get(key);
+    if (!got) {
+      got = Promise.all([before ? this.text(before) : '', after ? this.text(after) : '']).then(([a, b]) => {
+        const aligned = isIr(before) && isIr(after) && path.extname(before!.path) === path.extname(after!.path)
+          ? alignByFunction(a, b) : undefined;
+        return aligned
+          ? { sides: [aligned.left, aligned.right], firstChange: aligned.firstChange }
+          : { sides: [{ text: a }, { text: b }], firstChange: firstDifference(a.split('\n'), b.split('\n')) };
+      });
+      got.catch(() => this.pairs.delete(key));
+      this.pairs.set(key, got);
     }
-    return texts.map((text) => ({ text }));
+    return got;
   }
 
   private async update(sides: [vscode.Uri, vscode.Uri | undefined][]): Promise<void> {
@@ -171,7 +184,16 @@ export class PassDiffSides implements vscode.TextDocumentContentProvider, vscode
    * Reads the files of the passes around the shown one ahead, and works out the line edits of
    * the steps to them (`steps`: a side's file now → after the step); forgets the others.
    */
-  async keep(files: vscode.Uri[], steps: [vscode.Uri | undefined, vscode.Uri | undefined][]): Promise<void> {
+  async keep(files: vscode.Uri[], steps: [vscode.Uri | undefined, vscode.Uri | undefined][], pairs: [vscode.Uri | undefined, vscode.Uri][] = []): Promise<void> {
+    const wantedPairs = new Set(pairs.map(([b, a]) => transition(b, a)));
+    for (const key of [...this.pairs.keys()]) {
+      if (!wantedPairs.has(key)) {
+        this.pairs.delete(key);
+      }
+    }
+    for (const [b, a] of pairs) {
+      await this.pairOf(b, a).catch(() => undefined);
+    }
     const wanted = new Set(files.map((f) => f.toString()));
     for (const shown of shownFiles.values()) {
       if (shown) {
@@ -226,6 +248,11 @@ export class PassDiffSides implements vscode.TextDocumentContentProvider, vscode
     }
     return got;
   }
+}
+
+interface PairContents {
+  sides: { text: string; segments?: Segment[] }[];
+  firstChange: number;
 }
 
 function transition(from: vscode.Uri | undefined, to: vscode.Uri | undefined): string {
