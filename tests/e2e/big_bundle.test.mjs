@@ -2,7 +2,13 @@
  * The first answer on a big bundle, in a real VS Code: tests/models/mobilenet_v3_small_int8.tflite
  * compiled for CUDA (tens of MB of IR and code; compiled once and kept in
  * test-artifacts/bundle-cache). The time from opening the generated CUDA source to the first
- * hover naming its layer is measured (and logged with where it went), and must stay under 1 s.
+ * hover naming its layer is measured, and must stay under 1 s beyond what the test's own
+ * keystrokes take on a small file.
+ * Where the time went on this machine: the server answers in ~10 ms once asked; VS Code's C++
+ * TextMate grammar tokenizing the 3.5 MB device.cu held the editor for 3–4 s (didOpen itself
+ * left 2 s after the tab showed), so bundle code files get the extension's light grammar.
+ * TVMX_TRACE=1 logs every LSP message with its time (kept with TVM_EXPLORER_E2E_KEEP=1);
+ * TVMX_SETTINGS='{…}' adds user settings, for experiments.
  * Screenshots in test-artifacts/vscode/big-*.png.
  */
 import assert from 'node:assert/strict';
@@ -15,6 +21,11 @@ import { goToLine, openFile, poll, runCommand, screenshot } from './lib/workbenc
 const suite = bundleSuite({
   compile: { model: 'mobilenet_v3_small_int8.tflite', name: 'mnv3_int8_cuda', target: 'cuda', cache: true },
   shots: 'big-',
+  // Every message between the extension and the server, timed, in the output channel's log.
+  settings: {
+    ...(process.env.TVMX_TRACE ? { 'tvmExplorer.trace.server': 'verbose' } : {}),
+    ...JSON.parse(process.env.TVMX_SETTINGS || '{}'),
+  },
 });
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
@@ -40,27 +51,38 @@ test('on a big CUDA bundle the first hover answers within 1 s of opening the fil
   await runCommand(page, 'TVM Explorer: Focus on Passes View');
   await page.getByRole('treeitem', { name: /mnv3_int8_cuda/ }).first().waitFor({ timeout: 120000 });
   await sleep(3000); // the workbench settles, as when a person picks the file
+  // What the test's own keystrokes take here (quick open, go to line) on a small document.
+  await openFile(page, relative(suite.folder, join(bundle.root, 'manifest.json')));
+  const b0 = Date.now();
+  await goToLine(page, 3, 1);
+  const baseline = Date.now() - b0;
+  await runCommand(page, 'View: Close All Editors');
   const cu = bundle.documents('code').find((p) => p.endsWith('.cu'));
   const stmt = bundle.statementOf(cu, 'CONV_2D', { inLoop: false });
   const size = statSync(join(bundle.root, cu)).size / 2 ** 20;
   await openFile(page, relative(suite.folder, join(bundle.root, cu)));
   const t0 = Date.now(); // the tab shows the file: VS Code has sent didOpen
+  console.log(`opened at ${new Date(t0).toISOString()}`); // to line up with TVMX_TRACE=1's log
   await goToLine(page, stmt.line + 1, stmt.character + 1);
-  const moved = Date.now() - t0; // the test's own keystrokes, not the server's time
+  const moved = Date.now() - t0; // longer than `baseline` while the editor is busy with the file
   // Ask for the hover at the cursor again and again (Ctrl+K Ctrl+I) until it names the layer.
   const hover = page.locator('.monaco-hover:visible');
   const layer = stmt.layers[0];
   const answered = await poll(async () => {
     await page.keyboard.press('Control+K');
     await page.keyboard.press('Control+I');
-    await hover.first().waitFor({ state: 'visible', timeout: 250 }).catch(() => {});
-    const text = (await hover.allTextContents()).join('\n');
-    if (text.includes(layer.opcode)) return Date.now() - t0;
+    // The hover shows "Loading…" until the server answers: wait for the answer, not the box.
+    const named = hover.filter({ hasText: layer.opcode }).first();
+    if (await named.waitFor({ state: 'visible', timeout: 400 }).then(() => true, () => false)) return Date.now() - t0;
     await page.keyboard.press('Escape');
     return undefined;
   }, { timeoutMs: 60000, intervalMs: 50 });
   await screenshot(page, 'big-01-first-hover');
-  console.log(`bundle ${mb.toFixed(1)} MB, ${cu} ${size.toFixed(1)} MB: first hover ${answered} ms after the tab showed (${moved} ms of it moving the cursor)`);
+  console.log(`bundle ${mb.toFixed(1)} MB, ${cu} ${size.toFixed(1)} MB: first hover ${answered} ms after the tab showed (${moved} ms of it moving the cursor; ${baseline} ms on a small file)`);
   assert.ok(answered, `no hover naming ${layer.opcode} within 60 s`);
-  assert.ok(answered - moved <= 1000, `the first hover came ${answered} ms after ${cu} opened (${moved} ms of it moving the cursor)`);
+  // The file has the extension's light grammar: VS Code's C++ one held the editor's thread for
+  // seconds on it (the server answered the hover in ~10 ms once VS Code sent it).
+  const status = (await page.locator('.statusbar-item').allTextContents()).join(' | ');
+  assert.match(status, /TVM Generated C \/ CUDA/);
+  assert.ok(answered - baseline <= 1000, `the first hover came ${answered} ms after ${cu} opened (moving the cursor took ${moved} ms there, ${baseline} ms on a small file)`);
 });
