@@ -15,6 +15,7 @@ import assert from 'node:assert/strict';
 import { readdirSync, statSync } from 'node:fs';
 import { join, relative } from 'node:path';
 import { test } from 'node:test';
+import { diffSides } from './lib/passDiffSides.mjs';
 import { bundleSuite } from './lib/suite.mjs';
 import { goToLine, openFile, poll, runCommand, screenshot } from './lib/workbench.mjs';
 
@@ -87,4 +88,44 @@ test('on a big CUDA bundle the first hover answers about 1 s after opening the f
   // Goal: 1 s. Measured here (2 cores shared with other runs, load 6-10): 1.0-3.0 s; before the
   // light grammar 4.2-12.4 s. The bound keeps that from coming back without failing on load.
   assert.ok(answered - baseline <= 3000, `the first hover came ${answered} ms after ${cu} opened (moving the cursor took ${moved} ms there, ${baseline} ms on a small file)`);
+});
+
+// Not reached yet: tirx.LowerIntrin rewrites nearly every function, so the aligned sides are
+// still 8.7 k lines of a 4.4 MB document; its first change shows 2.8-3.8 s after the click here
+// (goal 300 ms). Kept as a todo so the number is measured and printed on every run.
+test('the pass diff of a multi-MB TIR document shows its first change promptly', { todo: 'first paint 2.8-3.8 s, goal 300 ms' }, async () => {
+  const { session, bundle } = suite;
+  const { page } = session;
+  await runCommand(page, 'View: Close All Editors');
+  // The changed TIR pass with the largest document after it (4.6 MB here).
+  const size = (p) => statSync(join(bundle.root, p)).size;
+  const pass = bundle.manifest.passes.filter((p) => p.stage === 'tir' && p.changed && p.before && p.after.endsWith('.tir'))
+    .sort((a, b) => size(b.after) - size(a.after))[0];
+  const sides = diffSides(bundle, pass);
+  assert.ok(sides.aligned && sides.firstChange >= 0, `${pass.name}: no function-aligned diff`);
+  await runCommand(page, 'TVM Explorer: Focus on Passes View');
+  const item = page.getByRole('treeitem', { name: new RegExp(`^${pass.name.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}, tir pass ${pass.index},`) }).first();
+  // The tree shows only the rows in view: scroll it until the pass is there.
+  const tree = page.locator('.pane-body', { has: page.getByRole('treeitem', { name: /^import, relax pass 0,/ }) }).first();
+  const box = await tree.boundingBox();
+  for (let i = 0; i < 80 && !(await item.isVisible().catch(() => false)); i++) {
+    await page.mouse.move(box.x + box.width / 2, box.y + box.height / 2);
+    await page.mouse.wheel(0, 120);
+    await sleep(100);
+  }
+  const change = sides.right[sides.firstChange].trimEnd();
+  const t0 = Date.now();
+  await item.click();
+  const shown = await poll(async () => {
+    const lines = (await page.locator('.editor-instance .monaco-diff-editor .editor.modified .view-line').allTextContents())
+      .map((t) => t.replace(/\u00a0/g, ' ').trimEnd());
+    return lines.includes(change) ? Date.now() - t0 : undefined;
+  }, { timeoutMs: 30000, intervalMs: 20 });
+  await sleep(500);
+  await screenshot(page, 'big-02-tir-pass-diff');
+  console.log(`${pass.name} (${(size(pass.after) / 2 ** 20).toFixed(1)} MB after, ${sides.right.length} aligned lines): first change on screen ${shown} ms after the click`);
+  assert.ok(shown, `the first change of ${pass.name} ("${change.trim()}") never showed`);
+  // Goal 300 ms (measured from the click, the tree's own handling included); a diff of the
+  // whole 4.6 MB documents stayed blank for 2.9 s.
+  assert.ok(shown <= 1500, `the first change of ${pass.name} showed ${shown} ms after the click`);
 });

@@ -116,13 +116,17 @@ export class PassDiffs implements vscode.Disposable {
     const files = passFiles(pass);
     this.open.set(right.toString(), { bundle, pass });
     this.current = { bundle, pass };
-    await this.sides.show([[left, files.before], [right, files.after]]);
     const input = vscode.window.tabGroups.activeTabGroup.activeTab?.input;
     const showing = input instanceof vscode.TabInputTextDiff
       && input.original.toString() === left.toString() && input.modified.toString() === right.toString();
     if (!showing) {
+      // A new diff input stays blank until VS Code has diffed its two texts (seconds for a
+      // multi-MB TIR pass): open it on empty sides, then write the texts in place, which shows
+      // them at once and marks the differences when the diff is done.
+      await this.sides.show([[left, undefined], [right, undefined]]);
       await vscode.commands.executeCommand('vscode.diff', left, right, tabTitle(bundle), { preview: true });
     }
+    await this.sides.show([[left, files.before], [right, files.after]]);
     this.updateActive();
     await this.revealFirstChange(left, right);
     void this.loadNeighbours(bundle, pass);
