@@ -377,7 +377,17 @@ test('stepping pass diffs shows each new diff promptly, in place, with hover and
   await poll(async () => ((await passDiffStatus(page)) ?? '').includes('FuseTIR') || undefined, { timeoutMs: 10000 });
   await sleep(800); // the diff markings
   await screenshot(page, 'jumps-12b-fusetir-aligned-by-name');
-  const fused = diffSides(bundle, pass).right.find((l) => /^ {4}def fused_\w+\(/.test(l)).match(/def (\w+)\(/)[1];
+  const fusedLines = diffSides(bundle, pass).right;
+  const fusedAt = fusedLines.findIndex((l) => /^ {4}def fused_\w+\(/.test(l));
+  const fused = fusedLines[fusedAt].match(/def (\w+)\(/)[1];
+  // Bring it on screen (functions the pass removed come before it on the left).
+  await diff.locator('.editor.modified .monaco-editor textarea').first().focus();
+  await page.keyboard.press('Control+G');
+  await page.locator('.quick-input-widget input').fill(`:${fusedAt + 1}`);
+  await sleep(150);
+  await page.keyboard.press('Enter');
+  await page.locator('.quick-input-widget').waitFor({ state: 'hidden' });
+  await sleep(500);
   const topOf = async (side) => {
     const row = diff.locator(`.editor.${side} .view-line`, { hasText: `def ${fused}(` }).first();
     await row.waitFor({ timeout: 10000 });

@@ -2,7 +2,7 @@
  * The sides of a pass diff of two IR documents (Relax or TIR), aligned by function name: each
  * side shows the module header, one comment line counting the functions the pass left as they
  * were, then the functions it changed, added or removed, in the same order on both sides (the
- * after-document's order, a removed function where it stood). A diff of whole documents pairs
+ * after-document's order, removed functions last). A diff of whole documents pairs
  * whatever lines look alike — FuseOps' new fused functions against unrelated ones — and on a
  * multi-MB TIR document VS Code needs seconds to compute it; here both sides hold only what
  * changed, so the diff is small, paired by name, and its first change is near the top.
@@ -123,29 +123,10 @@ export function alignByFunction(before: string, after: string): Aligned | undefi
   }
   const inA = new Map(sa.blocks.map((x) => [x.key, x]));
   const inB = new Map(sb.blocks.map((y) => [y.key, y]));
-  // The after-document's order; a function only before goes just before the first function
-  // that followed it there and is still present after.
-  const order: string[] = [];
-  const placed = new Set<string>();
-  const removed = sa.blocks.filter((x) => !inB.has(x.key));
-  let r = 0;
-  const positionInA = new Map(sa.blocks.map((x, i) => [x.key, i]));
-  for (const y of sb.blocks) {
-    const at = positionInA.get(y.key);
-    if (at !== undefined) {
-      while (r < removed.length && (positionInA.get(removed[r].key) ?? 0) < at) {
-        order.push(removed[r].key);
-        placed.add(removed[r].key);
-        r++;
-      }
-    }
-    order.push(y.key);
-  }
-  for (; r < removed.length; r++) {
-    if (!placed.has(removed[r].key)) {
-      order.push(removed[r].key);
-    }
-  }
+  // The after-document's order, then the functions only before (removed). A removed function
+  // left among the others would stand beside a new one, and VS Code's line diff would pair
+  // their look-alike loops instead of the same-named pair next to them.
+  const order = [...sb.blocks.map((y) => y.key), ...sa.blocks.filter((x) => !inB.has(x.key)).map((x) => x.key)];
   const left = new SideBuilder(a);
   const right = new SideBuilder(b);
   left.copy(0, sa.header);
