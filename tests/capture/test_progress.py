@@ -18,8 +18,13 @@ from conftest import run_cli
 STAGE_ORDER = ["import", "relax", "tir", "code", "run", "write"]
 
 
-def _events(stdout: str) -> list[dict]:
+def _lines(stdout: str) -> list[dict]:
     return [json.loads(line) for line in stdout.splitlines() if line.startswith("{")]
+
+
+def _events(stdout: str) -> list[dict]:
+    """The finished steps (``start`` lines say what begins)."""
+    return [e for e in _lines(stdout) if e["event"] == "progress"]
 
 
 @pytest.mark.parametrize("target,sources", [("c", 1), ("cuda", 2)])
@@ -45,6 +50,28 @@ def test_json_progress_counts_every_recorded_step_exactly(tmp_path, models_dir, 
     assert elapsed == sorted(elapsed)
     # The human summary still follows the events.
     assert "Bundle written:" in proc.stdout.split(json.dumps(events[-1]))[-1]
+    _assert_each_step_is_announced_as_it_starts(_lines(proc.stdout))
+
+
+def _assert_each_step_is_announced_as_it_starts(lines: list[dict]) -> None:
+    """Every pass, codegen step and the write is announced by a ``start`` line before its
+    finished line, with the steps finished so far (what Compile Model… shows as running)."""
+    assert {e["event"] for e in lines} == {"progress", "start"}
+    done = 0
+    running = None
+    for e in lines:
+        if e["event"] == "start":
+            assert e["done"] == done and e["total"] > done, e
+            running = e
+        else:
+            if e["stage"] in ("relax", "tir", "code") and e["name"] != "input":
+                assert running is not None and running["name"] == e["name"], (running, e)
+                assert running["elapsed"] <= e["elapsed"]
+            done = e["done"]
+            running = None
+    starts = [e for e in lines if e["event"] == "start"]
+    assert starts[-1]["stage"] == "write" and starts[-1]["name"] == "writing the bundle"
+    assert any(e["name"] == "FuseOps" for e in starts)
 
 
 def test_profile_and_numerics_are_steps_of_the_planned_total(tmp_path, models_dir):
@@ -56,6 +83,7 @@ def test_profile_and_numerics_are_steps_of_the_planned_total(tmp_path, models_di
     assert proc.returncode == 0, proc.stderr
     events = _events(proc.stdout)
     assert {e["total"] for e in events} == {len(events)}
+    assert all(e["total"] == len(events) for e in _lines(proc.stdout))
     runs = [e for e in events if e["stage"] == "run"]
     assert [e["name"].split(":")[0] for e in runs] == ["profile", "numerics"]
     assert events[-1]["stage"] == "write" and events[-3:-1] == runs

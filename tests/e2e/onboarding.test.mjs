@@ -4,7 +4,8 @@
  * document; "Compile Model…" runs behind a progress notification, then opens the bundle and
  * lists it in the pass view; a model TVM cannot import fails with one message naming the
  * operator; Cancel stops a compile and keeps the previous bundle; an ONNX model compiles from
- * the explorer's context menu as a .tflite does, with Profile and Numerics; Bisect Model… on it
+ * the explorer's context menu as a .tflite does, with Profile and Numerics (and opens at its
+ * hottest kernel); .onnx and .pt2 files open as model documents too; Bisect Model… on it
  * with a planted pipeline names the culprit pass and opens its diff. Screenshots in
  * test-artifacts/vscode/onboarding-*.png.
  */
@@ -15,7 +16,7 @@ import { join } from 'node:path';
 import { after, afterEach, before, test } from 'node:test';
 import { MODELS, PYTHON, REPO } from './lib/paths.mjs';
 import { emptyWorkspace, Session } from './lib/session.mjs';
-import { activeTabTitle, poll, runCommand, screenshot } from './lib/workbench.mjs';
+import { activeTabTitle, cursorPosition, poll, runCommand, screenshot } from './lib/workbench.mjs';
 
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 let session;
@@ -35,6 +36,10 @@ before(async () => {
       execFileSync(PYTHON, ['-c', 'import sys, numpy as np;'
         + ' np.savez(sys.argv[1], x=np.full((1, 3, 8, 8), 0.25, np.float32))', join(folder, 'block_inputs.npz')],
       { stdio: ['ignore', 'ignore', 'inherit'], timeout: 120000 });
+      // The residual net of tests/frontends/torch_nets.py, saved by torch.export.save.
+      execFileSync(PYTHON, ['-c', 'import sys, torch; sys.path.insert(0, "tests/frontends"); import torch_nets;'
+        + ' torch.export.save(torch_nets.resnet_program()[0], sys.argv[1])', join(folder, 'resnet.pt2')],
+      { cwd: REPO, stdio: ['ignore', 'ignore', 'inherit'], timeout: 180000 });
       // A pipeline with a planted add→subtract pass, importable from the model's folder.
       copyFileSync(join(REPO, 'tests', 'numerics', 'planted_pipes.py'), join(folder, 'planted_pipes.py'));
       return folder;
@@ -164,6 +169,16 @@ test('Compile Model… shows progress, then opens the bundle and lists it in the
   assert.ok(stepShown, 'the notification never showed "step n of N"');
   // The new bundle opens at its generated code and appears in the pass view.
   await poll(async () => (await activeTabTitle(page)).includes('module.c'), { timeoutMs: 120000 });
+  // …at the first kernel's first loop (not the prototypes on top of module.c).
+  const cLines = readFileSync(join(folder, 'small_cnn_fp32.bundle', 'code', 'module.c'), 'utf8').split('\n');
+  const firstDef = cLines.findIndex((l) => /^TVM_DLL .*__tvm_ffi_\w+\(.*\) \{$/.test(l));
+  const firstLoop = cLines.findIndex((l, i) => i > firstDef && /^\s+for \(/.test(l));
+  const at = await poll(async () => {
+    const pos = await cursorPosition(page);
+    return pos && pos.line === firstLoop + 1 ? pos : undefined;
+  }, { timeoutMs: 30000 });
+  assert.ok(at, `module.c did not open at line ${firstLoop + 1}: ${JSON.stringify(await cursorPosition(page))}`);
+  assert.ok(await page.locator('.editor-instance .view-line', { hasText: cLines[firstLoop].trim() }).first().isVisible());
   const bundleRow = page.locator('.monaco-list-row', { hasText: 'small_cnn_fp32.bundle' }).first();
   await bundleRow.waitFor({ timeout: 60000 });
   await page.locator('.monaco-list-row', { hasText: 'FuseOps' }).first().waitFor({ timeout: 30000 });
@@ -206,12 +221,23 @@ test('Cancel stops a compile and keeps the previous bundle', async () => {
   const toast = page.locator('.notifications-toasts .notification-toast', { hasText: 'Compiling mobilenet_v1_fp32.tflite' });
   await toast.waitFor({ timeout: 30000 });
   await poll(async () => /step \d+ of \d+/.test(await toast.innerText().catch(() => '')), { timeoutMs: 60000, intervalMs: 100 });
+  // The running pass is named and the clock ticks while it runs (a second apart, never frozen).
+  const samples = [];
+  for (let i = 0; i < 4; i++) {
+    if (i) await sleep(550);
+    samples.push(await toast.innerText().catch(() => ''));
+  }
+  const totals = samples.map((t) => Number((/(\d+) s(?: in all\)|$)/m.exec(t.trim()) ?? [])[1])).filter((n) => !Number.isNaN(n));
+  assert.ok(samples.some((t) => /running \w+/.test(t)), `no running pass shown: ${JSON.stringify(samples)}`);
+  assert.ok(totals.length >= 3 && totals[totals.length - 1] >= totals[0] + 1, `the clock did not tick: ${JSON.stringify(samples)}`);
   await toast.hover();
   await screenshot(page, 'onboarding-08-before-cancel');
   await toast.getByRole('button', { name: 'Cancel' }).click();
   const done = page.locator('.notifications-toasts .notification-toast', { hasText: 'cancelled' });
   await done.waitFor({ timeout: 60000 });
-  assert.match(await done.innerText(), /previous bundle is unchanged/);
+  const said = await done.innerText();
+  assert.match(said, /compile of mobilenet_v1_fp32\.tflite cancelled: no bundle was written; a previous bundle is unchanged/);
+  assert.doesNotMatch(said, /interrupted|SIGTERM/);
   await screenshot(page, 'onboarding-09-cancelled');
   assert.equal(readFileSync(join(previous, 'manifest.json'), 'utf8'), before);
   assert.equal(statSync(join(previous, 'manifest.json')).mtimeMs, mtime);
@@ -242,6 +268,17 @@ test('an ONNX model compiles from the explorer context menu with Profile, Numeri
   await poll(() => existsSync(join(bundle, 'manifest.json')), { timeoutMs: 180000 });
   await page.locator('.monaco-list-row', { hasText: 'block.onnx · llvm' }).first().waitFor({ timeout: 60000 });
   await screenshot(page, 'onboarding-12-onnx-bundle-open');
+  // Profiled: host.ll opens at the definition of the kernel that took the most time.
+  const measured = JSON.parse(readFileSync(join(bundle, 'costs.json'), 'utf8')).kernels
+    .filter((k) => typeof k.time_ms === 'number').sort((a, b) => b.time_ms - a.time_ms);
+  const llLines = readFileSync(join(bundle, 'code', 'host.ll'), 'utf8').split('\n');
+  const hotLine = llLines.findIndex((l) => l.startsWith('define') && l.includes(`@__tvm_ffi_${measured[0].name}(`));
+  assert.ok(hotLine >= 0, `no definition of ${measured[0].name} in host.ll`);
+  const hotAt = await poll(async () => {
+    const pos = await cursorPosition(page);
+    return pos && pos.line === hotLine + 1 ? pos : undefined;
+  }, { timeoutMs: 30000 });
+  assert.ok(hotAt, `host.ll did not open at the hottest kernel ${measured[0].name} (line ${hotLine + 1}): ${JSON.stringify(await cursorPosition(page))}`);
   const manifest = JSON.parse(readFileSync(join(bundle, 'manifest.json'), 'utf8'));
   assert.equal(manifest.target, 'llvm');
   assert.equal(manifest.model.file, 'block.onnx');
@@ -294,3 +331,24 @@ test('Bisect Model… with a planted pipeline names the culprit pass and opens i
   const culprit = page.getByRole('treeitem', { name: /^PlantedAddToSubtract, relax pass 3, .*culprit found by bisect/ });
   await culprit.first().waitFor({ state: 'visible', timeout: 60000 });
 });
+
+for (const [file, kind, expected] of [
+  ['block.onnx', 'ONNX model', /node \d+ Conv /],
+  ['resnet.pt2', 'PyTorch ExportedProgram', /node 1 aten\.conv2d\.default block1\.conv1\/conv2d_1/],
+]) {
+  test(`opening ${file} shows its model document with a Compile action`, async () => {
+    const { page } = session;
+    await runCommand(page, 'View: Show Explorer');
+    await explorerRow(page, file).dblclick();
+    const head = page.locator('.editor-instance .view-line', { hasText: `# ${kind} ${file}` });
+    await head.waitFor({ timeout: 60000 });
+    assert.match(await activeTabTitle(page), new RegExp(file.replace('.', '\\.')));
+    assert.equal(await page.locator('.editor-instance', { hasText: 'binary' }).count(), 0);
+    await page.locator('.codelens-decoration', { hasText: 'Compile this model' }).waitFor();
+    assert.ok(await page.locator('.editor-actions [aria-label*="Compile Model"]').first().isVisible());
+    const text = (await page.locator('.editor-instance .view-lines').first().innerText()).replace(/\u00a0/g, ' ');
+    assert.match(text, expected);
+    await screenshot(page, `onboarding-02-${file.replace('.', '-')}-model-document`);
+    await runCommand(page, 'View: Close Editor');
+  });
+}

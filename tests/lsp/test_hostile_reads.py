@@ -45,7 +45,8 @@ def test_model_documents_of_fifos_and_devices_are_refused_at_once(tmp_path):
     without bound; a file over the cap is refused before it is read."""
     ws = tmp_path / "ws"
     ws.mkdir()
-    fifos = [ws / f"fifo{i}.tflite" for i in range(8)]
+    # every kind the model viewer opens (.onnx and .pt2 too)
+    fifos = [ws / f"fifo{i}.{('tflite', 'onnx', 'pt2')[i % 3]}" for i in range(8)]
     for fifo in fifos:
         os.mkfifo(fifo)
     (ws / "zero.tflite").symlink_to("/dev/zero")

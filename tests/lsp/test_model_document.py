@@ -26,7 +26,43 @@ def workspace(real_workspace, tmp_path_factory):
     data = (MODELS_DIR / "small_cnn_fp32.tflite").read_bytes()
     (models / "truncated.tflite").write_bytes(data[: len(data) // 3])
     (models / "notes.tflite").write_text("not a model\n")
+    shutil.copy(MODELS_DIR / "light_squeezenet.onnx", models / "light_squeezenet.onnx")
+    (models / "notes.onnx").write_text("not a model\n")
+    (models / "notes.pt2").write_text("not a model\n")
     return real_workspace
+
+
+@pytest.fixture(scope="module")
+def pt2_files(workspace):
+    """The residual test net saved by torch.export.save, and a copy whose sample-inputs pickle
+    creates a file when unpickled (torch.export.load does: it retries with weights_only=False)."""
+    torch = pytest.importorskip("torch")
+    import sys
+    import zipfile
+
+    sys.path.insert(0, str(MODELS_DIR.parent))
+    from frontends import torch_nets
+
+    models = workspace["folder"] / "models"
+    ep, _args = torch_nets.resnet_program()
+    good = models / "resnet.pt2"
+    torch.export.save(ep, good)
+    marker = models / "UNPICKLED"
+    hostile = models / "hostile.pt2"
+
+    class Plant:
+        def __reduce__(self):
+            return (open, (str(marker), "w"))
+
+    import pickle
+
+    with zipfile.ZipFile(good) as src, zipfile.ZipFile(hostile, "w") as dst:
+        for info in src.infolist():
+            data = src.read(info)
+            if info.filename.endswith(".pt"):
+                data = pickle.dumps(Plant())
+            dst.writestr(info.filename.replace("resnet/", "hostile/", 1), data)
+    return {"good": good, "hostile": hostile, "marker": marker}
 
 
 @pytest_lsp.fixture(config=SERVER, scope="module")
@@ -57,10 +93,39 @@ async def test_model_document_of_a_quantized_model(client, workspace):
     assert " quantized" in text and "op 0 " in text
 
 
+async def test_model_document_of_an_onnx_model(client, workspace):
+    text = await model_document(client, workspace["folder"] / "models" / "light_squeezenet.onnx")
+    assert text.startswith("# ONNX model light_squeezenet.onnx\n")
+    assert "\ngraph \"squeezenet_old\"\n" in text
+    assert "float32[1,3,224,224]" in text
+    assert sum(1 for line in text.splitlines() if line.startswith("  node ")) == 105
+    assert any(line.startswith("  node ") and " Conv " in line and "kernel_shape=[3,3]" in line
+               for line in text.splitlines())
+
+
+async def test_model_document_of_a_pt2_reads_its_graph_json(client, pt2_files):
+    text = await model_document(client, pt2_files["good"])
+    assert text.startswith("# PyTorch ExportedProgram resnet.pt2\n")
+    assert "\nmodule block1.conv1 (Conv2d)\n" in text and "\nmodule head (Linear)\n" in text
+    assert "node 1 aten.conv2d.default block1.conv1/conv2d_1  stride=[1,1] padding=[1,1]" in text
+    assert "input  x       float32[1,3,8,8]" in text
+    assert "frontends/torch_nets.py:21" in text and "weights not loaded" in text
+
+
+async def test_a_pt2_is_shown_without_unpickling_anything(client, pt2_files):
+    # Loading it with torch would create the file: the graph shows, and no file appears.
+    text = await model_document(client, pt2_files["hostile"])
+    assert "node 0 aten.conv2d.default stem/conv2d" in text
+    assert not pt2_files["marker"].exists()
+
+
 @pytest.mark.parametrize("name,expected", [
     ("truncated.tflite", "truncated.tflite"),
     ("notes.tflite", "not a TFLite model"),
     ("missing.tflite", "no such file"),
+    ("notes.onnx", "not an ONNX model"),
+    ("notes.pt2", "not a zip archive"),
+    ("missing.pt2", "no such file"),
 ])
 async def test_a_bad_model_is_one_error_naming_the_file(client, workspace, name, expected):
     path = workspace["folder"] / "models" / name

@@ -206,7 +206,7 @@ def test_json_progress_covers_the_compile_and_every_build_of_the_search(gt_model
                   "--progress", "json")
     assert proc.returncode == 0, proc.stderr
     lines = proc.stdout.splitlines()
-    events = [json.loads(line) for line in lines if line.startswith('{"event"')]
+    events = [json.loads(line) for line in lines if line.startswith('{"event": "progress"')]
     stages = [e["stage"] for e in events]
     assert stages[0] == "import" and "relax" in stages and stages[-1] == "write"
     runs = [e["name"] for e in events if e["stage"] == "run"]

@@ -10,7 +10,7 @@
 import * as fs from 'fs';
 import * as path from 'path';
 import * as vscode from 'vscode';
-import { progressLines, runCli, SHOW_OUTPUT } from './cliRun';
+import { progressDisplay, runCli, SHOW_OUTPUT } from './cliRun';
 import { askBundleFolder, pickModel } from './compile';
 import * as md from './markdown';
 
@@ -171,7 +171,7 @@ export async function bisectModelCommand(
     return;
   }
   const name = path.basename(req.model);
-  const progressOf = progressLines();
+  const progressOf = progressDisplay();
   const outcome = await runCli({
     label: 'Bisect',
     title: `Bisecting ${name} for ${req.target}`,
@@ -180,9 +180,10 @@ export async function bisectModelCommand(
     initialMessage: 'planning the pipeline…',
     // Progress lines move the notification; the JSON report is summed up below, not logged.
     onLine: (line, progress) => {
-      progressOf(line, progress);
+      progressOf.onLine(line, progress);
       return true;
     },
+    onTick: progressOf.onTick,
     cancelledMessage: 'cancelled; no bundle was written (a previous one is unchanged)',
   }, output);
   if (!outcome) {

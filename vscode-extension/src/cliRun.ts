@@ -41,8 +41,10 @@ export interface CliJob {
   initialMessage: string;
   /** A stdout line: true if it was progress (reported, not logged), false to log it. */
   onLine?: (line: string, progress: vscode.Progress<{ message?: string; increment?: number }>) => boolean;
-  /** What a cancelled run says when the CLI said nothing. */
+  /** What a cancelled run says (the CLI's own "interrupted (SIGTERM)" is not for people). */
   cancelledMessage: string;
+  /** Called every second while the CLI runs (a ticking clock under the title). */
+  onTick?: (progress: vscode.Progress<{ message?: string; increment?: number }>) => void;
 }
 
 /** Runs the job; undefined if the interpreter is unusable (the user was told). A refused
@@ -104,9 +106,13 @@ async function runCliOnce(job: CliJob, output: vscode.OutputChannel): Promise<Cl
         const stdout: string[] = [];
         const errors: string[] = [];
         progress.report({ message: job.initialMessage });
+        const ticker = job.onTick ? setInterval(() => job.onTick?.(progress), 1000) : undefined;
+        let stopping: vscode.Disposable | undefined;
         const cancel = token.onCancellationRequested(() => {
           cancelled = true;
           output.appendLine(`${job.label}: cancelled by the user; stopping it`);
+          // The notification closes at once; say that it is stopping until the CLI is gone.
+          stopping = vscode.window.setStatusBarMessage(`$(loading~spin) TVM Explorer: cancelling — ${job.title}…`);
           child.kill('SIGTERM');
         });
         child.stdout.setEncoding('utf8');
@@ -125,7 +131,13 @@ async function runCliOnce(job: CliJob, output: vscode.OutputChannel): Promise<Cl
           output.append(chunk);
           errors.push(chunk);
         });
-        const done = () => cancel.dispose();
+        const done = () => {
+          cancel.dispose();
+          stopping?.dispose();
+          if (ticker) {
+            clearInterval(ticker);
+          }
+        };
         child.on('error', (err) => {
           done();
           resolve({ kind: 'failed', message: `could not run ${launch.python}: ${err.message}` });
@@ -141,7 +153,7 @@ async function runCliOnce(job: CliJob, output: vscode.OutputChannel): Promise<Cl
           if (code === 0) {
             resolve({ kind: 'ok', stdout: stdout.join('\n') });
           } else if (cancelled) {
-            resolve({ kind: 'cancelled', message: error ?? job.cancelledMessage });
+            resolve({ kind: 'cancelled', message: job.cancelledMessage });
           } else {
             resolve({ kind: 'failed', message: error ?? `it ended with exit code ${code ?? signal}`, code: code ?? undefined });
           }
@@ -150,9 +162,9 @@ async function runCliOnce(job: CliJob, output: vscode.OutputChannel): Promise<Cl
   );
 }
 
-/** One `--progress json` line of the CLI. */
+/** One `--progress json` line of the CLI: a step finished (`progress`) or begins (`start`). */
 interface ProgressLine {
-  event: 'progress';
+  event: 'progress' | 'start';
   stage: string;
   name: string;
   done: number;
@@ -166,7 +178,7 @@ function parseProgress(line: string): ProgressLine | undefined {
   }
   try {
     const value = JSON.parse(line);
-    return value?.event === 'progress' ? (value as ProgressLine) : undefined;
+    return value?.event === 'progress' || value?.event === 'start' ? (value as ProgressLine) : undefined;
   } catch {
     return undefined;
   }
@@ -176,23 +188,51 @@ function stageLabel(stage: string): string {
   return ({ import: 'Import', relax: 'Relax', tir: 'TIR', code: 'Codegen', run: 'Running', write: 'Writing' } as Record<string, string>)[stage] ?? stage;
 }
 
-/** An `onLine` for a run with `--progress json`: each progress line moves the notification
- * ("Relax · step 12 of 76 · FuseOps · 3 s"); other lines are left to the log. */
-export function progressLines(): NonNullable<CliJob['onLine']> {
+/** What a run with `--progress json` shows: `onLine` moves the notification on each progress
+ * line (other lines are left to the log) and `onTick` keeps its clocks going between lines.
+ * A running step reads "Relax · step 13 of 76 · running FuseOps · 4 s (15 s in all)"; between a
+ * finished step and the next start, "… · FuseOps done · 15 s". */
+export interface ProgressDisplay {
+  onLine: NonNullable<CliJob['onLine']>;
+  onTick: NonNullable<CliJob['onTick']>;
+}
+
+export function progressDisplay(): ProgressDisplay {
   let percent = 0;
-  return (line, progress) => {
-    const event = parseProgress(line);
-    if (!event) {
-      return false;
+  let last: { event: ProgressLine; at: number } | undefined;
+  const started = Date.now();
+  const show = (progress: vscode.Progress<{ message?: string; increment?: number }>, increment = 0) => {
+    if (!last) {
+      return;
     }
-    const now = event.total ? (100 * event.done) / event.total : percent;
-    progress.report({
-      increment: Math.max(0, now - percent),
-      message: `${stageLabel(event.stage)} · step ${event.done} of ${event.total} · ${event.name} · ${Math.round(event.elapsed)} s`,
-    });
-    percent = Math.max(percent, now);
-    return true;
+    const { event, at } = last;
+    const since = (Date.now() - at) / 1000;
+    const total = Math.round(Math.max(event.elapsed + since, (Date.now() - started) / 1000));
+    const head = `${stageLabel(event.stage)} · step ${Math.min(event.done + (event.event === 'start' ? 1 : 0), event.total || Infinity)} of ${event.total}`;
+    const message = event.event === 'start'
+      ? `${head} · running ${event.name} · ${Math.round(since)} s (${total} s in all)`
+      : `${head} · ${event.name} done · ${total} s`;
+    progress.report({ increment, message });
   };
+  return {
+    onLine: (line, progress) => {
+      const event = parseProgress(line);
+      if (!event) {
+        return false;
+      }
+      const now = event.total ? (100 * event.done) / event.total : percent;
+      last = { event, at: Date.now() };
+      show(progress, Math.max(0, now - percent));
+      percent = Math.max(percent, now);
+      return true;
+    },
+    onTick: (progress) => show(progress),
+  };
+}
+
+/** The `onLine` of `progressDisplay` alone (no ticking clock). */
+export function progressLines(): NonNullable<CliJob['onLine']> {
+  return progressDisplay().onLine;
 }
 
 /** The CLI's one error line ("tvm-explorer: error: …"), without its prefix. */

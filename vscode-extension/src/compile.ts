@@ -9,7 +9,7 @@
 import * as fs from 'fs';
 import * as path from 'path';
 import * as vscode from 'vscode';
-import { progressLines, runCli, SHOW_OUTPUT } from './cliRun';
+import { progressDisplay, runCli, SHOW_OUTPUT } from './cliRun';
 import * as md from './markdown';
 
 /** What to compile, as chosen by the user. */
@@ -168,8 +168,8 @@ export async function runCompile(req: CompileRequest, output: vscode.OutputChann
     args: compileArgs(req),
     cwd: path.dirname(req.model),
     initialMessage: 'planning the pipeline…',
-    cancelledMessage: 'cancelled; a previous bundle is unchanged',
-    onLine: progressLines(),
+    cancelledMessage: 'no bundle was written; a previous bundle is unchanged',
+    ...progressDisplay(),
   }, output);
   return outcome?.kind === 'ok' ? { kind: 'ok', bundle: req.output } : outcome;
 }

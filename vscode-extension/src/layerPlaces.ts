@@ -10,7 +10,7 @@ import * as vscode from 'vscode';
 import { ServerManager } from './client';
 import { openInPreview } from './jumps';
 import * as ext from './lsp_ext';
-import { bundleFileOf } from './passDiffSides';
+import { bundleFileOf, filePosition } from './passDiffSides';
 
 export type PlacesFilter = 'code' | 'last' | 'changed';
 const FILTERS: { id: PlacesFilter; label: string; detail: string }[] = [
@@ -63,9 +63,10 @@ export class LayerPlacesProvider implements vscode.TreeDataProvider<PlaceNode>, 
       void vscode.window.showWarningMessage('TVM Explorer: the language server is not running.');
       return false;
     }
+    const at = filePosition(uri, position) ?? position; // a pass diff side: its file's line
     const result = await client.sendRequest(ext.layerPlaces, {
       textDocument: { uri: (bundleFileOf(uri) ?? uri).toString() },
-      position: { line: position.line, character: position.character },
+      position: { line: at.line, character: at.character },
     });
     if (!result || result.places.length === 0) {
       void vscode.window.showInformationMessage('TVM Explorer: no layer is known at this position.');

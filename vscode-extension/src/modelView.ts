@@ -1,11 +1,13 @@
 /**
- * Opening a `.tflite` file shows its model document (the text a bundle's model.tflgraph has,
- * rendered by the language server through `tvmExplorer/modelDocument`), read-only, with a
- * "Compile this model…" code lens and title button, instead of VS Code's binary-file page.
+ * Opening a `.tflite`, `.onnx` or `.pt2` file shows its model document (the text a bundle's
+ * model.tflgraph / model.onnxgraph has; for a `.pt2` the graph as saved, read from the archive's
+ * JSON without unpickling anything), rendered by the language server through
+ * `tvmExplorer/modelDocument`, read-only, with a "Compile this model…" code lens and title
+ * button, instead of VS Code's binary-file page.
  *
- * The `.tflite` custom editor only hands over: it opens the read-only text document
- * `tvm-explorer-model:<path of the .tflite>` in its place (a text editor keeps search, folding,
- * the outline and the tflgraph colouring) and closes itself.
+ * The model custom editor only hands over: it opens the read-only text document
+ * `tvm-explorer-model:<path of the model>` in its place (a text editor keeps search, folding,
+ * the outline and the colouring) and closes itself.
  */
 import * as vscode from 'vscode';
 import { ServerManager } from './client';
@@ -14,13 +16,20 @@ import * as md from './markdown';
 
 export const MODEL_SCHEME = 'tvm-explorer-model';
 export const TFLITE_VIEW_TYPE = 'tvmExplorer.tfliteModel';
+/** `.onnx` and `.pt2` files (a view type of their own: its display name says the kind). */
+export const GRAPH_VIEW_TYPE = 'tvmExplorer.graphModel';
 
-/** The read-only model document of a `.tflite` file. */
+/** The language of a model document: TFLite's, or the ONNX / PyTorch graph one. */
+export function modelLanguage(file: vscode.Uri): string {
+  return /\.tflite$/i.test(file.path) ? 'tflgraph' : 'tvm-modelgraph';
+}
+
+/** The read-only model document of a model file. */
 export function modelDocumentUri(file: vscode.Uri): vscode.Uri {
   return vscode.Uri.from({ scheme: MODEL_SCHEME, path: file.path });
 }
 
-/** The `.tflite` file of a model document (or the file itself). */
+/** The model file of a model document (or the file itself). */
 export function modelFileOf(uri: vscode.Uri): vscode.Uri {
   return uri.scheme === MODEL_SCHEME ? vscode.Uri.file(uri.path) : uri;
 }
@@ -57,11 +66,11 @@ export class ModelDocumentProvider implements vscode.TextDocumentContentProvider
 }
 
 function header(file: vscode.Uri, lines: string[]): string {
-  return [`# Cannot show the TFLite model ${file.fsPath}`, ...lines.map((l) => `# ${l}`), ''].join('\n');
+  return [`# Cannot show the model ${file.fsPath}`, ...lines.map((l) => `# ${l}`), ''].join('\n');
 }
 
-/** The `.tflite` custom editor: replaces itself with the model document. */
-export class TfliteEditorProvider implements vscode.CustomReadonlyEditorProvider {
+/** The model custom editor: replaces itself with the model document. */
+export class ModelEditorProvider implements vscode.CustomReadonlyEditorProvider {
   openCustomDocument(uri: vscode.Uri): vscode.CustomDocument {
     return { uri, dispose: () => undefined };
   }
@@ -71,7 +80,7 @@ export class TfliteEditorProvider implements vscode.CustomReadonlyEditorProvider
       document.uri.fsPath,
     )}…</p></body></html>`;
     const doc = await vscode.workspace.openTextDocument(modelDocumentUri(document.uri));
-    await vscode.languages.setTextDocumentLanguage(doc, 'tflgraph');
+    await vscode.languages.setTextDocumentLanguage(doc, modelLanguage(document.uri));
     await vscode.window.showTextDocument(doc, { viewColumn: panel.viewColumn, preview: false });
     panel.dispose();
   }

@@ -1,6 +1,6 @@
 /**
- * The first minutes with the extension: "Compile Model…" and "Bisect Model…", the `.tflite`
- * model viewer, and a pass view that says why it is empty (no bundle yet, the server starting,
+ * The first minutes with the extension: "Compile Model…" and "Bisect Model…", the model
+ * viewer (`.tflite`, `.onnx`, `.pt2`), and a pass view that says why it is empty (no bundle yet, the server starting,
  * or a Python interpreter that is missing or lacks tvm-explorer, with how to fix it).
  */
 import * as fs from 'fs';
@@ -10,13 +10,15 @@ import { BundleRegistry } from './bundles';
 import { ServerManager } from './client';
 import { bisectModelCommand } from './bisect';
 import { compileModelCommand } from './compile';
+import { kernelStart } from './kernelStart';
 import {
   CompileLensProvider,
+  GRAPH_VIEW_TYPE,
   MODEL_SCHEME,
   modelFileOf,
   ModelDocumentProvider,
+  ModelEditorProvider,
   TFLITE_VIEW_TYPE,
-  TfliteEditorProvider,
 } from './modelView';
 import { PassNode, PassTreeProvider } from './passView';
 
@@ -49,9 +51,11 @@ export function registerOnboarding(
       }),
     ),
     vscode.workspace.registerTextDocumentContentProvider(MODEL_SCHEME, new ModelDocumentProvider(server, output)),
-    vscode.window.registerCustomEditorProvider(TFLITE_VIEW_TYPE, new TfliteEditorProvider(), {
-      supportsMultipleEditorsPerDocument: true,
-    }),
+    ...[TFLITE_VIEW_TYPE, GRAPH_VIEW_TYPE].map((viewType) =>
+      vscode.window.registerCustomEditorProvider(viewType, new ModelEditorProvider(), {
+        supportsMultipleEditorsPerDocument: true,
+      }),
+    ),
     vscode.languages.registerCodeLensProvider({ scheme: MODEL_SCHEME }, new CompileLensProvider()),
     server.onDidChangeState(syncMessage),
     vscode.window.onDidChangeActiveTextEditor(syncModelContext),
@@ -70,7 +74,8 @@ function syncModelContext(): void {
   void vscode.commands.executeCommand('setContext', 'tvmExplorer.modelDocumentActive', active);
 }
 
-/** Opens a freshly compiled bundle and shows it in the pass view once the server has it. */
+/** Opens a freshly compiled bundle (its generated code at the hottest or first kernel) and
+ * shows it in the pass view once the server has it. */
 async function openCompiledBundle(
   bundle: string,
   registry: BundleRegistry,
@@ -78,9 +83,17 @@ async function openCompiledBundle(
   view: vscode.TreeView<PassNode>,
 ): Promise<void> {
   const first = FIRST_DOCUMENTS.map((rel) => path.join(bundle, rel)).find((p) => fs.existsSync(p));
+  const start = first ? kernelStart(bundle, first) : undefined;
+  const at = start ? new vscode.Range(start.line, 0, start.line, 0) : undefined;
+  const open = async () => {
+    const editor = await vscode.window.showTextDocument(vscode.Uri.file(first!), { preview: false, selection: at });
+    if (at) {
+      editor.revealRange(at, vscode.TextEditorRevealType.AtTop);
+    }
+  };
   if (first) {
     // Opening a document of a bundle outside the workspace also makes the server load it.
-    await vscode.window.showTextDocument(vscode.Uri.file(first), { preview: false });
+    await open();
   }
   const deadline = Date.now() + 60000;
   const dir = vscode.Uri.file(bundle).fsPath;
@@ -97,6 +110,10 @@ async function openCompiledBundle(
     await view.reveal(node, { select: true, focus: false, expand: true });
   }
   if (first) {
-    await vscode.window.showTextDocument(vscode.Uri.file(first), { preview: false }); // focus back
+    await open(); // focus back
+    if (start) {
+      vscode.window.setStatusBarMessage(
+        `TVM Explorer: opened at the ${start.profiled ? 'hottest' : 'first'} kernel, ${start.kernel}`, 15000);
+    }
   }
 }

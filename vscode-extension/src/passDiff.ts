@@ -8,7 +8,7 @@
 import * as vscode from 'vscode';
 import { Bundle, BundleRegistry } from './bundles';
 import { PassInfo } from './lsp_ext';
-import { PassDiffSides, PASSDIFF_SCHEME, bundleFileOf, sideUri } from './passDiffSides';
+import { PassDiffSides, PASSDIFF_SCHEME, bundleFileOf, fileSelection, firstChangeOf, sideUri } from './passDiffSides';
 import { PassTreeProvider, visiblePasses } from './passView';
 import * as md from './markdown';
 
@@ -104,7 +104,8 @@ export class PassDiffs implements vscode.Disposable {
       void vscode.window.showInformationMessage('TVM Explorer: this side of the diff has no document (nothing before the first pass).');
       return;
     }
-    await vscode.window.showTextDocument(file, { preview: false, selection: onSide?.selection });
+    const selection = onSide && fileSelection(onSide.document.uri, onSide.selection);
+    await vscode.window.showTextDocument(file, { preview: false, selection });
   }
 
   dispose(): void {
@@ -116,18 +117,43 @@ export class PassDiffs implements vscode.Disposable {
     const files = passFiles(pass);
     this.open.set(right.toString(), { bundle, pass });
     this.current = { bundle, pass };
-    await this.sides.show([[left, files.before], [right, files.after]]);
     const input = vscode.window.tabGroups.activeTabGroup.activeTab?.input;
     const showing = input instanceof vscode.TabInputTextDiff
       && input.original.toString() === left.toString() && input.modified.toString() === right.toString();
     if (!showing) {
+      // A new diff input stays blank until VS Code has diffed its two texts (seconds for a
+      // multi-MB TIR pass): open it on empty sides, then write the texts in place, which shows
+      // them at once and marks the differences when the diff is done.
+      await this.sides.show([[left, undefined], [right, undefined]]);
       await vscode.commands.executeCommand('vscode.diff', left, right, tabTitle(bundle), { preview: true });
     }
+    await this.sides.show([[left, files.before], [right, files.after]]);
     this.updateActive();
+    await this.revealFirstChange(left, right);
     void this.loadNeighbours(bundle, pass);
     const node = this.tree.nodeOf(bundle, pass);
     if (node && this.view.visible) {
       await this.view.reveal(node, { select: true, focus: false });
+    }
+  }
+
+  /** Puts the first line where the sides differ at the top of both (a step would otherwise
+   * leave the view where it was, on lines the pass did not touch). */
+  private async revealFirstChange(left: vscode.Uri, right: vscode.Uri): Promise<void> {
+    const line = firstChangeOf(right);
+    const at = new vscode.Range(Math.max(0, line), 0, Math.max(0, line), 0);
+    // A diff tab just opened lists its editors a moment later.
+    for (let tries = 0; tries < 20; tries++) {
+      const editors = vscode.window.visibleTextEditors.filter((e) => [left.toString(), right.toString()].includes(e.document.uri.toString()));
+      const modified = editors.find((e) => e.document.uri.toString() === right.toString());
+      if (modified) {
+        for (const editor of editors) {
+          editor.selection = new vscode.Selection(at.start, at.start);
+          editor.revealRange(at, vscode.TextEditorRevealType.AtTop);
+        }
+        return;
+      }
+      await new Promise((r) => setTimeout(r, 50));
     }
   }
 
@@ -139,14 +165,16 @@ export class PassDiffs implements vscode.Disposable {
     const files: vscode.Uri[] = [];
     const steps: [vscode.Uri | undefined, vscode.Uri | undefined][] = [];
     const now = passFiles(pass);
+    const pairs: [vscode.Uri | undefined, vscode.Uri][] = [[now.before, now.after]];
     for (const p of [later, earlier]) {
       if (p) {
         const { before, after } = passFiles(p);
         files.push(...(before ? [before, after] : [after]));
         steps.push([now.before, before], [now.after, after]);
+        pairs.push([before, after]);
       }
     }
-    await this.sides.keep(files, steps);
+    await this.sides.keep(files, steps, pairs);
   }
 
   /** Sets `tvmExplorer.passDiffActive` and the status bar item; makes the active pass diff current. */

@@ -6,34 +6,77 @@
  * recomputes its markings, where a diff with new URIs would be a new input that it shows blank
  * until the new diff is computed and laid out.
  *
- * A side's text equals its file, so language features at a position of a side are the
- * server's answers for that file at the same position (`registerSideFeatures`), and commands
- * that ask the server about the cursor use `bundleFileOf`.
+ * Between two IR documents (Relax, TIR) the sides hold only the functions the pass changed,
+ * aligned by name (passDiffAlign.ts); otherwise a side's text is its whole file. Either way a
+ * side's lines map to lines of its file (`fileRange`), so language features at a position of a
+ * side are the server's answers for that file at the mapped position (`registerSideFeatures`),
+ * and commands that ask the server about the cursor use `bundleFileOf` and `cursorParams`.
  */
 import * as path from 'path';
 import * as vscode from 'vscode';
 import * as lc from 'vscode-languageclient/node';
 import { ServerManager } from './client';
 import { LineEdit, lineEdits } from './lineEdits';
+import { alignByFunction, firstDifference, Segment, toFileLine, toSideLine } from './passDiffAlign';
 
 export const PASSDIFF_SCHEME = 'tvm-explorer-passdiff';
 
 /** Which file each open side shows (undefined: the empty side before a first pass). */
 const shownFiles = new Map<string, vscode.Uri | undefined>();
 
+/** How each open side's lines map to its file (undefined: line n is line n). */
+const shownSegments = new Map<string, Segment[] | undefined>();
+/** The first line where the two sides of a bundle's diff differ, by the right side's URI. */
+const firstChanges = new Map<string, number>();
+
 /** The bundle file a document stands for: itself, or the file a pass diff side shows now. */
 export function bundleFileOf(uri: vscode.Uri): vscode.Uri | undefined {
   return uri.scheme === PASSDIFF_SCHEME ? shownFiles.get(uri.toString()) : uri;
 }
 
+/** A position of a document as a position of the file it stands for (undefined on a line of
+ * a side's own: its note, a separator). */
+export function filePosition(uri: vscode.Uri, pos: vscode.Position): vscode.Position | undefined {
+  if (uri.scheme !== PASSDIFF_SCHEME) {
+    return pos;
+  }
+  const line = toFileLine(shownSegments.get(uri.toString()), pos.line);
+  return line === undefined ? undefined : new vscode.Position(line, pos.character);
+}
+
+/** A range of a side's file as a range of the side (undefined when the side does not show it). */
+function sideRange(side: vscode.Uri, range: vscode.Range): vscode.Range | undefined {
+  const segments = shownSegments.get(side.toString());
+  const start = toSideLine(segments, range.start.line);
+  const end = toSideLine(segments, range.end.line);
+  return start === undefined || end === undefined ? undefined
+    : new vscode.Range(start, range.start.character, end, range.end.character);
+}
+
+/** A selection of a side as a selection of its file (for opening the file there). */
+export function fileSelection(uri: vscode.Uri, sel: vscode.Selection): vscode.Selection | undefined {
+  const a = filePosition(uri, sel.anchor);
+  const b = filePosition(uri, sel.active);
+  return a && b ? new vscode.Selection(a, b) : undefined;
+}
+
+/** The first line where the sides of the diff whose right side is `right` differ (-1: none). */
+export function firstChangeOf(right: vscode.Uri): number {
+  return firstChanges.get(right.toString()) ?? -1;
+}
+
 /** Request parameters for the cursor of `editor`, on the bundle file it shows. */
 export function cursorParams(client: lc.LanguageClient, editor: vscode.TextEditor): lc.TextDocumentPositionParams {
   const uri = bundleFileOf(editor.document.uri) ?? editor.document.uri;
+  const pos = filePosition(editor.document.uri, editor.selection.active) ?? editor.selection.active;
   return {
     textDocument: { uri: client.code2ProtocolConverter.asUri(uri) },
-    position: client.code2ProtocolConverter.asPosition(editor.selection.active),
+    position: client.code2ProtocolConverter.asPosition(pos),
   };
 }
+
+const IR_EXTENSIONS = new Set(['.relax', '.tir']);
+const isIr = (f: vscode.Uri | undefined) => !!f && IR_EXTENSIONS.has(path.extname(f.path));
 
 /** The side URI of a bundle's diff showing `file` (or nothing: `none`) as side `side`. */
 export function sideUri(bundleDir: string, side: 'before' | 'after', file: vscode.Uri | undefined, ext: string): vscode.Uri {
@@ -48,6 +91,10 @@ export class PassDiffSides implements vscode.TextDocumentContentProvider, vscode
   readonly onDidChange = this.changed.event;
   /** Text of bundle files by URI: the shown ones and those loaded ahead of a step. */
   private readonly texts = new Map<string, Promise<string>>();
+  /** The text each side shows now (its file, or the aligned functions). */
+  private readonly sideTexts = new Map<string, string>();
+  /** The sides of diffs by `<before>|<after>`: the shown one and those of the next steps. */
+  private readonly pairs = new Map<string, Promise<PairContents>>();
   private updates: Promise<void> = Promise.resolve();
   /** Line edits between files (`<from>|<to>`), worked out ahead for the likely next steps. */
   private readonly edits = new Map<string, Promise<LineEdit[]>>();
@@ -64,14 +111,46 @@ export class PassDiffSides implements vscode.TextDocumentContentProvider, vscode
     return run;
   }
 
+  /** The texts and line maps of the sides `[left, right]` showing `before` → `after`. */
+  private async sideContents(sides: [vscode.Uri, vscode.Uri | undefined][]): Promise<{ text: string; segments?: Segment[] }[]> {
+    if (sides.length !== 2) {
+      return Promise.all(sides.map(async ([, file]) => ({ text: file ? await this.text(file) : '' })));
+    }
+    const pair = await this.pairOf(sides[0][1], sides[1][1]);
+    firstChanges.set(sides[1][0].toString(), pair.firstChange);
+    return pair.sides;
+  }
+
+  /** The sides of the diff `before` → `after` (worked out once; `keep` does it ahead of a step). */
+  private pairOf(before: vscode.Uri | undefined, after: vscode.Uri | undefined): Promise<PairContents> {
+    const key = transition(before, after);
+    let got = this.pairs.get(key);
+    if (!got) {
+      got = Promise.all([before ? this.text(before) : '', after ? this.text(after) : '']).then(([a, b]) => {
+        const aligned = isIr(before) && isIr(after) && path.extname(before!.path) === path.extname(after!.path)
+          ? alignByFunction(a, b) : undefined;
+        return aligned
+          ? { sides: [aligned.left, aligned.right], firstChange: aligned.firstChange }
+          : { sides: [{ text: a }, { text: b }], firstChange: firstDifference(a.split('\n'), b.split('\n')) };
+      });
+      got.catch(() => this.pairs.delete(key));
+      this.pairs.set(key, got);
+    }
+    return got;
+  }
+
   private async update(sides: [vscode.Uri, vscode.Uri | undefined][]): Promise<void> {
     const edit = new vscode.WorkspaceEdit();
     const rewritten: [vscode.TextDocument, string][] = [];
-    for (const [side, file] of sides) {
-      const text = file ? await this.text(file) : '';
+    const contents = await this.sideContents(sides);
+    for (const [k, [side, file]] of sides.entries()) {
+      const { text, segments } = contents[k];
       const key = side.toString();
       const from = shownFiles.get(key);
+      const wasWhole = !shownSegments.get(key);
       shownFiles.set(key, file);
+      shownSegments.set(key, segments);
+      this.sideTexts.set(key, text);
       const doc = vscode.workspace.textDocuments.find((d) => d.uri.toString() === key);
       if (!doc || doc.isClosed) {
         continue; // opened later with this text, from provideTextDocumentContent
@@ -81,7 +160,9 @@ export class PassDiffSides implements vscode.TextDocumentContentProvider, vscode
         continue;
       }
       const before = old.split('\n');
-      const planned = old === (from ? await this.text(from) : '') ? this.edits.get(transition(from, file)) : undefined;
+      // Edits worked out ahead are between whole files: of use only from and to whole files.
+      const whole = wasWhole && !segments && old === (from ? await this.text(from) : '');
+      const planned = whole ? this.edits.get(transition(from, file)) : undefined;
       for (const e of (await planned) ?? lineEdits(before, text.split('\n'))) {
         const { range, newText } = editOf(before, e);
         edit.replace(side, range, newText);
@@ -103,7 +184,16 @@ export class PassDiffSides implements vscode.TextDocumentContentProvider, vscode
    * Reads the files of the passes around the shown one ahead, and works out the line edits of
    * the steps to them (`steps`: a side's file now → after the step); forgets the others.
    */
-  async keep(files: vscode.Uri[], steps: [vscode.Uri | undefined, vscode.Uri | undefined][]): Promise<void> {
+  async keep(files: vscode.Uri[], steps: [vscode.Uri | undefined, vscode.Uri | undefined][], pairs: [vscode.Uri | undefined, vscode.Uri][] = []): Promise<void> {
+    const wantedPairs = new Set(pairs.map(([b, a]) => transition(b, a)));
+    for (const key of [...this.pairs.keys()]) {
+      if (!wantedPairs.has(key)) {
+        this.pairs.delete(key);
+      }
+    }
+    for (const [b, a] of pairs) {
+      await this.pairOf(b, a).catch(() => undefined);
+    }
     const wanted = new Set(files.map((f) => f.toString()));
     for (const shown of shownFiles.values()) {
       if (shown) {
@@ -124,7 +214,8 @@ export class PassDiffSides implements vscode.TextDocumentContentProvider, vscode
     }
     for (const [from, to] of steps) {
       const key = transition(from, to);
-      if (!this.edits.has(key) && key.split('|')[0] !== key.split('|')[1]) {
+      // Between IR documents the sides are aligned functions, not whole files: nothing to plan.
+      if (!this.edits.has(key) && key.split('|')[0] !== key.split('|')[1] && !(isIr(from) && isIr(to))) {
         const read = (f: vscode.Uri | undefined) => (f ? this.text(f) : Promise.resolve(''));
         const plan = Promise.all([read(from), read(to)]).then(([a, b]) => lineEdits(a.split('\n'), b.split('\n')));
         plan.catch(() => this.edits.delete(key));
@@ -135,6 +226,10 @@ export class PassDiffSides implements vscode.TextDocumentContentProvider, vscode
   }
 
   provideTextDocumentContent(uri: vscode.Uri): Promise<string> | string {
+    const shown = this.sideTexts.get(uri.toString());
+    if (shown !== undefined) {
+      return shown;
+    }
     const file = shownFiles.get(uri.toString());
     return file ? this.text(file) : '';
   }
@@ -153,6 +248,11 @@ export class PassDiffSides implements vscode.TextDocumentContentProvider, vscode
     }
     return got;
   }
+}
+
+interface PairContents {
+  sides: { text: string; segments?: Segment[] }[];
+  firstChange: number;
 }
 
 function transition(from: vscode.Uri | undefined, to: vscode.Uri | undefined): string {
@@ -176,10 +276,13 @@ function editOf(lines: string[], e: LineEdit): { range: vscode.Range; newText: s
  * that a jump within the document stays in the diff). */
 function onSide<T extends vscode.Location | vscode.LocationLink>(item: T, side: vscode.Uri, file: vscode.Uri): T {
   if (item instanceof vscode.Location) {
-    return (item.uri.toString() === file.toString() ? new vscode.Location(side, item.range) : item) as T;
+    const range = item.uri.toString() === file.toString() ? sideRange(side, item.range) : undefined;
+    return (range ? new vscode.Location(side, range) : item) as T;
   }
   const link = item as vscode.LocationLink;
-  return (link.targetUri.toString() === file.toString() ? { ...link, targetUri: side } : link) as T;
+  const range = link.targetUri.toString() === file.toString() ? sideRange(side, link.targetRange) : undefined;
+  const selection = link.targetSelectionRange && sideRange(side, link.targetSelectionRange);
+  return (range ? { ...link, targetUri: side, targetRange: range, targetSelectionRange: selection ?? range } : link) as T;
 }
 
 function onSides(
@@ -214,11 +317,12 @@ export function registerSideFeatures(server: ServerManager): vscode.Disposable {
   ) => {
     const file = bundleFileOf(document.uri);
     const client = server.client;
-    if (!file || !client) {
+    const at = position && filePosition(document.uri, position);
+    if (!file || !client || (position && !at)) {
       return undefined;
     }
     const c2p = client.code2ProtocolConverter;
-    const params = { textDocument: { uri: c2p.asUri(file) }, ...(position && { position: c2p.asPosition(position) }), ...extra };
+    const params = { textDocument: { uri: c2p.asUri(file) }, ...(at && { position: c2p.asPosition(at) }), ...extra };
     const answer = await client.sendRequest(type, params as P, token);
     return { answer, convert: client.protocol2CodeConverter, file };
   };
@@ -226,7 +330,11 @@ export function registerSideFeatures(server: ServerManager): vscode.Disposable {
     vscode.languages.registerHoverProvider(selector, {
       async provideHover(document, position, token) {
         const got = await ask(lc.HoverRequest.type, document, position, token);
-        return got && got.convert.asHover(got.answer);
+        const hover = got && got.convert.asHover(got.answer);
+        if (hover?.range) {
+          hover.range = sideRange(document.uri, hover.range);
+        }
+        return hover;
       },
     }),
     vscode.languages.registerDefinitionProvider(selector, {
@@ -250,13 +358,21 @@ export function registerSideFeatures(server: ServerManager): vscode.Disposable {
     vscode.languages.registerDocumentHighlightProvider(selector, {
       async provideDocumentHighlights(document, position, token) {
         const got = await ask(lc.DocumentHighlightRequest.type, document, position, token);
-        return got && got.convert.asDocumentHighlights(got.answer, token);
+        const found = got && (await got.convert.asDocumentHighlights(got.answer, token));
+        return found?.flatMap((h) => {
+          const range = sideRange(document.uri, h.range);
+          return range ? [new vscode.DocumentHighlight(range, h.kind)] : [];
+        });
       },
     }),
     vscode.languages.registerDocumentLinkProvider(selector, {
       async provideDocumentLinks(document, token) {
         const got = await ask(lc.DocumentLinkRequest.type, document, undefined, token);
-        return got && got.convert.asDocumentLinks(got.answer, token);
+        const found = got && (await got.convert.asDocumentLinks(got.answer, token));
+        return found?.flatMap((l) => {
+          const range = sideRange(document.uri, l.range);
+          return range ? [Object.assign(l, { range })] : [];
+        });
       },
     }),
   );

@@ -6,7 +6,7 @@
 import * as vscode from 'vscode';
 import * as lc from 'vscode-languageclient/node';
 import { ServerManager } from './client';
-import { bundleFileOf } from './passDiffSides';
+import { bundleFileOf, fileSelection } from './passDiffSides';
 
 /** The server command behind the code action (registered by the language client). */
 export const EXTRACT_COMMAND = 'tvmExplorer.extractReproducer';
@@ -27,7 +27,7 @@ export async function extractReproducerAtCursor(server: ServerManager): Promise<
   }
   const params: lc.CodeActionParams = {
     textDocument: { uri: (bundleFileOf(editor.document.uri) ?? editor.document.uri).toString() },
-    range: client.code2ProtocolConverter.asRange(editor.selection),
+    range: client.code2ProtocolConverter.asRange(fileSelection(editor.document.uri, editor.selection) ?? editor.selection),
     context: { diagnostics: [], only: [lc.CodeActionKind.RefactorExtract] },
   };
   const actions = (await client.sendRequest(lc.CodeActionRequest.type, params)) ?? [];

@@ -62,6 +62,8 @@ def _add_generated_code(session: CaptureSession, executable, target: str) -> dic
     index = session.pass_index
     for kind, text in sorted(sources.items()):
         path = _CODE_DOCUMENTS[kind]
+        if session.progress is not None:
+            session.progress.begin("code", f"codegen ({kind})")
         if session.final_tir is None:
             ranges, cov = [], None
         elif kind == "ll":
@@ -184,6 +186,8 @@ def compile_model(model_path: str | os.PathLike, bundle: str | os.PathLike | Non
             where = session.failure_context(text)
             raise ExplorerError(f"{model.path}: TVM failed to compile the model for {target}{how}{where}: "
                                 f"{first}") from None
+        if session.progress is not None:
+            session.progress.begin("code", "printing the IR of every pass")
         session.flush_documents()  # the IR of every pass, printed now that TVM is idle
         if writer is None:
             # Nothing is written: index the generated source only if someone asks.
@@ -200,6 +204,8 @@ def compile_model(model_path: str | os.PathLike, bundle: str | os.PathLike | Non
         if pipeline:
             options["pipeline"] = pipeline
         n_docs, n_passes = len(writer.documents), len(writer.passes)
+        if session.progress is not None:
+            session.progress.writing()
         path = writer.commit(_manifest(model, target, options), _layer_table(model), origins)
         if session.progress is not None:
             session.progress.finish()

@@ -7,6 +7,10 @@ counts the pipeline's passes for a target by compiling a two-operator module thr
 pipeline (a few milliseconds for ``c``, ~0.2 s for ``cuda``): the pass list depends on the
 target and the pipeline, not on the model, so "pass n of N" is exact. Runs after the build
 (``--profile``, ``--numerics``) are one step each, counted as they start (stage ``run``).
+
+Besides the finished steps, a listener hears when a pass, a codegen step or the writing of the
+bundle *starts* (``ProgressEvent.phase == "start"``, ``done`` still the steps finished before
+it), so that a display can show what is running — one pass can take minutes on a big model.
 """
 
 from __future__ import annotations
@@ -25,17 +29,21 @@ STAGES = ("import", "relax", "tir", "code", "run", "write")
 
 @dataclass(frozen=True)
 class ProgressEvent:
-    """One finished step: ``done`` of ``total`` steps, in ``stage``, named ``name``."""
+    """One finished step: ``done`` of ``total`` steps, in ``stage``, named ``name``; or, with
+    ``phase == "start"``, a step that begins now (``done`` steps finished before it)."""
 
     stage: str
     name: str
     done: int
     total: int
     elapsed: float
+    phase: str = "done"
 
     def to_json(self) -> dict:
-        """The event as a JSON object (``--progress json``)."""
-        return asdict(self) | {"elapsed": round(self.elapsed, 3)}
+        """The event as a JSON object (``--progress json``; the phase is its ``event``)."""
+        data = asdict(self)
+        del data["phase"]
+        return data | {"elapsed": round(self.elapsed, 3)}
 
 
 Listener = Callable[[ProgressEvent], None]
@@ -57,6 +65,11 @@ class Progress:
         self.listener(ProgressEvent(stage, name, self.done, self.total,
                                     time.monotonic() - self.started))
 
+    def begin(self, stage: str, name: str) -> None:
+        """A step starts now (it is counted when it finishes, by ``step``)."""
+        self.listener(ProgressEvent(stage, name, self.done, max(self.total, self.done + 1),
+                                    time.monotonic() - self.started, "start"))
+
     def starting(self, stage: str, name: str) -> None:
         """A step that runs for long after the compile (profiling, numerics): counted when it
         starts, so the display says what is running rather than what finished last."""
@@ -66,6 +79,11 @@ class Progress:
         """The last step (the bundle is written): done == total."""
         self.total = self.done + 1
         self.step("write", "bundle written")
+
+    def writing(self) -> None:
+        """The bundle is about to be written (many MB for a big model: a step of its own)."""
+        self.total = max(self.total, self.done + 1)
+        self.begin("write", "writing the bundle")
 
 
 @tvm.ir.instrument.pass_instrument

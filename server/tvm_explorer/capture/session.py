@@ -206,10 +206,13 @@ class PassRecorder:
         return all(name in self.session.containers for name in self.stack)
 
     def run_before_pass(self, mod, info):
-        if self._top_level() and info.name not in self.session.containers and not self.started_tir:
-            if _stage_of(mod) == "tir":
+        if self._top_level() and info.name not in self.session.containers:
+            stage = _stage_of(mod)
+            if not self.started_tir and stage == "tir":
                 self.started_tir = True
                 self.session.record("input", mod, "tir")
+            if self.session.progress is not None:
+                self.session.progress.begin(stage, info.name)
         self.stack.append(info.name)
 
     def run_after_pass(self, mod, info):

@@ -111,7 +111,7 @@ class OriginsResult:
 
 @attrs.define
 class ModelDocumentParams:
-    """``tvmExplorer/modelDocument`` params: a ``.tflite`` file's URI."""
+    """``tvmExplorer/modelDocument`` params: a ``.tflite``, ``.onnx`` or ``.pt2`` file's URI."""
 
     uri: str
 

@@ -172,11 +172,11 @@ MAX_MODEL_BYTES = 2 * 1024**3
 external data files)."""
 
 
-def read_model_bytes(path: str, what: str, limit: int = MAX_MODEL_BYTES) -> bytes:
-    """A model file's bytes, or ModelError naming the file (``what``: "a TFLite model", …).
-    Only a regular file is read, checked on the open descriptor (a FIFO named ``m.tflite``
-    must not block the reader, a symlink to ``/dev/zero`` must not fill the memory), and at
-    most ``limit`` bytes of it."""
+def open_model_file(path: str, what: str, limit: int = MAX_MODEL_BYTES) -> int:
+    """A descriptor of the model file at ``path``, or ModelError naming the file (``what``: "a
+    TFLite model", …). Only a regular file of at most ``limit`` bytes is accepted, checked on
+    the open descriptor (a FIFO named ``m.tflite`` must not block the reader, a symlink to
+    ``/dev/zero`` must not fill the memory)."""
     import stat
 
     try:
@@ -197,6 +197,17 @@ def read_model_bytes(path: str, what: str, limit: int = MAX_MODEL_BYTES) -> byte
         if info.st_size > limit:
             raise ModelError(f"{path}: is {info.st_size / 2**20:.0f} MiB, more than the "
                              f"{limit // 2**20} MiB {what} may have here")
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def read_model_bytes(path: str, what: str, limit: int = MAX_MODEL_BYTES) -> bytes:
+    """A model file's bytes (at most ``limit`` of a regular file: ``open_model_file``), or
+    ModelError naming the file."""
+    fd = open_model_file(path, what, limit)
+    try:
         chunks, total = [], 0
         while chunk := os.read(fd, min(1 << 24, limit + 1 - total)):
             total += len(chunk)

@@ -1,5 +1,7 @@
 """Turn capture's ``ProgressEvent``s into output: a ``rich`` progress bar on a terminal,
 JSON lines (``--progress json``) for programs such as the VS Code extension, or nothing.
+JSON lines are ``{"event": "progress", …}`` when a step finished and ``{"event": "start", …}``
+when one begins (same fields; ``done`` counts the steps finished before it).
 
 ``auto`` (the default) draws the bar only when stdout is a terminal, so that pipes, logs and
 CI output stay exactly as quiet as before.
@@ -29,7 +31,8 @@ def resolve_mode(mode: str, stream: TextIO) -> str:
 
 def _json_lines(stream: TextIO):
     def emit(event) -> None:
-        stream.write(json.dumps({"event": "progress", **event.to_json()}) + "\n")
+        kind = "start" if event.phase == "start" else "progress"
+        stream.write(json.dumps({"event": kind, **event.to_json()}) + "\n")
         stream.flush()
 
     return emit
@@ -56,8 +59,9 @@ def _bar(stream: TextIO) -> Iterator:
 
     def update(event) -> None:
         label = STAGE_LABELS.get(event.stage, event.stage)
+        what = f"running {event.name}" if event.phase == "start" else event.name
         bar.update(task, completed=event.done, total=event.total or None, stage=label,
-                   description=event.name)
+                   description=what)
 
     with bar:
         yield update

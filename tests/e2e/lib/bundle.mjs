@@ -4,14 +4,49 @@
  * every test knows where to click and what to expect without hard-coded line numbers.
  */
 import { execFileSync } from 'node:child_process';
-import { existsSync, mkdirSync, readFileSync } from 'node:fs';
+import { createHash } from 'node:crypto';
+import { cpSync, existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync } from 'node:fs';
 import { dirname, isAbsolute, join } from 'node:path';
-import { MODELS, PYTHON, REPO } from './paths.mjs';
+import { ARTIFACTS, MODELS, PYTHON, REPO } from './paths.mjs';
 
-/** Compiles `model` into `<dir>/<name>.bundle` and returns the bundle path. */
-export function compileBundle(dir, { model = 'small_cnn_fp32.tflite', name = 'small_cnn', target = 'c', extra = [] } = {}) {
+/** A key of what a compile's output depends on: the model, the options and the capture code. */
+function compileKey(modelPath, target, extra) {
+  const hash = createHash('sha256');
+  hash.update(readFileSync(modelPath));
+  hash.update(JSON.stringify([target, extra]));
+  const walk = (d) => {
+    for (const e of readdirSync(d, { withFileTypes: true }).sort((a, b) => a.name.localeCompare(b.name))) {
+      const p = join(d, e.name);
+      if (e.isDirectory() && e.name !== '__pycache__') walk(p);
+      else if (e.isFile() && e.name.endsWith('.py')) hash.update(p).update(readFileSync(p));
+    }
+  };
+  // What writes a bundle (the language server and the extension do not change it).
+  for (const part of ['capture', 'bundle', 'frontends', 'model', 'costs']) walk(join(REPO, 'server', 'tvm_explorer', part));
+  hash.update(readFileSync(join(REPO, 'server', 'tvm_explorer', 'provenance.py')));
+  return hash.digest('hex').slice(0, 16);
+}
+
+/** Compiles `model` into `<dir>/<name>.bundle` and returns the bundle path. With `cache`, a
+ * bundle compiled before from the same model, options and capture code is copied instead
+ * (kept in test-artifacts/bundle-cache: big models take minutes). */
+export function compileBundle(dir, { model = 'small_cnn_fp32.tflite', name = 'small_cnn', target = 'c', extra = [], cache = false } = {}) {
   mkdirSync(dir, { recursive: true });
   const out = join(dir, `${name}.bundle`);
+  if (cache) {
+    const modelPath = isAbsolute(model) ? model : join(MODELS, model);
+    const cacheDir = join(ARTIFACTS, '..', 'bundle-cache');
+    const key = `${name}-${compileKey(modelPath, target, extra)}`;
+    const cached = join(cacheDir, `${key}.bundle`);
+    if (!existsSync(join(cached, 'manifest.json'))) {
+      const tmpName = `${key}.tmp-${process.pid}`;
+      const built = compileBundle(cacheDir, { model, name: tmpName, target, extra });
+      rmSync(cached, { recursive: true, force: true });
+      renameSync(built, cached);
+    }
+    cpSync(cached, out, { recursive: true });
+    return out;
+  }
   if (process.env.TVM_EXPLORER_E2E_BUNDLE === 'fake') {
     // Development only: the hand-written bundle of tests/lsp, for when no capture is at hand.
     execFileSync(PYTHON, ['-c', 'import sys; from pathlib import Path; sys.path.insert(0, "tests/lsp");'
@@ -92,7 +127,7 @@ export class BundleView {
    * first identifier of its text (what a person would click) and its position. The most deeply
    * nested one is taken: for a convolution, the multiply-accumulate of its reduction loop.
    */
-  statementOf(path, opcode, { inLoop = true } = {}) {
+  statementOf(path, opcode, { inLoop = true, accept = () => true } = {}) {
     const ranges = this.ranges(path);
     const loops = ranges.filter((r) => r.kind === 'loop');
     const candidates = ranges.filter(
@@ -109,10 +144,11 @@ export class BundleView {
       const m = /[A-Za-z_][A-Za-z0-9_]*/.exec(text.split('\n')[0]);
       if (!m) continue;
       const pos = this.position(path, r.start + m.index);
+      if (!accept(pos)) continue;
       const lineText = this.codePoints(path).join('').split('\n')[pos.line];
       return { ...r, word: m[0], ...pos, lineText, layers: r.origins.map(([id]) => this.layer(id)) };
     }
-    throw new Error(`no ${opcode} statement${inLoop ? ' inside a loop' : ''} in ${path}`);
+    throw new Error(`no ${opcode} statement${inLoop ? ' inside a loop' : ''} in ${path} (that was asked for)`);
   }
 
   /** The first pass that changed the IR and has a document before it. */

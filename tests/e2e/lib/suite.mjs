@@ -25,9 +25,10 @@ import {
 /**
  * Registers the suite's hooks and returns its state: `session`, `bundle` and `folder` are set
  * once the session runs. `compile` options go to compileBundle; `shots` prefixes the names of
- * the end-of-test screenshots; `prepare(folder)` may add more to the workspace.
+ * the end-of-test screenshots; `prepare(folder)` may add more to the workspace; `settings` are
+ * added to the user settings.
  */
-export function bundleSuite({ compile = {}, shots = '', prepare = undefined } = {}) {
+export function bundleSuite({ compile = {}, shots = '', prepare = undefined, settings = {} } = {}) {
   const suite = { session: undefined, bundle: undefined, folder: undefined };
 
   before(async () => {
@@ -39,7 +40,7 @@ export function bundleSuite({ compile = {}, shots = '', prepare = undefined } = 
         prepare?.(suite.folder); // more content for the workspace (e.g. a second bundle)
         return suite.folder;
       },
-      settings: { 'tvmExplorer.pythonPath': PYTHON },
+      settings: { 'tvmExplorer.pythonPath': PYTHON, ...settings },
     });
   });
 

@@ -1,4 +1,4 @@
-"""``tvmExplorer/modelDocument``: the model document of any ``.tflite`` file (the VS Code
+"""``tvmExplorer/modelDocument``: the model document of any ``.tflite``, ``.onnx`` or ``.pt2`` file (the VS Code
 extension shows it read-only in place of the binary-file page)."""
 
 from __future__ import annotations
@@ -23,14 +23,14 @@ class ModelDocumentFailed(JsonRpcException):
 
 
 class ModelDocument:
-    """Renders ``.tflite`` files on request (off the event loop: big models take a while)."""
+    """Renders model files on request (off the event loop: big models take a while)."""
 
     async def model_document(self, params: ModelDocumentParams | None) -> ModelDocumentResult:
         """The text, or a RequestFailed error whose message names the file."""
         uri = params.uri if params else None
         path = uri_to_path(uri) if uri else None
         if path is None:
-            raise ModelDocumentFailed(f"{uri!r}: not a file URI of a TFLite model")
+            raise ModelDocumentFailed(f"{uri!r}: not a file URI of a model")
         shown = Path(to_fs_path(uri))  # as the editor named it (messages), not resolved
         try:
             text = await asyncio.to_thread(model_document_text, shown)

@@ -1,0 +1,40 @@
+/**
+ * What the two sides of a pass diff hold, worked out by the extension's own passDiffAlign.ts
+ * (built here with esbuild): between two IR documents the functions the pass changed, aligned
+ * by name; otherwise the whole documents. Tests compare what VS Code renders against it.
+ */
+import { buildSync } from 'esbuild';
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { pathToFileURL } from 'node:url';
+import { REPO } from './paths.mjs';
+
+const out = join(mkdtempSync(join(tmpdir(), 'tvmx-align-')), 'passDiffAlign.mjs');
+buildSync({ entryPoints: [join(REPO, 'vscode-extension', 'src', 'passDiffAlign.ts')], bundle: true, format: 'esm', platform: 'node', outfile: out, logLevel: 'error' });
+const align = await import(pathToFileURL(out).href);
+
+const IR = /\.(relax|tir)$/;
+
+/** `{left, right}` (lines), the right side's line map (`toSide(fileLine)` → side line or
+ * undefined) and `firstChange` (0-based) of the diff of `pass` in `bundle` (a BundleView). */
+export function diffSides(bundle, pass) {
+  const text = (p) => (p ? bundle.codePoints(p).join('') : '');
+  const before = text(pass.before);
+  const after = text(pass.after);
+  const ext = (p) => (p ?? '').split('.').pop();
+  const aligned = pass.before && IR.test(pass.before) && IR.test(pass.after) && ext(pass.before) === ext(pass.after)
+    ? align.alignByFunction(before, after) : undefined;
+  if (!aligned) {
+    const left = before.split('\n');
+    const right = after.split('\n');
+    return { left, right, toSide: (l) => l, firstChange: align.firstDifference(left, right), aligned: false };
+  }
+  return {
+    left: aligned.left.text.split('\n'),
+    right: aligned.right.text.split('\n'),
+    toSide: (l) => align.toSideLine(aligned.right.segments, l),
+    firstChange: aligned.firstChange,
+    aligned: true,
+  };
+}
