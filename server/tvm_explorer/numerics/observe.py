@@ -36,6 +36,7 @@ class Slot:
     layer: int
     output: int  # index into the layer's output tensors
     arg: int | None  # argument index of a destination-passing output; None: the return value
+    dequantized: bool = False  # the result is the quantized output dequantized (see _assign)
 
 
 @dataclass
@@ -136,6 +137,8 @@ def _assign(marked: list[int], members: list[int], model: LoadedModel, call,
     kinds = [_arg_kind(call.args[i]) for i in outs]
     if len(wanted) == len(outs) and all(_fits(kind, t) for kind, (_l, _j, t) in zip(kinds, wanted)):
         return [Slot(lid, j, outs[k]) for k, (lid, j, _t) in enumerate(wanted)]
+    if not wanted:
+        return _dequantized(marked, model, kinds, outs)
     # Pair by size and dtype where that is unambiguous both ways: one result fitting one
     # tensor (an ONNX Dropout's output and float mask both fit its kernel's only result).
     hits = {(lid, j): [k for k, kind in enumerate(kinds) if _fits(kind, t)] for lid, j, t in wanted}
@@ -147,9 +150,46 @@ def _assign(marked: list[int], members: list[int], model: LoadedModel, call,
             if len(found) == 1 and claims[found[0]] == 1]
 
 
+def _dequantized(marked: list[int], model: LoadedModel, kinds, outs: list[int]) -> list[Slot]:
+    """A quantized layer whose int8 output the next layer dequantizes inside the same kernel
+    (``fused_conv2d_add_quantize_dequantize``): the kernel writes ``(q - zp) × scale``, from
+    which ``q`` is read back exactly (``requantize``). Only for one marked layer that no other
+    marked layer of the kernel reads, one float result of its output's size, and only where
+    the values prove to lie on its quantization grid (checked when observed)."""
+    reads = {t.name for lid in marked for t in model.layers[lid].inputs}
+    last = [lid for lid in marked if not any(t.name in reads for t in model.layers[lid].outputs)]
+    if len(last) != 1 or len(model.layers[last[0]].outputs) != 1:
+        return []
+    tensor = model.layers[last[0]].outputs[0]
+    if not (tensor.quantized and tensor.dtype in ("int8", "uint8", "int16")):
+        return []
+    fits = [k for k, (numel, dtype) in enumerate(kinds)
+            if dtype == "float32" and numel == _numel(tensor.shape)]
+    return [Slot(last[0], 0, outs[fits[0]], dequantized=True)] if len(fits) == 1 else []
+
+
+def requantize(value: np.ndarray, scales: np.ndarray, zero_points: np.ndarray, axis: int,
+               dtype: str) -> np.ndarray | None:
+    """The quantized tensor a kernel wrote dequantized, or None when ``value`` is not on the
+    quantization grid (the kernel computed more than the dequantize after the layer)."""
+    scales, zps = scales.astype(np.float64), zero_points.astype(np.float64)
+    if scales.size > 1 and value.ndim:
+        shape = [1] * value.ndim
+        shape[axis] = -1
+        scales, zps = scales.reshape(shape), zps.reshape(shape)
+    q = value.astype(np.float64) / scales + zps
+    rounded = np.round(q)
+    info = np.iinfo(dtype)
+    if not np.all(np.isfinite(q)) or np.max(np.abs(q - rounded), initial=0.0) > 1e-2:
+        return None
+    if rounded.size and (rounded.min() < info.min or rounded.max() > info.max):
+        return None
+    return rounded.astype(dtype)
+
+
 def _arg_kind(expr) -> tuple[int | None, str | None]:
     """``(number of elements, dtype)`` of a tensor-valued expression, where known."""
-    sinfo = getattr(expr, "struct_info", None)
+    sinfo = getattr(expr, "struct_info", None) or getattr(expr, "ty", None)  # TVM 0.27: ``ty``
     dtype = getattr(sinfo, "dtype", None)
     dtype = str(dtype) if dtype is not None and str(dtype) else None
     values = getattr(getattr(sinfo, "shape", None), "values", None)
@@ -174,6 +214,7 @@ class Observation:
     outputs: dict[tuple[int, int], np.ndarray]  # (layer, output index) -> value
     unmatched: dict[str, tuple[int, int]]  # symbol -> (static calls, runtime calls) that differ
     result: object = None
+    dequantized: set = field(default_factory=set)  # outputs written dequantized (Slot)
 
 
 def run_observed(vm_module, plan: KernelPlan, inputs: list[np.ndarray], device) -> Observation:
@@ -201,14 +242,16 @@ def run_observed(vm_module, plan: KernelPlan, inputs: list[np.ndarray], device) 
     args = [tvm.runtime.tensor(x, device) for x in inputs]
     result = vm["main"](*args)
     unmatched = {sym: (n, seen.get(sym, 0)) for sym, n in plan.counts.items() if seen.get(sym, 0) != n}
-    outputs = {}
+    outputs, dequantized = {}, set()
     for (symbol, _k), got in pending.items():
         if symbol in unmatched:
             continue
         for s, value in got:
             if value is not None:
                 outputs[(s.layer, s.output)] = value
-    return Observation(outputs, unmatched, result)
+                if s.dequantized:
+                    dequantized.add((s.layer, s.output))
+    return Observation(outputs, unmatched, result, dequantized)
 
 
 def layer_label(layer: LayerInfo) -> str:

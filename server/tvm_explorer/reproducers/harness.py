@@ -67,7 +67,8 @@ def quantization_steps(name):
         step = None
         if (isinstance(expr, tvm.relax.Call) and getattr(expr.op, "name", "") == "relax.dequantize"
                 and isinstance(expr.args[1], CONSTANT)):
-            scale = getattr(expr.args[1], "data", None) or getattr(expr.args[1], "value", None)
+            scale = getattr(expr.args[1], "data", None)
+            scale = getattr(expr.args[1], "value", None) if scale is None else scale
             if hasattr(scale, "numpy"):
                 step = (np.asarray(scale.numpy(), dtype="float64").reshape(-1), int(expr.attrs.axis))
         steps.append(step)
