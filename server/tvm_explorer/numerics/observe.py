@@ -36,7 +36,9 @@ class Slot:
     layer: int
     output: int  # index into the layer's output tensors
     arg: int | None  # argument index of a destination-passing output; None: the return value
-    dequantized: bool = False  # the result is the quantized output dequantized (see _assign)
+    # The result is the layer's quantized output dequantized: (scale, zero point, dtype) to
+    # read it back with (``_dequantized``).
+    dequantized: tuple[float, int, str] | None = None
 
 
 @dataclass
@@ -161,23 +163,21 @@ def _dequantized(marked: list[int], model: LoadedModel, kinds, outs: list[int]) 
     if len(last) != 1 or len(model.layers[last[0]].outputs) != 1:
         return []
     tensor = model.layers[last[0]].outputs[0]
-    if not (tensor.quantized and tensor.dtype in ("int8", "uint8", "int16")):
+    if not (tensor.quantized and tensor.dtype in ("int8", "uint8", "int16") and len(tensor.scales) == 1):
         return []
     fits = [k for k, (numel, dtype) in enumerate(kinds)
             if dtype == "float32" and numel == _numel(tensor.shape)]
-    return [Slot(last[0], 0, outs[fits[0]], dequantized=True)] if len(fits) == 1 else []
+    zero_point = tensor.zero_points[0] if tensor.zero_points else 0
+    how = (tensor.scales[0], zero_point, tensor.dtype)
+    return [Slot(last[0], 0, outs[fits[0]], dequantized=how)] if len(fits) == 1 else []
 
 
-def requantize(value: np.ndarray, scales: np.ndarray, zero_points: np.ndarray, axis: int,
-               dtype: str) -> np.ndarray | None:
+def requantize(value: np.ndarray, scale: float, zero_point: int, dtype: str) -> np.ndarray | None:
     """The quantized tensor a kernel wrote dequantized, or None when ``value`` is not on the
     quantization grid (the kernel computed more than the dequantize after the layer)."""
-    scales, zps = scales.astype(np.float64), zero_points.astype(np.float64)
-    if scales.size > 1 and value.ndim:
-        shape = [1] * value.ndim
-        shape[axis] = -1
-        scales, zps = scales.reshape(shape), zps.reshape(shape)
-    q = value.astype(np.float64) / scales + zps
+    if scale <= 0:
+        return None
+    q = value.astype(np.float64) / float(scale) + float(zero_point)
     rounded = np.round(q)
     info = np.iinfo(dtype)
     if not np.all(np.isfinite(q)) or np.max(np.abs(q - rounded), initial=0.0) > 1e-2:
@@ -214,7 +214,9 @@ class Observation:
     outputs: dict[tuple[int, int], np.ndarray]  # (layer, output index) -> value
     unmatched: dict[str, tuple[int, int]]  # symbol -> (static calls, runtime calls) that differ
     result: object = None
-    dequantized: set = field(default_factory=set)  # outputs written dequantized (Slot)
+    # Layers whose output a kernel wrote dequantized, but off their quantization grid (the
+    # kernel did more of the next layer's work): not comparable.
+    off_grid: set = field(default_factory=set)
 
 
 def run_observed(vm_module, plan: KernelPlan, inputs: list[np.ndarray], device) -> Observation:
@@ -242,16 +244,18 @@ def run_observed(vm_module, plan: KernelPlan, inputs: list[np.ndarray], device) 
     args = [tvm.runtime.tensor(x, device) for x in inputs]
     result = vm["main"](*args)
     unmatched = {sym: (n, seen.get(sym, 0)) for sym, n in plan.counts.items() if seen.get(sym, 0) != n}
-    outputs, dequantized = {}, set()
+    outputs, off_grid = {}, set()
     for (symbol, _k), got in pending.items():
         if symbol in unmatched:
             continue
         for s, value in got:
+            if value is not None and s.dequantized:
+                value = requantize(value, *s.dequantized)
+                if value is None:
+                    off_grid.add(s.layer)
             if value is not None:
                 outputs[(s.layer, s.output)] = value
-                if s.dequantized:
-                    dequantized.add((s.layer, s.output))
-    return Observation(outputs, unmatched, result, dequantized)
+    return Observation(outputs, unmatched, result, off_grid)
 
 
 def layer_label(layer: LayerInfo) -> str:

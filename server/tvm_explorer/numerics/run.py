@@ -22,7 +22,7 @@ from ..provenance import OriginTable
 from ..runtime.inputs import DEFAULT_SEED, inputs_for, model_inputs
 from .compare import (COSINE_MIN, FLOAT_ABS_FLOOR, FLOAT_REL_TOLERANCE, MAX_STEPS, SPREAD_FACTOR, Error,
                       compare, worst)
-from .observe import KernelPlan, Observation, kernel_plan, requantize, run_observed
+from .observe import KernelPlan, Observation, kernel_plan, run_observed
 from .reference import ReferenceRun, check_same_graph, describe, quantization_of, run_reference
 from .schema import SCHEMA_VERSION, unit, validate
 
@@ -110,16 +110,12 @@ def _figures(layer, plan: KernelPlan, obs: Observation, ref: ReferenceRun, ours_
             value = obs.outputs.get((layer.id, j))
             if value is None or t.name not in ref.tensors:
                 continue
-            if (layer.id, j) in obs.dequantized:
-                q = ours_q.get(t.name)
-                value = requantize(value, q.scales, q.zero_points, q.axis, t.dtype) if q else None
-                if value is None:
-                    note = (f"kernel {kernel} writes this output dequantized together with more "
-                            "work of the next layer: not comparable")
-                    continue
             errors.append(compare(value, ref.tensors[t.name], ours_q.get(t.name), ref_q.get(t.name),
                                   ref.spread.get(t.name)))
-    elif layer.id not in plan.hidden_in:
+    if kernel is not None and layer.id in obs.off_grid:
+        note = (f"kernel {kernel} writes this output dequantized together with more work of the "
+                "next layer: not comparable")
+    elif kernel is None and layer.id not in plan.hidden_in:
         note = ("no kernel call of the compiled main is marked as producing this output "
                 "(folded into a constant, computed in place, or its origin mark was lost)")
     if not errors:
