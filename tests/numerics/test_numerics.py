@@ -119,6 +119,8 @@ def test_quantized_model_reports_step_errors(tmp_path):
     assert len(quantized) >= 6  # every int8 output is measured in steps
     assert all(e["steps"] <= 1 and not e["diverges"] for e in quantized)
     assert any(e["steps"] == 1 for e in quantized)  # TVM rounds differently here and there
-    # the fused build hides the layers whose int8 output is dequantized inside a kernel
-    hidden = [e for e in data["layers"] if not e["fused"]["observed"]]
-    assert hidden and all(e["fused"]["hidden_in"] for e in hidden)
+    # the fused build reads int8 outputs back from the dequantized results of their kernels;
+    # what it still cannot see is hidden inside a named kernel
+    fused = [e["fused"] for e in data["layers"]]
+    assert sum(f["observed"] for f in fused) >= 5
+    assert all(f["observed"] or f["hidden_in"] for f in fused)

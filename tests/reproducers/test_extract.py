@@ -117,3 +117,47 @@ def test_bad_input_gets_one_message(models_dir, bundles, tmp_path):
     assert not (tmp_path / "x.py").exists()
     proc = run_cli("extract", tmp_path, "softmax")
     assert proc.returncode == 2 and "Traceback" not in proc.stderr
+
+
+def _one_per_kind(kernels: list[str]) -> list[str]:
+    """The first kernel of each kind (name without its numbers): a time-bounded set that has
+    every fused pattern of the model."""
+    seen, out = set(), []
+    for k in kernels:
+        kind = re.sub(r"\d+", "", k)
+        if kind not in seen:
+            seen.add(kind)
+            out.append(k)
+    return out
+
+
+def test_int8_kernels_reproduce_green_within_one_quantization_step(models_dir, bundles, tmp_path):
+    """mobilenet_v3_small_int8: every kind of kernel of the unchanged build passes its
+    reproducer. A kernel whose quantize rounds differently (floor instead of round: at most
+    one step, what another float summation order does) still passes, and its report is in
+    quantization steps; a kernel three steps off fails."""
+    bundle = bundles.get(models_dir / "mobilenet_v3_small_int8.tflite", "llvm")
+    kernels = _one_per_kind(KernelFinder(Bundle(bundle)).kernels())
+    assert len(kernels) >= 10
+    target = "fused_conv2d9_add9_quantize15_tir_clip6_dequantize34"
+    scripts = [write(extract(bundle, k), tmp_path / f"{k}.py") for k in kernels]
+    text = extract(bundle, target).text
+    kernel, rest = text.split("class Reference:", 1)
+    rounded = "T.round(T_add_intermediate[v_i0, v_i1, v_i2, v_i3] / T.float32(0.046879526227712631))"
+    assert rounded in kernel
+    one_step = tmp_path / "one_step.py"
+    one_step.write_text(kernel.replace(rounded, rounded.replace("T.round", "T.floor"))
+                        + "class Reference:" + rest)
+    three = tmp_path / "three_steps.py"
+    three.write_text(kernel.replace(rounded, f"({rounded} + T.float32(3.0))") + "class Reference:" + rest)
+    results = run_scripts([*scripts, one_step, three], timeout=900)
+    for script in scripts:
+        got = results[str(script)]
+        assert got["code"] == 0, f"{script.name}:\n{got['output'][-3000:]}"
+    got = results[str(one_step)]
+    assert got["code"] == 0, got["output"]
+    assert re.search(rf"{target}: OK against the reference \(max abs diff 0\.0469 = 1 quantization "
+                     r"steps \(tolerance 1 step\)\)", got["output"]), got["output"]
+    got = results[str(three)]
+    assert got["code"] == 1 and f"{target}: MISMATCH" in got["output"], got["output"]
+    assert "= 3 quantization steps" in got["output"]

@@ -319,7 +319,13 @@ class ProvenanceTracker:
         if not prev:
             return sets
         prev_by_var = {p.var: p for p in prev}
-        claimed: set[int] = set()
+        # A binding the pass kept (same variable) is nobody's group member: an unfused
+        # ``dequantize10(lv27)`` kept in main must not be claimed by a fused group that
+        # dequantizes the same tensor (then the group's own binding is left over, the group
+        # no longer matches, and its layers' output marks are lost — MobileNetV3's
+        # squeeze-excite blocks, and every kernel after them).
+        kept = {handle(b.var) for b in bindings}
+        claimed: set[int] = {k for k, p in enumerate(prev) if p.var in kept}
         alias: dict[int, int] = {}  # variable now -> variable before
         for i, b in enumerate(bindings):
             var = handle(b.var)

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 
 from ..bundle.reader import Bundle, Layer
 from ..errors import BundleError
-from ..model.names import layer_name
+from ..model.names import name_of
 
 _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _COST_KEYS = ("time_ms", "share", "workspace_bytes", "flops")
@@ -85,7 +85,7 @@ def layer_codes(bundle: Bundle) -> list[LayerCode]:
     """Every layer of the bundle with its generated code, in layer order."""
     target = str(bundle.manifest.get("target", ""))
     costs = read_costs(bundle)
-    codes = [LayerCode(lay, layer_name(lay.opcode, list(lay.outputs)), costs=costs.get(
+    codes = [LayerCode(lay, name_of(lay), costs=costs.get(
         (lay.subgraph, lay.op_index))) for lay in bundle.layers]
     for path in _code_documents(bundle):
         text = bundle.text(path)

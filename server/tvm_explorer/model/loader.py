@@ -47,10 +47,14 @@ class LayerInfo:
     inputs: list[TensorInfo]
     outputs: list[TensorInfo]
     options: dict = field(default_factory=dict)
+    tf_name: str | None = None  # set by load_model from the whole model (``model/names.py``)
 
     @property
     def name(self) -> str:
-        """The layer's TF name (``model_1/conv2d_7``), from its output tensor (``model/names.py``)."""
+        """The layer's TF name (``model_1/conv2d_7``): its filter's scope, or its output
+        tensor's (``model/names.py``)."""
+        if self.tf_name is not None:
+            return self.tf_name
         from .names import layer_name
 
         return layer_name(self.opcode, [t.name for t in self.outputs])
@@ -376,6 +380,10 @@ def _parse_at(path: str, data: bytes, where: _Where) -> LoadedModel:
             if t.index not in defined:
                 raise ModelError(f"{path}: subgraph {s} output tensor {t.index} '{t.name}' is "
                                  "produced by no operator and is not an input or a constant")
+    from .names import model_layer_names
+
+    for layer, name in zip(layers, model_layer_names(layers)):
+        layer.tf_name = name
     digest = hashlib.sha256(data).hexdigest()
     return LoadedModel(path, data, digest, model, subgraphs, layers)
 

@@ -8,7 +8,7 @@ from bisect import bisect_left
 
 from ..bundle.index import Range
 from ..bundle.reader import Origin
-from ..model.names import layer_name
+from ..model.names import name_of
 from .layer_facts import LayerFacts, layer_facts
 from .sources import layer_caption
 from .markdown import code
@@ -81,7 +81,7 @@ def _short_quant(text: str) -> str:
 def _name(origin: Origin) -> str:
     """The layer's name: the bundle's (TF layer, ONNX node, PyTorch module path), else the TF
     name read from its output tensors."""
-    return origin.layer.name or layer_name(origin.layer.opcode, list(origin.layer.outputs))
+    return name_of(origin.layer)
 
 
 def _where(layer) -> str:

@@ -36,6 +36,9 @@ class Slot:
     layer: int
     output: int  # index into the layer's output tensors
     arg: int | None  # argument index of a destination-passing output; None: the return value
+    # The result is the layer's quantized output dequantized: (scale, zero point, dtype) to
+    # read it back with (``_dequantized``).
+    dequantized: tuple[float, int, str] | None = None
 
 
 @dataclass
@@ -136,6 +139,8 @@ def _assign(marked: list[int], members: list[int], model: LoadedModel, call,
     kinds = [_arg_kind(call.args[i]) for i in outs]
     if len(wanted) == len(outs) and all(_fits(kind, t) for kind, (_l, _j, t) in zip(kinds, wanted)):
         return [Slot(lid, j, outs[k]) for k, (lid, j, _t) in enumerate(wanted)]
+    if not wanted:
+        return _dequantized(marked, model, kinds, outs)
     # Pair by size and dtype where that is unambiguous both ways: one result fitting one
     # tensor (an ONNX Dropout's output and float mask both fit its kernel's only result).
     hits = {(lid, j): [k for k, kind in enumerate(kinds) if _fits(kind, t)] for lid, j, t in wanted}
@@ -147,9 +152,44 @@ def _assign(marked: list[int], members: list[int], model: LoadedModel, call,
             if len(found) == 1 and claims[found[0]] == 1]
 
 
+def _dequantized(marked: list[int], model: LoadedModel, kinds, outs: list[int]) -> list[Slot]:
+    """A quantized layer whose int8 output the next layer dequantizes inside the same kernel
+    (``fused_conv2d_add_quantize_dequantize``): the kernel writes ``(q - zp) × scale``, from
+    which ``q`` is read back exactly (``requantize``). Only for one marked layer that no other
+    marked layer of the kernel reads, one float result of its output's size, and only where
+    the values prove to lie on its quantization grid (checked when observed)."""
+    reads = {t.name for lid in marked for t in model.layers[lid].inputs}
+    last = [lid for lid in marked if not any(t.name in reads for t in model.layers[lid].outputs)]
+    if len(last) != 1 or len(model.layers[last[0]].outputs) != 1:
+        return []
+    tensor = model.layers[last[0]].outputs[0]
+    if not (tensor.quantized and tensor.dtype in ("int8", "uint8", "int16") and len(tensor.scales) == 1):
+        return []
+    fits = [k for k, (numel, dtype) in enumerate(kinds)
+            if dtype == "float32" and numel == _numel(tensor.shape)]
+    zero_point = tensor.zero_points[0] if tensor.zero_points else 0
+    how = (tensor.scales[0], zero_point, tensor.dtype)
+    return [Slot(last[0], 0, outs[fits[0]], dequantized=how)] if len(fits) == 1 else []
+
+
+def requantize(value: np.ndarray, scale: float, zero_point: int, dtype: str) -> np.ndarray | None:
+    """The quantized tensor a kernel wrote dequantized, or None when ``value`` is not on the
+    quantization grid (the kernel computed more than the dequantize after the layer)."""
+    if scale <= 0:
+        return None
+    q = value.astype(np.float64) / float(scale) + float(zero_point)
+    rounded = np.round(q)
+    info = np.iinfo(dtype)
+    if not np.all(np.isfinite(q)) or np.max(np.abs(q - rounded), initial=0.0) > 1e-2:
+        return None
+    if rounded.size and (rounded.min() < info.min or rounded.max() > info.max):
+        return None
+    return rounded.astype(dtype)
+
+
 def _arg_kind(expr) -> tuple[int | None, str | None]:
     """``(number of elements, dtype)`` of a tensor-valued expression, where known."""
-    sinfo = getattr(expr, "struct_info", None)
+    sinfo = getattr(expr, "struct_info", None) or getattr(expr, "ty", None)  # TVM 0.27: ``ty``
     dtype = getattr(sinfo, "dtype", None)
     dtype = str(dtype) if dtype is not None and str(dtype) else None
     values = getattr(getattr(sinfo, "shape", None), "values", None)
@@ -174,6 +214,9 @@ class Observation:
     outputs: dict[tuple[int, int], np.ndarray]  # (layer, output index) -> value
     unmatched: dict[str, tuple[int, int]]  # symbol -> (static calls, runtime calls) that differ
     result: object = None
+    # Layers whose output a kernel wrote dequantized, but off their quantization grid (the
+    # kernel did more of the next layer's work): not comparable.
+    off_grid: set = field(default_factory=set)
 
 
 def run_observed(vm_module, plan: KernelPlan, inputs: list[np.ndarray], device) -> Observation:
@@ -201,14 +244,18 @@ def run_observed(vm_module, plan: KernelPlan, inputs: list[np.ndarray], device) 
     args = [tvm.runtime.tensor(x, device) for x in inputs]
     result = vm["main"](*args)
     unmatched = {sym: (n, seen.get(sym, 0)) for sym, n in plan.counts.items() if seen.get(sym, 0) != n}
-    outputs = {}
+    outputs, off_grid = {}, set()
     for (symbol, _k), got in pending.items():
         if symbol in unmatched:
             continue
         for s, value in got:
+            if value is not None and s.dequantized:
+                value = requantize(value, *s.dequantized)
+                if value is None:
+                    off_grid.add(s.layer)
             if value is not None:
                 outputs[(s.layer, s.output)] = value
-    return Observation(outputs, unmatched, result)
+    return Observation(outputs, unmatched, result, off_grid)
 
 
 def layer_label(layer: LayerInfo) -> str:

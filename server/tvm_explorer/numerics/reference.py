@@ -15,7 +15,7 @@ kind and graph; ``check_same_graph`` names the first tensor it lacks or types di
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -49,6 +49,9 @@ class ReferenceRun:
     path: str
     tensors: dict[str, np.ndarray]
     quantization: dict[str, Quantization]
+    # Quantized tensors: how many steps the reference's own two kernel sets differ by on
+    # this input (LiteRT's optimized builtin kernels against its reference kernels).
+    spread: dict[str, float] = field(default_factory=dict)
 
 
 def _kind(path) -> str:

@@ -20,7 +20,8 @@ from ..errors import ExplorerError
 from ..model.loader import LoadedModel
 from ..provenance import OriginTable
 from ..runtime.inputs import DEFAULT_SEED, inputs_for, model_inputs
-from .compare import COSINE_MIN, FLOAT_ABS_FLOOR, FLOAT_REL_TOLERANCE, MAX_STEPS, Error, compare, worst
+from .compare import (COSINE_MIN, FLOAT_ABS_FLOOR, FLOAT_REL_TOLERANCE, MAX_STEPS, SPREAD_FACTOR, Error,
+                      compare, worst)
 from .observe import KernelPlan, Observation, kernel_plan, run_observed
 from .reference import ReferenceRun, check_same_graph, describe, quantization_of, run_reference
 from .schema import SCHEMA_VERSION, unit, validate
@@ -109,8 +110,12 @@ def _figures(layer, plan: KernelPlan, obs: Observation, ref: ReferenceRun, ours_
             value = obs.outputs.get((layer.id, j))
             if value is None or t.name not in ref.tensors:
                 continue
-            errors.append(compare(value, ref.tensors[t.name], ours_q.get(t.name), ref_q.get(t.name)))
-    elif layer.id not in plan.hidden_in:
+            errors.append(compare(value, ref.tensors[t.name], ours_q.get(t.name), ref_q.get(t.name),
+                                  ref.spread.get(t.name)))
+    if kernel is not None and layer.id in obs.off_grid:
+        note = (f"kernel {kernel} writes this output dequantized together with more work of the "
+                "next layer: not comparable")
+    elif kernel is None and layer.id not in plan.hidden_in:
         note = ("no kernel call of the compiled main is marked as producing this output "
                 "(folded into a constant, computed in place, or its origin mark was lost)")
     if not errors:
@@ -118,9 +123,12 @@ def _figures(layer, plan: KernelPlan, obs: Observation, ref: ReferenceRun, ours_
                 "diverges": False, "kernel": None, "hidden_in": plan.hidden_in.get(layer.id),
                 "note": note}
     err: Error = worst(errors)
-    return {"observed": True, "max_abs": _finite(err.max_abs), "max_rel": _finite(err.max_rel),
-            "cosine": err.cosine, "steps": err.steps, "diverges": err.diverges, "kernel": kernel,
-            "hidden_in": None, "note": err.note}
+    out = {"observed": True, "max_abs": _finite(err.max_abs), "max_rel": _finite(err.max_rel),
+           "cosine": err.cosine, "steps": err.steps, "diverges": err.diverges, "kernel": kernel,
+           "hidden_in": None, "note": err.note}
+    if err.budget is not None:
+        out["step_budget"] = err.budget
+    return out
 
 
 def _first(entries: list[dict], key=lambda e: e) -> dict | None:
@@ -182,7 +190,8 @@ def run_numerics(model: LoadedModel, target: str, executable, final_relax, origi
         "inputs": os.path.abspath(options.inputs) if options.inputs else f"seeded random (seed {options.seed})",
         "mode": "unfused" if unfused is not None else "fused",
         "thresholds": {"float_rel_tolerance": FLOAT_REL_TOLERANCE, "float_abs_floor": FLOAT_ABS_FLOOR,
-                       "cosine_min": COSINE_MIN, "max_steps": MAX_STEPS},
+                       "cosine_min": COSINE_MIN, "max_steps": MAX_STEPS,
+                       "spread_factor": SPREAD_FACTOR},
         "layers": layers,
         "first_divergence": _first(layers),
     }

@@ -110,7 +110,8 @@ def format_error(entry: dict, quote=str) -> str:
     parts = [f"max abs {num(entry['max_abs'])} (rel {num(entry['max_rel'])})",
              f"cosine {entry['cosine']:.6f}"]
     if entry.get("steps") is not None:
-        parts.append(f"{entry['steps']:g} steps")
+        budget = entry.get("step_budget")
+        parts.append(f"{entry['steps']:g} steps" + (f" (budget {budget:g})" if budget else ""))
     verdict = "DIVERGES" if entry["diverges"] else "matches"
     note = f" ({quote(entry['note'])})" if entry.get("note") else ""
     return ", ".join(parts) + f" — {verdict}{note}"

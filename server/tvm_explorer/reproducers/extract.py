@@ -11,7 +11,7 @@ from pathlib import Path
 from .. import __version__
 from ..bundle.reader import Bundle, Layer
 from ..errors import ExplorerError
-from ..model.names import layer_name
+from ..model.names import name_of
 from .harness import HARNESS
 from .reference import ReferenceBuilder
 from .script_text import check_functions, comment, tvm_import
@@ -37,7 +37,7 @@ class Reproducer:
 def describe_layer(layer: Layer) -> str:
     """``op 3 MAX_POOL_2D small_cnn_1/max_pooling2d_1`` (with the subgraph when not 0)."""
     where = f"subgraph {layer.subgraph} " if layer.subgraph else ""
-    name = layer_name(layer.opcode, list(layer.outputs))
+    name = name_of(layer)
     return f"{where}op {layer.op_index} {layer.opcode}" + (f" {name}" if name else "")
 
 

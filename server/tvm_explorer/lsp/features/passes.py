@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from lsprotocol import types
 
-from ...model.names import layer_name
+from ...model.names import name_of
 from ...navigation.passes import next_pass, previous_pass
 from ...navigation.places import layer_places, layers_of
 from ..protocol import LayerPlaceInfo, LayerPlacesResult, LayerRef, PassRef
@@ -40,7 +40,7 @@ class PassSteps:
         if q is None:
             return LayerPlacesResult([], [])
         layers = layers_of(q.view, q.path, q.offset, q.keep)
-        refs = [LayerRef(lay.subgraph, lay.op_index, lay.opcode, layer_name(lay.opcode, list(lay.outputs)))
+        refs = [LayerRef(lay.subgraph, lay.op_index, lay.opcode, name_of(lay))
                 for lay in layers]
         out = []
         for sp in layer_places(q.view, [lay.id for lay in layers]):
