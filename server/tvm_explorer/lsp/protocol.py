@@ -150,14 +150,18 @@ class LayerPlaceInfo:
     range: types.Range
     last_of_stage: bool
     changed: bool
+    role: str = "compute"
+    function: str = ""
 
 
 @attrs.define
 class LayerPlacesResult:
-    """``tvmExplorer/layerPlaces`` result."""
+    """``tvmExplorer/layerPlaces`` result (``summary``: the code lens's text for these
+    layers)."""
 
     layers: list[LayerRef]
     places: list[LayerPlaceInfo]
+    summary: str = ""
 
 
 @attrs.define
