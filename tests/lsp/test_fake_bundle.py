@@ -218,7 +218,7 @@ async def test_document_symbols_nest(client, bundle):
     model = await client.text_document_document_symbol_async(
         types.DocumentSymbolParams(doc(bundle, "model.tflgraph")))
     assert [(s.name, s.detail) for s in model] == [
-        ("0: CONV_2D", "conv1"), ("1: RELU", "relu1"), ("2: ADD", "out")]
+        ("0: CONV_2D conv1", "conv1"), ("1: RELU relu1", "relu1"), ("2: ADD out", "out")]
 
 
 async def test_code_lens_counts_places_per_layer(client, bundle):
