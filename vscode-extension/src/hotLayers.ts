@@ -57,6 +57,7 @@ export class HotLayersProvider implements vscode.TreeDataProvider<HotNode>, vsco
           all.push({ kind: 'bundle', bundle, costs });
         }
       }
+      all.sort(byHeat);
       this.setMessage(all);
       // One bundle: its layers at the top level.
       return all.length === 1 ? this.layers(all[0]) : all;
@@ -133,4 +134,12 @@ export async function revealLayer(uri: string, start: { line: number; character:
     preview: false,
   });
   await showPlaces(uri, start);
+}
+
+/** Bundles in the order Hot Layers lists them: the profiled ones first, slowest run first, then
+ * the ones without a profile (ranked by code size only), by folder name. */
+export function byHeat(a: { bundle: Bundle; costs: ext.CostsResult }, b: { bundle: Bundle; costs: ext.CostsResult }): number {
+  const ta = a.costs.measured ? a.costs.total_ms ?? 0 : -1;
+  const tb = b.costs.measured ? b.costs.total_ms ?? 0 : -1;
+  return tb - ta || path.basename(a.bundle.dir).localeCompare(path.basename(b.bundle.dir));
 }

@@ -152,6 +152,8 @@ export interface NumericsLayer {
   steps: number | null;
   /** The layer's entry in the model document. */
   location: lc.Location | null;
+  /** For a layer not observed: the fused kernel that hid it and what to do. */
+  hint?: string | null;
 }
 export interface NumericsResult {
   /** Empty when the bundle has no numerics. */

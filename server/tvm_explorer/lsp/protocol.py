@@ -183,6 +183,7 @@ class NumericsLayer:
     cosine: Optional[float] = None
     steps: Optional[float] = None
     location: Optional[types.Location] = None
+    hint: Optional[str] = None
 
 
 @attrs.define
