@@ -200,9 +200,9 @@ export class LayerPlacesProvider implements vscode.TreeDataProvider<PlaceNode>, 
       item.description =
         node.stage === 'model'
           ? plural(node.places.length, 'entry', 'entries')
-          : `${plural(groupPlaces(computing).length, 'function')} · ${plural(computing.length, 'statement')}${
-              node.stage === 'relax' || node.stage === 'tir' ? ` in ${plural(passes, 'pass', 'passes')}` : ''
-            }`;
+          : node.stage === 'relax' || node.stage === 'tir'
+            ? `${plural(computing.length, 'statement')} in ${plural(passes, 'pass', 'passes')}`
+            : `${plural(groupPlaces(computing).length, 'function')} · ${plural(computing.length, 'statement')}`;
       item.iconPath = new vscode.ThemeIcon(node.stage === 'model' ? 'symbol-class' : node.stage === 'code' ? 'file-code' : 'layers');
       return item;
     }
