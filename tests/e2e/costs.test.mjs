@@ -5,15 +5,22 @@
  * times in the pass view. Screenshots in test-artifacts/vscode/ (prefix costs-).
  */
 import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { test } from 'node:test';
+import { PYTHON, REPO } from './lib/paths.mjs';
 import { bundleSuite, hoverNamingLayer, openAt } from './lib/suite.mjs';
 import { activeTabTitle, poll, runCommand, screenshot } from './lib/workbench.mjs';
 
 const suite = bundleSuite({
   compile: { name: 'small_cnn_profiled', extra: ['--profile', '--repeat', '3'] },
   shots: 'costs-',
+  // A second bundle, not profiled, named to sort first: Hot Layers must still list the
+  // profiled bundle (and its slowest layer) first.
+  prepare: (folder) => execFileSync(join(dirname(PYTHON), 'tvm-explorer'),
+    ['compile', join(REPO, 'tests', 'models', 'small_cnn_fp32.tflite'), '-o', join(folder, 'a_unprofiled.bundle'), '--target', 'c'],
+    { cwd: REPO, stdio: ['ignore', 'inherit', 'inherit'], timeout: 600000 }),
 });
 
 const costs = () => JSON.parse(readFileSync(join(suite.bundle.root, 'costs.json'), 'utf8'));
@@ -35,6 +42,11 @@ test('Hot Layers lists the layers by measured time and a click opens the layer a
   const rows = page.locator('[id="workbench.view.extension.tvmExplorer"] .monaco-list-row[aria-label^="rank "]');
   await rows.first().waitFor({ state: 'visible', timeout: 90000 });
   await screenshot(page, 'costs-01-hot-layers');
+  // Profiled bundles first (by time), then the unprofiled one.
+  const bundles = (await page.locator('[id="workbench.view.extension.tvmExplorer"] .pane', { has: page.locator('.pane-header', { hasText: 'Hot Layers' }) })
+    .locator('.monaco-list-row').allTextContents()).filter((t) => t.includes('.bundle'));
+  console.log(`Hot Layers bundles: ${bundles.join(' | ')}`);
+  assert.ok(bundles.length === 0 || bundles[0].includes('ms per run'), `an unprofiled bundle is listed first: ${bundles.join(' | ')}`);
   const first = await rows.first().getAttribute('aria-label');
   assert.match(first, new RegExp(`^rank 1: ${ranked[0].opcode} ${ranked[0].name.replace(/[.*+?^${}()|[\]\\/]/g, '\\$&')}, \\d+\\.\\d\\d ms · \\d+ %`));
   assert.equal(ranked[0].opcode, 'CONV_2D', 'a convolution is the slowest layer of the small CNN');

@@ -163,10 +163,20 @@ test('Layer Places lists the layer by stage in pipeline order, filters, and open
   const stageOrder = (rows) => rows.map((r) => /^(Model|Relax|TIR|Generated)(?=\d| code\d)/.exec(r)?.[1]).filter(Boolean);
   await chooseFilter(page, 'Last document of each stage');
   await screenshot(page, 'jumps-06-layer-places-last');
+  // Expanded: the places computing the layer, file:line first, its stores grouped by function;
+  // none of the Relax bookkeeping (allocations, shape checks, kills) around it.
+  const expanded = await placesRows(page);
+  console.log(`last document of each stage: ${expanded.join(' | ')}`);
+  assert.ok(!expanded.some((r) => /R\.null_value|match_shape|alloc_storage|kill_object|alloc_tensor/.test(r)), `bookkeeping listed: ${expanded.join(' | ')}`);
+  const relaxPlace = expanded.find((r) => /^\d{3}-[\w.]+\.relax:\d+/.test(r));
+  assert.ok(relaxPlace && relaxPlace.includes('fused_conv2d'), `no Relax row led by file:line: ${expanded.join(' | ')}`);
+  assert.ok(expanded.some((r) => /^module\.c:\d+–\d+\s*fused_conv2d\w* · \d+ statements/.test(r)), `the C stores are not one function row: ${expanded.join(' | ')}`);
+  const message = (await placesPane(page).locator('.message, .pane-body .message').first().textContent().catch(() => '')) ?? '';
+  console.log(`view message: ${message}`);
   let rows = await stageRows(page);
   assert.deepEqual(stageOrder(rows), ['Model', 'Relax', 'TIR', 'Generated']);
   for (const stage of ['Relax', 'TIR']) {
-    const m = /(\d+) places? in (\d+) pass/.exec(rows.find((r) => r.startsWith(stage)));
+    const m = /(\d+) statements? in (\d+) pass/.exec(rows.find((r) => r.startsWith(stage)));
     assert.ok(m && Number(m[2]) === 1, `${stage}: the last document only, not ${rows.find((r) => r.startsWith(stage))}`);
   }
 
@@ -181,7 +191,7 @@ test('Layer Places lists the layer by stage in pipeline order, filters, and open
   rows = await stageRows(page);
   assert.deepEqual(stageOrder(rows), ['Model', 'Relax', 'TIR', 'Generated']);
   const relax = rows.find((r) => r.startsWith('Relax'));
-  const m = /(\d+) places? in (\d+) pass/.exec(relax);
+  const m = /(\d+) statements? in (\d+) pass/.exec(relax);
   assert.ok(m && Number(m[2]) > 1, `the Relax stage lists one pass only: ${relax}`);
   // Pass groups come in pipeline order.
   await placesPane(page).locator('.monaco-list-row', { hasText: 'Relax' }).first().click();
@@ -189,6 +199,12 @@ test('Layer Places lists the layer by stage in pipeline order, filters, and open
   rows = await placesRows(page);
   const passNumbers = rows.map((r) => /#(\d+)/.exec(r)).filter(Boolean).map((x) => Number(x[1]));
   assert.deepEqual(passNumbers, [...passNumbers].sort((a, b) => a - b), `passes out of order: ${passNumbers}`);
+  // The bookkeeping of the memory-planning passes is shown apart, collapsed.
+  await placesPane(page).locator('.monaco-list-row', { hasText: 'KillAfterLastUse' }).first().click();
+  await sleep(300);
+  rows = await placesRows(page);
+  assert.ok(rows.some((r) => /^Bookkeeping\d+ bindings? around the layer/.test(r)), `no Bookkeeping row: ${rows.join(' | ')}`);
+  await screenshot(page, 'jumps-08b-layer-places-relax-passes');
 
   // Clicking a place of the generated code opens it, in the preview tab, at its line.
   await chooseFilter(page, 'Generated code only');
@@ -220,7 +236,7 @@ test('the places code lens on a model layer opens Layer Places on that layer, gr
     const number = page.locator('.editor-instance .margin-view-overlays .line-numbers', { hasText: new RegExp(`^${entry.line + 1}$`) }).first();
     const lineBox = await number.boundingBox().catch(() => null);
     if (!lineBox) return undefined;
-    const anchors = page.locator('.editor-instance .codelens-decoration a', { hasText: /places? in generated code/ });
+    const anchors = page.locator('.editor-instance .codelens-decoration a', { hasText: /functions? in generated code/ });
     let best;
     for (const a of await anchors.all()) {
       const box = await a.boundingBox();
@@ -244,12 +260,47 @@ test('the places code lens on a model layer opens Layer Places on that layer, gr
   const rows = await stageRows(page);
   const stages = rows.map((r) => /^(Model|Relax|TIR|Generated)(?=\d| code\d)/.exec(r)?.[1]).filter(Boolean);
   assert.deepEqual(stages, ['Model', 'Relax', 'TIR', 'Generated']);
-  // The view lists as many places in generated code as the lens counts.
-  const code = Number(/^(\d+) places? in generated code/.exec(lensText)[1]);
+  // The view lists as many functions in generated code as the lens counts, and says the
+  // lens's words.
+  const code = Number(/^(\d+) functions? in generated code/.exec(lensText)[1]);
   const generated = rows.find((r) => r.startsWith('Generated'));
-  assert.ok(code > 0 && Number(/(\d+) places?/.exec(generated)?.[1]) === code, `lens "${lensText}" vs view row "${generated}"`);
+  assert.ok(code > 0 && Number(/(\d+) functions?/.exec(generated)?.[1]) === code, `lens "${lensText}" vs view row "${generated}"`);
+  assert.ok(((await pane.textContent()) ?? '').includes(lensText), `the view's message does not say "${lensText}"`);
   console.log(`lens "${lensText}"; view: ${rows.join(' | ')}`);
 });
+
+test('Go to Symbol in Workspace (Ctrl+T) finds a layer by its TF name and opens its model entry', async () => {
+  const { session, bundle } = suite;
+  const { page } = session;
+  const cPath = bundle.documents('code').find((p) => p.endsWith('.c'));
+  const layer = bundle.statementOf(cPath, 'CONV_2D').layers[0];
+  const entry = bundle.layerEntry(layer.id);
+  const tfName = layer.name || entry.text.split(/\s+/)[3];
+  await focusEditor(page);
+  await page.keyboard.press('Control+T');
+  const input = page.locator('.quick-input-widget input');
+  await input.waitFor({ state: 'visible' });
+  await input.fill(`#${tfName}`);
+  const row = await poll(async () => {
+    const rows = page.locator('.quick-input-list .monaco-list-row', { hasText: `op ${layer.op_index} ${layer.opcode}` });
+    return (await rows.count()) > 0 ? rows.first() : undefined;
+  }, { timeoutMs: 60000, intervalMs: 300 });
+  await screenshot(page, 'jumps-11-workspace-symbol');
+  assert.ok(row, `Ctrl+T "${tfName}" lists no op ${layer.op_index} ${layer.opcode}`);
+  const text = ((await row.textContent()) ?? '').replace(/\u00a0/g, ' ');
+  assert.ok(text.includes(tfName), `row "${text}" does not name ${tfName}`);
+  await row.click();
+  const pos = await poll(async () => {
+    const p = await cursorPosition(page);
+    return (await activeTabTitle(page)).includes('model.tflgraph') && p?.line === entry.line + 1 ? p : undefined;
+  }, { timeoutMs: 30000 });
+  await screenshot(page, 'jumps-12-workspace-symbol-opened');
+  assert.ok(pos, `the symbol did not open model.tflgraph at line ${entry.line + 1}`);
+});
+
+async function focusEditor(page) {
+  await page.locator('.editor-instance .monaco-editor').first().click({ position: { x: 200, y: 60 } }).catch(() => {});
+}
 
 /** The lines of a bundle document (an empty side: one empty line). */
 function linesOf(bundle, path) {

@@ -218,15 +218,15 @@ async def test_document_symbols_nest(client, bundle):
     model = await client.text_document_document_symbol_async(
         types.DocumentSymbolParams(doc(bundle, "model.tflgraph")))
     assert [(s.name, s.detail) for s in model] == [
-        ("0: CONV_2D", "conv1"), ("1: RELU", "relu1"), ("2: ADD", "out")]
+        ("0: CONV_2D conv1", "conv1"), ("1: RELU relu1", "relu1"), ("2: ADD out", "out")]
 
 
 async def test_code_lens_counts_places_per_layer(client, bundle):
     lenses = await client.text_document_code_lens_async(
         types.CodeLensParams(doc(bundle, "model.tflgraph")))
     assert [lens.command.title for lens in lenses] == [
-        "1 place in generated code · 2 in IR", "1 place in generated code · 2 in IR",
-        "1 place in generated code · 2 in IR"]
+        "1 function in generated code · 2 in IR", "1 function in generated code · 2 in IR",
+        "1 function in generated code · 2 in IR"]
     assert lenses[0].command.command == "tvmExplorer.showReferences"
     assert not await client.text_document_code_lens_async(
         types.CodeLensParams(doc(bundle, "code/module.c")))
@@ -262,7 +262,7 @@ async def test_hover_on_model_layer_and_fused_binding(client, bundle):
     hover = await client.text_document_hover_async(types.HoverParams(
         doc(bundle, "model.tflgraph"), position_of(TEXTS["model.tflgraph"], "ADD")))
     assert hover.contents.value.startswith("**ADD** `out` — op 2  \n")
-    assert "Ended up in 1 place in generated code · 2 in IR." in hover.contents.value
+    assert "Ended up in 1 function in generated code · 2 in IR." in hover.contents.value
     assert "Model document of `tiny.tflite`" in hover.contents.value
     path = "relax/007-FuseTIR.relax"
     hover = await client.text_document_hover_async(types.HoverParams(

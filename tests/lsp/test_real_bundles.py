@@ -115,14 +115,16 @@ async def test_references_and_code_lens_agree(client, cnn):
         refs = await client.text_document_references_async(types.ReferenceParams(
             text_document=td(cnn, "model.tflgraph"), position=lens.range.start,
             context=types.ReferenceContext(include_declaration=False)))
-        code, ir = map(int, re.match(r"(\d+) places? in generated code · (\d+) in IR",
+        code, ir = map(int, re.match(r"(\d+) functions? in generated code · (\d+) in IR",
                                      lens.command.title).groups())
-        assert code + ir == len(refs)
-        assert code == len([r for r in refs if r.uri.endswith("code/module.c")])
         entry = model.split("\n")[lens.range.start.line]
         funcs = [f for f, op in SMALL_CNN_FUNCS.items() if entry.startswith(op)]
         in_c = [r for r in refs if r.uri.endswith("code/module.c")]
         c_text = cnn.text("code/module.c")
+        # The lens counts the C functions holding the references (their stores grouped).
+        holding = {f for f, (start, end) in bodies.items()
+                   if any(start <= _offset(c_text, r.range.start) < end for r in in_c)}
+        assert code == len(holding) and ir >= 1 and len(refs) >= code + ir, (entry, lens.command.title)
         for func in funcs:  # every C function computing this layer is among the references
             start, end = bodies[func]
             assert any(start <= _offset(c_text, r.range.start) < end for r in in_c), (entry, func)

@@ -150,8 +150,16 @@ async def test_compare_requests(client: LanguageClient, real_workspace):
         "a": a, "b": b, "subgraph": 0, "op_index": 0, "side": "a"})
     side_b = await ask("tvmExplorer/compareLayerCode", {
         "a": a, "b": b, "subgraph": 0, "op_index": 0, "side": "b"})
-    assert "__tvm_ffi_fused_conv2d_add_relu" in side_a["text"] and side_a["language"] == "c"
+    assert "fused_conv2d_add_relu" in side_a["text"] and side_a["language"] == "c"
     assert "fused_conv2d_add_relu_kernel" in side_b["text"] and side_b["language"] == "cuda-cpp"
+    # The layer's own computing lines (loops and stores), as many as the lens counts: the
+    # diff opens on the conv's loops, not on the function's FFI argument checks.
+    for side, row in ((side_a, got["layers"][0]["a"]), (side_b, got["layers"][0]["b"])):
+        lines = side["text"].split("\n")
+        assert lines[0].startswith("// ---- code/")
+        assert lines[1].lstrip().startswith("for (") or "conv2d_nhwc" in lines[1], lines[1]
+        assert not any(w in side["text"] for w in ("num_args", "TVMFFIErrorSetRaised", "type_index"))
+        assert len([x for x in lines[1:] if x.strip()]) == row["code_lines"]
     # the bundles as the comparison names them (paths) work as well as URIs
     again = await ask("tvmExplorer/compareLayerCode", {
         "a": got["a"], "b": got["b"], "subgraph": 0, "op_index": 0, "side": "b"})

@@ -60,6 +60,7 @@ export class HotLayersProvider implements vscode.TreeDataProvider<HotNode>, vsco
           damaged.push(costs.reason); // a damaged costs.json: say so instead of an empty view
         }
       }
+      all.sort(byHeat);
       this.setMessage(all);
       if (this.view && damaged.length && !all.length) {
         this.view.message = damaged.join('\n');
@@ -139,4 +140,12 @@ export async function revealLayer(uri: string, start: { line: number; character:
     preview: false,
   });
   await showPlaces(uri, start);
+}
+
+/** Bundles in the order Hot Layers lists them: the profiled ones first, slowest run first, then
+ * the ones without a profile (ranked by code size only), by folder name. */
+export function byHeat(a: { bundle: Bundle; costs: ext.CostsResult }, b: { bundle: Bundle; costs: ext.CostsResult }): number {
+  const ta = a.costs.measured ? a.costs.total_ms ?? 0 : -1;
+  const tb = b.costs.measured ? b.costs.total_ms ?? 0 : -1;
+  return tb - ta || path.basename(a.bundle.dir).localeCompare(path.basename(b.bundle.dir));
 }

@@ -24,18 +24,43 @@ const STATE_KEY = 'tvmExplorer.layerPlaces.filter';
 export type PlaceNode =
   | { kind: 'stage'; stage: string; places: ext.LayerPlace[] }
   | { kind: 'pass'; stage: string; pass: { index: number; name: string }; places: ext.LayerPlace[] }
+  | { kind: 'group'; key: string; places: ext.LayerPlace[] }
+  | { kind: 'bookkeeping'; key: string; places: ext.LayerPlace[] }
   | { kind: 'place'; place: ext.LayerPlace };
 
-/** The places a filter keeps (the model entry is always kept: it is where the layer is). */
+const role = (p: ext.LayerPlace) => p.role ?? 'compute';
+
+/** The places a filter keeps (the model entry is always kept: it is where the layer is).
+ * "Last document of each stage" is the map the code lens counts: the statements computing the
+ * layer, not the Relax bookkeeping around it nor the TIR printed inside a Relax module. */
 export function filterPlaces(places: ext.LayerPlace[], filter: PlacesFilter): ext.LayerPlace[] {
   if (filter === 'code') {
     return places.filter((p) => p.stage === 'code');
   }
   if (filter === 'last') {
-    return places.filter((p) => p.stage === 'model' || p.stage === 'code' || p.last_of_stage);
+    return places.filter((p) => p.stage === 'model' || ((p.stage === 'code' || p.last_of_stage) && role(p) === 'compute'));
   }
   return places.filter((p) => p.stage === 'model' || p.stage === 'code' || p.changed || p.last_of_stage);
 }
+
+/** Places grouped by document and function, in order of first place: the many stores of one
+ * kernel are one row (as the code lens counts them). */
+export function groupPlaces(places: ext.LayerPlace[]): ext.LayerPlace[][] {
+  const groups = new Map<string, ext.LayerPlace[]>();
+  for (const p of places) {
+    const key = `${p.uri}\u0000${p.function ?? ''}`;
+    const group = groups.get(key);
+    if (group) {
+      group.push(p);
+    } else {
+      groups.set(key, [p]);
+    }
+  }
+  return [...groups.values()];
+}
+
+const fileOf = (uri: string) => vscode.Uri.parse(uri).path.split('/').slice(-1)[0];
+const plural = (n: number, word: string, words = `${word}s`) => `${n} ${n === 1 ? word : words}`;
 
 export class LayerPlacesProvider implements vscode.TreeDataProvider<PlaceNode>, vscode.Disposable {
   private readonly changed = new vscode.EventEmitter<PlaceNode | undefined>();
@@ -78,7 +103,7 @@ export class LayerPlacesProvider implements vscode.TreeDataProvider<PlaceNode>, 
       const key = `${p.uri}:${p.range.start.line}:${p.range.start.character}:${p.range.end.line}:${p.range.end.character}`;
       return !seen.has(key) && !!seen.add(key);
     });
-    this.result = { layers: result.layers, places };
+    this.result = { layers: result.layers, places, summary: result.summary };
     this.lines.clear();
     this.update();
     await vscode.commands.executeCommand('tvmExplorer.layerPlaces.focus');
@@ -106,8 +131,8 @@ export class LayerPlacesProvider implements vscode.TreeDataProvider<PlaceNode>, 
     this.generation += 1;
     if (this.view && this.result) {
       const layers = this.result.layers.map((l) => `${l.opcode} op ${l.op_index}${l.name ? ` ${l.name}` : ''}`);
-      const shown = filterPlaces(this.result.places, this.filter).length;
-      this.view.message = `${layers.join(', ')} — ${shown} of ${this.result.places.length} places (${FILTERS.find((f) => f.id === this.filter)?.label.toLowerCase()})`;
+      const filter = FILTERS.find((f) => f.id === this.filter)?.label.toLowerCase();
+      this.view.message = `${layers.join(', ')} — ${this.result.summary || `${this.result.places.length} places`} (${filter})`;
     }
     this.changed.fire(undefined);
   }
@@ -128,10 +153,11 @@ export class LayerPlacesProvider implements vscode.TreeDataProvider<PlaceNode>, 
     }
     if (node.kind === 'stage') {
       const byPass = new Map<number, PlaceNode & { kind: 'pass' }>();
+      const loose: ext.LayerPlace[] = [];
       const out: PlaceNode[] = [];
       for (const place of node.places) {
         if (!place.pass) {
-          out.push({ kind: 'place', place });
+          loose.push(place);
           continue;
         }
         let group = byPass.get(place.pass.index);
@@ -142,22 +168,42 @@ export class LayerPlacesProvider implements vscode.TreeDataProvider<PlaceNode>, 
         }
         group.places.push(place);
       }
-      return out;
+      return [...this.grouped(loose, node.stage), ...out];
     }
     if (node.kind === 'pass') {
+      return this.grouped(node.places, `${node.stage}:${node.pass.index}`);
+    }
+    if (node.kind === 'group' || node.kind === 'bookkeeping') {
       return node.places.map((place) => ({ kind: 'place', place }));
     }
     return [];
+  }
+
+  /** Rows of a stage or pass: one per function (its places below it when more than one), then
+   * the Relax bookkeeping apart, collapsed. */
+  private grouped(places: ext.LayerPlace[], key: string): PlaceNode[] {
+    const out: PlaceNode[] = groupPlaces(places.filter((p) => role(p) !== 'bookkeeping')).map((group) =>
+      group.length === 1 ? { kind: 'place', place: group[0] } : { kind: 'group', key: `${key}:${group[0].uri}:${group[0].function}`, places: group },
+    );
+    const bookkeeping = places.filter((p) => role(p) === 'bookkeeping');
+    if (bookkeeping.length) {
+      out.push({ kind: 'bookkeeping', key, places: bookkeeping });
+    }
+    return out;
   }
 
   getTreeItem(node: PlaceNode): vscode.TreeItem {
     if (node.kind === 'stage') {
       const item = new vscode.TreeItem(STAGE_LABELS[node.stage] ?? node.stage, vscode.TreeItemCollapsibleState.Expanded);
       item.id = `${this.generation}:${node.stage}`;
+      const computing = node.places.filter((p) => role(p) !== 'bookkeeping');
       const passes = new Set(node.places.map((p) => p.pass?.index ?? -1)).size;
-      item.description = `${node.places.length} place${node.places.length === 1 ? '' : 's'}${
-        node.stage === 'relax' || node.stage === 'tir' ? ` in ${passes} pass${passes === 1 ? '' : 'es'}` : ''
-      }`;
+      item.description =
+        node.stage === 'model'
+          ? plural(node.places.length, 'entry', 'entries')
+          : node.stage === 'relax' || node.stage === 'tir'
+            ? `${plural(computing.length, 'statement')} in ${plural(passes, 'pass', 'passes')}`
+            : `${plural(groupPlaces(computing).length, 'function')} · ${plural(computing.length, 'statement')}`;
       item.iconPath = new vscode.ThemeIcon(node.stage === 'model' ? 'symbol-class' : node.stage === 'code' ? 'file-code' : 'layers');
       return item;
     }
@@ -169,14 +215,35 @@ export class LayerPlacesProvider implements vscode.TreeDataProvider<PlaceNode>, 
       item.iconPath = new vscode.ThemeIcon('diff', new vscode.ThemeColor('charts.yellow'));
       return item;
     }
+    if (node.kind === 'group') {
+      const first = node.places[0];
+      const lines = node.places.map((p) => p.range.start.line + 1);
+      const range = `${fileOf(first.uri)}:${Math.min(...lines)}–${Math.max(...lines)}`;
+      const item = new vscode.TreeItem(range, node.places.length > 12 ? vscode.TreeItemCollapsibleState.Collapsed : vscode.TreeItemCollapsibleState.Expanded);
+      item.id = `${this.generation}:group:${node.key}`;
+      item.description = `${first.function || 'outside any function'} · ${plural(node.places.length, 'statement')}`;
+      item.tooltip = `${vscode.Uri.parse(first.uri).fsPath}:${Math.min(...lines)}–${Math.max(...lines)}\n${first.function ?? ''}`;
+      item.iconPath = new vscode.ThemeIcon('symbol-function');
+      item.command = { command: 'tvmExplorer.openPlace', title: 'Open Place', arguments: [first.uri, first.range] };
+      return item;
+    }
+    if (node.kind === 'bookkeeping') {
+      const item = new vscode.TreeItem('Bookkeeping', vscode.TreeItemCollapsibleState.Collapsed);
+      item.id = `${this.generation}:bookkeeping:${node.key}`;
+      item.description = `${plural(node.places.length, 'binding')} around the layer (allocation, shape checks, kills)`;
+      item.tooltip = 'Relax bindings that allocate, check or free the layer’s buffers: not the layer’s computation';
+      item.iconPath = new vscode.ThemeIcon('archive');
+      return item;
+    }
     const { place } = node;
     const uri = vscode.Uri.parse(place.uri);
     const line = place.range.start.line;
     const text = this.lineText(uri, line);
-    const item = new vscode.TreeItem(text || `line ${line + 1}`, vscode.TreeItemCollapsibleState.None);
+    // file:line first: the rows of a list of places are read by where they are.
+    const item = new vscode.TreeItem(`${fileOf(place.uri)}:${line + 1}`, vscode.TreeItemCollapsibleState.None);
     item.id = `${this.generation}:${place.uri}:${line}:${place.range.start.character}:${place.range.end.line}:${place.range.end.character}`;
-    item.description = `${uri.path.split('/').slice(-1)[0]}:${line + 1}`;
-    item.tooltip = `${uri.fsPath}:${line + 1}\n${text}`;
+    item.description = text;
+    item.tooltip = `${uri.fsPath}:${line + 1}${place.function ? ` (in ${place.function})` : ''}\n${text}`;
     item.iconPath = new vscode.ThemeIcon('location');
     item.command = {
       command: 'tvmExplorer.openPlace',

@@ -116,10 +116,17 @@ export interface LayerPlace {
   range: lc.Range;
   last_of_stage: boolean;
   changed: boolean;
+  /** 'compute': computes the layer; 'bookkeeping': a Relax binding around it (allocation,
+   * shape checks, kills); 'embedded': TIR printed inside a Relax module. */
+  role?: 'compute' | 'bookkeeping' | 'embedded';
+  /** The function, PrimFunc or kernel holding the place (places are grouped by it). */
+  function?: string;
 }
 export interface LayerPlacesResult {
   layers: LayerRef[];
   places: LayerPlace[];
+  /** The code lens's text for these layers ("1 function in generated code · 2 in IR"). */
+  summary?: string;
 }
 /** Every place of the layer(s) at a position, through every pass. */
 export const layerPlaces = new lc.RequestType<lc.TextDocumentPositionParams, LayerPlacesResult | null, void>(
@@ -145,6 +152,8 @@ export interface NumericsLayer {
   steps: number | null;
   /** The layer's entry in the model document. */
   location: lc.Location | null;
+  /** For a layer not observed: the fused kernel that hid it and what to do. */
+  hint?: string | null;
 }
 export interface NumericsResult {
   /** Empty when the bundle has no numerics. */

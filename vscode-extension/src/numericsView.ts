@@ -83,11 +83,16 @@ export class NumericsTreeProvider implements vscode.TreeDataProvider<NumericsNod
     const item = new vscode.TreeItem(label, vscode.TreeItemCollapsibleState.None);
     item.id = `numerics:${bundle.info.uri}#${layer.subgraph}:${layer.op_index}`;
     item.description = `${shortError(layer)} · ${layer.name}`;
-    item.tooltip = untrustedMarkdown(
+    const tip = untrustedMarkdown(
       `**${word} ${layer.op_index} ${md.text(layer.opcode)}** ${md.code(layer.name)}\n\n${md.text(layer.summary)}` +
         (layer.observed_by ? `\n\nseen in the ${md.text(layer.observed_by)} build` : '') +
         (layer.first ? '\n\n**first divergence in graph order**' : ''),
     );
+    if (layer.hint) {
+      // Why it was not observed: the fused kernel that hid it, and --numerics-unfused.
+      tip.appendText(`\n\n${layer.hint}`);
+    }
+    item.tooltip = tip;
     item.iconPath = !layer.observed
       ? new vscode.ThemeIcon('eye-closed', new vscode.ThemeColor('disabledForeground'))
       : layer.first

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from bisect import bisect_left
 from dataclasses import dataclass, field
 
 from ..bundle.reader import Bundle, Layer
@@ -15,17 +16,20 @@ _COST_KEYS = ("time_ms", "share", "workspace_bytes", "flops")
 
 @dataclass
 class LayerCode:
-    """A layer's generated code in one bundle: the functions carrying it as an origin."""
+    """A layer's generated code in one bundle: in each function carrying it as an origin, its
+    own computing lines (the loops and stores whose origin is the layer, as the costs lens
+    counts them), not the function's FFI argument checks and unpacking."""
 
     layer: Layer
     name: str
     kernels: list[str] = field(default_factory=list)
     pieces: list[tuple[str, str, str]] = field(default_factory=list)  # (document, kernel, text)
     costs: dict | None = None
+    lines: int = 0  # computing lines (loops and stores) of the layer
 
     @property
     def code_lines(self) -> int:
-        return sum(text.count("\n") + 1 for _, _, text in self.pieces)
+        return self.lines
 
     def text(self) -> str:
         """The layer's code as one document (each function headed by where it comes from)."""
@@ -89,14 +93,45 @@ def layer_codes(bundle: Bundle) -> list[LayerCode]:
         (lay.subgraph, lay.op_index))) for lay in bundle.layers]
     for path in _code_documents(bundle):
         text = bundle.text(path)
-        for rng in bundle.index(path).ranges:
+        ranges = bundle.index(path).ranges
+        statements = any(rng.kind in COMPUTING for rng in ranges)
+        for rng in ranges:
             if rng.kind != "primfunc":
                 continue
             kernel = _kernel_name(rng.key, target)
-            body = text[rng.start:rng.end]
-            for lid, _ in bundle.origin_sets[rng.origin_set]:
-                code = codes[lid]
-                if kernel not in code.kernels:
-                    code.kernels.append(kernel)
-                code.pieces.append((path, rng.key[5:], body))
+            lids = [lid for lid, _ in bundle.origin_sets[rng.origin_set]]
+            for lid in lids:
+                if kernel not in codes[lid].kernels:
+                    codes[lid].kernels.append(kernel)
+            if not statements:  # function-level provenance: the function is the layer's code
+                body = text[rng.start:rng.end]
+                for lid in lids:
+                    codes[lid].pieces.append((path, rng.key[5:], body))
+                    codes[lid].lines += body.count("\n") + 1
+                continue
+            for lid, lines in _computing_lines(bundle, text, ranges, rng).items():
+                codes[lid].pieces.append((path, rng.key[5:], "\n".join(lines)))
+                codes[lid].lines += len(lines)
     return codes
+
+
+COMPUTING = ("stmt", "loop")
+
+
+def _computing_lines(bundle: Bundle, text: str, ranges, func) -> dict[int, list[str]]:
+    """Per layer, its computing lines in function ``func``: each loop's header line and each
+    store's lines, in order, indented as in the code (one count per loop or store, as
+    ``costs`` counts them)."""
+    out: dict[int, list[str]] = {}
+    first = bisect_left(ranges, func.start, key=lambda r: r.start)
+    for rng in ranges[first:]:
+        if rng.start >= func.end:
+            break
+        if rng.kind not in COMPUTING or not rng.origin_set:
+            continue
+        line_start = text.rfind("\n", 0, rng.start) + 1
+        line_end = text.find("\n", rng.start if rng.kind == "loop" else max(rng.end - 1, rng.start))
+        line = text[line_start: len(text) if line_end < 0 else line_end].rstrip()
+        for lid, _ in bundle.origin_sets[rng.origin_set]:
+            out.setdefault(lid, []).append(line)
+    return out

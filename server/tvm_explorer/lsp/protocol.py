@@ -151,14 +151,18 @@ class LayerPlaceInfo:
     range: types.Range
     last_of_stage: bool
     changed: bool
+    role: str = "compute"
+    function: str = ""
 
 
 @attrs.define
 class LayerPlacesResult:
-    """``tvmExplorer/layerPlaces`` result."""
+    """``tvmExplorer/layerPlaces`` result (``summary``: the code lens's text for these
+    layers)."""
 
     layers: list[LayerRef]
     places: list[LayerPlaceInfo]
+    summary: str = ""
 
 
 @attrs.define
@@ -180,6 +184,7 @@ class NumericsLayer:
     cosine: Optional[float] = None
     steps: Optional[float] = None
     location: Optional[types.Location] = None
+    hint: Optional[str] = None
 
 
 @attrs.define

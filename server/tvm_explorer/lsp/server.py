@@ -233,6 +233,7 @@ def create_server(poll_interval: float = 1.0) -> ExplorerServer:
     answer(types.TEXT_DOCUMENT_REFERENCES, references.references, [])
     answer(types.TEXT_DOCUMENT_DOCUMENT_HIGHLIGHT, highlights.highlights, [])
     answer(types.TEXT_DOCUMENT_DOCUMENT_SYMBOL, symbols.symbols, [])
+    answer(types.WORKSPACE_SYMBOL, symbols.workspace_symbols, [])
     answer(types.TEXT_DOCUMENT_CODE_LENS, lenses.code_lenses, [])
     answer(types.TEXT_DOCUMENT_DOCUMENT_LINK, links.links, [])
     answer(LIST_BUNDLES, requests.list_bundles, ListBundlesResult([]))

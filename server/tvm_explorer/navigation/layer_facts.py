@@ -11,7 +11,8 @@ from dataclasses import dataclass, field
 
 from .view import BundleView
 
-_TENSOR = re.compile(r"^  (in|out) +(\S+) +(\w+)\[([^\]]*)\]((?: const)?)((?: quantized.*)?)$")
+# "  in  x  int8[..]" (model.tflgraph) and "    in   x float32[..]" (ONNX / PyTorch documents)
+_TENSOR = re.compile(r"^ +(in|out) +(\S+) +(\w+)\[([^\]]*)\]((?: const)?)((?: quantized.*)?)$")
 _OPTION = re.compile(r"(\w+)=(\S+)")
 
 

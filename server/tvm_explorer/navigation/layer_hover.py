@@ -25,7 +25,10 @@ def _pair(options: dict, a: str, b: str) -> str | None:
 
 
 def attributes(opcode: str, facts: LayerFacts) -> list[str]:
-    """Key attributes: kernel size, stride, padding, dilation, fused activation, units."""
+    """Key attributes: kernel size, stride, padding, dilation, groups, fused activation, units
+    (TFLite options, ONNX attributes, PyTorch ATen arguments)."""
+    if opcode in _GRAPH_OPS:
+        return _graph_attributes(opcode, facts)
     o = facts.options
     out = []
     kernel = None
@@ -50,6 +53,73 @@ def attributes(opcode: str, facts: LayerFacts) -> list[str]:
     act = o.get("fused_activation_function")
     if act and act != "NONE":
         out.append(act)
+    return out
+
+
+# ONNX op types and PyTorch ATen targets -> what they are (conv, pool or dense)
+_GRAPH_OPS = {
+    "Conv": "conv", "ConvTranspose": "conv", "MaxPool": "pool", "AveragePool": "pool",
+    "LpPool": "pool", "Gemm": "dense", "MatMul": "dense",
+    "aten.convolution.default": "conv", "aten.conv2d.default": "conv",
+    "aten.conv1d.default": "conv", "aten.conv_transpose2d.input": "conv",
+    "aten.max_pool2d.default": "pool", "aten.max_pool2d_with_indices.default": "pool",
+    "aten.avg_pool2d.default": "pool", "aten.linear.default": "dense", "aten.addmm.default": "dense",
+}
+
+
+def _numbers(value: str | None) -> list[str]:
+    """``[2,2]`` -> ["2", "2"]; ``3`` -> ["3"]; anything else -> []."""
+    if not value:
+        return []
+    items = value.strip("[]()").split(",")
+    return [x.strip() for x in items] if all(x.strip().lstrip("-").isdigit() for x in items) else []
+
+
+def _spatial(value: str | None) -> str | None:
+    """``[2,2]`` -> "2", ``[3,1]`` -> "3×1"."""
+    nums = _numbers(value)
+    if not nums:
+        return None
+    return nums[0] if len(set(nums)) == 1 else "×".join(nums)
+
+
+def _graph_attributes(opcode: str, facts: LayerFacts) -> list[str]:
+    """The attributes of an ONNX node or a PyTorch ATen call (options by their ONNX / ATen
+    names: kernel_shape / kernel_size, strides / stride, pads / padding, dilations / dilation,
+    group / groups)."""
+    kind = _GRAPH_OPS[opcode]
+    o = facts.options
+    out = []
+    weights = facts.inputs[1] if len(facts.inputs) > 1 else None
+    if opcode == "aten.addmm.default":  # addmm(bias, x, weight^T): weight^T is [K, N]
+        weights = facts.inputs[2] if len(facts.inputs) > 2 else None
+        if weights is not None and len(weights.shape) == 2:
+            out.append(f"{weights.shape[1]} units")
+        return out
+    if kind == "dense":
+        if weights is not None and len(weights.shape) == 2:
+            # ATen linear's weight is [N, K]; ONNX Gemm's B is [K, N] unless transB=1, MatMul's
+            # B is [K, N]
+            rows = opcode.startswith("aten.") or o.get("transB") == "1"
+            out.append(f"{weights.shape[0] if rows else weights.shape[1]} units")
+        return out
+    kernel = _numbers(o.get("kernel_shape") or o.get("kernel_size"))
+    if not kernel and kind == "conv" and weights is not None and len(weights.shape) >= 3:
+        kernel = list(weights.shape[2:])
+    if kernel:
+        out.append(f"{'×'.join(kernel)} kernel")
+    if stride := _spatial(o.get("strides") or o.get("stride")):
+        out.append(f"stride {stride}")
+    pads = o.get("pads") or o.get("padding")
+    if pads is not None and (padding := _spatial(pads)):
+        out.append(f"padding {padding}" if "×" not in padding else f"pads {pads}")
+    if o.get("auto_pad") not in (None, "NOTSET", "b'NOTSET'"):
+        out.append(f"auto_pad {o['auto_pad']}")
+    if (dilation := _spatial(o.get("dilations") or o.get("dilation"))) and dilation != "1":
+        out.append(f"dilation {dilation}")
+    groups = o.get("group") or o.get("groups")
+    if groups and groups != "1":
+        out.append(f"groups {groups}")
     return out
 
 

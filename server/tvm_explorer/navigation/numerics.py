@@ -14,11 +14,50 @@ from .view import BundleView, Place
 
 @dataclass(frozen=True)
 class NumericsRow:
-    """One layer of the Numerics view: its entry and where it is in the model document."""
+    """One layer of the Numerics view: its entry and where it is in the model document, and
+    for a layer not observed, why and what to do (``hidden_hint``)."""
 
     entry: dict
     first: bool
     place: Place | None
+    hint: str | None = None
+
+
+def _kernel_of(view: BundleView, layer_id: int) -> tuple[str, list[int]] | None:
+    """The generated function computing a layer and the other layers it computes."""
+    from .places import reference_map
+
+    code = {d.path for d in view.bundle.documents if d.stage == "code"}
+    for place in reference_map(view, [layer_id]):
+        if place.path not in code:
+            continue
+        for rng in view.bundle.index(place.path).enclosing(place.start):
+            if rng.kind == "primfunc":
+                others = sorted(view.layer_map.layers_of_set[rng.origin_set] - {layer_id})
+                return rng.key.partition(":")[2], others
+    return None
+
+
+def hidden_hint(view: BundleView, data: dict, entry: dict) -> str | None:
+    """For a layer the build did not observe: the fused kernel that hid it (with the layers
+    it shares it with) and ``--numerics-unfused``, which observes every layer."""
+    if entry.get("observed"):
+        return None
+    layer = view.bundle.layer(entry["subgraph"], entry["op_index"])
+    found = _kernel_of(view, layer.id) if layer is not None else None
+    kernel = entry.get("hidden_in") or (found[0] if found else None)
+    if kernel is None:
+        return entry.get("note") or None
+    with_ = ""
+    if found and found[1]:
+        names = [f"{unit(data)} {view.bundle.layers[i].op_index} {view.bundle.layers[i].opcode}"
+                 for i in found[1][:3]]
+        with_ = f" with {', '.join(names)}{' and more' if len(found[1]) > 3 else ''}"
+    head = (f"Not observed: computed inside the fused kernel {kernel}{with_}, and the fused build "
+            "sees only a kernel's final output.")
+    if data.get("mode") == "unfused":
+        return f"{head} {entry.get('note') or 'Not observed in the unfused build either.'}"
+    return f"{head} Compile with --numerics-unfused to observe this {unit(data)} on its own."
 
 
 def _is_first(data: dict, entry: dict) -> bool:
@@ -57,7 +96,8 @@ def numerics_rows(view: BundleView) -> list[NumericsRow]:
     for entry in data["layers"]:
         layer = view.bundle.layer(entry["subgraph"], entry["op_index"])
         places = view.layer_map.model_places.get(layer.id, []) if layer else []
-        rows.append(NumericsRow(entry, _is_first(data, entry), places[0] if places else None))
+        rows.append(NumericsRow(entry, _is_first(data, entry), places[0] if places else None,
+                                hidden_hint(view, data, entry)))
     return rows
 
 

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import re
 import threading
 import weakref
 from dataclasses import dataclass
@@ -24,6 +25,13 @@ class StagePlace:
     pass_name: str | None
     last_of_stage: bool
     changed: bool
+    role: str = "compute"
+    """"compute": a statement computing the layer (a Relax binding computing its output, a
+    TIR or generated-code statement, the model entry); "bookkeeping": a Relax binding around
+    it (buffer allocation, shape checks, kills); "embedded": TIR printed inside a Relax
+    module (the TIR documents show it)."""
+    function: str = ""
+    """The function, PrimFunc or kernel the place is in (places are grouped by it)."""
 
 
 def layers_of(view: BundleView, path: str, offset: int, keep: Keep = keep_all) -> list[Layer]:
@@ -100,8 +108,49 @@ def layer_places(view: BundleView, layer_ids: list[int], changes: bool = True) -
                 same = there.by_key(p.key)
                 text = normalized(view, p.path, p.start, p.end)
                 changed = not any(normalized(view, prev.path, r.start, r.end) == text for r in same)
-            out.append(StagePlace(p, doc.stage, index, name, doc.path in last, changed))
+            out.append(StagePlace(p, doc.stage, index, name, doc.path in last, changed,
+                                  _role(view, lids, doc.stage, p), function_of(view, p)))
     return out
+
+
+# What a Relax binding calls when it only serves the computation: memory planning and kills
+# (R.memory.*, R.vm.alloc_*/kill_*, R.builtin.alloc_tensor), the VM's shape heap and checks
+# (R.null_value(), R.call_packed("vm.builtin.match_shape" / "check_tensor_info" / ...)), and
+# aliases of their results.
+_BOOKKEEPING = re.compile(
+    r'(?:R\.memory\.\w+|R\.vm\.(?:alloc|kill)_\w+|R\.builtin\.alloc_tensor|R\.null_value'
+    r'|R\.call_packed\(\s*"vm\.builtin\.|[\w.]+$)')  # the last: an alias (lv1 = alloc2)
+_BINDING_VALUE = re.compile(r"^(?:[\w.]+(?::.*?)? = )?")
+
+
+def _role(view: BundleView, layer_ids, stage: str, place: Place) -> str:
+    """See ``StagePlace.role``. In the last Relax document, as in the reference map, only the
+    bindings computing a layer's output count; before it, every binding of the layer that is
+    not bookkeeping (an unfused conv's conv2d, add and relu)."""
+    if stage != "relax":
+        return "compute"
+    if place.kind != "binding":
+        return "embedded"
+    text = view.bundle.text(place.path)[place.start:place.end]
+    value = text[_BINDING_VALUE.match(text).end():]
+    return "bookkeeping" if _BOOKKEEPING.match(value) else "compute"
+
+
+FUNCTION_KINDS = ("primfunc", "function")
+
+
+def function_of(view: BundleView, place: Place) -> str:
+    """Name of the innermost function, PrimFunc or kernel holding ``place`` ("" if none)."""
+    if place.kind in FUNCTION_KINDS:
+        return _function_name(place.key)
+    for rng in view.bundle.index(place.path).enclosing(place.start):
+        if rng.kind in FUNCTION_KINDS and rng.end >= place.end:
+            return _function_name(rng.key)
+    return ""
+
+
+def _function_name(key: str) -> str:
+    return key.partition(":")[2] or key
 
 
 def _model_entries(view: BundleView, lids) -> list[Place]:
@@ -122,17 +171,11 @@ def reference_map(view: BundleView, layer_ids: list[int]) -> list[Place]:
         return list(maps[key])
     seen: set[Place] = set()
     out = []
-    relax_outputs: dict[str, set[tuple[int, int]]] = {}
     stage = {doc.path: doc.stage for doc in view.bundle.documents}
     # Only the last documents of each stage: not every place in every pass (layer_places).
     for place in _model_entries(view, key) + view.layer_map.places_in(key, _last_of_stage(view)):
-        if place in seen:
+        if place in seen or _role(view, key, stage[place.path], place) != "compute":
             continue
-        if stage[place.path] == "relax":
-            if place.path not in relax_outputs:
-                relax_outputs[place.path] = _output_bindings(view, layer_ids, place.path)
-            if (place.start, place.end) not in relax_outputs[place.path]:
-                continue
         seen.add(place)
         out.append(place)
     if len(maps) >= 1024:
@@ -158,14 +201,29 @@ def _output_bindings(view: BundleView, layer_ids: list[int], path: str) -> set[t
     return found
 
 
+def place_groups(view: BundleView, places: list[Place]) -> list[tuple[str, str, list[Place]]]:
+    """Places grouped by document and the function holding them, in order of first place:
+    ``(path, function, places)``. The many stores of one kernel (an unrolled CUDA kernel
+    has a hundred) are one group, as the Layer Places view shows them."""
+    groups: dict[tuple[str, str], list[Place]] = {}
+    for p in places:
+        groups.setdefault((p.path, function_of(view, p)), []).append(p)
+    return [(path, fn, found) for (path, fn), found in groups.items()]
+
+
 def lens_summary(view: BundleView, layer_id: int) -> str:
-    """Code lens text such as "4 places in generated code · 9 in IR"."""
-    places = [p for p in reference_map(view, [layer_id]) if not _is_model(view, p.path)]
-    code = sum(1 for p in places if _stage(view, p.path) == "code")
-    ir = len(places) - code
-    if not places:
+    """Code lens text such as "1 function in generated code · 2 in IR" (``places_summary``)."""
+    return places_summary(view, [layer_id])
+
+
+def places_summary(view: BundleView, layer_ids: list[int]) -> str:
+    """"1 function in generated code · 2 in IR": the places of the reference map grouped by
+    document and function (``place_groups``), as the lens and the Layer Places view say it."""
+    groups = place_groups(view, [p for p in reference_map(view, layer_ids) if not _is_model(view, p.path)])
+    if not groups:
         return "no places in later stages"
-    return f"{code} place{'s' if code != 1 else ''} in generated code · {ir} in IR"
+    code = sum(1 for path, _, _ in groups if _stage(view, path) == "code")
+    return f"{code} function{'s' if code != 1 else ''} in generated code · {len(groups) - code} in IR"
 
 
 def _stage(view: BundleView, path: str) -> str:

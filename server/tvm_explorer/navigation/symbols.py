@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ..bundle.index import Range
+from ..bundle.reader import Layer
+from ..model.names import layer_name
 from .background import REQUESTS
 from .view import BundleView
 
@@ -27,11 +29,21 @@ class Symbol:
     children: list[Symbol] = field(default_factory=list)
 
 
+def layer_label(layer: Layer) -> str:
+    """A layer as the outline and symbol search name it: its TF layer name, ONNX node name or
+    PyTorch module path (``small_cnn_1/conv2d_1_2``, ``block1.conv1``), else its opcode."""
+    if layer.module_class and "/" in layer.name:
+        return layer.name.split("/")[0]  # the module path (the node's own name after it)
+    return layer.name or layer_name(layer.opcode, list(layer.outputs)) or layer.opcode
+
+
 def _name(view: BundleView, rng: Range) -> tuple[str, str]:
     if rng.kind == "layer":
         layer = view.layer_of_key(rng.key)
         if layer is not None:
-            return f"{layer.op_index}: {layer.opcode}", ", ".join(layer.outputs)
+            label = layer_label(layer)
+            head = f"{layer.op_index}: {layer.opcode}"
+            return (f"{head} {label}" if label != layer.opcode else head), ", ".join(layer.outputs)
     tail = rng.key.rsplit(":", 1)[-1]
     detail = rng.link[len("prim:") :] if rng.link and rng.link.startswith("prim:") else ""
     return tail or rng.key, detail
@@ -55,3 +67,41 @@ def document_symbols(view: BundleView, path: str) -> list[Symbol]:
         (parent.children if parent else roots).append(sym)
         stack.append(sym)
     return roots
+
+
+@dataclass(frozen=True)
+class LayerSymbol:
+    """A layer as workspace symbol search finds it."""
+
+    name: str  # "small_cnn_1/conv2d_1_2 · op 2 CONV_2D"
+    detail: str  # module class and node name, when the model has them
+    layer: Layer
+    start: int  # its entry in the model document
+    end: int
+
+
+def _matches(query: str, text: str) -> bool:
+    """The query's characters in order in ``text``, ignoring case (as editors filter symbols)."""
+    it = iter(text.lower())
+    return all(ch in it for ch in query.lower() if not ch.isspace())
+
+
+def layer_symbols(view: BundleView, query: str, limit: int = 1000) -> list[LayerSymbol]:
+    """The layers matching ``query`` by TF layer name, ONNX node name, PyTorch module path,
+    opcode or op number (``op 2``), each at its model-document entry: those containing the
+    query as typed first, then the looser matches, each in layer order."""
+    out = []
+    for layer in view.bundle.layers:
+        places = view.layer_map.model_places.get(layer.id)
+        if not places:
+            continue
+        label = layer_label(layer)
+        name = f"{label} · op {layer.op_index} {layer.opcode}" if label != layer.opcode else f"op {layer.op_index} {layer.opcode}"
+        detail = " ".join(x for x in (f"({layer.module_class})" if layer.module_class else "",
+                                      layer.name if layer.name != label else "") if x)
+        if query and not (_matches(query, name) or _matches(query, layer.name)):
+            continue
+        out.append(LayerSymbol(name, detail, layer, places[0].start, places[0].end))
+    q = query.strip().lower()
+    out.sort(key=lambda sym: not (q in sym.name.lower() or q in sym.layer.name.lower()))
+    return out[:limit]

@@ -36,6 +36,7 @@ class Numerics:
                 first=row.first, summary=format_error(e), max_abs=e.get("max_abs"),
                 max_rel=e.get("max_rel"), cosine=e.get("cosine"), steps=e.get("steps"),
                 location=self.session.location(view, row.place) if row.place else None,
+                hint=row.hint,
             ))
         return NumericsResult(reference=data["reference"], mode=data["mode"],
                               inputs=str(data.get("inputs", "")),

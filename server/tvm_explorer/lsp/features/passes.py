@@ -7,7 +7,7 @@ from lsprotocol import types
 
 from ...model.names import name_of
 from ...navigation.passes import next_pass, previous_pass
-from ...navigation.places import layer_places, layers_of
+from ...navigation.places import layer_places, layers_of, places_summary
 from ..protocol import LayerPlaceInfo, LayerPlacesResult, LayerRef, PassRef
 from ..session import Session
 
@@ -48,5 +48,6 @@ class PassSteps:
             if loc is None:
                 continue
             step = PassRef(sp.pass_index, sp.pass_name) if sp.pass_index is not None else None
-            out.append(LayerPlaceInfo(sp.stage, step, loc.uri, loc.range, sp.last_of_stage, sp.changed))
-        return LayerPlacesResult(refs, out)
+            out.append(LayerPlaceInfo(sp.stage, step, loc.uri, loc.range, sp.last_of_stage, sp.changed,
+                                      sp.role, sp.function))
+        return LayerPlacesResult(refs, out, places_summary(q.view, [lay.id for lay in layers]) if layers else "")

@@ -8,7 +8,7 @@ from collections import OrderedDict
 from lsprotocol import types
 
 from ...navigation.background import REQUESTS, warm_each
-from ...navigation.symbols import Symbol, document_symbols
+from ...navigation.symbols import Symbol, document_symbols, layer_symbols
 from ...navigation.view import BundleView
 from ..session import Session
 
@@ -21,6 +21,10 @@ OUTLINES_WARMED = 12
 open most (generated code, each stage's last document, then the latest passes). Each is a
 few thousand LSP objects; all 47 of a 60 MiB bundle held 12 MiB, a fifth of the bundle. The
 others are built when first asked for (10-50 ms for the largest)."""
+
+WORKSPACE_SYMBOLS = 2000
+"""Most layers one ``workspace/symbol`` answer lists (the editor filters further as the user
+types)."""
 
 SYMBOL_KINDS = {
     "layer": types.SymbolKind.Operator,
@@ -49,6 +53,27 @@ class DocumentSymbols:
         if self.session.lines(view, path)[1] is not None:  # edited: no cached answer
             return self._convert(view, path, self.session.ranger(view, path))
         return list(self._saved_outline(view, path))
+
+    def workspace_symbols(self, params: types.WorkspaceSymbolParams) -> list[types.SymbolInformation]:
+        """``workspace/symbol``: the layers of every loaded bundle matching the query (by TF
+        layer name, node name, module path, opcode), at their model-document entries."""
+        query = (params.query if params else "") or ""
+        out = []
+        for view in list(self.session.registry.bundles.values()):
+            if view is None:
+                continue
+            path = view.model_path
+            for sym in layer_symbols(view, query, WORKSPACE_SYMBOLS - len(out)):
+                rng = self.session.range(view, path, sym.start, sym.end)
+                if rng is None:
+                    continue
+                out.append(types.SymbolInformation(
+                    name=sym.name, kind=types.SymbolKind.Operator,
+                    location=types.Location(self.session.uri(view, path), rng),
+                    container_name=" ".join(x for x in (view.root.name, sym.detail) if x)))
+            if len(out) >= WORKSPACE_SYMBOLS:
+                break
+        return out
 
     def warm(self, view: BundleView) -> None:
         """Build the outline of every document of a freshly loaded bundle ahead of the
