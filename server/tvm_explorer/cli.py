@@ -310,25 +310,23 @@ class _ChildErrors:
 
     def chatter_file(self) -> str | None:
         """Write TVM's log lines to a file; its path, or None if TVM said nothing."""
-        if not self.chatter:
-            return None
-        import tempfile
-
-        fd, path = tempfile.mkstemp(prefix="tvm-explorer-tvm-", suffix=".log")
-        with os.fdopen(fd, "wb") as fh:
-            fh.writelines(self.chatter)
-        return path
+        return _lines_to_file(self.chatter, "tvm-explorer-tvm-", ".log")
 
     def save_dump(self) -> str | None:
         """Write the native crash dump to a file; its path, or None if there was none."""
-        if not self.dump:
-            return None
-        import tempfile
+        return _lines_to_file(self.dump, "tvm-explorer-crash-", ".txt")
 
-        fd, path = tempfile.mkstemp(prefix="tvm-explorer-crash-", suffix=".txt")
-        with os.fdopen(fd, "wb") as fh:
-            fh.writelines(self.dump)
-        return path
+
+def _lines_to_file(lines: list[bytes], prefix: str, suffix: str) -> str | None:
+    """``lines`` written to a new temporary file; its path, or None if there are none."""
+    if not lines:
+        return None
+    import tempfile
+
+    fd, path = tempfile.mkstemp(prefix=prefix, suffix=suffix)
+    with os.fdopen(fd, "wb") as fh:
+        fh.writelines(lines)
+    return path
 
 
 def _supervise(args, pid: int, errors: _ChildErrors) -> int:
