@@ -156,7 +156,8 @@ async def test_document_symbols_of_relax_and_model(client, cnn):
     assert main.children and all(c.kind == types.SymbolKind.Variable for c in main.children)
     model = await client.text_document_document_symbol_async(
         types.DocumentSymbolParams(td(cnn, "model.tflgraph")))
-    assert [s.name for s in model] == [f"{lay.op_index}: {lay.opcode}" for lay in cnn.layers]
+    # each entry names its layer (the TF name), so that the outline can be searched by it
+    assert [s.name for s in model] == [f"{lay.op_index}: {lay.opcode} {lay.name}" for lay in cnn.layers]
 
 
 async def test_every_indexed_position_answers_quickly(client, real_workspace):
