@@ -29,10 +29,16 @@ const suite = bundleSuite({
     extra: ['--numerics-unfused', '--reference', join(models, 'gt_planted.tflite')],
   },
   shots: 'numerics-',
-  // A second bundle, written by `tvm-explorer bisect` with the planted add→subtract pass.
-  prepare: (folder) => execFileSync(join(dirname(PYTHON), 'tvm-explorer'),
-    ['bisect', join(models, 'gt.tflite'), '--pipeline', 'planted_pipes:with_planted_add', '-o', join(folder, 'bisected.bundle')],
-    { cwd: join(REPO, 'tests', 'numerics'), stdio: ['ignore', 'inherit', 'inherit'], timeout: 600000 }),
+  prepare: (folder) => {
+    // A second bundle, written by `tvm-explorer bisect` with the planted add→subtract pass.
+    execFileSync(join(dirname(PYTHON), 'tvm-explorer'),
+      ['bisect', join(models, 'gt.tflite'), '--pipeline', 'planted_pipes:with_planted_add', '-o', join(folder, 'bisected.bundle')],
+      { cwd: join(REPO, 'tests', 'numerics'), stdio: ['ignore', 'inherit', 'inherit'], timeout: 600000 });
+    // A third, fused (--numerics only): conv and add are hidden inside one kernel with the relu.
+    execFileSync(join(dirname(PYTHON), 'tvm-explorer'),
+      ['compile', join(models, 'gt.tflite'), '-o', join(folder, 'unobserved-fused.bundle'), '--target', 'c', '--numerics'],
+      { cwd: REPO, stdio: ['ignore', 'inherit', 'inherit'], timeout: 600000 });
+  },
 });
 
 /** Runs a view's focus command, retrying while the workbench is still registering views. */
@@ -69,6 +75,34 @@ test('the Numerics view marks the first divergence and opens its layer', async (
   const squiggle = page.locator('.editor-instance .squiggly-warning');
   await squiggle.first().waitFor({ state: 'attached', timeout: 30000 });
   await screenshot(page, 'numerics-02-layer-with-warning');
+});
+
+test('a layer the fused build did not observe names the kernel that hid it and --numerics-unfused', async () => {
+  const { page } = suite.session;
+  await focusView(page, 'TVM Explorer: Focus on Numerics View');
+  // The fused bundle is listed last, below the planted bundle's layers: the list renders only
+  // the rows on screen, so walk to the last row with the keyboard (the list follows the focus).
+  const pane = page.locator('.pane', { has: page.locator('.pane-header', { hasText: 'Numerics' }) });
+  const fused = pane.locator('.monaco-list-row', { hasText: 'unobserved-fused' });
+  const reached = await poll(async () => {
+    await focusView(page, 'TVM Explorer: Focus on Numerics View');
+    await page.keyboard.press('End');
+    for (let i = 0; i < 5; i++) {
+      await page.keyboard.press('ArrowUp');
+    }
+    return (await fused.count()) > 0;
+  }, { timeoutMs: 90000, intervalMs: 2000 });
+  await screenshot(page, 'numerics-03a-fused-bundle-rows');
+  assert.ok(reached, `the fused bundle is not listed: ${(await pane.locator('.monaco-list-row').allTextContents()).join(' | ')}`);
+  const hidden = page.getByRole('treeitem', { name: /^op 0 CONV_2D .*not observed/ });
+  await hidden.first().waitFor({ state: 'visible', timeout: 90000 });
+  await hidden.first().hover();
+  const tip = page.locator('.workbench-hover, .monaco-hover').filter({ hasText: 'numerics-unfused' });
+  const shown = await poll(async () => ((await tip.count()) > 0 ? (await tip.first().textContent()) : undefined), { timeoutMs: 15000, intervalMs: 300 });
+  await screenshot(page, 'numerics-03-hidden-layer-tooltip');
+  assert.ok(shown, 'no tooltip naming --numerics-unfused on the hidden conv');
+  const text = shown.replace(/\u00a0/g, ' ');
+  assert.ok(/fused kernel fused_conv2d_add_add_relu with op 1 ADD, op 2 RELU/.test(text), text);
 });
 
 test('the Passes view marks the culprit pass of a bisected bundle and opens its diff', async () => {
