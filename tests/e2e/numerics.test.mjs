@@ -4,11 +4,13 @@
  * whose ADD bias was changed: the view lists the layers in graph order with op 1 ADD marked as
  * the first divergence; clicking it opens the model document at that layer, where a warning
  * sits. A second bundle, bisected with a planted add→subtract pass, shows that pass marked as
- * the culprit in the Passes view. Screenshots in test-artifacts/vscode/ (prefix numerics-).
+ * the culprit in the Passes view. A third, fused build (--numerics only) moved into the
+ * workspace after the view first drew gets listed too, and its hidden conv's tooltip names the
+ * fused kernel and --numerics-unfused. Screenshots in test-artifacts/vscode/ (prefix numerics-).
  */
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
-import { mkdtempSync } from 'node:fs';
+import { mkdtempSync, renameSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { test } from 'node:test';
@@ -34,10 +36,6 @@ const suite = bundleSuite({
     execFileSync(join(dirname(PYTHON), 'tvm-explorer'),
       ['bisect', join(models, 'gt.tflite'), '--pipeline', 'planted_pipes:with_planted_add', '-o', join(folder, 'bisected.bundle')],
       { cwd: join(REPO, 'tests', 'numerics'), stdio: ['ignore', 'inherit', 'inherit'], timeout: 600000 });
-    // A third, fused (--numerics only): conv and add are hidden inside one kernel with the relu.
-    execFileSync(join(dirname(PYTHON), 'tvm-explorer'),
-      ['compile', join(models, 'gt.tflite'), '-o', join(folder, 'unobserved-fused.bundle'), '--target', 'c', '--numerics'],
-      { cwd: REPO, stdio: ['ignore', 'inherit', 'inherit'], timeout: 600000 });
   },
 });
 
@@ -80,9 +78,17 @@ test('the Numerics view marks the first divergence and opens its layer', async (
 test('a layer the fused build did not observe names the kernel that hid it and --numerics-unfused', async () => {
   const { page } = suite.session;
   await focusView(page, 'TVM Explorer: Focus on Numerics View');
+  const pane = page.locator('.pane', { has: page.locator('.pane-header', { hasText: 'Numerics' }) });
+  await pane.locator('.monaco-list-row', { hasText: 'planted' }).first().waitFor({ state: 'visible', timeout: 90000 });
+  // A fused build (--numerics only: conv and add hidden inside one kernel with the relu) that
+  // finishes after the view first drew: moved into the workspace whole, as a copy would be.
+  const built = join(dirname(suite.folder), 'unobserved-fused.bundle');
+  execFileSync(join(dirname(PYTHON), 'tvm-explorer'),
+    ['compile', join(models, 'gt.tflite'), '-o', built, '--target', 'c', '--numerics'],
+    { cwd: REPO, stdio: ['ignore', 'inherit', 'inherit'], timeout: 600000 });
+  renameSync(built, join(suite.folder, 'unobserved-fused.bundle'));
   // The fused bundle is listed last, below the planted bundle's layers: the list renders only
   // the rows on screen, so walk to the last row with the keyboard (the list follows the focus).
-  const pane = page.locator('.pane', { has: page.locator('.pane-header', { hasText: 'Numerics' }) });
   const fused = pane.locator('.monaco-list-row', { hasText: 'unobserved-fused' });
   const reached = await poll(async () => {
     await focusView(page, 'TVM Explorer: Focus on Numerics View');
@@ -118,7 +124,11 @@ test('the Passes view marks the culprit pass of a bisected bundle and opens its 
   await diff.locator('.editor.modified .view-line').first().waitFor();
   const status = await poll(() => passDiffStatus(page));
   assert.ok(status?.includes('PlantedAddToSubtract'), `the pass diff shows "${status}", not the culprit`);
-  const modified = (await diff.locator('.editor.modified .view-line').allTextContents()).join('\n');
-  assert.ok(modified.includes('R.subtract'), 'the diff does not show the planted subtract');
+  // The modified side may still be painting the previous text: wait for it, do not read once.
+  const modified = await poll(async () => {
+    const lines = (await diff.locator('.editor.modified .view-line').allTextContents()).join('\n');
+    return lines.includes('R.subtract') ? lines : undefined;
+  }, { timeoutMs: 15000 });
+  assert.ok(modified, 'the diff does not show the planted subtract');
   await screenshot(page, 'numerics-04-culprit-diff');
 });
