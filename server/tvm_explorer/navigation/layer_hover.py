@@ -16,6 +16,7 @@ from .markdown import text as md
 from .view import BundleView
 
 MAX_LAYERS = 6
+MAX_KERNELS = 3  # shared PrimFuncs a model layer's hover names
 
 
 def _pair(options: dict, a: str, b: str) -> str | None:
@@ -258,15 +259,20 @@ def shared_kernel_lines(view: BundleView, layer_id: int) -> list[str]:
     if not tir:
         return []
     path = tir[-1]
-    out, seen = [], set()
-    for rng in view.layer_map.ranges(layer_id, path):
+    out, seen, last = [], set(), None
+    for rng in view.layer_map.ranges(layer_id, path):  # in document order
+        if last is not None and last.start <= rng.start and rng.end <= last.end:
+            continue  # another statement of the PrimFunc just looked at
         prim = rng if rng.kind == "primfunc" else next(
             (r for r in view.enclosing(path, rng.start) if r.kind == "primfunc"), None)
         if prim is None or prim.key in seen:
             continue
         seen.add(prim.key)
+        last = prim
         others = sorted(primfunc_layers(view, path, prim) - {layer_id})
         if others:
             out.append(f"Computed in PrimFunc {code(prim.key[len('prim:'):])}, shared with "
                        f"{_layer_names(view, others)}.")
+    if len(out) > MAX_KERNELS:
+        out[MAX_KERNELS:] = [f"… and {len(out) - MAX_KERNELS} more shared PrimFuncs."]
     return out
