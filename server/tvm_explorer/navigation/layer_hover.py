@@ -265,10 +265,14 @@ def shared_kernel_lines(view: BundleView, layer_id: int) -> list[str]:
             continue  # another statement of the PrimFunc just looked at
         prim = rng if rng.kind == "primfunc" else next(
             (r for r in view.enclosing(path, rng.start) if r.kind == "primfunc"), None)
-        if prim is None or prim.key in seen:
+        if prim is None:
             continue
-        seen.add(prim.key)
         last = prim
+        # A CUDA host PrimFunc X and its device X_kernel are one kernel: name it once.
+        base = prim.key.removesuffix("_kernel")
+        if base in seen:
+            continue
+        seen.add(base)
         others = sorted(primfunc_layers(view, path, prim) - {layer_id})
         if others:
             out.append(f"Computed in PrimFunc {code(prim.key[len('prim:'):])}, shared with "
