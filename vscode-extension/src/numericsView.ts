@@ -20,12 +20,23 @@ export class NumericsTreeProvider implements vscode.TreeDataProvider<NumericsNod
   private readonly changed = new vscode.EventEmitter<NumericsNode | undefined>();
   readonly onDidChangeTreeData = this.changed.event;
   private readonly disposables: vscode.Disposable[] = [];
+  /** Bumped on every change of the bundle list: a drawing begun before it is stale. */
+  private generation = 0;
+  private retries = 0;
+  private retry: ReturnType<typeof setTimeout> | undefined;
 
   constructor(
     private readonly registry: BundleRegistry,
     private readonly server: ServerManager,
   ) {
-    this.disposables.push(registry.onDidChange(() => this.changed.fire(undefined)), this.changed);
+    this.disposables.push(registry.onDidChange(() => this.refresh()), this.changed);
+  }
+
+  /** Draws the view again (a bundle was loaded, reloaded or removed). */
+  refresh(): void {
+    this.generation++;
+    this.retries = 0;
+    this.changed.fire(undefined);
   }
 
   async getChildren(node?: NumericsNode): Promise<NumericsNode[]> {
@@ -39,7 +50,9 @@ export class NumericsTreeProvider implements vscode.TreeDataProvider<NumericsNod
     if (!client) {
       return [];
     }
+    const generation = this.generation;
     const out: NumericsNode[] = [];
+    let failed = false;
     for (const bundle of this.registry.list()) {
       try {
         const result = await client.sendRequest(ext.numerics, { bundle: bundle.info.uri });
@@ -47,10 +60,25 @@ export class NumericsTreeProvider implements vscode.TreeDataProvider<NumericsNod
           out.push({ kind: 'bundle', bundle, result });
         }
       } catch (err) {
+        failed = true;
         client.outputChannel.appendLine(`tvmExplorer/numerics failed: ${String(err)}`);
       }
     }
+    if (generation !== this.generation) {
+      // The bundle list changed while this drawing waited for the server (a bundle finished
+      // loading): its answer misses that bundle, so draw once more rather than keep it.
+      this.redrawSoon(0);
+    } else if (failed && this.retries < 5) {
+      // A server busy loading may fail a request: ask again instead of dropping the bundle.
+      this.retries++;
+      this.redrawSoon(2000);
+    }
     return out;
+  }
+
+  private redrawSoon(ms: number): void {
+    clearTimeout(this.retry);
+    this.retry = setTimeout(() => this.changed.fire(undefined), ms);
   }
 
   getTreeItem(node: NumericsNode): vscode.TreeItem {
@@ -110,6 +138,7 @@ export class NumericsTreeProvider implements vscode.TreeDataProvider<NumericsNod
   }
 
   dispose(): void {
+    clearTimeout(this.retry);
     this.disposables.forEach((d) => d.dispose());
   }
 }

@@ -6,7 +6,7 @@ from ..bundle.index import Range
 from ..bundle.reader import Document
 from . import markdown as md
 from ..costs.lookup import hover_lines as cost_lines, kernel_of
-from .layer_hover import container_line, layer_lines
+from .layer_hover import container_line, layer_lines, shared_kernel_lines
 from .numerics import bisect_lines, numerics_lines
 from .places import lens_summary
 from .provenance import layers_at
@@ -33,6 +33,9 @@ def hover(view: BundleView, path: str, offset: int, keep: Keep = keep_all) -> tu
         lid = origins[0].layer.id
         if view.layer_map.model_places.get(lid):
             lines.append(f"\nEnded up in {lens_summary(view, lid)}.")
+        shared = shared_kernel_lines(view, lid)
+        if shared:
+            lines.append("\n" + "\n\n".join(shared))
     lines.extend(numerics_lines(view, origins[:MAX_LAYERS], doc.stage == "model"))
     lines.extend(cost_lines(view.bundle, [o.layer.id for o in origins], kernel_of(ranges)))
     lines.extend(bisect_lines(view, path, origins[:MAX_LAYERS]))

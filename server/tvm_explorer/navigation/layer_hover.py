@@ -16,6 +16,7 @@ from .markdown import text as md
 from .view import BundleView
 
 MAX_LAYERS = 6
+MAX_KERNELS = 3  # shared PrimFuncs a model layer's hover names
 
 
 def _pair(options: dict, a: str, b: str) -> str | None:
@@ -224,6 +225,15 @@ def container_line(view: BundleView, path: str, ranges: list[Range], shown: set[
             return None
         prim = calls
         head = f"Calls PrimFunc {code(calls.link[len('prim:'):])}"
+    others = sorted(primfunc_layers(view, path, prim) - shown)
+    if others and prim.kind == "primfunc":
+        head += f", shared with {_layer_names(view, others)}"
+    return head
+
+
+def primfunc_layers(view: BundleView, path: str, prim: Range) -> set[int]:
+    """Every layer a PrimFunc (or binding) range computes: its own origins and those of the
+    ranges inside it."""
     layers = view.layer_map.layers_of_set
     index = view.bundle.index(path)
     inside = set(layers[prim.origin_set])
@@ -232,9 +242,41 @@ def container_line(view: BundleView, path: str, ranges: list[Range], shown: set[
             break
         if rng.start >= prim.start and rng.end <= prim.end:
             inside |= layers[rng.origin_set]
-    others = sorted(inside - shown)
-    if others and prim.kind == "primfunc":
-        names = [f"op {view.bundle.layers[lid].op_index} {md(view.bundle.layers[lid].opcode)}" for lid in others[:4]]
-        more = f" and {len(others) - 4} more" if len(others) > 4 else ""
-        head += f", shared with {', '.join(names)}{more}"
-    return head
+    return inside
+
+
+def _layer_names(view: BundleView, lids: list[int]) -> str:
+    names = [f"op {view.bundle.layers[lid].op_index} {md(view.bundle.layers[lid].opcode)}" for lid in lids[:4]]
+    more = f" and {len(lids) - 4} more" if len(lids) > 4 else ""
+    return ", ".join(names) + more
+
+
+def shared_kernel_lines(view: BundleView, layer_id: int) -> list[str]:
+    """On a model layer: each PrimFunc of the final TIR computing it that also computes other
+    layers (a fused or shared kernel), naming them. Go to definition from such a kernel lists
+    every layer it computes; this says which entries of that list come with this one."""
+    tir = [d.path for d in view.bundle.documents if d.stage == "tir"]
+    if not tir:
+        return []
+    path = tir[-1]
+    out, seen, last = [], set(), None
+    for rng in view.layer_map.ranges(layer_id, path):  # in document order
+        if last is not None and last.start <= rng.start and rng.end <= last.end:
+            continue  # another statement of the PrimFunc just looked at
+        prim = rng if rng.kind == "primfunc" else next(
+            (r for r in view.enclosing(path, rng.start) if r.kind == "primfunc"), None)
+        if prim is None:
+            continue
+        last = prim
+        # A CUDA host PrimFunc X and its device X_kernel are one kernel: name it once.
+        base = prim.key.removesuffix("_kernel")
+        if base in seen:
+            continue
+        seen.add(base)
+        others = sorted(primfunc_layers(view, path, prim) - {layer_id})
+        if others:
+            out.append(f"Computed in PrimFunc {code(prim.key[len('prim:'):])}, shared with "
+                       f"{_layer_names(view, others)}.")
+    if len(out) > MAX_KERNELS:
+        out[MAX_KERNELS:] = [f"… and {len(out) - MAX_KERNELS} more shared PrimFuncs."]
+    return out

@@ -64,7 +64,8 @@ def _tensor_producer(view: BundleView, key: str) -> Layer | None:
 
 
 def definition(view: BundleView, path: str, offset: int, keep: Keep = keep_all) -> list[Place]:
-    """The model entries of the layers the text at ``offset`` came from (one per layer).
+    """The model entries of the layers the text at ``offset`` came from (one per layer), those
+    it produces first.
     On the model document only a tensor name has a definition: the layer producing it."""
     ranges = view.enclosing(path, offset, keep)
     if not ranges:
@@ -74,7 +75,11 @@ def definition(view: BundleView, path: str, offset: int, keep: Keep = keep_all) 
             return []
         layer = _tensor_producer(view, ranges[0].key)
         return view.layer_places([layer.id]) if layer else []
-    return view.layer_places(o.layer.id for o in view.origins_of(ranges))
+    # The peek shows no labels: the layers this text produces come first, then those it only
+    # computes a part of (a consumer's input dequantize fused into this kernel).
+    origins = view.origins_of(ranges)
+    own = {o.layer.id for o in origins if o.is_output}
+    return view.layer_places(own) + view.layer_places({o.layer.id for o in origins} - own)
 
 
 def references(
