@@ -225,6 +225,19 @@ export class PassDiffSides implements vscode.TextDocumentContentProvider, vscode
     }
   }
 
+  /** Makes `view` show `text`, lines of `file` mapped by `segments` (one function of a file too
+   * large for the editor, largeFiles.ts): the side features answer there as in the file. */
+  showPart(view: vscode.Uri, file: vscode.Uri, text: string, segments: Segment[]): void {
+    const key = view.toString();
+    shownFiles.set(key, file);
+    shownSegments.set(key, segments);
+    const old = this.sideTexts.get(key);
+    this.sideTexts.set(key, text);
+    if (old !== undefined && old !== text) {
+      this.changed.fire(view);
+    }
+  }
+
   provideTextDocumentContent(uri: vscode.Uri): Promise<string> | string {
     const shown = this.sideTexts.get(uri.toString());
     if (shown !== undefined) {
