@@ -8,11 +8,11 @@
  * Screenshots in test-artifacts/vscode/large-*.png.
  */
 import assert from 'node:assert/strict';
-import { readFileSync, statSync } from 'node:fs';
+import { readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join, relative } from 'node:path';
 import { test } from 'node:test';
 import { bundleSuite, hoverNamingLayer } from './lib/suite.mjs';
-import { goToLine, poll, runCommand, screenshot } from './lib/workbench.mjs';
+import { cursorPosition, goToLine, openFile, poll, runCommand, screenshot } from './lib/workbench.mjs';
 
 const suite = bundleSuite({
   compile: { model: 'mobilenet_v3_small_int8.tflite', name: 'mnv3_llvm', target: 'llvm', cache: true },
@@ -89,4 +89,41 @@ test('Open Anyway raises the workspace limit and shows the whole file', async ()
   const mb = statSync(join(bundle.root, HOST)).size / 2 ** 20;
   assert.equal(settings['workbench.editorLargeFileConfirmation'], Math.ceil(mb) + 1);
   await screenshot(page, 'large-03-open-anyway');
+  // Back to VS Code's own limit for the next test.
+  writeFileSync(join(suite.folder, '.vscode', 'settings.json'), '{}\n');
+  await new Promise((r) => setTimeout(r, 1500));
+});
+
+test('a Layer Places row in host.ll opens the file at the place, with no notice', async () => {
+  // The extension's own opens load the document first, which VS Code then shows whatever the
+  // limit (with its large-file optimizations): telling "not displayed" there would be wrong.
+  const { session, bundle } = suite;
+  const { page } = session;
+  await runCommand(page, 'View: Close All Editors');
+  const stmt = bundle.statementOf(HOST, 'CONV_2D', { inLoop: false });
+  const layer = stmt.layers[0];
+  const entry = bundle.layerEntry(layer.id);
+  await openFile(page, relative(suite.folder, join(bundle.root, entry.path)));
+  await goToLine(page, entry.line + 1, entry.character + entry.text.indexOf(layer.opcode) + 1);
+  await runCommand(page, 'TVM Explorer: Show Layer Places');
+  const pane = page.locator('.pane', { has: page.locator('.pane-header', { hasText: 'Layer Places' }) });
+  const row = pane.locator('.monaco-list-row', { hasText: /^host\.ll:\d+/ }).first();
+  await poll(async () => {
+    if (await row.isVisible().catch(() => false)) return true;
+    const stage = pane.locator('.monaco-list-row', { hasText: /^Generated/ }).first();
+    if (await stage.isVisible().catch(() => false) && (await stage.getAttribute('aria-expanded')) === 'false') await stage.click();
+    return false;
+  }, { timeoutMs: 60000 });
+  const label = (await row.textContent()).replace(/\u00a0/g, ' ');
+  const line = Number(/^host\.ll:(\d+)/.exec(label)[1]); // 1-based
+  await row.click();
+  await page.locator('.tab.active', { hasText: 'host.ll' }).waitFor({ timeout: 30000 });
+  const pos = await poll(async () => {
+    const p = await cursorPosition(page);
+    return p && p.line === line ? p : undefined;
+  }, { timeoutMs: 30000 });
+  assert.ok(pos, `host.ll is not shown at line ${line}: ${JSON.stringify(await cursorPosition(page))}`);
+  await new Promise((r) => setTimeout(r, 1500));
+  assert.equal(await notice(page).isVisible().catch(() => false), false, 'a "not displayed" notice for a file on screen');
+  await screenshot(page, 'large-04-place-shown');
 });

@@ -1,12 +1,15 @@
 /**
  * Generated files of a bundle above the editor's size limit: VS Code shows a file larger than
  * `workbench.editorLargeFileConfirmation` (10 MB in a remote window such as code-server, 50 MB
- * in the web, 1 GB locally) only after a click, with no word of why. When a tab opens on such
- * a file of a bundle (from the Passes view, a jump, a definition, Quick Open), the extension
- * says so once, naming the file, its size and the limit, and offers to open it anyway (raising
- * the limit for this workspace) or to show one function of it: a virtual document of that
- * function's lines, which map back to the file so that hover, definition and the rest are the
- * server's answers for the file itself (passDiffSides.ts).
+ * in the web, 1 GB locally) only after a click, with no word of why. When a tab of such a file
+ * of a bundle shows that page (Quick Open, the explorer, VS Code's own definition/references),
+ * the extension says so once per opening, naming the file, its size and the limit, and offers
+ * to open it anyway (raising the limit for this workspace) or to show one function of it: a
+ * virtual document of that function's lines, which map back to the file so that hover,
+ * definition and the rest are the server's answers for the file itself (passDiffSides.ts).
+ * The extension's own opens (`showDocumentAt`) load the document first, which VS Code shows
+ * whatever the limit; above 50 MB it cannot be loaded, and the notice then offers the
+ * function holding the place that was to be shown, opened there.
  */
 import * as path from 'path';
 import * as vscode from 'vscode';
@@ -33,6 +36,40 @@ export function editorLimitMb(uri: vscode.Uri): number {
     return 10;
   }
   return vscode.env.uiKind === vscode.UIKind.Web ? 50 : 1024;
+}
+
+/** Where the extension's own opens of a file meant to put the cursor (Layer Places, jumps,
+ * Reveal in Model, Numerics, a compile's first kernel): the function view opens there. */
+const targets = new Map<string, vscode.Position>();
+/** Files told about while their tab is open (a new target is told anew). */
+const told = new Set<string>();
+/** The check of the `LargeFiles` instance (a tab already open raises no tab event). */
+let check: ((uri: vscode.Uri) => Promise<void>) | undefined;
+
+/**
+ * `showTextDocument` for the extension's own opens of bundle files: notes where the cursor was
+ * meant to go, and answers undefined (no text editor) when the editor does not display the file
+ * because of its size — the notification of `LargeFiles` then offers the way in.
+ */
+export async function showDocumentAt(uri: vscode.Uri, options: vscode.TextDocumentShowOptions): Promise<vscode.TextEditor | undefined> {
+  if (options.selection) {
+    targets.set(uri.toString(), options.selection.start);
+    told.delete(uri.toString());
+  }
+  try {
+    const editor = await vscode.window.showTextDocument(uri, options);
+    if (editor.document.uri.toString() === uri.toString()) {
+      targets.delete(uri.toString());
+      return editor;
+    }
+  } catch (err) {
+    const size = await vscode.workspace.fs.stat(uri).then((st) => st.size, () => 0);
+    if (size <= editorLimitMb(uri) * MB) {
+      throw err;
+    }
+  }
+  void check?.(uri);
+  return undefined;
 }
 
 export interface FunctionPart {
@@ -66,11 +103,11 @@ export function functionsOf(text: string): FunctionPart[] {
 }
 
 export class LargeFiles implements vscode.Disposable {
-  /** Files told about while their tab is open. */
-  private readonly told = new Set<string>();
   private readonly disposables: vscode.Disposable[] = [];
+  private cached: { key: string; text: Promise<string> } | undefined;
 
   constructor(private readonly registry: BundleRegistry, private readonly sides: PassDiffSides) {
+    check = (uri) => this.check(uri);
     this.disposables.push(
       vscode.window.tabGroups.onDidChangeTabs((e) => {
         for (const tab of [...e.opened, ...e.changed]) {
@@ -81,7 +118,7 @@ export class LargeFiles implements vscode.Disposable {
         // Told once per opening: a file closed and opened again is told again.
         for (const tab of e.closed) {
           if (tab.input instanceof vscode.TabInputText) {
-            this.told.delete(tab.input.uri.toString());
+            told.delete(tab.input.uri.toString());
           }
         }
       }),
@@ -91,21 +128,30 @@ export class LargeFiles implements vscode.Disposable {
 
   private async check(uri: vscode.Uri): Promise<void> {
     const bundle = this.registry.bundleOf(uri);
-    if (!bundle || this.told.has(uri.toString())) {
+    if (!bundle || told.has(uri.toString())) {
       return;
     }
     const size = await vscode.workspace.fs.stat(uri).then((s) => s.size, () => 0);
     const limit = editorLimitMb(uri);
-    if (size <= limit * MB || this.told.has(uri.toString())) {
+    if (size <= limit * MB || told.has(uri.toString())) {
       return;
     }
-    this.told.add(uri.toString());
+    // A document the extension host has loaded (the extension's own opens) is shown whatever its
+    // size; only a tab without a text editor is VS Code's "not displayed" page.
+    await new Promise((r) => setTimeout(r, 500));
+    if (told.has(uri.toString()) || vscode.window.visibleTextEditors.some((e) => e.document.uri.toString() === uri.toString())) {
+      return;
+    }
+    told.add(uri.toString());
     const name = path.relative(path.dirname(bundle.dir), uri.fsPath);
     const mb = (size / MB).toFixed(1);
     const served = size / MB <= EXTENSION_LIMIT_MB ? ''
       : ` Above ${EXTENSION_LIMIT_MB} MB VS Code gives extensions no text: hover and definition answer only in a function's view.`;
     const anyway = 'Open Anyway';
-    const part = 'Show One Function…';
+    const target = targets.get(uri.toString());
+    targets.delete(uri.toString());
+    const at = target && functionsOf(await this.read(uri)).find((f) => f.start <= target.line && target.line <= f.end);
+    const part = at ? `Show ${at.name}` : 'Show One Function…';
     const choice = await vscode.window.showWarningMessage(
       `${name} is ${mb} MB, above this window's ${limit} MB limit for the text editor `
         + `(${SETTING}), so VS Code does not display it.${served} Open it anyway (raises the limit `
@@ -114,20 +160,25 @@ export class LargeFiles implements vscode.Disposable {
       part,
     );
     if (choice === anyway) {
-      await this.openAnyway(uri, size);
+      await this.openAnyway(uri, size, target);
+    } else if (choice === part && at && target) {
+      await this.showFunction(uri, at, target);
     } else if (choice === part) {
       await this.pickFunction(uri);
     }
   }
 
-  private async openAnyway(uri: vscode.Uri, size: number): Promise<void> {
+  private async openAnyway(uri: vscode.Uri, size: number, at?: vscode.Position): Promise<void> {
     const target = vscode.workspace.workspaceFolders?.length ? vscode.ConfigurationTarget.Workspace : vscode.ConfigurationTarget.Global;
     await vscode.workspace.getConfiguration().update(SETTING, Math.ceil(size / MB) + 1, target);
     // The editor placeholder does not look at the setting again: open the tab anew.
     const tabs = vscode.window.tabGroups.all.flatMap((g) => g.tabs)
       .filter((t) => t.input instanceof vscode.TabInputText && t.input.uri.toString() === uri.toString());
     await vscode.window.tabGroups.close(tabs);
-    await vscode.window.showTextDocument(uri, { preview: false });
+    const editor = await vscode.window.showTextDocument(uri, { preview: false, selection: at && new vscode.Range(at, at) });
+    if (at) {
+      editor.revealRange(new vscode.Range(at, at), vscode.TextEditorRevealType.InCenter);
+    }
   }
 
   /** Asks for a function of `uri` (default: the active tab's file) and opens its view. */
@@ -139,8 +190,7 @@ export class LargeFiles implements vscode.Disposable {
       void vscode.window.showInformationMessage('Show One Function: open a generated file of a bundle first.');
       return;
     }
-    const text = new TextDecoder().decode(await vscode.workspace.fs.readFile(file));
-    const parts = functionsOf(text);
+    const parts = functionsOf(await this.read(file));
     if (parts.length === 0) {
       void vscode.window.showWarningMessage(`${path.basename(file.fsPath)} has no function definitions to show.`);
       return;
@@ -149,21 +199,39 @@ export class LargeFiles implements vscode.Disposable {
       parts.map((p) => ({ label: p.name, description: `lines ${p.start + 1}–${p.end + 1} (${p.end - p.start + 1} lines)`, part: p })),
       { title: `A function of ${path.basename(file.fsPath)}`, placeHolder: 'Function to show (hover and definition work in it)', matchOnDescription: false },
     );
-    if (!picked) {
-      return;
+    if (picked) {
+      await this.showFunction(file, picked.part);
     }
-    const { name, start, end } = picked.part;
-    const lines = text.split('\n').slice(start, end + 1);
-    const bundleName = path.basename(bundle.dir);
+  }
+
+  /** Opens the view of one function of `file` (the cursor at `at`, a position of the file). */
+  private async showFunction(file: vscode.Uri, { name, start, end }: FunctionPart, at?: vscode.Position): Promise<void> {
+    const bundle = this.registry.bundleOf(file);
+    const lines = (await this.read(file)).split('\n').slice(start, end + 1);
     const view = vscode.Uri.from({
       scheme: PASSDIFF_SCHEME,
-      path: `/${bundleName}/${path.basename(file.fsPath)}/${name.replace(/[\\/]/g, '_')}${path.extname(file.fsPath)}`,
+      path: `/${path.basename(bundle?.dir ?? 'bundle')}/${path.basename(file.fsPath)}/${name.replace(/[\\/]/g, '_')}${path.extname(file.fsPath)}`,
     });
     this.sides.showPart(view, file, lines.join('\n'), [{ side: 0, file: start, count: lines.length }]);
-    await vscode.window.showTextDocument(view, { preview: false });
+    const cursor = at && new vscode.Position(at.line - start, at.character);
+    const editor = await vscode.window.showTextDocument(view, { preview: false, selection: cursor && new vscode.Range(cursor, cursor) });
+    if (cursor) {
+      editor.revealRange(new vscode.Range(cursor, cursor), vscode.TextEditorRevealType.InCenter);
+    }
+  }
+
+  /** The text of a file (the last one read is kept: a user picks functions of one file). */
+  private read(file: vscode.Uri): Promise<string> {
+    if (this.cached?.key !== file.toString()) {
+      const text = Promise.resolve(vscode.workspace.fs.readFile(file)).then((b) => new TextDecoder().decode(b));
+      this.cached = { key: file.toString(), text };
+      text.catch(() => (this.cached = undefined));
+    }
+    return this.cached.text;
   }
 
   dispose(): void {
+    check = undefined;
     vscode.Disposable.from(...this.disposables).dispose();
   }
 }

@@ -11,6 +11,7 @@ import { PassInfo } from './lsp_ext';
 import { PassDiffSides, PASSDIFF_SCHEME, bundleFileOf, fileSelection, firstChangeOf, sideUri } from './passDiffSides';
 import { PassTreeProvider, visiblePasses } from './passView';
 import * as md from './markdown';
+import { showDocumentAt } from './largeFiles';
 
 /** The files of a pass's diff (`before` undefined: the pass has nothing before it). */
 export function passFiles(pass: PassInfo): { before: vscode.Uri | undefined; after: vscode.Uri } {
@@ -105,7 +106,7 @@ export class PassDiffs implements vscode.Disposable {
       return;
     }
     const selection = onSide && fileSelection(onSide.document.uri, onSide.selection);
-    await vscode.window.showTextDocument(file, { preview: false, selection });
+    await showDocumentAt(file, { preview: false, selection });
   }
 
   dispose(): void {
