@@ -72,6 +72,9 @@ export async function showDocumentAt(uri: vscode.Uri, options: vscode.TextDocume
   return undefined;
 }
 
+/** Words before a parenthesis in a C/CUDA signature that are not the function's name. */
+const ATTRIBUTES = new Set(['__launch_bounds__', '__attribute__', '__declspec', 'alignas', 'TVM_ATTRIBUTE_UNUSED']);
+
 export interface FunctionPart {
   name: string;
   /** First and last line (0-based, inclusive) of the function in its file. */
@@ -88,7 +91,8 @@ export function functionsOf(text: string): FunctionPart[] {
     if (!line.trimEnd().endsWith('{') || /^\s/.test(line) || line.startsWith('}')) {
       continue;
     }
-    const name = /^define\b.*?@("?)([^\s("]+)\1\(/.exec(line)?.[2] ?? /([A-Za-z_]\w*)\s*\(/.exec(line)?.[1];
+    const name = /^define\b.*?@("?)([^\s("]+)\1\(/.exec(line)?.[2]
+      ?? [...line.matchAll(/([A-Za-z_]\w*)\s*\(/g)].map((m) => m[1]).find((n) => !ATTRIBUTES.has(n));
     if (!name || /^(struct|typedef|union|enum|namespace|extern "C" \{)/.test(line)) {
       continue;
     }
