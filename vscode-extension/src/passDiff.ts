@@ -128,9 +128,8 @@ export class PassDiffs implements vscode.Disposable {
       await this.sides.show([[left, undefined], [right, undefined]]);
       await vscode.commands.executeCommand('vscode.diff', left, right, tabTitle(bundle), { preview: true });
     }
-    await this.sides.show([[left, files.before], [right, files.after]]);
+    await this.sides.show([[left, files.before], [right, files.after]], () => this.revealFirstChange(left, right));
     this.updateActive();
-    await this.revealFirstChange(left, right);
     void this.loadNeighbours(bundle, pass);
     const node = this.tree.nodeOf(bundle, pass);
     if (node && this.view.visible) {
