@@ -121,6 +121,9 @@ export class PassDiffs implements vscode.Disposable {
     const input = vscode.window.tabGroups.activeTabGroup.activeTab?.input;
     const showing = input instanceof vscode.TabInputTextDiff
       && input.original.toString() === left.toString() && input.modified.toString() === right.toString();
+    if (files.before) {
+      this.sides.prepare(files.before, files.after);
+    }
     if (!showing) {
       // A new diff input stays blank until VS Code has diffed its two texts (seconds for a
       // multi-MB TIR pass): open it on empty sides, then write the texts in place, which shows

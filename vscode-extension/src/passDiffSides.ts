@@ -126,6 +126,11 @@ export class PassDiffSides implements vscode.TextDocumentContentProvider, vscode
     return pair.sides;
   }
 
+  /** Starts working out the sides of `before` → `after` (while a diff tab opens). */
+  prepare(before: vscode.Uri | undefined, after: vscode.Uri | undefined): void {
+    this.pairOf(before, after).catch(() => undefined);
+  }
+
   /** The sides of the diff `before` → `after` (worked out once; `keep` does it ahead of a step). */
   private pairOf(before: vscode.Uri | undefined, after: vscode.Uri | undefined): Promise<PairContents> {
     const key = transition(before, after);
