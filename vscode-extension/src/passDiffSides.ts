@@ -205,14 +205,17 @@ export class PassDiffSides implements vscode.TextDocumentContentProvider, vscode
       return;
     }
     let applied = await vscode.workspace.applyEdit(edit);
-    await onHead?.();
     if (staged && applied) {
+      await onHead?.();
       applied = await vscode.workspace.applyEdit(rest);
     }
     for (const [doc, text] of rewritten) {
       if (!applied || doc.getText() !== text) {
         this.changed.fire(doc.uri); // VS Code reads the text again
       }
+    }
+    if (!staged || !applied) {
+      await onHead?.();
     }
   }
 
