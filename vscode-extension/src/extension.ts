@@ -18,6 +18,7 @@ import { HeatMarks } from './heat';
 import { HotLayersProvider, revealLayer } from './hotLayers';
 import { COMPARE_SCHEME, Comparisons, LayerCodeProvider } from './compareView';
 import { extractReproducerAtCursor } from './reproducer';
+import { LargeFiles } from './largeFiles';
 
 let server: ServerManager | undefined;
 
@@ -54,6 +55,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     diffs,
     vscode.window.registerFileDecorationProvider(new PassDecorations()),
     sides,
+    new LargeFiles(registry, sides),
     vscode.workspace.registerTextDocumentContentProvider(PASSDIFF_SCHEME, sides),
     registerSideFeatures(server),
     command('tvmExplorer.restartServer', () => server?.restart()),

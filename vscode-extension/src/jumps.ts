@@ -12,6 +12,7 @@ import * as lc from 'vscode-languageclient/node';
 import { ServerManager } from './client';
 import * as ext from './lsp_ext';
 import { cursorParams } from './passDiffSides';
+import { showDocumentAt } from './largeFiles';
 
 type Jump = 'previousStage' | 'previousPass' | 'nextPass';
 
@@ -48,11 +49,11 @@ export async function jump(server: ServerManager, kind: Jump): Promise<void> {
 }
 
 /** Opens a location in the preview editor (replacing the last jump's tab), cursor at its start. */
-export async function openInPreview(location: vscode.Location): Promise<vscode.TextEditor> {
-  const editor = await vscode.window.showTextDocument(location.uri, {
+export async function openInPreview(location: vscode.Location): Promise<vscode.TextEditor | undefined> {
+  const editor = await showDocumentAt(location.uri, {
     preview: true,
     selection: new vscode.Range(location.range.start, location.range.start),
   });
-  editor.revealRange(location.range, vscode.TextEditorRevealType.InCenterIfOutsideViewport);
+  editor?.revealRange(location.range, vscode.TextEditorRevealType.InCenterIfOutsideViewport);
   return editor;
 }

@@ -11,6 +11,7 @@ import { ServerManager } from './client';
 import * as ext from './lsp_ext';
 import * as md from './markdown';
 import { untrustedMarkdown } from './tooltip';
+import { showDocumentAt } from './largeFiles';
 
 export type NumericsNode =
   | { kind: 'bundle'; bundle: Bundle; result: ext.NumericsResult }
@@ -159,11 +160,11 @@ export async function openNumericsLayer(server: ServerManager, location: ext.Num
     return;
   }
   const loc = client.protocol2CodeConverter.asLocation(location);
-  const editor = await vscode.window.showTextDocument(loc.uri, {
+  const editor = await showDocumentAt(loc.uri, {
     selection: new vscode.Range(loc.range.start, loc.range.start),
     preview: false,
   });
-  editor.revealRange(loc.range, vscode.TextEditorRevealType.InCenterIfOutsideViewport);
+  editor?.revealRange(loc.range, vscode.TextEditorRevealType.InCenterIfOutsideViewport);
 }
 
 /** What the model's own document calls a layer: TFLite operators are ``op N``, ONNX and PyTorch

@@ -11,6 +11,7 @@ import { ServerManager } from './client';
 import { bisectModelCommand } from './bisect';
 import { compileModelCommand } from './compile';
 import { kernelStart } from './kernelStart';
+import { showDocumentAt } from './largeFiles';
 import {
   CompileLensProvider,
   GRAPH_VIEW_TYPE,
@@ -86,9 +87,9 @@ async function openCompiledBundle(
   const start = first ? kernelStart(bundle, first) : undefined;
   const at = start ? new vscode.Range(start.line, 0, start.line, 0) : undefined;
   const open = async () => {
-    const editor = await vscode.window.showTextDocument(vscode.Uri.file(first!), { preview: false, selection: at });
+    const editor = await showDocumentAt(vscode.Uri.file(first!), { preview: false, selection: at });
     if (at) {
-      editor.revealRange(at, vscode.TextEditorRevealType.AtTop);
+      editor?.revealRange(at, vscode.TextEditorRevealType.AtTop);
     }
   };
   if (first) {

@@ -11,6 +11,7 @@ import { PassInfo } from './lsp_ext';
 import { PassDiffSides, PASSDIFF_SCHEME, bundleFileOf, fileSelection, firstChangeOf, sideUri } from './passDiffSides';
 import { PassTreeProvider, visiblePasses } from './passView';
 import * as md from './markdown';
+import { showDocumentAt } from './largeFiles';
 
 /** The files of a pass's diff (`before` undefined: the pass has nothing before it). */
 export function passFiles(pass: PassInfo): { before: vscode.Uri | undefined; after: vscode.Uri } {
@@ -105,7 +106,7 @@ export class PassDiffs implements vscode.Disposable {
       return;
     }
     const selection = onSide && fileSelection(onSide.document.uri, onSide.selection);
-    await vscode.window.showTextDocument(file, { preview: false, selection });
+    await showDocumentAt(file, { preview: false, selection });
   }
 
   dispose(): void {
@@ -120,6 +121,9 @@ export class PassDiffs implements vscode.Disposable {
     const input = vscode.window.tabGroups.activeTabGroup.activeTab?.input;
     const showing = input instanceof vscode.TabInputTextDiff
       && input.original.toString() === left.toString() && input.modified.toString() === right.toString();
+    if (files.before) {
+      this.sides.prepare(files.before, files.after);
+    }
     if (!showing) {
       // A new diff input stays blank until VS Code has diffed its two texts (seconds for a
       // multi-MB TIR pass): open it on empty sides, then write the texts in place, which shows
@@ -127,9 +131,8 @@ export class PassDiffs implements vscode.Disposable {
       await this.sides.show([[left, undefined], [right, undefined]]);
       await vscode.commands.executeCommand('vscode.diff', left, right, tabTitle(bundle), { preview: true });
     }
-    await this.sides.show([[left, files.before], [right, files.after]]);
+    await this.sides.show([[left, files.before], [right, files.after]], () => this.revealFirstChange(left, right));
     this.updateActive();
-    await this.revealFirstChange(left, right);
     void this.loadNeighbours(bundle, pass);
     const node = this.tree.nodeOf(bundle, pass);
     if (node && this.view.visible) {

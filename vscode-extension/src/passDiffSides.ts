@@ -21,6 +21,11 @@ import { alignByFunction, firstDifference, Segment, toFileLine, toSideLine } fro
 
 export const PASSDIFF_SCHEME = 'tvm-explorer-passdiff';
 
+/** A side longer than this written into an empty document gets its head first (`update`). */
+const HEAD_CHARS = 256 * 1024;
+/** The head: the lines down to the first change and this many after it. */
+const HEAD_LINES = 400;
+
 /** Which file each open side shows (undefined: the empty side before a first pass). */
 const shownFiles = new Map<string, vscode.Uri | undefined>();
 
@@ -105,8 +110,8 @@ export class PassDiffSides implements vscode.TextDocumentContentProvider, vscode
    * `onDidChange` instead would have VS Code compute a character diff of each whole text in
    * its editor worker first, for up to a second. Updates run one after the other.
    */
-  show(sides: [vscode.Uri, vscode.Uri | undefined][]): Promise<void> {
-    const run = this.updates.then(() => this.update(sides));
+  show(sides: [vscode.Uri, vscode.Uri | undefined][], onHead?: () => Promise<void>): Promise<void> {
+    const run = this.updates.then(() => this.update(sides, onHead));
     this.updates = run.catch(() => undefined);
     return run;
   }
@@ -119,6 +124,11 @@ export class PassDiffSides implements vscode.TextDocumentContentProvider, vscode
     const pair = await this.pairOf(sides[0][1], sides[1][1]);
     firstChanges.set(sides[1][0].toString(), pair.firstChange);
     return pair.sides;
+  }
+
+  /** Starts working out the sides of `before` → `after` (while a diff tab opens). */
+  prepare(before: vscode.Uri | undefined, after: vscode.Uri | undefined): void {
+    this.pairOf(before, after).catch(() => undefined);
   }
 
   /** The sides of the diff `before` → `after` (worked out once; `keep` does it ahead of a step). */
@@ -139,10 +149,19 @@ export class PassDiffSides implements vscode.TextDocumentContentProvider, vscode
     return got;
   }
 
-  private async update(sides: [vscode.Uri, vscode.Uri | undefined][]): Promise<void> {
+  /**
+   * `onHead` runs once the sides show the text down to past their first change: a side written
+   * into an empty document (a diff just opened) gets its first lines in one edit and the rest
+   * in a second, so that VS Code paints and diffs the first changes without waiting for
+   * megabytes of text below them.
+   */
+  private async update(sides: [vscode.Uri, vscode.Uri | undefined][], onHead?: () => Promise<void>): Promise<void> {
     const edit = new vscode.WorkspaceEdit();
+    const rest = new vscode.WorkspaceEdit();
+    let staged = false;
     const rewritten: [vscode.TextDocument, string][] = [];
     const contents = await this.sideContents(sides);
+    const firstChange = sides.length === 2 ? Math.max(0, firstChanges.get(sides[1][0].toString()) ?? 0) : 0;
     for (const [k, [side, file]] of sides.entries()) {
       const { text, segments } = contents[k];
       const key = side.toString();
@@ -159,6 +178,18 @@ export class PassDiffSides implements vscode.TextDocumentContentProvider, vscode
       if (old === text) {
         continue;
       }
+      if (old === '' && text.length > HEAD_CHARS) {
+        const lines = text.split('\n');
+        const cut = firstChange + HEAD_LINES;
+        if (cut < lines.length) {
+          const head = lines.slice(0, cut);
+          edit.insert(side, new vscode.Position(0, 0), head.join('\n'));
+          rest.insert(side, new vscode.Position(cut - 1, head[cut - 1].length), `\n${lines.slice(cut).join('\n')}`);
+          staged = true;
+          rewritten.push([doc, text]);
+          continue;
+        }
+      }
       const before = old.split('\n');
       // Edits worked out ahead are between whole files: of use only from and to whole files.
       const whole = wasWhole && !segments && old === (from ? await this.text(from) : '');
@@ -170,13 +201,21 @@ export class PassDiffSides implements vscode.TextDocumentContentProvider, vscode
       rewritten.push([doc, text]);
     }
     if (rewritten.length === 0) {
+      await onHead?.();
       return;
     }
-    const applied = await vscode.workspace.applyEdit(edit);
+    let applied = await vscode.workspace.applyEdit(edit);
+    if (staged && applied) {
+      await onHead?.();
+      applied = await vscode.workspace.applyEdit(rest);
+    }
     for (const [doc, text] of rewritten) {
       if (!applied || doc.getText() !== text) {
         this.changed.fire(doc.uri); // VS Code reads the text again
       }
+    }
+    if (!staged || !applied) {
+      await onHead?.();
     }
   }
 
@@ -222,6 +261,19 @@ export class PassDiffSides implements vscode.TextDocumentContentProvider, vscode
         this.edits.set(key, plan);
         await plan.catch(() => undefined);
       }
+    }
+  }
+
+  /** Makes `view` show `text`, lines of `file` mapped by `segments` (one function of a file too
+   * large for the editor, largeFiles.ts): the side features answer there as in the file. */
+  showPart(view: vscode.Uri, file: vscode.Uri, text: string, segments: Segment[]): void {
+    const key = view.toString();
+    shownFiles.set(key, file);
+    shownSegments.set(key, segments);
+    const old = this.sideTexts.get(key);
+    this.sideTexts.set(key, text);
+    if (old !== undefined && old !== text) {
+      this.changed.fire(view);
     }
   }
 

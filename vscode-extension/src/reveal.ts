@@ -6,6 +6,7 @@ import * as vscode from 'vscode';
 import { ServerManager } from './client';
 import * as ext from './lsp_ext';
 import { cursorParams } from './passDiffSides';
+import { showDocumentAt } from './largeFiles';
 
 /** Opens the model document at the layer the cursor's text came from (asks if several). */
 export async function revealInModel(server: ServerManager): Promise<void> {
@@ -40,11 +41,11 @@ export async function revealInModel(server: ServerManager): Promise<void> {
   }
   const location = client.protocol2CodeConverter.asLocation(chosen.location);
   // Like go-to-definition: the cursor at the start of the layer entry, the entry in view.
-  const editorAt = await vscode.window.showTextDocument(location.uri, {
+  const editorAt = await showDocumentAt(location.uri, {
     selection: new vscode.Range(location.range.start, location.range.start),
     preview: false,
   });
-  editorAt.revealRange(location.range, vscode.TextEditorRevealType.InCenterIfOutsideViewport);
+  editorAt?.revealRange(location.range, vscode.TextEditorRevealType.InCenterIfOutsideViewport);
 }
 
 /**
