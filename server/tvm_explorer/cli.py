@@ -488,10 +488,15 @@ def _run_origins(args) -> int:
         return 0
     if not origins:
         print(f"{path}:{line}: no origin recorded here")
+    from .navigation.sources import layer_caption
+
     for o in origins:
         role = "layer output" if o.is_output else "part of layer"
         where = f"subgraph {o.layer.subgraph} " if o.layer.subgraph else ""
-        print(f"{where}op {o.layer.op_index} {o.layer.opcode} ({role}) -> {', '.join(o.layer.outputs)}")
+        caption = layer_caption(o.layer, full_path=True)
+        caption = f" {caption}" if caption else ""
+        print(f"{where}op {o.layer.op_index} {o.layer.opcode}{caption} ({role}) -> "
+              f"{', '.join(o.layer.outputs)}")
     return 0
 
 

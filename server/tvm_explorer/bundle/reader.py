@@ -78,10 +78,13 @@ class Origin:
 
 
 def layer_extras(layer: Layer) -> dict:
-    """``name`` (when the bundle has one) and ``source`` (when known) of a layer, as JSON."""
+    """``name`` (when the bundle has one), ``module_class`` and ``source`` (when known) of a
+    layer, as JSON."""
     out: dict = {}
     if layer.name:
         out["name"] = layer.name
+    if layer.module_class:
+        out["module_class"] = layer.module_class
     if layer.source is not None:
         out["source"] = {"file": layer.source[0], "line": layer.source[1]}
     return out

@@ -99,13 +99,14 @@ def read_source_lines(refs: list[tuple[str, int]]) -> list[SourceLine]:
     return out
 
 
-def layer_caption(layer: Layer) -> str:
+def layer_caption(layer: Layer, full_path: bool = False) -> str:
     """``backbone.conv (Conv2d) — net.py:23``: a layer's name, module class and source line
-    (empty when the bundle knows none of them)."""
+    (empty when the bundle knows none of them); ``full_path``: the source file as recorded."""
     name = layer.name.split("/")[0] if "/" in layer.name and layer.module_class else layer.name
     text = name
     if layer.module_class:
         text += f" ({layer.module_class})"
     if layer.source is not None:
-        text += f" — {os.path.basename(layer.source[0])}:{layer.source[1]}"
+        file = layer.source[0] if full_path else os.path.basename(layer.source[0])
+        text += f" — {file}:{layer.source[1]}"
     return text.strip()
