@@ -138,5 +138,7 @@ def test_bar_on_a_terminal_shows_stage_pass_n_of_total_and_elapsed(tmp_path, mod
     m = re.search(r"(\d+)/(\d+)", last)
     assert m and m.group(1) == m.group(2), last
     assert re.search(r"\d:\d\d:\d\d", last), last  # elapsed
-    assert any("Relax" in f for f in frames) and any("TIR" in f for f in frames)
+    # the stage labels of the bar (a stage can pass between two of its 10 redraws a second:
+    # any redraw of the bar, whole or cut by the terminal's width, counts)
+    assert "Relax" in plain and "TIR" in plain, plain
     assert "Bundle written:" in plain

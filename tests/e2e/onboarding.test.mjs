@@ -26,7 +26,7 @@ before(async () => {
   session = await Session.start({
     workspace: (runDir) => {
       folder = emptyWorkspace(runDir);
-      for (const name of ['small_cnn_fp32.tflite', 'okay_nabu.tflite', 'mobilenet_v1_fp32.tflite']) {
+      for (const name of ['small_cnn_fp32.tflite', 'okay_nabu.tflite', 'mobilenet_v1_fp32.tflite', 'mobilenet_v3_small_int8.tflite']) {
         copyFileSync(join(MODELS, name), join(folder, name));
       }
       // tests/frontends/onnx_graphs.py's constructed block (Conv, Relu, Add, Sigmoid, Mul).
@@ -100,7 +100,11 @@ async function answerCompileQuestions(page, { target, output, options = [], inpu
   if (inputsFile) {
     // code-server's file dialog is a quick input holding a path.
     await page.locator('.quick-input-widget .quick-input-title', { hasText: 'inputs (.npz' }).waitFor();
+    // The dialog fills in its folder once it has read it: a path typed before that is replaced.
+    await poll(async () => (await input.inputValue()).length > 0, { timeoutMs: 10000, intervalMs: 100 });
+    await sleep(300);
     await input.fill(inputsFile);
+    await poll(async () => (await input.inputValue()) === inputsFile, { timeoutMs: 5000, intervalMs: 100 });
     await sleep(300);
     await page.keyboard.press('Enter');
   }
@@ -215,10 +219,11 @@ test('Cancel stops a compile and keeps the previous bundle', async () => {
   const before = readFileSync(join(previous, 'manifest.json'), 'utf8');
   const mtime = statSync(join(previous, 'manifest.json')).mtimeMs;
   await runCommand(page, 'View: Show Explorer');
-  await explorerRow(page, 'mobilenet_v1_fp32.tflite').click({ button: 'right' });
+  // a compile long enough to watch its clock tick and cancel it (mobilenet_v1 to c takes ~5 s)
+  await explorerRow(page, 'mobilenet_v3_small_int8.tflite').click({ button: 'right' });
   await chooseCompileInContextMenu(page);
   await answerCompileQuestions(page, { target: 'c', output: previous }); // over the previous one
-  const toast = page.locator('.notifications-toasts .notification-toast', { hasText: 'Compiling mobilenet_v1_fp32.tflite' });
+  const toast = page.locator('.notifications-toasts .notification-toast', { hasText: 'Compiling mobilenet_v3_small_int8.tflite' });
   await toast.waitFor({ timeout: 30000 });
   await poll(async () => /step \d+ of \d+/.test(await toast.innerText().catch(() => '')), { timeoutMs: 60000, intervalMs: 100 });
   // The running pass is named and the clock ticks while it runs (a second apart, never frozen).
@@ -236,7 +241,7 @@ test('Cancel stops a compile and keeps the previous bundle', async () => {
   const done = page.locator('.notifications-toasts .notification-toast', { hasText: 'cancelled' });
   await done.waitFor({ timeout: 60000 });
   const said = await done.innerText();
-  assert.match(said, /compile of mobilenet_v1_fp32\.tflite cancelled: no bundle was written; a previous bundle is unchanged/);
+  assert.match(said, /compile of mobilenet_v3_small_int8\.tflite cancelled: no bundle was written; a previous bundle is unchanged/);
   assert.doesNotMatch(said, /interrupted|SIGTERM/);
   await screenshot(page, 'onboarding-09-cancelled');
   assert.equal(readFileSync(join(previous, 'manifest.json'), 'utf8'), before);

@@ -54,6 +54,8 @@ export function userSettings(extra = {}) {
     'git.enabled': false,
     'chat.commandCenter.enabled': false,
     'editor.minimap.enabled': false,
+    // A tree's sticky header row lies over the rows below it and takes their pointer events.
+    'workbench.tree.enableStickyScroll': false,
     'editor.hover.delay': 200,
     'editor.gotoLocation.multipleDefinitions': 'goto',
     'window.restoreWindows': 'none',
