@@ -219,11 +219,12 @@ test('Cancel stops a compile and keeps the previous bundle', async () => {
   const before = readFileSync(join(previous, 'manifest.json'), 'utf8');
   const mtime = statSync(join(previous, 'manifest.json')).mtimeMs;
   await runCommand(page, 'View: Show Explorer');
-  // a compile long enough to watch its clock tick and cancel it (mobilenet_v1 to c takes ~5 s)
+  // a compile long enough to watch its clock tick and cancel it (mobilenet_v1 to c takes ~5 s,
+  // mobilenet_v3_small_int8 to c ~15 s; to cuda over a minute)
   await explorerRow(page, 'mobilenet_v3_small_int8.tflite').click({ button: 'right' });
   await chooseCompileInContextMenu(page);
-  await answerCompileQuestions(page, { target: 'c', output: previous }); // over the previous one
-  const toast = page.locator('.notifications-toasts .notification-toast', { hasText: 'Compiling mobilenet_v3_small_int8.tflite' });
+  await answerCompileQuestions(page, { target: 'cuda', output: previous }); // over the previous one
+  const toast = page.locator('.notifications-toasts .notification-toast', { hasText: 'Compiling mobilenet_v3_small_int8.tflite for cuda' });
   await toast.waitFor({ timeout: 30000 });
   await poll(async () => /step \d+ of \d+/.test(await toast.innerText().catch(() => '')), { timeoutMs: 60000, intervalMs: 100 });
   // The running pass is named and the clock ticks while it runs (a second apart, never frozen).

@@ -152,6 +152,9 @@ async function runCliOnce(job: CliJob, output: vscode.OutputChannel): Promise<Cl
           const error = errorLine(errors.join(''));
           if (code === 0) {
             resolve({ kind: 'ok', stdout: stdout.join('\n') });
+          } else if (cancelled && error?.includes('after the bundle was written')) {
+            // Cancel came after the swap: the new bundle is in place and complete; say so.
+            resolve({ kind: 'cancelled', message: 'too late: the bundle had already been written, and it is complete' });
           } else if (cancelled) {
             resolve({ kind: 'cancelled', message: job.cancelledMessage });
           } else {
