@@ -19,32 +19,46 @@ from tvm_explorer.errors import BundleError
 C = "code/module.c"
 
 
+class _Swapper:
+    """While in use, a thread swaps ``path`` for a symlink to ``outside`` and back, pausing
+    ``pause`` seconds in each state; ``swaps`` counts the round trips."""
+
+    def __init__(self, path, outside, pause: float):
+        self.path, self.outside, self.pause = path, outside, pause
+        self.swaps = 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run)
+
+    def _run(self) -> None:
+        real = self.path.with_name(self.path.name + ".real")
+        while not self._stop.is_set():
+            os.rename(self.path, real)
+            os.symlink(self.outside, self.path)
+            time.sleep(self.pause)
+            os.unlink(self.path)
+            os.rename(real, self.path)
+            self.swaps += 1
+            time.sleep(self.pause)
+
+    def __enter__(self) -> "_Swapper":
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._stop.set()
+        self._thread.join()
+
+
 def test_swapping_a_directory_for_a_symlink_never_reads_outside(tmp_path):
     root = write_fake_bundle(tmp_path / "b")
     outside = tmp_path / "outside"
     shutil.copytree(root / "code", outside)
     (outside / "module.c").write_text("OUTSIDE " * 100)
-    stop = threading.Event()
-    swaps = 0
-
-    def swapper() -> None:
-        nonlocal swaps
-        while not stop.is_set():
-            os.rename(root / "code", root / "code.real")
-            os.symlink(outside, root / "code")
-            time.sleep(0.0005)
-            os.unlink(root / "code")
-            os.rename(root / "code.real", root / "code")
-            swaps += 1
-            time.sleep(0.0005)
-
-    thread = threading.Thread(target=swapper)
-    thread.start()
     reads = refused = outside_reads = 0
-    try:
+    with _Swapper(root / "code", outside, 0.0005) as swapper:
         # Until enough loads got as far as the read (a loaded machine needs longer), at most 20 s.
         deadline = time.monotonic() + 20.0
-        while time.monotonic() < deadline and (reads < 300 or swaps < 300):
+        while time.monotonic() < deadline and (reads < 300 or swapper.swaps < 300):
             try:
                 text = Bundle(root).text(C)
             except BundleError:
@@ -52,9 +66,7 @@ def test_swapping_a_directory_for_a_symlink_never_reads_outside(tmp_path):
                 continue
             reads += 1
             outside_reads += "OUTSIDE" in text
-    finally:
-        stop.set()
-        thread.join()
+    swaps = swapper.swaps
     assert swaps > 100 and reads > 50, (swaps, reads, refused)
     assert outside_reads == 0, f"{outside_reads} of {reads} reads came from outside the bundle"
 
@@ -94,26 +106,10 @@ def test_swapping_costs_json_for_a_symlink_never_reads_outside(tmp_path, read):
     outside_costs["layers"] = [{"subgraph": 0, "op_index": 0, "time_ms": 1.0}]
     outside.write_text(json.dumps(outside_costs) if read is _status_by_compare else _costs("OUTSIDE"))
     bundle = Bundle(root)
-    stop = threading.Event()
-    swaps = 0
-
-    def swapper() -> None:
-        nonlocal swaps
-        while not stop.is_set():
-            os.rename(root / "costs.json", root / "costs.real")
-            os.symlink(outside, root / "costs.json")
-            time.sleep(0.0002)
-            os.unlink(root / "costs.json")
-            os.rename(root / "costs.real", root / "costs.json")
-            swaps += 1
-            time.sleep(0.0002)
-
-    thread = threading.Thread(target=swapper)
-    thread.start()
     reads = refused = outside_reads = 0
-    try:
+    with _Swapper(root / "costs.json", outside, 0.0002) as swapper:
         deadline = time.monotonic() + 15.0
-        while time.monotonic() < deadline and (reads < 3000 or swaps < 1000):
+        while time.monotonic() < deadline and (reads < 3000 or swapper.swaps < 1000):
             try:
                 status = read(bundle)
             except (BundleError, TypeError):
@@ -121,9 +117,7 @@ def test_swapping_costs_json_for_a_symlink_never_reads_outside(tmp_path, read):
                 continue
             reads += 1
             outside_reads += status == "OUTSIDE"
-    finally:
-        stop.set()
-        thread.join()
+    swaps = swapper.swaps
     assert swaps > 100 and reads > 50, (swaps, reads, refused)
     assert outside_reads == 0, f"{outside_reads} of {reads} reads came from outside the bundle"
 
