@@ -8,9 +8,7 @@ import assert from 'node:assert/strict';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
-import { PYTHON } from './lib/paths.mjs';
-import { compileEvil, writeEvilPt2 } from './lib/pt2.mjs';
-import { emptyWorkspace, Session } from './lib/session.mjs';
+import { compileEvil, evilPt2Session } from './lib/pt2.mjs';
 import { screenshot } from './lib/workbench.mjs';
 
 let session;
@@ -18,20 +16,11 @@ let folder;
 let marker;
 
 before(async () => {
-  session = await Session.start({
-    workspace: (runDir) => {
-      folder = emptyWorkspace(runDir);
-      marker = join(runDir, 'PICKLE-RAN');
-      writeEvilPt2(join(folder, 'evil.pt2'), marker);
-      return folder;
-    },
-    settings: {
-      'tvmExplorer.pythonPath': PYTHON,
-      'security.workspace.trust.enabled': true,
-      'security.workspace.trust.startupPrompt': 'never',
-      'security.workspace.trust.banner': 'always',
-    },
-  });
+  ({ session, folder, marker } = await evilPt2Session({
+    'security.workspace.trust.enabled': true,
+    'security.workspace.trust.startupPrompt': 'never',
+    'security.workspace.trust.banner': 'always',
+  }));
 });
 
 after(async () => {

@@ -6,6 +6,7 @@ import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { join } from 'node:path';
 import { PYTHON, REPO } from './paths.mjs';
+import { emptyWorkspace, Session } from './session.mjs';
 import { poll, runCommand } from './workbench.mjs';
 
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
@@ -14,6 +15,22 @@ const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 export function writeEvilPt2(path, marker) {
   execFileSync(PYTHON, [join(REPO, 'tests', 'frontends', 'hostile_pt2.py'), path, marker],
     { cwd: REPO, stdio: ['ignore', 'ignore', 'inherit'], timeout: 300000 });
+}
+
+/** A code-server session on an empty workspace holding evil.pt2: `{ session, folder, marker }`
+ * (`marker`, outside the workspace, exists once the pickle ran). `settings` are added. */
+export async function evilPt2Session(settings = {}) {
+  const out = {};
+  out.session = await Session.start({
+    workspace: (runDir) => {
+      out.folder = emptyWorkspace(runDir);
+      out.marker = join(runDir, 'PICKLE-RAN');
+      writeEvilPt2(join(out.folder, 'evil.pt2'), out.marker);
+      return out.folder;
+    },
+    settings: { 'tvmExplorer.pythonPath': PYTHON, ...settings },
+  });
+  return out;
 }
 
 /** Right-click evil.pt2 → Compile Model…, target c, no options, the default folder. */
