@@ -116,17 +116,16 @@ class RawServer:
 
     def rss_mib(self) -> float:
         """Resident memory of the server process."""
-        with open(f"/proc/{self.proc.pid}/status") as f:
-            for line in f:
-                if line.startswith("VmRSS:"):
-                    return int(line.split()[1]) / 1024
-        return 0.0
+        return self._status_mib("VmRSS:")
 
     def peak_mib(self) -> float:
         """Highest resident memory of the server process so far (``VmHWM``)."""
+        return self._status_mib("VmHWM:")
+
+    def _status_mib(self, field: str) -> float:
         with open(f"/proc/{self.proc.pid}/status") as f:
             for line in f:
-                if line.startswith("VmHWM:"):
+                if line.startswith(field):
                     return int(line.split()[1]) / 1024
         return 0.0
 
