@@ -254,11 +254,14 @@ def _read_file(root: Path, name: str, what: str, charge=None) -> bytes:
 
 
 def _read_json(root: Path, name: str, what: str, charge=None):
-    data = _read_file(root, name, what, charge)
+    return _parse_json(_read_file(root, name, what, charge), root / name, what)
+
+
+def _parse_json(data: bytes, path: Path, what: str):
     try:
         return json.loads(data.decode("utf-8"))
     except (ValueError, RecursionError) as err:  # bad UTF-8 or JSON, an int of 5000 digits
-        raise BundleError(f"{root / name}: {what} is not readable JSON ({err})") from None
+        raise BundleError(f"{path}: {what} is not readable JSON ({err})") from None
 
 
 def read_section(root: Path, name: str, what: str, budget=None):
@@ -284,10 +287,7 @@ def read_section(root: Path, name: str, what: str, budget=None):
         raise type(err)(str(err).replace(str(full), str(path), 1)) from None
     if budget is not None:
         budget(len(data))
-    try:
-        return json.loads(data.decode("utf-8"))
-    except (ValueError, RecursionError) as err:  # bad UTF-8 or JSON, an int of 5000 digits
-        raise BundleError(f"{path}: {what} is not readable JSON ({err})") from None
+    return _parse_json(data, path, what)
 
 
 def resolve_inside(root: Path, rel: str, what: str = "document", dirs: dict | None = None) -> Path:
@@ -433,9 +433,9 @@ class Bundle:
             out[doc.path] = file_identity(info) if stat.S_ISREG(info.st_mode) else None
         return out
 
-    def _load_section(self, read_section, name: str) -> dict | None:
+    def _load_section(self, read, name: str) -> dict | None:
         try:
-            return read_section()
+            return read()
         except BundleTooLarge:
             raise
         except BundleError as err:
