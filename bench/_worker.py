@@ -53,8 +53,8 @@ def _measure(fn) -> dict:
 
 
 def task_import(model: str, variant: str) -> dict:
-    from tvm_explorer.capture.importer import import_tflite
-    from tvm_explorer.model.loader import load_model
+    from tvm_explorer.frontends.tflite.importer import import_tflite
+    from tvm_explorer.frontends.tflite.loader import load_model
     from tvm_explorer.provenance import OriginTable
 
     loaded = load_model(model)
@@ -67,7 +67,7 @@ def _after_top_level_passes(step):
     """A pass instrument calling ``step(mod)`` after every top-level pass of a compile (the
     passes the capture records; not those nested inside another pass)."""
     import tvm
-    from tvm_explorer.capture.session import CONTAINERS
+    from tvm_explorer.capture.compile_recorder import CONTAINERS
 
     @tvm.ir.instrument.pass_instrument
     class AfterTopLevel:
@@ -90,8 +90,8 @@ def _printer_floor_instrument():
     changed the module, and nothing else: the printing any capture of every changed pass's
     IR through TVM's printer must pay (no markers, no provenance, no index, nothing written)."""
     import tvm
-    from tvm_explorer.capture.session import CaptureSession
-    from tvm_explorer.capture.spans import handle
+    from tvm_explorer.capture.compile_recorder import CaptureSession
+    from tvm_explorer.provenance.spans import handle
 
     state = {"last": None, "printed": {}}
 
@@ -116,7 +116,7 @@ def _tracker_floor_instrument():
     object the pass rebuilt, and nothing else: the least any tracker that looks at what a
     pass produced must do (it attributes and stamps nothing)."""
     from tvm import relax
-    from tvm_explorer.capture.spans import handle, read_span
+    from tvm_explorer.provenance.spans import handle, read_span
     from tvm_explorer.capture.tracker import _bindings, _stores
 
     state = {"seen": {}}
@@ -144,10 +144,10 @@ def task_compile(model: str, target: str, variant: str, out: str | None = None) 
         # Parallel printing whatever the load (by default a capture prints inline when the
         # machine has no idle core): the figure is about the parallel path.
         os.environ[ENV_WORKERS] = str(min(MAX_WORKERS, len(os.sched_getaffinity(0))))
-    import tvm_explorer.capture.api as api
-    from tvm_explorer.capture.importer import import_tflite
+    import tvm_explorer.app.compile as api
+    from tvm_explorer.frontends.tflite.importer import import_tflite
     from tvm_explorer.capture.pipeline import build
-    from tvm_explorer.model.loader import load_model
+    from tvm_explorer.frontends.tflite.loader import load_model
 
     def run():
         if variant == "stock":

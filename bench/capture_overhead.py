@@ -55,8 +55,8 @@ BASELINE = "baseline_inline"  # capture_inline by an older checkout's package (-
 
 def measure_import(model: Path, reps: int) -> dict:
     """In-process, interleaved: many short repetitions (the import takes 0.02-0.3 s)."""
-    from tvm_explorer.capture.importer import import_tflite
-    from tvm_explorer.model.loader import load_model
+    from tvm_explorer.frontends.tflite.importer import import_tflite
+    from tvm_explorer.frontends.tflite.loader import load_model
     from tvm_explorer.provenance import OriginTable
 
     loaded = load_model(model)

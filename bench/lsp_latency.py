@@ -54,7 +54,7 @@ QUICK_BUNDLES = [("mobilenet_v1_fp32", "c")]
 
 
 def compile_bundles(specs, workdir: Path) -> list[Path]:
-    from tvm_explorer.capture.api import compile_model
+    from tvm_explorer.app.compile import compile_model
 
     out = []
     for model, target in specs:
@@ -76,7 +76,7 @@ class InProcess:
         from tvm_explorer.lsp.features.hover import Hover
         from tvm_explorer.lsp.features.references import References
         from tvm_explorer.lsp.features.symbols import DocumentSymbols
-        from tvm_explorer.lsp.session import Session
+        from tvm_explorer.lsp.shared import Session
         from tvm_explorer.navigation import registry
 
         self.session = Session()

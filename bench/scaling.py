@@ -1,6 +1,6 @@
 """Scaling: capture time, bundle size, load time and request latency against layer count.
 
-Synthetic TFLite models of N layers (``tvm_explorer.model.builder.chain``: CONV/ADD/RELU
+Synthetic TFLite models of N layers (``tests.tflite_builder.chain``: CONV/ADD/RELU
 blocks and a dense head) are captured for the ``c`` target; for each N this measures, each
 in a fresh process: stock compile and full capture (CPU seconds), bundle size, the language
 server's load time (read + validate + layer map) and memory, then in-process request latency
@@ -51,7 +51,7 @@ def server_base(spec: str, workdir: Path) -> Path:
     """A bundle directory for ``spec`` (a bundle, or ``MODEL:TARGET`` compiled here)."""
     if Path(spec).is_dir():
         return Path(spec)
-    from tvm_explorer.capture.api import compile_model
+    from tvm_explorer.app.compile import compile_model
 
     model, _, target = spec.rpartition(":")
     out = workdir / f"{Path(model).stem}.{target}.bundle"
@@ -61,7 +61,7 @@ def server_base(spec: str, workdir: Path) -> Path:
 
 def measure(n: int, workdir: Path, reps: int, per_doc: int) -> dict:
     from lsp_latency import InProcess, measure_in_process, random_positions
-    from tvm_explorer.model.builder import chain
+    from tests.tflite_builder import chain
 
     model = workdir / f"chain{n}.tflite"
     chain(n, model)

@@ -10,7 +10,7 @@ MODE:
   pause-POINT     at POINT (load | build | document | swap | finished: the compile returned,
                   the report not begun) sleep PAUSE seconds, then go on
 MARKER is a file created when the point is reached (the test waits for it before signalling).
-``GRACE`` of the CLI is set from $TVMX_HARNESS_GRACE (seconds) when given.
+``GRACE`` of the supervisor is set from $TVMX_HARNESS_GRACE (seconds) when given.
 """
 
 from __future__ import annotations
@@ -31,10 +31,11 @@ def main() -> int:
 
     from tvm_explorer import cli, frontends
     from tvm_explorer.bundle import writer
-    from tvm_explorer.capture import api
+    from tvm_explorer.app import compile as api
+    from tvm_explorer.supervise import supervisor
 
     if "TVMX_HARNESS_GRACE" in os.environ:
-        cli.GRACE = float(os.environ["TVMX_HARNESS_GRACE"])
+        supervisor.GRACE = float(os.environ["TVMX_HARNESS_GRACE"])
     real_build, real_load = api.build, frontends.load_any
     real_add, real_swap = writer.BundleWriter.add_document, writer.BundleWriter._swap_into_place
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -29,7 +28,7 @@ def models_dir() -> Path:
 @pytest.fixture(scope="session")
 def gt_model(tmp_path_factory) -> Path:
     """CONV_2D → ADD → RELU → RESHAPE → FULLY_CONNECTED, built by the test (ground truth)."""
-    from tvm_explorer.model.builder import conv_add_relu_dense
+    from tests.tflite_builder import conv_add_relu_dense
 
     path = tmp_path_factory.mktemp("models") / "gt.tflite"
     conv_add_relu_dense(path)

@@ -4,14 +4,14 @@
 which never needs TVM, starts fast.
 """
 
-__version__ = "0.1.0"
+from tvm_explorer.version import __version__
 
 __all__ = ["Capture", "compile_model", "__version__"]
 
 
 def __getattr__(name):
     if name in ("compile_model", "Capture"):
-        from .capture import api
+        from tvm_explorer.app import compile as api
 
         return getattr(api, name)
     raise AttributeError(name)

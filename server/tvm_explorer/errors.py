@@ -11,3 +11,18 @@ class ModelError(ExplorerError):
 
 class BundleError(ExplorerError):
     """A bundle is missing, damaged, or of an unknown schema."""
+
+
+EXIT_ERROR = 2
+EXIT_CRASH = 3
+EXIT_TIMEOUT = 4
+EXIT_UNTRUSTED = 5  # a .pt2 holds a pickle: refused unless --trust-pickle (VS Code asks, retries)
+EXIT_INTERRUPTED = 130
+
+
+def fail(message: str, code: int = EXIT_ERROR) -> int:
+    """Print the one message of a failed command; returns its exit code."""
+    import sys
+
+    print(f"tvm-explorer: error: {message}", file=sys.stderr)
+    return code

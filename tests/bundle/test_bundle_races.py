@@ -72,7 +72,7 @@ def test_swapping_a_directory_for_a_symlink_never_reads_outside(tmp_path):
 
 
 def _costs(status: str) -> str:
-    from tvm_explorer.costs.model import SCHEMA_VERSION
+    from tvm_explorer.bundle.sections.costs import SCHEMA_VERSION
 
     return json.dumps({"schema_version": SCHEMA_VERSION, "total_ms": None,
                        "profile": {"status": status}, "layers": [], "kernels": [],
@@ -81,7 +81,7 @@ def _costs(status: str) -> str:
 
 
 def _status_by_costs(bundle: Bundle) -> str:
-    from tvm_explorer.costs.model import read_costs
+    from tvm_explorer.bundle.sections.costs import read_costs
 
     return read_costs(bundle)["profile"]["status"]
 

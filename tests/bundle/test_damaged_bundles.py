@@ -173,9 +173,9 @@ def test_origins_command_reports_the_damaged_document(good, tmp_path):
 
 # -- nothing executable ----------------------------------------------------------------------
 LOADER_MODULES = ("bundle/reader.py", "bundle/index.py", "bundle/index_load.py", "bundle/format.py",
-                  "child_python.py",
-                  "navigation/registry.py", "navigation/view.py", "costs/model.py", "costs/lookup.py",
-                  "costs/table.py", "bundle/fields.py", "numerics/schema.py", "bisect/schema.py")
+                  "supervise/child_python.py",
+                  "navigation/registry.py", "navigation/view.py", "bundle/sections/costs.py", "navigation/costs.py",
+                  "costs/table.py", "bundle/fields.py", "bundle/sections/numerics.py", "bundle/sections/bisect.py")
 # The one process a loader starts: this interpreter, parsing index.json (``index_load``), with
 # a fixed command; the bundle's bytes reach it on stdin, its answer is read with json.loads.
 # (child_python keeps the working directory off sys.path: tests/lsp/test_workspace_isolation.py)

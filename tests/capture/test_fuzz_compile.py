@@ -3,7 +3,7 @@
 Byte-level mutations (flips, truncations, splices, insertions) of small_cnn_fp32 and
 sine_float, and structure-level mutations that keep the flatbuffer valid but change its
 fields (shapes, indices, options, constant data, opcodes, types; built with
-``tvm_explorer.model.builder``). In process, the loader must return or raise ModelError.
+``tests.tflite_builder``). In process, the loader must return or raise ModelError.
 Through the real CLI (each compile in its forked child, with a timeout), every case must end
 with a good bundle, or exit non-zero with one message naming the file and leave nothing
 behind; a TVM crash must be reported as such.
@@ -22,15 +22,14 @@ import time
 from collections import Counter
 from pathlib import Path
 
-import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tvm_explorer.bundle.reader import Bundle
 from tvm_explorer.errors import ModelError
-from tvm_explorer.model import builder as B
-from tvm_explorer.model.loader import load_model
+from tests import tflite_builder as B
+from tvm_explorer.frontends.tflite.loader import load_model
 
 LONG = os.environ.get("TVMX_FUZZ_LONG") == "1"
 MODELS = Path(__file__).resolve().parents[1] / "models"

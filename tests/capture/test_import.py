@@ -5,9 +5,9 @@ import tvm_ffi
 from tvm import relax
 from tvm.relax.frontend.tflite import from_tflite
 
-from tvm_explorer.capture.importer import import_tflite
-from tvm_explorer.capture.spans import read_span
-from tvm_explorer.model.loader import load_model
+from tvm_explorer.frontends.tflite.importer import import_tflite
+from tvm_explorer.provenance.spans import read_span
+from tvm_explorer.frontends.tflite.loader import load_model
 from tvm_explorer.provenance import OriginTable
 
 MODELS = ["small_cnn_fp32", "small_cnn_int8", "mobilenet_v1_fp32", "mobilenet_v3_small_int8",

@@ -214,7 +214,7 @@ def test_memory_limit_turns_runaway_allocation_into_a_message(tmp_path):
     6.4 GB. Under a 3 GiB limit TVM's allocation fails and the user gets one message."""
     import numpy as np
 
-    from tvm_explorer.model import builder as B
+    from tests import tflite_builder as B
 
     g = B.GraphBuilder()
     x = g.input("input", [1, 4])

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 import tvm_explorer.capture.parallel_print as pp
-from tvm_explorer.capture.api import compile_model
+from tvm_explorer.app.compile import compile_model
 from conftest import MODELS
 
 

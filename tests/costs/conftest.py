@@ -17,7 +17,7 @@ def dominant_dense(path: Path, rows: int = 1, width: int = 1024) -> Path:
 
     Operator indices: 0 FULLY_CONNECTED, 1 ADD, 2 RELU, 3 MUL, 4 SOFTMAX.
     """
-    from tvm_explorer.model.builder import GraphBuilder
+    from tests.tflite_builder import GraphBuilder
 
     g = GraphBuilder(seed=3)
     x = g.input("input", [rows, width])

@@ -17,7 +17,7 @@ import tvm
 from tests.conftest import run_cli
 from tests.costs.conftest import check_times, gpu_dominant_dense
 from tvm_explorer.bundle.reader import Bundle
-from tvm_explorer.capture.api import compile_model
+from tvm_explorer.app.compile import compile_model
 from tvm_explorer.costs.request import ProfileRequest
 
 needs_gpu = pytest.mark.skipif(not tvm.cuda(0).exist, reason="needs a CUDA GPU (none on this machine)")

@@ -117,7 +117,7 @@ def test_import_is_structurally_the_stock_import(path):
 
 
 def test_generated_c_identical_to_stock_build(block_model, tmp_path):
-    from tvm_explorer.capture.api import compile_model
+    from tvm_explorer.app.compile import compile_model
     from tvm_explorer.capture.pipeline import generated_sources
 
     # (Not silero: with symbolic shapes, two stock builds already order its shape function's
@@ -159,7 +159,7 @@ def test_bad_onnx_inputs(tmp_path, block_model):
 def test_capture_from_onnx_model_in_memory(tmp_path):
     import tvm
 
-    from tvm_explorer.capture.api import Capture
+    from tvm_explorer.app.compile import Capture
 
     proto = conv_block(tmp_path / "block.onnx")
     with Capture.from_onnx(proto, tmp_path / "block.bundle") as cap:

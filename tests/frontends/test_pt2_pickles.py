@@ -7,6 +7,8 @@ a marker file (and returns a valid value, so a trusted load goes on to compile).
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 torch = pytest.importorskip("torch", reason="PyTorch is not installed (pip install -e '.[torch]')")

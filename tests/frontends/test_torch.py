@@ -94,7 +94,7 @@ def test_import_and_build_identical_to_stock(programs, tmp_path):
     import tvm_ffi
     from tvm.relax.frontend.torch import from_exported_program
 
-    from tvm_explorer.capture.api import compile_model
+    from tvm_explorer.app.compile import compile_model
     from tvm_explorer.capture.pipeline import generated_sources
     from tvm_explorer.frontends import import_any, load_any
     from tvm_explorer.provenance import OriginTable
@@ -111,7 +111,7 @@ def test_import_and_build_identical_to_stock(programs, tmp_path):
 def test_capture_from_torch_module(tmp_path):
     import tvm
 
-    from tvm_explorer.capture.api import Capture
+    from tvm_explorer.app.compile import Capture
 
     torch.manual_seed(0)
     with Capture.from_torch(torch_nets.Block(4).eval(), (torch.randn(1, 4, 6, 6),),

@@ -162,7 +162,7 @@ def test_warm_ups_start_after_the_requests_that_waited_for_the_load(tmp_path):
     import asyncio
 
     from tvm_explorer.lsp.features.bundles import BundleWatcher
-    from tvm_explorer.lsp.session import Session
+    from tvm_explorer.lsp.shared import Session
 
     root = tmp_path / "bundle"
     root.mkdir()

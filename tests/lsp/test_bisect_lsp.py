@@ -20,7 +20,7 @@ NUMERICS_TESTS = Path(__file__).resolve().parents[1] / "numerics"
 
 @pytest.fixture(scope="module")
 def workspace(tmp_path_factory) -> Path:
-    from tvm_explorer.model.builder import conv_add_relu_dense
+    from tests.tflite_builder import conv_add_relu_dense
 
     root = tmp_path_factory.mktemp("bisect-ws")
     model = root / "gt.tflite"

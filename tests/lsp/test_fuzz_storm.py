@@ -32,7 +32,7 @@ from pytest_lsp import LanguageClient
 
 from tvm_explorer.bundle.reader import Bundle
 from tvm_explorer.bundle.writer import _exchange
-from tvm_explorer.model.builder import chain, conv_add_relu_dense
+from tests.tflite_builder import chain, conv_add_relu_dense
 
 from .conftest import MODELS_DIR, SERVER, cancel, compile_bundle, send_raw, start_session, uri
 

@@ -15,9 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from tvm_explorer.bisect.schema import validate as validate_bisect
-from tvm_explorer.costs.model import validate as validate_costs
-from tvm_explorer.numerics.schema import validate as validate_numerics
+from tvm_explorer.bundle.sections.bisect import validate as validate_bisect
+from tvm_explorer.bundle.sections.costs import validate as validate_costs
+from tvm_explorer.bundle.sections.numerics import validate as validate_numerics
 
 from .hostile import HOSTILE_STRINGS, HOSTILE_VALUES, RawServer, linked_bundle, live_markup, mutated, section_fields
 

@@ -11,7 +11,7 @@ from lsprotocol import types
 from pytest_lsp import LanguageClient
 
 from tvm_explorer.bundle.reader import Bundle
-from tvm_explorer.model.loader import load_model
+from tvm_explorer.frontends.tflite.loader import load_model
 
 from .conftest import MODELS_DIR, SERVER, start_session
 from .real import pos, td

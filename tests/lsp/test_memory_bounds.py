@@ -3,8 +3,8 @@ within 1.5× the bundle's bytes), and answers do not change when a bound is reac
 
 from __future__ import annotations
 
-from tvm_explorer.lsp import session as session_module
-from tvm_explorer.lsp.session import Session
+from tvm_explorer.lsp import shared as session_module
+from tvm_explorer.lsp.shared import Session
 from tvm_explorer.navigation import registry, view as view_module
 from tvm_explorer.navigation.positions import LineIndex
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 from lsprotocol import types
 
 from tvm_explorer.lsp.features.symbols import DocumentSymbols
-from tvm_explorer.lsp.session import Session
+from tvm_explorer.lsp.shared import Session
 from tvm_explorer.navigation import registry
 
 

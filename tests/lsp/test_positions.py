@@ -157,7 +157,7 @@ def test_a_bundle_line_index_keeps_no_text(real_workspace):
 
 
 def test_the_lines_of_every_document_are_indexed_after_a_load(real_workspace):
-    from tvm_explorer.lsp.session import Session
+    from tvm_explorer.lsp.shared import Session
     from tvm_explorer.navigation import registry
 
     session = Session()

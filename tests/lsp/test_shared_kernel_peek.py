@@ -18,7 +18,7 @@ from lsprotocol import types
 from pytest_lsp import LanguageClient
 
 from tvm_explorer.bundle.reader import Bundle
-from tvm_explorer.model.builder import GraphBuilder
+from tests.tflite_builder import GraphBuilder
 
 from .conftest import SERVER, start_session
 from .real import landing, pos, td

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from tvm_explorer.bundle import index_load
-from tvm_explorer.child_python import python_module_command
+from tvm_explorer.supervise.child_python import python_module_command
 
 from .hostile import (RawServer, console_script, documented_server_launches, pad_index,
                       plant_package)

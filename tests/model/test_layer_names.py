@@ -1,13 +1,13 @@
-"""Layer names from TFLite tensor names (model/names.py), on real models."""
+"""Layer names from TFLite tensor names (frontends/tflite/names.py), on real models."""
 
 from pathlib import Path
 
 import tflite
 
 from tvm_explorer.provenance import OriginTable
-from tvm_explorer.model.document import render_model_document
-from tvm_explorer.model.loader import load_model
-from tvm_explorer.model.names import layer_name
+from tvm_explorer.frontends.tflite.document import render_model_document
+from tvm_explorer.frontends.tflite.loader import load_model
+from tvm_explorer.frontends.tflite.names import layer_name
 
 MODELS = Path(__file__).resolve().parents[1] / "models"
 FILTERED = ("CONV_2D", "DEPTHWISE_CONV_2D", "FULLY_CONNECTED", "TRANSPOSE_CONV")
@@ -35,7 +35,7 @@ def test_real_model_conv_names_are_distinct():
 
 def _filter_names(path: Path) -> dict[int, tuple[int, str]]:
     """op index -> (buffer-holding tensor index, name) of each conv/FC filter, read straight
-    from the flatbuffer (following DEQUANTIZE/DENSIFY), independent of model/names.py."""
+    from the flatbuffer (following DEQUANTIZE/DENSIFY), independent of frontends/tflite/names.py."""
     m = tflite.Model.GetRootAsModel(path.read_bytes(), 0)
     sg = m.Subgraphs(0)
     producer = {}

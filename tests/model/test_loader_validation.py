@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 
 from tvm_explorer.errors import ModelError
-from tvm_explorer.model import builder as B
-from tvm_explorer.model.loader import load_model
+from tests import tflite_builder as B
+from tvm_explorer.frontends.tflite.loader import load_model
 
 
 def _graph() -> B.GraphBuilder:

@@ -7,7 +7,7 @@ import numpy as np
 
 def planted_reference(tmp_path, tensor_name: str, delta: float = 0.5):
     """The ground-truth model and a copy whose constant ``tensor_name`` is changed."""
-    from tvm_explorer.model.builder import conv_add_relu_dense_graph
+    from tests.tflite_builder import conv_add_relu_dense_graph
 
     original = tmp_path / "gt.tflite"
     original.write_bytes(conv_add_relu_dense_graph().build())

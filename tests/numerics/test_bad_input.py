@@ -52,7 +52,7 @@ def test_reference_of_another_graph(gt_model, tmp_path):
 
 
 def test_reference_with_a_different_shape(gt_model, tmp_path):
-    from tvm_explorer.model.builder import GraphBuilder
+    from tests.tflite_builder import GraphBuilder
 
     g = GraphBuilder()
     x = g.input("input", [1, 8, 8, 3])

@@ -17,11 +17,11 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..errors import ExplorerError
-from ..model.loader import LoadedModel
-from ..numerics.compare import Error, compare, worst
-from ..numerics.reference import ReferenceRun
-from .snapshots import Run, Snapshot, SnapshotRecorder, run_executable, run_full, run_snapshot
+from tvm_explorer.errors import ExplorerError
+from tvm_explorer.frontends.tflite.loader import LoadedModel
+from tvm_explorer.numerics.compare import Error, compare, worst
+from tvm_explorer.numerics.reference import ReferenceRun
+from tvm_explorer.bisect.snapshots import Run, Snapshot, SnapshotRecorder, run_executable, run_full, run_snapshot
 
 
 def _brief(err: BaseException) -> str:

@@ -18,13 +18,13 @@ import numpy as np
 import tvm
 from tvm import relax
 
-from ..capture.pipeline import make_target
-from ..capture.session import CaptureSession
-from ..model.loader import LoadedModel
-from ..numerics.observe import Observation, kernel_plan, run_observed
-from ..numerics.run import runnable
-from ..provenance import OriginTable
-from ..runtime.inputs import model_inputs
+from tvm_explorer.capture.pipeline import make_target
+from tvm_explorer.capture.compile_recorder import CaptureSession
+from tvm_explorer.frontends.tflite.loader import LoadedModel
+from tvm_explorer.numerics.observe import Observation, kernel_plan, run_observed
+from tvm_explorer.numerics.run import runnable
+from tvm_explorer.provenance import OriginTable
+from tvm_explorer.runtime.inputs import model_inputs
 
 
 @dataclass
@@ -110,7 +110,7 @@ def run_full(model: LoadedModel, origins: OriginTable, start, final_relax, targe
     """Build ``start`` (the imported module) with the whole pipeline again, ``disabled``
     passes left out, and run it. TIR passes leave the Relax side alone: its kernel calls are
     those of ``final_relax``, the last Relax module of the recorded compile."""
-    from ..capture.pipeline import relax_pipeline
+    from tvm_explorer.capture.pipeline import relax_pipeline
 
     tgt = make_target(target)
     with tvm.transform.PassContext(opt_level=3, disabled_pass=list(disabled)):

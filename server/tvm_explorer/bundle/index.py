@@ -18,7 +18,7 @@ from itertools import repeat
 from operator import gt, neg
 from typing import NamedTuple
 
-from .format import KINDS
+from tvm_explorer.bundle.format import KINDS
 
 KIND_CODES = {k: i for i, k in enumerate(KINDS)}
 """The number of each range kind (what ``DocumentIndex`` stores per range)."""

@@ -21,10 +21,10 @@ from operator import le as _le
 from pathlib import Path
 from typing import Callable, NamedTuple
 
-from ..child_python import python_module_command
-from ..errors import BundleError
-from .format import SCHEMA_VERSION
-from .index import KIND_CODES, DocumentIndex, Strings
+from tvm_explorer.supervise.child_python import python_module_command
+from tvm_explorer.errors import BundleError
+from tvm_explorer.bundle.format import SCHEMA_VERSION
+from tvm_explorer.bundle.index import KIND_CODES, DocumentIndex, Strings
 
 WORKER_MIN_BYTES = 1 << 20
 """Indexes this large or larger are parsed in a worker process (smaller ones leave little to

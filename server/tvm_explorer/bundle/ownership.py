@@ -17,8 +17,8 @@ import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..errors import ExplorerError
-from .format import FORMAT_NAME, INDEX, MANIFEST
+from tvm_explorer.errors import ExplorerError
+from tvm_explorer.bundle.format import FORMAT_NAME, INDEX, MANIFEST
 
 _SHOWN = 5  # entries named in a refusal
 
@@ -56,7 +56,7 @@ def _bundle_files(dest: Path) -> frozenset[str] | None:
     """The files a bundle manifest at ``dest`` says the tool wrote; None if there is no
     manifest of ours there."""
     path = dest / MANIFEST
-    from .reader import read_regular  # (reader needs nothing of this module)
+    from tvm_explorer.bundle.reader import read_regular  # (reader needs nothing of this module)
 
     try:
         if not stat.S_ISREG(path.lstat().st_mode):

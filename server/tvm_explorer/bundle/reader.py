@@ -18,11 +18,11 @@ from collections import OrderedDict
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..errors import BundleError
-from .format import FORMAT_NAME, INDEX, MANIFEST, SCHEMA_VERSION, STAGES
-from .index import DocumentIndex
-from .index_load import Prepare, load_index
-from .safe_open import open_inside
+from tvm_explorer.errors import BundleError
+from tvm_explorer.bundle.format import FORMAT_NAME, INDEX, MANIFEST, SCHEMA_VERSION, STAGES
+from tvm_explorer.bundle.index import DocumentIndex
+from tvm_explorer.bundle.index_load import Prepare, load_index
+from tvm_explorer.bundle.safe_open import open_inside
 
 
 @dataclass(frozen=True)
@@ -444,7 +444,7 @@ class Bundle:
 
     def _load_bisect(self) -> dict | None:
         """``bisect.json`` (``tvm-explorer bisect -o``), validated; None if absent."""
-        from ..bisect.schema import BISECT_FILE, BisectError, validate
+        from tvm_explorer.bundle.sections.bisect import BISECT_FILE, BisectError, validate
 
         data = read_section(self.root, BISECT_FILE, "bisect report", self.budget)
         if data is None:
@@ -456,7 +456,7 @@ class Bundle:
 
     def _load_numerics(self) -> dict | None:
         """``numerics.json`` (``compile --numerics``), validated; None if the bundle has none."""
-        from ..numerics.schema import NUMERICS_FILE, NumericsError, validate
+        from tvm_explorer.bundle.sections.numerics import NUMERICS_FILE, NumericsError, validate
 
         data = read_section(self.root, NUMERICS_FILE, "numerics", self.budget)
         if data is None:
@@ -553,7 +553,7 @@ class Bundle:
     def costs(self) -> dict | None:
         """The validated ``costs.json`` (read once), or None if the bundle has none."""
         if not hasattr(self, "_costs"):
-            from ..costs.model import read_costs
+            from tvm_explorer.bundle.sections.costs import read_costs
 
             self._costs = read_costs(self)
         return self._costs

@@ -16,11 +16,11 @@ import signal
 import sys
 from pathlib import Path
 
-from ..errors import ExplorerError
-from ..bundle.index import Range
-from ..provenance import OriginTable
-from .format import FORMAT_NAME, INDEX, LANGUAGE_BY_SUFFIX, MANIFEST, SCHEMA_VERSION, STAGES
-from .ownership import carry_foreign, inspect_output, remove_replaced, remove_stale
+from tvm_explorer.errors import ExplorerError
+from tvm_explorer.bundle.index import Range
+from tvm_explorer.provenance import OriginTable
+from tvm_explorer.bundle.format import FORMAT_NAME, INDEX, LANGUAGE_BY_SUFFIX, MANIFEST, SCHEMA_VERSION, STAGES
+from tvm_explorer.bundle.ownership import carry_foreign, inspect_output, remove_replaced, remove_stale
 
 _RENAME_EXCHANGE = 2
 

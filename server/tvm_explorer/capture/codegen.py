@@ -15,11 +15,11 @@ from dataclasses import dataclass
 
 from tvm import tirx
 
-from ..bundle.index import Range
-from ..provenance import OriginTable
-from .spans import handle, read_span
-from .tracker import ProvenanceTracker
-from .walk import walk
+from tvm_explorer.bundle.index import Range
+from tvm_explorer.provenance import OriginTable
+from tvm_explorer.provenance.spans import handle, read_span
+from tvm_explorer.capture.tracker import ProvenanceTracker
+from tvm_explorer.capture.node_collect import walk
 
 _FUNC = re.compile(r"^[A-Za-z_].*?\b([A-Za-z_]\w*)\(([^()]*)\)\s*\{\s*$")
 _FOR = re.compile(r"^\s*for \((?:[\w\s\*]+?)\b([A-Za-z_]\w*) = ")

@@ -17,7 +17,7 @@ import sys
 
 import tvm
 
-from ..errors import ExplorerError
+from tvm_explorer.errors import ExplorerError
 
 
 def _brief(err: BaseException) -> str:

@@ -6,13 +6,13 @@ from typing import NamedTuple
 
 from tvm import relax, s_tir, tirx
 
-from ..bundle.index import Range
-from ..provenance import OriginTable
-from .printer import FunctionText, PlacedFunction
-from .codegen import loop_keys_of
-from .spans import handle, read_span
-from .tracker import ProvenanceTracker
-from .walk import collect
+from tvm_explorer.bundle.index import Range
+from tvm_explorer.provenance import OriginTable
+from tvm_explorer.capture.printer import FunctionText, PlacedFunction
+from tvm_explorer.capture.codegen import loop_keys_of
+from tvm_explorer.provenance.spans import handle, read_span
+from tvm_explorer.capture.tracker import ProvenanceTracker
+from tvm_explorer.capture.node_collect import collect
 
 
 class _Mark(NamedTuple):

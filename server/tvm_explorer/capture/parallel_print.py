@@ -32,10 +32,10 @@ from types import SimpleNamespace
 
 from tvm import tirx
 
-from .indexer import index_module
-from .printer import RELAX_NODES, FunctionText, assemble, content_key, function_text, nodes_of, print_lines
-from .schedules import ScheduleRecorder
-from .spans import read_span
+from tvm_explorer.capture.indexer import index_module
+from tvm_explorer.capture.printer import RELAX_NODES, FunctionText, assemble, content_key, function_text, nodes_of, print_lines
+from tvm_explorer.capture.schedules import ScheduleRecorder
+from tvm_explorer.provenance.spans import read_span
 
 ENV_WORKERS = "TVMX_PRINT_WORKERS"
 MAX_WORKERS = 4

@@ -6,7 +6,7 @@ import tvm
 import tvm_ffi
 from tvm import relax
 
-from ..errors import ExplorerError
+from tvm_explorer.errors import ExplorerError
 
 TARGETS = ("c", "llvm", "cuda")
 

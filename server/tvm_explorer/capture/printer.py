@@ -17,8 +17,8 @@ from dataclasses import dataclass, field, replace
 import tvm
 from tvm import relax, s_tir, tirx
 
-from .spans import handle
-from .walk import collect
+from tvm_explorer.provenance.spans import handle
+from tvm_explorer.capture.node_collect import collect
 
 _MARK = "@@tvmx{}@@"
 _MARK_RE = re.compile(r"@@tvmx(\d+)@@")

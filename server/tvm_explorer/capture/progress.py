@@ -22,7 +22,7 @@ from typing import Callable
 import tvm
 from tvm import relax
 
-from .session import CONTAINERS
+from tvm_explorer.capture.compile_recorder import CONTAINERS
 
 STAGES = ("import", "relax", "tir", "code", "run", "write")
 
@@ -116,7 +116,7 @@ def _probe_module():
 def plan_steps(target: str) -> int:
     """How many steps a compile for ``target`` takes (see the module docstring); 0 if the
     probe compile fails (the bar then grows as steps arrive)."""
-    from .pipeline import build, generated_sources
+    from tvm_explorer.capture.pipeline import build, generated_sources
 
     counter = _PassCounter()
     try:

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 import tvm
 from tvm import s_tir
 
-from .spans import handle
+from tvm_explorer.provenance.spans import handle
 
 
 @dataclass

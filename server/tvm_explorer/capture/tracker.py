@@ -27,10 +27,10 @@ from dataclasses import dataclass, field
 import tvm
 from tvm import relax, tirx
 
-from ..provenance import OriginTable
-from .printer import RELAX_NODES
-from .spans import handle, origin_span, read_span, set_span
-from .walk import collect
+from tvm_explorer.provenance import OriginTable
+from tvm_explorer.capture.printer import RELAX_NODES
+from tvm_explorer.provenance.spans import handle, origin_span, read_span, set_span
+from tvm_explorer.capture.node_collect import collect
 
 
 @dataclass

@@ -5,9 +5,9 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 
-from ..bundle.reader import Bundle
-from ..errors import ExplorerError
-from .layers import LayerCode, layer_codes
+from tvm_explorer.bundle.reader import Bundle
+from tvm_explorer.errors import ExplorerError
+from tvm_explorer.compare.layers import LayerCode, layer_codes
 
 
 class UnrelatedBundles(ExplorerError):

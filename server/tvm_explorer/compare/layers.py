@@ -6,9 +6,9 @@ import re
 from bisect import bisect_left
 from dataclasses import dataclass, field
 
-from ..bundle.reader import Bundle, Layer
-from ..errors import BundleError
-from ..model.names import name_of
+from tvm_explorer.bundle.reader import Bundle, Layer
+from tvm_explorer.errors import BundleError
+from tvm_explorer.frontends.tflite.names import name_of
 
 _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _COST_KEYS = ("time_ms", "share", "workspace_bytes", "flops")

@@ -13,7 +13,7 @@ import time
 import tvm
 from tvm import relax
 
-from ..capture.same import forget, same_function
+from tvm_explorer.capture.pass_changes import forget, same_function
 
 CONTAINERS = {"sequential", "_pipeline"}  # passes that only group other passes
 

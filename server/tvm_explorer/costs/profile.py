@@ -250,7 +250,7 @@ def measure_on_device(executable, device: str, arrays, repeat: int, timeout: flo
 
     import numpy as np
 
-    from ..child_python import python_module_command
+    from tvm_explorer.supervise.child_python import python_module_command
 
     with tempfile.TemporaryDirectory(prefix="tvm-explorer-profile-") as workdir:
         lib = os.path.join(workdir, "model.so")

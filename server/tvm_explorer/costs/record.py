@@ -5,14 +5,15 @@ from __future__ import annotations
 
 import json
 import os
-from ..model.loader import LoadedModel
-from . import model as costs_model
-from ..runtime.inputs import DEFAULT_SEED, inputs_for
-from .passclock import PassClock, align
-from .profile import ProfileFailed, measure, measure_on_device
-from .request import ProfileRequest, as_request
-from .static import CodeDocument, analyse
-from .work import kernel_work
+from tvm_explorer.frontends.tflite.loader import LoadedModel
+from tvm_explorer.bundle.sections.costs import COSTS_FILE
+from tvm_explorer.costs import assemble
+from tvm_explorer.runtime.inputs import DEFAULT_SEED, inputs_for
+from tvm_explorer.costs.passclock import PassClock, align
+from tvm_explorer.costs.profile import ProfileFailed, measure, measure_on_device
+from tvm_explorer.costs.request import ProfileRequest, as_request
+from tvm_explorer.costs.static import CodeDocument, analyse
+from tvm_explorer.costs.layer_work import kernel_work
 
 _CODE_KINDS = {"code/module.c": "c", "code/device.cu": "cuda", "code/host.ll": "ll"}
 
@@ -29,7 +30,7 @@ class CostRecorder:
         self.cuda_plan = None
         self.cuda_reason: str | None = None
         if profile is not None:
-            from ..errors import ExplorerError
+            from tvm_explorer.errors import ExplorerError
 
             if profile.repeat < 1:
                 raise ExplorerError(f"--repeat {profile.repeat}: needs at least 1 run")
@@ -48,16 +49,16 @@ class CostRecorder:
         to be profiled on a GPU here (else None, and the reason is kept for the profile)."""
         if self.profile is None or target != "cuda":
             return None
-        from .gpu import cuda_plan
+        from tvm_explorer.costs.gpu import cuda_plan
 
         self.cuda_plan, self.cuda_reason = cuda_plan()
         return self.cuda_plan
 
     def _profile(self, executable, target: str):
         if self.profile is None:
-            return costs_model.ProfileStatus("not_requested", "compiled without --profile"), None
+            return assemble.ProfileStatus("not_requested", "compiled without --profile"), None
         inputs = os.path.basename(self.profile.inputs) if self.profile.inputs else f"random (seed {DEFAULT_SEED})"
-        status = costs_model.ProfileStatus("measured", None, self.profile.repeat, inputs)
+        status = assemble.ProfileStatus("measured", None, self.profile.repeat, inputs)
         if executable is None:
             status.status, status.reason = "failed", "no executable to run (Capture.add_executable was not called)"
             return status, None
@@ -106,7 +107,7 @@ class CostRecorder:
         status, measured = self._profile(executable, target)
         layers = [{"id": lay.id, "subgraph": lay.subgraph, "op_index": lay.op_index,
                    "opcode": lay.opcode, "name": lay.name} for lay in self.model.layers]
-        self.costs = costs_model.build(layers, static, origin_sets, work, self.clock.flops, passes,
+        self.costs = assemble.build(layers, static, origin_sets, work, self.clock.flops, passes,
                                        target, status, measured)
-        writer.add_file(costs_model.COSTS_FILE, json.dumps(self.costs, indent=1))
+        writer.add_file(COSTS_FILE, json.dumps(self.costs, indent=1))
         return self.costs

@@ -13,7 +13,7 @@ import sys
 def main(argv: list[str]) -> int:
     """Profile once; the exit code is 0 whenever a result (or a reason) was written."""
     lib_path, inputs, repeat, device, result = argv
-    from .profile import measure_loaded, write_outcome
+    from tvm_explorer.costs.profile import measure_loaded, write_outcome
 
     def measure():
         import numpy as np

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from ..tablenames import NameColumn
-from .model import clock_label
+from tvm_explorer.tablenames import NameColumn
+from tvm_explorer.bundle.sections.costs import clock_label
 
 SORTS = ("time", "code", "memory")
 

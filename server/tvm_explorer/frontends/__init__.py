@@ -1,69 +1,58 @@
-"""Model kinds beyond TFLite: which frontend reads a file, and how its model is imported.
+"""Model kinds: which frontend reads a file, and how its model is imported.
 
-``load_any(path)`` reads a ``.tflite`` (``model/loader.py``), ``.onnx`` (``frontends/onnx``) or
-``.pt2`` (``frontends/torch``) file; ``import_any(model, origins)`` imports it with TVM's own
-frontend for that kind, stamping every binding with the operator/node it came from.
+Every kind is a ``Frontend`` (``frontends/base.py``) in ``FRONTENDS``: ``frontends/tflite``,
+``frontends/onnx``, ``frontends/torch``. ``load_any(path)`` reads a file by its suffix;
+``import_any(model, origins)`` imports it with TVM's own frontend for its kind, stamping
+every binding with the operator/node it came from.
 """
 
 from __future__ import annotations
 
 import os
 
-from ..errors import ModelError
-from ..provenance import OriginTable
+from tvm_explorer.errors import ModelError
+from tvm_explorer.frontends.base import Frontend
+from tvm_explorer.frontends.onnx import FRONTEND as ONNX
+from tvm_explorer.frontends.tflite import FRONTEND as TFLITE
+from tvm_explorer.frontends.torch import FRONTEND as TORCH
+from tvm_explorer.provenance import OriginTable
 
-SUFFIXES = {".tflite": "tflite", ".onnx": "onnx", ".pt2": "torch"}
+FRONTENDS: tuple[Frontend, ...] = (TFLITE, ONNX, TORCH)
+_BY_SUFFIX = {f.suffix: f for f in FRONTENDS}
+_BY_KIND = {f.kind: f for f in FRONTENDS}
+SUFFIXES = {f.suffix: f.kind for f in FRONTENDS}
+
+
+def frontend_for(path: str | os.PathLike) -> Frontend:
+    """The frontend of a file, by its suffix (TFLite for anything unknown, whose loader then
+    says what the file is not)."""
+    return _BY_SUFFIX.get(os.path.splitext(os.fspath(path))[1].lower(), TFLITE)
+
+
+def frontend_of(model) -> Frontend:
+    """The frontend of a loaded model, or of a bundle manifest's ``model.kind``."""
+    kind = model if isinstance(model, str) else getattr(model, "kind", "tflite")
+    return _BY_KIND.get(kind, TFLITE)
 
 
 def kind_of(path: str | os.PathLike) -> str:
-    """The model kind of a file, by its suffix (``tflite`` for anything unknown, whose
-    loader then says what the file is not)."""
-    return SUFFIXES.get(os.path.splitext(os.fspath(path))[1].lower(), "tflite")
+    """The model kind of a file, by its suffix."""
+    return frontend_for(path).kind
 
 
 def load_any(path: str | os.PathLike):
     """Read a model of any supported kind; ModelError names the file if it cannot."""
-    kind = kind_of(path)
-    if kind == "onnx":
-        from .onnx.loader import load_onnx
-
-        return load_onnx(path)
-    if kind == "torch":
-        from .torch.loader import load_pt2
-
-        return load_pt2(path)
-    from ..model.loader import load_model
-
-    return load_model(path)
+    return frontend_for(path).load(path)
 
 
 def import_any(model, origins: OriginTable | None, *, fill_spans: bool = True):
     """Import a loaded model with TVM's frontend for its kind (spans filled unless told not)."""
-    kind = getattr(model, "kind", "tflite")
-    if kind == "onnx":
-        from .onnx.importer import import_onnx
-
-        return import_onnx(model, origins, fill_spans=fill_spans)
-    if kind == "torch":
-        from .torch.importer import import_torch
-
-        return import_torch(model, origins, fill_spans=fill_spans)
-    from ..capture.importer import import_tflite
-
-    return import_tflite(model, origins, fill_spans=fill_spans)
+    return frontend_of(model).import_model(model, origins, fill_spans=fill_spans)
 
 
 def render_document(model, origins: OriginTable):
     """``(path, text, ranges)`` of the model document of a loaded model of any kind."""
-    from ..bundle.format import MODEL_DOCUMENT
-
-    if getattr(model, "kind", "tflite") == "tflite":
-        from ..model.document import render_model_document
-
-        return (MODEL_DOCUMENT, *render_model_document(model, origins))
-    from .document import render_graph_document
-
-    return (model.document_path, *render_graph_document(model, origins))
+    return frontend_of(model).render_document(model, origins)
 
 
 def layer_table(model) -> list[dict]:
@@ -91,4 +80,5 @@ def layer_table(model) -> list[dict]:
     return table
 
 
-__all__ = ["ModelError", "import_any", "kind_of", "layer_table", "load_any", "render_document"]
+__all__ = ["FRONTENDS", "Frontend", "ModelError", "frontend_for", "frontend_of", "import_any", "kind_of",
+           "layer_table", "load_any", "render_document"]

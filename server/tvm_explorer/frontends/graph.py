@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 
-from ..model.loader import SubgraphInfo, TensorInfo
+from tvm_explorer.frontends.tflite.loader import SubgraphInfo, TensorInfo
 
 
 @dataclass

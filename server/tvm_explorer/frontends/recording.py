@@ -12,12 +12,12 @@ from __future__ import annotations
 
 import contextlib
 
-from ..capture.importer import _Recorder, _StampingBuilder
-from ..errors import ModelError
-from .graph import GraphModel
+from tvm_explorer.frontends.stamping import Recorder, StampingBuilder
+from tvm_explorer.errors import ModelError
+from tvm_explorer.frontends.graph import GraphModel
 
 
-class NodeRecorder(_Recorder):
+class NodeRecorder(Recorder):
     """The TFLite import's recorder, naming graph nodes (not TFLite operators) in failures."""
 
     def operator_error(self, err: Exception) -> ModelError:
@@ -68,7 +68,7 @@ def recording_table(name: str, recorder: NodeRecorder) -> property:
 def stamping_builder(name: str, recorder: NodeRecorder) -> property:
     """The importer's BlockBuilder ``name``, stamping each binding with the node converting."""
     return _wrapping_attribute(
-        name, lambda builder: builder if builder is None else _StampingBuilder(builder, recorder))
+        name, lambda builder: builder if builder is None else StampingBuilder(builder, recorder))
 
 
 def walk_nodes(numbered, recorder: NodeRecorder):

@@ -15,7 +15,7 @@ from pygls.exceptions import JsonRpcException
 from pygls.protocol import LanguageServerProtocol, default_converter
 from pygls.protocol.language_server import lsp_method
 
-from .lifecycle import LifecycleProtocol, envelope_problem, invalid_request
+from tvm_explorer.lsp.lifecycle import LifecycleProtocol, envelope_problem, invalid_request
 
 LIST_BUNDLES = "tvmExplorer/listBundles"
 LIST_PASSES = "tvmExplorer/listPasses"

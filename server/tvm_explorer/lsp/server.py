@@ -9,56 +9,32 @@ import time
 from lsprotocol import types
 from pygls.lsp.server import LanguageServer
 
-from .. import __version__
-from ..bundle.reader import BundleChanged
-from . import transport
-from ..navigation import irsymbols
-from ..navigation.background import REQUESTS
-from .features.bundles import BundleWatcher
-from .heap import QuietTrim, give_back
-from .features.codelens import CodeLenses
-from .features.costs import CostRequests
-from .features.compare import BundleComparisons
-from .features.custom import ExplorerRequests
-from .features.declaration import PreviousStage
-from .features.definition import Definition
-from .features.documents import DocumentTracker
-from .features.highlights import DocumentHighlights
-from .features.hover import Hover
-from .features.links import DocumentLinks
-from .features.model_document import ModelDocument
-from .features.passes import PassSteps
-from .features.numerics import Numerics
-from .features.references import References
-from .features.reproducers import Reproducers
-from .features.symbols import DocumentSymbols
-from .protocol import (
-    COSTS,
-    KERNEL_HEAT,
-    CostsResult,
-    KernelHeatResult,
-    COMPARE_BUNDLES,
-    COMPARE_LAYER_CODE,
-    EXTRACT_REPRODUCER_COMMAND,
-    LIST_BUNDLES,
-    LAYER_PLACES,
-    LIST_PASSES,
-    MODEL_DOCUMENT,
-    NEXT_PASS,
-    NUMERICS,
-    ORIGINS,
-    PREVIOUS_PASS,
-    PREVIOUS_STAGE,
-    ExplorerProtocol,
-    LayerPlacesResult,
-    ListBundlesResult,
-    ListPassesResult,
-    NumericsResult,
-    OriginsResult,
-    converter_factory,
-)
-from .logbridge import install as install_log_bridge
-from .session import ENCODINGS, OffLoop, Session
+from tvm_explorer.version import __version__
+from tvm_explorer.bundle.reader import BundleChanged
+from tvm_explorer.lsp import transport
+from tvm_explorer.navigation import irsymbols
+from tvm_explorer.navigation.background import REQUESTS
+from tvm_explorer.lsp.features.bundles import BundleWatcher
+from tvm_explorer.lsp.heap import QuietTrim, give_back
+from tvm_explorer.lsp.features.codelens import CodeLenses
+from tvm_explorer.lsp.features.costs import CostRequests
+from tvm_explorer.lsp.features.compare import BundleComparisons
+from tvm_explorer.lsp.features.custom import ExplorerRequests
+from tvm_explorer.lsp.features.declaration import PreviousStage
+from tvm_explorer.lsp.features.definition import Definition
+from tvm_explorer.lsp.features.documents import DocumentTracker
+from tvm_explorer.lsp.features.highlights import DocumentHighlights
+from tvm_explorer.lsp.features.hover import Hover
+from tvm_explorer.lsp.features.links import DocumentLinks
+from tvm_explorer.lsp.features.model_document import ModelDocument
+from tvm_explorer.lsp.features.passes import PassSteps
+from tvm_explorer.lsp.features.numerics import Numerics
+from tvm_explorer.lsp.features.references import References
+from tvm_explorer.lsp.features.reproducers import Reproducers
+from tvm_explorer.lsp.features.symbols import DocumentSymbols
+from tvm_explorer.lsp.protocol import COSTS, KERNEL_HEAT, CostsResult, KernelHeatResult, COMPARE_BUNDLES, COMPARE_LAYER_CODE, EXTRACT_REPRODUCER_COMMAND, LIST_BUNDLES, LAYER_PLACES, LIST_PASSES, MODEL_DOCUMENT, NEXT_PASS, NUMERICS, ORIGINS, PREVIOUS_PASS, PREVIOUS_STAGE, ExplorerProtocol, LayerPlacesResult, ListBundlesResult, ListPassesResult, NumericsResult, OriginsResult, converter_factory
+from tvm_explorer.lsp.logbridge import install as install_log_bridge
+from tvm_explorer.lsp.shared import ENCODINGS, OffLoop, Session
 
 logger = logging.getLogger(__name__)
 SLOW_S = 0.02  # requests slower than this (the p99 goal) are logged (debug log) with where the time went

@@ -17,7 +17,7 @@ import re
 
 from lsprotocol import types
 
-from ..navigation.background import REQUESTS
+from tvm_explorer.navigation.background import REQUESTS
 
 logger = logging.getLogger(__name__)
 

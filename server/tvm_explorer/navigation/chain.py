@@ -29,8 +29,8 @@ from __future__ import annotations
 
 from bisect import bisect_right
 
-from ..bundle.index import DocumentIndex, Range
-from .view import BundleView, Keep, Place, keep_all
+from tvm_explorer.bundle.index import DocumentIndex, Range
+from tvm_explorer.navigation.view import BundleView, Keep, Place, keep_all
 
 
 def previous_step(view: BundleView, path: str, offset: int, keep: Keep = keep_all) -> list[Place]:
@@ -119,7 +119,7 @@ def _fused_constituents(view: BundleView, path: str, here: DocumentIndex, there:
 
 def _callee(view: BundleView, path: str, binding: Range) -> str | None:
     """The function a binding calls by plain name (``lv = fused_conv2d_add_relu(...)``)."""
-    from .irsymbols import symbol_table
+    from tvm_explorer.navigation.irsymbols import symbol_table
 
     table = symbol_table(view, path)
     if table is None:

@@ -2,15 +2,15 @@
 
 from __future__ import annotations
 
-from ..bundle.index import Range
-from ..bundle.reader import Document
-from . import markdown as md
-from ..costs.lookup import hover_lines as cost_lines, kernel_of
-from .layer_hover import container_line, layer_lines, shared_kernel_lines
-from .numerics import bisect_lines, numerics_lines
-from .places import lens_summary
-from .provenance import layers_at
-from .view import BundleView, Keep, keep_all
+from tvm_explorer.bundle.index import Range
+from tvm_explorer.bundle.reader import Document
+from tvm_explorer.navigation import markdown as md
+from tvm_explorer.navigation.costs import hover_lines as cost_lines, kernel_of
+from tvm_explorer.navigation.layer_hover import container_line, layer_lines, shared_kernel_lines
+from tvm_explorer.navigation.numerics import bisect_lines, numerics_lines
+from tvm_explorer.navigation.places import lens_summary
+from tvm_explorer.navigation.provenance import layers_at
+from tvm_explorer.navigation.view import BundleView, Keep, keep_all
 
 MAX_LAYERS = 6  # layers whose numerics a hover lists
 STAGE_NAMES = {"model": "Model", "relax": "Relax", "tir": "TIR", "code": "Generated code"}

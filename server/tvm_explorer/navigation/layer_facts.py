@@ -1,5 +1,5 @@
 """What the model document says about each layer: options and tensor types, read back from
-its entry text (``model/document.py`` writes it), so that hovers can show a layer's
+its entry text (``frontends/tflite/document.py`` writes it), so that hovers can show a layer's
 attributes without the TFLite file."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ import threading
 import weakref
 from dataclasses import dataclass, field
 
-from .view import BundleView
+from tvm_explorer.navigation.view import BundleView
 
 # "  in  x  int8[..]" (model.tflgraph) and "    in   x float32[..]" (ONNX / PyTorch documents)
 _TENSOR = re.compile(r"^ +(in|out) +(\S+) +(\w+)\[([^\]]*)\]((?: const)?)((?: quantized.*)?)$")

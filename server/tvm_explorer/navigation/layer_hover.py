@@ -6,14 +6,14 @@ from __future__ import annotations
 import os
 from bisect import bisect_left
 
-from ..bundle.index import Range
-from ..bundle.reader import Origin
-from ..model.names import name_of
-from .layer_facts import LayerFacts, layer_facts
-from .sources import layer_caption
-from .markdown import code
-from .markdown import text as md
-from .view import BundleView
+from tvm_explorer.bundle.index import Range
+from tvm_explorer.bundle.reader import Origin
+from tvm_explorer.frontends.tflite.names import name_of
+from tvm_explorer.navigation.layer_facts import LayerFacts, layer_facts
+from tvm_explorer.navigation.sources import layer_caption
+from tvm_explorer.navigation.markdown import code
+from tvm_explorer.navigation.markdown import text as md
+from tvm_explorer.navigation.view import BundleView
 
 MAX_LAYERS = 6
 MAX_KERNELS = 3  # shared PrimFuncs a model layer's hover names

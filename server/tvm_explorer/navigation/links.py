@@ -6,11 +6,11 @@ import re
 import weakref
 from dataclasses import dataclass
 
-from ..bundle.reader import MAX_SECTION_BYTES, read_regular, resolve_inside
-from ..errors import BundleError
-from .hover import trace_entry
-from .irsymbols.navigate import definition_offset
-from .view import BundleView
+from tvm_explorer.bundle.reader import MAX_SECTION_BYTES, read_regular, resolve_inside
+from tvm_explorer.errors import BundleError
+from tvm_explorer.navigation.hover import trace_entry
+from tvm_explorer.navigation.irsymbols.navigate import definition_offset
+from tvm_explorer.navigation.view import BundleView
 
 
 @dataclass(frozen=True)

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..bisect.schema import culprit_documents, layer_change
-from ..bundle.reader import Origin
-from . import markdown as md
-from ..numerics.schema import format_error, layer_entry, unit
-from .view import BundleView, Place
+from tvm_explorer.bundle.sections.bisect import culprit_documents, layer_change
+from tvm_explorer.bundle.reader import Origin
+from tvm_explorer.navigation import markdown as md
+from tvm_explorer.bundle.sections.numerics import format_error, layer_entry, unit
+from tvm_explorer.navigation.view import BundleView, Place
 
 
 @dataclass(frozen=True)
@@ -25,7 +25,7 @@ class NumericsRow:
 
 def _kernel_of(view: BundleView, layer_id: int) -> tuple[str, list[int]] | None:
     """The generated function computing a layer and the other layers it computes."""
-    from .places import reference_map
+    from tvm_explorer.navigation.places import reference_map
 
     code = {d.path for d in view.bundle.documents if d.stage == "code"}
     for place in reference_map(view, [layer_id]):

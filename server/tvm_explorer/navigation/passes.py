@@ -6,10 +6,10 @@ from __future__ import annotations
 
 import re
 
-from ..bundle.index import DocumentIndex, Range
-from ..bundle.reader import Document
-from .chain import previous_step
-from .view import BundleView, Keep, Place, keep_all
+from tvm_explorer.bundle.index import DocumentIndex, Range
+from tvm_explorer.bundle.reader import Document
+from tvm_explorer.navigation.chain import previous_step
+from tvm_explorer.navigation.view import BundleView, Keep, Place, keep_all
 
 _SPACE = re.compile(r"\s+")
 

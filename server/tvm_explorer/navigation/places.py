@@ -8,11 +8,11 @@ import threading
 import weakref
 from dataclasses import dataclass
 
-from ..bundle.reader import Document, Layer
-from .passes import normalized
-from .provenance import layers_at
-from .stages import main_first
-from .view import BundleView, Keep, Place, keep_all
+from tvm_explorer.bundle.reader import Document, Layer
+from tvm_explorer.navigation.passes import normalized
+from tvm_explorer.navigation.provenance import layers_at
+from tvm_explorer.navigation.stages import main_first
+from tvm_explorer.navigation.view import BundleView, Keep, Place, keep_all
 
 
 @dataclass(frozen=True)

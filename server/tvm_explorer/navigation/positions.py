@@ -11,7 +11,7 @@ import re
 from array import array
 from bisect import bisect_left, bisect_right
 
-from .background import REQUESTS
+from tvm_explorer.navigation.background import REQUESTS
 
 _LINE_BREAK = re.compile(r"\r\n|\n|\r")
 _NEWLINE = re.compile("\n")

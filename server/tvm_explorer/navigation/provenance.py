@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..bundle.reader import Layer, Origin
-from .view import BundleView, Keep, Place, PlaceList, keep_all
+from tvm_explorer.bundle.reader import Layer, Origin
+from tvm_explorer.navigation.view import BundleView, Keep, Place, PlaceList, keep_all
 
 
 @dataclass(frozen=True)

@@ -13,10 +13,10 @@ import time
 from pathlib import Path
 from typing import Callable
 
-from ..bundle.format import FORMAT_NAME, MANIFEST
-from ..bundle.reader import Bundle, read_regular
-from ..errors import BundleError
-from .view import BundleView, DocumentParts
+from tvm_explorer.bundle.format import FORMAT_NAME, MANIFEST
+from tvm_explorer.bundle.reader import Bundle, read_regular
+from tvm_explorer.errors import BundleError
+from tvm_explorer.navigation.view import BundleView, DocumentParts
 
 SKIP_DIRS = {"node_modules", "__pycache__", ".git", ".venv", "venv", ".tox", "site-packages"}
 MAX_DEPTH = 6

@@ -6,9 +6,9 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 
-from ..bundle.reader import Layer
-from .provenance import layers_at
-from .view import BundleView, Keep, keep_all
+from tvm_explorer.bundle.reader import Layer
+from tvm_explorer.navigation.provenance import layers_at
+from tvm_explorer.navigation.view import BundleView, Keep, keep_all
 
 
 @dataclass(frozen=True)

@@ -7,9 +7,9 @@ stepping is ``passes.py``.
 
 from __future__ import annotations
 
-from ..bundle.reader import Document
-from .chain import previous_step
-from .view import BundleView, Keep, Place, keep_all
+from tvm_explorer.bundle.reader import Document
+from tvm_explorer.navigation.chain import previous_step
+from tvm_explorer.navigation.view import BundleView, Keep, Place, keep_all
 
 # Opcodes doing a layer's main work: listed before epilogues (bias add, activation, requantize).
 MAIN_OPCODES = frozenset({

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from ..bundle.index import Range
-from ..bundle.reader import Layer
-from ..model.names import layer_name
-from .background import REQUESTS
-from .view import BundleView
+from tvm_explorer.bundle.index import Range
+from tvm_explorer.bundle.reader import Layer
+from tvm_explorer.frontends.tflite.names import layer_name
+from tvm_explorer.navigation.background import REQUESTS
+from tvm_explorer.navigation.view import BundleView
 
 OUTLINE_KINDS = ("layer", "function", "primfunc", "binding", "block")
 MAX_OUTLINE_DEPTH = 32

@@ -12,11 +12,11 @@ from operator import gt
 from pathlib import Path
 from typing import Callable
 
-from ..bundle.format import MODEL_DOCUMENT
-from ..bundle.index import Range
-from ..bundle.reader import Bundle, Layer, Origin
-from ..errors import BundleError
-from .positions import LineIndex
+from tvm_explorer.bundle.format import MODEL_DOCUMENT
+from tvm_explorer.bundle.index import Range
+from tvm_explorer.bundle.reader import Bundle, Layer, Origin
+from tvm_explorer.errors import BundleError
+from tvm_explorer.navigation.positions import LineIndex
 
 PLACES_CACHE_LIMIT = 200_000
 """Most places ``LayerMap.places_of`` keeps remembered at once (~150 bytes each; a position

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .reference import Quantization
+from tvm_explorer.numerics.reference import Quantization
 
 FLOAT_REL_TOLERANCE = 1e-3
 FLOAT_ABS_FLOOR = 1e-6

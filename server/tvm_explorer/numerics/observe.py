@@ -23,10 +23,10 @@ import numpy as np
 import tvm
 from tvm import relax
 
-from ..model.loader import LayerInfo, LoadedModel
-from ..provenance import OriginTable
-from ..capture.spans import read_span
-from ..capture.tracker import is_allocation
+from tvm_explorer.frontends.tflite.loader import LayerInfo, LoadedModel
+from tvm_explorer.provenance import OriginTable
+from tvm_explorer.provenance.spans import read_span
+from tvm_explorer.capture.tracker import is_allocation
 
 
 @dataclass(frozen=True)

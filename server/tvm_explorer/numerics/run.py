@@ -16,15 +16,15 @@ from dataclasses import dataclass
 
 import tvm
 
-from ..errors import ExplorerError
-from ..model.loader import LoadedModel
-from ..provenance import OriginTable
-from ..runtime.inputs import DEFAULT_SEED, inputs_for, model_inputs
-from .compare import (COSINE_MIN, FLOAT_ABS_FLOOR, FLOAT_REL_TOLERANCE, MAX_STEPS, SPREAD_FACTOR, Error,
+from tvm_explorer.errors import ExplorerError
+from tvm_explorer.frontends.tflite.loader import LoadedModel
+from tvm_explorer.provenance import OriginTable
+from tvm_explorer.runtime.inputs import DEFAULT_SEED, inputs_for, model_inputs
+from tvm_explorer.numerics.compare import (COSINE_MIN, FLOAT_ABS_FLOOR, FLOAT_REL_TOLERANCE, MAX_STEPS, SPREAD_FACTOR, Error,
                       compare, worst)
-from .observe import KernelPlan, Observation, kernel_plan, run_observed
-from .reference import ReferenceRun, check_same_graph, describe, quantization_of, run_reference
-from .schema import SCHEMA_VERSION, unit, validate
+from tvm_explorer.numerics.observe import KernelPlan, Observation, kernel_plan, run_observed
+from tvm_explorer.numerics.reference import ReferenceRun, check_same_graph, describe, quantization_of, run_reference
+from tvm_explorer.bundle.sections.numerics import SCHEMA_VERSION, unit, validate
 
 NUMERICS_TARGETS = ("llvm", "c")
 FUSION_PASSES = ("FuseOps", "FuseTIR")
@@ -66,9 +66,9 @@ def runnable(executable, target: str):
 def build_unfused(model: LoadedModel, target: str, pipeline: str | None = None):
     """The debugging variant: same import, same pipeline, the fusion passes left out.
     Returns ``(executable, final Relax module, origins)``."""
-    from ..capture.pipeline import make_target, relax_pipeline
-    from ..capture.session import CaptureSession
-    from ..frontends import import_any
+    from tvm_explorer.capture.pipeline import make_target, relax_pipeline
+    from tvm_explorer.capture.compile_recorder import CaptureSession
+    from tvm_explorer.frontends import import_any
 
     origins = OriginTable()
     session = CaptureSession(model, None, origins)
@@ -76,7 +76,7 @@ def build_unfused(model: LoadedModel, target: str, pipeline: str | None = None):
     session.record("import", mod, "relax")
     tgt = make_target(target)
     if pipeline:
-        from ..capture.custom_pipeline import make_pipeline
+        from tvm_explorer.capture.custom_pipeline import make_pipeline
 
         chosen = make_pipeline(pipeline, tgt)
         session.containers.add(chosen.info.name)

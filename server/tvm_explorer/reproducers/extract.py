@@ -8,14 +8,14 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .. import __version__
-from ..bundle.reader import Bundle, Layer
-from ..errors import ExplorerError
-from ..model.names import name_of
-from .harness import HARNESS
-from .reference import ReferenceBuilder
-from .script_text import check_functions, comment, tvm_import
-from .signature import Argument, read_signature
+from tvm_explorer.version import __version__
+from tvm_explorer.bundle.reader import Bundle, Layer
+from tvm_explorer.errors import ExplorerError
+from tvm_explorer.frontends.tflite.names import name_of
+from tvm_explorer.reproducers.harness import HARNESS
+from tvm_explorer.reproducers.relax_reference import ReferenceBuilder
+from tvm_explorer.reproducers.script_text import check_functions, comment, tvm_import
+from tvm_explorer.reproducers.signature import Argument, read_signature
 
 _BASE_IMPORTS = ("from tvm.script import ir as I", "from tvm.script import tirx as T",
                  "from tvm.script import relax as R")

@@ -19,7 +19,7 @@ from __future__ import annotations
 import ast
 import re
 
-from ..errors import ExplorerError
+from tvm_explorer.errors import ExplorerError
 
 _REPLACED = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
 

@@ -21,8 +21,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..errors import ExplorerError
-from ..model.loader import LoadedModel
+from tvm_explorer.errors import ExplorerError
+from tvm_explorer.frontends.tflite.loader import LoadedModel
 
 DEFAULT_SEED = 0
 FLOAT_RANGE = (-1.0, 1.0)

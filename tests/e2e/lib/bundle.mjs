@@ -22,8 +22,7 @@ function compileKey(modelPath, target, extra) {
     }
   };
   // What writes a bundle (the language server and the extension do not change it).
-  for (const part of ['capture', 'bundle', 'frontends', 'model', 'costs']) walk(join(REPO, 'server', 'tvm_explorer', part));
-  hash.update(readFileSync(join(REPO, 'server', 'tvm_explorer', 'provenance.py')));
+  for (const part of ['provenance', 'capture', 'bundle', 'frontends', 'costs', 'app']) walk(join(REPO, 'server', 'tvm_explorer', part));
   return hash.digest('hex').slice(0, 16);
 }
 

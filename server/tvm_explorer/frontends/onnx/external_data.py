@@ -16,8 +16,8 @@ import os
 import stat
 from pathlib import Path, PurePosixPath, PureWindowsPath
 
-from ...bundle.safe_open import open_inside
-from ...errors import BundleError, ModelError
+from tvm_explorer.bundle.safe_open import open_inside
+from tvm_explorer.errors import BundleError, ModelError
 
 
 def _tensors(graph):

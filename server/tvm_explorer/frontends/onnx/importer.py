@@ -18,13 +18,12 @@ import warnings
 
 from tvm.relax.frontend.onnx import onnx_frontend as onnx_fe
 
-from ...capture.importer import _stamp_module
-from ...errors import ModelError
-from ...provenance import OriginTable
-from ..graph import GraphModel
-from ..recording import (NodeRecorder, import_failure, naming_the_node, node_error,
-                         recording_table, stamping_builder, walk_nodes)
-from .loader import graph_key
+from tvm_explorer.frontends.stamping import stamp_module
+from tvm_explorer.errors import ModelError
+from tvm_explorer.provenance import OriginTable
+from tvm_explorer.frontends.graph import GraphModel
+from tvm_explorer.frontends.recording import NodeRecorder, import_failure, naming_the_node, node_error, recording_table, stamping_builder, walk_nodes
+from tvm_explorer.frontends.onnx.loader import graph_key
 
 
 class _WalkedGraph:
@@ -103,5 +102,5 @@ def import_onnx(model: GraphModel, origins: OriginTable | None, *, fill_spans: b
         raise
     except Exception as err:  # noqa: BLE001 - anything else the importer raises
         raise import_failure(model, recorder, err, "ONNX") from None
-    _stamp_module(mod, recorder, origins)
+    stamp_module(mod, recorder, origins)
     return mod

@@ -11,11 +11,11 @@ import ast
 import hashlib
 import os
 
-from ...errors import ModelError
-from ...model.loader import SubgraphInfo, TensorInfo
-from ...model.loader import read_model_bytes as read_bytes
-from ..graph import GraphModel, GraphNode, user_frame
-from .external_data import embed_external_data
+from tvm_explorer.errors import ModelError
+from tvm_explorer.frontends.tflite.loader import SubgraphInfo, TensorInfo
+from tvm_explorer.frontends.tflite.loader import read_model_bytes as read_bytes
+from tvm_explorer.frontends.graph import GraphModel, GraphNode, user_frame
+from tvm_explorer.frontends.onnx.external_data import embed_external_data
 
 DOCUMENT_PATH = "model.onnxgraph"
 

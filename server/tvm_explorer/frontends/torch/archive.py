@@ -14,10 +14,10 @@ import json
 import os
 import zipfile
 
-from ...errors import ModelError
-from ...model.loader import SubgraphInfo, TensorInfo, open_model_file
-from ..graph import GraphModel, GraphNode, user_frame
-from .loader import DOCUMENT_PATH, _clean_path
+from tvm_explorer.errors import ModelError
+from tvm_explorer.frontends.tflite.loader import SubgraphInfo, TensorInfo, open_model_file
+from tvm_explorer.frontends.graph import GraphModel, GraphNode, user_frame
+from tvm_explorer.frontends.torch.loader import DOCUMENT_PATH, _clean_path
 
 # A graph's JSON is a few MB even for large models; beyond this it is not one we can show.
 MAX_PROGRAM_JSON = 256 * 1024 * 1024

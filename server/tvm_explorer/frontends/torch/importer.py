@@ -12,12 +12,11 @@ from __future__ import annotations
 
 import threading
 
-from ...capture.importer import _stamp_module
-from ...errors import ModelError
-from ...provenance import OriginTable
-from ..graph import GraphModel
-from ..recording import (NodeRecorder, import_failure, naming_the_node, node_error,
-                         recording_table, stamping_builder, walk_nodes)
+from tvm_explorer.frontends.stamping import stamp_module
+from tvm_explorer.errors import ModelError
+from tvm_explorer.provenance import OriginTable
+from tvm_explorer.frontends.graph import GraphModel
+from tvm_explorer.frontends.recording import NodeRecorder, import_failure, naming_the_node, node_error, recording_table, stamping_builder, walk_nodes
 
 
 def _importer_class(model: GraphModel, recorder: NodeRecorder):
@@ -64,5 +63,5 @@ def import_torch(model: GraphModel, origins: OriginTable | None, *, fill_spans: 
         raise
     except Exception as err:  # noqa: BLE001 - anything else the importer raises
         raise import_failure(model, recorder, err, "PyTorch") from None
-    _stamp_module(mod, recorder, origins)
+    stamp_module(mod, recorder, origins)
     return mod

@@ -11,9 +11,9 @@ import logging
 import os
 import warnings
 
-from ...errors import ModelError
-from ...model.loader import SubgraphInfo, TensorInfo
-from ..graph import GraphModel, GraphNode, user_frame
+from tvm_explorer.errors import ModelError
+from tvm_explorer.frontends.tflite.loader import SubgraphInfo, TensorInfo
+from tvm_explorer.frontends.graph import GraphModel, GraphNode, user_frame
 
 DOCUMENT_PATH = "model.fxgraph"
 TORCH_PIN = "torch==2.13.0"
@@ -31,8 +31,8 @@ def require_torch(path: str):
 
 def load_pt2(path: str | os.PathLike) -> GraphModel:
     """Load a saved ExportedProgram; ModelError names the file if it cannot be loaded."""
-    from ..onnx.loader import read_bytes
-    from .safe_load import PickleRefused, load_exported_program
+    from tvm_explorer.frontends.onnx.loader import read_bytes
+    from tvm_explorer.frontends.torch.safe_load import PickleRefused, load_exported_program
 
     path = os.fspath(path)
     data = read_bytes(path, "a saved torch.export program (.pt2)")

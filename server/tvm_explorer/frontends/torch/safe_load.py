@@ -20,7 +20,7 @@ import re
 import threading
 import zipfile
 
-from ...errors import ModelError
+from tvm_explorer.errors import ModelError
 
 TRUST_FLAG = "--trust-pickle"
 _trusted = {"all": False}

@@ -12,12 +12,12 @@ from pathlib import Path
 
 from lsprotocol import types
 
-from ...errors import BundleError
-from ...navigation import irsymbols
-from ...navigation import registry as reg
-from .. import heap
-from ..protocol import BUNDLES_CHANGED, BundlesChangedParams
-from ..session import Session, uri_to_path
+from tvm_explorer.errors import BundleError
+from tvm_explorer.navigation import irsymbols
+from tvm_explorer.navigation import registry as reg
+from tvm_explorer.lsp import heap
+from tvm_explorer.lsp.protocol import BUNDLES_CHANGED, BundlesChangedParams
+from tvm_explorer.lsp.shared import Session, uri_to_path
 
 logger = logging.getLogger(__name__)
 RESCAN_EVERY = 5  # polls between two walks of the workspace folders

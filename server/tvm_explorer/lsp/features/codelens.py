@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from lsprotocol import types
 
-from ...navigation.places import lens_summary
-from ...navigation.provenance import reach
-from ..protocol import SHOW_REFERENCES_COMMAND
-from ..session import Session
-from .costs import cost_lenses
+from tvm_explorer.navigation.places import lens_summary
+from tvm_explorer.navigation.provenance import reach
+from tvm_explorer.lsp.protocol import SHOW_REFERENCES_COMMAND
+from tvm_explorer.lsp.shared import Session
+from tvm_explorer.lsp.features.costs import cost_lenses
 
 
 class CodeLenses:

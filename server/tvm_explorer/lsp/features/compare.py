@@ -7,12 +7,12 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from ...bundle.format import MANIFEST
-from ...compare.compare import Comparison, compare
-from ...errors import ExplorerError
-from ...navigation.registry import enclosing_root
-from ..protocol import CompareBundlesParams, CompareLayerCodeParams
-from ..session import Session, uri_to_path
+from tvm_explorer.bundle.format import MANIFEST
+from tvm_explorer.compare.compare import Comparison, compare
+from tvm_explorer.errors import ExplorerError
+from tvm_explorer.navigation.registry import enclosing_root
+from tvm_explorer.lsp.protocol import CompareBundlesParams, CompareLayerCodeParams
+from tvm_explorer.lsp.shared import Session, uri_to_path
 
 _LANGUAGES = {"c": "c", "cuda": "cuda-cpp", "llvm": "llvm"}
 

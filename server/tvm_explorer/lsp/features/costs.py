@@ -6,17 +6,10 @@ from __future__ import annotations
 
 from lsprotocol import types
 
-from ...costs.lookup import cost_index
-from ...navigation.provenance import reach
-from ..protocol import (
-    SHOW_REFERENCES_COMMAND,
-    CostsParams,
-    CostsResult,
-    HeatMark,
-    KernelHeatResult,
-    LayerCostInfo,
-)
-from ..session import Session
+from tvm_explorer.navigation.costs import cost_index
+from tvm_explorer.navigation.provenance import reach
+from tvm_explorer.lsp.protocol import SHOW_REFERENCES_COMMAND, CostsParams, CostsResult, HeatMark, KernelHeatResult, LayerCostInfo
+from tvm_explorer.lsp.shared import Session
 
 
 def cost_lenses(session: Session, view, path: str, uri: str) -> list[types.CodeLens]:

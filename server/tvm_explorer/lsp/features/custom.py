@@ -4,18 +4,10 @@ from __future__ import annotations
 
 from lsprotocol import types
 
-from ...costs.lookup import pass_times
-from ...navigation import provenance
-from ..protocol import (
-    BundleInfo,
-    ListBundlesResult,
-    ListPassesParams,
-    ListPassesResult,
-    OriginInfo,
-    OriginsResult,
-    PassInfo,
-)
-from ..session import Session
+from tvm_explorer.navigation.costs import pass_times
+from tvm_explorer.navigation import provenance
+from tvm_explorer.lsp.protocol import BundleInfo, ListBundlesResult, ListPassesParams, ListPassesResult, OriginInfo, OriginsResult, PassInfo
+from tvm_explorer.lsp.shared import Session
 
 
 class ExplorerRequests:

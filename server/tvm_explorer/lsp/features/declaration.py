@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from lsprotocol import types
 
-from ...navigation.stages import previous_stage
-from ..session import Session
+from tvm_explorer.navigation.stages import previous_stage
+from tvm_explorer.lsp.shared import Session
 
 
 class PreviousStage:

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from lsprotocol import types
 
-from ..edits import EditableText
-from ..session import OpenDocument, Session, uri_to_path
+from tvm_explorer.lsp.edits import EditableText
+from tvm_explorer.lsp.shared import OpenDocument, Session, uri_to_path
 
 
 class DocumentTracker:

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from lsprotocol import types
 
-from ...navigation.hover import hover
-from ..session import Session
+from tvm_explorer.navigation.hover import hover
+from tvm_explorer.lsp.shared import Session
 
 
 class Hover:

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from lsprotocol import types
 
-from ...navigation.links import document_links
-from ..session import Session
+from tvm_explorer.navigation.links import document_links
+from tvm_explorer.lsp.shared import Session
 
 
 class DocumentLinks:

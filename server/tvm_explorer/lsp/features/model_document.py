@@ -9,10 +9,10 @@ from pathlib import Path
 from pygls.exceptions import JsonRpcException
 from pygls.uris import to_fs_path
 
-from ...errors import ExplorerError
-from ...model.preview import model_document_text
-from ..protocol import ModelDocumentParams, ModelDocumentResult
-from ..session import uri_to_path
+from tvm_explorer.errors import ExplorerError
+from tvm_explorer.frontends.preview import model_document_text
+from tvm_explorer.lsp.protocol import ModelDocumentParams, ModelDocumentResult
+from tvm_explorer.lsp.shared import uri_to_path
 
 
 class ModelDocumentFailed(JsonRpcException):

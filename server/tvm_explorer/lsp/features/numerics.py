@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from lsprotocol import types
 
-from ...navigation.numerics import divergence_warnings, numerics_rows
-from ...numerics.schema import format_error
-from ..protocol import ListPassesParams, NumericsLayer, NumericsResult
-from ..session import Session
+from tvm_explorer.navigation.numerics import divergence_warnings, numerics_rows
+from tvm_explorer.bundle.sections.numerics import format_error
+from tvm_explorer.lsp.protocol import ListPassesParams, NumericsLayer, NumericsResult
+from tvm_explorer.lsp.shared import Session
 
 SOURCE = "tvm-explorer numerics"
 

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 from lsprotocol import types
 
-from ...model.names import name_of
-from ...navigation.passes import next_pass, previous_pass
-from ...navigation.places import layer_places, layers_of, places_summary
-from ..protocol import LayerPlaceInfo, LayerPlacesResult, LayerRef, PassRef
-from ..session import Session
+from tvm_explorer.frontends.tflite.names import name_of
+from tvm_explorer.navigation.passes import next_pass, previous_pass
+from tvm_explorer.navigation.places import layer_places, layers_of, places_summary
+from tvm_explorer.lsp.protocol import LayerPlaceInfo, LayerPlacesResult, LayerRef, PassRef
+from tvm_explorer.lsp.shared import Session
 
 
 class PassSteps:

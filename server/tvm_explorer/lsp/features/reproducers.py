@@ -10,10 +10,10 @@ from pathlib import Path
 from lsprotocol import types
 from pygls.uris import from_fs_path
 
-from ...errors import ExplorerError
-from ...reproducers.at import request_at
-from ..protocol import EXTRACT_REPRODUCER_COMMAND
-from ..session import Session, uri_to_path
+from tvm_explorer.errors import ExplorerError
+from tvm_explorer.reproducers.at_position import request_at
+from tvm_explorer.lsp.protocol import EXTRACT_REPRODUCER_COMMAND
+from tvm_explorer.lsp.shared import Session, uri_to_path
 
 logger = logging.getLogger(__name__)
 
@@ -40,7 +40,7 @@ class Reproducers:
     async def execute(self, server, spec) -> dict:
         """Write the reproducer of ``spec`` (a code action's argument) next to its bundle and
         ask the client to show it. Answers ``{"path", "uri", "kernels"}`` or ``{"error"}``."""
-        from ...reproducers.extract import default_output, extract, write
+        from tvm_explorer.reproducers.extract import default_output, extract, write
 
         try:
             root = self._loaded_root(spec)

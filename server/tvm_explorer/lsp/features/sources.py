@@ -5,7 +5,7 @@ from __future__ import annotations
 from lsprotocol import types
 from pygls.uris import from_fs_path
 
-from ...navigation.sources import read_source_lines
+from tvm_explorer.navigation.sources import read_source_lines
 
 
 def source_locations(refs: list[tuple[str, int]]) -> list[types.Location]:

@@ -7,10 +7,10 @@ from collections import OrderedDict
 
 from lsprotocol import types
 
-from ...navigation.background import REQUESTS, warm_each
-from ...navigation.symbols import Symbol, document_symbols, layer_symbols
-from ...navigation.view import BundleView
-from ..session import Session
+from tvm_explorer.navigation.background import REQUESTS, warm_each
+from tvm_explorer.navigation.symbols import Symbol, document_symbols, layer_symbols
+from tvm_explorer.navigation.view import BundleView
+from tvm_explorer.lsp.shared import Session
 
 OUTLINES_KEPT = 48
 """Outlines of one bundle kept (the ones asked for last): all of a large bundle's outlines
@@ -80,7 +80,7 @@ class DocumentSymbols:
         editor's requests (run off the event loop: a large document's outline takes tens of
         milliseconds, too long for the first request to wait for): the ``OUTLINES_WARMED``
         documents editors open most."""
-        from ...navigation.irsymbols import warm_order
+        from tvm_explorer.navigation.irsymbols import warm_order
 
         warm_each(view, warm_order(view)[:OUTLINES_WARMED],
                   lambda path: self._saved_outline(view, path),

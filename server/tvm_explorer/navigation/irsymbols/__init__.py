@@ -13,9 +13,9 @@ import time
 import weakref
 from collections import OrderedDict
 
-from ..background import REQUESTS, warm_each
-from ..view import BundleView
-from .document import CLIKE, SCRIPT, DocumentSymbols
+from tvm_explorer.navigation.background import REQUESTS, warm_each
+from tvm_explorer.navigation.view import BundleView
+from tvm_explorer.navigation.irsymbols.document import CLIKE, SCRIPT, DocumentSymbols
 
 _TABLES: weakref.WeakKeyDictionary[BundleView, OrderedDict[str, DocumentSymbols | None]] = weakref.WeakKeyDictionary()
 _LOCK = threading.Lock()

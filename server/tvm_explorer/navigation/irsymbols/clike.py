@@ -8,8 +8,8 @@ compound assignments). Member names after ``.`` or ``->`` are not names.
 
 from __future__ import annotations
 
-from .lexer import Token, clike_tokens
-from .table import READ, WRITE, Builder, Occurrence, SymbolTable
+from tvm_explorer.navigation.irsymbols.lexer import Token, clike_tokens
+from tvm_explorer.navigation.irsymbols.table import READ, WRITE, Builder, Occurrence, SymbolTable
 
 _NOT_TYPES = {"return", "else", "if", "while", "for", "do", "goto", "case", "switch",
               "break", "continue", "sizeof", "default"}

@@ -21,11 +21,11 @@ import re
 from array import array
 from bisect import bisect_right
 
-from ..background import REQUESTS
-from .clike import _QUALIFIED_CALL, _statement_end, clike_statement
-from .lexer import clike_statements, dotted_run_start
-from .names import DEFINE, SKIP, NameLookup, StructureMismatch, role_after
-from .table import READ, Builder, Occurrence
+from tvm_explorer.navigation.background import REQUESTS
+from tvm_explorer.navigation.irsymbols.clike import _QUALIFIED_CALL, _statement_end, clike_statement
+from tvm_explorer.navigation.irsymbols.lexer import clike_statements, dotted_run_start
+from tvm_explorer.navigation.irsymbols.names import DEFINE, SKIP, NameLookup, StructureMismatch, role_after
+from tvm_explorer.navigation.irsymbols.table import READ, Builder, Occurrence
 
 _BOUNDARY = frozenset("{};")
 _FOR_OPEN = re.compile(r"for\s*\(")

@@ -26,14 +26,14 @@ from bisect import bisect_right
 from collections import OrderedDict
 from collections.abc import Callable
 
-from ..background import REQUESTS
-from .clike import clike_module_definitions, clike_symbols
-from .clike_names import ClikeStretch
-from .names import StructureMismatch
-from .script_names import ScriptStretch
-from .lexer import clike_braces, script_line_end, word_char, word_starts
-from .table import DEF, Builder, Occurrence, SymbolTable
-from .tvmscript import script_symbols
+from tvm_explorer.navigation.background import REQUESTS
+from tvm_explorer.navigation.irsymbols.clike import clike_module_definitions, clike_symbols
+from tvm_explorer.navigation.irsymbols.clike_names import ClikeStretch
+from tvm_explorer.navigation.irsymbols.names import StructureMismatch
+from tvm_explorer.navigation.irsymbols.script_names import ScriptStretch
+from tvm_explorer.navigation.irsymbols.lexer import clike_braces, script_line_end, word_char, word_starts
+from tvm_explorer.navigation.irsymbols.table import DEF, Builder, Occurrence, SymbolTable
+from tvm_explorer.navigation.irsymbols.tvmscript import script_symbols
 
 logger = logging.getLogger(__name__)
 

@@ -7,7 +7,7 @@ import re
 from sys import intern
 from typing import NamedTuple
 
-from ..background import REQUESTS
+from tvm_explorer.navigation.background import REQUESTS
 
 
 class Token(NamedTuple):

@@ -13,8 +13,8 @@ from __future__ import annotations
 
 import re
 
-from .lexer import word_starts
-from .table import READ, WRITE, Builder, Occurrence, SymbolTable
+from tvm_explorer.navigation.irsymbols.lexer import word_starts
+from tvm_explorer.navigation.irsymbols.table import READ, WRITE, Builder, Occurrence, SymbolTable
 
 # How a name stands, from a look at plain text: it may be defined there (lex its unit before
 # anything else), only lexing can tell (lex its unit if the name is defined somewhere), it is

@@ -10,10 +10,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..view import BundleView, Keep, Place, keep_all
-from . import symbol_table
-from .lexer import word_char
-from .table import DEF, READ, WRITE, Occurrence
+from tvm_explorer.navigation.view import BundleView, Keep, Place, keep_all
+from tvm_explorer.navigation.irsymbols import symbol_table
+from tvm_explorer.navigation.irsymbols.lexer import word_char
+from tvm_explorer.navigation.irsymbols.table import DEF, READ, WRITE, Occurrence
 
 
 @dataclass(frozen=True)
@@ -74,7 +74,7 @@ def symbol_definition(view: BundleView, path: str, offset: int, keep: Keep = kee
 
 
 def _kept(place: Place, keep: Keep) -> bool:
-    from ...bundle.index import Range
+    from tvm_explorer.bundle.index import Range
 
     return keep(Range(place.start, place.end, 0, place.kind, place.key))
 

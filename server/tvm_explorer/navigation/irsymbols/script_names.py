@@ -21,11 +21,11 @@ import re
 from array import array
 from bisect import bisect_right
 
-from ..background import REQUESTS
-from .lexer import SCRIPT_SKIPPED, dotted_run_start, script_bracket_balance, script_tokens
-from .names import DEFINE, LEX, SKIP, NameLookup, StructureMismatch, role_after
-from .table import READ, Builder, Occurrence
-from .tvmscript import _lines, script_statement
+from tvm_explorer.navigation.background import REQUESTS
+from tvm_explorer.navigation.irsymbols.lexer import SCRIPT_SKIPPED, dotted_run_start, script_bracket_balance, script_tokens
+from tvm_explorer.navigation.irsymbols.names import DEFINE, LEX, SKIP, NameLookup, StructureMismatch, role_after
+from tvm_explorer.navigation.irsymbols.table import READ, Builder, Occurrence
+from tvm_explorer.navigation.irsymbols.tvmscript import _lines, script_statement
 
 # Lines that may define a name: ``def`` and its parameters, ``for``, ``with … as``, and the
 # first names of a line (``a, b = …``, ``a: T = …``).

@@ -11,8 +11,8 @@ are not names.
 
 from __future__ import annotations
 
-from .lexer import Token, script_tokens
-from .table import READ, WRITE, Builder, SymbolTable
+from tvm_explorer.navigation.irsymbols.lexer import Token, script_tokens
+from tvm_explorer.navigation.irsymbols.table import READ, WRITE, Builder, SymbolTable
 
 
 def _lines(tokens: list[Token], b: Builder) -> list[list[Token]]:

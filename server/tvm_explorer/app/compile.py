@@ -1,0 +1,341 @@
+"""Capture entry points: ``compile_model`` (what the CLI runs) and ``Capture`` (for scripts
+that drive TVM themselves)."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import tvm
+
+from tvm_explorer.version import __version__
+from tvm_explorer.bundle.writer import BundleWriter
+from tvm_explorer.errors import ExplorerError
+from tvm_explorer.frontends import import_any, layer_table, load_any
+from tvm_explorer.frontends.tflite.loader import LoadedModel
+from tvm_explorer.provenance import OriginTable
+from tvm_explorer.costs.record import CostRecorder
+from tvm_explorer.capture.codegen import index_llvm, index_source
+from tvm_explorer.capture.pipeline import TARGETS, build, generated_sources, make_target
+from tvm_explorer.capture.exact import ExactOrigins
+from tvm_explorer.capture.progress import Listener, Progress, plan_steps
+from tvm_explorer.capture.schedules import ScheduleRecorder
+from tvm_explorer.capture.compile_recorder import CaptureSession
+
+_CODE_DOCUMENTS = {"c": "code/module.c", "cuda": "code/device.cu", "ll": "code/host.ll"}
+
+
+@dataclass
+class CompileResult:
+    """What a capture produced.
+
+    ``coverage`` (units and attributed lines of each generated source) is computed when
+    first read if no bundle was written: only a written bundle needs the source indexed.
+    """
+
+    bundle: Path | None
+    executable: object
+    passes: int
+    documents: int
+    _coverage: dict | None = field(default_factory=dict, repr=False)
+    _compute_coverage: object = field(default=None, repr=False)
+    costs: dict | None = None  # costs.json as written (see costs/)
+
+    @property
+    def coverage(self) -> dict:
+        """``{"c" | "cuda": {"units": n, "attributed": m}}`` for the generated source."""
+        if self._coverage is None:
+            self._coverage = self._compute_coverage() if self._compute_coverage else {}
+            self._compute_coverage = None
+        return self._coverage
+
+
+def _layer_table(model: LoadedModel) -> list[dict]:
+    return layer_table(model)
+
+
+def _add_generated_code(session: CaptureSession, executable, target: str) -> dict:
+    """Write the generated source documents with line-level provenance."""
+    coverage = {}
+    sources = generated_sources(executable, target)
+    index = session.pass_index
+    for kind, text in sorted(sources.items()):
+        path = _CODE_DOCUMENTS[kind]
+        if session.progress is not None:
+            session.progress.begin("code", f"codegen ({kind})")
+        if session.final_tir is None:
+            ranges, cov = [], None
+        elif kind == "ll":
+            ranges, cov = index_llvm(text, session.final_tir, session.tracker), None
+        else:
+            link = session.schedules.trace_link if session.schedules is not None else None
+            ranges, cov = index_source(text, session.final_tir, session.tracker, session.origins, link)
+        if session.writer is not None:
+            session.writer.add_document(path, text, ranges, "code", pass_index=index)
+            session.writer.passes.append({
+                "index": index, "stage": "code", "name": f"codegen ({kind})", "changed": True,
+                "before": session.last_document.get("tir"), "after": path,
+                "units": cov.units if cov else 0, "attributed": cov.attributed if cov else 0,
+            })
+        if cov is not None:
+            coverage[kind] = {"units": cov.units, "attributed": cov.attributed}
+        index += 1
+        if session.progress is not None:
+            session.progress.step("code", f"codegen ({kind})")
+    session.pass_index = index
+    return coverage
+
+
+def _add_schedule_traces(session: CaptureSession) -> None:
+    if session.schedules is None or session.writer is None:
+        return
+    for entry, text in session.schedules.files():
+        session.writer.add_file(entry["path"], text)
+        session.writer.traces.append(entry)
+
+
+def _manifest(model: LoadedModel, target: str, options: dict) -> dict:
+    return {
+        "tool": {"tvm_explorer": __version__, "tvm": tvm.__version__},
+        "model": {
+            "file": model.name,
+            "kind": getattr(model, "kind", "tflite"),
+            "sha256": model.sha256,
+            "subgraphs": len(model.subgraphs),
+            "operators": len(model.layers),
+        },
+        "target": target,
+        "options": options,
+    }
+
+
+def compile_model(model_path: str | os.PathLike, bundle: str | os.PathLike | None,
+                  target: str = "c", *, fill_spans: bool = True,
+                  exact_origins: bool = False, schedule_records: bool = True,
+                  on_progress: Listener | None = None, profile=None,
+                  after_build=None, pipeline: str | None = None,
+                  on_session=None, after_build_steps: int = 0) -> CompileResult:
+    """Import a model (``.tflite``, ``.onnx``, ``.pt2``), compile it with TVM's real pipeline,
+    and write a bundle.
+
+    ``bundle=None`` keeps provenance through every pass but writes nothing (for measuring;
+    the generated source is indexed only when ``result.coverage`` is read).
+    ``fill_spans=False`` is a plain stock import and compile (no provenance at all).
+    ``on_progress`` is called with a ``ProgressEvent`` after every step (see capture/progress.py).
+    ``profile``: measure run time per layer: True, a repeat count, or a
+    ``costs.request.ProfileRequest`` (repeat, inputs). On ``cuda`` with a GPU here the kernels
+    are built for that GPU and timed with CUDA events (docs/costs.md).
+    ``after_build(session, executable)``, if given, runs before the bundle is committed and
+    returns extra files for it (``{path: text}``; ``--numerics`` adds ``numerics.json``);
+    ``after_build_steps``: the progress steps it reports itself (``session.progress``), so
+    that the planned total counts them.
+    ``pipeline``: ``MODULE:FUNCTION`` of a Relax pipeline of the user's (``--pipeline``).
+    ``on_session(session)`` is called once the capture session exists (to add listeners).
+    Raises ExplorerError (ModelError for bad models) with a message for the user.
+    """
+    if target not in TARGETS:
+        make_target(target)  # raises the clear error
+    model = model_path if hasattr(model_path, "layers") else load_any(model_path)
+    user_pipeline = None
+    if pipeline:
+        from tvm_explorer.capture.custom_pipeline import make_pipeline
+
+        user_pipeline = make_pipeline(pipeline, make_target(target))
+    if not fill_spans:
+        mod = import_any(model, None, fill_spans=False)
+        return CompileResult(None, build(mod, target, pipeline=user_pipeline), 0, 0)
+    costs = CostRecorder(model, profile) if bundle is not None else None
+    writer = BundleWriter(bundle, (model.path,)) if bundle is not None else None
+    try:
+        origins = OriginTable()
+        session = CaptureSession(model, writer, origins)
+        if on_progress is not None:
+            planned = plan_steps(target)
+            # The runs after the build are steps too (profiling, the caller's numerics).
+            runs = (profile is not None) + after_build_steps
+            session.progress = Progress(on_progress, planned + runs if planned else 0)
+        if user_pipeline is not None:
+            session.containers.add(user_pipeline.info.name)
+        if on_session is not None:
+            on_session(session)
+        session.write_model_document()
+        mod = import_any(model, origins)
+        session.record("import", mod, "relax")
+        instruments = [session.instrument()]
+        if exact_origins:
+            instruments.insert(0, ExactOrigins())
+        if schedule_records and target == "cuda" and writer is not None:
+            session.schedules = ScheduleRecorder()
+            instruments.append(session.schedules.instrument())
+        if costs is not None:
+            instruments = costs.wrap(instruments)
+        plan = costs.plan_build(target) if costs is not None else None
+        try:
+            if session.schedules is not None:
+                with session.schedules:
+                    executable = build(mod, target, instruments, user_pipeline, plan)
+            else:
+                executable = build(mod, target, instruments, user_pipeline, plan)
+        except ExplorerError:
+            raise
+        except Exception as err:  # noqa: BLE001 - TVM failures reach the user as one message
+            text = " ".join(str(err).split())
+            first = text[:500] or type(err).__name__
+            how = f" with --pipeline {pipeline}" if pipeline else ""
+            where = session.failure_context(text)
+            raise ExplorerError(f"{model.path}: TVM failed to compile the model for {target}{how}{where}: "
+                                f"{first}") from None
+        if session.progress is not None:
+            session.progress.begin("code", "printing the IR of every pass")
+        session.flush_documents()  # the IR of every pass, printed now that TVM is idle
+        if writer is None:
+            # Nothing is written: index the generated source only if someone asks.
+            return CompileResult(None, executable, session.pass_index, 0, None,
+                                 lambda: _add_generated_code(session, executable, target))
+        code_cov = _add_generated_code(session, executable, target)
+        _add_schedule_traces(session)
+        if profile is not None and session.progress is not None:
+            session.progress.starting("run", "profile: timing every kernel call")
+        costs.finish(session, executable, target)
+        for extra_path, extra_text in (after_build(session, executable) if after_build else {}).items():
+            writer.add_file(extra_path, extra_text)
+        options = {"spans": True, "exact_origins": exact_origins, "schedule_records": schedule_records}
+        if pipeline:
+            options["pipeline"] = pipeline
+        n_docs, n_passes = len(writer.documents), len(writer.passes)
+        if session.progress is not None:
+            session.progress.writing()
+        path = writer.commit(_manifest(model, target, options), _layer_table(model), origins)
+        if session.progress is not None:
+            session.progress.finish()
+        return CompileResult(path, executable, n_passes, n_docs, code_cov, costs=costs.costs)
+    except BaseException:
+        if writer is not None:
+            writer.abort()
+        raise
+
+
+class Capture:
+    """Record whatever TVM compiles inside a ``with`` block into a bundle.
+
+    ``cap.module`` is the span-filled Relax import of the model; compile it (or a module
+    derived from it) with any pipeline inside the block. ``cap.add_executable(ex)`` adds the
+    generated source. The bundle is written when the block ends without an exception, with
+    ``costs.json`` like the CLI's: static costs always, and measured run time per layer with
+    ``profile=`` (True, a repeat count, or a ``ProfileRequest``), taken from the executable
+    added last. ``cap.costs`` is that document once the bundle is written.
+    """
+
+    def __init__(self, model_path, bundle: str | os.PathLike, target: str | None = None, *,
+                 profile=None):
+        """``model_path``: a ``.tflite``/``.onnx``/``.pt2`` file or a model loaded by a frontend
+        (see ``from_onnx`` and ``from_torch``)."""
+        self.model = model_path if hasattr(model_path, "layers") else load_any(model_path)
+        self.target = target
+        # Checked first: a bad --inputs file or repeat count leaves nothing written.
+        self._costs = CostRecorder(self.model, profile)
+        self.costs: dict | None = None
+        self._writer = BundleWriter(bundle, (model_path,))
+        self._origins = OriginTable()
+        self._session = CaptureSession(self.model, self._writer, self._origins)
+        self._ctx = None
+        self._executable = None
+        self.module = None
+        self.bundle: Path | None = None
+
+    @classmethod
+    def from_onnx(cls, model, bundle: str | os.PathLike, target: str | None = None, *,
+                  profile=None) -> "Capture":
+        """A capture of an ONNX model: a path, or an ``onnx.ModelProto`` already in memory."""
+        from tvm_explorer.frontends.onnx.loader import load_onnx
+
+        if isinstance(model, (str, os.PathLike)):
+            return cls(load_onnx(model), bundle, target, profile=profile)
+        return cls(load_onnx("model.onnx", proto=model), bundle, target, profile=profile)
+
+    @classmethod
+    def from_torch(cls, program, example_args=None, bundle: str | os.PathLike | None = None,
+                   target: str | None = None, *, name: str = "model.pt2", profile=None) -> "Capture":
+        """A capture of a PyTorch program: a ``torch.export.ExportedProgram``, or an
+        ``nn.Module`` exported here with ``example_args`` (a tuple of tensors)."""
+        from tvm_explorer.frontends.torch.loader import describe_program, require_torch
+
+        torch = require_torch(name)
+        if bundle is None:
+            raise TypeError("Capture.from_torch needs a bundle path")
+        if isinstance(program, torch.nn.Module):
+            if example_args is None:
+                raise TypeError("Capture.from_torch(module, example_args, bundle): example_args needed")
+            program = torch.export.export(program, tuple(example_args))
+        return cls(describe_program(program, name), bundle, target, profile=profile)
+
+    def _cuda_plan(self, target: str):
+        if target != "cuda" or self._costs.profile is None:
+            return None
+        if self._costs.cuda_plan is None and self._costs.cuda_reason is None:
+            self._costs.plan_build(target)
+        return self._costs.cuda_plan
+
+    def target_for(self, target: str) -> tvm.target.Target:
+        """The TVM target to compile for (``c``, ``llvm`` or ``cuda``): for a profiled
+        ``cuda`` capture on a machine with a GPU, that GPU's architecture."""
+        plan = self._cuda_plan(target)
+        return make_target(target, plan.arch if plan is not None else None)
+
+    def pipeline(self, target: str):
+        """TVM's Relax pipeline for ``target`` (``c``, ``llvm`` or ``cuda``). For ``cuda`` it
+        makes TVM generate source only, unless the capture is profiled and a GPU is here: then
+        the kernels are compiled for it (compile with ``target_for("cuda")``)."""
+        from tvm_explorer.capture.pipeline import enable_real_cuda, enable_source_only_cuda, relax_pipeline
+
+        self.target = target
+        if target == "cuda":
+            plan = self._cuda_plan(target)
+            if plan is not None:
+                enable_real_cuda(plan)
+            else:
+                enable_source_only_cuda()
+        return relax_pipeline(target, self.target_for(target))
+
+    def add_executable(self, executable) -> None:
+        """Include the generated source of a built executable in the bundle."""
+        self._executable = executable
+
+    def __enter__(self) -> "Capture":
+        try:
+            self._session.write_model_document()
+            self.module = import_any(self.model, self._origins)
+            self._session.record("import", self.module, "relax")
+            cur = tvm.transform.PassContext.current()
+            self._ctx = tvm.transform.PassContext(
+                opt_level=cur.opt_level if cur.opt_level is not None else 3,
+                required_pass=list(cur.required_pass), disabled_pass=list(cur.disabled_pass),
+                instruments=self._costs.wrap(list(cur.instruments) + [self._session.instrument()]),
+                config=dict(cur.config),
+            )
+            self._ctx.__enter__()
+        except BaseException:
+            self._writer.abort()
+            raise
+        return self
+
+    def __exit__(self, exc_type, exc, tb):
+        self._ctx.__exit__(exc_type, exc, tb)
+        if exc_type is not None:
+            self._writer.abort()
+            return False
+        try:
+            self._session.flush_documents()
+            target = self.target or "c"
+            if self._executable is not None:
+                _add_generated_code(self._session, self._executable, target)
+            self.costs = self._costs.finish(self._session, self._executable, target)
+            options = {"spans": True, "exact_origins": False, "schedule_records": True}
+            self.bundle = self._writer.commit(_manifest(self.model, self.target or "unknown", options),
+                                              _layer_table(self.model), self._origins)
+        except BaseException:
+            self._writer.abort()
+            raise
+        return False
+

@@ -1,0 +1,124 @@
+"""``costs.json``: the costs of a compiled model, per layer, kernel, kernel call and pass.
+
+Built once while compiling (``costs/assemble.py``), validated by every reader (``validate``). The shape
+is documented in docs/bundle-format.md; docs/costs.md says what each number measures.
+"""
+
+from __future__ import annotations
+
+
+from tvm_explorer.bundle import fields as f
+
+COSTS_FILE = "costs.json"
+SCHEMA_VERSION = 1
+SPLIT_RULE = "work"  # a shared kernel call's time is split by its TIR work per layer
+
+
+def clock_label(profile: dict) -> str:
+    """How the calls of a profile were timed, in words (``CPU time`` on the CPU targets)."""
+    if profile.get("clock") == "device_timer":
+        return "GPU time (CUDA events)" if profile.get("device") == "cuda" else "wall time (device timer)"
+    return "CPU time"
+
+
+# -- reading ------------------------------------------------------------------------------
+_PROFILE_STRINGS = ("reason", "inputs", "device", "device_name", "clock", "split")
+_PROFILE_NUMBERS = ("plain_run_ms", "plain_run_min_ms", "plain_run_max_ms", "runtime_ms", "wall_ms",
+                    "plain_wall_ms", "total_min_ms")
+
+
+def _check_profile(profile) -> None:
+    f.obj(profile, "'profile'")
+    f.string(profile.get("status"), "'profile': 'status'")
+    for key in _PROFILE_STRINGS:
+        f.string(profile.get(key), f"'profile': '{key}'", nullable=True)
+    for key in _PROFILE_NUMBERS:
+        f.number(profile.get(key), f"'profile': '{key}'")
+    for key in ("repeat", "warmup"):
+        f.integer(profile.get(key), f"'profile': '{key}'", nullable=True)
+
+
+def _check_layer(lay, where: str, layer_count: int) -> None:
+    f.obj(lay, where)
+    f.integer(lay.get("id"), f"{where}: 'id'", high=max(layer_count - 1, 0))
+    if lay["id"] >= layer_count:
+        raise ValueError(f"{where}: 'id' names a layer the bundle does not have")
+    for key in ("subgraph", "op_index", "code_lines", "workspace_bytes"):
+        f.integer(lay.get(key), f"{where}: '{key}'")
+    for key in ("shared_code_lines", "kernel_count"):
+        if key in lay:
+            f.integer(lay[key], f"{where}: '{key}'")
+    for key in ("opcode", "name"):
+        f.string(lay.get(key), f"{where}: '{key}'")
+    for key in ("time_ms", "share", "flops"):
+        f.number(lay.get(key), f"{where}: '{key}'")
+    f.strings(lay.get("kernels"), f"{where}: 'kernels'")
+    if "shared_kernels" in lay:
+        f.strings(lay["shared_kernels"], f"{where}: 'shared_kernels'")
+
+
+def _check_kernel(k, where: str, layer_count: int) -> None:
+    f.obj(k, where)
+    f.string(k.get("name"), f"{where}: 'name'")
+    layers = k.get("layers")
+    if not (isinstance(layers, list) and all(isinstance(x, int) and not isinstance(x, bool)
+                                             and 0 <= x < layer_count for x in layers)):
+        raise ValueError(f"{where}: 'layers' must be a list of the bundle's layer ids")
+    for key in ("calls", "code_lines", "workspace_bytes"):
+        f.integer(k.get(key), f"{where}: '{key}'")
+    if "total_lines" in k:
+        f.integer(k["total_lines"], f"{where}: 'total_lines'", nullable=True)
+    for key in ("time_ms", "share", "flops"):
+        f.number(k.get(key), f"{where}: '{key}'")
+
+
+def _check_pass(p, where: str) -> None:
+    f.obj(p, where)
+    f.integer(p.get("index"), f"{where}: 'index'")
+    f.string(p.get("name"), f"{where}: 'name'")
+    f.string(p.get("stage"), f"{where}: 'stage'", nullable=True)
+    f.number(p.get("ms"), f"{where}: 'ms'")
+    f.integer(p.get("changed_functions"), f"{where}: 'changed_functions'", nullable=True)
+
+
+def validate(data, layer_count: int) -> None:
+    """Raise ValueError saying which field of a ``costs.json`` document is wrong: every
+    value a reader formats or adds up has its type and range checked here, once."""
+    if not isinstance(data, dict):
+        raise ValueError("not a JSON object")
+    if data.get("schema_version") != SCHEMA_VERSION:
+        raise ValueError(f"schema version {data.get('schema_version')!r} is not supported "
+                         f"(this tvm-explorer reads version {SCHEMA_VERSION})")
+    f.number(data.get("total_ms"), "'total_ms'")
+    f.string(data.get("code_kind"), "'code_kind'", nullable=True)
+    f.string(data.get("target"), "'target'", nullable=True)
+    _check_profile(data.get("profile"))
+    if data.get("totals") is not None:
+        for key, value in f.obj(data["totals"], "'totals'").items():
+            f.number(value, f"'totals': '{key}'")
+    for key in ("layers", "kernels", "passes", "calls"):
+        if not isinstance(data.get(key), list):
+            raise ValueError(f"'{key}' must be a list")
+    for i, lay in enumerate(data["layers"]):
+        _check_layer(lay, f"layer entry {i}", layer_count)
+    for i, k in enumerate(data["kernels"]):
+        _check_kernel(k, f"kernel entry {i}", layer_count)
+    for i, p in enumerate(data["passes"]):
+        _check_pass(p, f"pass entry {i}")
+
+
+def read_costs(bundle) -> dict | None:
+    """A bundle's validated ``costs.json``, or None if it has none (compiled before costs
+    were recorded). Raises BundleError naming the file if it is damaged."""
+    from tvm_explorer.bundle.reader import read_section
+    from tvm_explorer.errors import BundleError
+
+    path = bundle.root / COSTS_FILE
+    data = read_section(bundle.root, COSTS_FILE, "costs file", bundle.budget)
+    if data is None:
+        return None
+    try:
+        validate(data, len(bundle.layers))
+    except ValueError as err:
+        raise BundleError(f"{path}: {err}") from None
+    return data

@@ -1,0 +1,180 @@
+"""``tvm-explorer compile MODEL -o BUNDLE``: compile in a supervised child process
+(``supervise.supervisor``), with progress, costs and numerics, and report the bundle."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import signal
+from pathlib import Path
+
+from tvm_explorer.cli.options import (DEFAULT_TIMEOUT, add_trust_option, apply_memory_limit,
+                                      default_memory_limit, exit_code_of, memory_limit_argument,
+                                      seconds_argument, trust_from_args)
+from tvm_explorer.errors import EXIT_INTERRUPTED, EXIT_TIMEOUT, ExplorerError, fail as _fail
+from tvm_explorer.supervise.supervisor import STOP_SIGNALS as _STOP_SIGNALS
+
+
+def add_parser(sub) -> None:
+    p = sub.add_parser("compile", help="compile a model into an explorer bundle")
+    p.add_argument("model", help="the model: .tflite, .onnx or .pt2 (a saved torch.export program)")
+    p.add_argument("-o", "--output", help="bundle directory to write")
+    p.add_argument("--target", default="c", help="c (default), llvm or cuda")
+    p.add_argument("--exact-origins", action="store_true",
+                   help="one PrimFunc per call site, so every statement has exactly one origin")
+    p.add_argument("--no-schedule-records", action="store_true",
+                   help="do not record GPU schedule traces")
+    p.add_argument("--no-spans", action="store_true",
+                   help="span filling off: a plain stock TVM compile that records nothing and "
+                        "writes no bundle (to compare overhead)")
+    p.add_argument("--timeout", type=seconds_argument, default=DEFAULT_TIMEOUT, metavar="SECONDS",
+                   help=f"stop a compile that runs longer (default {DEFAULT_TIMEOUT:g}; 0: never)")
+    p.add_argument("--memory-limit", type=memory_limit_argument, default=default_memory_limit(), metavar="GIB",
+                   help="address-space limit of the compile (default: 3/4 of the memory, "
+                        "at least 4 GiB; 0: none)")
+    p.add_argument("--progress", choices=("auto", "bar", "json", "none"), default="auto",
+                   help="progress: a bar on a terminal (auto, the default), JSON lines on "
+                        "stdout (json), or none")
+    p.add_argument("--pipeline", metavar="MODULE:FUNCTION",
+                   help="compile with your own Relax pipeline: FUNCTION(target) returns a "
+                        "tvm.transform.Pass; MODULE is imported from the current directory or "
+                        "PYTHONPATH (default: TVM's pipeline for the target)")
+    add_trust_option(p)
+    p.add_argument("--in-process", action="store_true", help=argparse.SUPPRESS)
+    from tvm_explorer.cli.costs import add_profile_options
+    from tvm_explorer.cli.numerics import add_compile_options
+
+    add_profile_options(p)
+    add_compile_options(p)
+    p.set_defaults(run=_run_compile)
+
+
+def _stopped_message(args, why: str, committed: bool) -> str:
+    if committed:
+        return (f"{why} after the bundle was written; {args.output} is complete")
+    return f"{why}; no bundle was written (a previous bundle is unchanged)"
+
+
+def _compile_in_this_process(args) -> int:
+    from tvm_explorer.bundle import writer
+
+    trust_from_args(args)
+
+    stop: dict = {}
+    # Interrupts are raised into the code only while it compiles; one arriving later (or
+    # while an error is being reported) is noted and reported once, never raised where
+    # nothing would catch it.
+    compiling = {"now": False}
+
+    def on_signal(signum, _frame):
+        if stop:
+            return  # already stopping: let the cleanup finish
+        stop["why"] = (f"{args.model}: compile did not finish within {args.timeout:g} s (--timeout)"
+                       if signum == signal.SIGUSR1 else f"interrupted ({signal.Signals(signum).name})")
+        stop["code"] = EXIT_TIMEOUT if signum == signal.SIGUSR1 else EXIT_INTERRUPTED
+        if compiling["now"]:
+            raise KeyboardInterrupt(stop["why"])
+
+    def committed() -> bool:
+        return bool(args.output) and Path(args.output).absolute() in writer.COMMITTED
+
+    for sig in _STOP_SIGNALS:
+        signal.signal(sig, on_signal)
+    try:
+        compiling["now"] = True
+        try:
+            signal.pthread_sigmask(signal.SIG_UNBLOCK, _STOP_SIGNALS)
+            apply_memory_limit(args.memory_limit)
+            from tvm_explorer.frontends import load_any
+
+            model = load_any(args.model)  # a bad file fails fast (a .tflite before TVM is imported)
+            from tvm_explorer.cli.numerics import prepare as prepare_numerics
+
+            numerics = prepare_numerics(args, model)  # bad --inputs/--reference fail here
+            from tvm_explorer.app.compile import compile_model
+            from tvm_explorer.capture.parallel_print import ENV_WORKERS
+            from tvm_explorer.cli.costs import profile_request
+
+            # This process only compiles: it may fork printers onto idle cores (the Python
+            # API prints inline unless asked: a host program's threads make forking unsafe).
+            os.environ.setdefault(ENV_WORKERS, "auto")
+            from tvm_explorer.cli.progress_display import progress_display
+
+            with progress_display("none" if args.no_spans else args.progress) as on_progress:
+                result = compile_model(
+                    model, None if args.no_spans else args.output, args.target,
+                    fill_spans=not args.no_spans,
+                    exact_origins=args.exact_origins, schedule_records=not args.no_schedule_records,
+                    on_progress=on_progress, profile=profile_request(args),
+                    after_build=numerics.after_build if numerics else None,
+                    after_build_steps=1 if numerics else 0,
+                    pipeline=args.pipeline,
+                )
+        finally:
+            compiling["now"] = False
+    except BaseException as err:  # noqa: BLE001 - every way out gets one message
+        if stop or isinstance(err, KeyboardInterrupt):
+            # An interrupt may also surface as a TVM error raised around a Python callback.
+            why = stop.get("why", "interrupted")
+            return _fail(_stopped_message(args, why, committed()), stop.get("code", EXIT_INTERRUPTED))
+        from tvm_explorer.supervise import memlimit
+
+        if not isinstance(err, (KeyboardInterrupt, SystemExit)) and memlimit.hit_limit(err, args.memory_limit):
+            return _fail(memlimit.message(err, args.memory_limit, args.model))
+        if isinstance(err, ExplorerError):
+            return _fail(str(err), exit_code_of(err))
+        if isinstance(err, SystemExit):
+            raise
+        import traceback
+
+        traceback.print_exc()
+        return _fail(f"{args.model}: internal error ({type(err).__name__}: {err}); "
+                     "no bundle was written; please report this")
+    for sig in _STOP_SIGNALS:
+        signal.signal(sig, signal.SIG_IGN)  # the bundle is in place: finish the report
+    if stop:  # arrived just as the compile finished: it stands, and the user hears of both
+        return _fail(_stopped_message(args, stop["why"], committed()), stop["code"])
+    if args.no_spans:
+        print(f"{args.model}: compiled for {args.target} with stock TVM (span filling off); "
+              "nothing recorded, no bundle written")
+        return 0
+    bundle = result.bundle
+    print(f"Bundle written: {bundle}")
+    print(f"  {result.passes} passes recorded, {result.documents} documents")
+    for kind, cov in sorted(result.coverage.items()):
+        print(f"  generated {kind}: {cov['attributed']}/{cov['units']} computing lines attributed")
+    from tvm_explorer.cli.costs import report
+
+    from tvm_explorer.frontends import frontend_of
+
+    unit = frontend_of(model).unit
+    for line in [*report(result.costs, unit), *(numerics.report() if numerics else ())]:
+        print(line)
+    print("Open it in an editor with the TVM Explorer language server (VS Code: docs/vscode.md):")
+    print(f"  code {bundle}")
+    code = {"c": "code/module.c", "cuda": "code/device.cu"}.get(args.target)
+    if code:
+        print(f"Ask where a line came from:\n  tvm-explorer origins {bundle} {code}:LINE")
+    return 0
+
+
+def _run_compile(args) -> int:
+    """Compile in a child process so that a crash inside TVM is reported, not inherited, and
+    a compile that hangs (``--timeout``) or ignores an interrupt can be stopped."""
+    if not args.output and not args.no_spans:
+        return _fail("compile: -o/--output BUNDLE is required (unless --no-spans)")
+    if args.output and not args.no_spans:
+        from tvm_explorer.bundle.writer import check_destination
+
+        try:  # before anything is compiled: only a bundle the tool wrote is replaced
+            check_destination(args.output, (args.model,))
+        except ExplorerError as err:
+            return _fail(str(err))
+    if args.in_process or not hasattr(os, "fork"):
+        return _compile_in_this_process(args)
+    from tvm_explorer.bundle.writer import COMMIT_GUARDS
+    from tvm_explorer.supervise.supervisor import run_supervised
+
+    return run_supervised(args, _compile_in_this_process, COMMIT_GUARDS)
+
+

@@ -1,0 +1,143 @@
+"""Command-line glue: ``compile --numerics`` options and the ``tvm-explorer numerics`` query."""
+
+from __future__ import annotations
+
+import json
+import sys
+
+from tvm_explorer.errors import ExplorerError
+from tvm_explorer.tablenames import NameColumn
+from tvm_explorer.bundle.sections.numerics import NUMERICS_FILE, format_error, unit
+
+
+def add_compile_options(parser) -> None:
+    """The ``--numerics`` family of ``tvm-explorer compile``."""
+    parser.add_argument("--numerics", action="store_true",
+                        help="run the compiled model and the reference (LiteRT for .tflite, onnxruntime "
+                             "for .onnx, eager PyTorch for .pt2) on the same inputs and compare "
+                             "every layer output (CPU targets; docs/numerics.md)")
+    parser.add_argument("--numerics-unfused", action="store_true",
+                        help="with --numerics: also build a variant without operator fusion, "
+                             "to see the layers fusion hides (implies --numerics)")
+    parser.add_argument("--reference", metavar="REF",
+                        help="with --numerics: compare with this model of the same kind and graph "
+                             "(.tflite, .onnx or .pt2; default: the model itself)")
+
+
+class NumericsStep:
+    """The numerics part of one compile: checked before, run after the build."""
+
+    def __init__(self, args, model):
+        from tvm_explorer.numerics.run import NumericsOptions, check_request
+
+        self.options = NumericsOptions(reference=args.reference, inputs=args.inputs,
+                                       unfused=args.numerics_unfused,
+                                       pipeline=getattr(args, "pipeline", None))
+        self.target = args.target
+        check_request(model, args.target, self.options)
+        self.data: dict | None = None
+        self.failure: str | None = None
+
+    def after_build(self, session, executable) -> dict:
+        """``compile_model``'s hook: ``{"numerics.json": text}``, or nothing if the model
+        cannot run (then the bundle is written without numerics and the reason is told)."""
+        from tvm_explorer.numerics.run import run_numerics
+
+        if session.progress is not None:
+            session.progress.starting("run", "numerics: running the model and the reference"
+                                      + (", fused and unfused" if self.options.unfused else ""))
+        try:
+            self.data = run_numerics(session.model, self.target, executable, session.final_relax,
+                                     session.origins, self.options)
+        except ExplorerError as err:
+            self.failure = str(err)
+            return {}
+        return {NUMERICS_FILE: json.dumps(self.data, indent=1)}
+
+    def report(self) -> list[str]:
+        """Lines for the compile summary."""
+        from tvm_explorer.numerics.run import summary_lines
+
+        if self.data is not None:
+            return summary_lines(self.data) + ["  per layer: tvm-explorer numerics BUNDLE"]
+        return [f"  numerics not recorded: {self.failure}"]
+
+
+def prepare(args, model) -> NumericsStep | None:
+    """The numerics step if the command line asks for one (raises ExplorerError on bad input)."""
+    for name in ("numerics", "numerics_unfused", "reference", "inputs"):
+        if not hasattr(args, name):  # a caller that builds its own argument namespace
+            setattr(args, name, None)
+    if args.numerics_unfused:
+        args.numerics = True
+    if args.numerics and getattr(args, "no_spans", False):
+        raise ExplorerError("--numerics needs provenance to find each layer's kernel: drop --no-spans")
+    if not args.numerics:
+        for flag, value in (("--reference", args.reference),):
+            if value:
+                raise ExplorerError(f"{flag} is only used with --numerics")
+        return None
+    return NumericsStep(args, model)
+
+
+def add_parser(sub) -> None:
+    """``tvm-explorer numerics BUNDLE [--json]``."""
+    p = sub.add_parser("numerics", help="per layer: error against the reference (LiteRT, onnxruntime or eager PyTorch)")
+    p.add_argument("bundle")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(run=run_query)
+
+
+def run_query(args) -> int:
+    """Print a bundle's numerics (text table or the JSON of numerics.json)."""
+    from tvm_explorer.bundle.reader import Bundle
+
+    try:
+        bundle = Bundle(args.bundle)
+    except ExplorerError as err:
+        print(f"tvm-explorer: error: {err}", file=sys.stderr)
+        return 2
+    data = bundle.numerics
+    if data is None and NUMERICS_FILE in bundle.section_problems:
+        print(f"tvm-explorer: error: {bundle.section_problems[NUMERICS_FILE]}", file=sys.stderr)
+        return 2
+    if data is None:
+        print(f"tvm-explorer: error: {args.bundle}: no numerics recorded "
+              "(compile with --numerics)", file=sys.stderr)
+        return 2
+    if args.json:
+        print(json.dumps(data, indent=1))
+        return 0
+    for line in format_table(data):
+        print(line)
+    return 0
+
+
+def format_table(data: dict) -> list[str]:
+    """The text report: one line per layer in graph order, the first divergence marked."""
+    lines = [f"{data.get('model', 'model')} ({data.get('target', '?')}) against the "
+             f"{data['reference']}, inputs: {data.get('inputs', '?')}; mode: {data['mode']}"]
+    first = data.get("first_divergence")
+    names = NameColumn((e["name"] for e in data["layers"]), 40)
+    if names.note():
+        lines.append(names.note())
+    lines.append(f"{'':2}{unit(data):>4}  {'opcode':22} {'name':40} {'seen in':8} error")
+    for e in data["layers"]:
+        is_first = first is not None and (e["subgraph"], e["op_index"]) == (first["subgraph"], first["op_index"])
+        mark = "=>" if is_first else "  "
+        where = f"{e['subgraph']}:" if e["subgraph"] else ""
+        seen = e.get("observed_by") or "-"
+        lines.append(f"{mark}{where + str(e['op_index']):>4}  {e['opcode'][:22]:22} {names.show(e['name']):40} "
+                     f"{seen:8} {format_error(e)}")
+    if first is None:
+        lines.append("No layer diverges beyond the thresholds (docs/numerics.md).")
+    else:
+        e = next(x for x in data["layers"]
+                 if (x["subgraph"], x["op_index"]) == (first["subgraph"], first["op_index"]))
+        lines.append(f"First divergence: {unit(data)} {e['op_index']} {e['opcode']} {e['name']}")
+    fused_first = data.get("fused_first_divergence", "absent")
+    if fused_first != "absent" and fused_first != first:
+        what = ("none" if fused_first is None
+                else f"{unit(data)} {fused_first['op_index']} (subgraph {fused_first['subgraph']})")
+        lines.append(f"In the normal (fused) build the first divergence seen is: {what}")
+    return lines

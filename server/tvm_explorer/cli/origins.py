@@ -1,0 +1,69 @@
+"""``tvm-explorer origins BUNDLE FILE:LINE[:COL]``: the layers a position of a bundle
+document came from."""
+
+from __future__ import annotations
+
+import json
+
+from tvm_explorer.cli.options import load_bundle
+from tvm_explorer.errors import ExplorerError, fail as _fail
+
+
+def add_parser(sub) -> None:
+    p = sub.add_parser("origins", help="origin layers of a position in a bundle document")
+    p.add_argument("bundle")
+    p.add_argument("position", help="FILE:LINE[:COL], FILE relative to the bundle, 1-based")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(run=_run_origins)
+
+
+def _parse_position(text: str) -> tuple[str, int, int | None]:
+    """``FILE:LINE[:COL]`` (1-based); a line or column that is a number but not a valid
+    one is reported as such, not taken as part of the file name."""
+    import re
+
+    match = re.fullmatch(r"(.+?):([+-]?\d+)(?::([+-]?\d+))?", text, re.DOTALL)
+    if not match:
+        raise ExplorerError(f"{text!r}: expected FILE:LINE[:COL] (1-based line and column)")
+    path, line, col = match.group(1), int(match.group(2)), match.group(3)
+    if line < 1:
+        raise ExplorerError(f"{text}: line {line} is invalid (lines start at 1)")
+    if col is not None and int(col) < 1:
+        raise ExplorerError(f"{text}: column {int(col)} is invalid (columns start at 1)")
+    return path, line, None if col is None else int(col)
+
+
+def _run_origins(args) -> int:
+    try:
+        b = load_bundle(args.bundle)
+        path, line, col = _parse_position(args.position)
+        if b.document(path) is None:
+            raise ExplorerError(f"{path}: not a document of bundle {args.bundle}")
+        if line < 1:
+            raise ExplorerError(f"{args.position}: lines start at 1")
+        text_line = b.text(path).split("\n")[line - 1] if line <= len(b.text(path).split("\n")) else None
+        if text_line is None:
+            raise ExplorerError(f"{path}: line {line} is past the end of the document")
+        if col is not None and col > len(text_line) + 1:
+            raise ExplorerError(f"{args.position}: column {col} is past the end of line {line} "
+                                f"({len(text_line)} characters)")
+        column = (col - 1) if col else len(text_line) - len(text_line.lstrip())
+        offset = b.offset_of(path, line - 1, column)
+        origins = b.origins_at(path, offset)
+    except ExplorerError as err:
+        return _fail(str(err))
+    if args.json:
+        print(json.dumps({"origins": [o.to_json() for o in origins]}, indent=1))
+        return 0
+    if not origins:
+        print(f"{path}:{line}: no origin recorded here")
+    from tvm_explorer.navigation.sources import layer_caption
+
+    for o in origins:
+        role = "layer output" if o.is_output else "part of layer"
+        where = f"subgraph {o.layer.subgraph} " if o.layer.subgraph else ""
+        caption = layer_caption(o.layer, full_path=True)
+        caption = f" {caption}" if caption else ""
+        print(f"{where}op {o.layer.op_index} {o.layer.opcode}{caption} ({role}) -> "
+              f"{', '.join(o.layer.outputs)}")
+    return 0

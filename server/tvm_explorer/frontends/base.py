@@ -1,0 +1,56 @@
+"""The ``Frontend`` interface: everything the rest of the product needs to know about one
+model kind (TFLite, ONNX, PyTorch), so that no other room decides per kind.
+
+A new model kind is a package ``frontends/<kind>/`` whose ``__init__`` defines ``FRONTEND``
+(imports of the kind's heavy libraries stay inside the functions, so that choosing a frontend
+by a file's suffix costs nothing), and one entry in ``frontends.FRONTENDS``.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from typing import Any, Callable
+
+from tvm_explorer.provenance import OriginTable
+
+Path = str | os.PathLike
+
+
+@dataclass(frozen=True)
+class ReferenceEngine:
+    """The model's own framework, run on the same inputs as the compiled model
+    (``--numerics``, ``bisect``): see ``frontends/reference_run.py`` for what it returns."""
+
+    describe: Callable[[Path], str]
+    """``LiteRT interpreter on m.tflite``: what a report says it compared with."""
+    run: Callable[[Path, dict], Any]
+    """``run(path, inputs)``: a ``ReferenceRun`` with every tensor by name."""
+    quantization_of: Callable[[Path], dict]
+    """Every quantized tensor's ``Quantization`` in the model at a path (nothing is run)."""
+    check_same_graph: Callable[[Any, str], None]
+    """``check_same_graph(model, reference_path)`` raises ExplorerError naming the first
+    tensor the reference lacks or types differently."""
+
+
+@dataclass(frozen=True)
+class Frontend:
+    """One model kind."""
+
+    kind: str
+    """``tflite`` | ``onnx`` | ``torch``: as the bundle's manifest records it."""
+    suffix: str
+    """The model file's suffix (``.tflite``)."""
+    unit: str
+    """What a layer is called in tables and messages: ``op`` (TFLite) or ``node``."""
+    load: Callable[[Path], Any]
+    """Read a model file (``LoadedModel`` / ``GraphModel``); ModelError names the file."""
+    preview: Callable[[Path], Any]
+    """Read a model file only to show its model document: bounded, and nothing in it is run
+    (a ``.pt2`` is read from its graph JSON)."""
+    import_model: Callable[..., Any]
+    """``import_model(model, origins, fill_spans=True)``: the Relax IRModule from TVM's own
+    importer, every binding stamped with its layer (``frontends/stamping.py``)."""
+    render_document: Callable[[Any, OriginTable], tuple]
+    """``(path, text, ranges)`` of the model's document in the bundle."""
+    reference: ReferenceEngine

@@ -1,0 +1,92 @@
+"""The model document of an ONNX or PyTorch model (``model.onnxgraph`` / ``model.fxgraph``).
+
+Like ``model.tflgraph``: a header, the graph's inputs and outputs, then one entry per node —
+``node N OP name  attr=value…`` with ``in``/``out`` tensor lines (name, dtype[shape]) and,
+when known, the user's source line. Nodes are grouped under ``module PATH`` headings where
+the model carries a module hierarchy. The node entry is where "go to the layer" lands; each
+tensor name is indexed so that "go to definition" on it reaches the node producing it.
+"""
+
+from __future__ import annotations
+
+from tvm_explorer.bundle.index import Range
+from tvm_explorer.frontends.tflite.loader import TensorInfo
+from tvm_explorer.provenance import OriginTable
+from tvm_explorer.frontends.graph import GraphModel, GraphNode
+
+_TITLES = {"onnx": "ONNX model", "torch": "PyTorch ExportedProgram"}
+
+
+def _type(t: TensorInfo) -> str:
+    return f"{t.dtype}[{','.join(str(d) for d in t.shape)}]"
+
+
+def _short(path: str) -> str:
+    """A source file as the document shows it (the last two path parts)."""
+    parts = path.replace("\\", "/").split("/")
+    return "/".join(parts[-2:])
+
+
+def render_graph_document(model: GraphModel, origins: OriginTable) -> tuple[str, list[Range]]:
+    """The document's text and its ranges (node entries and tensor names)."""
+    producer = {t.name: node.id for node in model.layers for t in node.outputs}
+    node_sets = {node.id: origins.intern([(node.id, True)]) for node in model.layers}
+    parts: list[str] = []
+    ranges: list[Range] = []
+    offset = 0
+
+    def write(text: str) -> int:
+        nonlocal offset
+        start = offset
+        parts.append(text)
+        offset += len(text)
+        return start
+
+    def tensor_line(prefix: str, t: TensorInfo, width: int) -> None:
+        write(prefix)
+        start = write(t.name)
+        owner = producer.get(t.name)
+        ranges.append(Range(start, start + len(t.name), node_sets[owner] if owner is not None else 0,
+                            "tensor", f"tensor:0:{t.name}"))
+        extra = " const" if t.is_constant else ""
+        write(f"{' ' * max(1, width - len(t.name) + 1)}{_type(t)}{extra}\n")
+
+    write(f"# {_TITLES.get(model.kind, model.kind)} {model.name}\n")
+    write(f"# sha256 {model.sha256}\n")
+    write(f"# {len(model.layers)} node(s). Go to definition on a tensor name reaches the node "
+          "that produces it.\n")
+    for note in model.notes:
+        write(f"# {note}\n")
+    for sg in model.subgraphs:
+        write(f"\ngraph \"{sg.name}\"\n")
+        width = max([len(t.name) for t in sg.inputs + sg.outputs] + [0])
+        for t in sg.inputs:
+            tensor_line("  input  ", t, width)
+        for t in sg.outputs:
+            tensor_line("  output ", t, width)
+    module = None
+    for node in model.layers:
+        if node.module != module:
+            module = node.module
+            heading = module or "(top level)"
+            cls = f" ({node.module_class})" if node.module_class and module else ""
+            write(f"\nmodule {heading}{cls}\n")
+        write("\n")
+        start = write(_node_head(node))
+        width = max([len(t.name) for t in node.inputs + node.outputs] + [0])
+        for t in node.inputs:
+            tensor_line("    in   ", t, width)
+        for t in node.outputs:
+            tensor_line("    out  ", t, width)
+        if node.source:
+            write(f"    source {_short(node.source[0])}:{node.source[1]}  ({node.source[0]})\n")
+        ranges.append(Range(start, offset - 1, node_sets[node.id], "layer", f"layer:0:{node.op_index}"))
+    return "".join(parts), ranges
+
+
+def _node_head(node: GraphNode) -> str:
+    head = f"  node {node.op_index} {node.opcode}"
+    if node.name:
+        head += f" {node.name}"
+    opts = " ".join(f"{k}={v}" for k, v in node.options.items())
+    return head + (f"  {opts}\n" if opts else "\n")

@@ -1,0 +1,115 @@
+"""Render a TFLite model as the bundle's model document (``model.tflgraph``).
+
+One entry per operator: its index, opcode and TF name (``LayerInfo.name``), scalar options, and every input and output
+tensor with shape and dtype. The entry is where "go to the layer" lands; each tensor name is
+indexed so that "go to definition" on it reaches the layer producing it.
+"""
+
+from __future__ import annotations
+
+import re
+
+from tvm_explorer.bundle.index import Range
+from tvm_explorer.provenance import OriginTable
+from tvm_explorer.frontends.tflite.loader import LayerInfo, LoadedModel, TensorInfo
+
+_ENUMS = {
+    "padding": {0: "SAME", 1: "VALID"},
+    "fused_activation_function": {
+        0: "NONE", 1: "RELU", 2: "RELU_N1_TO_1", 3: "RELU6", 4: "TANH", 5: "SIGN_BIT", 6: "SIGMOID",
+    },
+}
+
+
+def _snake(name: str) -> str:
+    return re.sub(r"(?<!^)(?=[A-Z])", "_", name).lower()
+
+
+def _format_options(options: dict) -> str:
+    parts = []
+    for key, value in sorted(options.items()):
+        key = _snake(key)
+        value = _ENUMS.get(key, {}).get(value, value)
+        if isinstance(value, float):
+            value = f"{value:g}"
+        parts.append(f"{key}={value}")
+    return " ".join(parts)
+
+
+def _quantization(t: TensorInfo) -> str:
+    """`` quantized scale=0.0235 zero_point=-128`` (per-channel: the first and the count)."""
+    if not t.scales:
+        return " quantized"
+    if len(t.scales) == 1:
+        zp = f" zero_point={t.zero_points[0]}" if t.zero_points else ""
+        return f" quantized scale={t.scales[0]:.6g}{zp}"
+    return f" quantized scale={t.scales[0]:.6g}..({len(t.scales)} per-channel)"
+
+
+def _type(t: TensorInfo) -> str:
+    dims = ",".join(str(d) for d in t.shape)
+    return f"{t.dtype}[{dims}]"
+
+
+class _Writer:
+    def __init__(self):
+        self.parts: list[str] = []
+        self.offset = 0
+        self.ranges: list[Range] = []
+
+    def write(self, text: str) -> int:
+        start = self.offset
+        self.parts.append(text)
+        self.offset += len(text)
+        return start
+
+
+def render_model_document(model: LoadedModel, origins: OriginTable) -> tuple[str, list[Range]]:
+    """The model document's text and its ranges (layers and tensor names)."""
+    producer: dict[tuple[int, str], int] = {}
+    for layer in model.layers:
+        for t in layer.outputs:
+            producer[(layer.subgraph, t.name)] = layer.id
+    layer_sets = {lay.id: origins.intern([(lay.id, True)]) for lay in model.layers}
+
+    w = _Writer()
+    n_ops = len(model.layers)
+    w.write(f"# TFLite model {model.name}\n")
+    w.write(f"# sha256 {model.sha256}\n")
+    w.write(f"# {len(model.subgraphs)} subgraph(s), {n_ops} operator(s). "
+            "Go to definition on a tensor name reaches the layer that produces it.\n")
+
+    def tensor_line(prefix: str, s: int, t: TensorInfo, width: int) -> None:
+        w.write(prefix)
+        start = w.write(t.name)
+        owner = producer.get((s, t.name))
+        w.ranges.append(Range(start, start + len(t.name), layer_sets[owner] if owner is not None else 0,
+                                 "tensor", f"tensor:{s}:{t.name}"))
+        pad = " " * max(1, width - len(t.name) + 1)
+        extra = " const" if t.is_constant else ""
+        extra += _quantization(t) if t.quantized else ""
+        w.write(f"{pad}{_type(t)}{extra}\n")
+
+    for sg in model.subgraphs:
+        w.write(f"\nsubgraph {sg.index} \"{sg.name}\"\n")
+        width = max([len(t.name) for t in sg.inputs + sg.outputs] + [0])
+        for t in sg.inputs:
+            tensor_line("  input  ", sg.index, t, width)
+        for t in sg.outputs:
+            tensor_line("  output ", sg.index, t, width)
+        layers: list[LayerInfo] = [lay for lay in model.layers if lay.subgraph == sg.index]
+        for lay in layers:
+            w.write("\n")
+            start = w.write(f"op {lay.op_index} {lay.opcode}")
+            if lay.name:  # the TF name (Keras scope) of the layer, beside its opcode
+                w.write(f"  {lay.name}")
+            opts = _format_options(lay.options)
+            w.write(f"  {opts}\n" if opts else "\n")
+            width = max([len(t.name) for t in lay.inputs + lay.outputs] + [0])
+            for t in lay.inputs:
+                tensor_line("  in   ", sg.index, t, width)
+            for t in lay.outputs:
+                tensor_line("  out  ", sg.index, t, width)
+            w.ranges.append(Range(start, w.offset - 1, layer_sets[lay.id], "layer",
+                                     f"layer:{lay.subgraph}:{lay.op_index}"))
+    return "".join(w.parts), w.ranges

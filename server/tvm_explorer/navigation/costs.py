@@ -1,0 +1,141 @@
+"""Costs of a loaded bundle as the editor features ask for them: per layer, per kernel, and
+short texts ("1.23 ms · 14 % · 312 C lines · 48 KiB"). Protocol-free."""
+
+from __future__ import annotations
+
+from tvm_explorer.navigation import markdown as md
+from tvm_explorer.bundle.sections.costs import clock_label
+from tvm_explorer.costs.table import flops_text, lines_label, size, sort_layers
+
+
+
+class CostIndex:
+    """One bundle's ``costs.json``, indexed by layer id and kernel name."""
+
+    def __init__(self, costs: dict):
+        self.costs = costs
+        self.by_layer = {lay["id"]: lay for lay in costs["layers"]}
+        self.kernels = {k["name"]: k for k in costs["kernels"]}
+        self.total_ms = costs.get("total_ms")
+        self.measured = self.total_ms is not None
+        self.lines = lines_label(costs)
+        times = [k["time_ms"] or 0.0 for k in costs["kernels"]]
+        lines = [k["code_lines"] for k in costs["kernels"]]
+        self._max_time = max(times, default=0.0)
+        self._max_lines = max(lines, default=0)
+
+    def ranked(self) -> list[dict]:
+        """Layers by time (by code lines without a profile), most expensive first."""
+        return sort_layers(self.costs["layers"], "time")
+
+    def summary(self, lay: dict) -> str:
+        """``1.23 ms · 14 % · 312 C lines · 48 KiB`` (parts without a value left out)."""
+        parts = []
+        if lay.get("time_ms") is not None:
+            parts.append(f"{lay['time_ms']:.2f} ms")
+            parts.append(f"{100 * (lay.get('share') or 0.0):.0f} %")
+        lines = lay["code_lines"]
+        shared = lay.get("shared_code_lines", 0)
+        if lines or not shared:
+            parts.append(f"{lines} {self.lines}")
+        else:
+            parts.append(f"{shared} shared {self.lines}")
+        if lay["workspace_bytes"]:
+            parts.append(size(lay["workspace_bytes"]))
+        return " · ".join(parts)
+
+    def kernel_heat(self, name: str) -> float | None:
+        """0..1: the kernel's time against the slowest kernel's (code lines without a
+        profile); None for an unknown kernel."""
+        k = self.kernels.get(name)
+        if k is None:
+            return None
+        if self.measured and self._max_time > 0:
+            return (k["time_ms"] or 0.0) / self._max_time
+        return k["code_lines"] / self._max_lines if self._max_lines else 0.0
+
+    def kernel_summary(self, name: str) -> str:
+        """``fused_conv2d: 0.80 ms (9 %) in 2 calls · 24 C lines · 48 KiB · 1.2 MFLOP``."""
+        k = self.kernels[name]
+        parts = []
+        if k.get("time_ms") is not None:
+            share = f" ({100 * (k.get('share') or 0.0):.0f} %)" if k.get("share") is not None else ""
+            parts.append(f"{k['time_ms']:.2f} ms{share} in {k['calls']} call{'s' if k['calls'] != 1 else ''}")
+        parts.append(f"{k['code_lines']} {self.lines}")
+        if k["workspace_bytes"]:
+            parts.append(size(k["workspace_bytes"]))
+        if k.get("flops"):
+            parts.append(flops_text(k["flops"]))
+        layers = len(k["layers"])
+        if layers > 1:
+            parts.append(f"shared by {layers} layers")
+        return " · ".join(parts)
+
+    def status_text(self, quote=str) -> str:
+        """How the times were measured, or why they were not (``quote``: what the profile's
+        own words go through; Markdown: ``text``)."""
+        profile = self.costs.get("profile") or {}
+        if self.measured:
+            return (f"{clock_label(profile)}, median of {profile.get('repeat')} runs; whole model "
+                    f"{self.total_ms:.2f} ms")
+        return f"run time not measured: {quote(profile.get('reason') or profile.get('status'))}"
+
+
+def cost_index(bundle) -> CostIndex | None:
+    """The bundle's cost index (built once), or None without (valid) costs."""
+    got = getattr(bundle, "_cost_index", False)
+    if got is False:
+        try:
+            costs = bundle.costs()
+        except Exception:  # noqa: BLE001 - a damaged costs.json is a listed problem already
+            costs = None
+        got = CostIndex(costs) if costs else None
+        bundle._cost_index = got
+    return got
+
+
+def hover_lines(bundle, layer_ids: list[int], kernel: str | None = None) -> list[str]:
+    """Markdown lines for a hover: each origin layer's costs, and the kernel under the mouse."""
+    idx = cost_index(bundle)
+    if idx is None:
+        return []
+    out = []
+    # Several layers (a fused or shared kernel): the kernel's line says what it costs; a line
+    # per layer would bury the hover.
+    for lid in layer_ids[:1] if len(layer_ids) == 1 else ():
+        lay = idx.by_layer.get(lid)
+        if lay is None:
+            continue
+        shared = lay.get("shared_kernels") or []
+        note = f" (kernel{'s' if len(shared) > 1 else ''} shared with other layers: time split by work)" if shared else ""
+        who = f"layer {lid} " if len(layer_ids) > 1 else ""
+        count = lay.get("kernel_count", len(lay["kernels"]))
+        out.append(f"- **Cost** {who}{idx.summary(lay)}"
+                   + (f" · {flops_text(lay['flops'])}" if lay.get("flops") else "")
+                   + f" · {count} kernel{'s' if count != 1 else ''}{note}")
+    only = idx.by_layer.get(layer_ids[0]) if len(layer_ids) == 1 else None
+    same = only is not None and (only.get("kernels") or []) == [kernel]
+    if kernel and kernel in idx.kernels and not same:  # the layer's line already says it
+        out.append(f"- **Kernel** {md.code(kernel)}: {idx.kernel_summary(kernel)}")
+    if out:
+        out[-1] += f" · _{idx.status_text(md.text)}_"
+        out[0] = "\n" + out[0]  # a list of its own, after the origin lines
+    return out
+
+
+def kernel_of(ranges) -> str | None:
+    """The kernel (PrimFunc) named by the innermost ``primfunc`` range among ``ranges``."""
+    for rng in ranges:
+        if rng.kind == "primfunc" and rng.key.startswith("prim:"):
+            name = rng.key[len("prim:"):]
+            return name[: -len("_kernel")] if name.endswith("_kernel") else name
+    return None
+
+
+def pass_times(bundle) -> dict[int, dict]:
+    """Pass index -> ``{"ms", "changed_functions"}`` from the bundle's costs (empty without)."""
+    idx = cost_index(bundle)
+    if idx is None:
+        return {}
+    return {p["index"]: {"ms": p.get("ms"), "changed_functions": p.get("changed_functions")}
+            for p in idx.costs.get("passes", ())}

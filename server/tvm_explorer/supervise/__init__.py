@@ -1,0 +1,1 @@
+"""Child processes: how they start, are supervised, limited and stopped."""

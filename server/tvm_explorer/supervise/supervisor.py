@@ -1,0 +1,248 @@
+"""Run a command's work (``compile``, ``bisect``) in a supervised child process: a crash
+inside TVM is reported, not inherited; a run that hangs (``--timeout``) or ignores an interrupt
+is stopped; the child dies with its parent (``lifeline``); TVM's native log lines and crash
+dumps go to files; exactly one message reaches the user."""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import sys
+import time
+from pathlib import Path
+
+from tvm_explorer.errors import EXIT_CRASH, EXIT_INTERRUPTED, EXIT_TIMEOUT, fail as _fail
+
+GRACE = 10.0  # seconds a stopped compile gets to clean up before it is killed
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGUSR1)  # SIGUSR1: the timeout
+
+
+def run_supervised(args, body, commit_guards: list | None = None) -> int:
+    """``body(args)`` in a child process, supervised: a crash inside TVM is reported, not
+    inherited, and a run that hangs (``args.timeout``) or ignores an interrupt is stopped; the
+    child dies with this process (``compile``, ``bisect``). In the child the lifeline's check
+    joins ``commit_guards`` (the bundle writer's), so it never commits after its parent died."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    # Signals wait until each process has its handlers (no window where one is lost).
+    signal.pthread_sigmask(signal.SIG_BLOCK, STOP_SIGNALS)
+    err_r, err_w = os.pipe()
+    from tvm_explorer.supervise.lifeline import Lifeline
+
+    lifeline = Lifeline()  # the child dies with this process and never commits after it
+    pid = os.fork()
+    if pid == 0:  # child
+        code = 1
+        try:
+            os.close(err_r)
+            os.dup2(err_w, 2)
+            os.close(err_w)
+            lifeline.attach_child(GRACE)
+            if commit_guards is not None:
+                commit_guards.append(lifeline.check)
+            _mark_tvm_logging()
+            code = body(args)
+        finally:
+            try:
+                sys.stdout.flush()
+                sys.stderr.flush()
+            finally:
+                os._exit(code)
+    lifeline.hold_in_parent()
+    os.close(err_w)
+    try:
+        return _supervise(args, pid, _ChildErrors(err_r))
+    finally:
+        os.close(err_r)
+
+
+TVM_LOG_PREFIX = "[tvm] "
+
+
+def _mark_tvm_logging() -> None:
+    """TVM's Python warnings (``logging`` under ``tvm``) go to stderr marked, so that the
+    supervisor can keep them out of the terminal with TVM's native log lines."""
+    import logging
+
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter(TVM_LOG_PREFIX + "%(name)s: %(levelname)s: %(message)s"))
+    log = logging.getLogger("tvm")
+    log.addHandler(handler)
+    log.propagate = False
+
+
+class _ChildErrors:
+    """Passes the compiling child's stderr through, except TVM's native crash dump (it
+    starts with "Segfault encountered"), which goes to a file the crash message names, and
+    TVM's own log lines (``[12:34:56] …/block_builder.cc:67: Warning: …``, its Python
+    warnings), which go to a log file (``chatter_file``): they are TVM's notes to its own
+    developers, and one came after our error message as the last line."""
+
+    CRASH_MARKERS = (b"Segfault encountered", b"!!!!!!!")
+    CHATTER = re.compile(rb"^(\[\d\d:\d\d:\d\d\] \S+\.(?:cc|h|cpp):\d+: |"
+                         + re.escape(TVM_LOG_PREFIX.encode()) + rb")")
+
+    def __init__(self, fd: int):
+        self.fd = fd
+        self.pending = b""
+        self.dump: list[bytes] = []
+        self.chatter: list[bytes] = []
+
+    def pump(self, timeout: float) -> None:
+        """Forward what the child wrote within ``timeout`` seconds."""
+        import select
+
+        try:
+            ready, _, _ = select.select([self.fd], [], [], timeout)
+        except InterruptedError:
+            return
+        if not ready:
+            return
+        chunk = os.read(self.fd, 65536)
+        if not chunk:
+            time.sleep(timeout)  # the child closed stderr; keep polling its exit
+            return
+        self.pending += chunk
+        *lines, self.pending = self.pending.split(b"\n")
+        for line in lines:
+            self._line(line + b"\n")
+
+    def finish(self, within: float = 5.0) -> None:
+        """Forward everything left once the child is gone: until end of file, or ``within``
+        seconds (a process the child started and that outlived it may hold its stderr open;
+        the CLI must not wait for that one)."""
+        import select
+
+        deadline = time.monotonic() + within
+        while True:
+            left = deadline - time.monotonic()
+            try:
+                ready, _, _ = select.select([self.fd], [], [], max(left, 0))
+                chunk = os.read(self.fd, 65536) if ready else b""
+            except InterruptedError:
+                continue
+            except OSError:
+                break
+            if not chunk:
+                break
+            self.pending += chunk
+        for line in self.pending.splitlines(keepends=True):
+            self._line(line)
+        self.pending = b""
+
+    def _line(self, line: bytes) -> None:
+        if self.dump or any(m in line for m in self.CRASH_MARKERS):
+            self.dump.append(line)
+            return
+        if self.CHATTER.match(line):
+            self.chatter.append(line)
+            return
+        sys.stderr.buffer.write(line)
+        sys.stderr.flush()
+
+    def chatter_file(self) -> str | None:
+        """Write TVM's log lines to a file; its path, or None if TVM said nothing."""
+        return _lines_to_file(self.chatter, "tvm-explorer-tvm-", ".log")
+
+    def save_dump(self) -> str | None:
+        """Write the native crash dump to a file; its path, or None if there was none."""
+        return _lines_to_file(self.dump, "tvm-explorer-crash-", ".txt")
+
+
+def _lines_to_file(lines: list[bytes], prefix: str, suffix: str) -> str | None:
+    """``lines`` written to a new temporary file; its path, or None if there are none."""
+    if not lines:
+        return None
+    import tempfile
+
+    fd, path = tempfile.mkstemp(prefix=prefix, suffix=suffix)
+    with os.fdopen(fd, "wb") as fh:
+        fh.writelines(lines)
+    return path
+
+
+def _supervise(args, pid: int, errors: _ChildErrors) -> int:
+    """Wait for the compiling child; forward interrupts, enforce the timeout, and kill it if
+    it does not stop within GRACE seconds. Exactly one message reaches the user."""
+    state = {"stop": None, "kill_at": None, "killed": False}
+
+    def forward(signum, _frame):
+        if state["stop"] is None:
+            state["stop"] = signal.Signals(signum).name
+            state["kill_at"] = time.monotonic() + GRACE
+        _signal_child(pid, signum)
+
+    signal.signal(signal.SIGTERM, forward)
+    signal.signal(signal.SIGINT, forward)  # from a terminal the child gets Ctrl-C as well
+    signal.signal(signal.SIGUSR1, signal.SIG_IGN)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, STOP_SIGNALS)
+    deadline = time.monotonic() + args.timeout if args.timeout and args.timeout > 0 else None
+    timed_out = False
+    while True:
+        done, status = os.waitpid(pid, os.WNOHANG)
+        if done:
+            break
+        now = time.monotonic()
+        if deadline is not None and now >= deadline and not timed_out and state["stop"] is None:
+            timed_out = True
+            state["kill_at"] = now + GRACE
+            _signal_child(pid, signal.SIGUSR1)
+        if state["kill_at"] is not None and now >= state["kill_at"] and not state["killed"]:
+            state["killed"] = True
+            _signal_child(pid, signal.SIGKILL)
+        errors.pump(0.05)
+    errors.finish()
+    if os.WIFEXITED(status):
+        code = os.WEXITSTATUS(status)
+        # After a failure our message is the one that says what happened; TVM's log lines
+        # (a BlockBuilder destroyed with open blocks, ...) are its consequences.
+        chatter = errors.chatter_file() if code == 0 else None
+        if chatter:
+            print(f"note: TVM's own log lines ({len(errors.chatter)}) are in {chatter}", file=sys.stderr)
+        return code
+    sig = signal.Signals(os.WTERMSIG(status)).name
+    _remove_partial(args.output, pid)
+    if timed_out:
+        return _fail(f"{args.model}: {_activity(args)[0]} did not finish within {args.timeout:g} s (--timeout) "
+                     f"and was killed; no bundle was written (a previous bundle is unchanged)",
+                     EXIT_TIMEOUT)
+    if state["stop"] is not None:
+        how = " and was killed" if state["killed"] else ""
+        return _fail(f"interrupted ({state['stop']}){how}; no bundle was written "
+                     "(a previous bundle is unchanged)", EXIT_INTERRUPTED)
+    dump = errors.save_dump()
+    where = f"; TVM's crash report: {dump}" if dump else ""
+    if sig not in _CRASH_SIGNALS and not dump:
+        # Not a fault of TVM's: someone (or the kernel) killed the child.
+        oom = " (possibly the kernel's out-of-memory killer)" if sig == "SIGKILL" else ""
+        return _fail(f"{args.model}: the compiling process was killed by {sig}, a signal from "
+                     f"outside tvm-explorer{oom}, while {_activity(args)[1]} for {args.target}; no bundle "
+                     "was written (a previous bundle is unchanged)", EXIT_CRASH)
+    return _fail(f"{args.model}: TVM crashed ({sig}) while {_activity(args)[1]} for {args.target}; "
+                 f"no bundle was written (a previous bundle is unchanged){where}", EXIT_CRASH)
+
+
+def _activity(args) -> tuple[str, str]:
+    """What the supervised child does, for messages: ``("compile", "compiling")``."""
+    return getattr(args, "activity", ("compile", "compiling"))
+
+
+_CRASH_SIGNALS = ("SIGSEGV", "SIGBUS", "SIGILL", "SIGFPE", "SIGABRT", "SIGSYS", "SIGTRAP")
+"""Signals a process raises against itself when its code faults: a crash inside TVM."""
+
+
+def _signal_child(pid: int, signum) -> None:
+    try:
+        os.kill(pid, signum)
+    except ProcessLookupError:
+        pass
+
+
+def _remove_partial(output: str | None, pid: int) -> None:
+    import shutil
+
+    if not output:
+        return
+    dest = Path(output).absolute()
+    shutil.rmtree(dest.parent / f".{dest.name}.tmp-{pid}", ignore_errors=True)
