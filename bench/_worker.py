@@ -47,9 +47,17 @@ def _measure(fn) -> dict:
     cpu = own + children
     after = benchlib.proc_status()
     peak = after.get("VmHWM", 0) if reset else benchlib.maxrss_bytes()
-    return {"cpu": cpu, "children_cpu": children, "wall": wall, "rss_before": before.get("VmRSS", 0), "peak": peak,
-            "maxrss": benchlib.maxrss_bytes(), "peak_reset": reset,
-            "growth": max(0, peak - before.get("VmRSS", 0)), "value": value}
+    return {
+        "cpu": cpu,
+        "children_cpu": children,
+        "wall": wall,
+        "rss_before": before.get("VmRSS", 0),
+        "peak": peak,
+        "maxrss": benchlib.maxrss_bytes(),
+        "peak_reset": reset,
+        "growth": max(0, peak - before.get("VmRSS", 0)),
+        "value": value,
+    }
 
 
 def task_import(model: str, variant: str) -> dict:
@@ -67,6 +75,7 @@ def _after_top_level_passes(step):
     """A pass instrument calling ``step(mod)`` after every top-level pass of a compile (the
     passes the capture records; not those nested inside another pass)."""
     import tvm
+
     from tvm_explorer.capture.compile_recorder import CONTAINERS
 
     @tvm.ir.instrument.pass_instrument
@@ -90,6 +99,7 @@ def _printer_floor_instrument():
     changed the module, and nothing else: the printing any capture of every changed pass's
     IR through TVM's printer must pay (no markers, no provenance, no index, nothing written)."""
     import tvm
+
     from tvm_explorer.capture.compile_recorder import CaptureSession
     from tvm_explorer.provenance.spans import handle
 
@@ -116,8 +126,9 @@ def _tracker_floor_instrument():
     object the pass rebuilt, and nothing else: the least any tracker that looks at what a
     pass produced must do (it attributes and stamps nothing)."""
     from tvm import relax
-    from tvm_explorer.provenance.spans import handle, read_span
+
     from tvm_explorer.capture.tracker import _bindings, _stores
+    from tvm_explorer.provenance.spans import handle, read_span
 
     state = {"seen": {}}
 
@@ -145,8 +156,8 @@ def task_compile(model: str, target: str, variant: str, out: str | None = None) 
         # machine has no idle core): the figure is about the parallel path.
         os.environ[ENV_WORKERS] = str(min(MAX_WORKERS, len(os.sched_getaffinity(0))))
     import tvm_explorer.app.compile as api
-    from tvm_explorer.frontends.tflite.importer import import_tflite
     from tvm_explorer.capture.pipeline import build
+    from tvm_explorer.frontends.tflite.importer import import_tflite
     from tvm_explorer.frontends.tflite.loader import load_model
 
     def run():

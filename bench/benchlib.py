@@ -37,7 +37,7 @@ class Summary:
     n: int
 
     @classmethod
-    def of(cls, values) -> "Summary":
+    def of(cls, values) -> Summary:
         vals = sorted(float(v) for v in values)
         if not vals:
             return cls(float("nan"), float("nan"), float("nan"), 0)
@@ -69,8 +69,13 @@ def latency_summary(samples_ns: list[int]) -> dict:
     """p50 / p99 / max in milliseconds of request latencies given in nanoseconds."""
     vals = sorted(samples_ns)
     ms = 1e-6
-    return {"n": len(vals), "p50": percentile(vals, 0.5) * ms, "p99": percentile(vals, 0.99) * ms,
-            "max": (vals[-1] * ms) if vals else float("nan"), "mean": (sum(vals) / len(vals) * ms) if vals else float("nan")}
+    return {
+        "n": len(vals),
+        "p50": percentile(vals, 0.5) * ms,
+        "p99": percentile(vals, 0.99) * ms,
+        "max": (vals[-1] * ms) if vals else float("nan"),
+        "mean": (sum(vals) / len(vals) * ms) if vals else float("nan"),
+    }
 
 
 def rotations(names: list[str], reps: int):
@@ -129,8 +134,7 @@ def run_worker(task: str, env: dict | None = None, **params) -> dict:
     ``env``: variables added to the worker's environment."""
     cmd = [sys.executable, str(WORKER), task, json.dumps(params)]
     started = time.perf_counter()
-    proc = subprocess.run(cmd, capture_output=True, text=True,
-                          env={**os.environ, **env} if env else None)
+    proc = subprocess.run(cmd, capture_output=True, text=True, env={**os.environ, **env} if env else None)
     process_wall = time.perf_counter() - started
     if proc.returncode != 0:
         raise RuntimeError(f"worker {task} {params} failed:\n{proc.stderr[-4000:]}")
@@ -168,8 +172,10 @@ def machine_note() -> str:
         load = os.getloadavg()[0]
     except OSError:
         load = float("nan")
-    return (f"{time.strftime('%Y-%m-%d %H:%M')} · {os.cpu_count()} cores · load {load:.1f} · "
-            f"Python {sys.version.split()[0]}")
+    return (
+        f"{time.strftime('%Y-%m-%d %H:%M')} · {os.cpu_count()} cores · load {load:.1f} · "
+        f"Python {sys.version.split()[0]}"
+    )
 
 
 def save_json(path: str | None, data) -> None:

@@ -86,11 +86,16 @@ def measure(bundle_dir: Path) -> dict:
                 delta_seen += lines_seen(body_text, last_text.get((doc.stage, key)))
             last_text[(doc.stage, key)] = body_text
     return {
-        "bundle": bundle_dir.name, "bytes": on_disk, "index_bytes": index_bytes,
-        "by_stage": by_stage, "ir_bytes": ir_bytes, "ir_documents": sum(
-            1 for d in bundle.documents if d.stage in ("relax", "tir")),
-        "functions": functions, "repeated_functions": repeated_functions,
-        "repeated_bytes": repeated, "unique_function_bytes": unique_bytes,
+        "bundle": bundle_dir.name,
+        "bytes": on_disk,
+        "index_bytes": index_bytes,
+        "by_stage": by_stage,
+        "ir_bytes": ir_bytes,
+        "ir_documents": sum(1 for d in bundle.documents if d.stage in ("relax", "tir")),
+        "functions": functions,
+        "repeated_functions": repeated_functions,
+        "repeated_bytes": repeated,
+        "unique_function_bytes": unique_bytes,
         "changed_lines_seen": delta_seen,
     }
 
@@ -98,8 +103,13 @@ def measure(bundle_dir: Path) -> dict:
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("bundles", nargs="*", help="bundle directories to measure")
-    ap.add_argument("--compile", action="append", default=[], metavar="MODEL:TARGET",
-                    help="compile MODEL for TARGET into a temporary bundle first (repeatable)")
+    ap.add_argument(
+        "--compile",
+        action="append",
+        default=[],
+        metavar="MODEL:TARGET",
+        help="compile MODEL for TARGET into a temporary bundle first (repeatable)",
+    )
     ap.add_argument("--json", help="also write the results to this JSON file")
     args = ap.parse_args(argv)
     rows = []
@@ -108,21 +118,48 @@ def main(argv=None) -> int:
         for spec in args.compile:
             model, _, target = spec.rpartition(":")
             out = Path(tmp) / f"{Path(model).stem}.{target}.bundle"
-            subprocess.run([sys.executable, "-m", "tvm_explorer", "compile", model, "-o", str(out),
-                            "--target", target], check=True, stdout=subprocess.DEVNULL)
+            subprocess.run(
+                [sys.executable, "-m", "tvm_explorer", "compile", model, "-o", str(out), "--target", target],
+                check=True,
+                stdout=subprocess.DEVNULL,
+            )
             dirs.append(out)
         for d in dirs:
             rows.append(measure(d))
     print("### Bundle bytes: function text repeated from an earlier pass\n")
-    print(bl.table(
-        ["bundle", "on disk", "index.json", "IR docs", "IR bytes", "functions printed",
-         "of them repeats", "repeated bytes", "share of bundle", "share of IR",
-         "changed functions: lines seen before"],
-        [[r["bundle"], bl.mib(r["bytes"]), bl.mib(r["index_bytes"]), r["ir_documents"],
-          bl.mib(r["ir_bytes"]), r["functions"], r["repeated_functions"], bl.mib(r["repeated_bytes"]),
-          f"{r['repeated_bytes'] / r['bytes']:.1%}", f"{r['repeated_bytes'] / max(r['ir_bytes'], 1):.1%}",
-          f"{bl.mib(r['changed_lines_seen'])} ({r['changed_lines_seen'] / max(r['ir_bytes'], 1):.0%} of IR)"]
-         for r in rows]))
+    print(
+        bl.table(
+            [
+                "bundle",
+                "on disk",
+                "index.json",
+                "IR docs",
+                "IR bytes",
+                "functions printed",
+                "of them repeats",
+                "repeated bytes",
+                "share of bundle",
+                "share of IR",
+                "changed functions: lines seen before",
+            ],
+            [
+                [
+                    r["bundle"],
+                    bl.mib(r["bytes"]),
+                    bl.mib(r["index_bytes"]),
+                    r["ir_documents"],
+                    bl.mib(r["ir_bytes"]),
+                    r["functions"],
+                    r["repeated_functions"],
+                    bl.mib(r["repeated_bytes"]),
+                    f"{r['repeated_bytes'] / r['bytes']:.1%}",
+                    f"{r['repeated_bytes'] / max(r['ir_bytes'], 1):.1%}",
+                    f"{bl.mib(r['changed_lines_seen'])} ({r['changed_lines_seen'] / max(r['ir_bytes'], 1):.0%} of IR)",
+                ]
+                for r in rows
+            ],
+        )
+    )
     bl.save_json(args.json, rows)
     return 0
 

@@ -47,8 +47,7 @@ import benchlib as bl  # noqa: E402
 
 MODELS = ["mobilenet_v1_fp32", "mobilenet_v3_small_int8", "hand_recrop"]
 TARGETS = ["c", "cuda"]
-GOALS = {"import": 1.10, "kept": 1.05, "capture": 1.5, "memory": 1.10, "capture_wall": 1.5,
-         "vs_dumpir": 1.0}
+GOALS = {"import": 1.10, "kept": 1.05, "capture": 1.5, "memory": 1.10, "capture_wall": 1.5, "vs_dumpir": 1.0}
 VARIANTS = ["stock", "reader", "kept", "printer", "capture", "capture_inline", "dumpir"]
 BASELINE = "baseline_inline"  # capture_inline by an older checkout's package (--baseline)
 
@@ -84,22 +83,32 @@ def measure_import(model: Path, reps: int) -> dict:
     }
 
 
-def measure_compile(model: Path, target: str, reps: int, workdir: Path, variants=VARIANTS,
-                    baseline: str | None = None) -> dict:
+def measure_compile(
+    model: Path, target: str, reps: int, workdir: Path, variants=VARIANTS, baseline: str | None = None
+) -> dict:
     res = {v: [] for v in VARIANTS + [BASELINE]}
     for rep, order in bl.rotations(list(variants), reps):
         for v in order:
             out = str(workdir / f"{model.stem}.{target}.{rep}.{v}.out")
             if v == BASELINE:
-                r = bl.run_worker("compile", env={"PYTHONPATH": baseline}, model=str(model), target=target,
-                                  variant="capture_inline", out=out)
+                r = bl.run_worker(
+                    "compile",
+                    env={"PYTHONPATH": baseline},
+                    model=str(model),
+                    target=target,
+                    variant="capture_inline",
+                    out=out,
+                )
                 if not r["package"].startswith(baseline):
                     raise RuntimeError(f"{BASELINE} ran the package in {r['package']}, not {baseline}")
             else:
                 r = bl.run_worker("compile", model=str(model), target=target, variant=v, out=out)
             res[v].append(r)
-            print(f"    rep {rep} {v:14s} cpu {r['cpu']:7.2f}s (workers {r.get('children_cpu', 0):5.2f}s) "
-                  f"wall {r['wall']:7.2f}s peak {bl.mib(r['peak'])}", flush=True)
+            print(
+                f"    rep {rep} {v:14s} cpu {r['cpu']:7.2f}s (workers {r.get('children_cpu', 0):5.2f}s) "
+                f"wall {r['wall']:7.2f}s peak {bl.mib(r['peak'])}",
+                flush=True,
+            )
     cpu = {v: [r["cpu"] for r in res[v]] for v in res}
     wall = {v: [r["wall"] for r in res[v]] for v in res}
     process = {v: [r["process_wall"] for r in res[v]] for v in res}
@@ -153,18 +162,20 @@ def main(argv=None) -> int:
     ap.add_argument("--import-reps", type=int, help="repetitions of the import (default 15; quick 7)")
     ap.add_argument("--models", help=f"comma-separated names in tests/models (default {','.join(MODELS)})")
     ap.add_argument("--targets", help="comma-separated targets (default c,cuda)")
-    ap.add_argument("--variants", help=f"comma-separated compile variants (default {','.join(VARIANTS)}; "
-                    "stock is always measured)")
-    ap.add_argument("--baseline", help="server/ directory of an older checkout: also measure its inline "
-                    f"capture ({BASELINE}) side by side")
+    ap.add_argument(
+        "--variants", help=f"comma-separated compile variants (default {','.join(VARIANTS)}; stock is always measured)"
+    )
+    ap.add_argument(
+        "--baseline",
+        help=f"server/ directory of an older checkout: also measure its inline capture ({BASELINE}) side by side",
+    )
     ap.add_argument("--json", help="also write the results to this JSON file")
     args = ap.parse_args(argv)
     models = args.models.split(",") if args.models else (MODELS[:1] if args.quick else MODELS)
     targets = args.targets.split(",") if args.targets else TARGETS
     reps = args.reps or (2 if args.quick else 5)
     import_reps = args.import_reps or (7 if args.quick else 15)
-    variants = ["stock"] + [v for v in (args.variants.split(",") if args.variants else VARIANTS)
-                            if v != "stock"]
+    variants = ["stock"] + [v for v in (args.variants.split(",") if args.variants else VARIANTS) if v != "stock"]
     unknown = set(variants) - set(VARIANTS)
     if unknown:
         ap.error(f"unknown variants {sorted(unknown)}; choose from {VARIANTS}")
@@ -173,8 +184,7 @@ def main(argv=None) -> int:
             ap.error(f"--baseline {args.baseline}: no tvm_explorer package there (give an older checkout's server/)")
         args.baseline = str(Path(args.baseline).resolve())
         variants.append(BASELINE)
-    print(f"# Capture overhead — {bl.machine_note()}; {reps} compile repetitions, "
-          f"{import_reps} import repetitions\n")
+    print(f"# Capture overhead — {bl.machine_note()}; {reps} compile repetitions, {import_reps} import repetitions\n")
 
     results = {}
     with tempfile.TemporaryDirectory(prefix="tvmx-bench-") as tmp:
@@ -184,61 +194,171 @@ def main(argv=None) -> int:
             results[(name, "import")] = measure_import(model, import_reps)
             for target in targets:
                 print(f"## {name} / {target}: compile", flush=True)
-                results[(name, target)] = measure_compile(model, target, reps, Path(tmp), variants,
-                                                          args.baseline)
+                results[(name, target)] = measure_compile(model, target, reps, Path(tmp), variants, args.baseline)
 
     print("\n### Time (CPU-time ratio vs stock: median of paired repetitions, (min–max))\n")
     rows = []
     for name, target, imp, r in _pairs(models, targets, results):
-        rows.append([name, target, imp["ratio_cpu"].fmt(), r["stock_cpu"].fmt(2, " s"),
-                     r["reader_cpu"].fmt(), r["kept_cpu"].fmt(),
-                     r["printer_cpu"].fmt(), r["capture_cpu"].fmt(),
-                     f"{r['kept_wall'].median:.2f} / {r['capture_wall'].median:.2f}"])
-    print(bl.table(["model", "target", f"import ≤{GOALS['import']}", "stock compile CPU",
-                    "reader floor", f"kept ≤{GOALS['kept']}", "printer floor",
-                    f"capture ≤{GOALS['capture']}", "wall kept / capture"], rows))
+        rows.append(
+            [
+                name,
+                target,
+                imp["ratio_cpu"].fmt(),
+                r["stock_cpu"].fmt(2, " s"),
+                r["reader_cpu"].fmt(),
+                r["kept_cpu"].fmt(),
+                r["printer_cpu"].fmt(),
+                r["capture_cpu"].fmt(),
+                f"{r['kept_wall'].median:.2f} / {r['capture_wall'].median:.2f}",
+            ]
+        )
+    print(
+        bl.table(
+            [
+                "model",
+                "target",
+                f"import ≤{GOALS['import']}",
+                "stock compile CPU",
+                "reader floor",
+                f"kept ≤{GOALS['kept']}",
+                "printer floor",
+                f"capture ≤{GOALS['capture']}",
+                "wall kept / capture",
+            ],
+            rows,
+        )
+    )
 
-    print("\n### Wall time (the import and compile step, fresh process each): ratio vs stock, median of paired "
-          "repetitions (min–max); CPU ratio beside it\n")
+    print(
+        "\n### Wall time (the import and compile step, fresh process each): ratio vs stock, median of paired "
+        "repetitions (min–max); CPU ratio beside it\n"
+    )
     rows = []
     for name, target, _imp, r in _pairs(models, targets, results):
-        rows.append([name, target, r["stock_wall"].fmt(2, " s"), r["capture_wall"].fmt(), r["capture_cpu"].fmt(),
-                     r["workers_cpu"].fmt(2, " s"), r["inline_wall"].fmt(), r["inline_cpu"].fmt(),
-                     r["dumpir_wall"].fmt(), r["dumpir_cpu"].fmt(), r["vs_dumpir_wall"].fmt(),
-                     r["vs_inline_wall"].fmt()])
-    print(bl.table(["model", "target", "stock wall", f"capture wall ≤{GOALS['capture_wall']}", "capture CPU",
-                    "of it workers' CPU", "inline wall", "inline CPU", "DumpIR wall", "DumpIR CPU",
-                    f"capture / DumpIR wall ≤{GOALS['vs_dumpir']}", "capture / inline wall"], rows))
+        rows.append(
+            [
+                name,
+                target,
+                r["stock_wall"].fmt(2, " s"),
+                r["capture_wall"].fmt(),
+                r["capture_cpu"].fmt(),
+                r["workers_cpu"].fmt(2, " s"),
+                r["inline_wall"].fmt(),
+                r["inline_cpu"].fmt(),
+                r["dumpir_wall"].fmt(),
+                r["dumpir_cpu"].fmt(),
+                r["vs_dumpir_wall"].fmt(),
+                r["vs_inline_wall"].fmt(),
+            ]
+        )
+    print(
+        bl.table(
+            [
+                "model",
+                "target",
+                "stock wall",
+                f"capture wall ≤{GOALS['capture_wall']}",
+                "capture CPU",
+                "of it workers' CPU",
+                "inline wall",
+                "inline CPU",
+                "DumpIR wall",
+                "DumpIR CPU",
+                f"capture / DumpIR wall ≤{GOALS['vs_dumpir']}",
+                "capture / inline wall",
+            ],
+            rows,
+        )
+    )
 
-    print("\n### Whole process (a fresh Python process from start to exit: interpreter, importing "
-          "TVM, the compile, writing): ratio vs the same for stock, median of paired repetitions\n")
+    print(
+        "\n### Whole process (a fresh Python process from start to exit: interpreter, importing "
+        "TVM, the compile, writing): ratio vs the same for stock, median of paired repetitions\n"
+    )
     rows = []
     for name, target, _imp, r in _pairs(models, targets, results):
-        rows.append([name, target, r["stock_process"].fmt(2, " s"), r["capture_process"].fmt(),
-                     r["inline_process"].fmt(), r["dumpir_process"].fmt()])
-    print(bl.table(["model", "target", "stock process", f"capture ≤{GOALS['capture_wall']}",
-                    "inline capture", "DumpIR"], rows))
+        rows.append(
+            [
+                name,
+                target,
+                r["stock_process"].fmt(2, " s"),
+                r["capture_process"].fmt(),
+                r["inline_process"].fmt(),
+                r["dumpir_process"].fmt(),
+            ]
+        )
+    print(
+        bl.table(
+            ["model", "target", "stock process", f"capture ≤{GOALS['capture_wall']}", "inline capture", "DumpIR"], rows
+        )
+    )
 
     if args.baseline:
-        print(f"\n### Inline capture now vs before ({args.baseline}): ratio vs stock, median of paired "
-              "repetitions (min–max)\n")
+        print(
+            f"\n### Inline capture now vs before ({args.baseline}): ratio vs stock, median of paired "
+            "repetitions (min–max)\n"
+        )
         rows = []
         for name, target, _imp, r in _pairs(models, targets, results):
-            rows.append([name, target, r["stock_cpu"].fmt(2, " s"), r["baseline_cpu"].fmt(), r["inline_cpu"].fmt(),
-                         r["inline_vs_baseline_cpu"].fmt(), r["baseline_wall"].fmt(), r["inline_wall"].fmt(),
-                         r["inline_vs_baseline_wall"].fmt()])
-        print(bl.table(["model", "target", "stock CPU", "before: CPU", "now: CPU", "now / before CPU",
-                        "before: wall", "now: wall", "now / before wall"], rows))
+            rows.append(
+                [
+                    name,
+                    target,
+                    r["stock_cpu"].fmt(2, " s"),
+                    r["baseline_cpu"].fmt(),
+                    r["inline_cpu"].fmt(),
+                    r["inline_vs_baseline_cpu"].fmt(),
+                    r["baseline_wall"].fmt(),
+                    r["inline_wall"].fmt(),
+                    r["inline_vs_baseline_wall"].fmt(),
+                ]
+            )
+        print(
+            bl.table(
+                [
+                    "model",
+                    "target",
+                    "stock CPU",
+                    "before: CPU",
+                    "now: CPU",
+                    "now / before CPU",
+                    "before: wall",
+                    "now: wall",
+                    "now / before wall",
+                ],
+                rows,
+            )
+        )
 
     print("\n### Memory (peak RSS ratio vs stock, fresh process each) and bundle size\n")
     rows = []
     for name, target, imp, r in _pairs(models, targets, results):
         g = r["growth"]
-        rows.append([name, target, f"{imp['peak_ratio']:.3f}", r["kept_peak"].fmt(3), r["capture_peak"].fmt(3),
-                     f"{bl.mib(g['stock'].median)} / {bl.mib(g['kept'].median)} / {bl.mib(g['capture'].median)}",
-                     f"{bl.mib(r['bundle_bytes'])} ({r['bundle_files']} files)"])
-    print(bl.table(["model", "target", f"import ≤{GOALS['memory']}", "kept", "capture",
-                    "growth during compile: stock / kept / capture", "bundle"], rows))
+        rows.append(
+            [
+                name,
+                target,
+                f"{imp['peak_ratio']:.3f}",
+                r["kept_peak"].fmt(3),
+                r["capture_peak"].fmt(3),
+                f"{bl.mib(g['stock'].median)} / {bl.mib(g['kept'].median)} / {bl.mib(g['capture'].median)}",
+                f"{bl.mib(r['bundle_bytes'])} ({r['bundle_files']} files)",
+            ]
+        )
+    print(
+        bl.table(
+            [
+                "model",
+                "target",
+                f"import ≤{GOALS['memory']}",
+                "kept",
+                "capture",
+                "growth during compile: stock / kept / capture",
+                "bundle",
+            ],
+            rows,
+        )
+    )
 
     misses = []
     for name in models:
@@ -246,9 +366,14 @@ def main(argv=None) -> int:
             misses.append(f"{name}: import")
         for target in targets:
             r = results[(name, target)]
-            for key, goal in (("kept_cpu", "kept"), ("capture_cpu", "capture"),
-                              ("kept_peak", "memory"), ("capture_peak", "memory"),
-                              ("capture_wall", "capture_wall"), ("vs_dumpir_wall", "vs_dumpir")):
+            for key, goal in (
+                ("kept_cpu", "kept"),
+                ("capture_cpu", "capture"),
+                ("kept_peak", "memory"),
+                ("capture_peak", "memory"),
+                ("capture_wall", "capture_wall"),
+                ("vs_dumpir_wall", "vs_dumpir"),
+            ):
                 if r[key].median > GOALS[goal]:
                     misses.append(f"{name}/{target}: {key}")
     print("\nGoals: " + ("all met" if not misses else "missed: " + ", ".join(misses)))

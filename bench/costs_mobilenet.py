@@ -23,8 +23,9 @@ MODEL = REPO / "tests" / "models" / "mobilenet_v1_fp32.tflite"
 
 
 def cli(*args) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "tvm_explorer", *map(str, args)],
-                          capture_output=True, text=True, check=True)
+    return subprocess.run(
+        [sys.executable, "-m", "tvm_explorer", *map(str, args)], capture_output=True, text=True, check=True
+    )
 
 
 def main() -> int:
@@ -49,9 +50,11 @@ def main() -> int:
         total = costs["total_ms"]
         attributed = sum(lay["time_ms"] for lay in layers)
         profile = costs["profile"]
-        print(f"   top 5: {top}; layers add up to {attributed / total:.1%} of the total; "
-              f"fastest instrumented run / fastest plain run = "
-              f"{profile['total_min_ms'] / profile['plain_run_min_ms']:.3f}\n")
+        print(
+            f"   top 5: {top}; layers add up to {attributed / total:.1%} of the total; "
+            f"fastest instrumented run / fastest plain run = "
+            f"{profile['total_min_ms'] / profile['plain_run_min_ms']:.3f}\n"
+        )
         if not all(op in ("CONV_2D", "DEPTHWISE_CONV_2D") for op in top):
             failures.append(f"{target}: top layers {top}")
         if abs(attributed - total) > 0.1 * total:

@@ -82,7 +82,7 @@ class InProcess:
         self.session = Session()
         self.view = registry.load(root)
         self.session.registry.install(self.view.root, self.view, registry.signature(self.view.root))
-        self.view.layer_map  # built on first use by the server too; timed in the load step
+        self.view.layer_map  # noqa: B018 - built on first use by the server too; timed in the load step
         from tvm_explorer.lsp import heap
 
         heap.settle()  # as the server does after every load
@@ -109,8 +109,9 @@ class InProcess:
         if feature == "hover":
             return types.HoverParams(text_document=doc, position=pos)
         if feature == "references":
-            return types.ReferenceParams(text_document=doc, position=pos,
-                                         context=types.ReferenceContext(include_declaration=True))
+            return types.ReferenceParams(
+                text_document=doc, position=pos, context=types.ReferenceContext(include_declaration=True)
+            )
         return types.DocumentSymbolParams(text_document=doc)
 
 
@@ -209,18 +210,26 @@ async def _real_server(root: Path, positions, server: InProcess, checkout: Path 
     drain = asyncio.create_task(proc.stderr.read())  # keep the server's log pipe from filling
     t0 = time.perf_counter()
     # No workspace folder: opening one document of the bundle makes the server load it.
-    await client.initialize_async(types.InitializeParams(
-        capabilities=types.ClientCapabilities(), initialization_options={"pollInterval": 0},
-    ))
+    await client.initialize_async(
+        types.InitializeParams(
+            capabilities=types.ClientCapabilities(),
+            initialization_options={"pollInterval": 0},
+        )
+    )
     client.initialized(types.InitializedParams())
     t_init = time.perf_counter()
     first_path, first_line, first_col = positions[0]
-    client.text_document_did_open(types.DidOpenTextDocumentParams(types.TextDocumentItem(
-        uri=server.uri(first_path), language_id="plaintext", version=1,
-        text=server.view.bundle.text(first_path))))
+    client.text_document_did_open(
+        types.DidOpenTextDocumentParams(
+            types.TextDocumentItem(
+                uri=server.uri(first_path), language_id="plaintext", version=1, text=server.view.bundle.text(first_path)
+            )
+        )
+    )
     # The first answer: a references request (the one needing the most of the bundle).
     first_answer = await client.text_document_references_async(
-        server.params("references", server.uri(first_path), first_line, first_col))
+        server.params("references", server.uri(first_path), first_line, first_col)
+    )
     first_s = time.perf_counter() - t_init
     while True:
         got = await client.protocol.send_request_async("tvmExplorer/listBundles", {})
@@ -281,12 +290,16 @@ async def _floor_rss(command: list[str]) -> int:
         await client.start_io(*command, cwd=empty)
         proc = client._server
         drain = asyncio.create_task(proc.stderr.read())
-        await client.initialize_async(types.InitializeParams(capabilities=types.ClientCapabilities(),
-                                                             initialization_options={"pollInterval": 0}))
+        await client.initialize_async(
+            types.InitializeParams(capabilities=types.ClientCapabilities(), initialization_options={"pollInterval": 0})
+        )
         client.initialized(types.InitializedParams())
-        await client.text_document_hover_async(types.HoverParams(
-            text_document=types.TextDocumentIdentifier(uri=Path(empty, "x.txt").as_uri()),
-            position=types.Position(line=0, character=0)))
+        await client.text_document_hover_async(
+            types.HoverParams(
+                text_document=types.TextDocumentIdentifier(uri=Path(empty, "x.txt").as_uri()),
+                position=types.Position(line=0, character=0),
+            )
+        )
         rss = await _idle_rss(proc.pid)
         await client.shutdown_async(None)
         client.exit(None)
@@ -342,13 +355,39 @@ def main(argv=None) -> int:
             wall = bl.Summary.of(r["wall"] for r in loads)
             lm = bl.Summary.of(r["layer_map_wall"] for r in loads)
             growth = bl.Summary.of(r["growth"] for r in loads)
-            results["bundles"][root.name] = {"bytes": size, "documents": loads[0]["value"],
-                                             "load_wall": wall, "load_cpu": bl.Summary.of(r["cpu"] for r in loads),
-                                             "layer_map_wall": lm, "memory_growth": growth}
-            rows.append([root.name, bl.mib(size), loads[0]["value"], wall.fmt(2, " s"), lm.fmt(2, " s"),
-                         bl.mib(growth.median), bl.verdict(wall.median + lm.median, GOAL_LOAD_S)])
-        print(bl.table(["bundle", "size", "documents", "load", "+ layer map", "memory (RSS growth)",
-                        f"load ≤ {GOAL_LOAD_S} s"], rows))
+            results["bundles"][root.name] = {
+                "bytes": size,
+                "documents": loads[0]["value"],
+                "load_wall": wall,
+                "load_cpu": bl.Summary.of(r["cpu"] for r in loads),
+                "layer_map_wall": lm,
+                "memory_growth": growth,
+            }
+            rows.append(
+                [
+                    root.name,
+                    bl.mib(size),
+                    loads[0]["value"],
+                    wall.fmt(2, " s"),
+                    lm.fmt(2, " s"),
+                    bl.mib(growth.median),
+                    bl.verdict(wall.median + lm.median, GOAL_LOAD_S),
+                ]
+            )
+        print(
+            bl.table(
+                [
+                    "bundle",
+                    "size",
+                    "documents",
+                    "load",
+                    "+ layer map",
+                    "memory (RSS growth)",
+                    f"load ≤ {GOAL_LOAD_S} s",
+                ],
+                rows,
+            )
+        )
 
         largest = max(roots, key=bl.dir_size)
         print(f"\n### Server-side latency on {largest.name} (in-process feature handlers)\n", flush=True)
@@ -357,37 +396,67 @@ def main(argv=None) -> int:
         lat = measure_in_process(server, positions, symbol_rounds=3 if args.quick else 10)
         results["latency"] = lat
         rows = []
-        notes = {"symbols cold": "first request per document, nothing prepared",
-                 "symbols warmed": "first request per document after the load's warm-up",
-                 "symbols": "repeated, per document"}
+        notes = {
+            "symbols cold": "first request per document, nothing prepared",
+            "symbols warmed": "first request per document after the load's warm-up",
+            "symbols": "repeated, per document",
+        }
         for feature in (*FEATURES, *notes):
             s = lat[feature]
             goal = GOAL_REFS_P99_MS if feature == "references" else GOAL_P99_MS
-            extra = (f"{s.get('answered', '-')} answered, largest {s.get('max_answer', '-')}" if feature in FEATURES
-                     else notes[feature])
-            rows.append([feature, s["n"], f"{s['p50']:.3f}", f"{s['p99']:.3f}", f"{s['max']:.2f}", extra,
-                         f"≤ {goal:g} ms: {bl.verdict(s['p99'], goal)}"])
+            extra = (
+                f"{s.get('answered', '-')} answered, largest {s.get('max_answer', '-')}"
+                if feature in FEATURES
+                else notes[feature]
+            )
+            rows.append(
+                [
+                    feature,
+                    s["n"],
+                    f"{s['p50']:.3f}",
+                    f"{s['p99']:.3f}",
+                    f"{s['max']:.2f}",
+                    extra,
+                    f"≤ {goal:g} ms: {bl.verdict(s['p99'], goal)}",
+                ]
+            )
         print(bl.table(["request", "n", "p50 ms", "p99 ms", "max ms", "answers", "goal (p99)"], rows))
-        print(f"\noutline warm-up of all {len(server.view.bundle.documents)} documents (the server runs it "
-              f"on a worker thread after loading): {lat['warm_up_s']:.2f} s")
+        print(
+            f"\noutline warm-up of all {len(server.view.bundle.documents)} documents (the server runs it "
+            f"on a worker thread after loading): {lat['warm_up_s']:.2f} s"
+        )
 
-        print(f"\n### Real server process (stdio, pygls client), {min(sample, len(positions))} positions\n",
-              flush=True)
+        print(f"\n### Real server process (stdio, pygls client), {min(sample, len(positions))} positions\n", flush=True)
         real = asyncio.run(_real_server(largest, positions[:sample], server))
         results["real_server"] = real
         rows = []
         for feature in FEATURES:
             r, l = real["remote"][feature], real["local"][feature]
-            rows.append([feature, f"{r['p50']:.2f}", f"{r['p99']:.2f}", f"{l['p50']:.3f}", f"{l['p99']:.3f}",
-                         f"{r['p50'] - l['p50']:.2f}"])
-        print(bl.table(["request", "round trip p50 ms", "p99 ms", "in-process p50 ms", "p99 ms",
-                        "glue + transport p50 ms"], rows))
-        print(f"\nserver ready (initialize → bundle listed) in {real['ready_s']:.2f} s; server RSS "
-              f"{bl.mib(real['server_rss'])} (once idle {bl.mib(real['server_rss_idle'])}, peak "
-              f"{bl.mib(real['server_hwm'])}); answers differing in "
-              f"size from in-process: {len(real['mismatches'])} {real['mismatches'][:5]}")
-        results["scale"] = scale_section(largest, positions[:sample], server, real,
-                                          Path(args.before).resolve() if args.before else None)
+            rows.append(
+                [
+                    feature,
+                    f"{r['p50']:.2f}",
+                    f"{r['p99']:.2f}",
+                    f"{l['p50']:.3f}",
+                    f"{l['p99']:.3f}",
+                    f"{r['p50'] - l['p50']:.2f}",
+                ]
+            )
+        print(
+            bl.table(
+                ["request", "round trip p50 ms", "p99 ms", "in-process p50 ms", "p99 ms", "glue + transport p50 ms"],
+                rows,
+            )
+        )
+        print(
+            f"\nserver ready (initialize → bundle listed) in {real['ready_s']:.2f} s; server RSS "
+            f"{bl.mib(real['server_rss'])} (once idle {bl.mib(real['server_rss_idle'])}, peak "
+            f"{bl.mib(real['server_hwm'])}); answers differing in "
+            f"size from in-process: {len(real['mismatches'])} {real['mismatches'][:5]}"
+        )
+        results["scale"] = scale_section(
+            largest, positions[:sample], server, real, Path(args.before).resolve() if args.before else None
+        )
     bl.save_json(args.json, results)
     return 0
 
@@ -405,26 +474,48 @@ def scale_section(root: Path, positions, server: InProcess, after: dict, before_
     empty = asyncio.run(_floor_rss([sys.executable, "-m", "tvm_explorer", "serve", "--poll-interval", "0"]))
     print(f"\n### Scale on {root.name} ({bl.mib(size)} on disk), real server process\n")
     names = list(runs)
-    rows = [["first answer (references, after initialized)", *(f"{r['first_answer_s']:.2f} s" for r in runs.values()),
-             f"≤ {GOAL_FIRST_ANSWER_S:g} s: {bl.verdict(runs[names[-1]]['first_answer_s'], GOAL_FIRST_ANSWER_S)}"],
-            ["server RSS / bundle bytes, once idle after the sample",
-             *(f"{r['server_rss_idle'] / size:.2f}× ({bl.mib(r['server_rss_idle'])})" for r in runs.values()),
-             f"≤ {GOAL_RSS_RATIO:g}×: {bl.verdict(runs[names[-1]]['server_rss_idle'] / size, GOAL_RSS_RATIO)}"],
-            ["server RSS / bundle bytes, right after the sample",
-             *(f"{r['server_rss'] / size:.2f}× ({bl.mib(r['server_rss'])})" for r in runs.values()), ""],
-            ["server peak RSS / bundle bytes", *(f"{r['server_hwm'] / size:.2f}× ({bl.mib(r['server_hwm'])})"
-                                                  for r in runs.values()), ""],
-            ["floor: a bare pygls server (no bundle) / bundle bytes",
-             *(f"{bare / size:.2f}× ({bl.mib(bare)})" for _ in runs), "(any server on pygls + lsprotocol)"],
-            ["our server with no bundle / bundle bytes", *(f"{empty / size:.2f}× ({bl.mib(empty)})" for _ in runs),
-             ""],
-            ["server RSS once idle above the floor / bundle bytes",
-             *(f"{(r['server_rss_idle'] - bare) / size:.2f}×" for r in runs.values()), ""]]
+    rows = [
+        [
+            "first answer (references, after initialized)",
+            *(f"{r['first_answer_s']:.2f} s" for r in runs.values()),
+            f"≤ {GOAL_FIRST_ANSWER_S:g} s: {bl.verdict(runs[names[-1]]['first_answer_s'], GOAL_FIRST_ANSWER_S)}",
+        ],
+        [
+            "server RSS / bundle bytes, once idle after the sample",
+            *(f"{r['server_rss_idle'] / size:.2f}× ({bl.mib(r['server_rss_idle'])})" for r in runs.values()),
+            f"≤ {GOAL_RSS_RATIO:g}×: {bl.verdict(runs[names[-1]]['server_rss_idle'] / size, GOAL_RSS_RATIO)}",
+        ],
+        [
+            "server RSS / bundle bytes, right after the sample",
+            *(f"{r['server_rss'] / size:.2f}× ({bl.mib(r['server_rss'])})" for r in runs.values()),
+            "",
+        ],
+        [
+            "server peak RSS / bundle bytes",
+            *(f"{r['server_hwm'] / size:.2f}× ({bl.mib(r['server_hwm'])})" for r in runs.values()),
+            "",
+        ],
+        [
+            "floor: a bare pygls server (no bundle) / bundle bytes",
+            *(f"{bare / size:.2f}× ({bl.mib(bare)})" for _ in runs),
+            "(any server on pygls + lsprotocol)",
+        ],
+        ["our server with no bundle / bundle bytes", *(f"{empty / size:.2f}× ({bl.mib(empty)})" for _ in runs), ""],
+        [
+            "server RSS once idle above the floor / bundle bytes",
+            *(f"{(r['server_rss_idle'] - bare) / size:.2f}×" for r in runs.values()),
+            "",
+        ],
+    ]
     for feature in FEATURES:
         last = runs[names[-1]]["remote"][feature]
-        rows.append([f"{feature} p50 / p99", *(f"{r['remote'][feature]['p50']:.2f} / {r['remote'][feature]['p99']:.2f} ms"
-                                               for r in runs.values()),
-                     f"p99 ≤ {GOAL_SCALE_P99_MS:g} ms: {bl.verdict(last['p99'], GOAL_SCALE_P99_MS)}"])
+        rows.append(
+            [
+                f"{feature} p50 / p99",
+                *(f"{r['remote'][feature]['p50']:.2f} / {r['remote'][feature]['p99']:.2f} ms" for r in runs.values()),
+                f"p99 ≤ {GOAL_SCALE_P99_MS:g} ms: {bl.verdict(last['p99'], GOAL_SCALE_P99_MS)}",
+            ]
+        )
     rows.append(["answers differing in size from in-process", *(str(len(r["mismatches"])) for r in runs.values()), ""])
     print(bl.table(["figure", *names, "goal"], rows))
     return {"bytes": size, "bare_pygls_rss": bare, "empty_server_rss": empty, **runs}

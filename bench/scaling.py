@@ -60,17 +60,17 @@ def server_base(spec: str, workdir: Path) -> Path:
 
 
 def measure(n: int, workdir: Path, reps: int, per_doc: int) -> dict:
-    from lsp_latency import InProcess, measure_in_process, random_positions
     from tests.tflite_builder import chain
+
+    from lsp_latency import InProcess, measure_in_process, random_positions
 
     model = workdir / f"chain{n}.tflite"
     chain(n, model)
     bundle = workdir / f"chain{n}.bundle"
     stock, capture = [], []
-    for rep, order in bl.rotations(["stock", "capture"], reps):
+    for _rep, order in bl.rotations(["stock", "capture"], reps):
         for variant in order:
-            r = bl.run_worker("compile", model=str(model), target="c", variant=variant,
-                              out=str(bundle), keep=True)
+            r = bl.run_worker("compile", model=str(model), target="c", variant=variant, out=str(bundle), keep=True)
             (stock if variant == "stock" else capture).append(r)
     size = bl.dir_size(bundle)
     loads = [bl.run_worker("load", bundle=str(bundle)) for _ in range(reps)]
@@ -89,9 +89,12 @@ def measure(n: int, workdir: Path, reps: int, per_doc: int) -> dict:
         "load_growth": bl.Summary.of(r["growth"] for r in loads).median,
         "latency": {f: lat[f] for f in (*FEATURES, "symbols")},
     }
-    print(f"  {n:5d} layers: stock {out['stock_cpu']:.2f} s, capture {out['capture_cpu']:.2f} s, "
-          f"bundle {bl.mib(size)}, load {out['load_s']:.2f} s, references p99 "
-          f"{lat['references']['p99']:.2f} ms", flush=True)
+    print(
+        f"  {n:5d} layers: stock {out['stock_cpu']:.2f} s, capture {out['capture_cpu']:.2f} s, "
+        f"bundle {bl.mib(size)}, load {out['load_s']:.2f} s, references p99 "
+        f"{lat['references']['p99']:.2f} ms",
+        flush=True,
+    )
     return out
 
 
@@ -147,11 +150,17 @@ def plot(rows: list[dict], path: Path, server_rows: list[dict] | None = None) ->
         ax = axes[2][0]
         ax.plot(size, [r["first_answer_s"] for r in answered], "o-", label="first answer after initialized")
         if answered:
-            ax.plot(size, [answered[-1]["first_answer_s"] * x / size[-1] for x in size], ":", color="grey",
-                    label="linear")
+            ax.plot(
+                size, [answered[-1]["first_answer_s"] * x / size[-1] for x in size], ":", color="grey", label="linear"
+            )
         for r in refused:
-            ax.axvline(r["bundle_bytes"] / 2**20, color="red", ls="--", lw=1,
-                       label=f"×{r['factor']}: refused (over the reader's size limit)")
+            ax.axvline(
+                r["bundle_bytes"] / 2**20,
+                color="red",
+                ls="--",
+                lw=1,
+                label=f"×{r['factor']}: refused (over the reader's size limit)",
+            )
         ax.axhline(1.0, color="green", ls="--", lw=1, label="goal 1 s (bundles ≤ 100 MB)")
         ax.set_title(f"Server: first answer (s), {server_rows[0]['base']} ×1..×{server_rows[-1]['factor']}")
         ax = axes[2][1]
@@ -187,8 +196,11 @@ def main(argv=None) -> int:
     ap.add_argument("--reps", type=int, help="repetitions of each compile and load (default 2; quick 1)")
     ap.add_argument("--positions", type=int, help="random positions per document (default 40; quick 15)")
     ap.add_argument("--plot", help="PNG to write (default docs/scaling.png; quick: a temporary file)")
-    ap.add_argument("--server-base", help="bundle or MODEL:TARGET repeated for the server part "
-                    "(default: deeplabv3:cuda from /work/shared/models; quick: mobilenet_v1_fp32:c)")
+    ap.add_argument(
+        "--server-base",
+        help="bundle or MODEL:TARGET repeated for the server part "
+        "(default: deeplabv3:cuda from /work/shared/models; quick: mobilenet_v1_fp32:c)",
+    )
     ap.add_argument("--factors", help=f"repetitions of the base bundle (default {FACTORS}; quick {QUICK_FACTORS})")
     ap.add_argument("--no-server", action="store_true", help="skip the server part")
     ap.add_argument("--json", help="also write the results to this JSON file")
@@ -206,29 +218,61 @@ def main(argv=None) -> int:
             import server_scaling
 
             base = server_base(args.server_base or default_server_base(args.quick), Path(tmp))
-            factors = [int(x) for x in args.factors.split(",")] if args.factors else (
-                QUICK_FACTORS if args.quick else FACTORS)
+            factors = (
+                [int(x) for x in args.factors.split(",")]
+                if args.factors
+                else (QUICK_FACTORS if args.quick else FACTORS)
+            )
             print(f"\n# Server past the real bundles: {base.name} repeated {factors} times\n", flush=True)
             server_rows = server_scaling.measure(base, factors, Path(tmp), 1 if args.quick else 3)
             for r in server_rows:
                 r["base"] = base.name.removesuffix(".bundle")
-        plot_path = Path(args.plot) if args.plot else (
-            Path(tmp).parent / "tvmx-scaling-quick.png" if args.quick else bl.ROOT / "docs" / "scaling.png")
+        plot_path = (
+            Path(args.plot)
+            if args.plot
+            else (Path(tmp).parent / "tvmx-scaling-quick.png" if args.quick else bl.ROOT / "docs" / "scaling.png")
+        )
         try:
             plot(rows, plot_path, server_rows)
         except ImportError:
             print("\n(matplotlib is not installed: pip install -e '.[bench]' for the plot)")
 
     print("\n### Measurements\n")
-    print(bl.table(
-        ["layers", "stock CPU s", "capture CPU s", "capture/stock", "bundle", "docs", "load s",
-         "server MiB", "def p99 ms", "decl p99", "hover p99", "refs p50 / p99 ms"],
-        [[r["layers"], f"{r['stock_cpu']:.2f}", f"{r['capture_cpu']:.2f}", f"{r['capture_ratio']:.2f}",
-          bl.mib(r["bundle_bytes"]), r["documents"], f"{r['load_s']:.3f}", f"{r['load_growth'] / 2**20:.1f}",
-          f"{r['latency']['definition']['p99']:.2f}", f"{r['latency']['declaration']['p99']:.2f}",
-          f"{r['latency']['hover']['p99']:.2f}",
-          f"{r['latency']['references']['p50']:.2f} / {r['latency']['references']['p99']:.2f}"]
-         for r in rows]))
+    print(
+        bl.table(
+            [
+                "layers",
+                "stock CPU s",
+                "capture CPU s",
+                "capture/stock",
+                "bundle",
+                "docs",
+                "load s",
+                "server MiB",
+                "def p99 ms",
+                "decl p99",
+                "hover p99",
+                "refs p50 / p99 ms",
+            ],
+            [
+                [
+                    r["layers"],
+                    f"{r['stock_cpu']:.2f}",
+                    f"{r['capture_cpu']:.2f}",
+                    f"{r['capture_ratio']:.2f}",
+                    bl.mib(r["bundle_bytes"]),
+                    r["documents"],
+                    f"{r['load_s']:.3f}",
+                    f"{r['load_growth'] / 2**20:.1f}",
+                    f"{r['latency']['definition']['p99']:.2f}",
+                    f"{r['latency']['declaration']['p99']:.2f}",
+                    f"{r['latency']['hover']['p99']:.2f}",
+                    f"{r['latency']['references']['p50']:.2f} / {r['latency']['references']['p99']:.2f}",
+                ]
+                for r in rows
+            ],
+        )
+    )
 
     metrics = {
         "capture CPU": lambda r: r["capture_cpu"],
@@ -255,9 +299,14 @@ def main(argv=None) -> int:
         server_scaling.report(server_rows)
         answered = [r for r in server_rows if r["first_answer_s"] is not None]
         for name, get in (("first answer", lambda r: r["first_answer_s"]), ("server peak RSS", lambda r: r["hwm"])):
-            exps = [exponent(get(a), get(b), a["bundle_bytes"], b["bundle_bytes"]) for a, b in zip(answered, answered[1:])]
-            print(f"{name}: growth exponent against bundle size " + ", ".join(f"{e:.2f}" for e in exps)
-                  + (" (at most linear)" if all(not (e > MAX_EXPONENT) for e in exps) else " (SUPERLINEAR)"))
+            exps = [
+                exponent(get(a), get(b), a["bundle_bytes"], b["bundle_bytes"]) for a, b in zip(answered, answered[1:])
+            ]
+            print(
+                f"{name}: growth exponent against bundle size "
+                + ", ".join(f"{e:.2f}" for e in exps)
+                + (" (at most linear)" if all(not (e > MAX_EXPONENT) for e in exps) else " (SUPERLINEAR)")
+            )
     bl.save_json(args.json, {"layers": rows, "server": server_rows})
     return 0
 

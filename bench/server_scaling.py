@@ -81,7 +81,7 @@ def probe(root: Path) -> tuple[str, int, int]:
     path = tir[-1] if tir else bundle.documents[-1].path
     text = bundle.text(path)
     for r in bundle.index(path).ranges:
-        if r.origin_set and text[r.start:r.start + 1].strip():
+        if r.origin_set and text[r.start : r.start + 1].strip():
             line = text.count("\n", 0, r.start)
             return path, line, r.start - (text.rfind("\n", 0, r.start) + 1)
     raise RuntimeError(f"{root}: no indexed position with origins in {path}")
@@ -97,13 +97,17 @@ async def _first_answer(root: Path, path: str, line: int, col: int, timeout: flo
     proc = client._server
     drain = asyncio.create_task(proc.stderr.read())  # keep the server's log pipe from filling
     uri = (root / path).resolve().as_uri()
-    await client.initialize_async(types.InitializeParams(
-        capabilities=types.ClientCapabilities(), initialization_options={"pollInterval": 0}))
+    await client.initialize_async(
+        types.InitializeParams(capabilities=types.ClientCapabilities(), initialization_options={"pollInterval": 0})
+    )
     before = bl.proc_status(proc.pid).get("VmRSS", 0)
     t0 = time.perf_counter()
     client.initialized(types.InitializedParams())
-    client.text_document_did_open(types.DidOpenTextDocumentParams(types.TextDocumentItem(
-        uri=uri, language_id="plaintext", version=1, text=(root / path).read_text())))
+    client.text_document_did_open(
+        types.DidOpenTextDocumentParams(
+            types.TextDocumentItem(uri=uri, language_id="plaintext", version=1, text=(root / path).read_text())
+        )
+    )
     params = types.HoverParams(types.TextDocumentIdentifier(uri), types.Position(line, col))
     answer = None
     while answer is None:
@@ -123,9 +127,13 @@ async def _first_answer(root: Path, path: str, line: int, col: int, timeout: flo
     proc.kill()
     await client.stop()
     drain.cancel()
-    return {"first_answer_s": first if answer is not None else None, "rss_at_first": at_first,
-            "rss_before": before,
-            "rss_settled": mem.get("VmRSS", 0), "hwm": mem.get("VmHWM", 0)}
+    return {
+        "first_answer_s": first if answer is not None else None,
+        "rss_at_first": at_first,
+        "rss_before": before,
+        "rss_settled": mem.get("VmRSS", 0),
+        "hwm": mem.get("VmHWM", 0),
+    }
 
 
 def measure(base: Path, factors: list[int], workdir: Path, reps: int = 1) -> list[dict]:
@@ -139,33 +147,68 @@ def measure(base: Path, factors: list[int], workdir: Path, reps: int = 1) -> lis
         root = base if k == 1 else tile(base, k, workdir / f"{base.name}.x{k}")
         size = bl.dir_size(root)
         over = size > MAX_BUNDLE_BYTES
-        runs = [asyncio.run(_first_answer(root, path, line, col,
-                                          REFUSED_TIMEOUT_S if over else FIRST_ANSWER_TIMEOUT_S))
-                for _ in range(1 if over else reps)]
+        runs = [
+            asyncio.run(_first_answer(root, path, line, col, REFUSED_TIMEOUT_S if over else FIRST_ANSWER_TIMEOUT_S))
+            for _ in range(1 if over else reps)
+        ]
         runs.sort(key=lambda run: run["first_answer_s"] if run["first_answer_s"] is not None else float("inf"))
         r = runs[len(runs) // 2]
-        r.update(factor=k, bundle_bytes=size, over_limit=over, first_answers=[x["first_answer_s"] for x in runs],
-                 documents=len(json.loads((root / "manifest.json").read_text())["documents"]))
+        r.update(
+            factor=k,
+            bundle_bytes=size,
+            over_limit=over,
+            first_answers=[x["first_answer_s"] for x in runs],
+            documents=len(json.loads((root / "manifest.json").read_text())["documents"]),
+        )
         if k > 1:
             shutil.rmtree(root)
         rows.append(r)
-        first = ("no answer" + (f" (over the reader's {bl.mib(MAX_BUNDLE_BYTES)} limit)" if over else "")) if r["first_answer_s"] is None else f"{r['first_answer_s']:.2f} s"
-        spread = (" (of " + ", ".join(f"{x:.2f}" for x in r["first_answers"] if x is not None) + ")"
-                  if len(runs) > 1 else "")
-        print(f"  ×{k:<3d} {bl.mib(size):>10}: first answer {first}{spread}, server RSS "
-              f"{bl.mib(r['rss_at_first'])} (peak {bl.mib(r['hwm'])})", flush=True)
+        first = (
+            ("no answer" + (f" (over the reader's {bl.mib(MAX_BUNDLE_BYTES)} limit)" if over else ""))
+            if r["first_answer_s"] is None
+            else f"{r['first_answer_s']:.2f} s"
+        )
+        spread = (
+            " (of " + ", ".join(f"{x:.2f}" for x in r["first_answers"] if x is not None) + ")" if len(runs) > 1 else ""
+        )
+        print(
+            f"  ×{k:<3d} {bl.mib(size):>10}: first answer {first}{spread}, server RSS "
+            f"{bl.mib(r['rss_at_first'])} (peak {bl.mib(r['hwm'])})",
+            flush=True,
+        )
     return rows
 
 
 def report(rows: list[dict]) -> None:
-    print(bl.table(
-        ["factor", "bundle", "documents", "first answer s (goal ≤ 1.0 up to 100 MB)", "server RSS before open",
-         "RSS at first answer", "peak RSS", "peak / bundle (goal ≤ 1.5)"],
-        [[f"×{r['factor']}", bl.mib(r["bundle_bytes"]), r["documents"],
-          ("refused (over the size limit)" if r["over_limit"] else "no answer") if r["first_answer_s"] is None
-          else f"{r['first_answer_s']:.2f}",
-          bl.mib(r["rss_before"]), bl.mib(r["rss_at_first"]), bl.mib(r["hwm"]),
-          f"{r['hwm'] / r['bundle_bytes']:.2f}"] for r in rows]))
+    print(
+        bl.table(
+            [
+                "factor",
+                "bundle",
+                "documents",
+                "first answer s (goal ≤ 1.0 up to 100 MB)",
+                "server RSS before open",
+                "RSS at first answer",
+                "peak RSS",
+                "peak / bundle (goal ≤ 1.5)",
+            ],
+            [
+                [
+                    f"×{r['factor']}",
+                    bl.mib(r["bundle_bytes"]),
+                    r["documents"],
+                    ("refused (over the size limit)" if r["over_limit"] else "no answer")
+                    if r["first_answer_s"] is None
+                    else f"{r['first_answer_s']:.2f}",
+                    bl.mib(r["rss_before"]),
+                    bl.mib(r["rss_at_first"]),
+                    bl.mib(r["hwm"]),
+                    f"{r['hwm'] / r['bundle_bytes']:.2f}",
+                ]
+                for r in rows
+            ],
+        )
+    )
 
 
 def main(argv=None) -> int:

@@ -42,9 +42,11 @@ def main() -> int:
             for target in args.targets:
                 out = Path(tmp) / f"{model.stem}.{target}"
                 started = time.perf_counter()
-                proc = subprocess.run([sys.executable, "-m", "tvm_explorer", "compile", str(model),
-                                       "-o", str(out), "--target", target],
-                                      capture_output=True, text=True)
+                proc = subprocess.run(
+                    [sys.executable, "-m", "tvm_explorer", "compile", str(model), "-o", str(out), "--target", target],
+                    capture_output=True,
+                    text=True,
+                )
                 took = time.perf_counter() - started
                 if proc.returncode != 0:
                     msg = proc.stderr.strip().split("\n")[-1][:90]
@@ -57,8 +59,10 @@ def main() -> int:
                     return f"{100.0 * a / u:.1f}% ({a}/{u})" if u else "-"
 
                 code = "codegen (cuda)" if target == "cuda" else "codegen (c)"
-                print(f"| `{model.name}` | {target} | {took:.1f}s | {cell('relax')} | {cell('tir')} | "
-                      f"{cell(code) if code in w else '-'} |")
+                print(
+                    f"| `{model.name}` | {target} | {took:.1f}s | {cell('relax')} | {cell('tir')} | "
+                    f"{cell(code) if code in w else '-'} |"
+                )
     return 0
 
 

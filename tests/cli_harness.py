@@ -30,8 +30,8 @@ def main() -> int:
     args = sys.argv[sys.argv.index("--") + 1:]
 
     from tvm_explorer import cli, frontends
-    from tvm_explorer.bundle import writer
     from tvm_explorer.app import compile as api
+    from tvm_explorer.bundle import writer
     from tvm_explorer.supervise import supervisor
 
     if "TVMX_HARNESS_GRACE" in os.environ:

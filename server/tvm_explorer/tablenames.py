@@ -18,7 +18,7 @@ def shared_prefix(names: list[str]) -> str:
     for name in set(names):
         for i, ch in enumerate(name[:-1]):
             if ch == "/":
-                counts[name[:i + 1]] = counts.get(name[:i + 1], 0) + 1
+                counts[name[: i + 1]] = counts.get(name[: i + 1], 0) + 1
     need = max(2, -(-2 * len(set(names)) // 3))
     best = ""
     for prefix, n in counts.items():
@@ -34,7 +34,7 @@ def shorten(name: str, width: int, at_scope: bool = True) -> str:
         return name
     if width <= 1:
         return name[-width:] if width > 0 else ""
-    tail = name[-(width - 1):]
+    tail = name[-(width - 1) :]
     cut = tail.find("/")
     if at_scope and 0 <= cut < len(tail) - 1:
         tail = tail[cut:]  # start at a scope boundary where the rest still fits
@@ -43,7 +43,7 @@ def shorten(name: str, width: int, at_scope: bool = True) -> str:
 
 def _middle(name: str, width: int) -> str:
     head = (width - 1) // 2
-    return name[:head] + ELLIPSIS + name[-(width - 1 - head):]
+    return name[:head] + ELLIPSIS + name[-(width - 1 - head) :]
 
 
 class NameColumn:
@@ -64,7 +64,7 @@ class NameColumn:
     def show(self, name: str, width: int | None = None) -> str:
         """``name`` as its row shows it (in ``width`` characters, default the column's)."""
         width = self.width if width is None else width
-        short = name[len(self.prefix):] if self.prefix and name.startswith(self.prefix) else name
+        short = name[len(self.prefix) :] if self.prefix and name.startswith(self.prefix) else name
         for at_scope in (True, False):
             shown = shorten(short, width, at_scope)
             if shown == short or not self._collides(shown, short, width, at_scope):
@@ -76,6 +76,6 @@ class NameColumn:
         if got is None:
             got = self._shown[(width, at_scope)] = {}
             for other in set(self.names):
-                o = other[len(self.prefix):] if self.prefix and other.startswith(self.prefix) else other
+                o = other[len(self.prefix) :] if self.prefix and other.startswith(self.prefix) else other
                 got.setdefault(shorten(o, width, at_scope), set()).add(o)
         return len(got.get(shown, ())) > 1 or short not in got.get(shown, {short})

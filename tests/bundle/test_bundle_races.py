@@ -40,7 +40,7 @@ class _Swapper:
             self.swaps += 1
             time.sleep(self.pause)
 
-    def __enter__(self) -> "_Swapper":
+    def __enter__(self) -> _Swapper:
         self._thread.start()
         return self
 

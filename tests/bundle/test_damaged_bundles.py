@@ -237,7 +237,7 @@ def test_loading_a_bundle_runs_no_deserializer_but_json(good, monkeypatch, worke
 
     # Python itself reads its compiled modules with marshal: load once first, so that every
     # module a load imports on first use is imported before marshal is refused.
-    registry.load(good.resolve()).layer_map
+    registry.load(good.resolve()).layer_map  # noqa: B018 - built on first use
     import subprocess  # noqa: F401  (the worker is started with it)
 
     for mod, name in ((pickle, "loads"), (pickle, "load"), (pickle, "Unpickler"),

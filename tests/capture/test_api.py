@@ -104,6 +104,7 @@ def test_capture_bad_profile_request_writes_nothing(gt_model, tmp_path):
 
 def test_capture_from_torch_writes_a_profiled_costs_json(tmp_path):
     import torch
+
     from frontends import torch_nets
 
     torch.manual_seed(0)

@@ -10,8 +10,8 @@ from tvm import relax
 from tvm.relax.frontend.tflite import from_tflite
 
 from conftest import run_cli
-from tvm_explorer.bundle.reader import Bundle
 from tvm_explorer.app.compile import compile_model
+from tvm_explorer.bundle.reader import Bundle
 from tvm_explorer.frontends.tflite.loader import load_model
 
 

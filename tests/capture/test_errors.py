@@ -41,7 +41,7 @@ def test_empty_truncated_and_foreign_files(models_dir, tmp_path):
         "random.tflite": (os.urandom(4096), "not a TFLite model"),
         "text.tflite": (b"hello world, not a model\n", "not a TFLite model"),
     }
-    for name, (content, needle) in cases.items():
+    for name, (content, _needle) in cases.items():
         path = tmp_path / name
         path.write_bytes(content)
         out = tmp_path / f"{name}.bundle"

@@ -25,10 +25,10 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from tests import tflite_builder as B
 
 from tvm_explorer.bundle.reader import Bundle
 from tvm_explorer.errors import ModelError
-from tests import tflite_builder as B
 from tvm_explorer.frontends.tflite.loader import load_model
 
 LONG = os.environ.get("TVMX_FUZZ_LONG") == "1"

@@ -6,9 +6,9 @@ from tvm import relax
 from tvm.relax.frontend.tflite import from_tflite
 
 from tvm_explorer.frontends.tflite.importer import import_tflite
-from tvm_explorer.provenance.spans import read_span
 from tvm_explorer.frontends.tflite.loader import load_model
 from tvm_explorer.provenance import OriginTable
+from tvm_explorer.provenance.spans import read_span
 
 MODELS = ["small_cnn_fp32", "small_cnn_int8", "mobilenet_v1_fp32", "mobilenet_v3_small_int8",
           "text_lstm_fp32", "tiny_transformer_fp32", "sine_float", "logmelcalc", "hand_recrop"]

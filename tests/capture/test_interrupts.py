@@ -213,7 +213,6 @@ def test_memory_limit_turns_runaway_allocation_into_a_message(tmp_path):
     """BROADCAST_TO of a constant to 400M x 4 floats: constant folding would materialise
     6.4 GB. Under a 3 GiB limit TVM's allocation fails and the user gets one message."""
     import numpy as np
-
     from tests import tflite_builder as B
 
     g = B.GraphBuilder()

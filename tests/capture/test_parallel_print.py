@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 import tvm_explorer.capture.parallel_print as pp
-from tvm_explorer.app.compile import compile_model
 from conftest import MODELS
+from tvm_explorer.app.compile import compile_model
 
 
 def _files(bundle: Path) -> dict[str, bytes]:

@@ -8,6 +8,7 @@ import shutil
 from collections import Counter
 
 from tests.conftest import run_cli
+
 from tvm_explorer.compare.compare import compare
 
 

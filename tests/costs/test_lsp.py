@@ -9,9 +9,9 @@ import pytest
 import pytest_lsp
 from lsprotocol import types
 from pytest_lsp import LanguageClient
-
 from tests.conftest import run_cli
 from tests.lsp.conftest import SERVER, start_session, uri
+
 from tvm_explorer.bundle.reader import Bundle
 
 from .conftest import dominant_dense

@@ -7,8 +7,8 @@ import json
 import re
 
 import pytest
-
 from tests.conftest import run_cli
+
 from tvm_explorer.bundle.reader import Bundle
 
 

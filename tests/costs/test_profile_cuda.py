@@ -13,11 +13,11 @@ import json
 
 import pytest
 import tvm
-
 from tests.conftest import run_cli
 from tests.costs.conftest import check_times, gpu_dominant_dense
-from tvm_explorer.bundle.reader import Bundle
+
 from tvm_explorer.app.compile import compile_model
+from tvm_explorer.bundle.reader import Bundle
 from tvm_explorer.costs.request import ProfileRequest
 
 needs_gpu = pytest.mark.skipif(not tvm.cuda(0).exist, reason="needs a CUDA GPU (none on this machine)")
@@ -56,8 +56,8 @@ def test_profiling_process_imports_nothing_from_the_working_directory(gt_model, 
     # Issue 26: `python -m` put the cwd first on sys.path; a compile --profile run in a folder
     # holding a tvm_explorer/ (or tvm/, numpy/) ran it in the profiling process.
     import numpy as np
-
     from tests.lsp.hostile import plant_package
+
     from tvm_explorer.costs.profile import measure_on_device
 
     result = compile_model(gt_model, None, "llvm")

@@ -8,8 +8,8 @@ import re
 import numpy as np
 import pytest
 import tvm
-
 from tests.conftest import MODELS, run_cli
+
 from tvm_explorer.bundle.reader import Bundle
 from tvm_explorer.errors import BundleError
 

@@ -7,8 +7,8 @@ from __future__ import annotations
 import re
 
 import pytest
-
 from tests.conftest import MODELS, run_cli
+
 from tvm_explorer.frontends import load_any
 from tvm_explorer.tablenames import NameColumn
 

@@ -6,9 +6,8 @@ import json
 import re
 from pathlib import Path
 
-from tvm_explorer.bundle.reader import Bundle
-
 from conftest import run_cli
+from tvm_explorer.bundle.reader import Bundle
 
 
 def origins(bundle: Path, position: str) -> list[dict]:

@@ -34,7 +34,7 @@ from torch import nn
 
 class PNet(nn.Module):
     """MTCNN PNet.
-    
+
     Keyword Arguments:
         pretrained {bool} -- Whether or not to load saved pretrained weights (default: {True})
     """
@@ -76,7 +76,7 @@ class PNet(nn.Module):
 
 class RNet(nn.Module):
     """MTCNN RNet.
-    
+
     Keyword Arguments:
         pretrained {bool} -- Whether or not to load saved pretrained weights (default: {True})
     """
@@ -125,7 +125,7 @@ class RNet(nn.Module):
 
 class ONet(nn.Module):
     """MTCNN ONet.
-    
+
     Keyword Arguments:
         pretrained {bool} -- Whether or not to load saved pretrained weights (default: {True})
     """

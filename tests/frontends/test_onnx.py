@@ -9,10 +9,10 @@ import pytest
 import tvm_ffi
 
 from conftest import MODELS, run_cli
-from frontends.onnx_graphs import NODES, conv_block
 from frontends.bundle_checks import assert_full_coverage as _assert_full_coverage  # noqa: E402
 from frontends.bundle_checks import lines_matching as _lines  # noqa: E402
 from frontends.bundle_checks import origins as _origins  # noqa: E402
+from frontends.onnx_graphs import NODES, conv_block
 from tvm_explorer.bundle.reader import Bundle
 from tvm_explorer.frontends import import_any, load_any
 from tvm_explorer.provenance import OriginTable

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 from lsprotocol import types
-from pygls.uris import from_fs_path
 from pygls.protocol.json_rpc import JsonRPCNotification, JsonRPCRequestMessage
+from pygls.uris import from_fs_path
 from pytest_lsp import ClientServerConfig, LanguageClient
 
 SERVER = ClientServerConfig(server_command=[sys.executable, "-m", "tvm_explorer", "serve"])

@@ -8,7 +8,7 @@ import threading
 import time
 
 from tvm_explorer.navigation import irsymbols, registry
-from tvm_explorer.navigation.background import RequestGate, REQUESTS
+from tvm_explorer.navigation.background import REQUESTS, RequestGate
 from tvm_explorer.navigation.irsymbols.navigate import symbol_references
 
 

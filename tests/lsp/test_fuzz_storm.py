@@ -29,10 +29,10 @@ import pytest_lsp
 from lsprotocol import types
 from pygls.exceptions import JsonRpcException
 from pytest_lsp import LanguageClient
+from tests.tflite_builder import chain, conv_add_relu_dense
 
 from tvm_explorer.bundle.reader import Bundle
 from tvm_explorer.bundle.writer import _exchange
-from tests.tflite_builder import chain, conv_add_relu_dense
 
 from .conftest import MODELS_DIR, SERVER, cancel, compile_bundle, send_raw, start_session, uri
 

@@ -12,7 +12,6 @@ from tvm_explorer.bundle.reader import Bundle
 
 from .real import landing, pos, real_bundle, real_client, td
 
-
 client = real_client()
 cnn = real_bundle("small_cnn_fp32")
 cuda = real_bundle("small_cnn_fp32_cuda")

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from tvm_explorer.lsp import shared as session_module
 from tvm_explorer.lsp.shared import Session
-from tvm_explorer.navigation import registry, view as view_module
+from tvm_explorer.navigation import registry
+from tvm_explorer.navigation import view as view_module
 from tvm_explorer.navigation.positions import LineIndex
 
 

@@ -14,11 +14,10 @@ import pytest
 from lsprotocol import types
 from pytest_lsp import LanguageClient
 
+from numerics.planted import planted_reference
 from tvm_explorer.bundle.reader import Bundle
 
 from .conftest import position_of, uri, workspace_client
-
-from numerics.planted import planted_reference
 
 
 @pytest.fixture(scope="module")

@@ -17,11 +17,10 @@ from lsprotocol import types
 from onnx import numpy_helper
 from pytest_lsp import LanguageClient
 
+from frontends.onnx_graphs import conv_block
 from tvm_explorer.bundle.reader import Bundle
 
 from .conftest import position_of, uri, workspace_client
-
-from frontends.onnx_graphs import conv_block
 
 
 @pytest.fixture(scope="module")

@@ -16,9 +16,9 @@ import pytest
 import pytest_lsp
 from lsprotocol import types
 from pytest_lsp import LanguageClient
+from tests.tflite_builder import GraphBuilder
 
 from tvm_explorer.bundle.reader import Bundle
-from tests.tflite_builder import GraphBuilder
 
 from .conftest import SERVER, start_session
 from .real import landing, pos, td

@@ -15,7 +15,6 @@ from tvm_explorer.bundle.reader import Bundle
 from .conftest import uri
 from .real import landing, pos, real_bundle, real_client, td
 
-
 client = real_client()
 cnn = real_bundle("small_cnn_fp32")
 int8 = real_bundle("small_cnn_int8")

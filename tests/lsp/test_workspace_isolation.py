@@ -20,8 +20,7 @@ import pytest
 from tvm_explorer.bundle import index_load
 from tvm_explorer.supervise.child_python import python_module_command
 
-from .hostile import (RawServer, console_script, documented_server_launches, pad_index,
-                      plant_package)
+from .hostile import RawServer, console_script, documented_server_launches, pad_index, plant_package
 
 REPO = Path(__file__).resolve().parents[2]
 ESBUILD = REPO / "node_modules" / ".bin" / "esbuild"

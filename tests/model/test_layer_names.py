@@ -4,10 +4,10 @@ from pathlib import Path
 
 import tflite
 
-from tvm_explorer.provenance import OriginTable
 from tvm_explorer.frontends.tflite.document import render_model_document
 from tvm_explorer.frontends.tflite.loader import load_model
 from tvm_explorer.frontends.tflite.names import layer_name
+from tvm_explorer.provenance import OriginTable
 
 MODELS = Path(__file__).resolve().parents[1] / "models"
 FILTERED = ("CONV_2D", "DEPTHWISE_CONV_2D", "FULLY_CONNECTED", "TRANSPOSE_CONV")

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from tests import tflite_builder as B
 
 from tvm_explorer.errors import ModelError
-from tests import tflite_builder as B
 from tvm_explorer.frontends.tflite.loader import load_model
 
 

@@ -191,6 +191,7 @@ def test_pt2_against_eager_itself_shows_no_divergence(pt2_planted, tmp_path):
 
 def test_pt2_reference_of_another_program(pt2_planted, tmp_path):
     import torch
+
     from frontends import mtcnn_nets
 
     torch.manual_seed(0)

@@ -8,7 +8,6 @@ from __future__ import annotations
 import json
 
 import pytest
-
 from tests.conftest import MODELS, run_cli
 
 from .planted import planted_int8_bias

@@ -90,8 +90,8 @@ def test_a_pipeline_named_by_its_file_loads_from_any_directory(gt_model, tmp_pat
     helper = tmp_path / "helpers"
     helper.mkdir()
     (helper / "pipe_parts.py").write_text("from planted_pipes import with_planted_add as chosen\n")
-    (helper / "my_pipe.py").write_text("import sys\nsys.path.insert(0, %r)\n"
-                                       "from pipe_parts import chosen\n" % str(HERE))
+    (helper / "my_pipe.py").write_text(f"import sys\nsys.path.insert(0, {str(HERE)!r})\n"
+                                       "from pipe_parts import chosen\n")
     out2 = tmp_path / "helper.bundle"
     proc = run_here("compile", gt_model, "-o", out2, "--target", "llvm", "--pipeline",
                     f"{helper / 'my_pipe.py'}:chosen", cwd=tmp_path)

@@ -11,8 +11,8 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from tests.conftest import run_cli
+
 from tvm_explorer.bundle.reader import Bundle
 from tvm_explorer.reproducers.extract import KernelFinder, extract, write
 

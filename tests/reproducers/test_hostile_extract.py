@@ -15,9 +15,9 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from tests.conftest import run_cli
 from tests.lsp.hostile import code_payloads, plant_package
+
 from tvm_explorer.errors import ExplorerError
 from tvm_explorer.reproducers.extract import Reproducer, write
 

@@ -9,19 +9,19 @@ from pathlib import Path
 
 import tvm
 
-from tvm_explorer.version import __version__
 from tvm_explorer.bundle.writer import BundleWriter
+from tvm_explorer.capture.codegen import index_llvm, index_source
+from tvm_explorer.capture.compile_recorder import CaptureSession
+from tvm_explorer.capture.exact import ExactOrigins
+from tvm_explorer.capture.pipeline import TARGETS, build, generated_sources, make_target
+from tvm_explorer.capture.progress import Listener, Progress, plan_steps
+from tvm_explorer.capture.schedules import ScheduleRecorder
+from tvm_explorer.costs.record import CostRecorder
 from tvm_explorer.errors import ExplorerError
 from tvm_explorer.frontends import import_any, layer_table, load_any
 from tvm_explorer.frontends.tflite.loader import LoadedModel
 from tvm_explorer.provenance import OriginTable
-from tvm_explorer.costs.record import CostRecorder
-from tvm_explorer.capture.codegen import index_llvm, index_source
-from tvm_explorer.capture.pipeline import TARGETS, build, generated_sources, make_target
-from tvm_explorer.capture.exact import ExactOrigins
-from tvm_explorer.capture.progress import Listener, Progress, plan_steps
-from tvm_explorer.capture.schedules import ScheduleRecorder
-from tvm_explorer.capture.compile_recorder import CaptureSession
+from tvm_explorer.version import __version__
 
 _CODE_DOCUMENTS = {"c": "code/module.c", "cuda": "code/device.cu", "ll": "code/host.ll"}
 
@@ -73,11 +73,18 @@ def _add_generated_code(session: CaptureSession, executable, target: str) -> dic
             ranges, cov = index_source(text, session.final_tir, session.tracker, session.origins, link)
         if session.writer is not None:
             session.writer.add_document(path, text, ranges, "code", pass_index=index)
-            session.writer.passes.append({
-                "index": index, "stage": "code", "name": f"codegen ({kind})", "changed": True,
-                "before": session.last_document.get("tir"), "after": path,
-                "units": cov.units if cov else 0, "attributed": cov.attributed if cov else 0,
-            })
+            session.writer.passes.append(
+                {
+                    "index": index,
+                    "stage": "code",
+                    "name": f"codegen ({kind})",
+                    "changed": True,
+                    "before": session.last_document.get("tir"),
+                    "after": path,
+                    "units": cov.units if cov else 0,
+                    "attributed": cov.attributed if cov else 0,
+                }
+            )
         if cov is not None:
             coverage[kind] = {"units": cov.units, "attributed": cov.attributed}
         index += 1
@@ -110,12 +117,21 @@ def _manifest(model: LoadedModel, target: str, options: dict) -> dict:
     }
 
 
-def compile_model(model_path: str | os.PathLike, bundle: str | os.PathLike | None,
-                  target: str = "c", *, fill_spans: bool = True,
-                  exact_origins: bool = False, schedule_records: bool = True,
-                  on_progress: Listener | None = None, profile=None,
-                  after_build=None, pipeline: str | None = None,
-                  on_session=None, after_build_steps: int = 0) -> CompileResult:
+def compile_model(
+    model_path: str | os.PathLike,
+    bundle: str | os.PathLike | None,
+    target: str = "c",
+    *,
+    fill_spans: bool = True,
+    exact_origins: bool = False,
+    schedule_records: bool = True,
+    on_progress: Listener | None = None,
+    profile=None,
+    after_build=None,
+    pipeline: str | None = None,
+    on_session=None,
+    after_build_steps: int = 0,
+) -> CompileResult:
     """Import a model (``.tflite``, ``.onnx``, ``.pt2``), compile it with TVM's real pipeline,
     and write a bundle.
 
@@ -184,15 +200,17 @@ def compile_model(model_path: str | os.PathLike, bundle: str | os.PathLike | Non
             first = text[:500] or type(err).__name__
             how = f" with --pipeline {pipeline}" if pipeline else ""
             where = session.failure_context(text)
-            raise ExplorerError(f"{model.path}: TVM failed to compile the model for {target}{how}{where}: "
-                                f"{first}") from None
+            raise ExplorerError(
+                f"{model.path}: TVM failed to compile the model for {target}{how}{where}: {first}"
+            ) from None
         if session.progress is not None:
             session.progress.begin("code", "printing the IR of every pass")
         session.flush_documents()  # the IR of every pass, printed now that TVM is idle
         if writer is None:
             # Nothing is written: index the generated source only if someone asks.
-            return CompileResult(None, executable, session.pass_index, 0, None,
-                                 lambda: _add_generated_code(session, executable, target))
+            return CompileResult(
+                None, executable, session.pass_index, 0, None, lambda: _add_generated_code(session, executable, target)
+            )
         code_cov = _add_generated_code(session, executable, target)
         _add_schedule_traces(session)
         if profile is not None and session.progress is not None:
@@ -227,8 +245,7 @@ class Capture:
     added last. ``cap.costs`` is that document once the bundle is written.
     """
 
-    def __init__(self, model_path, bundle: str | os.PathLike, target: str | None = None, *,
-                 profile=None):
+    def __init__(self, model_path, bundle: str | os.PathLike, target: str | None = None, *, profile=None):
         """``model_path``: a ``.tflite``/``.onnx``/``.pt2`` file or a model loaded by a frontend
         (see ``from_onnx`` and ``from_torch``)."""
         self.model = model_path if hasattr(model_path, "layers") else load_any(model_path)
@@ -245,8 +262,7 @@ class Capture:
         self.bundle: Path | None = None
 
     @classmethod
-    def from_onnx(cls, model, bundle: str | os.PathLike, target: str | None = None, *,
-                  profile=None) -> "Capture":
+    def from_onnx(cls, model, bundle: str | os.PathLike, target: str | None = None, *, profile=None) -> Capture:
         """A capture of an ONNX model: a path, or an ``onnx.ModelProto`` already in memory."""
         from tvm_explorer.frontends.onnx.loader import load_onnx
 
@@ -255,8 +271,16 @@ class Capture:
         return cls(load_onnx("model.onnx", proto=model), bundle, target, profile=profile)
 
     @classmethod
-    def from_torch(cls, program, example_args=None, bundle: str | os.PathLike | None = None,
-                   target: str | None = None, *, name: str = "model.pt2", profile=None) -> "Capture":
+    def from_torch(
+        cls,
+        program,
+        example_args=None,
+        bundle: str | os.PathLike | None = None,
+        target: str | None = None,
+        *,
+        name: str = "model.pt2",
+        profile=None,
+    ) -> Capture:
         """A capture of a PyTorch program: a ``torch.export.ExportedProgram``, or an
         ``nn.Module`` exported here with ``example_args`` (a tuple of tensors)."""
         from tvm_explorer.frontends.torch.loader import describe_program, require_torch
@@ -302,7 +326,7 @@ class Capture:
         """Include the generated source of a built executable in the bundle."""
         self._executable = executable
 
-    def __enter__(self) -> "Capture":
+    def __enter__(self) -> Capture:
         try:
             self._session.write_model_document()
             self.module = import_any(self.model, self._origins)
@@ -310,7 +334,8 @@ class Capture:
             cur = tvm.transform.PassContext.current()
             self._ctx = tvm.transform.PassContext(
                 opt_level=cur.opt_level if cur.opt_level is not None else 3,
-                required_pass=list(cur.required_pass), disabled_pass=list(cur.disabled_pass),
+                required_pass=list(cur.required_pass),
+                disabled_pass=list(cur.disabled_pass),
                 instruments=self._costs.wrap(list(cur.instruments) + [self._session.instrument()]),
                 config=dict(cur.config),
             )
@@ -332,10 +357,10 @@ class Capture:
                 _add_generated_code(self._session, self._executable, target)
             self.costs = self._costs.finish(self._session, self._executable, target)
             options = {"spans": True, "exact_origins": False, "schedule_records": True}
-            self.bundle = self._writer.commit(_manifest(self.model, self.target or "unknown", options),
-                                              _layer_table(self.model), self._origins)
+            self.bundle = self._writer.commit(
+                _manifest(self.model, self.target or "unknown", options), _layer_table(self.model), self._origins
+            )
         except BaseException:
             self._writer.abort()
             raise
         return False
-

@@ -17,11 +17,11 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from tvm_explorer.bisect.snapshots import Run, Snapshot, SnapshotRecorder, run_executable, run_full, run_snapshot
 from tvm_explorer.errors import ExplorerError
 from tvm_explorer.frontends.tflite.loader import LoadedModel
 from tvm_explorer.numerics.compare import Error, compare, worst
 from tvm_explorer.numerics.reference import ReferenceRun
-from tvm_explorer.bisect.snapshots import Run, Snapshot, SnapshotRecorder, run_executable, run_full, run_snapshot
 
 
 def _brief(err: BaseException) -> str:
@@ -43,9 +43,20 @@ class Evaluated:
 class Bisector:
     """Builds and runs snapshots on demand (each once) and compares them with the baseline."""
 
-    def __init__(self, model: LoadedModel, target: str, inputs: dict, origins, recorder: SnapshotRecorder,
-                 final_relax, pipeline, reference: ReferenceRun | None, quant: dict, announce=None,
-                 executable=None):
+    def __init__(
+        self,
+        model: LoadedModel,
+        target: str,
+        inputs: dict,
+        origins,
+        recorder: SnapshotRecorder,
+        final_relax,
+        pipeline,
+        reference: ReferenceRun | None,
+        quant: dict,
+        announce=None,
+        executable=None,
+    ):
         self.model, self.target, self.inputs, self.origins = model, target, inputs, origins
         self.snapshots: list[Snapshot] = recorder.snapshots
         self.tir_passes = list(recorder.tir_passes)
@@ -68,17 +79,27 @@ class Bisector:
             return [self.reference.tensors[n] for n in self.output_names]
         first = self.relax(0)
         if first.error is None and first.run is None:
-            raise ExplorerError(f"{self.model.path}: the imported module cannot be built and run "
-                                f"with the minimal lowering ({first.problem})")
+            raise ExplorerError(
+                f"{self.model.path}: the imported module cannot be built and run "
+                f"with the minimal lowering ({first.problem})"
+            )
         return first.run.outputs
 
     def error_of(self, run: Run) -> Error:
         """How far a build's model outputs are from the baseline (the worst output)."""
         if len(run.outputs) != len(self.baseline):
-            return Error(math.inf, math.inf, 0.0, None, True,
-                         f"{len(run.outputs)} outputs where the baseline has {len(self.baseline)}")
-        errors = [compare(out, base, self.quant.get(name), self.quant.get(name))
-                  for out, base, name in zip(run.outputs, self.baseline, self.output_names)]
+            return Error(
+                math.inf,
+                math.inf,
+                0.0,
+                None,
+                True,
+                f"{len(run.outputs)} outputs where the baseline has {len(self.baseline)}",
+            )
+        errors = [
+            compare(out, base, self.quant.get(name), self.quant.get(name))
+            for out, base, name in zip(run.outputs, self.baseline, self.output_names)
+        ]
         return worst(errors) if errors else Error(0.0, 0.0, 1.0, None, False)
 
     # -- relax ---------------------------------------------------------------------------
@@ -139,11 +160,13 @@ class Bisector:
         """The whole pipeline rebuilt with ``disabled`` passes left out, run and compared."""
         start = self.snapshots[0].mod
         if self.announce is not None:
-            self.announce("bisect: the real build" if not disabled else
-                          f"bisect: the build without {', '.join(disabled)}"[:120])
+            self.announce(
+                "bisect: the real build" if not disabled else f"bisect: the build without {', '.join(disabled)}"[:120]
+            )
         try:
-            run = run_full(self.model, self.origins, start, self.final_relax, self.target,
-                           self.pipeline, disabled, self.inputs)
+            run = run_full(
+                self.model, self.origins, start, self.final_relax, self.target, self.pipeline, disabled, self.inputs
+            )
         except ExplorerError:
             raise
         except Exception as err:  # noqa: BLE001 - a pass that cannot be left out
@@ -178,8 +201,7 @@ class Bisector:
         with the real build's evaluation."""
         real = self.real()
         if real.error is None:
-            raise ExplorerError(f"{self.model.path}: the compiled model could not be rebuilt and run "
-                                f"({real.problem})")
+            raise ExplorerError(f"{self.model.path}: the compiled model could not be rebuilt and run ({real.problem})")
         if not real.error.diverges:
             return None, real
         return self._search(self.tir_passes), real
@@ -200,8 +222,7 @@ class Bisector:
         return self._search(first) or self._search(second)
 
 
-def first_changed_layer(model: LoadedModel, before: dict, after: dict,
-                        quant: dict) -> tuple[object, Error] | None:
+def first_changed_layer(model: LoadedModel, before: dict, after: dict, quant: dict) -> tuple[object, Error] | None:
     """The first layer (graph order) whose output differs between two runs' observations
     (``(layer id, output) -> array``) beyond the thresholds."""
     for layer in model.layers:

@@ -18,8 +18,8 @@ import numpy as np
 import tvm
 from tvm import relax
 
-from tvm_explorer.capture.pipeline import make_target
 from tvm_explorer.capture.compile_recorder import CaptureSession
+from tvm_explorer.capture.pipeline import make_target
 from tvm_explorer.frontends.tflite.loader import LoadedModel
 from tvm_explorer.numerics.observe import Observation, kernel_plan, run_observed
 from tvm_explorer.numerics.run import runnable
@@ -95,8 +95,9 @@ class SnapshotRecorder:
         self.snapshots.append(Snapshot(index, name, stage, detached(mod)))
 
 
-def run_snapshot(model: LoadedModel, origins: OriginTable, snapshot: Snapshot, target: str,
-                 inputs: dict[str, np.ndarray]) -> Run:
+def run_snapshot(
+    model: LoadedModel, origins: OriginTable, snapshot: Snapshot, target: str, inputs: dict[str, np.ndarray]
+) -> Run:
     """Build a snapshot with the fixed minimal lowering and run it, observing layer outputs."""
     session = CaptureSession(model, None, origins)
     tgt = make_target(target)
@@ -105,8 +106,16 @@ def run_snapshot(model: LoadedModel, origins: OriginTable, snapshot: Snapshot, t
     return run_executable(model, executable, target, session.final_relax or snapshot.mod, origins, inputs)
 
 
-def run_full(model: LoadedModel, origins: OriginTable, start, final_relax, target: str,
-             pipeline, disabled: list[str], inputs: dict[str, np.ndarray]) -> Run:
+def run_full(
+    model: LoadedModel,
+    origins: OriginTable,
+    start,
+    final_relax,
+    target: str,
+    pipeline,
+    disabled: list[str],
+    inputs: dict[str, np.ndarray],
+) -> Run:
     """Build ``start`` (the imported module) with the whole pipeline again, ``disabled``
     passes left out, and run it. TIR passes leave the Relax side alone: its kernel calls are
     those of ``final_relax``, the last Relax module of the recorded compile."""

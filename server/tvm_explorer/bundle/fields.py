@@ -21,8 +21,9 @@ MAX_FLOAT = sys.float_info.max
 be that large); only integers beyond it (``10**400``: ``float()`` overflows) are refused."""
 
 
-def number(value, where: str, error=ValueError, *, nullable: bool = True,
-           low: float = 0.0, high: float = MAX_MEASURE) -> None:
+def number(
+    value, where: str, error=ValueError, *, nullable: bool = True, low: float = 0.0, high: float = MAX_MEASURE
+) -> None:
     """A finite number within ``low..high`` (or null when ``nullable``)."""
     if value is None:
         if nullable:
@@ -36,8 +37,7 @@ def number(value, where: str, error=ValueError, *, nullable: bool = True,
         raise error(f"{where} must be between {low:g} and {high:g}")
 
 
-def integer(value, where: str, error=ValueError, *, nullable: bool = False,
-            low: int = 0, high: int = MAX_INT) -> None:
+def integer(value, where: str, error=ValueError, *, nullable: bool = False, low: int = 0, high: int = MAX_INT) -> None:
     """An integer within ``low..high`` (or null when ``nullable``)."""
     if value is None and nullable:
         return

@@ -162,8 +162,14 @@ class DocumentIndex:
     def _range(self, i: int) -> Range:
         link = self._links[i]
         items = self._strings.items
-        return Range(self._starts[i], self._ends[i], self._sets[i], KINDS[self._kinds[i]],
-                     items[self._keys[i]], None if link < 0 else items[link])
+        return Range(
+            self._starts[i],
+            self._ends[i],
+            self._sets[i],
+            KINDS[self._kinds[i]],
+            items[self._keys[i]],
+            None if link < 0 else items[link],
+        )
 
     def span_kind_key(self, i: int) -> tuple[int, int, str, str]:
         """``(start, end, kind, key)`` of range ``i`` (without making the ``Range``)."""

@@ -16,15 +16,16 @@ from __future__ import annotations
 import os
 import sys
 import threading
+from collections.abc import Callable
 from itertools import zip_longest
 from operator import le as _le
 from pathlib import Path
-from typing import Callable, NamedTuple
+from typing import NamedTuple
 
-from tvm_explorer.supervise.child_python import python_module_command
-from tvm_explorer.errors import BundleError
 from tvm_explorer.bundle.format import SCHEMA_VERSION
 from tvm_explorer.bundle.index import KIND_CODES, DocumentIndex, Strings
+from tvm_explorer.errors import BundleError
+from tvm_explorer.supervise.child_python import python_module_command
 
 WORKER_MIN_BYTES = 1 << 20
 """Indexes this large or larger are parsed in a worker process (smaller ones leave little to
@@ -120,7 +121,7 @@ class _Parts:
         self.made: dict[str, object] = {}
         try:
             self.prepared = prepare(origin_sets) if prepare is not None else None
-        except Exception:  # preparing is a saving: the reader validates and reports
+        except Exception:  # noqa: BLE001 - preparing is a saving: the reader validates and reports
             self.prepared = None
 
     def add(self, path: str, index: DocumentIndex) -> None:
@@ -128,7 +129,7 @@ class _Parts:
             return
         try:
             self.made[path] = self.prepared(index)
-        except Exception:  # the part is then made later, from the validated bundle
+        except Exception:  # noqa: BLE001 - the part is then made later, from the validated bundle
             self.made.pop(path, None)
 
 
@@ -181,12 +182,22 @@ def _columns(ranges, length: int, nsets: int):
         starts, ends, sets, kinds, keys = columns[:5]
         links = columns[5] if longest > 5 else (None,) * len(ranges)
         ints = {int}
-        if not (set(map(type, starts)) <= ints and set(map(type, ends)) <= ints
-                and set(map(type, sets)) <= ints and set(map(type, keys)) == {str}
-                and set(map(type, links)) <= {str, type(None)}):
+        if not (
+            set(map(type, starts)) <= ints
+            and set(map(type, ends)) <= ints
+            and set(map(type, sets)) <= ints
+            and set(map(type, keys)) == {str}
+            and set(map(type, links)) <= {str, type(None)}
+        ):
             return None
-        if not (min(starts) >= 0 and max(ends) <= length and all(map(_le, starts, ends))
-                and min(sets) >= 0 and max(sets) < nsets and max(ends) < _INT64):
+        if not (
+            min(starts) >= 0
+            and max(ends) <= length
+            and all(map(_le, starts, ends))
+            and min(sets) >= 0
+            and max(sets) < nsets
+            and max(ends) < _INT64
+        ):
             return None
         if not set(map(type, kinds)) <= {str}:
             return None
@@ -291,8 +302,12 @@ def _parse_in_worker(data: bytes, where: Path, prepare: Prepare | None = None) -
             # site=False (-S): no site-packages (the worker needs only the standard library and
             # this package, on PYTHONPATH), which starts it ~20 ms sooner; never the cwd (the
             # bundle or workspace the user stands in)
-            python_module_command(__name__, str(where), site=False), stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env)
+            python_module_command(__name__, str(where), site=False),
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            env=env,
+        )
     except (OSError, subprocess.SubprocessError):
         return None
     # A worker that hangs is stopped: its answer then ends short, and the index is parsed here.
@@ -310,7 +325,7 @@ def _parse_in_worker(data: bytes, where: Path, prepare: Prepare | None = None) -
             got = _read_answer(worker.stdout, prepare)
         except BundleError:
             raise
-        except Exception:  # a truncated or garbled answer: parse here instead
+        except Exception:  # noqa: BLE001 - a truncated or garbled answer: parse here instead
             return None
         return got if worker.wait() == 0 else None
     finally:

@@ -17,8 +17,8 @@ import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from tvm_explorer.errors import ExplorerError
 from tvm_explorer.bundle.format import FORMAT_NAME, INDEX, MANIFEST
+from tvm_explorer.errors import ExplorerError
 
 _SHOWN = 5  # entries named in a refusal
 
@@ -47,8 +47,14 @@ def _named(dest: Path) -> str:
 
 
 def _refuse(dest: Path, why: str, rule: bool = True) -> ExplorerError:
-    tail = ("; refusing to write there (compile -o replaces only a bundle that tvm-explorer "
-            "wrote, or an empty or new directory)") if rule else ""
+    tail = (
+        (
+            "; refusing to write there (compile -o replaces only a bundle that tvm-explorer "
+            "wrote, or an empty or new directory)"
+        )
+        if rule
+        else ""
+    )
     return ExplorerError(f"{_named(dest)}: {why}{tail}")
 
 
@@ -66,8 +72,11 @@ def _bundle_files(dest: Path) -> frozenset[str] | None:
         manifest = json.loads(data.decode("utf-8"))
     except (OSError, ExplorerError, UnicodeDecodeError, ValueError, RecursionError):
         return None
-    if not (isinstance(manifest, dict) and manifest.get("format") == FORMAT_NAME
-            and isinstance(manifest.get("documents"), list)):
+    if not (
+        isinstance(manifest, dict)
+        and manifest.get("format") == FORMAT_NAME
+        and isinstance(manifest.get("documents"), list)
+    ):
         return None
     files = {MANIFEST, INDEX}
     for entry in manifest["documents"] + list(manifest.get("traces") or []):
@@ -146,14 +155,20 @@ def _inspect(dest: Path, inputs) -> OutputDir:
         owned = frozenset() if empty else _bundle_files(dest)
         if owned is None:
             manifest = dest / MANIFEST
-            what = (f"its {MANIFEST} is not a tvm-explorer bundle manifest"
-                    if manifest.exists() or manifest.is_symlink() else "it is not a bundle")
-            raise _refuse(dest, f"output directory is not empty and {what} "
-                                f"(it holds {_listing(dest)})")
+            what = (
+                f"its {MANIFEST} is not a tvm-explorer bundle manifest"
+                if manifest.exists() or manifest.is_symlink()
+                else "it is not a bundle"
+            )
+            raise _refuse(dest, f"output directory is not empty and {what} (it holds {_listing(dest)})")
         if _contains_cwd(dest):
-            raise _refuse(dest, "output directory is the current directory (or contains it); "
-                                "the new bundle replaces it as a whole, which would leave you in "
-                                "a deleted directory: run the compile from outside it", rule=False)
+            raise _refuse(
+                dest,
+                "output directory is the current directory (or contains it); "
+                "the new bundle replaces it as a whole, which would leave you in "
+                "a deleted directory: run the compile from outside it",
+                rule=False,
+            )
         foreign = _foreign_entries(dest, owned)
     except OSError as err:
         raise ExplorerError(f"{dest}: cannot read the output directory ({err.strerror})") from None
@@ -164,8 +179,7 @@ def _inspect(dest: Path, inputs) -> OutputDir:
         except OSError:
             continue
         if root in resolved.parents and resolved.relative_to(root).as_posix() in owned:
-            raise _refuse(dest, f"{item} is a file of the bundle there, which the new bundle "
-                                "replaces")
+            raise _refuse(dest, f"{item} is a file of the bundle there, which the new bundle replaces")
     return OutputDir(dest, True, owned, tuple(foreign))
 
 
@@ -194,7 +208,8 @@ def _make_dir(target: Path, source: Path, out: OutputDir) -> None:
     except OSError as err:
         raise ExplorerError(
             f"{out.path}: cannot keep {source.relative_to(out.path)}, which tvm-explorer did "
-            f"not write ({err.strerror}); nothing was replaced") from None
+            f"not write ({err.strerror}); nothing was replaced"
+        ) from None
 
 
 def _link(out: OutputDir, rel: str, new_root: Path) -> None:
@@ -202,7 +217,8 @@ def _link(out: OutputDir, rel: str, new_root: Path) -> None:
     if target.exists() or target.is_symlink():
         raise ExplorerError(
             f"{source}: tvm-explorer did not write this file, and the new bundle has a file "
-            "of that name; move it away and compile again (nothing was replaced)")
+            "of that name; move it away and compile again (nothing was replaced)"
+        )
     _make_dir(target.parent, source.parent, out)
     try:
         os.link(source, target, follow_symlinks=False)
@@ -210,7 +226,8 @@ def _link(out: OutputDir, rel: str, new_root: Path) -> None:
     except OSError as err:
         raise ExplorerError(
             f"{source}: cannot keep this file, which tvm-explorer did not write "
-            f"({err.strerror}); move it away and compile again (nothing was replaced)") from None
+            f"({err.strerror}); move it away and compile again (nothing was replaced)"
+        ) from None
     out.carried[rel] = (info.st_dev, info.st_ino)
 
 

@@ -18,11 +18,11 @@ from collections import OrderedDict
 from dataclasses import dataclass
 from pathlib import Path
 
-from tvm_explorer.errors import BundleError
 from tvm_explorer.bundle.format import FORMAT_NAME, INDEX, MANIFEST, SCHEMA_VERSION, STAGES
 from tvm_explorer.bundle.index import DocumentIndex
 from tvm_explorer.bundle.index_load import Prepare, load_index
 from tvm_explorer.bundle.safe_open import open_inside
+from tvm_explorer.errors import BundleError
 
 
 @dataclass(frozen=True)
@@ -158,8 +158,14 @@ class BundleTooLarge(BundleError):
     not one document)."""
 
 
-def read_regular(path: Path, what: str, root: Path | None = None, limit: int = MAX_FILE_BYTES,
-                 too_large=None, identity: tuple | None = None) -> bytes:
+def read_regular(
+    path: Path,
+    what: str,
+    root: Path | None = None,
+    limit: int = MAX_FILE_BYTES,
+    too_large=None,
+    identity: tuple | None = None,
+) -> bytes:
     """The bytes of ``path`` if it is a regular file of sane size. FIFOs, devices and
     directories are refused without blocking (a FIFO named like a document must not hang
     the reader). With ``root``, what is opened must lie inside that directory (checked on the
@@ -201,8 +207,9 @@ def describe_os_error(err: OSError) -> str:
     return err.strerror or str(err)
 
 
-def read_open(fd: int, path: Path, what: str, limit: int = MAX_FILE_BYTES, too_large=None,
-              identity: tuple | None = None) -> bytes:
+def read_open(
+    fd: int, path: Path, what: str, limit: int = MAX_FILE_BYTES, too_large=None, identity: tuple | None = None
+) -> bytes:
     """The whole content of the open file ``fd`` (from its start, whatever was read before:
     see ``read_regular`` for the checks)."""
     try:
@@ -212,8 +219,10 @@ def read_open(fd: int, path: Path, what: str, limit: int = MAX_FILE_BYTES, too_l
         if identity is not None and file_identity(info) != identity:
             raise BundleChanged(f"{path}: {what} changed on disk since the bundle was loaded")
         if info.st_size > MAX_FILE_BYTES:
-            raise BundleError(f"{path}: {what} is {info.st_size / 2**20:.0f} MiB, more than the "
-                              f"{MAX_FILE_BYTES // 2**20} MiB a bundle file may have")
+            raise BundleError(
+                f"{path}: {what} is {info.st_size / 2**20:.0f} MiB, more than the "
+                f"{MAX_FILE_BYTES // 2**20} MiB a bundle file may have"
+            )
         if too_large is not None and info.st_size > limit:
             raise too_large(info.st_size)
         chunks, total = [], 0
@@ -274,8 +283,10 @@ def read_section(root: Path, name: str, what: str, budget=None):
         return None
 
     def too_large(size: int) -> BundleError:
-        return BundleError(f"{path}: {what} is {size / 2**20:.0f} MiB, more than the "
-                           f"{MAX_SECTION_BYTES // 2**20} MiB a {name} may have; it is left out")
+        return BundleError(
+            f"{path}: {what} is {size / 2**20:.0f} MiB, more than the "
+            f"{MAX_SECTION_BYTES // 2**20} MiB a {name} may have; it is left out"
+        )
 
     limit = MAX_SECTION_BYTES
     if budget is not None and budget.left < limit:
@@ -334,7 +345,8 @@ class _Budget:
             return BundleTooLarge(
                 f"{self.root}: bundle is too large: its files hold more than the "
                 f"{self.total // 2**20} MiB one bundle may use ({path.name}, {what}, is "
-                f"{size / 2**20:.0f} MiB with {self.left / 2**20:.0f} MiB left); it is not loaded")
+                f"{size / 2**20:.0f} MiB with {self.left / 2**20:.0f} MiB left); it is not loaded"
+            )
 
         return self.left, too_large
 
@@ -369,8 +381,7 @@ class Bundle:
     taken at load: a document changed in place raises ``BundleChanged`` instead of being
     answered from (the watcher then reloads the whole bundle)."""
 
-    def __init__(self, root: str | os.PathLike, budget: int = MAX_BUNDLE_BYTES,
-                 prepare: Prepare | None = None):
+    def __init__(self, root: str | os.PathLike, budget: int = MAX_BUNDLE_BYTES, prepare: Prepare | None = None):
         self.root = Path(root).resolve()
         if not self.root.is_dir():
             raise BundleError(f"{root}: not a bundle directory")
@@ -380,14 +391,14 @@ class Bundle:
         self.documents = self._load_documents()
         self._doc_by_path = {d.path: d for d in self.documents}
         self._identities = self._identify_documents()
-        parsed = load_index(_read_file(self.root, INDEX, "provenance index", self.budget),
-                            self.root / INDEX, prepare)
+        parsed = load_index(_read_file(self.root, INDEX, "provenance index", self.budget), self.root / INDEX, prepare)
         self.layers = self._load_layers(parsed.layers)
         self.origin_sets = self._load_origin_sets(parsed.origin_sets)
         self._strings = parsed.strings
         # path -> (its index, the document length it was made for) or the error that kept it
         self._indexes: dict[str, tuple[DocumentIndex, int | None] | BundleError] = {
-            path: got for path, got in parsed.documents.items() if path in self._doc_by_path}
+            path: got for path, got in parsed.documents.items() if path in self._doc_by_path
+        }
         # What ``prepare`` made of each document's index (see ``take_prepared``).
         self._prepared = (parsed.prepared, parsed.parts)
         del parsed
@@ -405,9 +416,7 @@ class Bundle:
         self._passing = threading.local()  # see ``passing_through``
         self._text_chars = 0
         self._layer_by_op = {(lay.subgraph, lay.op_index): lay for lay in self.layers}
-        self._producer = {
-            (lay.subgraph, name): lay for lay in self.layers for name in lay.outputs
-        }
+        self._producer = {(lay.subgraph, name): lay for lay in self.layers for name in lay.outputs}
         # A damaged section is left out and reported (``section_problems``, by file name):
         # the rest of the bundle still answers.
         self.section_problems: dict[str, BundleError] = {}
@@ -483,8 +492,12 @@ class Bundle:
             if not isinstance(manifest.get(key), list):
                 raise BundleError(f"{path}: '{key}' must be a list")
         for i, entry in enumerate(manifest["passes"]):
-            if not (isinstance(entry, dict) and isinstance(entry.get("index"), int)
-                    and isinstance(entry.get("name"), str) and entry.get("stage") in STAGES):
+            if not (
+                isinstance(entry, dict)
+                and isinstance(entry.get("index"), int)
+                and isinstance(entry.get("name"), str)
+                and entry.get("stage") in STAGES
+            ):
                 raise BundleError(f"{path}: pass entry {i} is malformed")
             for key in ("units", "attributed", "tir_units", "tir_attributed"):
                 if key in entry and not isinstance(entry[key], int):
@@ -648,8 +661,7 @@ class Bundle:
             text = text.replace("\r\n", "\n").replace("\r", "\n")
         got = self._indexes.get(path)
         if isinstance(got, tuple) and got[1] != len(text):
-            raise BundleError(f"{self.root / INDEX} ({path}): index does not match the document "
-                              "(stale or damaged)")
+            raise BundleError(f"{self.root / INDEX} ({path}): index does not match the document (stale or damaged)")
         return text
 
     def _hold(self, path: str, fd: int) -> int | None:
@@ -739,7 +751,8 @@ class Bundle:
                 raise BundleTooLarge(
                     f"{self.root}: bundle is too large: its documents hold more than the "
                     f"{self.budget.total // 2**20} MiB one bundle may use (at least "
-                    f"{total / 2**20:.0f} MiB); it is not loaded")
+                    f"{total / 2**20:.0f} MiB); it is not loaded"
+                )
 
     def previous_document(self, path: str) -> Document | None:
         """The document one stage back in the provenance chain, or None for the model.

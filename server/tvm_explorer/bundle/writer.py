@@ -16,11 +16,11 @@ import signal
 import sys
 from pathlib import Path
 
-from tvm_explorer.errors import ExplorerError
-from tvm_explorer.bundle.index import Range
-from tvm_explorer.provenance import OriginTable
 from tvm_explorer.bundle.format import FORMAT_NAME, INDEX, LANGUAGE_BY_SUFFIX, MANIFEST, SCHEMA_VERSION, STAGES
+from tvm_explorer.bundle.index import Range
 from tvm_explorer.bundle.ownership import carry_foreign, inspect_output, remove_replaced, remove_stale
+from tvm_explorer.errors import ExplorerError
+from tvm_explorer.provenance import OriginTable
 
 _RENAME_EXCHANGE = 2
 
@@ -115,8 +115,9 @@ class BundleWriter:
         self._index: dict[str, str] = {}  # document path -> its index entry as JSON
         self._done = False
 
-    def add_document(self, path: str, text: str, ranges: list[Range], stage: str,
-                     pass_index: int | None = None, **extra) -> None:
+    def add_document(
+        self, path: str, text: str, ranges: list[Range], stage: str, pass_index: int | None = None, **extra
+    ) -> None:
         """Write one document and remember its index entry."""
         assert stage in STAGES
         full = self.tmp / path
@@ -132,8 +133,9 @@ class BundleWriter:
         self.documents.append(entry)
         ordered = sorted(ranges, key=lambda r: (r.start, -r.end))
         # Kept as JSON text until commit: far smaller than the equivalent Python lists.
-        self._index[path] = json.dumps({"length": len(text), "ranges": [r.to_json() for r in ordered]},
-                                       separators=(",", ":"))
+        self._index[path] = json.dumps(
+            {"length": len(text), "ranges": [r.to_json() for r in ordered]}, separators=(",", ":")
+        )
 
     def has_document(self, path: str) -> bool:
         """Whether a document ``path`` was added."""
@@ -163,8 +165,10 @@ class BundleWriter:
     def _commit(self, manifest: dict, layers: list[dict], origins: OriginTable) -> Path:
         order = {s: i for i, s in enumerate(STAGES)}
         docs = sorted(self.documents, key=lambda d: (order[d["stage"]], d.get("pass_index", -1)))
-        head = json.dumps({"schema_version": SCHEMA_VERSION, "layers": layers,
-                           "origin_sets": origins.to_json()}, separators=(",", ":"))
+        head = json.dumps(
+            {"schema_version": SCHEMA_VERSION, "layers": layers, "origin_sets": origins.to_json()},
+            separators=(",", ":"),
+        )
         documents = ",".join(f"{json.dumps(path)}:{entry}" for path, entry in self._index.items())
         with open(self.tmp / INDEX, "w", encoding="utf-8") as fh:
             fh.write(f'{head[:-1]},"documents":{{{documents}}}}}')
@@ -214,8 +218,11 @@ class BundleWriter:
         if left:
             keep = self.dest.parent / f"{self.dest.name}.kept-{os.getpid()}"
             os.rename(old, keep)
-            print(f"tvm-explorer: warning: {len(left)} file(s) appeared in {self.dest} while "
-                  f"it was replaced; they are kept in {keep}", file=sys.stderr)
+            print(
+                f"tvm-explorer: warning: {len(left)} file(s) appeared in {self.dest} while "
+                f"it was replaced; they are kept in {keep}",
+                file=sys.stderr,
+            )
 
     def abort(self) -> None:
         """Remove everything written so far (the destination is untouched)."""

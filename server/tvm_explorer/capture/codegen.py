@@ -16,10 +16,10 @@ from dataclasses import dataclass
 from tvm import tirx
 
 from tvm_explorer.bundle.index import Range
+from tvm_explorer.capture.node_collect import walk
+from tvm_explorer.capture.tracker import ProvenanceTracker
 from tvm_explorer.provenance import OriginTable
 from tvm_explorer.provenance.spans import handle, read_span
-from tvm_explorer.capture.tracker import ProvenanceTracker
-from tvm_explorer.capture.node_collect import walk
 
 _FUNC = re.compile(r"^[A-Za-z_].*?\b([A-Za-z_]\w*)\(([^()]*)\)\s*\{\s*$")
 _FOR = re.compile(r"^\s*for \((?:[\w\s\*]+?)\b([A-Za-z_]\w*) = ")
@@ -123,8 +123,8 @@ def _primfunc_for(name: str, by_symbol: dict[str, tuple[str, object]]):
     if name in by_symbol:
         return by_symbol[name]
     for prefix in ("__tvm_ffi_", "__tvm_"):
-        if name.startswith(prefix) and name[len(prefix):] in by_symbol:
-            return by_symbol[name[len(prefix):]]
+        if name.startswith(prefix) and name[len(prefix) :] in by_symbol:
+            return by_symbol[name[len(prefix) :]]
     return None
 
 
@@ -136,8 +136,9 @@ class CodeCoverage:
     attributed: int = 0
 
 
-def index_source(text: str, final_tir, tracker: ProvenanceTracker, origins: OriginTable,
-                 trace_link=None) -> tuple[list[Range], CodeCoverage]:
+def index_source(
+    text: str, final_tir, tracker: ProvenanceTracker, origins: OriginTable, trace_link=None
+) -> tuple[list[Range], CodeCoverage]:
     """Ranges for every generated function, loop and store line of a C/CUDA source."""
     by_symbol: dict[str, tuple[str, object]] = {}
     for gv, func in final_tir.functions.items():
@@ -167,10 +168,8 @@ def index_source(text: str, final_tir, tracker: ProvenanceTracker, origins: Orig
         fname, func = found
         fset = tracker.function_set(fname)
         s, e = rng(gf.first, gf.last)
-        ranges.append(Range(s, e, fset, "primfunc", f"prim:{fname}",
-                               trace_link(fname) if trace_link else None))
-        ranges.extend(_index_body(lines, gf, _events(func, fname), fname, fset, origins, rng, cov,
-                                  trace_link))
+        ranges.append(Range(s, e, fset, "primfunc", f"prim:{fname}", trace_link(fname) if trace_link else None))
+        ranges.extend(_index_body(lines, gf, _events(func, fname), fname, fset, origins, rng, cov, trace_link))
     return ranges, cov
 
 
@@ -208,7 +207,22 @@ def _index_body(lines, gf, events, fname, fset, origins, rng, cov, trace_link) -
             stack.append((i, depth, [], key, link))
         else:
             target = _store_target(line)
-            if target is not None and not stripped.startswith(("int", "float", "void", "uint", "half", "double", "bool", "char", "signed", "unsigned", "long", "short")):
+            if target is not None and not stripped.startswith(
+                (
+                    "int",
+                    "float",
+                    "void",
+                    "uint",
+                    "half",
+                    "double",
+                    "bool",
+                    "char",
+                    "signed",
+                    "unsigned",
+                    "long",
+                    "short",
+                )
+            ):
                 match = None
                 for j in range(s_cursor, len(stores)):
                     if stores[j].name in (target, _base(target)):
@@ -274,7 +288,7 @@ def llvm_functions(lines: list[str], prim_names: dict[str, str]) -> list[LlvmFun
             while j < len(lines) and lines[j] != "}":
                 j += 1
             name = m.group(1)
-            base = name[:-len(_LL_COMPUTE)] if name.endswith(_LL_COMPUTE) else name
+            base = name[: -len(_LL_COMPUTE)] if name.endswith(_LL_COMPUTE) else name
             got = _primfunc_for(base, {k: (v, None) for k, v in prim_names.items()})
             found.append(LlvmFunction(name, got[0] if got else None, i, min(j, len(lines) - 1)))
             i = j
@@ -312,8 +326,7 @@ def index_llvm(text: str, final_tir, tracker: ProvenanceTracker) -> list[Range]:
             symbol = func.attrs.get("global_symbol") if func.attrs is not None else None
             if symbol:
                 prim_names[str(symbol)] = gv.name_hint
-            walk(func.body, (tirx.BufferStore,),
-                 lambda node: known.add(read_span(node) or (0, 0)), "pre")
+            walk(func.body, (tirx.BufferStore,), lambda node: known.add(read_span(node) or (0, 0)), "pre")
     known.discard((0, 0))
     lines = text.split("\n")
     starts = []
@@ -331,8 +344,15 @@ def index_llvm(text: str, final_tir, tracker: ProvenanceTracker) -> list[Range]:
     for f in llvm_functions(lines, prim_names):
         if f.primfunc is None:
             continue
-        out.append(Range(starts[f.first], starts[f.last] + len(lines[f.last]),
-                         tracker.function_set(f.primfunc), "primfunc", f"prim:{f.primfunc}"))
+        out.append(
+            Range(
+                starts[f.first],
+                starts[f.last] + len(lines[f.last]),
+                tracker.function_set(f.primfunc),
+                "primfunc",
+                f"prim:{f.primfunc}",
+            )
+        )
         if not locations:
             continue
         for k in range(f.first + 1, f.last):

@@ -16,16 +16,16 @@ import time
 import tvm
 from tvm import relax
 
-from tvm_explorer.frontends import render_document
-from tvm_explorer.frontends.tflite.loader import LoadedModel
 from tvm_explorer.bundle.writer import BundleWriter
-from tvm_explorer.provenance import OriginTable
 from tvm_explorer.capture.indexer import index_module
 from tvm_explorer.capture.parallel_print import DeferredDocuments, print_workers
-from tvm_explorer.capture.printer import ModulePrinter, assemble
 from tvm_explorer.capture.pass_changes import forget, same_function
-from tvm_explorer.provenance.spans import handle
+from tvm_explorer.capture.printer import ModulePrinter, assemble
 from tvm_explorer.capture.tracker import ProvenanceTracker
+from tvm_explorer.frontends import render_document
+from tvm_explorer.frontends.tflite.loader import LoadedModel
+from tvm_explorer.provenance import OriginTable
+from tvm_explorer.provenance.spans import handle
 
 # Passes that only group other passes; their children are the pipeline's steps.
 CONTAINERS = {"sequential", "_pipeline"}
@@ -73,8 +73,7 @@ class CaptureSession:
         path, text, ranges = render_document(self.model, self.origins)
         self.writer.add_document(path, text, ranges, "model")
 
-    def record(self, name: str, mod, stage: str | None = None, *, merge: bool = False,
-               note: str | None = None) -> None:
+    def record(self, name: str, mod, stage: str | None = None, *, merge: bool = False, note: str | None = None) -> None:
         """Record ``mod`` as the result of pass ``name`` (attributing it first).
 
         ``merge``: ``mod`` holds only some of the functions (after the TIR build split host
@@ -88,8 +87,7 @@ class CaptureSession:
         coverage = self.tracker.after_pass(mod)
         funcs = {gv.name_hint: (gv, f) for gv, f in mod.functions.items()}
         # Whether a pass changed the module only matters for the documents written.
-        changed = (self.writer is not None and note is None
-                   and self._changed(self._last_funcs.get(stage), funcs))
+        changed = self.writer is not None and note is None and self._changed(self._last_funcs.get(stage), funcs)
         forget()
         before = self.last_document[stage]
         index = self.pass_index
@@ -163,7 +161,7 @@ class CaptureSession:
         self.print_seconds += time.perf_counter() - started
         return path
 
-    def instrument(self) -> "PassRecorder":
+    def instrument(self) -> PassRecorder:
         """A TVM pass instrument feeding this session."""
         self.recorder = PassRecorder(self)
         return self.recorder
@@ -180,13 +178,17 @@ class CaptureSession:
         names = set()
         for funcs in self._last_funcs.values():
             names.update(funcs)
-        found = [n for n in names if re.search(rf"(?<!\w)(?:__tvm_ffi_)?{re.escape(n)}(?:_kernel|_compute_)?(?!\w)",
-                                              message)]
+        found = [
+            n for n in names if re.search(rf"(?<!\w)(?:__tvm_ffi_)?{re.escape(n)}(?:_kernel|_compute_)?(?!\w)", message)
+        ]
         if not found:
             return out
         kernel = max(found, key=len)
-        layers = [self.model.layers[i] for i in self.origins.layers(self.tracker.function_set(kernel))
-                  if i < len(self.model.layers)]
+        layers = [
+            self.model.layers[i]
+            for i in self.origins.layers(self.tracker.function_set(kernel))
+            if i < len(self.model.layers)
+        ]
         what = ", ".join(f"op {lay.op_index} {lay.opcode}{' ' + lay.name if lay.name else ''}" for lay in layers[:3])
         more = f" and {len(layers) - 3} more" if len(layers) > 3 else ""
         return out + f", kernel {kernel}" + (f" ({what}{more})" if what else "")

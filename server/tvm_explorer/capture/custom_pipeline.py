@@ -30,8 +30,9 @@ def load_pipeline_function(spec: str):
     to be callable)."""
     module_name, sep, func_name = spec.rpartition(":")
     if not sep or not module_name or not func_name:
-        raise ExplorerError(f"--pipeline {spec!r}: expected MODULE:FUNCTION or FILE.py:FUNCTION "
-                            "(e.g. my_pipelines:fused_cpu)")
+        raise ExplorerError(
+            f"--pipeline {spec!r}: expected MODULE:FUNCTION or FILE.py:FUNCTION (e.g. my_pipelines:fused_cpu)"
+        )
     try:
         module = _load_file(module_name) if module_name.endswith(".py") else _import(module_name)
     except ExplorerError as err:
@@ -40,17 +41,18 @@ def load_pipeline_function(spec: str):
         if isinstance(err, KeyboardInterrupt):
             raise
         where = "" if module_name.endswith(".py") else " from the current directory or PYTHONPATH"
-        raise ExplorerError(f"--pipeline {spec}: cannot import module '{module_name}'{where} "
-                            f"({_brief(err)})") from None
+        raise ExplorerError(f"--pipeline {spec}: cannot import module '{module_name}'{where} ({_brief(err)})") from None
     func = module
     for part in func_name.split("."):
         func = getattr(func, part, None)
         if func is None:
-            raise ExplorerError(f"--pipeline {spec}: module '{module_name}' "
-                                f"({getattr(module, '__file__', '?')}) has no '{func_name}'")
+            raise ExplorerError(
+                f"--pipeline {spec}: module '{module_name}' ({getattr(module, '__file__', '?')}) has no '{func_name}'"
+            )
     if not callable(func):
-        raise ExplorerError(f"--pipeline {spec}: '{func_name}' is a {type(func).__name__}, "
-                            "not a function of the target")
+        raise ExplorerError(
+            f"--pipeline {spec}: '{func_name}' is a {type(func).__name__}, not a function of the target"
+        )
     return func
 
 
@@ -85,8 +87,10 @@ def _load_file(path: str):
     existing = sys.modules.get(name)
     if existing is not None and os.path.abspath(getattr(existing, "__file__", "") or "") == full:
         return existing
-    raise ExplorerError(f"{full}: its name '{name}' is not a module name, or another module of "
-                        "that name is already loaded; rename the file")
+    raise ExplorerError(
+        f"{full}: its name '{name}' is not a module name, or another module of "
+        "that name is already loaded; rename the file"
+    )
 
 
 def make_pipeline(spec: str, target: tvm.target.Target) -> tvm.transform.Pass:
@@ -97,9 +101,10 @@ def make_pipeline(spec: str, target: tvm.target.Target) -> tvm.transform.Pass:
     except BaseException as err:  # noqa: BLE001
         if isinstance(err, KeyboardInterrupt):
             raise
-        raise ExplorerError(f"--pipeline {spec}: {spec.partition(':')[2]}(target) raised "
-                            f"{_brief(err)}") from None
+        raise ExplorerError(f"--pipeline {spec}: {spec.partition(':')[2]}(target) raised {_brief(err)}") from None
     if not isinstance(result, tvm.transform.Pass):
-        raise ExplorerError(f"--pipeline {spec}: {spec.partition(':')[2]}(target) returned "
-                            f"{type(result).__name__}, not a tvm.transform.Pass (the Relax pipeline)")
+        raise ExplorerError(
+            f"--pipeline {spec}: {spec.partition(':')[2]}(target) returned "
+            f"{type(result).__name__}, not a tvm.transform.Pass (the Relax pipeline)"
+        )
     return result

@@ -7,12 +7,12 @@ from typing import NamedTuple
 from tvm import relax, s_tir, tirx
 
 from tvm_explorer.bundle.index import Range
-from tvm_explorer.provenance import OriginTable
-from tvm_explorer.capture.printer import FunctionText, PlacedFunction
 from tvm_explorer.capture.codegen import loop_keys_of
-from tvm_explorer.provenance.spans import handle, read_span
-from tvm_explorer.capture.tracker import ProvenanceTracker
 from tvm_explorer.capture.node_collect import collect
+from tvm_explorer.capture.printer import FunctionText, PlacedFunction
+from tvm_explorer.capture.tracker import ProvenanceTracker
+from tvm_explorer.provenance import OriginTable
+from tvm_explorer.provenance.spans import handle, read_span
 
 
 class _Mark(NamedTuple):
@@ -32,8 +32,7 @@ def _marks(ftext: FunctionText) -> list[_Mark]:
     if ftext.marks is not None:
         return ftext.marks
     # The function's nodes are in walk pre-order, the order loop_keys counts loops in.
-    keys_of_loops = (loop_keys_of(ftext.nodes, ftext.name) if isinstance(ftext.func, tirx.PrimFunc)
-                     else {})
+    keys_of_loops = loop_keys_of(ftext.nodes, ftext.name) if isinstance(ftext.func, tirx.PrimFunc) else {}
     marks = []
     for anchor in ftext.anchors:
         node = anchor.node
@@ -43,18 +42,25 @@ def _marks(ftext: FunctionText) -> list[_Mark]:
             key = keys_of_loops.get(handle(node), f"loop:{ftext.name}:?")
             marks.append(_Mark(anchor.first, anchor.last, "loop", node, key, node.loop_var.name))
         elif isinstance(node, s_tir.SBlockRealize):
-            marks.append(_Mark(anchor.first, anchor.last, "block", node,
-                               f"block:{ftext.name}:{node.block.name_hint}"))
+            marks.append(_Mark(anchor.first, anchor.last, "block", node, f"block:{ftext.name}:{node.block.name_hint}"))
         else:  # a Relax binding
             refs = tuple(gv.name_hint for gv in collect(node.value, (relax.GlobalVar,)))
-            marks.append(_Mark(anchor.first, anchor.last, "binding", node,
-                               f"bind:{ftext.name}:{node.var.name}", None, refs))
+            marks.append(
+                _Mark(anchor.first, anchor.last, "binding", node, f"bind:{ftext.name}:{node.var.name}", None, refs)
+            )
     ftext.marks = marks
     return marks
 
 
-def index_module(placed: list[PlacedFunction], starts: list[int], mod, tracker: ProvenanceTracker,
-                 origins: OriginTable, trace_link=None, read=read_span) -> list[Range]:
+def index_module(
+    placed: list[PlacedFunction],
+    starts: list[int],
+    mod,
+    tracker: ProvenanceTracker,
+    origins: OriginTable,
+    trace_link=None,
+    read=read_span,
+) -> list[Range]:
     """Ranges for every function, binding, loop, block and store of a printed module.
 
     ``trace_link(function, loop_var)`` names the schedule step that created a loop, if any.
@@ -77,10 +83,16 @@ def index_module(placed: list[PlacedFunction], starts: list[int], mod, tracker: 
             return start, end
 
         fstart, fend = span_of(0, len(lines) - 1)
-        ranges.append(Range(fstart, fend, tracker.function_set(name),
-                            "primfunc" if is_prim else "function",
-                            f"{'prim' if is_prim else 'func'}:{name}",
-                            trace_link(name) if (trace_link and is_prim) else None))
+        ranges.append(
+            Range(
+                fstart,
+                fend,
+                tracker.function_set(name),
+                "primfunc" if is_prim else "function",
+                f"{'prim' if is_prim else 'func'}:{name}",
+                trace_link(name) if (trace_link and is_prim) else None,
+            )
+        )
         open_containers: list[tuple[int, list[int], tuple]] = []  # (last line, sets, range info)
 
         def close_until(line: int) -> None:
@@ -109,7 +121,6 @@ def index_module(placed: list[PlacedFunction], starts: list[int], mod, tracker: 
                 node = mark.node
                 got = read(node) or read(node.var) or (0, 0)
                 callee = next((ref for ref in mark.refs if ref in prim_names), None)
-                ranges.append(Range(start, end, got[0], "binding", mark.key,
-                                    f"prim:{callee}" if callee else None))
+                ranges.append(Range(start, end, got[0], "binding", mark.key, f"prim:{callee}" if callee else None))
         close_until(len(lines) + 1)
     return ranges

@@ -33,7 +33,15 @@ from types import SimpleNamespace
 from tvm import tirx
 
 from tvm_explorer.capture.indexer import index_module
-from tvm_explorer.capture.printer import RELAX_NODES, FunctionText, assemble, content_key, function_text, nodes_of, print_lines
+from tvm_explorer.capture.printer import (
+    RELAX_NODES,
+    FunctionText,
+    assemble,
+    content_key,
+    function_text,
+    nodes_of,
+    print_lines,
+)
 from tvm_explorer.capture.schedules import ScheduleRecorder
 from tvm_explorer.provenance.spans import read_span
 
@@ -190,14 +198,13 @@ class DeferredDocuments:
             for i, span in zip(kept.spanned, spans):
                 then[id(nodes[i])] = span
         # What the indexer reads of the module: which of its functions are PrimFuncs.
-        module_then = SimpleNamespace(functions={self._kept[key].gv: self._kept[key].func
-                                                 for key in doc.keys})
+        module_then = SimpleNamespace(functions={self._kept[key].gv: self._kept[key].func for key in doc.keys})
         tracker_then = SimpleNamespace(function_set=doc.function_sets.__getitem__)
         link = doc.links.trace_link if doc.links is not None else None
-        ranges = index_module(placed, starts, module_then, tracker_then, self.origins, link,
-                              read=lambda node: then.get(id(node)))
-        self.writer.add_document(doc.path, text, ranges, doc.stage, pass_index=doc.pass_index,
-                                 pass_name=doc.name)
+        ranges = index_module(
+            placed, starts, module_then, tracker_then, self.origins, link, read=lambda node: then.get(id(node))
+        )
+        self.writer.add_document(doc.path, text, ranges, doc.stage, pass_index=doc.pass_index, pass_name=doc.name)
 
     # -- printing ------------------------------------------------------------------------
     def _print(self, order: list[tuple[tuple, str]]) -> dict:
@@ -280,7 +287,7 @@ def _start_worker(share) -> tuple[int, int]:
             data = pickle.dumps(_print_share(share), protocol=pickle.HIGHEST_PROTOCOL)
             view = memoryview(data)
             while view:
-                view = view[os.write(write_fd, view):]
+                view = view[os.write(write_fd, view) :]
             status = 0
         finally:
             os._exit(status)

@@ -22,8 +22,9 @@ def make_target(name: str, arch: str | None = None) -> tvm.target.Target:
         # sm_80 fixes the schedule rules' assumptions; no GPU is needed to generate source.
         # The shared memory per block is the value dlight falls back to (with a warning per
         # kernel) when the target does not say: the same schedules, no warnings.
-        return tvm.target.Target({"kind": "cuda", "arch": arch or "sm_80",
-                                  "max_shared_memory_per_block": 49152}, host="llvm")
+        return tvm.target.Target(
+            {"kind": "cuda", "arch": arch or "sm_80", "max_shared_memory_per_block": 49152}, host="llvm"
+        )
     raise ExplorerError(f"unsupported target {name!r}; choose one of: {', '.join(TARGETS)}")
 
 

@@ -17,8 +17,8 @@ from dataclasses import dataclass, field, replace
 import tvm
 from tvm import relax, s_tir, tirx
 
-from tvm_explorer.provenance.spans import handle
 from tvm_explorer.capture.node_collect import collect
+from tvm_explorer.provenance.spans import handle
 
 _MARK = "@@tvmx{}@@"
 _MARK_RE = re.compile(r"@@tvmx(\d+)@@")
@@ -95,11 +95,19 @@ def print_function(name: str, gv, func) -> FunctionText:
     return function_text(name, func, nodes, lines, anchors, header, metadata_note)
 
 
-def function_text(name: str, func, nodes: list, lines: list[str], anchors: list[tuple[int, int, int]],
-                  header: list[str], metadata_note: bool) -> FunctionText:
+def function_text(
+    name: str,
+    func,
+    nodes: list,
+    lines: list[str],
+    anchors: list[tuple[int, int, int]],
+    header: list[str],
+    metadata_note: bool,
+) -> FunctionText:
     """A ``FunctionText`` from what ``print_lines`` returned (anchors by node index)."""
-    return FunctionText(name, func, lines, [Anchor(first, last, nodes[i]) for first, last, i in anchors],
-                        header, metadata_note, nodes)
+    return FunctionText(
+        name, func, lines, [Anchor(first, last, nodes[i]) for first, last, i in anchors], header, metadata_note, nodes
+    )
 
 
 def print_lines(gv, func, nodes: list) -> tuple[list[str], list[tuple[int, int, int]], list[str], bool]:
@@ -120,7 +128,7 @@ def print_lines(gv, func, nodes: list) -> tuple[list[str], list[tuple[int, int, 
     lines: list[str] = []
     node_line: dict[int, int] = {}
     pending: list[int] = []
-    for line in raw[start + 1:]:
+    for line in raw[start + 1 :]:
         if "@@tvmx" not in line:
             for m in pending:
                 node_line.setdefault(m, len(lines))

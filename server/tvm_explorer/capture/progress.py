@@ -16,8 +16,8 @@ it), so that a display can show what is running — one pass can take minutes on
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
-from typing import Callable
 
 import tvm
 from tvm import relax
@@ -62,13 +62,15 @@ class Progress:
         """One more step finished (a step past the plan grows the total: never "75 of 74")."""
         self.done += 1
         self.total = max(self.total, self.done)
-        self.listener(ProgressEvent(stage, name, self.done, self.total,
-                                    time.monotonic() - self.started))
+        self.listener(ProgressEvent(stage, name, self.done, self.total, time.monotonic() - self.started))
 
     def begin(self, stage: str, name: str) -> None:
         """A step starts now (it is counted when it finishes, by ``step``)."""
-        self.listener(ProgressEvent(stage, name, self.done, max(self.total, self.done + 1),
-                                    time.monotonic() - self.started, "start"))
+        self.listener(
+            ProgressEvent(
+                stage, name, self.done, max(self.total, self.done + 1), time.monotonic() - self.started, "start"
+            )
+        )
 
     def starting(self, stage: str, name: str) -> None:
         """A step that runs for long after the compile (profiling, numerics): counted when it

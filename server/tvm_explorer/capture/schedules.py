@@ -57,7 +57,7 @@ class ScheduleRecorder:
         self._names: dict[int, str] = {}
         self._saved = None
 
-    def __enter__(self) -> "ScheduleRecorder":
+    def __enter__(self) -> ScheduleRecorder:
         from tvm.s_tir.dlight.base import transform as dl_transform
 
         original_apply = dl_transform._apply_rules
@@ -95,9 +95,8 @@ class ScheduleRecorder:
         program = str(sch.trace)
         lines = program.split("\n")
         first = next((i + 2 for i, line in enumerate(lines) if line.startswith("def apply_trace")), 1)
-        steps = lines[first - 1:first - 1 + len(sch.trace.insts)]
-        self.records[name] = ScheduleRecord(name, type(rule).__name__, program, steps, first,
-                                            _loop_steps(sch))
+        steps = lines[first - 1 : first - 1 + len(sch.trace.insts)]
+        self.records[name] = ScheduleRecord(name, type(rule).__name__, program, steps, first, _loop_steps(sch))
 
     def record_for(self, function_name: str) -> ScheduleRecord | None:
         """The record of a PrimFunc, or of the PrimFunc a kernel was split from."""
@@ -132,8 +131,11 @@ class ScheduleRecorder:
                 "first_step_line": rec.first_step_line + 1,
                 "steps": len(rec.steps),
                 "loops": rec.loop_steps,
-                "step_text": {str(step): rec.steps[step].strip() for step in sorted(set(rec.loop_steps.values()))
-                              if step < len(rec.steps)},
+                "step_text": {
+                    str(step): rec.steps[step].strip()
+                    for step in sorted(set(rec.loop_steps.values()))
+                    if step < len(rec.steps)
+                },
             }
             out.append((entry, header + rec.program + "\n"))
         return out

@@ -27,10 +27,10 @@ from dataclasses import dataclass, field
 import tvm
 from tvm import relax, tirx
 
-from tvm_explorer.provenance import OriginTable
-from tvm_explorer.capture.printer import RELAX_NODES
-from tvm_explorer.provenance.spans import handle, origin_span, read_span, set_span
 from tvm_explorer.capture.node_collect import collect
+from tvm_explorer.capture.printer import RELAX_NODES
+from tvm_explorer.provenance import OriginTable
+from tvm_explorer.provenance.spans import handle, origin_span, read_span, set_span
 
 
 @dataclass
@@ -94,8 +94,15 @@ def _refs(expr) -> tuple[list, list]:
     return variables, functions
 
 
-_SHARED_VALUES = (tvm.ir.Var, tvm.ir.Constant, tvm.ir.GlobalVar, relax.ShapeExpr, relax.ExternFunc,
-                  tvm.ir.StringImm, tvm.ir.Op)
+_SHARED_VALUES = (
+    tvm.ir.Var,
+    tvm.ir.Constant,
+    tvm.ir.GlobalVar,
+    relax.ShapeExpr,
+    relax.ExternFunc,
+    tvm.ir.StringImm,
+    tvm.ir.Op,
+)
 
 
 def _constants(value) -> list:
@@ -114,8 +121,7 @@ _ALLOCATIONS = ("relax.builtin.alloc_tensor", "relax.memory.alloc_tensor", "rela
 
 def is_allocation(value) -> bool:
     """A fresh tensor (the destination a lowered kernel call writes into)."""
-    return (isinstance(value, relax.Call) and isinstance(value.op, tvm.ir.Op)
-            and value.op.name in _ALLOCATIONS)
+    return isinstance(value, relax.Call) and isinstance(value.op, tvm.ir.Op) and value.op.name in _ALLOCATIONS
 
 
 def _callee(value):
@@ -156,9 +162,15 @@ def _facts_of(value) -> _Facts:
     callee = _callee(value)
     variables, functions = _refs(value)
     var_refs = tuple(handle(v) for v in variables)
-    return _Facts(value, _value_kind(value, callee), callee.name_hint if callee is not None else None,
-                  var_refs, tuple(_constants(value)), tuple(gv.name_hint for gv in functions),
-                  frozenset(var_refs))
+    return _Facts(
+        value,
+        _value_kind(value, callee),
+        callee.name_hint if callee is not None else None,
+        var_refs,
+        tuple(_constants(value)),
+        tuple(gv.name_hint for gv in functions),
+        frozenset(var_refs),
+    )
 
 
 def _call_counts(relax_funcs, bindings_of, facts) -> dict[str, int]:
@@ -221,8 +233,7 @@ class ProvenanceTracker:
             # Callees before callers so a call to a fused function finds its origins.
             relax_funcs.sort(key=lambda gf: gf[0].name_hint == "main")
             sites = _call_counts(relax_funcs, self._bindings_of, self._facts_for)
-            computed = {gv.name_hint: self._relax_sets(gv.name_hint, f, mod, sites)
-                        for gv, f in relax_funcs}
+            computed = {gv.name_hint: self._relax_sets(gv.name_hint, f, mod, sites) for gv, f in relax_funcs}
             self._widen_shared_functions(computed, mod)
             const_owner: dict[int, tuple[object, int]] = {}
             prim_names = {gv.name_hint for gv, _f in prim_funcs}
@@ -239,16 +250,17 @@ class ProvenanceTracker:
             self._prev_binding = binding_sets
             self._const_owner = const_owner
             self._prev_calls = {
-                name: [_PrevBinding(handle(b.var), self._facts_for(b).kind,
-                                    self._facts_for(b).var_set, sid, b.var)
-                       for b, sid in zip(bindings, sets)]
+                name: [
+                    _PrevBinding(handle(b.var), self._facts_for(b).kind, self._facts_for(b).var_set, sid, b.var)
+                    for b, sid in zip(bindings, sets)
+                ]
                 for name, (bindings, sets) in computed.items()
             }
             self._relax_key = relax_key
             self._relax_call_sites = call_sites
             self._relax_units = (cov.units, cov.attributed)
             self._relax_funcs_alive = relax_funcs  # their handles stay unique while remembered
-        for gv, func in prim_funcs:
+        for gv, _func in prim_funcs:
             sites = call_sites.get(gv.name_hint)
             if sites:
                 self.func_origin[gv.name_hint] = self.origins.union(sites)
@@ -333,15 +345,24 @@ class ProvenanceTracker:
                 alias[var] = var
                 continue
             callee = b.value.op if isinstance(b.value, relax.Call) else None
-            if not (isinstance(callee, relax.GlobalVar) and callee in mod.functions
-                    and isinstance(mod[callee], relax.Function)):
+            if not (
+                isinstance(callee, relax.GlobalVar)
+                and callee in mod.functions
+                and isinstance(mod[callee], relax.Function)
+            ):
                 continue
             body = [self._facts_for(x).kind for x in self._bindings_of(mod[callee])]
             available = {alias.get(v, v) for v in self._facts_for(b).var_refs}
             group = []
             for kind in body:
-                k, found = next(((k, p) for k, p in enumerate(prev) if k not in claimed and p.kind == kind
-                                 and p.var_args <= available), (None, None))
+                k, found = next(
+                    (
+                        (k, p)
+                        for k, p in enumerate(prev)
+                        if k not in claimed and p.kind == kind and p.var_args <= available
+                    ),
+                    (None, None),
+                )
                 if found is None:
                     group = []
                     break
@@ -413,8 +434,7 @@ class ProvenanceTracker:
         facts = self._facts_for(b)
         # Weights and biases are the same Constant objects before and after a pass that
         # regroups calls (FuseOps makes new variables and renumbers their names).
-        owners = [self._const_owner[handle(c)][1] for c in facts.constants
-                  if handle(c) in self._const_owner]
+        owners = [self._const_owner[handle(c)][1] for c in facts.constants if handle(c) in self._const_owner]
         if owners:
             return self.origins.union(owners)
         if facts.callee is not None and sites.get(facts.callee) == 1:
@@ -450,8 +470,12 @@ class ProvenanceTracker:
             fresh = []
             for arg in value.args:
                 var = handle(arg) if isinstance(arg, relax.Var) else None
-                if var in renamed and var not in written and var in by_var \
-                        and is_allocation(bindings[by_var[var]].value):
+                if (
+                    var in renamed
+                    and var not in written
+                    and var in by_var
+                    and is_allocation(bindings[by_var[var]].value)
+                ):
                     fresh.append(var)
             written.update(fresh)  # only the first call using an allocation writes it
             if fresh and not sets[i]:
@@ -501,8 +525,12 @@ class ProvenanceTracker:
             body = func.body
             key = handle(body)
             reuse = self._tir_cache.get(name)
-            if (reuse is not None and reuse[0] == key and reuse[1] == fset
-                    and not any(info_unit in current for info_unit, _ in reuse[2])):
+            if (
+                reuse is not None
+                and reuse[0] == key
+                and reuse[1] == fset
+                and not any(info_unit in current for info_unit, _ in reuse[2])
+            ):
                 # Same body, same layers: its stores are exactly as attributed last pass.
                 for info_unit, info in reuse[2]:
                     current[info_unit] = info
@@ -559,8 +587,7 @@ class ProvenanceTracker:
         for info_unit, info in current.items():
             by_func.setdefault(info.func, []).append((info_unit, info))
         self._tir_cache = {
-            name: (handle(func.body), fsets[name], by_func.get(name, []), func.body)
-            for name, func in funcs.items()
+            name: (handle(func.body), fsets[name], by_func.get(name, []), func.body) for name, func in funcs.items()
         }
         self._stores = current
         self._store_lists = store_lists
@@ -609,8 +636,7 @@ class ProvenanceTracker:
         for unit, old in previous.items():
             if unit in current or not old.origin_set:
                 continue
-            family = [i for f, infos in by_func.items() if f == old.func or f.startswith(old.func + "_")
-                      for i in infos]
+            family = [i for f, infos in by_func.items() if f == old.func or f.startswith(old.func + "_") for i in infos]
             # A store now writing the vanished one's buffer computes its result (reverse
             # inlining); one reading its inputs merely absorbed its computation (inlining).
             takers = [i for i in family if i.writes == old.writes]

@@ -8,11 +8,10 @@ import json
 import os
 import sys
 
+from tvm_explorer.bundle.sections.bisect import BISECT_FILE
+from tvm_explorer.cli.options import add_trust_option
 from tvm_explorer.errors import ExplorerError
 
-from tvm_explorer.bundle.sections.bisect import BISECT_FILE
-
-from tvm_explorer.cli.options import add_trust_option
 
 def add_parser(sub) -> None:
     """``tvm-explorer bisect``."""
@@ -21,18 +20,34 @@ def add_parser(sub) -> None:
     p.add_argument("--target", default="llvm", help="llvm (default) or c")
     p.add_argument("--pipeline", metavar="MODULE:FUNCTION", help="your Relax pipeline (as for compile)")
     p.add_argument("--inputs", metavar="X.npz", help="run on these inputs (default: seeded random)")
-    p.add_argument("--reference", metavar="REF",
-                   help="compare with this model of the same graph run by its own engine (a .tflite "
-                        "by the LiteRT interpreter, a .onnx by onnxruntime, a .pt2 by eager PyTorch; "
-                        "default: the imported module built without optimizations)")
-    p.add_argument("-o", "--output", metavar="BUNDLE",
-                   help="also write the bundle (with bisect.json), so the culprit's diff can be opened")
+    p.add_argument(
+        "--reference",
+        metavar="REF",
+        help="compare with this model of the same graph run by its own engine (a .tflite "
+        "by the LiteRT interpreter, a .onnx by onnxruntime, a .pt2 by eager PyTorch; "
+        "default: the imported module built without optimizations)",
+    )
+    p.add_argument(
+        "-o",
+        "--output",
+        metavar="BUNDLE",
+        help="also write the bundle (with bisect.json), so the culprit's diff can be opened",
+    )
     p.add_argument("--json", action="store_true")
-    p.add_argument("--progress", choices=("auto", "bar", "json", "none"), default="auto",
-                   help="progress of the compile and of each build of the search: a bar on a "
-                        "terminal (auto), JSON lines on stdout (json), or none")
-    p.add_argument("--timeout", type=float, default=1800.0, metavar="SECONDS",
-                   help="stop a bisection that runs longer (default 1800; 0: never)")
+    p.add_argument(
+        "--progress",
+        choices=("auto", "bar", "json", "none"),
+        default="auto",
+        help="progress of the compile and of each build of the search: a bar on a "
+        "terminal (auto), JSON lines on stdout (json), or none",
+    )
+    p.add_argument(
+        "--timeout",
+        type=float,
+        default=1800.0,
+        metavar="SECONDS",
+        help="stop a bisection that runs longer (default 1800; 0: never)",
+    )
     add_trust_option(p)
     p.add_argument("--in-process", action="store_true", help=argparse.SUPPRESS)
     p.set_defaults(run=run_supervised_bisect)
@@ -68,20 +83,40 @@ def _error_json(err) -> float | None:
     return None if err is None or not math.isfinite(err.max_abs) else err.max_abs
 
 
-def bisect_compiled(model, target: str, inputs: dict, session, recorder, pipeline_spec, reference,
-                    passes: list[dict] | None, executable=None) -> dict:
+def bisect_compiled(
+    model,
+    target: str,
+    inputs: dict,
+    session,
+    recorder,
+    pipeline_spec,
+    reference,
+    passes: list[dict] | None,
+    executable=None,
+) -> dict:
     """Run the search on a finished compile; the bisect JSON."""
+    from tvm_explorer.bisect.search import Bisector, first_changed_layer
     from tvm_explorer.capture.custom_pipeline import make_pipeline
     from tvm_explorer.capture.pipeline import make_target
     from tvm_explorer.numerics.reference import describe, quantization_of, run_reference
-    from tvm_explorer.bisect.search import Bisector, first_changed_layer
 
     ref = run_reference(reference, inputs) if reference else None
     quant = quantization_of(model.path)
     pipeline = make_pipeline(pipeline_spec, make_target(target)) if pipeline_spec else None
     announce = (lambda what: session.progress.starting("run", what)) if session.progress is not None else None
-    b = Bisector(model, target, inputs, session.origins, recorder, session.final_relax, pipeline, ref, quant,
-                 announce=announce, executable=executable)
+    b = Bisector(
+        model,
+        target,
+        inputs,
+        session.origins,
+        recorder,
+        session.final_relax,
+        pipeline,
+        ref,
+        quant,
+        announce=announce,
+        executable=executable,
+    )
     culprit = layer = None
     layers: list = []
     before_err = after_err = None
@@ -98,38 +133,48 @@ def bisect_compiled(model, target: str, inputs: dict, session, recorder, pipelin
             before_layers = before.run.observation.outputs
         else:
             before_err = None
-            before_layers = {(lay.id, j): ref.tensors[t.name] for lay in model.layers
-                             for j, t in enumerate(lay.outputs) if t.name in ref.tensors}
+            before_layers = {
+                (lay.id, j): ref.tensors[t.name]
+                for lay in model.layers
+                for j, t in enumerate(lay.outputs)
+                if t.name in ref.tensors
+            }
         layer = first_changed_layer(model, before_layers, after.run.observation.outputs, quant)
-        layers = layer_errors(model, before_layers if lo >= 0 else None, after.run.observation.outputs,
-                              b, quant)
+        layers = layer_errors(model, before_layers if lo >= 0 else None, after.run.observation.outputs, b, quant)
         if hi == 0:
-            note = ("the imported module already differs from the reference: the frontend "
-                    "conversion (or the reference) is where the results depart")
+            note = (
+                "the imported module already differs from the reference: the frontend "
+                "conversion (or the reference) is where the results depart"
+            )
         if hi - lo > 1 and lo >= 0:
             skipped = [b.snapshots[k].name for k in range(lo + 1, hi)]
             note = f"snapshots after {', '.join(skipped)} could not be built with the minimal lowering"
     else:
         name, real = b.find_tir()
         if name is not None:
-            index = next((p["index"] for p in passes or () if p.get("stage") == "tir" and p.get("name") == name),
-                         None)
+            index = next((p["index"] for p in passes or () if p.get("stage") == "tir" and p.get("name") == name), None)
             culprit = {"index": index, "name": name, "stage": "tir"}
             fixed = next(e for e in reversed(b.tir_done) if e.name == name and e.error is not None)
             before_err, after_err = fixed.error, real.error
-            layer = first_changed_layer(model, fixed.run.observation.outputs,
-                                        real.run.observation.outputs, quant)
-            layers = layer_errors(model, fixed.run.observation.outputs, real.run.observation.outputs,
-                                  b, quant)
+            layer = first_changed_layer(model, fixed.run.observation.outputs, real.run.observation.outputs, quant)
+            layers = layer_errors(model, fixed.run.observation.outputs, real.run.observation.outputs, b, quant)
         elif real.error.diverges:
-            note = ("the compiled model differs from the baseline, but no single Relax snapshot or "
-                    "TIR pass that can be left out explains it")
+            note = (
+                "the compiled model differs from the baseline, but no single Relax snapshot or "
+                "TIR pass that can be left out explains it"
+            )
     final = b.real()
     if culprit is None and final.error is not None:
         after_err = final.error  # no culprit: what the whole pipeline ends with
-    snapshots = [{"index": e.index, "name": e.name, "max_abs": _error_json(e.error),
-                  **({"problem": e.problem} if e.problem else {})}
-                 for _k, e in sorted(b.relax_done.items())]
+    snapshots = [
+        {
+            "index": e.index,
+            "name": e.name,
+            "max_abs": _error_json(e.error),
+            **({"problem": e.problem} if e.problem else {}),
+        }
+        for _k, e in sorted(b.relax_done.items())
+    ]
     diff = None
     if culprit is not None and passes:
         entry = next((p for p in passes if p.get("index") == culprit["index"]), None)
@@ -140,15 +185,13 @@ def bisect_compiled(model, target: str, inputs: dict, session, recorder, pipelin
     if layer is not None:
         lay, err = layer
         first = {"subgraph": lay.subgraph, "op_index": lay.op_index}
-        layer_info = {"opcode": lay.opcode, "name": lay.name, "max_abs": _error_json(err),
-                      "cosine": err.cosine}
+        layer_info = {"opcode": lay.opcode, "name": lay.name, "max_abs": _error_json(err), "cosine": err.cosine}
     return {
         "schema_version": 1,
         "model": os.path.basename(model.path),
         "target": target,
         "pipeline": pipeline_spec,
-        "baseline": (describe(reference) if reference
-                     else "the imported module, built with the minimal lowering"),
+        "baseline": (describe(reference) if reference else "the imported module, built with the minimal lowering"),
         "culprit": culprit,
         "error_before": _error_json(before_err) if culprit else None,
         "error_after": _error_json(after_err),
@@ -187,8 +230,12 @@ def layer_errors(model, before: dict | None, after: dict, bisector, quant: dict)
 
 def _baseline_layers(model, bisector) -> dict:
     if bisector.reference is not None:
-        return {(lay.id, j): bisector.reference.tensors[t.name] for lay in model.layers
-                for j, t in enumerate(lay.outputs) if t.name in bisector.reference.tensors}
+        return {
+            (lay.id, j): bisector.reference.tensors[t.name]
+            for lay in model.layers
+            for j, t in enumerate(lay.outputs)
+            if t.name in bisector.reference.tensors
+        }
     first = bisector.relax(0)
     return first.run.observation.outputs if first.run is not None else {}
 
@@ -204,8 +251,11 @@ def run_bisect(args) -> int:
         print(f"tvm-explorer: error: {err}", file=sys.stderr)
         return exit_code_of(err)
     except KeyboardInterrupt:
-        print("tvm-explorer: error: interrupted; no bisect report"
-              + (f" and no bundle ({args.output} is unchanged)" if args.output else ""), file=sys.stderr)
+        print(
+            "tvm-explorer: error: interrupted; no bisect report"
+            + (f" and no bundle ({args.output} is unchanged)" if args.output else ""),
+            file=sys.stderr,
+        )
         return 130
     except MemoryError:
         print(f"tvm-explorer: error: {args.model}: bisect ran out of memory", file=sys.stderr)
@@ -214,8 +264,11 @@ def run_bisect(args) -> int:
         import traceback
 
         traceback.print_exc()
-        print(f"tvm-explorer: error: {args.model}: internal error in bisect "
-              f"({type(err).__name__}: {err}); please report this", file=sys.stderr)
+        print(
+            f"tvm-explorer: error: {args.model}: internal error in bisect "
+            f"({type(err).__name__}: {err}); please report this",
+            file=sys.stderr,
+        )
         return 3
     if args.json:
         print(json.dumps(data, indent=1))
@@ -232,8 +285,9 @@ def _bisect(args) -> dict:
 
     model = load_any(args.model)
     if args.target not in ("llvm", "c"):
-        raise ExplorerError(f"bisect runs the compiled model on this machine's CPU: use --target "
-                            f"llvm or c (not {args.target})")
+        raise ExplorerError(
+            f"bisect runs the compiled model on this machine's CPU: use --target llvm or c (not {args.target})"
+        )
     inputs = inputs_for(model, args.inputs)
     if args.reference:
         if not os.path.isfile(args.reference):
@@ -250,19 +304,43 @@ def _bisect(args) -> dict:
         held["session"] = session
 
     def after_build(session, executable):
-        held["data"] = bisect_compiled(model, args.target, inputs, session, recorder, args.pipeline,
-                                       args.reference, session.writer.passes, executable)
+        held["data"] = bisect_compiled(
+            model,
+            args.target,
+            inputs,
+            session,
+            recorder,
+            args.pipeline,
+            args.reference,
+            session.writer.passes,
+            executable,
+        )
         return {BISECT_FILE: json.dumps(held["data"], indent=1)}
 
     from tvm_explorer.cli.progress_display import progress_display
 
     with progress_display(getattr(args, "progress", "none")) as on_progress:
-        result = compile_model(args.model, args.output, args.target,
-                               after_build=after_build if args.output else None,
-                               pipeline=args.pipeline, on_session=on_session, on_progress=on_progress)
+        result = compile_model(
+            args.model,
+            args.output,
+            args.target,
+            after_build=after_build if args.output else None,
+            pipeline=args.pipeline,
+            on_session=on_session,
+            on_progress=on_progress,
+        )
         if "data" not in held:
-            held["data"] = bisect_compiled(model, args.target, inputs, held["session"], recorder,
-                                           args.pipeline, args.reference, None, result.executable)
+            held["data"] = bisect_compiled(
+                model,
+                args.target,
+                inputs,
+                held["session"],
+                recorder,
+                args.pipeline,
+                args.reference,
+                None,
+                result.executable,
+            )
     return held["data"]
 
 
@@ -270,27 +348,36 @@ def format_report(data: dict, bundle: str | None) -> list[str]:
     """The text report."""
     from tvm_explorer.bundle.sections.numerics import unit
 
-    lines = [f"{data['model']} ({data['target']}"
-             f"{', pipeline ' + data['pipeline'] if data['pipeline'] else ''}) against {data['baseline']}"]
+    lines = [
+        f"{data['model']} ({data['target']}"
+        f"{', pipeline ' + data['pipeline'] if data['pipeline'] else ''}) against {data['baseline']}"
+    ]
     c = data["culprit"]
     fmt = lambda v: "n/a" if v is None else f"{v:.3g}"  # noqa: E731
     if c is None:
-        lines.append("No culprit: " + (data.get("note") or "no pass changes the results beyond the "
-                                        "thresholds (docs/numerics.md)"))
+        lines.append(
+            "No culprit: "
+            + (data.get("note") or "no pass changes the results beyond the thresholds (docs/numerics.md)")
+        )
         lines.append(f"  the compiled model's outputs, max abs error: {fmt(data.get('error_final'))}")
     else:
         where = f"pass {c['index']} " if c["index"] is not None else "pass "
         lines.append(f"Culprit: {c['stage']} {where}{c['name']}")
-        lines.append(f"  model outputs, max abs error: {fmt(data['error_before'])} before it, "
-                     f"{fmt(data['error_after'])} after it, {fmt(data.get('error_final'))} in the "
-                     f"compiled model")
+        lines.append(
+            f"  model outputs, max abs error: {fmt(data['error_before'])} before it, "
+            f"{fmt(data['error_after'])} after it, {fmt(data.get('error_final'))} in the "
+            f"compiled model"
+        )
         if data["layer"]:
             f = data["first_divergence"]
-            lines.append(f"  first layer changed by it: {unit(data)} {f['op_index']} {data['layer']['opcode']} "
-                         f"{data['layer']['name']} (max abs {fmt(data['layer']['max_abs'])})")
+            lines.append(
+                f"  first layer changed by it: {unit(data)} {f['op_index']} {data['layer']['opcode']} "
+                f"{data['layer']['name']} (max abs {fmt(data['layer']['max_abs'])})"
+            )
         if data["diff"] and bundle:
-            lines.append(f"  its diff: {os.path.join(bundle, data['diff']['after'] or '')} "
-                         f"(before: {data['diff']['before']})")
+            lines.append(
+                f"  its diff: {os.path.join(bundle, data['diff']['after'] or '')} (before: {data['diff']['before']})"
+            )
         if data.get("note"):
             lines.append(f"  note: {data['note']}")
     lines.append("Snapshots built (Relax, minimal lowering):")

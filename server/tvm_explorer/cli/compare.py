@@ -28,10 +28,15 @@ def _run_compare(args) -> int:
     for side in ("a", "b"):
         info = result[f"{side}_info"]
         opts = "--exact-origins" if info["options"].get("exact_origins") else ""
-        print(f"{side.upper()}: {result[side]}  ({info['model']}, target {info['target']}"
-              f"{', ' + opts if opts else ''}, TVM {info['tvm']})")
-    how = ("the same model (sha256): layers matched by index" if result["matched_by"] == "sha256"
-           else "different models: layers matched by TF layer name and opcode")
+        print(
+            f"{side.upper()}: {result[side]}  ({info['model']}, target {info['target']}"
+            f"{', ' + opts if opts else ''}, TVM {info['tvm']})"
+        )
+    how = (
+        "the same model (sha256): layers matched by index"
+        if result["matched_by"] == "sha256"
+        else "different models: layers matched by TF layer name and opcode"
+    )
     print(f"Compared as {how}\n")
     rows = result["layers"]
     show_cost = any("costs" in r["a"] or "costs" in r["b"] for r in rows)
@@ -44,8 +49,10 @@ def _run_compare(args) -> int:
     for r in rows:
         where = f"{r['subgraph']}:{r['op_index']}" if r["subgraph"] else str(r["op_index"])
         delta = r["b"]["code_lines"] - r["a"]["code_lines"]
-        line = (f"{where:>4}  {r['opcode'][:18]:18} {names.show(r['name']):40} {r['a']['code_lines']:>8} "
-                f"{r['b']['code_lines']:>8} {delta:>+7}")
+        line = (
+            f"{where:>4}  {r['opcode'][:18]:18} {names.show(r['name']):40} {r['a']['code_lines']:>8} "
+            f"{r['b']['code_lines']:>8} {delta:>+7}"
+        )
         if show_cost:
             line += f" {_cost(r['a']):>8} {_cost(r['b']):>8}"
         mark = "changed" if r["changed"] else "same"
@@ -57,15 +64,17 @@ def _run_compare(args) -> int:
     for side in ("a", "b"):
         left = result["unmatched"][side]
         if left:
-            print(f"Only in {side.upper()}: " + "; ".join(
-                f"op {u['op_index']} {u['opcode']} {u['name']}" for u in left))
+            print(
+                f"Only in {side.upper()}: " + "; ".join(f"op {u['op_index']} {u['opcode']} {u['name']}" for u in left)
+            )
     return 0
 
 
 def add_parser(sub) -> None:
     """Register ``tvm-explorer compare``."""
-    p = sub.add_parser("compare", help="per layer, what changed between two bundles (targets, "
-                                       "options, TVM versions, fp32 vs int8)")
+    p = sub.add_parser(
+        "compare", help="per layer, what changed between two bundles (targets, options, TVM versions, fp32 vs int8)"
+    )
     p.add_argument("a", help="bundle A")
     p.add_argument("b", help="bundle B")
     p.add_argument("--json", action="store_true")

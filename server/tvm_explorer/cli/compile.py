@@ -8,10 +8,18 @@ import os
 import signal
 from pathlib import Path
 
-from tvm_explorer.cli.options import (DEFAULT_TIMEOUT, add_trust_option, apply_memory_limit,
-                                      default_memory_limit, exit_code_of, memory_limit_argument,
-                                      seconds_argument, trust_from_args)
-from tvm_explorer.errors import EXIT_INTERRUPTED, EXIT_TIMEOUT, ExplorerError, fail as _fail
+from tvm_explorer.cli.options import (
+    DEFAULT_TIMEOUT,
+    add_trust_option,
+    apply_memory_limit,
+    default_memory_limit,
+    exit_code_of,
+    memory_limit_argument,
+    seconds_argument,
+    trust_from_args,
+)
+from tvm_explorer.errors import EXIT_INTERRUPTED, EXIT_TIMEOUT, ExplorerError
+from tvm_explorer.errors import fail as _fail
 from tvm_explorer.supervise.supervisor import STOP_SIGNALS as _STOP_SIGNALS
 
 
@@ -20,25 +28,45 @@ def add_parser(sub) -> None:
     p.add_argument("model", help="the model: .tflite, .onnx or .pt2 (a saved torch.export program)")
     p.add_argument("-o", "--output", help="bundle directory to write")
     p.add_argument("--target", default="c", help="c (default), llvm or cuda")
-    p.add_argument("--exact-origins", action="store_true",
-                   help="one PrimFunc per call site, so every statement has exactly one origin")
-    p.add_argument("--no-schedule-records", action="store_true",
-                   help="do not record GPU schedule traces")
-    p.add_argument("--no-spans", action="store_true",
-                   help="span filling off: a plain stock TVM compile that records nothing and "
-                        "writes no bundle (to compare overhead)")
-    p.add_argument("--timeout", type=seconds_argument, default=DEFAULT_TIMEOUT, metavar="SECONDS",
-                   help=f"stop a compile that runs longer (default {DEFAULT_TIMEOUT:g}; 0: never)")
-    p.add_argument("--memory-limit", type=memory_limit_argument, default=default_memory_limit(), metavar="GIB",
-                   help="address-space limit of the compile (default: 3/4 of the memory, "
-                        "at least 4 GiB; 0: none)")
-    p.add_argument("--progress", choices=("auto", "bar", "json", "none"), default="auto",
-                   help="progress: a bar on a terminal (auto, the default), JSON lines on "
-                        "stdout (json), or none")
-    p.add_argument("--pipeline", metavar="MODULE:FUNCTION",
-                   help="compile with your own Relax pipeline: FUNCTION(target) returns a "
-                        "tvm.transform.Pass; MODULE is imported from the current directory or "
-                        "PYTHONPATH (default: TVM's pipeline for the target)")
+    p.add_argument(
+        "--exact-origins",
+        action="store_true",
+        help="one PrimFunc per call site, so every statement has exactly one origin",
+    )
+    p.add_argument("--no-schedule-records", action="store_true", help="do not record GPU schedule traces")
+    p.add_argument(
+        "--no-spans",
+        action="store_true",
+        help="span filling off: a plain stock TVM compile that records nothing and "
+        "writes no bundle (to compare overhead)",
+    )
+    p.add_argument(
+        "--timeout",
+        type=seconds_argument,
+        default=DEFAULT_TIMEOUT,
+        metavar="SECONDS",
+        help=f"stop a compile that runs longer (default {DEFAULT_TIMEOUT:g}; 0: never)",
+    )
+    p.add_argument(
+        "--memory-limit",
+        type=memory_limit_argument,
+        default=default_memory_limit(),
+        metavar="GIB",
+        help="address-space limit of the compile (default: 3/4 of the memory, at least 4 GiB; 0: none)",
+    )
+    p.add_argument(
+        "--progress",
+        choices=("auto", "bar", "json", "none"),
+        default="auto",
+        help="progress: a bar on a terminal (auto, the default), JSON lines on stdout (json), or none",
+    )
+    p.add_argument(
+        "--pipeline",
+        metavar="MODULE:FUNCTION",
+        help="compile with your own Relax pipeline: FUNCTION(target) returns a "
+        "tvm.transform.Pass; MODULE is imported from the current directory or "
+        "PYTHONPATH (default: TVM's pipeline for the target)",
+    )
     add_trust_option(p)
     p.add_argument("--in-process", action="store_true", help=argparse.SUPPRESS)
     from tvm_explorer.cli.costs import add_profile_options
@@ -51,7 +79,7 @@ def add_parser(sub) -> None:
 
 def _stopped_message(args, why: str, committed: bool) -> str:
     if committed:
-        return (f"{why} after the bundle was written; {args.output} is complete")
+        return f"{why} after the bundle was written; {args.output} is complete"
     return f"{why}; no bundle was written (a previous bundle is unchanged)"
 
 
@@ -69,8 +97,11 @@ def _compile_in_this_process(args) -> int:
     def on_signal(signum, _frame):
         if stop:
             return  # already stopping: let the cleanup finish
-        stop["why"] = (f"{args.model}: compile did not finish within {args.timeout:g} s (--timeout)"
-                       if signum == signal.SIGUSR1 else f"interrupted ({signal.Signals(signum).name})")
+        stop["why"] = (
+            f"{args.model}: compile did not finish within {args.timeout:g} s (--timeout)"
+            if signum == signal.SIGUSR1
+            else f"interrupted ({signal.Signals(signum).name})"
+        )
         stop["code"] = EXIT_TIMEOUT if signum == signal.SIGUSR1 else EXIT_INTERRUPTED
         if compiling["now"]:
             raise KeyboardInterrupt(stop["why"])
@@ -102,10 +133,14 @@ def _compile_in_this_process(args) -> int:
 
             with progress_display("none" if args.no_spans else args.progress) as on_progress:
                 result = compile_model(
-                    model, None if args.no_spans else args.output, args.target,
+                    model,
+                    None if args.no_spans else args.output,
+                    args.target,
                     fill_spans=not args.no_spans,
-                    exact_origins=args.exact_origins, schedule_records=not args.no_schedule_records,
-                    on_progress=on_progress, profile=profile_request(args),
+                    exact_origins=args.exact_origins,
+                    schedule_records=not args.no_schedule_records,
+                    on_progress=on_progress,
+                    profile=profile_request(args),
                     after_build=numerics.after_build if numerics else None,
                     after_build_steps=1 if numerics else 0,
                     pipeline=args.pipeline,
@@ -128,15 +163,18 @@ def _compile_in_this_process(args) -> int:
         import traceback
 
         traceback.print_exc()
-        return _fail(f"{args.model}: internal error ({type(err).__name__}: {err}); "
-                     "no bundle was written; please report this")
+        return _fail(
+            f"{args.model}: internal error ({type(err).__name__}: {err}); no bundle was written; please report this"
+        )
     for sig in _STOP_SIGNALS:
         signal.signal(sig, signal.SIG_IGN)  # the bundle is in place: finish the report
     if stop:  # arrived just as the compile finished: it stands, and the user hears of both
         return _fail(_stopped_message(args, stop["why"], committed()), stop["code"])
     if args.no_spans:
-        print(f"{args.model}: compiled for {args.target} with stock TVM (span filling off); "
-              "nothing recorded, no bundle written")
+        print(
+            f"{args.model}: compiled for {args.target} with stock TVM (span filling off); "
+            "nothing recorded, no bundle written"
+        )
         return 0
     bundle = result.bundle
     print(f"Bundle written: {bundle}")
@@ -144,7 +182,6 @@ def _compile_in_this_process(args) -> int:
     for kind, cov in sorted(result.coverage.items()):
         print(f"  generated {kind}: {cov['attributed']}/{cov['units']} computing lines attributed")
     from tvm_explorer.cli.costs import report
-
     from tvm_explorer.frontends import frontend_of
 
     unit = frontend_of(model).unit
@@ -176,5 +213,3 @@ def _run_compile(args) -> int:
     from tvm_explorer.supervise.supervisor import run_supervised
 
     return run_supervised(args, _compile_in_this_process, COMMIT_GUARDS)
-
-

@@ -7,23 +7,33 @@ import argparse
 import json
 import sys
 
-from tvm_explorer.errors import ExplorerError
 from tvm_explorer.costs.table import SORTS, as_json, render
+from tvm_explorer.errors import ExplorerError
 
 
 def add_profile_options(p: argparse.ArgumentParser) -> None:
     """``--profile [--repeat N] [--inputs FILE.npz]`` on ``compile``."""
     from tvm_explorer.costs.request import DEFAULT_REPEAT
 
-    p.add_argument("--profile", action="store_true",
-                   help="after building, run the model and time every kernel call (llvm, c; cuda on a "
-                        "GPU, with CUDA events); "
-                        "costs per layer go to costs.json")
-    p.add_argument("--repeat", type=int, default=DEFAULT_REPEAT, metavar="N",
-                   help=f"timed runs with --profile (default {DEFAULT_REPEAT})")
-    p.add_argument("--inputs", metavar="FILE.npz",
-                   help="model inputs for --profile and --numerics, by input name (default: seeded "
-                        "random values)")
+    p.add_argument(
+        "--profile",
+        action="store_true",
+        help="after building, run the model and time every kernel call (llvm, c; cuda on a "
+        "GPU, with CUDA events); "
+        "costs per layer go to costs.json",
+    )
+    p.add_argument(
+        "--repeat",
+        type=int,
+        default=DEFAULT_REPEAT,
+        metavar="N",
+        help=f"timed runs with --profile (default {DEFAULT_REPEAT})",
+    )
+    p.add_argument(
+        "--inputs",
+        metavar="FILE.npz",
+        help="model inputs for --profile and --numerics, by input name (default: seeded random values)",
+    )
 
 
 def profile_request(args):
@@ -42,15 +52,18 @@ def report(costs: dict | None, unit: str = "op") -> list[str]:
         return []
     profile = costs.get("profile") or {}
     if profile.get("status") == "not_requested":
-        return ["  costs.json: static costs (code lines, workspace, FLOPs, compile time); "
-                "add --profile to measure run time"]
+        return [
+            "  costs.json: static costs (code lines, workspace, FLOPs, compile time); add --profile to measure run time"
+        ]
     if costs.get("total_ms") is None:
         return [f"  profile: not measured ({profile.get('reason')}); costs.json has static costs only"]
     top = max(costs["layers"], key=lambda lay: lay.get("time_ms") or 0.0, default=None)
     lines = [f"  profile: {costs['total_ms']:.3f} ms per run (median of {profile.get('repeat')})"]
     if top is not None and top.get("share") is not None:
-        lines.append(f"  slowest layer: {unit} {top['op_index']} {top['opcode']} {top['name']} "
-                     f"{top['time_ms']:.3f} ms ({100 * top['share']:.0f} %)")
+        lines.append(
+            f"  slowest layer: {unit} {top['op_index']} {top['opcode']} {top['name']} "
+            f"{top['time_ms']:.3f} ms ({100 * top['share']:.0f} %)"
+        )
     return lines
 
 
@@ -59,8 +72,9 @@ def add_parser(sub) -> None:
     p = sub.add_parser("costs", help="per layer: measured time, code lines, workspace, kernels")
     p.add_argument("bundle")
     p.add_argument("--json", action="store_true")
-    p.add_argument("--sort", choices=SORTS, default="time",
-                   help="time (default; code lines when not profiled), code or memory")
+    p.add_argument(
+        "--sort", choices=SORTS, default="time", help="time (default; code lines when not profiled), code or memory"
+    )
     p.set_defaults(run=run_costs)
 
 
@@ -72,8 +86,9 @@ def run_costs(args) -> int:
         bundle = Bundle(args.bundle)
         costs = bundle.costs()
         if costs is None:
-            raise ExplorerError(f"{args.bundle}: the bundle has no costs.json (compiled by an older "
-                                "tvm-explorer); recompile it")
+            raise ExplorerError(
+                f"{args.bundle}: the bundle has no costs.json (compiled by an older tvm-explorer); recompile it"
+            )
     except ExplorerError as err:
         print(f"tvm-explorer: error: {err}", file=sys.stderr)
         return 2

@@ -5,7 +5,8 @@ from __future__ import annotations
 import json
 
 from tvm_explorer.cli.options import load_bundle
-from tvm_explorer.errors import ExplorerError, fail as _fail
+from tvm_explorer.errors import ExplorerError
+from tvm_explorer.errors import fail as _fail
 
 
 def add_parser(sub) -> None:
@@ -33,6 +34,8 @@ def _run_coverage(args) -> int:
     for r in rows:
         pct = 100.0 * r["attributed"] / r["units"] if r["units"] else 100.0
         mark = "" if r.get("changed") else "  (unchanged)"
-        print(f"{r['index']:>4}  {r['stage']:6} {r['name'][:45]:45} {r['units']:>7} "
-              f"{r['attributed']:>10} {pct:6.1f}{mark}")
+        print(
+            f"{r['index']:>4}  {r['stage']:6} {r['name'][:45]:45} {r['units']:>7} "
+            f"{r['attributed']:>10} {pct:6.1f}{mark}"
+        )
     return 0

@@ -7,8 +7,7 @@ import sys
 
 from tvm_explorer.version import __version__
 
-SUBCOMMANDS = ("compile", "coverage", "origins", "bisect", "extract", "compare", "costs",
-               "numerics", "serve")
+SUBCOMMANDS = ("compile", "coverage", "origins", "bisect", "extract", "compare", "costs", "numerics", "serve")
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -12,12 +12,10 @@ def _run_extract(args) -> int:
 
     try:
         if args.name is None and args.layer is None:
-            raise ExplorerError("extract: give a NAME (PrimFunc, kernel or Relax function) "
-                                "or --layer OP_INDEX")
+            raise ExplorerError("extract: give a NAME (PrimFunc, kernel or Relax function) or --layer OP_INDEX")
         if args.name is not None and args.layer is not None:
             raise ExplorerError("extract: give either NAME or --layer, not both")
-        repro = extract(args.bundle, args.name, layer=args.layer, subgraph=args.subgraph,
-                        pass_index=args.pass_index)
+        repro = extract(args.bundle, args.name, layer=args.layer, subgraph=args.subgraph, pass_index=args.pass_index)
         out = write(repro, args.output or default_output(args.bundle, repro))
     except ExplorerError as err:
         print(f"tvm-explorer: error: {err}", file=sys.stderr)
@@ -30,16 +28,20 @@ def _run_extract(args) -> int:
 
 def add_parser(sub) -> None:
     """Register ``tvm-explorer extract``."""
-    p = sub.add_parser("extract", help="write a standalone script that rebuilds, runs, checks "
-                                       "and times a kernel (or a layer's kernels)")
+    p = sub.add_parser(
+        "extract",
+        help="write a standalone script that rebuilds, runs, checks and times a kernel (or a layer's kernels)",
+    )
     p.add_argument("bundle")
-    p.add_argument("name", nargs="?", help="a PrimFunc, a generated kernel (__tvm_ffi_X, "
-                                           "X_kernel) or a Relax function")
+    p.add_argument("name", nargs="?", help="a PrimFunc, a generated kernel (__tvm_ffi_X, X_kernel) or a Relax function")
     p.add_argument("--layer", type=int, metavar="OP_INDEX", help="the kernels of this layer")
     p.add_argument("--subgraph", type=int, default=0, help="the layer's subgraph (default 0)")
-    p.add_argument("--pass", dest="pass_index", type=int, metavar="N",
-                   help="take the function as printed after pass N (default: the first TIR "
-                        "document it appears in)")
-    p.add_argument("-o", "--output", help="script to write (default: next to the bundle, "
-                                          "BUNDLE.<name>.repro.py)")
+    p.add_argument(
+        "--pass",
+        dest="pass_index",
+        type=int,
+        metavar="N",
+        help="take the function as printed after pass N (default: the first TIR document it appears in)",
+    )
+    p.add_argument("-o", "--output", help="script to write (default: next to the bundle, BUNDLE.<name>.repro.py)")
     p.set_defaults(run=_run_extract)

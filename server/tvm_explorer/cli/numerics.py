@@ -5,23 +5,32 @@ from __future__ import annotations
 import json
 import sys
 
+from tvm_explorer.bundle.sections.numerics import NUMERICS_FILE, format_error, unit
 from tvm_explorer.errors import ExplorerError
 from tvm_explorer.tablenames import NameColumn
-from tvm_explorer.bundle.sections.numerics import NUMERICS_FILE, format_error, unit
 
 
 def add_compile_options(parser) -> None:
     """The ``--numerics`` family of ``tvm-explorer compile``."""
-    parser.add_argument("--numerics", action="store_true",
-                        help="run the compiled model and the reference (LiteRT for .tflite, onnxruntime "
-                             "for .onnx, eager PyTorch for .pt2) on the same inputs and compare "
-                             "every layer output (CPU targets; docs/numerics.md)")
-    parser.add_argument("--numerics-unfused", action="store_true",
-                        help="with --numerics: also build a variant without operator fusion, "
-                             "to see the layers fusion hides (implies --numerics)")
-    parser.add_argument("--reference", metavar="REF",
-                        help="with --numerics: compare with this model of the same kind and graph "
-                             "(.tflite, .onnx or .pt2; default: the model itself)")
+    parser.add_argument(
+        "--numerics",
+        action="store_true",
+        help="run the compiled model and the reference (LiteRT for .tflite, onnxruntime "
+        "for .onnx, eager PyTorch for .pt2) on the same inputs and compare "
+        "every layer output (CPU targets; docs/numerics.md)",
+    )
+    parser.add_argument(
+        "--numerics-unfused",
+        action="store_true",
+        help="with --numerics: also build a variant without operator fusion, "
+        "to see the layers fusion hides (implies --numerics)",
+    )
+    parser.add_argument(
+        "--reference",
+        metavar="REF",
+        help="with --numerics: compare with this model of the same kind and graph "
+        "(.tflite, .onnx or .pt2; default: the model itself)",
+    )
 
 
 class NumericsStep:
@@ -30,9 +39,12 @@ class NumericsStep:
     def __init__(self, args, model):
         from tvm_explorer.numerics.run import NumericsOptions, check_request
 
-        self.options = NumericsOptions(reference=args.reference, inputs=args.inputs,
-                                       unfused=args.numerics_unfused,
-                                       pipeline=getattr(args, "pipeline", None))
+        self.options = NumericsOptions(
+            reference=args.reference,
+            inputs=args.inputs,
+            unfused=args.numerics_unfused,
+            pipeline=getattr(args, "pipeline", None),
+        )
         self.target = args.target
         check_request(model, args.target, self.options)
         self.data: dict | None = None
@@ -44,11 +56,15 @@ class NumericsStep:
         from tvm_explorer.numerics.run import run_numerics
 
         if session.progress is not None:
-            session.progress.starting("run", "numerics: running the model and the reference"
-                                      + (", fused and unfused" if self.options.unfused else ""))
+            session.progress.starting(
+                "run",
+                "numerics: running the model and the reference"
+                + (", fused and unfused" if self.options.unfused else ""),
+            )
         try:
-            self.data = run_numerics(session.model, self.target, executable, session.final_relax,
-                                     session.origins, self.options)
+            self.data = run_numerics(
+                session.model, self.target, executable, session.final_relax, session.origins, self.options
+            )
         except ExplorerError as err:
             self.failure = str(err)
             return {}
@@ -102,8 +118,7 @@ def run_query(args) -> int:
         print(f"tvm-explorer: error: {bundle.section_problems[NUMERICS_FILE]}", file=sys.stderr)
         return 2
     if data is None:
-        print(f"tvm-explorer: error: {args.bundle}: no numerics recorded "
-              "(compile with --numerics)", file=sys.stderr)
+        print(f"tvm-explorer: error: {args.bundle}: no numerics recorded (compile with --numerics)", file=sys.stderr)
         return 2
     if args.json:
         print(json.dumps(data, indent=1))
@@ -115,8 +130,10 @@ def run_query(args) -> int:
 
 def format_table(data: dict) -> list[str]:
     """The text report: one line per layer in graph order, the first divergence marked."""
-    lines = [f"{data.get('model', 'model')} ({data.get('target', '?')}) against the "
-             f"{data['reference']}, inputs: {data.get('inputs', '?')}; mode: {data['mode']}"]
+    lines = [
+        f"{data.get('model', 'model')} ({data.get('target', '?')}) against the "
+        f"{data['reference']}, inputs: {data.get('inputs', '?')}; mode: {data['mode']}"
+    ]
     first = data.get("first_divergence")
     names = NameColumn((e["name"] for e in data["layers"]), 40)
     if names.note():
@@ -127,17 +144,21 @@ def format_table(data: dict) -> list[str]:
         mark = "=>" if is_first else "  "
         where = f"{e['subgraph']}:" if e["subgraph"] else ""
         seen = e.get("observed_by") or "-"
-        lines.append(f"{mark}{where + str(e['op_index']):>4}  {e['opcode'][:22]:22} {names.show(e['name']):40} "
-                     f"{seen:8} {format_error(e)}")
+        lines.append(
+            f"{mark}{where + str(e['op_index']):>4}  {e['opcode'][:22]:22} {names.show(e['name']):40} "
+            f"{seen:8} {format_error(e)}"
+        )
     if first is None:
         lines.append("No layer diverges beyond the thresholds (docs/numerics.md).")
     else:
-        e = next(x for x in data["layers"]
-                 if (x["subgraph"], x["op_index"]) == (first["subgraph"], first["op_index"]))
+        e = next(x for x in data["layers"] if (x["subgraph"], x["op_index"]) == (first["subgraph"], first["op_index"]))
         lines.append(f"First divergence: {unit(data)} {e['op_index']} {e['opcode']} {e['name']}")
     fused_first = data.get("fused_first_divergence", "absent")
     if fused_first != "absent" and fused_first != first:
-        what = ("none" if fused_first is None
-                else f"{unit(data)} {fused_first['op_index']} (subgraph {fused_first['subgraph']})")
+        what = (
+            "none"
+            if fused_first is None
+            else f"{unit(data)} {fused_first['op_index']} (subgraph {fused_first['subgraph']})"
+        )
         lines.append(f"In the normal (fused) build the first divergence seen is: {what}")
     return lines

@@ -42,7 +42,6 @@ def exit_code_of(err: BaseException) -> int:
     return EXIT_UNTRUSTED if isinstance(err, PickleRefused) else EXIT_ERROR
 
 
-
 def load_bundle(bundle: str):
     """The bundle at ``bundle`` for a query; each section left out is named as a warning."""
     from tvm_explorer.bundle.reader import Bundle
@@ -75,7 +74,10 @@ def seconds_argument(text: str) -> float:
 
 def add_trust_option(p) -> None:
     """``--trust-pickle`` of every command that reads a model."""
-    p.add_argument("--trust-pickle", action="store_true",
-                   help="load .pt2 files (the model and --reference) even if they hold Python "
-                        "pickles, which run code when loaded: only for files from someone you "
-                        f"trust (default: refused, exit code {EXIT_UNTRUSTED}; docs/reliability.md)")
+    p.add_argument(
+        "--trust-pickle",
+        action="store_true",
+        help="load .pt2 files (the model and --reference) even if they hold Python "
+        "pickles, which run code when loaded: only for files from someone you "
+        f"trust (default: refused, exit code {EXIT_UNTRUSTED}; docs/reliability.md)",
+    )

@@ -6,7 +6,8 @@ from __future__ import annotations
 import json
 
 from tvm_explorer.cli.options import load_bundle
-from tvm_explorer.errors import ExplorerError, fail as _fail
+from tvm_explorer.errors import ExplorerError
+from tvm_explorer.errors import fail as _fail
 
 
 def add_parser(sub) -> None:
@@ -45,8 +46,9 @@ def _run_origins(args) -> int:
         if text_line is None:
             raise ExplorerError(f"{path}: line {line} is past the end of the document")
         if col is not None and col > len(text_line) + 1:
-            raise ExplorerError(f"{args.position}: column {col} is past the end of line {line} "
-                                f"({len(text_line)} characters)")
+            raise ExplorerError(
+                f"{args.position}: column {col} is past the end of line {line} ({len(text_line)} characters)"
+            )
         column = (col - 1) if col else len(text_line) - len(text_line.lstrip())
         offset = b.offset_of(path, line - 1, column)
         origins = b.origins_at(path, offset)
@@ -64,6 +66,5 @@ def _run_origins(args) -> int:
         where = f"subgraph {o.layer.subgraph} " if o.layer.subgraph else ""
         caption = layer_caption(o.layer, full_path=True)
         caption = f" {caption}" if caption else ""
-        print(f"{where}op {o.layer.op_index} {o.layer.opcode}{caption} ({role}) -> "
-              f"{', '.join(o.layer.outputs)}")
+        print(f"{where}op {o.layer.op_index} {o.layer.opcode}{caption} ({role}) -> {', '.join(o.layer.outputs)}")
     return 0

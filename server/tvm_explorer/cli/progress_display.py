@@ -12,11 +12,11 @@ from __future__ import annotations
 import contextlib
 import json
 import sys
-from typing import Iterator, TextIO
+from collections.abc import Iterator
+from typing import TextIO
 
 MODES = ("auto", "bar", "json", "none")
-STAGE_LABELS = {"import": "import", "relax": "Relax", "tir": "TIR", "code": "codegen",
-                "run": "run", "write": "write"}
+STAGE_LABELS = {"import": "import", "relax": "Relax", "tir": "TIR", "code": "codegen", "run": "run", "write": "write"}
 
 
 def resolve_mode(mode: str, stream: TextIO) -> str:
@@ -41,8 +41,7 @@ def _json_lines(stream: TextIO):
 @contextlib.contextmanager
 def _bar(stream: TextIO) -> Iterator:
     from rich.console import Console
-    from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TextColumn,
-                               TimeElapsedColumn)
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     console = Console(file=stream, force_terminal=True)
     bar = Progress(
@@ -61,8 +60,7 @@ def _bar(stream: TextIO) -> Iterator:
     def update(event) -> None:
         label = STAGE_LABELS.get(event.stage, event.stage)
         what = f"running {event.name}" if event.phase == "start" else event.name
-        bar.update(task, completed=event.done, total=event.total or None, stage=label,
-                   description=what)
+        bar.update(task, completed=event.done, total=event.total or None, stage=label, description=what)
         # a fast stage can begin and end between two timed redraws: draw every stage once
         if label != shown["stage"]:
             shown["stage"] = label

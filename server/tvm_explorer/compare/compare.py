@@ -6,8 +6,8 @@ import os
 from dataclasses import dataclass
 
 from tvm_explorer.bundle.reader import Bundle
-from tvm_explorer.errors import ExplorerError
 from tvm_explorer.compare.layers import LayerCode, layer_codes
+from tvm_explorer.errors import ExplorerError
 
 
 class UnrelatedBundles(ExplorerError):
@@ -41,28 +41,33 @@ class Comparison:
             "a_info": _info(self.a),
             "b_info": _info(self.b),
             "layers": [_pair_json(la, lb) for la, lb in self.pairs],
-            "unmatched": {"a": [_layer_ref(c) for c in self.only_a],
-                          "b": [_layer_ref(c) for c in self.only_b]},
+            "unmatched": {"a": [_layer_ref(c) for c in self.only_a], "b": [_layer_ref(c) for c in self.only_b]},
         }
 
 
 def _info(bundle: Bundle) -> dict:
     model = bundle.manifest.get("model") or {}
-    return {"model": model.get("file"), "sha256": model.get("sha256"),
-            "target": bundle.manifest.get("target"),
-            "options": bundle.manifest.get("options") or {},
-            "tvm": (bundle.manifest.get("tool") or {}).get("tvm")}
+    return {
+        "model": model.get("file"),
+        "sha256": model.get("sha256"),
+        "target": bundle.manifest.get("target"),
+        "options": bundle.manifest.get("options") or {},
+        "tvm": (bundle.manifest.get("tool") or {}).get("tvm"),
+    }
 
 
 def _layer_ref(code: LayerCode) -> dict:
     lay = code.layer
-    return {"subgraph": lay.subgraph, "op_index": lay.op_index, "opcode": lay.opcode,
-            "name": code.name}
+    return {"subgraph": lay.subgraph, "op_index": lay.op_index, "opcode": lay.opcode, "name": code.name}
 
 
 def _side(code: LayerCode) -> dict:
-    out = {"subgraph": code.layer.subgraph, "op_index": code.layer.op_index,
-           "kernels": list(code.kernels), "code_lines": code.code_lines}
+    out = {
+        "subgraph": code.layer.subgraph,
+        "op_index": code.layer.op_index,
+        "kernels": list(code.kernels),
+        "code_lines": code.code_lines,
+    }
     if code.costs:
         out["costs"] = dict(code.costs)
     return out
@@ -71,9 +76,12 @@ def _side(code: LayerCode) -> dict:
 def _pair_json(la: LayerCode, lb: LayerCode) -> dict:
     lay = la.layer
     return {
-        "subgraph": lay.subgraph, "op_index": lay.op_index, "opcode": lay.opcode,
+        "subgraph": lay.subgraph,
+        "op_index": lay.op_index,
+        "opcode": lay.opcode,
         "name": la.name,
-        "a": _side(la), "b": _side(lb),
+        "a": _side(la),
+        "b": _side(lb),
         "changed": code_changed(la, lb),
         "kernels_changed": la.kernels != lb.kernels,
     }
@@ -107,11 +115,13 @@ def compare(a: str | os.PathLike | Bundle, b: str | os.PathLike | Bundle) -> Com
         raise UnrelatedBundles(
             f"{ba.root} ({_info(ba)['model']}) and {bb.root} ({_info(bb)['model']}) are not of "
             "one model or network: no layer of one matches a layer of the other by TF layer "
-            "name and opcode")
+            "name and opcode"
+        )
     got_a = {id(p[0]) for p in pairs}
     got_b = {id(p[1]) for p in pairs}
-    return Comparison(ba, bb, matched_by, pairs,
-                      [c for c in ca if id(c) not in got_a], [c for c in cb if id(c) not in got_b])
+    return Comparison(
+        ba, bb, matched_by, pairs, [c for c in ca if id(c) not in got_a], [c for c in cb if id(c) not in got_b]
+    )
 
 
 def _match_by_name(ca: list[LayerCode], cb: list[LayerCode]) -> list[tuple[LayerCode, LayerCode]]:

@@ -89,8 +89,7 @@ def layer_codes(bundle: Bundle) -> list[LayerCode]:
     """Every layer of the bundle with its generated code, in layer order."""
     target = str(bundle.manifest.get("target", ""))
     costs = read_costs(bundle)
-    codes = [LayerCode(lay, name_of(lay), costs=costs.get(
-        (lay.subgraph, lay.op_index))) for lay in bundle.layers]
+    codes = [LayerCode(lay, name_of(lay), costs=costs.get((lay.subgraph, lay.op_index))) for lay in bundle.layers]
     for path in _code_documents(bundle):
         text = bundle.text(path)
         ranges = bundle.index(path).ranges
@@ -104,7 +103,7 @@ def layer_codes(bundle: Bundle) -> list[LayerCode]:
                 if kernel not in codes[lid].kernels:
                     codes[lid].kernels.append(kernel)
             if not statements:  # function-level provenance: the function is the layer's code
-                body = text[rng.start:rng.end]
+                body = text[rng.start : rng.end]
                 for lid in lids:
                     codes[lid].pieces.append((path, rng.key[5:], body))
                     codes[lid].lines += body.count("\n") + 1
@@ -131,7 +130,7 @@ def _computing_lines(bundle: Bundle, text: str, ranges, func) -> dict[int, list[
             continue
         line_start = text.rfind("\n", 0, rng.start) + 1
         line_end = text.find("\n", rng.start if rng.kind == "loop" else max(rng.end - 1, rng.start))
-        line = text[line_start: len(text) if line_end < 0 else line_end].rstrip()
+        line = text[line_start : len(text) if line_end < 0 else line_end].rstrip()
         for lid, _ in bundle.origin_sets[rng.origin_set]:
             out.setdefault(lid, []).append(line)
     return out

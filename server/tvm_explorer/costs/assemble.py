@@ -39,11 +39,20 @@ def _r(value: float | None, digits: int = 4) -> float | None:
     return None if value is None else round(float(value), digits)
 
 
-def build(layers: list[dict], static: StaticCosts, origin_sets: list, work: dict[str, dict[int, float]],
-          flops: dict[str, float], passes: list[dict], target: str, status: ProfileStatus,
-          measured: Measured | None) -> dict:
+def build(
+    layers: list[dict],
+    static: StaticCosts,
+    origin_sets: list,
+    work: dict[str, dict[int, float]],
+    flops: dict[str, float],
+    passes: list[dict],
+    target: str,
+    status: ProfileStatus,
+    measured: Measured | None,
+) -> dict:
     """The ``costs.json`` document. ``layers``: ``{"id", "subgraph", "op_index", "opcode",
     "name"}`` per layer; ``passes``: ``{"index", "stage", "name", "ms", "changed_functions"}``."""
+
     def members(sid: int) -> list[int]:
         return [lid for lid, _ in origin_sets[sid]] if 0 <= sid < len(origin_sets) else []
 
@@ -106,8 +115,17 @@ def build(layers: list[dict], static: StaticCosts, origin_sets: list, work: dict
                     continue
             for lid, frac in split.items():
                 per_layer[lid]["time"] += med * frac
-            calls.append({"index": i, "kernel": symbol, "builtin": builtin, "layers": sorted(split),
-                          "median_ms": _r(med), "min_ms": _r(min(samples)), "max_ms": _r(max(samples))})
+            calls.append(
+                {
+                    "index": i,
+                    "kernel": symbol,
+                    "builtin": builtin,
+                    "layers": sorted(split),
+                    "median_ms": _r(med),
+                    "min_ms": _r(min(samples)),
+                    "max_ms": _r(max(samples)),
+                }
+            )
 
     def share(t: float | None) -> float | None:
         return None if t is None or not total_ms else _r(t / total_ms)
@@ -117,45 +135,69 @@ def build(layers: list[dict], static: StaticCosts, origin_sets: list, work: dict
         row = per_layer[lay["id"]]
         time_ms = _r(row["time"]) if total_ms is not None else None
         names = row["kernels"]
-        out_layers.append({
-            "id": lay["id"], "subgraph": lay["subgraph"], "op_index": lay["op_index"],
-            "opcode": lay["opcode"], "name": lay["name"],
-            "time_ms": time_ms, "share": share(row["time"]) if total_ms is not None else None,
-            "code_lines": static.layer_lines.get(lay["id"], 0),
-            "shared_code_lines": static.layer_shared_lines.get(lay["id"], 0),
-            "workspace_bytes": sum(kernels[n].workspace_bytes for n in names),
-            "kernels": names,
-            "kernel_count": len(names),
-            "shared_kernels": [n for n in names if len(kernel_layers[n]) > 1 or len(kernels[n].sites) > 1],
-            "flops": _r(row["flops"], 1) if row["has_flops"] else None,
-        })
+        out_layers.append(
+            {
+                "id": lay["id"],
+                "subgraph": lay["subgraph"],
+                "op_index": lay["op_index"],
+                "opcode": lay["opcode"],
+                "name": lay["name"],
+                "time_ms": time_ms,
+                "share": share(row["time"]) if total_ms is not None else None,
+                "code_lines": static.layer_lines.get(lay["id"], 0),
+                "shared_code_lines": static.layer_shared_lines.get(lay["id"], 0),
+                "workspace_bytes": sum(kernels[n].workspace_bytes for n in names),
+                "kernels": names,
+                "kernel_count": len(names),
+                "shared_kernels": [n for n in names if len(kernel_layers[n]) > 1 or len(kernels[n].sites) > 1],
+                "flops": _r(row["flops"], 1) if row["has_flops"] else None,
+            }
+        )
     out_kernels = []
     for name, k in sorted(kernels.items()):
         t = kernel_time.get(name) if total_ms is not None else None
-        out_kernels.append({
-            "name": name, "layers": kernel_layers[name], "calls": len(k.sites),
-            "shared": len(kernel_layers[name]) > 1 or len(k.sites) > 1,
-            "code_lines": k.code_lines, "total_lines": k.total_lines,
-            "workspace_bytes": k.workspace_bytes, "flops": _r(flops.get(name), 1),
-            "time_ms": _r(t), "share": share(t),
-        })
-    profile = {"status": status.status, "reason": status.reason, "device": status.device,
-               "repeat": status.repeat, "warmup": WARMUP if measured is not None else 0,
-               "inputs": status.inputs, "split": SPLIT_RULE,
-               "plain_run_ms": _r(statistics.median(plain)) if plain else None,
-               "plain_run_min_ms": _r(min(plain)) if plain else None,
-               "plain_run_max_ms": _r(max(plain)) if plain else None,
-               "runtime_ms": _r(runtime_ms), "device_name": status.device_name,
-               "clock": measured.clock if measured is not None else None,
-               "wall_ms": _r(statistics.median(measured.wall_ms)) if measured is not None else None,
-               "plain_wall_ms": _r(statistics.median(measured.plain_wall_ms)) if measured is not None else None}
+        out_kernels.append(
+            {
+                "name": name,
+                "layers": kernel_layers[name],
+                "calls": len(k.sites),
+                "shared": len(kernel_layers[name]) > 1 or len(k.sites) > 1,
+                "code_lines": k.code_lines,
+                "total_lines": k.total_lines,
+                "workspace_bytes": k.workspace_bytes,
+                "flops": _r(flops.get(name), 1),
+                "time_ms": _r(t),
+                "share": share(t),
+            }
+        )
+    profile = {
+        "status": status.status,
+        "reason": status.reason,
+        "device": status.device,
+        "repeat": status.repeat,
+        "warmup": WARMUP if measured is not None else 0,
+        "inputs": status.inputs,
+        "split": SPLIT_RULE,
+        "plain_run_ms": _r(statistics.median(plain)) if plain else None,
+        "plain_run_min_ms": _r(min(plain)) if plain else None,
+        "plain_run_max_ms": _r(max(plain)) if plain else None,
+        "runtime_ms": _r(runtime_ms),
+        "device_name": status.device_name,
+        "clock": measured.clock if measured is not None else None,
+        "wall_ms": _r(statistics.median(measured.wall_ms)) if measured is not None else None,
+        "plain_wall_ms": _r(statistics.median(measured.plain_wall_ms)) if measured is not None else None,
+    }
     return {
         "schema_version": SCHEMA_VERSION,
         "target": target,
         "code_kind": static.code_kind,
         "total_ms": _r(total_ms),
-        "profile": profile | {"total_min_ms": _r(min(sum(run) for run in measured.times))
-                              if measured is not None and measured.times else None},
+        "profile": profile
+        | {
+            "total_min_ms": _r(min(sum(run) for run in measured.times))
+            if measured is not None and measured.times
+            else None
+        },
         "totals": {
             "code_lines": static.attributed_lines,
             "workspace_bytes": sum(k.workspace_bytes for k in kernels.values()),

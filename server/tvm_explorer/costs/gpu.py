@@ -49,7 +49,8 @@ def cuda_plan() -> tuple[CudaPlan | None, str | None]:
     elif shutil.which("nvcc"):
         compiler = "nvcc"
     else:
-        return None, ("a CUDA GPU is here, but neither nvcc nor NVRTC (pip install cuda-bindings) "
-                      "to build kernels for it")
+        return None, (
+            "a CUDA GPU is here, but neither nvcc nor NVRTC (pip install cuda-bindings) to build kernels for it"
+        )
     major, minor = str(dev.compute_version).split(".")[:2]
     return CudaPlan(f"sm_{major}{minor}", compiler, str(dev.device_name)), None

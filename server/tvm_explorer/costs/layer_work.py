@@ -10,11 +10,14 @@ from __future__ import annotations
 
 from tvm import tirx
 
-from tvm_explorer.provenance.spans import read_span
 from tvm_explorer.capture.node_collect import collect
+from tvm_explorer.provenance.spans import read_span
 
-_ARITH = tuple(getattr(tirx, n) for n in ("Add", "Sub", "Mul", "Div", "FloorDiv", "FloorMod",
-                                          "Mod", "Max", "Min", "Call") if hasattr(tirx, n))
+_ARITH = tuple(
+    getattr(tirx, n)
+    for n in ("Add", "Sub", "Mul", "Div", "FloorDiv", "FloorMod", "Mod", "Max", "Min", "Call")
+    if hasattr(tirx, n)
+)
 
 
 def _extent(loop) -> int:

@@ -134,8 +134,7 @@ class DeviceTimer:
     def _evaluator(self, symbol: str):
         if symbol not in self.evaluators:
             owners = [m for m in (self.lib, *self.lib.imports) if m.implements_function(symbol)]
-            self.evaluators[symbol] = (owners[0].time_evaluator(symbol, self.dev, number=1, repeat=1)
-                                       if owners else None)
+            self.evaluators[symbol] = owners[0].time_evaluator(symbol, self.dev, number=1, repeat=1) if owners else None
         return self.evaluators[symbol]
 
     def hook(self, stamps: list):
@@ -190,8 +189,14 @@ def _run(vm, plain_vm, args, repeat: int, clock) -> dict:
         ms, wall_ms = clock.plain(plain_main, args)
         plain.append(ms)
         plain_wall.append(wall_ms)
-    return {"symbols": symbols or [], "times": times, "plain_ms": plain,
-            "wall_ms": wall_totals, "plain_wall_ms": plain_wall, "clock": clock.name}
+    return {
+        "symbols": symbols or [],
+        "times": times,
+        "plain_ms": plain,
+        "wall_ms": wall_totals,
+        "plain_wall_ms": plain_wall,
+        "clock": clock.name,
+    }
 
 
 def _measure(executable, target: str, arrays, repeat: int, workdir: str) -> dict:
@@ -239,8 +244,9 @@ def measure(executable, target: str, arrays, repeat: int, timeout: float = TIMEO
         return _wait(pid, result_path, timeout)
 
 
-def measure_on_device(executable, device: str, arrays, repeat: int, timeout: float = TIMEOUT,
-                      options: list[str] | None = None) -> Measured:
+def measure_on_device(
+    executable, device: str, arrays, repeat: int, timeout: float = TIMEOUT, options: list[str] | None = None
+) -> Measured:
     """Time every kernel call of ``repeat`` runs on ``device`` (``cuda``; ``cpu`` runs the
     same path on the host) with TVM's device timer, in a fresh Python process: the model is
     exported with ``export_library`` into a temporary directory and loaded there (a CUDA
@@ -262,9 +268,15 @@ def measure_on_device(executable, device: str, arrays, repeat: int, timeout: flo
         np.savez(inputs, *arrays)
         cmd = python_module_command("tvm_explorer.costs.runner", lib, inputs, str(repeat), device, result)
         try:
-            proc = subprocess.run(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                                  stderr=subprocess.PIPE, text=True, timeout=timeout,
-                                  preexec_fn=_die_with_parent if os.name == "posix" else None)
+            proc = subprocess.run(
+                cmd,
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.PIPE,
+                text=True,
+                timeout=timeout,
+                preexec_fn=_die_with_parent if os.name == "posix" else None,
+            )
         except subprocess.TimeoutExpired:
             raise ProfileFailed(f"the profile did not finish within {timeout:g} s") from None
         if proc.returncode < 0:
@@ -319,5 +331,11 @@ def _read_result(result_path: str) -> Measured:
         raise ProfileFailed("the profiling process ended without a result") from None
     if "error" in got:
         raise ProfileFailed(got["error"])
-    return Measured(got["symbols"], got["times"], got["plain_ms"], got["wall_ms"], got["plain_wall_ms"],
-                    got.get("clock", "process_cpu"))
+    return Measured(
+        got["symbols"],
+        got["times"],
+        got["plain_ms"],
+        got["wall_ms"],
+        got["plain_wall_ms"],
+        got.get("clock", "process_cpu"),
+    )

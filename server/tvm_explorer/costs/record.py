@@ -5,15 +5,16 @@ from __future__ import annotations
 
 import json
 import os
-from tvm_explorer.frontends.tflite.loader import LoadedModel
+
 from tvm_explorer.bundle.sections.costs import COSTS_FILE
 from tvm_explorer.costs import assemble
-from tvm_explorer.runtime.inputs import DEFAULT_SEED, inputs_for
+from tvm_explorer.costs.layer_work import kernel_work
 from tvm_explorer.costs.passclock import PassClock, align
 from tvm_explorer.costs.profile import ProfileFailed, measure, measure_on_device
 from tvm_explorer.costs.request import ProfileRequest, as_request
 from tvm_explorer.costs.static import CodeDocument, analyse
-from tvm_explorer.costs.layer_work import kernel_work
+from tvm_explorer.frontends.tflite.loader import LoadedModel
+from tvm_explorer.runtime.inputs import DEFAULT_SEED, inputs_for
 
 _CODE_KINDS = {"code/module.c": "c", "code/device.cu": "cuda", "code/host.ll": "ll"}
 
@@ -68,9 +69,13 @@ class CostRecorder:
                 if self.cuda_plan is None and self.cuda_reason is None:
                     # A build this recorder did not prepare (the Python API's user built it).
                     if self.plan_build(target) is not None:
-                        self.cuda_plan, self.cuda_reason = None, (
-                            "the CUDA kernels were built as source only; build with "
-                            "cap.pipeline('cuda') and cap.target('cuda') to profile them")
+                        self.cuda_plan, self.cuda_reason = (
+                            None,
+                            (
+                                "the CUDA kernels were built as source only; build with "
+                                "cap.pipeline('cuda') and cap.target('cuda') to profile them"
+                            ),
+                        )
                 if self.cuda_plan is None:
                     status.status, status.reason = "unavailable", self.cuda_reason
                     return status, None
@@ -78,8 +83,7 @@ class CostRecorder:
                 return status, measure_on_device(executable, "cuda", self.arrays, self.profile.repeat)
             if self.profile.timer == "device":
                 options = ["-O2"] if target == "c" else None
-                return status, measure_on_device(executable, "cpu", self.arrays, self.profile.repeat,
-                                                 options=options)
+                return status, measure_on_device(executable, "cpu", self.arrays, self.profile.repeat, options=options)
             return status, measure(executable, target, self.arrays, self.profile.repeat)
         except ProfileFailed as err:
             status.status, status.reason = "failed", str(err)
@@ -97,17 +101,25 @@ class CostRecorder:
         relax_path = session.last_document.get("relax")
         relax_final = writer.written(relax_path) if relax_path and writer.has_document(relax_path) else None
         static = analyse(code_docs, relax_final, origin_sets)
-        work = (kernel_work(session.final_tir, session.origins.layers)
-                if session.final_tir is not None else {})
+        work = kernel_work(session.final_tir, session.origins.layers) if session.final_tir is not None else {}
         timed = align(writer.passes, self.clock.records)
-        passes = [{"index": p["index"], "stage": p["stage"], "name": p["name"],
-                   "ms": round(timed[p["index"]][0], 3) if p["index"] in timed else None,
-                   "changed_functions": timed[p["index"]][1] if p["index"] in timed else None}
-                  for p in writer.passes]
+        passes = [
+            {
+                "index": p["index"],
+                "stage": p["stage"],
+                "name": p["name"],
+                "ms": round(timed[p["index"]][0], 3) if p["index"] in timed else None,
+                "changed_functions": timed[p["index"]][1] if p["index"] in timed else None,
+            }
+            for p in writer.passes
+        ]
         status, measured = self._profile(executable, target)
-        layers = [{"id": lay.id, "subgraph": lay.subgraph, "op_index": lay.op_index,
-                   "opcode": lay.opcode, "name": lay.name} for lay in self.model.layers]
-        self.costs = assemble.build(layers, static, origin_sets, work, self.clock.flops, passes,
-                                       target, status, measured)
+        layers = [
+            {"id": lay.id, "subgraph": lay.subgraph, "op_index": lay.op_index, "opcode": lay.opcode, "name": lay.name}
+            for lay in self.model.layers
+        ]
+        self.costs = assemble.build(
+            layers, static, origin_sets, work, self.clock.flops, passes, target, status, measured
+        )
         writer.add_file(COSTS_FILE, json.dumps(self.costs, indent=1))
         return self.costs

@@ -21,7 +21,7 @@ class ProfileRequest:
     timer: str = "auto"
 
 
-def as_request(profile) -> "ProfileRequest | None":
+def as_request(profile) -> ProfileRequest | None:
     """``profile=`` of the Python API: None/False, True (defaults), a repeat count, or a
     ProfileRequest."""
     if profile is None or profile is False:

@@ -15,9 +15,26 @@ _LL_LOAD = re.compile(r"(%[\w.]+) = load ptr, ptr @__TVMBackendAllocWorkspace\b"
 _LL_DIRECT = re.compile(r"call ptr @TVMBackendAllocWorkspace\(i32 [^,]+, i32 [^,]+, i64 (\d+)")
 _CUDA_SHARED = re.compile(r"__shared__\s+(?:alignas\(\d+\)\s+|__align__\(\d+\)\s+)?(\w+)\s+\w+\[(\d+)\]")
 _CALL_PACKED = re.compile(r'R\.call_packed\("([\w.]+)"')
-_DTYPE_BYTES = {"float": 4, "half": 2, "double": 8, "int": 4, "char": 1, "signed char": 1,
-                "uchar": 1, "int8_t": 1, "uint8_t": 1, "int16_t": 2, "uint16_t": 2, "int32_t": 4,
-                "uint32_t": 4, "int64_t": 8, "uint64_t": 8, "__half": 2, "nv_bfloat16": 2, "bool": 1}
+_DTYPE_BYTES = {
+    "float": 4,
+    "half": 2,
+    "double": 8,
+    "int": 4,
+    "char": 1,
+    "signed char": 1,
+    "uchar": 1,
+    "int8_t": 1,
+    "uint8_t": 1,
+    "int16_t": 2,
+    "uint16_t": 2,
+    "int32_t": 4,
+    "uint32_t": 4,
+    "int64_t": 8,
+    "uint64_t": 8,
+    "__half": 2,
+    "nv_bfloat16": 2,
+    "bool": 1,
+}
 CODE_KINDS = {"c": "C", "cuda": "CUDA", "ll": "LLVM IR"}
 
 
@@ -42,7 +59,7 @@ def _ll_functions(text: str):
     """``(name, offset, text)`` of every function defined in LLVM IR."""
     for m in _LL_DEFINE.finditer(text):
         end = text.find("\n}\n", m.end())
-        yield m.group(1), m.start(), text[m.start(): len(text) if end < 0 else end + 2]
+        yield m.group(1), m.start(), text[m.start() : len(text) if end < 0 else end + 2]
 
 
 def owner(members) -> int | None:
@@ -91,12 +108,11 @@ class StaticCosts:
 def _kernel_name(key: str) -> str | None:
     if not key.startswith("prim:"):
         return None
-    name = key[len("prim:"):]
+    name = key[len("prim:") :]
     return name[: -len("_kernel")] if name.endswith("_kernel") else name
 
 
-def analyse(code_docs: list[CodeDocument], relax_final: tuple[str, list] | None,
-            origin_sets: list) -> StaticCosts:
+def analyse(code_docs: list[CodeDocument], relax_final: tuple[str, list] | None, origin_sets: list) -> StaticCosts:
     """Per kernel and per layer static costs. ``origin_sets`` as in the index
     (``[[layer_id, is_output], ...]`` per set)."""
     kernels: dict[str, Kernel] = {}

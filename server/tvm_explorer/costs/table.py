@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from tvm_explorer.tablenames import NameColumn
 from tvm_explorer.bundle.sections.costs import clock_label
+from tvm_explorer.tablenames import NameColumn
 
 SORTS = ("time", "code", "memory")
 
@@ -13,9 +13,11 @@ def sort_layers(layers: list[dict], by: str) -> list[dict]:
     measured), code lines or workspace bytes; ties in model order."""
     if by == "time" and all(lay.get("time_ms") is None for lay in layers):
         by = "code"
-    key = {"time": lambda lay: lay.get("time_ms") or 0.0,
-           "code": lambda lay: lay.get("code_lines", 0),
-           "memory": lambda lay: lay.get("workspace_bytes", 0)}[by]
+    key = {
+        "time": lambda lay: lay.get("time_ms") or 0.0,
+        "code": lambda lay: lay.get("code_lines", 0),
+        "memory": lambda lay: lay.get("workspace_bytes", 0),
+    }[by]
     return sorted(layers, key=lambda lay: (-key(lay), lay["subgraph"], lay["op_index"]))
 
 
@@ -62,16 +64,20 @@ def render(costs: dict, by: str, top_passes: int = 8, unit: str = "op") -> str:
         plain = profile.get("plain_run_ms")
         extra = f"; a plain run took {plain:.3f} ms" if plain is not None else ""
         where = f" on {profile['device_name']}" if profile.get("device_name") else ""
-        out.append(f"Measured: {total:.3f} ms per run ({clock_label(profile)}{where}, median of "
-                   f"{profile.get('repeat')} runs, inputs {profile.get('inputs')}){extra}")
+        out.append(
+            f"Measured: {total:.3f} ms per run ({clock_label(profile)}{where}, median of "
+            f"{profile.get('repeat')} runs, inputs {profile.get('inputs')}){extra}"
+        )
     else:
         out.append(f"Run time not measured: {profile.get('reason') or profile.get('status')}")
     shared_note = False
     name_col = NameColumn((lay["name"] for lay in costs["layers"]), 40)
     if name_col.note():
         out.append(name_col.note())
-    out.append(f"{'#':>3}  {'layer':<56} {'time ms':>9} {'share':>6} {lines_label(costs):>13} "
-               f"{'workspace':>10} {'MFLOP':>9}  kernels")
+    out.append(
+        f"{'#':>3}  {'layer':<56} {'time ms':>9} {'share':>6} {lines_label(costs):>13} "
+        f"{'workspace':>10} {'MFLOP':>9}  kernels"
+    )
     for rank, lay in enumerate(sort_layers(costs["layers"], by), 1):
         where = f"{'sg ' + str(lay['subgraph']) + ' ' if lay['subgraph'] else ''}{unit} {lay['op_index']}"
         label = f"{where} {lay['opcode']}"
@@ -82,20 +88,28 @@ def render(costs: dict, by: str, top_passes: int = 8, unit: str = "op") -> str:
         shared = set(lay.get("shared_kernels", []))
         shared_note = shared_note or bool(shared)
         names = ", ".join(n + ("*" if n in shared else "") for n in lay["kernels"]) or "-"
-        out.append(f"{rank:>3}  {label[:56]:<56} {t:>9} {s:>6} {lay['code_lines']:>13} "
-                   f"{size(lay['workspace_bytes']):>10} {fl:>9}  {names}")
+        out.append(
+            f"{rank:>3}  {label[:56]:<56} {t:>9} {s:>6} {lay['code_lines']:>13} "
+            f"{size(lay['workspace_bytes']):>10} {fl:>9}  {names}"
+        )
     if total is not None:
         attributed = sum(lay["time_ms"] or 0.0 for lay in costs["layers"])
-        out.append(f"     layers {attributed:.3f} ms, VM runtime (checks, allocations) "
-                   f"{profile.get('runtime_ms') or 0.0:.3f} ms")
+        out.append(
+            f"     layers {attributed:.3f} ms, VM runtime (checks, allocations) "
+            f"{profile.get('runtime_ms') or 0.0:.3f} ms"
+        )
     if shared_note:
-        out.append("  * shared kernel (serves several layers): its time is split by each layer's "
-                   "share of its work, never counted twice")
+        out.append(
+            "  * shared kernel (serves several layers): its time is split by each layer's "
+            "share of its work, never counted twice"
+        )
     passes = [p for p in costs.get("passes", []) if p.get("ms") is not None]
     if passes:
         total_compile = sum(p["ms"] for p in passes)
         out.append(f"\nCompile time: {total_compile / 1e3:.2f} s in {len(passes)} passes; slowest:")
         for p in sorted(passes, key=lambda p: -p["ms"])[:top_passes]:
-            out.append(f"  {p['index']:>4}  {p['name'][:40]:<40} {p['ms']:>9.1f} ms  "
-                       f"{p.get('changed_functions') or 0} functions changed")
+            out.append(
+                f"  {p['index']:>4}  {p['name'][:40]:<40} {p['ms']:>9.1f} ms  "
+                f"{p.get('changed_functions') or 0} functions changed"
+            )
     return "\n".join(out)

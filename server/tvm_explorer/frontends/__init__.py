@@ -65,8 +65,9 @@ def layer_table(model) -> list[dict]:
             "op_index": lay.op_index,
             "opcode": lay.opcode,
             "outputs": [t.name for t in lay.outputs],
-            "output_types": [{"shape": [d if isinstance(d, int) else str(d) for d in t.shape],
-                              "dtype": t.dtype} for t in lay.outputs],
+            "output_types": [
+                {"shape": [d if isinstance(d, int) else str(d) for d in t.shape], "dtype": t.dtype} for t in lay.outputs
+            ],
         }
         name = lay.name
         if name:
@@ -80,5 +81,15 @@ def layer_table(model) -> list[dict]:
     return table
 
 
-__all__ = ["FRONTENDS", "Frontend", "ModelError", "frontend_for", "frontend_of", "import_any", "kind_of",
-           "layer_table", "load_any", "render_document"]
+__all__ = [
+    "FRONTENDS",
+    "Frontend",
+    "ModelError",
+    "frontend_for",
+    "frontend_of",
+    "import_any",
+    "kind_of",
+    "layer_table",
+    "load_any",
+    "render_document",
+]

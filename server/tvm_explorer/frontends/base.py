@@ -9,8 +9,9 @@ by a file's suffix costs nothing), and one entry in ``frontends.FRONTENDS``.
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 from tvm_explorer.provenance import OriginTable
 

@@ -77,8 +77,8 @@ def user_frame(stack_trace: str | None) -> tuple[str, int] | None:
         if not line.startswith('File "'):
             continue
         try:
-            file = line[len('File "'):line.index('"', len('File "'))]
-            rest = line[line.index('"', len('File "')) + 1:]
+            file = line[len('File "') : line.index('"', len('File "'))]
+            rest = line[line.index('"', len('File "')) + 1 :]
             number = int(rest.split("line", 1)[1].split(",", 1)[0].strip())
         except (ValueError, IndexError):
             continue

@@ -10,9 +10,9 @@ tensor name is indexed so that "go to definition" on it reaches the node produci
 from __future__ import annotations
 
 from tvm_explorer.bundle.index import Range
+from tvm_explorer.frontends.graph import GraphModel, GraphNode
 from tvm_explorer.frontends.tflite.loader import TensorInfo
 from tvm_explorer.provenance import OriginTable
-from tvm_explorer.frontends.graph import GraphModel, GraphNode
 
 _TITLES = {"onnx": "ONNX model", "torch": "PyTorch ExportedProgram"}
 
@@ -46,19 +46,21 @@ def render_graph_document(model: GraphModel, origins: OriginTable) -> tuple[str,
         write(prefix)
         start = write(t.name)
         owner = producer.get(t.name)
-        ranges.append(Range(start, start + len(t.name), node_sets[owner] if owner is not None else 0,
-                            "tensor", f"tensor:0:{t.name}"))
+        ranges.append(
+            Range(
+                start, start + len(t.name), node_sets[owner] if owner is not None else 0, "tensor", f"tensor:0:{t.name}"
+            )
+        )
         extra = " const" if t.is_constant else ""
         write(f"{' ' * max(1, width - len(t.name) + 1)}{_type(t)}{extra}\n")
 
     write(f"# {_TITLES.get(model.kind, model.kind)} {model.name}\n")
     write(f"# sha256 {model.sha256}\n")
-    write(f"# {len(model.layers)} node(s). Go to definition on a tensor name reaches the node "
-          "that produces it.\n")
+    write(f"# {len(model.layers)} node(s). Go to definition on a tensor name reaches the node that produces it.\n")
     for note in model.notes:
         write(f"# {note}\n")
     for sg in model.subgraphs:
-        write(f"\ngraph \"{sg.name}\"\n")
+        write(f'\ngraph "{sg.name}"\n')
         width = max([len(t.name) for t in sg.inputs + sg.outputs] + [0])
         for t in sg.inputs:
             tensor_line("  input  ", t, width)

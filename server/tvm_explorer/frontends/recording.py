@@ -12,9 +12,9 @@ from __future__ import annotations
 
 import contextlib
 
-from tvm_explorer.frontends.stamping import Recorder, StampingBuilder
 from tvm_explorer.errors import ModelError
 from tvm_explorer.frontends.graph import GraphModel
+from tvm_explorer.frontends.stamping import Recorder, StampingBuilder
 
 
 class NodeRecorder(Recorder):
@@ -30,8 +30,9 @@ def node_error(model: GraphModel, node, err: Exception) -> ModelError:
     if isinstance(err, (KeyError, IndexError)):
         msg = f"{type(err).__name__}: {msg}"
     name = f" '{node.name}'" if node.name else ""
-    return ModelError(f"{model.path}: node {node.op_index} ({node.opcode}{name}) cannot be imported "
-                      f"by TVM: {msg[:400]}")
+    return ModelError(
+        f"{model.path}: node {node.op_index} ({node.opcode}{name}) cannot be imported by TVM: {msg[:400]}"
+    )
 
 
 class _RecordingTable(dict):
@@ -67,8 +68,7 @@ def recording_table(name: str, recorder: NodeRecorder) -> property:
 
 def stamping_builder(name: str, recorder: NodeRecorder) -> property:
     """The importer's BlockBuilder ``name``, stamping each binding with the node converting."""
-    return _wrapping_attribute(
-        name, lambda builder: builder if builder is None else StampingBuilder(builder, recorder))
+    return _wrapping_attribute(name, lambda builder: builder if builder is None else StampingBuilder(builder, recorder))
 
 
 def walk_nodes(numbered, recorder: NodeRecorder):

@@ -60,19 +60,31 @@ def check_same_graph_by_loading(model, reference_path: str) -> None:
     by_name = {t.name: (t, None) for t in ref.subgraphs[0].inputs}
     by_name.update({t.name: (t, lay) for lay in ref.layers for t in lay.outputs})
     wanted = [(t, "input", None) for t in model.subgraphs[0].inputs]
-    wanted += [(t, f"output of {lay.label}{f' {lay.name!r}' if lay.name else ''}", lay)
-               for lay in model.layers if lay.subgraph == 0 for t in lay.outputs]
+    wanted += [
+        (t, f"output of {lay.label}{f' {lay.name!r}' if lay.name else ''}", lay)
+        for lay in model.layers
+        if lay.subgraph == 0
+        for t in lay.outputs
+    ]
     for t, role, lay in wanted:
         r, producer = by_name.get(t.name, (None, None))
         if r is None:
-            raise ExplorerError(f"{reference_path}: no tensor named '{t.name}' ({role} in "
-                                f"{model.path}); --reference must be the same graph")
+            raise ExplorerError(
+                f"{reference_path}: no tensor named '{t.name}' ({role} in "
+                f"{model.path}); --reference must be the same graph"
+            )
         if lay is not None and producer is not None and producer.opcode != lay.opcode:
-            raise ExplorerError(f"{reference_path}: tensor '{t.name}' ({role} in {model.path}) is "
-                                f"made by {producer.label}; --reference must be the same graph")
+            raise ExplorerError(
+                f"{reference_path}: tensor '{t.name}' ({role} in {model.path}) is "
+                f"made by {producer.label}; --reference must be the same graph"
+            )
         if list(r.shape) != list(t.shape):
-            raise ExplorerError(f"{reference_path}: tensor '{t.name}' ({role}) has shape {list(r.shape)}, "
-                                f"{list(t.shape)} in {model.path}; --reference must be the same graph")
+            raise ExplorerError(
+                f"{reference_path}: tensor '{t.name}' ({role}) has shape {list(r.shape)}, "
+                f"{list(t.shape)} in {model.path}; --reference must be the same graph"
+            )
         if r.dtype != t.dtype:
-            raise ExplorerError(f"{reference_path}: tensor '{t.name}' ({role}) has dtype {r.dtype}, "
-                                f"{t.dtype} in {model.path}; --reference must be the same graph")
+            raise ExplorerError(
+                f"{reference_path}: tensor '{t.name}' ({role}) has dtype {r.dtype}, "
+                f"{t.dtype} in {model.path}; --reference must be the same graph"
+            )

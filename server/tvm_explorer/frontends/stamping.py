@@ -8,17 +8,22 @@ imported module as spans. The emitted IR is the stock IR plus spans.
 
 from __future__ import annotations
 
+import tvm
 from tvm import relax
 
-import tvm
 from tvm_explorer.errors import ModelError
 from tvm_explorer.provenance import OriginTable
 from tvm_explorer.provenance.spans import handle, origin_span, set_span
 
 # What the Relax normalizer treats as a leaf (never bound to a variable of its own).
 LEAVES = (
-    tvm.ir.Var, tvm.ir.Constant, relax.ShapeExpr, tvm.ir.StringImm, relax.ExternFunc,
-    tvm.ir.GlobalVar, tvm.ir.Op,
+    tvm.ir.Var,
+    tvm.ir.Constant,
+    relax.ShapeExpr,
+    tvm.ir.StringImm,
+    relax.ExternFunc,
+    tvm.ir.GlobalVar,
+    tvm.ir.Op,
 )
 
 

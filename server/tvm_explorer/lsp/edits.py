@@ -69,12 +69,12 @@ class EditableText:
                 lines.extend(split_lines(new))
             return
         first = lines[sl]
-        head = first[:_index(first, sc, encoding)]
+        head = first[: _index(first, sc, encoding)]
         if el >= len(lines):
             el, tail = len(lines) - 1, ""
         else:
             last = lines[el]
             body = last.rstrip("\r\n")
             i = _index(last, ec, encoding)
-            tail = body[i:] + last[len(body):]
-        lines[sl:el + 1] = split_lines(head + new + tail)
+            tail = body[i:] + last[len(body) :]
+        lines[sl : el + 1] = split_lines(head + new + tail)

@@ -28,7 +28,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--stdio", action="store_true", help="talk LSP over stdin/stdout (default)")
     parser.add_argument("--tcp", metavar="HOST:PORT", help="listen on a TCP port instead of stdio")
     parser.add_argument(
-        "--poll-interval", type=float, default=1.0, metavar="SECONDS",
+        "--poll-interval",
+        type=float,
+        default=1.0,
+        metavar="SECONDS",
         help="how often to check bundles on disk for recompiles (0: never; default 1)",
     )
     parser.add_argument("--log-file", help="write a debug log to this file")
@@ -43,7 +46,9 @@ def _raise_open_files_limit() -> None:
 
         soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
         if hard == resource.RLIM_INFINITY or soft < hard:
-            resource.setrlimit(resource.RLIMIT_NOFILE, (hard if hard != resource.RLIM_INFINITY else max(soft, 65536), hard))
+            resource.setrlimit(
+                resource.RLIMIT_NOFILE, (hard if hard != resource.RLIM_INFINITY else max(soft, 65536), hard)
+            )
     except (ImportError, ValueError, OSError):
         pass  # not on this platform, or not allowed: the default limit stays
 

@@ -26,7 +26,6 @@ import json
 import logging
 
 import attrs
-
 from lsprotocol import types
 
 logger = logging.getLogger(__name__)
@@ -93,15 +92,15 @@ class LifecycleProtocol:
             self._initialize_seen = True
         elif not self._initialize_seen:
             if has_id:
-                self._send_data(_error(message.id, SERVER_NOT_INITIALIZED,
-                                       f"{method}: the server is not initialized yet"))
+                self._send_data(
+                    _error(message.id, SERVER_NOT_INITIALIZED, f"{method}: the server is not initialized yet")
+                )
             else:
                 logger.warning("notification %s before initialize dropped", method)
             return
         if self._shutdown:
             if has_id:
-                self._send_data(_error(message.id, INVALID_REQUEST,
-                                       f"{method}: the server is shutting down"))
+                self._send_data(_error(message.id, INVALID_REQUEST, f"{method}: the server is shutting down"))
             else:
                 logger.warning("notification %s after shutdown dropped", method)
             return
@@ -137,11 +136,12 @@ class LifecycleProtocol:
         except Exception as err:  # RecursionError, a type cattrs cannot unstructure, ...
             msg_id = data.get("id") if isinstance(data, dict) else getattr(data, "id", None)
             is_reply = not (isinstance(data, dict) and "method" in data) and not hasattr(data, "method")
-            logger.exception("cannot serialize %s", "reply to %r" % (msg_id,) if is_reply else "message")
+            logger.exception("cannot serialize %s", f"reply to {msg_id!r}" if is_reply else "message")
             if not is_reply or msg_id is None:
                 return
-            body = json.dumps(_error(msg_id, INTERNAL_ERROR,
-                                     f"the answer could not be serialized ({type(err).__name__}: {err})"))
+            body = json.dumps(
+                _error(msg_id, INTERNAL_ERROR, f"the answer could not be serialized ({type(err).__name__}: {err})")
+            )
         self._write(body)
 
     def _write(self, body: str) -> None:
@@ -149,8 +149,7 @@ class LifecycleProtocol:
             logger.error("unable to send data, no transport")
             return
         raw = body.encode("utf-8")
-        header = (f"Content-Length: {len(raw)}\r\n"
-                  f"Content-Type: {self.CONTENT_TYPE}; charset={self.CHARSET}\r\n\r\n")
+        header = f"Content-Length: {len(raw)}\r\nContent-Type: {self.CONTENT_TYPE}; charset={self.CHARSET}\r\n\r\n"
         try:
             res = self.writer.write(header.encode("ascii") + raw)
             if hasattr(res, "__await__"):

@@ -14,8 +14,11 @@ import logging
 from lsprotocol import types
 
 PACKAGE = "tvm_explorer"
-_KINDS = ((logging.ERROR, types.MessageType.Error), (logging.WARNING, types.MessageType.Warning),
-          (logging.INFO, types.MessageType.Info))
+_KINDS = (
+    (logging.ERROR, types.MessageType.Error),
+    (logging.WARNING, types.MessageType.Warning),
+    (logging.INFO, types.MessageType.Info),
+)
 
 
 class WindowLogHandler(logging.Handler):
@@ -60,8 +63,7 @@ class _NotSentToClient(logging.Filter):
         self.bridge = bridge
 
     def filter(self, record: logging.LogRecord) -> bool:
-        sent = (self.bridge.loop is not None and record.name.startswith(PACKAGE)
-                and record.levelno >= self.bridge.level)
+        sent = self.bridge.loop is not None and record.name.startswith(PACKAGE) and record.levelno >= self.bridge.level
         return not sent
 
 

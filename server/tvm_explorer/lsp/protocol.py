@@ -76,10 +76,10 @@ class PassInfo:
     stage: str
     name: str
     changed: bool
-    before: Optional[str]
-    after: Optional[str]
-    ms: Optional[float] = None  # the pass's compile time (costs.json)
-    changed_functions: Optional[int] = None
+    before: str | None
+    after: str | None
+    ms: float | None = None  # the pass's compile time (costs.json)
+    changed_functions: int | None = None
     culprit: bool = False  # the pass ``tvm-explorer bisect`` found (bisect.json)
 
 
@@ -99,7 +99,7 @@ class OriginInfo:
     opcode: str
     outputs: list[str]
     is_output: bool
-    location: Optional[types.Location]
+    location: types.Location | None
 
 
 @attrs.define
@@ -146,7 +146,7 @@ class LayerPlaceInfo:
     """One place of a layer (``pass_`` is sent as ``pass``)."""
 
     stage: str
-    pass_: Optional[PassRef]
+    pass_: PassRef | None
     uri: str
     range: types.Range
     last_of_stage: bool
@@ -175,16 +175,16 @@ class NumericsLayer:
     opcode: str
     name: str
     observed: bool
-    observed_by: Optional[str]
+    observed_by: str | None
     diverges: bool
     first: bool
     summary: str
-    max_abs: Optional[float] = None
-    max_rel: Optional[float] = None
-    cosine: Optional[float] = None
-    steps: Optional[float] = None
-    location: Optional[types.Location] = None
-    hint: Optional[str] = None
+    max_abs: float | None = None
+    max_rel: float | None = None
+    cosine: float | None = None
+    steps: float | None = None
+    location: types.Location | None = None
+    hint: str | None = None
 
 
 @attrs.define
@@ -194,7 +194,7 @@ class NumericsResult:
     reference: str = ""
     mode: str = ""
     inputs: str = ""
-    first_divergence: Optional[dict] = None
+    first_divergence: dict | None = None
     layers: list[NumericsLayer] = attrs.field(factory=list)
     problem: str = ""  # why a bundle's numerics.json was left out (it is damaged)
 
@@ -216,14 +216,14 @@ class LayerCostInfo:
     op_index: int
     opcode: str
     name: str
-    time_ms: Optional[float]
-    share: Optional[float]
+    time_ms: float | None
+    share: float | None
     code_lines: int
     workspace_bytes: int
     kernels: list[str]
     shared_kernels: list[str]
     summary: str
-    location: Optional[types.Location]
+    location: types.Location | None
 
 
 @attrs.define
@@ -231,9 +231,9 @@ class CostsResult:
     """``tvmExplorer/costs`` result."""
 
     measured: bool
-    total_ms: Optional[float]
+    total_ms: float | None
     status: str
-    reason: Optional[str]
+    reason: str | None
     layers: list[LayerCostInfo]
     lines: str = "lines"
     note: str = ""
@@ -288,8 +288,8 @@ def _request(method: str, params_type: Any) -> type:
     return attrs.make_class(
         method.split("/")[-1] + "Request",
         {
-            "id": attrs.field(type=Union[int, str]),
-            "params": attrs.field(type=Optional[params_type], default=None),
+            "id": attrs.field(type=Union[int, str]),  # noqa: UP007 - a runtime type for attrs
+            "params": attrs.field(type=Optional[params_type], default=None),  # noqa: UP045 - a runtime type
             "method": attrs.field(type=str, default=method),
             "jsonrpc": attrs.field(type=str, default="2.0"),
         },
@@ -315,18 +315,34 @@ MESSAGE_TYPES = {
     COMPARE_LAYER_CODE: (_request(COMPARE_LAYER_CODE, CompareLayerCodeParams), Any),
 }
 
-_PLAIN_NAMES = (BundleInfo, ListBundlesResult, PassInfo, ListPassesResult, OriginInfo,
-                OriginsResult, BundlesChangedParams, LayerRef, PassRef, LayerPlacesResult,
-                ModelDocumentResult, NumericsLayer, NumericsResult,
-                LayerCostInfo, CostsResult, HeatMark, KernelHeatResult)
+_PLAIN_NAMES = (
+    BundleInfo,
+    ListBundlesResult,
+    PassInfo,
+    ListPassesResult,
+    OriginInfo,
+    OriginsResult,
+    BundlesChangedParams,
+    LayerRef,
+    PassRef,
+    LayerPlacesResult,
+    ModelDocumentResult,
+    NumericsLayer,
+    NumericsResult,
+    LayerCostInfo,
+    CostsResult,
+    HeatMark,
+    KernelHeatResult,
+)
 
 
 def converter_factory():
     """pygls' converter, plus the custom messages with their documented field names."""
     converter = default_converter()
     # Before the classes holding it: their hooks take the item hook when they are made.
-    converter.register_unstructure_hook(LayerPlaceInfo, make_dict_unstructure_fn(
-        LayerPlaceInfo, converter, pass_=override(rename="pass")))
+    converter.register_unstructure_hook(
+        LayerPlaceInfo, make_dict_unstructure_fn(LayerPlaceInfo, converter, pass_=override(rename="pass"))
+    )
     for cls in (CompareBundlesParams, CompareLayerCodeParams):  # ``op_index`` as documented
         converter.register_structure_hook(cls, make_dict_structure_fn(cls, converter))
     for cls in _PLAIN_NAMES:

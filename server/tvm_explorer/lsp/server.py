@@ -9,16 +9,12 @@ import time
 from lsprotocol import types
 from pygls.lsp.server import LanguageServer
 
-from tvm_explorer.version import __version__
 from tvm_explorer.bundle.reader import BundleChanged
 from tvm_explorer.lsp import transport
-from tvm_explorer.navigation import irsymbols
-from tvm_explorer.navigation.background import REQUESTS
 from tvm_explorer.lsp.features.bundles import BundleWatcher
-from tvm_explorer.lsp.heap import QuietTrim, give_back
 from tvm_explorer.lsp.features.codelens import CodeLenses
-from tvm_explorer.lsp.features.costs import CostRequests
 from tvm_explorer.lsp.features.compare import BundleComparisons
+from tvm_explorer.lsp.features.costs import CostRequests
 from tvm_explorer.lsp.features.custom import ExplorerRequests
 from tvm_explorer.lsp.features.declaration import PreviousStage
 from tvm_explorer.lsp.features.definition import Definition
@@ -27,14 +23,42 @@ from tvm_explorer.lsp.features.highlights import DocumentHighlights
 from tvm_explorer.lsp.features.hover import Hover
 from tvm_explorer.lsp.features.links import DocumentLinks
 from tvm_explorer.lsp.features.model_document import ModelDocument
-from tvm_explorer.lsp.features.passes import PassSteps
 from tvm_explorer.lsp.features.numerics import Numerics
+from tvm_explorer.lsp.features.passes import PassSteps
 from tvm_explorer.lsp.features.references import References
 from tvm_explorer.lsp.features.reproducers import Reproducers
 from tvm_explorer.lsp.features.symbols import DocumentSymbols
-from tvm_explorer.lsp.protocol import COSTS, KERNEL_HEAT, CostsResult, KernelHeatResult, COMPARE_BUNDLES, COMPARE_LAYER_CODE, EXTRACT_REPRODUCER_COMMAND, LIST_BUNDLES, LAYER_PLACES, LIST_PASSES, MODEL_DOCUMENT, NEXT_PASS, NUMERICS, ORIGINS, PREVIOUS_PASS, PREVIOUS_STAGE, ExplorerProtocol, LayerPlacesResult, ListBundlesResult, ListPassesResult, NumericsResult, OriginsResult, converter_factory
+from tvm_explorer.lsp.heap import QuietTrim, give_back
 from tvm_explorer.lsp.logbridge import install as install_log_bridge
+from tvm_explorer.lsp.protocol import (
+    COMPARE_BUNDLES,
+    COMPARE_LAYER_CODE,
+    COSTS,
+    EXTRACT_REPRODUCER_COMMAND,
+    KERNEL_HEAT,
+    LAYER_PLACES,
+    LIST_BUNDLES,
+    LIST_PASSES,
+    MODEL_DOCUMENT,
+    NEXT_PASS,
+    NUMERICS,
+    ORIGINS,
+    PREVIOUS_PASS,
+    PREVIOUS_STAGE,
+    CostsResult,
+    ExplorerProtocol,
+    KernelHeatResult,
+    LayerPlacesResult,
+    ListBundlesResult,
+    ListPassesResult,
+    NumericsResult,
+    OriginsResult,
+    converter_factory,
+)
 from tvm_explorer.lsp.shared import ENCODINGS, OffLoop, Session
+from tvm_explorer.navigation import irsymbols
+from tvm_explorer.navigation.background import REQUESTS
+from tvm_explorer.version import __version__
 
 logger = logging.getLogger(__name__)
 SLOW_S = 0.02  # requests slower than this (the p99 goal) are logged (debug log) with where the time went
@@ -111,9 +135,7 @@ def create_server(poll_interval: float = 1.0) -> ExplorerServer:
     def initialize(ls: ExplorerServer, params: types.InitializeParams):
         watcher.configure(params)
         caps = params.capabilities.text_document
-        session.link_tooltips = bool(
-            caps and caps.document_link and caps.document_link.tooltip_support
-        )
+        session.link_tooltips = bool(caps and caps.document_link and caps.document_link.tooltip_support)
 
     @server.feature(types.INITIALIZED)
     async def initialized(ls: ExplorerServer, params: types.InitializedParams):
@@ -191,10 +213,15 @@ def create_server(poll_interval: float = 1.0) -> ExplorerServer:
                 if t2 - t0 > SLOW_S:
                     document = getattr(params, "text_document", None)
                     position = getattr(params, "position", None)
-                    logger.debug("%s took %.0f ms (waiting for the bundle %.0f ms, answering %.0f ms) "
-                                 "at %s %s", method, 1000 * (t2 - t0), 1000 * (t1 - t0),
-                                 1000 * (t2 - t1), getattr(document, "uri", "-"),
-                                 f"{position.line + 1}:{position.character + 1}" if position else "")
+                    logger.debug(
+                        "%s took %.0f ms (waiting for the bundle %.0f ms, answering %.0f ms) at %s %s",
+                        method,
+                        1000 * (t2 - t0),
+                        1000 * (t1 - t0),
+                        1000 * (t2 - t1),
+                        getattr(document, "uri", "-"),
+                        f"{position.line + 1}:{position.character + 1}" if position else "",
+                    )
 
         respond.__name__ = method.replace("/", "_")
         server.feature(method)(respond)
@@ -220,14 +247,17 @@ def create_server(poll_interval: float = 1.0) -> ExplorerServer:
     @server.feature(MODEL_DOCUMENT)
     async def model_document(ls: ExplorerServer, params):
         return await model_doc.model_document(params)
+
     answer(NUMERICS, numerics.numerics, NumericsResult())
     answer(COSTS, cost_requests.costs, CostsResult(False, None, "none", None, []))
     answer(KERNEL_HEAT, cost_requests.kernel_heat, KernelHeatResult([]))
     answer(COMPARE_BUNDLES, comparisons.compare_bundles, {"error": "comparison failed"})
     answer(COMPARE_LAYER_CODE, comparisons.layer_code, {"error": "comparison failed"})
 
-    @server.feature(types.TEXT_DOCUMENT_CODE_ACTION, types.CodeActionOptions(
-        code_action_kinds=[types.CodeActionKind.RefactorExtract]))
+    @server.feature(
+        types.TEXT_DOCUMENT_CODE_ACTION,
+        types.CodeActionOptions(code_action_kinds=[types.CodeActionKind.RefactorExtract]),
+    )
     async def code_action(ls: ExplorerServer, params: types.CodeActionParams):
         await watcher.wait_for(params.text_document.uri)
         try:
@@ -239,5 +269,5 @@ def create_server(poll_interval: float = 1.0) -> ExplorerServer:
     @server.command(EXTRACT_REPRODUCER_COMMAND)
     async def extract_reproducer(ls: ExplorerServer, spec=None):
         return await reproducers.execute(ls, spec)
-    return server
 
+    return server

@@ -4,15 +4,15 @@ between LSP positions/URIs and the places of the navigation layer."""
 from __future__ import annotations
 
 import weakref
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
 
 from lsprotocol import types
 from pygls.uris import from_fs_path, to_fs_path
 
-from tvm_explorer.navigation.drift import Drift
 from tvm_explorer.lsp.edits import EditableText
+from tvm_explorer.navigation.drift import Drift
 from tvm_explorer.navigation.positions import LineIndex
 from tvm_explorer.navigation.registry import Registry
 from tvm_explorer.navigation.view import BundleView, Keep, Place, keep_all
@@ -77,7 +77,7 @@ def uri_to_path(uri: str) -> Path | None:
     """The resolved file system path of a ``file:`` URI, or None."""
     try:
         fs_path = to_fs_path(uri)
-    except Exception:  # a malformed URI is just "not a bundle document"
+    except Exception:  # noqa: BLE001 - a malformed URI is just "not a bundle document"
         return None
     if not fs_path or not uri.startswith("file:"):
         return None
@@ -109,8 +109,12 @@ class Session:
         from tvm_explorer.navigation.background import warm_each
         from tvm_explorer.navigation.irsymbols import warm_order
 
-        warm_each(view, warm_order(view), lambda path: view.line_index(path, self.encoding),
-                  lambda: self.registry.is_current(view))
+        warm_each(
+            view,
+            warm_order(view),
+            lambda path: view.line_index(path, self.encoding),
+            lambda: self.registry.is_current(view),
+        )
 
     # -- documents ---------------------------------------------------------------------
     def locate(self, uri: str) -> tuple[BundleView, str] | None:
@@ -227,8 +231,7 @@ class Session:
                     if len(cache) >= LOCATIONS_KEPT:
                         cache.clear()
                     (l0, c0), (l1, c1) = lines.position(start), lines.position(end)
-                    loc = cache[key] = types.Location(
-                        uri, types.Range(types.Position(l0, c0), types.Position(l1, c1)))
+                    loc = cache[key] = types.Location(uri, types.Range(types.Position(l0, c0), types.Position(l1, c1)))
                 out.append(loc)
                 continue
             shifted = drift.to_current(start, end)

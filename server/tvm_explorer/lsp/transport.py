@@ -143,15 +143,17 @@ async def serve_stream(reader, protocol, stop) -> None:
         headers, too_long = got
         length = _length_of(headers)
         if length is None:
-            logger.error("message without a readable Content-Length header dropped%s",
-                         " (a header line was too long)" if too_long else "")
-            _log_to_client(protocol, "TVM Explorer: dropped a message without a readable "
-                                     "Content-Length header")
+            logger.error(
+                "message without a readable Content-Length header dropped%s",
+                " (a header line was too long)" if too_long else "",
+            )
+            _log_to_client(protocol, "TVM Explorer: dropped a message without a readable Content-Length header")
             continue
         if length > MAX_MESSAGE_BYTES:
             logger.error("message of %d bytes refused (limit %d); skipping it", length, MAX_MESSAGE_BYTES)
-            _log_to_client(protocol, f"TVM Explorer: refused a message of {length} bytes "
-                                     f"(the limit is {MAX_MESSAGE_BYTES} bytes)")
+            _log_to_client(
+                protocol, f"TVM Explorer: refused a message of {length} bytes (the limit is {MAX_MESSAGE_BYTES} bytes)"
+            )
             if not await _skip(reader, length):
                 return
             continue
@@ -179,8 +181,7 @@ async def serve_stream(reader, protocol, stop) -> None:
 
 def _log_to_client(protocol, message: str) -> None:
     try:
-        protocol.notify(types.WINDOW_LOG_MESSAGE,
-                        types.LogMessageParams(type=types.MessageType.Error, message=message))
+        protocol.notify(types.WINDOW_LOG_MESSAGE, types.LogMessageParams(type=types.MessageType.Error, message=message))
     except Exception:  # the log line above is the report that matters
         logger.exception("cannot send window/logMessage")
 

@@ -15,7 +15,7 @@ import contextlib
 import gc
 import threading
 import time
-from typing import Callable
+from collections.abc import Callable
 
 ARRIVAL_HOLD_S = 0.05
 """How long background work pauses after a message arrives unless a request begins (one

@@ -67,8 +67,7 @@ def previous_step(view: BundleView, path: str, offset: int, keep: Keep = keep_al
         # Equal keys name the same computation, except binding names that a pass recycled
         # (FuseOps reuses "lv1" for another value): those have no origin in common.
         mine = layers[rng.origin_set]
-        return [r for r in there.by_key(rng.key) if not mine or not layers[r.origin_set]
-                or mine & layers[r.origin_set]]
+        return [r for r in there.by_key(rng.key) if not mine or not layers[r.origin_set] or mine & layers[r.origin_set]]
 
     keyed = view.key_layers(prev.path)
 
@@ -96,8 +95,9 @@ def previous_step(view: BundleView, path: str, offset: int, keep: Keep = keep_al
     return view.layer_places(o.layer.id for o in view.origins_of(ranges))
 
 
-def _fused_constituents(view: BundleView, path: str, here: DocumentIndex, there: DocumentIndex,
-                        binding: Range) -> list[Range]:
+def _fused_constituents(
+    view: BundleView, path: str, here: DocumentIndex, there: DocumentIndex, binding: Range
+) -> list[Range]:
     """The bindings of the previous document that a call of a newly made function came from:
     each binding inside the callee maps back by the PrimFunc it calls (or its key)."""
     callee = _callee(view, path, binding)
@@ -193,11 +193,7 @@ def _unique(ranges: list[Range]) -> list[Range]:
 def _innermost(ranges: list[Range]) -> list[Range]:
     """Drop every range that contains another one of the list."""
     ranges = _unique(ranges)
-    return [
-        r
-        for i, r in enumerate(ranges)
-        if not (i + 1 < len(ranges) and ranges[i + 1].start < r.end)
-    ]
+    return [r for i, r in enumerate(ranges) if not (i + 1 < len(ranges) and ranges[i + 1].start < r.end)]
 
 
 def _outermost(ranges: list[Range]) -> list[Range]:

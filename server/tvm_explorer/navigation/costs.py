@@ -3,10 +3,9 @@ short texts ("1.23 ms · 14 % · 312 C lines · 48 KiB"). Protocol-free."""
 
 from __future__ import annotations
 
-from tvm_explorer.navigation import markdown as md
 from tvm_explorer.bundle.sections.costs import clock_label
 from tvm_explorer.costs.table import flops_text, lines_label, size, sort_layers
-
+from tvm_explorer.navigation import markdown as md
 
 
 class CostIndex:
@@ -76,8 +75,7 @@ class CostIndex:
         own words go through; Markdown: ``text``)."""
         profile = self.costs.get("profile") or {}
         if self.measured:
-            return (f"{clock_label(profile)}, median of {profile.get('repeat')} runs; whole model "
-                    f"{self.total_ms:.2f} ms")
+            return f"{clock_label(profile)}, median of {profile.get('repeat')} runs; whole model {self.total_ms:.2f} ms"
         return f"run time not measured: {quote(profile.get('reason') or profile.get('status'))}"
 
 
@@ -107,12 +105,16 @@ def hover_lines(bundle, layer_ids: list[int], kernel: str | None = None) -> list
         if lay is None:
             continue
         shared = lay.get("shared_kernels") or []
-        note = f" (kernel{'s' if len(shared) > 1 else ''} shared with other layers: time split by work)" if shared else ""
+        note = (
+            f" (kernel{'s' if len(shared) > 1 else ''} shared with other layers: time split by work)" if shared else ""
+        )
         who = f"layer {lid} " if len(layer_ids) > 1 else ""
         count = lay.get("kernel_count", len(lay["kernels"]))
-        out.append(f"- **Cost** {who}{idx.summary(lay)}"
-                   + (f" · {flops_text(lay['flops'])}" if lay.get("flops") else "")
-                   + f" · {count} kernel{'s' if count != 1 else ''}{note}")
+        out.append(
+            f"- **Cost** {who}{idx.summary(lay)}"
+            + (f" · {flops_text(lay['flops'])}" if lay.get("flops") else "")
+            + f" · {count} kernel{'s' if count != 1 else ''}{note}"
+        )
     only = idx.by_layer.get(layer_ids[0]) if len(layer_ids) == 1 else None
     same = only is not None and (only.get("kernels") or []) == [kernel]
     if kernel and kernel in idx.kernels and not same:  # the layer's line already says it
@@ -127,7 +129,7 @@ def kernel_of(ranges) -> str | None:
     """The kernel (PrimFunc) named by the innermost ``primfunc`` range among ``ranges``."""
     for rng in ranges:
         if rng.kind == "primfunc" and rng.key.startswith("prim:"):
-            name = rng.key[len("prim:"):]
+            name = rng.key[len("prim:") :]
             return name[: -len("_kernel")] if name.endswith("_kernel") else name
     return None
 
@@ -137,5 +139,7 @@ def pass_times(bundle) -> dict[int, dict]:
     idx = cost_index(bundle)
     if idx is None:
         return {}
-    return {p["index"]: {"ms": p.get("ms"), "changed_functions": p.get("changed_functions")}
-            for p in idx.costs.get("passes", ())}
+    return {
+        p["index"]: {"ms": p.get("ms"), "changed_functions": p.get("changed_functions")}
+        for p in idx.costs.get("passes", ())
+    }

@@ -5,7 +5,8 @@ from __future__ import annotations
 from tvm_explorer.bundle.index import Range
 from tvm_explorer.bundle.reader import Document
 from tvm_explorer.navigation import markdown as md
-from tvm_explorer.navigation.costs import hover_lines as cost_lines, kernel_of
+from tvm_explorer.navigation.costs import hover_lines as cost_lines
+from tvm_explorer.navigation.costs import kernel_of
 from tvm_explorer.navigation.layer_hover import container_line, layer_lines, shared_kernel_lines
 from tvm_explorer.navigation.numerics import bisect_lines, numerics_lines
 from tvm_explorer.navigation.places import lens_summary
@@ -56,9 +57,7 @@ def stage_line(view: BundleView, doc: Document) -> str:
     if doc.stage == "code":
         return f"Generated code (target {md.code(manifest.get('target', '?'))}), {md.code(doc.path)}"
     passes = [
-        p
-        for p in manifest.get("passes", ())
-        if isinstance(p, dict) and p.get("after") == doc.path and p.get("changed")
+        p for p in manifest.get("passes", ()) if isinstance(p, dict) and p.get("after") == doc.path and p.get("changed")
     ]
     stage = STAGE_NAMES.get(doc.stage, doc.stage)
     if not passes:
@@ -80,8 +79,7 @@ def _schedule_step(view: BundleView, ranges: list[Range]) -> str | None:
             text = ""
             if trace and isinstance(trace.get("step_text"), dict) and trace["step_text"].get(step):
                 text = f": {md.code(trace['step_text'][step])}"
-            return (f"{what} created by schedule step {md.text(step)} of {md.code(primfunc)}"
-                    f"{where}{rule}{text}")
+            return f"{what} created by schedule step {md.text(step)} of {md.code(primfunc)}{where}{rule}{text}"
     return None
 
 

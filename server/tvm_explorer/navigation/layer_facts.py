@@ -50,9 +50,14 @@ def _parse_entry(text: str) -> LayerFacts:
         if not m:
             continue
         quant = m.group(6).strip()
-        quant = quant[len("quantized"):].strip() if quant else ""
-        tensor = TensorFacts(m.group(2), m.group(3), tuple(d for d in m.group(4).split(",") if d),
-                             bool(m.group(5)), quant if m.group(6) else "")
+        quant = quant[len("quantized") :].strip() if quant else ""
+        tensor = TensorFacts(
+            m.group(2),
+            m.group(3),
+            tuple(d for d in m.group(4).split(",") if d),
+            bool(m.group(5)),
+            quant if m.group(6) else "",
+        )
         (facts.inputs if m.group(1) == "in" else facts.outputs).append(tensor)
     return facts
 
@@ -70,7 +75,7 @@ def layer_facts(view: BundleView, layer_id: int) -> LayerFacts:
         path = view.model_path
         try:
             text = view.bundle.text(path)
-        except Exception:  # a damaged model document: hovers go without attributes
+        except Exception:  # noqa: BLE001 - a damaged model document: hovers go without attributes
             text = ""
         for lid, places in view.layer_map.model_places.items():
             if places:

@@ -10,9 +10,9 @@ from tvm_explorer.bundle.index import Range
 from tvm_explorer.bundle.reader import Origin
 from tvm_explorer.frontends.tflite.names import name_of
 from tvm_explorer.navigation.layer_facts import LayerFacts, layer_facts
-from tvm_explorer.navigation.sources import layer_caption
 from tvm_explorer.navigation.markdown import code
 from tvm_explorer.navigation.markdown import text as md
+from tvm_explorer.navigation.sources import layer_caption
 from tvm_explorer.navigation.view import BundleView
 
 MAX_LAYERS = 6
@@ -59,12 +59,22 @@ def attributes(opcode: str, facts: LayerFacts) -> list[str]:
 
 # ONNX op types and PyTorch ATen targets -> what they are (conv, pool or dense)
 _GRAPH_OPS = {
-    "Conv": "conv", "ConvTranspose": "conv", "MaxPool": "pool", "AveragePool": "pool",
-    "LpPool": "pool", "Gemm": "dense", "MatMul": "dense",
-    "aten.convolution.default": "conv", "aten.conv2d.default": "conv",
-    "aten.conv1d.default": "conv", "aten.conv_transpose2d.input": "conv",
-    "aten.max_pool2d.default": "pool", "aten.max_pool2d_with_indices.default": "pool",
-    "aten.avg_pool2d.default": "pool", "aten.linear.default": "dense", "aten.addmm.default": "dense",
+    "Conv": "conv",
+    "ConvTranspose": "conv",
+    "MaxPool": "pool",
+    "AveragePool": "pool",
+    "LpPool": "pool",
+    "Gemm": "dense",
+    "MatMul": "dense",
+    "aten.convolution.default": "conv",
+    "aten.conv2d.default": "conv",
+    "aten.conv1d.default": "conv",
+    "aten.conv_transpose2d.input": "conv",
+    "aten.max_pool2d.default": "pool",
+    "aten.max_pool2d_with_indices.default": "pool",
+    "aten.avg_pool2d.default": "pool",
+    "aten.linear.default": "dense",
+    "aten.addmm.default": "dense",
 }
 
 
@@ -174,8 +184,10 @@ def layer_lines(view: BundleView, origins: list[Origin], in_model: bool) -> list
         layer = o.layer
         facts = layer_facts(view, layer.id)
         role = "" if in_model else (", layer output" if o.is_output else ", part of layer")
-        lines = [f"**{md(layer.opcode)}** {code(_name(o))} — op {layer.op_index}"
-                 f"{f' (subgraph {layer.subgraph})' if layer.subgraph else ''}{role}"]
+        lines = [
+            f"**{md(layer.opcode)}** {code(_name(o))} — op {layer.op_index}"
+            f"{f' (subgraph {layer.subgraph})' if layer.subgraph else ''}{role}"
+        ]
         if _where(layer):  # ONNX / PyTorch: "block1.act (ReLU) — net.py:22"
             lines.append(md(layer_caption(layer)))
         if attrs := attributes(layer.opcode, facts):
@@ -193,8 +205,10 @@ def layer_lines(view: BundleView, origins: list[Origin], in_model: bool) -> list
         types = _types(facts) or _output_types(o)
         tail = " · ".join([md(b) for b in bits] + ([types] if types else []))
         role = "" if in_model else (", layer output" if o.is_output else ", part of layer")
-        lines.append(f"- **{md(layer.opcode)}** {md(layer_caption(layer)) if _where(layer) else code(_name(o))} (op {layer.op_index}{role})"
-                     f"{': ' + tail if tail else ''}")
+        lines.append(
+            f"- **{md(layer.opcode)}** {md(layer_caption(layer)) if _where(layer) else code(_name(o))} (op {layer.op_index}{role})"
+            f"{': ' + tail if tail else ''}"
+        )
     if len(origins) > MAX_LAYERS:
         lines.append(f"- … and {len(origins) - MAX_LAYERS} more layers")
     return lines
@@ -214,7 +228,7 @@ def container_line(view: BundleView, path: str, ranges: list[Range], shown: set[
     doc = view.bundle.document(path)
     prim = next((r for r in ranges if r.kind == "primfunc"), None)
     if prim is not None:
-        name = prim.key[len("prim:"):]
+        name = prim.key[len("prim:") :]
         what = "kernel" if doc is not None and doc.stage == "code" and path.endswith(".cu") else "PrimFunc"
         if doc is not None and doc.stage == "code" and what == "kernel" and not name.endswith("_kernel"):
             what = "function"
@@ -224,7 +238,7 @@ def container_line(view: BundleView, path: str, ranges: list[Range], shown: set[
         if calls is None:
             return None
         prim = calls
-        head = f"Calls PrimFunc {code(calls.link[len('prim:'):])}"
+        head = f"Calls PrimFunc {code(calls.link[len('prim:') :])}"
     others = sorted(primfunc_layers(view, path, prim) - shown)
     if others and prim.kind == "primfunc":
         head += f", shared with {_layer_names(view, others)}"
@@ -237,7 +251,7 @@ def primfunc_layers(view: BundleView, path: str, prim: Range) -> set[int]:
     layers = view.layer_map.layers_of_set
     index = view.bundle.index(path)
     inside = set(layers[prim.origin_set])
-    for rng in index.ranges[bisect_left(index.ranges, prim.start, key=lambda r: r.start):]:
+    for rng in index.ranges[bisect_left(index.ranges, prim.start, key=lambda r: r.start) :]:
         if rng.start >= prim.end:
             break
         if rng.start >= prim.start and rng.end <= prim.end:
@@ -263,8 +277,11 @@ def shared_kernel_lines(view: BundleView, layer_id: int) -> list[str]:
     for rng in view.layer_map.ranges(layer_id, path):  # in document order
         if last is not None and last.start <= rng.start and rng.end <= last.end:
             continue  # another statement of the PrimFunc just looked at
-        prim = rng if rng.kind == "primfunc" else next(
-            (r for r in view.enclosing(path, rng.start) if r.kind == "primfunc"), None)
+        prim = (
+            rng
+            if rng.kind == "primfunc"
+            else next((r for r in view.enclosing(path, rng.start) if r.kind == "primfunc"), None)
+        )
         if prim is None:
             continue
         last = prim
@@ -275,8 +292,9 @@ def shared_kernel_lines(view: BundleView, layer_id: int) -> list[str]:
         seen.add(base)
         others = sorted(primfunc_layers(view, path, prim) - {layer_id})
         if others:
-            out.append(f"Computed in PrimFunc {code(prim.key[len('prim:'):])}, shared with "
-                       f"{_layer_names(view, others)}.")
+            out.append(
+                f"Computed in PrimFunc {code(prim.key[len('prim:') :])}, shared with {_layer_names(view, others)}."
+            )
     if len(out) > MAX_KERNELS:
         out[MAX_KERNELS:] = [f"… and {len(out) - MAX_KERNELS} more shared PrimFuncs."]
     return out

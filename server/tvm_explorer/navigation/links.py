@@ -42,8 +42,13 @@ def document_links(view: BundleView, path: str) -> list[Link]:
             match = re.search(r"\b" + re.escape(name) + r"\b", text[rng.start : rng.end])
             if target and match:
                 out.append(
-                    Link(rng.start + match.start(), rng.start + match.end(), target[0],
-                         target[1], f"PrimFunc {name} in {target[0]}")
+                    Link(
+                        rng.start + match.start(),
+                        rng.start + match.end(),
+                        target[0],
+                        target[1],
+                        f"PrimFunc {name} in {target[0]}",
+                    )
                 )
         elif link.startswith("trace:"):
             primfunc, _, step = link[len("trace:") :].rpartition(":")
@@ -53,8 +58,14 @@ def document_links(view: BundleView, path: str) -> list[Link]:
                 at = trace_step_line(view, trace, step)
                 what = f"step {step} of the schedule trace" if step and at else "schedule trace"
                 out.append(
-                    Link(rng.start, rng.start + word.end(), trace["path"], None,
-                         f"{what[0].upper()}{what[1:]} of {primfunc}", at)
+                    Link(
+                        rng.start,
+                        rng.start + word.end(),
+                        trace["path"],
+                        None,
+                        f"{what[0].upper()}{what[1:]} of {primfunc}",
+                        at,
+                    )
                 )
     return out
 
@@ -76,8 +87,7 @@ def _trace_lines(view: BundleView, rel) -> list[str]:
     cache = _TRACES.setdefault(view, {})
     if rel not in cache:
         try:
-            data = read_regular(resolve_inside(view.root, rel, "trace"), "schedule trace",
-                                view.root, MAX_SECTION_BYTES)
+            data = read_regular(resolve_inside(view.root, rel, "trace"), "schedule trace", view.root, MAX_SECTION_BYTES)
             cache[rel] = data.decode("utf-8", "replace").split("\n")
         except (BundleError, OSError):
             cache[rel] = []

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from tvm_explorer.bundle.sections.bisect import culprit_documents, layer_change
 from tvm_explorer.bundle.reader import Origin
-from tvm_explorer.navigation import markdown as md
+from tvm_explorer.bundle.sections.bisect import culprit_documents, layer_change
 from tvm_explorer.bundle.sections.numerics import format_error, layer_entry, unit
+from tvm_explorer.navigation import markdown as md
 from tvm_explorer.navigation.view import BundleView, Place
 
 
@@ -50,11 +50,12 @@ def hidden_hint(view: BundleView, data: dict, entry: dict) -> str | None:
         return entry.get("note") or None
     with_ = ""
     if found and found[1]:
-        names = [f"{unit(data)} {view.bundle.layers[i].op_index} {view.bundle.layers[i].opcode}"
-                 for i in found[1][:3]]
+        names = [f"{unit(data)} {view.bundle.layers[i].op_index} {view.bundle.layers[i].opcode}" for i in found[1][:3]]
         with_ = f" with {', '.join(names)}{' and more' if len(found[1]) > 3 else ''}"
-    head = (f"Not observed: computed inside the fused kernel {kernel}{with_}, and the fused build "
-            "sees only a kernel's final output.")
+    head = (
+        f"Not observed: computed inside the fused kernel {kernel}{with_}, and the fused build "
+        "sees only a kernel's final output."
+    )
     if data.get("mode") == "unfused":
         return f"{head} {entry.get('note') or 'Not observed in the unfused build either.'}"
     return f"{head} Compile with --numerics-unfused to observe this {unit(data)} on its own."
@@ -80,8 +81,10 @@ def numerics_lines(view: BundleView, origins: list[Origin], in_model: bool) -> l
             continue
         first = " — **first divergence**" if _is_first(data, entry) else ""
         mode = f", {md.text(entry['observed_by'])} build" if entry.get("observed_by") else ""
-        lines.append(f"- Numerics of {unit(data)} {entry['op_index']} vs {md.text(data['reference'])}{mode}: "
-                     f"{format_error(entry, md.text)}{first}")
+        lines.append(
+            f"- Numerics of {unit(data)} {entry['op_index']} vs {md.text(data['reference'])}{mode}: "
+            f"{format_error(entry, md.text)}{first}"
+        )
     if lines:
         lines.insert(0, "\n**Numerics**")
     return lines
@@ -96,8 +99,9 @@ def numerics_rows(view: BundleView) -> list[NumericsRow]:
     for entry in data["layers"]:
         layer = view.bundle.layer(entry["subgraph"], entry["op_index"])
         places = view.layer_map.model_places.get(layer.id, []) if layer else []
-        rows.append(NumericsRow(entry, _is_first(data, entry), places[0] if places else None,
-                                hidden_hint(view, data, entry)))
+        rows.append(
+            NumericsRow(entry, _is_first(data, entry), places[0] if places else None, hidden_hint(view, data, entry))
+        )
     return rows
 
 
@@ -117,8 +121,13 @@ def divergence_warnings(view: BundleView) -> list[tuple[Place, str]]:
         place = Place(row.place.path, row.place.start, end, row.place.kind, row.place.key)
         e = row.entry
         first = " (first divergence)" if row.first else ""
-        out.append((place, f"{unit(data)} {e['op_index']} {e['opcode']} {e['name']} differs from the "
-                           f"{data['reference']}{first}: {format_error(e)}"))
+        out.append(
+            (
+                place,
+                f"{unit(data)} {e['op_index']} {e['opcode']} {e['name']} differs from the "
+                f"{data['reference']}{first}: {format_error(e)}",
+            )
+        )
     return out
 
 
@@ -135,9 +144,14 @@ def bisect_lines(view: BundleView, path: str, origins: list[Origin]) -> list[str
         if row is None:
             continue
         fmt = lambda v: "not observed" if v is None else f"{v:.3g}"  # noqa: E731
-        lines.append(f"- op {row['op_index']} {md.text(origin.layer.opcode)}: max abs error "
-                     f"{fmt(row['before'])} before → {fmt(row['after'])} after")
+        lines.append(
+            f"- op {row['op_index']} {md.text(origin.layer.opcode)}: max abs error "
+            f"{fmt(row['before'])} before → {fmt(row['after'])} after"
+        )
     if lines:
-        lines.insert(0, f"\n**Bisect**: culprit {md.text(c['stage'])} pass {md.text(c.get('index'))} "
-                        f"{md.code(c['name'])} (against {md.text(data.get('baseline') or 'the baseline')})")
+        lines.insert(
+            0,
+            f"\n**Bisect**: culprit {md.text(c['stage'])} pass {md.text(c.get('index'))} "
+            f"{md.code(c['name'])} (against {md.text(data.get('baseline') or 'the baseline')})",
+        )
     return lines

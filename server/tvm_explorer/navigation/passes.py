@@ -75,8 +75,7 @@ def next_step(view: BundleView, path: str, offset: int, keep: Keep = keep_all) -
     return []
 
 
-def _forward(view: BundleView, there: DocumentIndex, ranges: list[Range], mine, layers,
-             stage: str) -> list[Range]:
+def _forward(view: BundleView, there: DocumentIndex, ranges: list[Range], mine, layers, stage: str) -> list[Range]:
     inner = ranges[0]
 
     def shares(r: Range) -> bool:
@@ -103,8 +102,7 @@ def _forward(view: BundleView, there: DocumentIndex, ranges: list[Range], mine, 
 
 def _innermost(ranges: list[Range]) -> list[Range]:
     ranges = sorted(set(ranges), key=lambda r: (r.start, -r.end))
-    return [r for i, r in enumerate(ranges)
-            if not (i + 1 < len(ranges) and ranges[i + 1].start < r.end)]
+    return [r for i, r in enumerate(ranges) if not (i + 1 < len(ranges) and ranges[i + 1].start < r.end)]
 
 
 def next_pass(view: BundleView, path: str, offset: int, keep: Keep = keep_all) -> list[Place]:

@@ -108,8 +108,18 @@ def layer_places(view: BundleView, layer_ids: list[int], changes: bool = True) -
                 same = there.by_key(p.key)
                 text = normalized(view, p.path, p.start, p.end)
                 changed = not any(normalized(view, prev.path, r.start, r.end) == text for r in same)
-            out.append(StagePlace(p, doc.stage, index, name, doc.path in last, changed,
-                                  _role(view, lids, doc.stage, p), function_of(view, p)))
+            out.append(
+                StagePlace(
+                    p,
+                    doc.stage,
+                    index,
+                    name,
+                    doc.path in last,
+                    changed,
+                    _role(view, lids, doc.stage, p),
+                    function_of(view, p),
+                )
+            )
     return out
 
 
@@ -118,8 +128,9 @@ def layer_places(view: BundleView, layer_ids: list[int], changes: bool = True) -
 # (R.null_value(), R.call_packed("vm.builtin.match_shape" / "check_tensor_info" / ...)), and
 # aliases of their results.
 _BOOKKEEPING = re.compile(
-    r'(?:R\.memory\.\w+|R\.vm\.(?:alloc|kill)_\w+|R\.builtin\.alloc_tensor|R\.null_value'
-    r'|R\.call_packed\(\s*"vm\.builtin\.|[\w.]+$)')  # the last: an alias (lv1 = alloc2)
+    r"(?:R\.memory\.\w+|R\.vm\.(?:alloc|kill)_\w+|R\.builtin\.alloc_tensor|R\.null_value"
+    r'|R\.call_packed\(\s*"vm\.builtin\.|[\w.]+$)'
+)  # the last: an alias (lv1 = alloc2)
 _BINDING_VALUE = re.compile(r"^(?:[\w.]+(?::.*?)? = )?")
 
 
@@ -131,8 +142,8 @@ def _role(view: BundleView, layer_ids, stage: str, place: Place) -> str:
         return "compute"
     if place.kind != "binding":
         return "embedded"
-    text = view.bundle.text(place.path)[place.start:place.end]
-    value = text[_BINDING_VALUE.match(text).end():]
+    text = view.bundle.text(place.path)[place.start : place.end]
+    value = text[_BINDING_VALUE.match(text).end() :]
     return "bookkeeping" if _BOOKKEEPING.match(value) else "compute"
 
 
@@ -217,7 +228,7 @@ def lens_summary(view: BundleView, layer_id: int) -> str:
 
 
 def places_summary(view: BundleView, layer_ids: list[int]) -> str:
-    """"1 function in generated code · 2 in IR": the places of the reference map grouped by
+    """ "1 function in generated code · 2 in IR": the places of the reference map grouped by
     document and function (``place_groups``), as the lens and the Layer Places view say it."""
     groups = place_groups(view, [p for p in reference_map(view, layer_ids) if not _is_model(view, p.path)])
     if not groups:

@@ -10,8 +10,8 @@ from __future__ import annotations
 import json
 import os
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 from tvm_explorer.bundle.format import FORMAT_NAME, MANIFEST
 from tvm_explorer.bundle.reader import Bundle, read_regular
@@ -70,9 +70,15 @@ def may_be_bundle(manifest: Path) -> bool:
     reported as damaged by the loader."""
     try:
         # Read only if it lies inside its directory (a symlink out is never read).
-        data = json.loads(read_regular(manifest, "manifest", manifest.parent.resolve(),
-                                       limit=MAX_PROBED_MANIFEST,
-                                       too_large=lambda size: BundleError("too large")))
+        data = json.loads(
+            read_regular(
+                manifest,
+                "manifest",
+                manifest.parent.resolve(),
+                limit=MAX_PROBED_MANIFEST,
+                too_large=lambda size: BundleError("too large"),
+            )
+        )
     except (BundleError, OSError, ValueError, RecursionError):
         return True
     return isinstance(data, dict) and data.get("format") == FORMAT_NAME
@@ -96,9 +102,7 @@ def discover(folders: list[Path]) -> list[Path]:
             if len(here.parts) - base_depth >= MAX_DEPTH or visited > MAX_DIRS:
                 dirnames[:] = []
                 continue
-            dirnames[:] = sorted(
-                d for d in dirnames if not d.startswith(".") and d not in SKIP_DIRS
-            )
+            dirnames[:] = sorted(d for d in dirnames if not d.startswith(".") and d not in SKIP_DIRS)
     return sorted(set(found))
 
 

@@ -12,11 +12,23 @@ from tvm_explorer.navigation.chain import previous_step
 from tvm_explorer.navigation.view import BundleView, Keep, Place, keep_all
 
 # Opcodes doing a layer's main work: listed before epilogues (bias add, activation, requantize).
-MAIN_OPCODES = frozenset({
-    "CONV_2D", "DEPTHWISE_CONV_2D", "TRANSPOSE_CONV", "CONV_3D", "CONV_3D_TRANSPOSE",
-    "FULLY_CONNECTED", "BATCH_MATMUL", "EMBEDDING_LOOKUP", "LSTM", "UNIDIRECTIONAL_SEQUENCE_LSTM",
-    "AVERAGE_POOL_2D", "MAX_POOL_2D", "SOFTMAX",
-})
+MAIN_OPCODES = frozenset(
+    {
+        "CONV_2D",
+        "DEPTHWISE_CONV_2D",
+        "TRANSPOSE_CONV",
+        "CONV_3D",
+        "CONV_3D_TRANSPOSE",
+        "FULLY_CONNECTED",
+        "BATCH_MATMUL",
+        "EMBEDDING_LOOKUP",
+        "LSTM",
+        "UNIDIRECTIONAL_SEQUENCE_LSTM",
+        "AVERAGE_POOL_2D",
+        "MAX_POOL_2D",
+        "SOFTMAX",
+    }
+)
 
 
 def main_first(view: BundleView, layer_ids) -> list[int]:

@@ -96,9 +96,19 @@ def layer_symbols(view: BundleView, query: str, limit: int = 1000) -> list[Layer
         if not places:
             continue
         label = layer_label(layer)
-        name = f"{label} · op {layer.op_index} {layer.opcode}" if label != layer.opcode else f"op {layer.op_index} {layer.opcode}"
-        detail = " ".join(x for x in (f"({layer.module_class})" if layer.module_class else "",
-                                      layer.name if layer.name != label else "") if x)
+        name = (
+            f"{label} · op {layer.op_index} {layer.opcode}"
+            if label != layer.opcode
+            else f"op {layer.op_index} {layer.opcode}"
+        )
+        detail = " ".join(
+            x
+            for x in (
+                f"({layer.module_class})" if layer.module_class else "",
+                layer.name if layer.name != label else "",
+            )
+            if x
+        )
         if query and not (_matches(query, name) or _matches(query, layer.name)):
             continue
         out.append(LayerSymbol(name, detail, layer, places[0].start, places[0].end))

@@ -5,12 +5,11 @@ from __future__ import annotations
 from array import array
 from bisect import bisect_left
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from itertools import chain, compress, islice
 from operator import gt
 from pathlib import Path
-from typing import Callable
 
 from tvm_explorer.bundle.format import MODEL_DOCUMENT
 from tvm_explorer.bundle.index import Range
@@ -138,11 +137,14 @@ class LayerMap:
     def _gather(self, layer_ids: tuple[int, ...], paths: set[str] | None) -> list[Place]:
         arrays = [got for lid in layer_ids if (got := self._packed.get(lid))]
         if paths is not None:
-            spans = [(order << _DOC_SHIFT, (order + 1) << _DOC_SHIFT)
-                     for order in sorted(self._order[p] for p in paths if p in self._order)]
-            arrays = [list(chain.from_iterable(
-                packed[bisect_left(packed, lo):bisect_left(packed, hi)] for lo, hi in spans))
-                for packed in arrays]
+            spans = [
+                (order << _DOC_SHIFT, (order + 1) << _DOC_SHIFT)
+                for order in sorted(self._order[p] for p in paths if p in self._order)
+            ]
+            arrays = [
+                list(chain.from_iterable(packed[bisect_left(packed, lo) : bisect_left(packed, hi)] for lo, hi in spans))
+                for packed in arrays
+            ]
         if not arrays:
             return []
         if len(arrays) == 1:

@@ -57,13 +57,24 @@ def _cosine(a: np.ndarray, b: np.ndarray) -> float:
     return float(np.clip(np.dot(a, b) / (na * nb), -1.0, 1.0))
 
 
-def compare(value: np.ndarray, reference: np.ndarray, quant: Quantization | None = None,
-            ref_quant: Quantization | None = None, spread: float | None = None) -> Error:
+def compare(
+    value: np.ndarray,
+    reference: np.ndarray,
+    quant: Quantization | None = None,
+    ref_quant: Quantization | None = None,
+    spread: float | None = None,
+) -> Error:
     """The error of ``value`` against ``reference`` (same tensor, same graph); ``spread``:
     the steps the reference's own engines differ by on this tensor."""
     if value.size != reference.size:
-        return Error(math.inf, math.inf, 0.0, None, True,
-                     f"shape {list(value.shape)} where the reference has {list(reference.shape)}")
+        return Error(
+            math.inf,
+            math.inf,
+            0.0,
+            None,
+            True,
+            f"shape {list(value.shape)} where the reference has {list(reference.shape)}",
+        )
     value = value.reshape(reference.shape)
     quantized = quant is not None and np.issubdtype(reference.dtype, np.integer)
     if quantized:
@@ -77,8 +88,14 @@ def compare(value: np.ndarray, reference: np.ndarray, quant: Quantization | None
         a, r = value.astype(np.float64), reference.astype(np.float64)
     if not (np.all(np.isfinite(a)) and np.all(np.isfinite(r))):
         same = bool(np.array_equal(a, r, equal_nan=True))
-        return Error(0.0 if same else math.inf, 0.0 if same else math.inf, 1.0 if same else 0.0,
-                     steps, not same, None if same else "non-finite values")
+        return Error(
+            0.0 if same else math.inf,
+            0.0 if same else math.inf,
+            1.0 if same else 0.0,
+            steps,
+            not same,
+            None if same else "non-finite values",
+        )
     diff = np.abs(a - r).ravel()
     max_abs = float(diff.max(initial=0.0))
     magnitude = float(np.abs(r).max(initial=0.0))
@@ -96,8 +113,11 @@ def compare(value: np.ndarray, reference: np.ndarray, quant: Quantization | None
 
 
 def _same(a: Quantization, b: Quantization) -> bool:
-    return (a.scales.shape == b.scales.shape and np.allclose(a.scales, b.scales)
-            and np.array_equal(a.zero_points, b.zero_points))
+    return (
+        a.scales.shape == b.scales.shape
+        and np.allclose(a.scales, b.scales)
+        and np.array_equal(a.zero_points, b.zero_points)
+    )
 
 
 def worst(errors: list[Error]) -> Error:
@@ -106,7 +126,12 @@ def worst(errors: list[Error]) -> Error:
         return errors[0]
     steps = [e.steps for e in errors if e.steps is not None]
     budgets = [e.budget for e in errors if e.budget is not None]
-    return Error(max(e.max_abs for e in errors), max(e.max_rel for e in errors),
-                 min(e.cosine for e in errors), max(steps) if steps else None,
-                 any(e.diverges for e in errors), next((e.note for e in errors if e.note), None),
-                 max(budgets) if budgets else None)
+    return Error(
+        max(e.max_abs for e in errors),
+        max(e.max_rel for e in errors),
+        min(e.cosine for e in errors),
+        max(steps) if steps else None,
+        any(e.diverges for e in errors),
+        next((e.note for e in errors if e.note), None),
+        max(budgets) if budgets else None,
+    )

@@ -23,10 +23,10 @@ import numpy as np
 import tvm
 from tvm import relax
 
+from tvm_explorer.capture.tracker import is_allocation
 from tvm_explorer.frontends.tflite.loader import LayerInfo, LoadedModel
 from tvm_explorer.provenance import OriginTable
 from tvm_explorer.provenance.spans import read_span
-from tvm_explorer.capture.tracker import is_allocation
 
 
 @dataclass(frozen=True)
@@ -100,8 +100,11 @@ def kernel_plan(mod, origins: OriginTable, model: LoadedModel) -> KernelPlan:
         span = read_span(b)
         if span is None:
             continue
-        members = [(lid, is_out) for lid, is_out in origins.get(span[0])
-                   if lid < len(model.layers) and model.layers[lid].subgraph == 0]
+        members = [
+            (lid, is_out)
+            for lid, is_out in origins.get(span[0])
+            if lid < len(model.layers) and model.layers[lid].subgraph == 0
+        ]
         marked = [lid for lid, is_out in members if is_out]
         if not marked:
             continue
@@ -120,16 +123,18 @@ def kernel_plan(mod, origins: OriginTable, model: LoadedModel) -> KernelPlan:
     return plan
 
 
-def _assign(marked: list[int], members: list[int], model: LoadedModel, call,
-            outs: list[int]) -> list[Slot]:
+def _assign(marked: list[int], members: list[int], model: LoadedModel, call, outs: list[int]) -> list[Slot]:
     """Pair the call's results with the outputs of the layers whose results leave it.
 
     A layer's output stays inside the kernel when another layer with work in the same
     kernel (its output, or only a part of it: a quantized layer's input dequantize) reads it.
     """
     consumed = {t.name for lid in members for t in model.layers[lid].inputs}
-    sinks = [lid for lid in sorted(marked, key=lambda i: model.layers[i].op_index)
-             if not any(t.name in consumed for t in model.layers[lid].outputs)]
+    sinks = [
+        lid
+        for lid in sorted(marked, key=lambda i: model.layers[i].op_index)
+        if not any(t.name in consumed for t in model.layers[lid].outputs)
+    ]
     wanted = [(lid, j, t) for lid in sinks for j, t in enumerate(model.layers[lid].outputs)]
     if not outs:  # a value-returning call: one result
         if len(wanted) == 1 and _fits(_arg_kind(call), wanted[0][2]):
@@ -148,8 +153,9 @@ def _assign(marked: list[int], members: list[int], model: LoadedModel, call,
     for found in hits.values():
         for k in found:
             claims[k] = claims.get(k, 0) + 1
-    return [Slot(lid, j, outs[found[0]]) for (lid, j), found in hits.items()
-            if len(found) == 1 and claims[found[0]] == 1]
+    return [
+        Slot(lid, j, outs[found[0]]) for (lid, j), found in hits.items() if len(found) == 1 and claims[found[0]] == 1
+    ]
 
 
 def _dequantized(marked: list[int], model: LoadedModel, kinds, outs: list[int]) -> list[Slot]:
@@ -165,8 +171,7 @@ def _dequantized(marked: list[int], model: LoadedModel, kinds, outs: list[int]) 
     tensor = model.layers[last[0]].outputs[0]
     if not (tensor.quantized and tensor.dtype in ("int8", "uint8", "int16") and len(tensor.scales) == 1):
         return []
-    fits = [k for k, (numel, dtype) in enumerate(kinds)
-            if dtype == "float32" and numel == _numel(tensor.shape)]
+    fits = [k for k, (numel, dtype) in enumerate(kinds) if dtype == "float32" and numel == _numel(tensor.shape)]
     zero_point = tensor.zero_points[0] if tensor.zero_points else 0
     how = (tensor.scales[0], zero_point, tensor.dtype)
     return [Slot(last[0], 0, outs[fits[0]], dequantized=how)] if len(fits) == 1 else []
@@ -203,8 +208,7 @@ def _arg_kind(expr) -> tuple[int | None, str | None]:
 def _fits(kind: tuple[int | None, str | None], tensor) -> bool:
     """Can a result of this size and dtype be the layer's output ``tensor``?"""
     numel, dtype = kind
-    return ((numel is None or numel == _numel(tensor.shape))
-            and (dtype is None or dtype == tensor.dtype))
+    return (numel is None or numel == _numel(tensor.shape)) and (dtype is None or dtype == tensor.dtype)
 
 
 @dataclass

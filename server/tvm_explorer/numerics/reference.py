@@ -22,8 +22,7 @@ from tvm_explorer.errors import ExplorerError
 from tvm_explorer.frontends import frontend_for, frontend_of
 from tvm_explorer.frontends.reference_run import Quantization, ReferenceRun
 
-__all__ = ["Quantization", "ReferenceRun", "check_same_graph", "describe", "quantization_of",
-           "run_reference"]
+__all__ = ["Quantization", "ReferenceRun", "check_same_graph", "describe", "quantization_of", "run_reference"]
 
 
 def describe(path: str | os.PathLike) -> str:
@@ -37,8 +36,9 @@ def check_same_graph(model, reference_path: str) -> None:
     ``model``) that the reference lacks or shapes/types differently."""
     frontend = frontend_of(model)
     if frontend_for(reference_path) is not frontend:
-        raise ExplorerError(f"{reference_path}: the reference must be a {frontend.suffix} model "
-                            f"like {model.path} (the same graph)")
+        raise ExplorerError(
+            f"{reference_path}: the reference must be a {frontend.suffix} model like {model.path} (the same graph)"
+        )
     frontend.reference.check_same_graph(model, reference_path)
 
 

@@ -16,15 +16,23 @@ from dataclasses import dataclass
 
 import tvm
 
+from tvm_explorer.bundle.sections.numerics import SCHEMA_VERSION, unit, validate
 from tvm_explorer.errors import ExplorerError
 from tvm_explorer.frontends.tflite.loader import LoadedModel
-from tvm_explorer.provenance import OriginTable
-from tvm_explorer.runtime.inputs import DEFAULT_SEED, inputs_for, model_inputs
-from tvm_explorer.numerics.compare import (COSINE_MIN, FLOAT_ABS_FLOOR, FLOAT_REL_TOLERANCE, MAX_STEPS, SPREAD_FACTOR, Error,
-                      compare, worst)
+from tvm_explorer.numerics.compare import (
+    COSINE_MIN,
+    FLOAT_ABS_FLOOR,
+    FLOAT_REL_TOLERANCE,
+    MAX_STEPS,
+    SPREAD_FACTOR,
+    Error,
+    compare,
+    worst,
+)
 from tvm_explorer.numerics.observe import KernelPlan, Observation, kernel_plan, run_observed
 from tvm_explorer.numerics.reference import ReferenceRun, check_same_graph, describe, quantization_of, run_reference
-from tvm_explorer.bundle.sections.numerics import SCHEMA_VERSION, unit, validate
+from tvm_explorer.provenance import OriginTable
+from tvm_explorer.runtime.inputs import DEFAULT_SEED, inputs_for, model_inputs
 
 NUMERICS_TARGETS = ("llvm", "c")
 FUSION_PASSES = ("FuseOps", "FuseTIR")
@@ -44,8 +52,9 @@ class NumericsOptions:
 def check_request(model: LoadedModel, target: str, options: NumericsOptions) -> None:
     """Fail fast, before compiling, on anything the user can fix: target, inputs, reference."""
     if target not in NUMERICS_TARGETS:
-        raise ExplorerError(f"--numerics runs the compiled model on this machine's CPU: use "
-                            f"--target llvm or c (not {target})")
+        raise ExplorerError(
+            f"--numerics runs the compiled model on this machine's CPU: use --target llvm or c (not {target})"
+        )
     inputs_for(model, options.inputs, options.seed)
     if options.reference:
         if not os.path.isfile(options.reference):
@@ -66,8 +75,8 @@ def runnable(executable, target: str):
 def build_unfused(model: LoadedModel, target: str, pipeline: str | None = None):
     """The debugging variant: same import, same pipeline, the fusion passes left out.
     Returns ``(executable, final Relax module, origins)``."""
-    from tvm_explorer.capture.pipeline import make_target, relax_pipeline
     from tvm_explorer.capture.compile_recorder import CaptureSession
+    from tvm_explorer.capture.pipeline import make_target, relax_pipeline
     from tvm_explorer.frontends import import_any
 
     origins = OriginTable()
@@ -82,8 +91,7 @@ def build_unfused(model: LoadedModel, target: str, pipeline: str | None = None):
         session.containers.add(chosen.info.name)
     else:
         chosen = relax_pipeline(target, tgt)
-    with tvm.transform.PassContext(opt_level=3, instruments=[session.instrument()],
-                                   disabled_pass=list(FUSION_PASSES)):
+    with tvm.transform.PassContext(opt_level=3, instruments=[session.instrument()], disabled_pass=list(FUSION_PASSES)):
         executable = tvm.compile(mod, tgt, relax_pipeline=chosen)
     return executable, session.final_relax, origins
 
@@ -110,22 +118,42 @@ def _figures(layer, plan: KernelPlan, obs: Observation, ref: ReferenceRun, ours_
             value = obs.outputs.get((layer.id, j))
             if value is None or t.name not in ref.tensors:
                 continue
-            errors.append(compare(value, ref.tensors[t.name], ours_q.get(t.name), ref_q.get(t.name),
-                                  ref.spread.get(t.name)))
+            errors.append(
+                compare(value, ref.tensors[t.name], ours_q.get(t.name), ref_q.get(t.name), ref.spread.get(t.name))
+            )
     if kernel is not None and layer.id in obs.off_grid:
-        note = (f"kernel {kernel} writes this output dequantized together with more work of the "
-                "next layer: not comparable")
+        note = (
+            f"kernel {kernel} writes this output dequantized together with more work of the next layer: not comparable"
+        )
     elif kernel is None and layer.id not in plan.hidden_in:
-        note = ("no kernel call of the compiled main is marked as producing this output "
-                "(folded into a constant, computed in place, or its origin mark was lost)")
+        note = (
+            "no kernel call of the compiled main is marked as producing this output "
+            "(folded into a constant, computed in place, or its origin mark was lost)"
+        )
     if not errors:
-        return {"observed": False, "max_abs": None, "max_rel": None, "cosine": None, "steps": None,
-                "diverges": False, "kernel": None, "hidden_in": plan.hidden_in.get(layer.id),
-                "note": note}
+        return {
+            "observed": False,
+            "max_abs": None,
+            "max_rel": None,
+            "cosine": None,
+            "steps": None,
+            "diverges": False,
+            "kernel": None,
+            "hidden_in": plan.hidden_in.get(layer.id),
+            "note": note,
+        }
     err: Error = worst(errors)
-    out = {"observed": True, "max_abs": _finite(err.max_abs), "max_rel": _finite(err.max_rel),
-           "cosine": err.cosine, "steps": err.steps, "diverges": err.diverges, "kernel": kernel,
-           "hidden_in": None, "note": err.note}
+    out = {
+        "observed": True,
+        "max_abs": _finite(err.max_abs),
+        "max_rel": _finite(err.max_rel),
+        "cosine": err.cosine,
+        "steps": err.steps,
+        "diverges": err.diverges,
+        "kernel": kernel,
+        "hidden_in": None,
+        "note": err.note,
+    }
     if err.budget is not None:
         out["step_budget"] = err.budget
     return out
@@ -139,8 +167,9 @@ def _first(entries: list[dict], key=lambda e: e) -> dict | None:
     return None
 
 
-def run_numerics(model: LoadedModel, target: str, executable, final_relax, origins: OriginTable,
-                 options: NumericsOptions) -> dict:
+def run_numerics(
+    model: LoadedModel, target: str, executable, final_relax, origins: OriginTable, options: NumericsOptions
+) -> dict:
     """Compare every observable layer output with the reference; the ``numerics.json`` data.
     Raises ExplorerError when the model (or the reference) cannot run."""
     inputs = inputs_for(model, options.inputs, options.seed)
@@ -152,8 +181,9 @@ def run_numerics(model: LoadedModel, target: str, executable, final_relax, origi
     except ExplorerError:
         raise
     except Exception as err:  # noqa: BLE001 - a TVM runtime failure is reported, not raised
-        raise ExplorerError(f"{model.path}: the compiled model failed to run "
-                            f"({' '.join(str(err).split())[:300]})") from None
+        raise ExplorerError(
+            f"{model.path}: the compiled model failed to run ({' '.join(str(err).split())[:300]})"
+        ) from None
     unfused = None
     if options.unfused:
         try:
@@ -162,20 +192,25 @@ def run_numerics(model: LoadedModel, target: str, executable, final_relax, origi
         except ExplorerError:
             raise
         except Exception as err:  # noqa: BLE001
-            raise ExplorerError(f"{model.path}: the unfused debugging variant failed to build or run "
-                                f"({' '.join(str(err).split())[:300]})") from None
+            raise ExplorerError(
+                f"{model.path}: the unfused debugging variant failed to build or run "
+                f"({' '.join(str(err).split())[:300]})"
+            ) from None
     layers = []
     for layer in model.layers:
-        fused = _figures(layer, fused_plan, fused_obs, ref, ours_q, ref.quantization) \
-            if layer.subgraph == 0 else _other_subgraph()
-        entry = {"subgraph": layer.subgraph, "op_index": layer.op_index, "opcode": layer.opcode,
-                 "name": layer.name}
+        fused = (
+            _figures(layer, fused_plan, fused_obs, ref, ours_q, ref.quantization)
+            if layer.subgraph == 0
+            else _other_subgraph()
+        )
+        entry = {"subgraph": layer.subgraph, "op_index": layer.op_index, "opcode": layer.opcode, "name": layer.name}
         if unfused is None:
             entry.update(fused)
             entry["observed_by"] = "fused" if fused["observed"] else None
         else:
-            single = _figures(layer, *unfused, ref, ours_q, ref.quantization) \
-                if layer.subgraph == 0 else _other_subgraph()
+            single = (
+                _figures(layer, *unfused, ref, ours_q, ref.quantization) if layer.subgraph == 0 else _other_subgraph()
+            )
             primary, by = (single, "unfused") if single["observed"] else (fused, "fused")
             entry.update(primary)
             entry["observed_by"] = by if primary["observed"] else None
@@ -189,9 +224,13 @@ def run_numerics(model: LoadedModel, target: str, executable, final_relax, origi
         "reference_path": os.path.abspath(reference_path),
         "inputs": os.path.abspath(options.inputs) if options.inputs else f"seeded random (seed {options.seed})",
         "mode": "unfused" if unfused is not None else "fused",
-        "thresholds": {"float_rel_tolerance": FLOAT_REL_TOLERANCE, "float_abs_floor": FLOAT_ABS_FLOOR,
-                       "cosine_min": COSINE_MIN, "max_steps": MAX_STEPS,
-                       "spread_factor": SPREAD_FACTOR},
+        "thresholds": {
+            "float_rel_tolerance": FLOAT_REL_TOLERANCE,
+            "float_abs_floor": FLOAT_ABS_FLOOR,
+            "cosine_min": COSINE_MIN,
+            "max_steps": MAX_STEPS,
+            "spread_factor": SPREAD_FACTOR,
+        },
         "layers": layers,
         "first_divergence": _first(layers),
     }
@@ -201,23 +240,29 @@ def run_numerics(model: LoadedModel, target: str, executable, final_relax, origi
 
 
 def _other_subgraph() -> dict:
-    return {"observed": False, "max_abs": None, "max_rel": None, "cosine": None, "steps": None,
-            "diverges": False, "kernel": None, "hidden_in": None,
-            "note": "in a nested subgraph (control flow): not compared"}
+    return {
+        "observed": False,
+        "max_abs": None,
+        "max_rel": None,
+        "cosine": None,
+        "steps": None,
+        "diverges": False,
+        "kernel": None,
+        "hidden_in": None,
+        "note": "in a nested subgraph (control flow): not compared",
+    }
 
 
 def summary_lines(data: dict) -> list[str]:
     """What ``compile --numerics`` prints after the bundle line."""
     observed = sum(1 for e in data["layers"] if e["observed"])
-    lines = [f"  numerics ({data['mode']}): {observed}/{len(data['layers'])} layers observed "
-             f"against the {data['reference']}"]
+    lines = [
+        f"  numerics ({data['mode']}): {observed}/{len(data['layers'])} layers observed against the {data['reference']}"
+    ]
     first = data["first_divergence"]
     if first is None:
         lines.append("  no layer diverges")
     else:
-        e = next(x for x in data["layers"]
-                 if (x["subgraph"], x["op_index"]) == (first["subgraph"], first["op_index"]))
+        e = next(x for x in data["layers"] if (x["subgraph"], x["op_index"]) == (first["subgraph"], first["op_index"]))
         lines.append(f"  first divergence: {unit(data)} {e['op_index']} {e['opcode']} {e['name']}")
     return lines
-
-

@@ -21,13 +21,12 @@ class ExtractRequest:
     pass_index: int | None = None
 
     def to_json(self) -> dict:
-        return {"name": self.name, "layer": self.layer, "subgraph": self.subgraph,
-                "pass": self.pass_index}
+        return {"name": self.name, "layer": self.layer, "subgraph": self.subgraph, "pass": self.pass_index}
 
 
 def _packed(bundle: Bundle, path: str, rng) -> bool:
     try:
-        _, args = read_signature(bundle.text(path)[rng.start:rng.end])
+        _, args = read_signature(bundle.text(path)[rng.start : rng.end])
     except ValueError:
         return True
     return not all(a.is_buffer for a in args)
@@ -44,16 +43,18 @@ def request_at(bundle: Bundle, path: str, offset: int) -> ExtractRequest | None:
             layer = bundle.layer(int(sg), int(op))
             if layer is None:
                 return None
-            return ExtractRequest(f"Extract Reproducer: kernels of {describe_layer(layer)}",
-                                  layer=layer.op_index, subgraph=layer.subgraph)
+            return ExtractRequest(
+                f"Extract Reproducer: kernels of {describe_layer(layer)}", layer=layer.op_index, subgraph=layer.subgraph
+            )
         if rng.kind == "binding" and rng.link and rng.link.startswith("prim:"):
             name = rng.link[5:]
             return ExtractRequest(f"Extract Reproducer: {name}", name=name)
         if rng.kind == "primfunc":
             name = rng.key[5:]
             if doc.stage == "tir" and doc.pass_index is not None and not _packed(bundle, path, rng):
-                return ExtractRequest(f"Extract Reproducer: {name} (as after pass "
-                                      f"{doc.pass_index})", name=name, pass_index=doc.pass_index)
+                return ExtractRequest(
+                    f"Extract Reproducer: {name} (as after pass {doc.pass_index})", name=name, pass_index=doc.pass_index
+                )
             return ExtractRequest(f"Extract Reproducer: {name}", name=name)
         if rng.kind == "function":
             name = rng.key[5:]

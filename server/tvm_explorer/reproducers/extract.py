@@ -8,7 +8,6 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from tvm_explorer.version import __version__
 from tvm_explorer.bundle.reader import Bundle, Layer
 from tvm_explorer.errors import ExplorerError
 from tvm_explorer.frontends.tflite.names import name_of
@@ -16,9 +15,13 @@ from tvm_explorer.reproducers.harness import HARNESS
 from tvm_explorer.reproducers.relax_reference import ReferenceBuilder
 from tvm_explorer.reproducers.script_text import check_functions, comment, tvm_import
 from tvm_explorer.reproducers.signature import Argument, read_signature
+from tvm_explorer.version import __version__
 
-_BASE_IMPORTS = ("from tvm.script import ir as I", "from tvm.script import tirx as T",
-                 "from tvm.script import relax as R")
+_BASE_IMPORTS = (
+    "from tvm.script import ir as I",
+    "from tvm.script import tirx as T",
+    "from tvm.script import relax as R",
+)
 
 
 @dataclass
@@ -65,8 +68,7 @@ class KernelFinder:
         """The PrimFuncs of the first TIR document (the functions the build lowers)."""
         if not self.tir_docs:
             return []
-        return sorted(k[5:] for k in self.bundle.index(self.tir_docs[0].path).keys()
-                      if k.startswith("prim:"))
+        return sorted(k[5:] for k in self.bundle.index(self.tir_docs[0].path).keys() if k.startswith("prim:"))
 
     def all_names(self) -> list[str]:
         """Everything NAME may be: PrimFuncs, generated kernel names, Relax functions."""
@@ -93,7 +95,7 @@ class KernelFinder:
             return [name]
         for prefix, suffix in (("__tvm_ffi_", ""), ("", "_kernel")):
             if name.startswith(prefix) and name.endswith(suffix):
-                core = name[len(prefix):len(name) - len(suffix)]
+                core = name[len(prefix) : len(name) - len(suffix)]
                 if core in kernels:
                     return [core]
         if name in self._prims:
@@ -101,10 +103,10 @@ class KernelFinder:
         if name in self._funcs:
             return self._called_by(name)
         close = difflib.get_close_matches(name, self.all_names(), n=6, cutoff=0.5)
-        hint = (f"closest: {', '.join(close)}" if close
-                else f"kernels: {', '.join(self.kernels()[:12])}")
-        raise ExplorerError(f"{name}: no PrimFunc, generated kernel or Relax function of that "
-                            f"name in {self.bundle.root}; {hint}")
+        hint = f"closest: {', '.join(close)}" if close else f"kernels: {', '.join(self.kernels()[:12])}"
+        raise ExplorerError(
+            f"{name}: no PrimFunc, generated kernel or Relax function of that name in {self.bundle.root}; {hint}"
+        )
 
     def _called_by(self, func: str) -> list[str]:
         """The kernels a Relax function calls (in its last Relax document)."""
@@ -118,8 +120,7 @@ class KernelFinder:
                 if prim in known and prim not in out:
                     out.append(prim)
         if not out:
-            raise ExplorerError(f"{func}: this Relax function calls no kernel of the TIR "
-                                f"documents (in {path})")
+            raise ExplorerError(f"{func}: this Relax function calls no kernel of the TIR documents (in {path})")
         return out
 
     def layer_kernels(self, layer: Layer) -> list[str]:
@@ -129,8 +130,7 @@ class KernelFinder:
         path = self.tir_docs[0].path
         out = []
         for rng in self.bundle.index(path).ranges:
-            if rng.kind == "primfunc" and any(
-                    lid == layer.id for lid, _ in self.bundle.origin_sets[rng.origin_set]):
+            if rng.kind == "primfunc" and any(lid == layer.id for lid, _ in self.bundle.origin_sets[rng.origin_set]):
                 out.append(rng.key[5:])
         return sorted(set(out), key=out.index)
 
@@ -150,8 +150,7 @@ def _pass_entry(bundle: Bundle, index: int) -> dict:
             return entry
     indices = [p.get("index") for p in passes if isinstance(p.get("index"), int)]
     span = f"{min(indices)}–{max(indices)}" if indices else "none"
-    raise ExplorerError(f"--pass {index}: {bundle.root} has passes {span} "
-                        "(see `tvm-explorer coverage BUNDLE`)")
+    raise ExplorerError(f"--pass {index}: {bundle.root} has passes {span} (see `tvm-explorer coverage BUNDLE`)")
 
 
 def _pass_of_document(bundle: Bundle, path: str) -> tuple[int | None, str]:
@@ -164,14 +163,16 @@ def _pass_of_document(bundle: Bundle, path: str) -> tuple[int | None, str]:
 
 def _raw_text(bundle: Bundle, path: str, prim: str) -> str:
     rng = bundle.index(path).by_key(f"prim:{prim}")[0]
-    return bundle.text(path)[rng.start:rng.end]
+    return bundle.text(path)[rng.start : rng.end]
 
 
 def _kernel_text(bundle: Bundle, path: str, prim: str) -> str:
     text = _raw_text(bundle, path, prim)
     if "metadata[" in text:
-        raise ExplorerError(f"{prim}: its text in {path} uses constants the bundle does not "
-                            "store (metadata[...]); pick another pass with --pass")
+        raise ExplorerError(
+            f"{prim}: its text in {path} uses constants the bundle does not "
+            "store (metadata[...]); pick another pass with --pass"
+        )
     # PrimFuncs printed inside a Relax module are private (no symbol): the script exports them.
     first, _, rest = text.partition("\n")
     first = first.replace("(private=True, ", "(").replace("(private=True)", "")
@@ -193,9 +194,14 @@ def _args_literal(args: list[Argument]) -> str:
     return "[" + ", ".join(f"({a.shape!r}, {a.dtype!r})" for a in args) + "]"
 
 
-def extract(bundle_path: str | os.PathLike, name: str | None = None, *,
-            layer: int | None = None, subgraph: int = 0,
-            pass_index: int | None = None) -> Reproducer:
+def extract(
+    bundle_path: str | os.PathLike,
+    name: str | None = None,
+    *,
+    layer: int | None = None,
+    subgraph: int = 0,
+    pass_index: int | None = None,
+) -> Reproducer:
     """The reproducer of kernel/function ``name``, or of the kernels of layer ``layer``."""
     bundle = Bundle(bundle_path)
     finder = KernelFinder(bundle)
@@ -210,9 +216,11 @@ def extract(bundle_path: str | os.PathLike, name: str | None = None, *,
             raise ExplorerError(f"--layer {layer}: subgraph {subgraph} of {bundle.root} has {span}")
         kernels = finder.layer_kernels(lay)
         if not kernels:
-            raise ExplorerError(f"{describe_layer(lay)}: no kernel of the TIR documents comes "
-                                "from this layer (its computation was folded into constants "
-                                "or into a neighbour's kernel without an origin)")
+            raise ExplorerError(
+                f"{describe_layer(lay)}: no kernel of the TIR documents comes "
+                "from this layer (its computation was folded into constants "
+                "or into a neighbour's kernel without an origin)"
+            )
         layers = [lay]
         label = f"layer{layer}" if not subgraph else f"sg{subgraph}-layer{layer}"
     elif name:
@@ -229,15 +237,16 @@ def extract(bundle_path: str | os.PathLike, name: str | None = None, *,
             where = [bundle.document(p).pass_index for p in finder.documents_of(missing[0])]
             known = [w for w in where if w is not None]
             span = f"passes {min(known)}–{max(known)}" if known else "no pass document"
-            raise ExplorerError(f"--pass {pass_index} ({entry.get('name')}): {missing[0]} is not "
-                                f"printed after it; it is printed after {span}")
+            raise ExplorerError(
+                f"--pass {pass_index} ({entry.get('name')}): {missing[0]} is not "
+                f"printed after it; it is printed after {span}"
+            )
     else:
         docs = {finder.default_document(k) for k in kernels}
         path = min(docs, key=lambda p: bundle.document(p).order)
         missing = [k for k in kernels if path not in finder.documents_of(k)]
         if missing:
-            raise ExplorerError(f"{', '.join(missing)}: not printed in {path} with the others; "
-                                "extract them one by one")
+            raise ExplorerError(f"{', '.join(missing)}: not printed in {path} with the others; extract them one by one")
     pidx, pname = _pass_of_document(bundle, path)
 
     builder = ReferenceBuilder(bundle)
@@ -247,16 +256,20 @@ def extract(bundle_path: str | os.PathLike, name: str | None = None, *,
         _, base = read_signature(_raw_text(bundle, finder.default_document(k), k))
         _, sig = read_signature(_raw_text(bundle, path, k))
         if not all(a.is_buffer for a in sig) or len(sig) != len(base):
-            raise ExplorerError(f"{k}: after pass {pidx} ({pname}) it takes packed arguments "
-                                "(lowered calling convention); choose an earlier --pass")
+            raise ExplorerError(
+                f"{k}: after pass {pidx} ({pname}) it takes packed arguments "
+                "(lowered calling convention); choose an earlier --pass"
+            )
         if not all(a.is_buffer for a in base) or len(base) <= ref.inputs:
             raise ExplorerError(f"{k}: its arguments are not static-shape buffers")
         kernel_texts.append(_kernel_text(bundle, path, k))
         reference_texts.append(ref.text)
         sources.append(ref.source)
-        specs.append(f"    {k!r}: {{\n        \"inputs\": {_args_literal(base[:ref.inputs])},\n"
-                     f"        \"outputs\": {_args_literal(base[ref.inputs:])},\n"
-                     f"        \"shapes\": {[a.shape for a in sig]!r},\n    }},")
+        specs.append(
+            f'    {k!r}: {{\n        "inputs": {_args_literal(base[: ref.inputs])},\n'
+            f'        "outputs": {_args_literal(base[ref.inputs :])},\n'
+            f'        "shapes": {[a.shape for a in sig]!r},\n    }},'
+        )
         if layer is None:
             for lay in finder.layers_of(k):
                 if lay not in layers:
@@ -266,8 +279,11 @@ def extract(bundle_path: str | os.PathLike, name: str | None = None, *,
     model = manifest.get("model") or {}
     target = str(manifest.get("target", "c"))
     tvm_version = (manifest.get("tool") or {}).get("tvm", "?")
-    what = (f"kernels of {describe_layer(layers[0])}" if layer is not None
-            else f"kernel{'s' if len(kernels) > 1 else ''} {', '.join(kernels)}")
+    what = (
+        f"kernels of {describe_layer(layers[0])}"
+        if layer is not None
+        else f"kernel{'s' if len(kernels) > 1 else ''} {', '.join(kernels)}"
+    )
     # Every line is one comment: bundle strings pass through comment() (see script_text.py).
     header = [
         f"# Reproducer: {comment(what)}",
@@ -276,12 +292,13 @@ def extract(bundle_path: str | os.PathLike, name: str | None = None, *,
         "# Layer(s):  " + (comment("; ".join(describe_layer(l) for l in layers)) or "unknown"),
         f"# Kernels:   {comment(', '.join(kernels))}",
         f"# Pass:      {pidx} {comment(pname)} ({comment(path)})",
-        f"# Target:    {comment(target)}" + (" (on a machine without a GPU only the CUDA source "
-                                              "is built)" if target == "cuda" else ""),
+        f"# Target:    {comment(target)}"
+        + (" (on a machine without a GPU only the CUDA source is built)" if target == "cuda" else ""),
         f"# TVM:       {comment(tvm_version)} (compiled the bundle); needs only tvm and numpy",
         f"# Reference: the layer's own Relax ops from {comment(builder.import_doc)}, built for "
-        "llvm (bindings " + comment("; ".join(
-            f"{k}: {src}" if len(kernels) > 1 else src for k, src in zip(kernels, sources))) + ")",
+        "llvm (bindings "
+        + comment("; ".join(f"{k}: {src}" if len(kernels) > 1 else src for k, src in zip(kernels, sources)))
+        + ")",
         "# Run:       python this_script.py  (exit 0: every kernel matches its reference)",
     ]
     for k, text in zip(kernels, kernel_texts):
@@ -342,8 +359,10 @@ def write(repro: Reproducer, output: str | os.PathLike) -> Path:
     try:
         data = repro.text.encode("utf-8")
     except UnicodeEncodeError as err:  # a lone surrogate that escaped comment() and repr()
-        raise ExplorerError(f"{out}: the reproducer holds a character UTF-8 cannot encode "
-                            f"({err.object[err.start:err.end]!r}); nothing written") from None
+        raise ExplorerError(
+            f"{out}: the reproducer holds a character UTF-8 cannot encode "
+            f"({err.object[err.start : err.end]!r}); nothing written"
+        ) from None
     tmp = out.with_name(f".{out.name}.tmp-{os.getpid()}")
     try:
         tmp.write_bytes(data)

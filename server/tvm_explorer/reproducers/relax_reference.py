@@ -41,13 +41,11 @@ class _CallTir:
     args: list[str]
 
 
-
-
 def _parse_call_tir(text: str) -> _CallTir | None:
     left, sep, right = text.partition(" = ")
     if not sep or not right.startswith("R.call_tir(") or not right.endswith(")"):
         return None
-    parts = split_top(right[len("R.call_tir("):-1])
+    parts = split_top(right[len("R.call_tir(") : -1])
     if len(parts) < 2 or not parts[1].startswith("("):
         return None
     var = left.split(":", 1)[0].strip()
@@ -92,11 +90,11 @@ class ReferenceBuilder:
     def _need(self) -> None:
         if not (self.import_doc and self.legalized_doc):
             raise ReferenceError(
-                f"{self.bundle.root}: the bundle has no import and LegalizeOps documents to "
-                "build a reference from")
+                f"{self.bundle.root}: the bundle has no import and LegalizeOps documents to build a reference from"
+            )
 
     def _text(self, path: str, rng) -> str:
-        return self.bundle.text(path)[rng.start:rng.end]
+        return self.bundle.text(path)[rng.start : rng.end]
 
     def _import_op(self, function: str, var: str) -> str | None:
         found = self.bundle.index(self.import_doc).by_key(f"bind:{function}:{var}")
@@ -125,20 +123,21 @@ class ReferenceBuilder:
     def _single(self, kernel: str) -> Reference:
         calls = self._legalized_calls(kernel)
         if not calls:
-            raise ReferenceError(f"{kernel}: no Relax call of it in {self.legalized_doc}, so no "
-                                 "Relax op to check it against")
+            raise ReferenceError(
+                f"{kernel}: no Relax call of it in {self.legalized_doc}, so no Relax op to check it against"
+            )
         function, call = calls[0]
         op = self._import_op(function, call.var)
         if op is None:
-            raise ReferenceError(f"{kernel}: binding {call.var} of {self.legalized_doc} has no "
-                                 f"counterpart in {self.import_doc}")
+            raise ReferenceError(
+                f"{kernel}: binding {call.var} of {self.legalized_doc} has no counterpart in {self.import_doc}"
+            )
         prim = self.bundle.index(self.legalized_doc).by_key(f"prim:{kernel}")
         if not prim:
             raise ReferenceError(f"{kernel}: not printed in {self.legalized_doc}")
         _, sig = read_signature(self._text(self.legalized_doc, prim[0]))
-        if len(sig) < len(call.args) or not all(a.is_buffer for a in sig[:len(call.args)]):
-            raise ReferenceError(f"{kernel}: its arguments do not match its call in "
-                                 f"{self.legalized_doc}")
+        if len(sig) < len(call.args) or not all(a.is_buffer for a in sig[: len(call.args)]):
+            raise ReferenceError(f"{kernel}: its arguments do not match its call in {self.legalized_doc}")
         taken: set[str] = set()
         mapping, params = {}, []
         for token, arg in zip(call.args, sig):
@@ -148,29 +147,37 @@ class ReferenceBuilder:
         if len(set(call.args)) != len(call.args):
             raise ReferenceError(f"{kernel}: passes one value twice; not supported")
         body = _rename(op, mapping)
-        text = (f"    @R.function\n    def {kernel}({', '.join(params)}):\n"
-                f"        with R.dataflow():\n            gv = {body}\n            R.output(gv)\n"
-                f"        return gv")
+        text = (
+            f"    @R.function\n    def {kernel}({', '.join(params)}):\n"
+            f"        with R.dataflow():\n            gv = {body}\n            R.output(gv)\n"
+            f"        return gv"
+        )
         return Reference(kernel, text, len(call.args), call.var)
 
     def _fused(self, kernel: str, func_range) -> Reference:
         index = self.bundle.index(self.fused_doc)
         doc_text = self.bundle.text(self.fused_doc)
-        inner = [r for r in index.ranges
-                 if r.kind == "binding" and r.key.startswith(f"bind:{kernel}:")
-                 and func_range.start <= r.start and r.end <= func_range.end]
+        inner = [
+            r
+            for r in index.ranges
+            if r.kind == "binding"
+            and r.key.startswith(f"bind:{kernel}:")
+            and func_range.start <= r.start
+            and r.end <= func_range.end
+        ]
         inner_map: dict[str, str] = {}  # fused-function variable -> LegalizeOps variable
         edits: list[tuple[int, int, str]] = []
         used = []
         for rng in inner:
-            call = _parse_call_tir(doc_text[rng.start:rng.end])
+            call = _parse_call_tir(doc_text[rng.start : rng.end])
             if call is None:
                 continue  # not a call of a PrimFunc (a tuple, ...): kept as printed
             function, main = self._match(call, inner_map)
             op = self._import_op(function, main.var)
             if op is None:
-                raise ReferenceError(f"{kernel}: binding {main.var} of {self.legalized_doc} has "
-                                     f"no counterpart in {self.import_doc}")
+                raise ReferenceError(
+                    f"{kernel}: binding {main.var} of {self.legalized_doc} has no counterpart in {self.import_doc}"
+                )
             inner_map[call.var] = main.var
             mapping = {}
             for main_tok, inner_tok in zip(main.args, call.args):
@@ -184,7 +191,7 @@ class ReferenceBuilder:
         for start, end, new in edits:
             pieces += [doc_text[pos:start], new]
             pos = end
-        pieces.append(doc_text[pos:func_range.end])
+        pieces.append(doc_text[pos : func_range.end])
         text = "".join(pieces)
         lines = []
         for line in text.split("\n"):
@@ -209,7 +216,8 @@ class ReferenceBuilder:
         # Else the call whose arguments computed inside the fused function are the same values.
         for function, main in candidates:
             if len(main.args) == len(call.args) and all(
-                    inner_map[a] == b for a, b in zip(call.args, main.args) if a in inner_map):
+                inner_map[a] == b for a, b in zip(call.args, main.args) if a in inner_map
+            ):
                 return function, main
         return candidates[0]
 
@@ -228,8 +236,8 @@ def _parenthesized(text: str, open_at: int) -> str:
         elif ch in ")]}":
             depth -= 1
             if depth == 0:
-                return text[open_at + 1:i]
-    return text[open_at + 1:]
+                return text[open_at + 1 : i]
+    return text[open_at + 1 :]
 
 
 def _shape(dims: tuple[int, ...]) -> str:

@@ -31,12 +31,17 @@ def comment(value: object) -> str:
     text = str(value).replace('"', '\\"')
     if text.isprintable():
         return text
-    return "".join(ch if ch.isprintable() else _REPLACED.get(ch) or ch.encode(
-        "unicode_escape", "backslashreplace").decode("ascii") for ch in text)
+    return "".join(
+        ch if ch.isprintable() else _REPLACED.get(ch) or ch.encode("unicode_escape", "backslashreplace").decode("ascii")
+        for ch in text
+    )
 
 
-_IMPORT = re.compile(r"from (tvm(?:\.[A-Za-z_][A-Za-z0-9_]*)*) import ([A-Za-z_][A-Za-z0-9_]*)"
-                     r"(?: as ([A-Za-z_][A-Za-z0-9_]*))?", re.ASCII)
+_IMPORT = re.compile(
+    r"from (tvm(?:\.[A-Za-z_][A-Za-z0-9_]*)*) import ([A-Za-z_][A-Za-z0-9_]*)"
+    r"(?: as ([A-Za-z_][A-Za-z0-9_]*))?",
+    re.ASCII,
+)
 
 
 def tvm_import(line: str) -> str | None:
@@ -49,19 +54,66 @@ def tvm_import(line: str) -> str | None:
 # Names a TVMScript expression must not reach: the script's modules and the builtins that
 # read, write, import, evaluate or introspect. A function's own parameter may carry one of
 # these names (TVM names a buffer `input`): it is bound before the body is evaluated.
-_DENIED_NAMES = frozenset({
-    "sys", "time", "np", "tvm", "__builtins__", "__import__", "open", "eval", "exec", "compile",
-    "getattr", "setattr", "delattr", "hasattr", "globals", "locals", "vars", "dir", "breakpoint",
-    "input", "help", "exit", "quit", "memoryview", "type", "object", "super", "classmethod",
-    "staticmethod", "property",
-})
+_DENIED_NAMES = frozenset(
+    {
+        "sys",
+        "time",
+        "np",
+        "tvm",
+        "__builtins__",
+        "__import__",
+        "open",
+        "eval",
+        "exec",
+        "compile",
+        "getattr",
+        "setattr",
+        "delattr",
+        "hasattr",
+        "globals",
+        "locals",
+        "vars",
+        "dir",
+        "breakpoint",
+        "input",
+        "help",
+        "exit",
+        "quit",
+        "memoryview",
+        "type",
+        "object",
+        "super",
+        "classmethod",
+        "staticmethod",
+        "property",
+    }
+)
 # Namespaces under T/R/I that are TVMScript's own machinery (parser, builder), not IR.
 _DENIED_NAMESPACES = frozenset({"parser", "builder", "entry", "frame", "ir"})
 _DECORATORS = {"prim_func": "T", "function": "R"}
-_FORBIDDEN = (ast.Import, ast.ImportFrom, ast.Global, ast.Nonlocal, ast.ClassDef,
-              ast.FunctionDef, ast.AsyncFunctionDef, ast.AsyncFor, ast.AsyncWith, ast.Await,
-              ast.Yield, ast.YieldFrom, ast.JoinedStr, ast.NamedExpr, ast.Try, ast.Raise,
-              ast.Delete, ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
+_FORBIDDEN = (
+    ast.Import,
+    ast.ImportFrom,
+    ast.Global,
+    ast.Nonlocal,
+    ast.ClassDef,
+    ast.FunctionDef,
+    ast.AsyncFunctionDef,
+    ast.AsyncFor,
+    ast.AsyncWith,
+    ast.Await,
+    ast.Yield,
+    ast.YieldFrom,
+    ast.JoinedStr,
+    ast.NamedExpr,
+    ast.Try,
+    ast.Raise,
+    ast.Delete,
+    ast.ListComp,
+    ast.SetComp,
+    ast.DictComp,
+    ast.GeneratorExp,
+)
 
 
 class _Refused(Exception):
@@ -78,8 +130,11 @@ def _root(node: ast.expr) -> ast.expr:
 
 def _check_decorator(node: ast.expr) -> None:
     call = node.func if isinstance(node, ast.Call) else node
-    if not (isinstance(call, ast.Attribute) and isinstance(call.value, ast.Name)
-            and _DECORATORS.get(call.attr) == call.value.id):
+    if not (
+        isinstance(call, ast.Attribute)
+        and isinstance(call.value, ast.Name)
+        and _DECORATORS.get(call.attr) == call.value.id
+    ):
         raise _Refused(node, "a decorator other than T.prim_func or R.function")
     if isinstance(node, ast.Call):
         for arg in [*node.args, *(k.value for k in node.keywords)]:
@@ -113,8 +168,7 @@ def _check_expr(node: ast.AST, bound: frozenset) -> None:
             raise _Refused(node, f"the private attribute .{node.attr}")
         if not isinstance(_root(node), ast.Name):
             raise _Refused(node, "an attribute of something other than a name")
-        if isinstance(node.value, ast.Name) and node.value.id in ("T", "R", "I") \
-                and node.attr in _DENIED_NAMESPACES:
+        if isinstance(node.value, ast.Name) and node.value.id in ("T", "R", "I") and node.attr in _DENIED_NAMESPACES:
             raise _Refused(node, f"TVMScript's {node.value.id}.{node.attr}")
     elif isinstance(node, ast.Name):
         if node.id.startswith("__") or (node.id in _DENIED_NAMES and node.id not in bound):
@@ -134,8 +188,7 @@ def check_functions(text: str, what: str) -> None:
     TVMScript function definitions as TVM prints them. ``what`` names it in the message."""
     try:
         if not text.replace("\n", "").isprintable():
-            raise _Refused(None, "an unprintable character (a control character, line "
-                                 "separator or lone surrogate)")
+            raise _Refused(None, "an unprintable character (a control character, line separator or lone surrogate)")
         lines = text.split("\n")
         for i, line in enumerate(lines, 1):
             if line and not line.startswith("    "):
@@ -150,6 +203,8 @@ def check_functions(text: str, what: str) -> None:
             _check_function(stmt)
     except _Refused as refused:
         where = f" (line {refused.line} of it)" if refused.line else ""
-        raise ExplorerError(f"{what}: its text holds {refused}{where}, which TVM does not "
-                            "print; not written into a script (the bundle may have been "
-                            "tampered with)") from None
+        raise ExplorerError(
+            f"{what}: its text holds {refused}{where}, which TVM does not "
+            "print; not written into a script (the bundle may have been "
+            "tampered with)"
+        ) from None

@@ -49,7 +49,7 @@ def split_top(text: str, sep: str = ",") -> list[str]:
 
 
 def _buffer(annotation: str) -> tuple[tuple[int, ...], str] | None:
-    m = re.match(r'^T\.Buffer\((.*)\)$', annotation.strip())
+    m = re.match(r"^T\.Buffer\((.*)\)$", annotation.strip())
     if not m:
         return None
     parts = split_top(m.group(1))

@@ -46,7 +46,8 @@ class ModelInput:
     def accepts(self, shape: tuple) -> bool:
         """Does an array of ``shape`` fit (any size where a dimension is symbolic)?"""
         return len(shape) == len(self.shape) and all(
-            isinstance(want, str) or int(have) == want for have, want in zip(shape, self.shape))
+            isinstance(want, str) or int(have) == want for have, want in zip(shape, self.shape)
+        )
 
     def describe(self) -> str:
         """``float32 [1, 224, 224, 3]``."""
@@ -57,9 +58,15 @@ def model_inputs(model: LoadedModel) -> list[ModelInput]:
     """The inputs of subgraph 0, in order."""
     if not model.subgraphs:
         return []
-    return [ModelInput(t.name, tuple(d if isinstance(d, str) else max(int(d), 1) for d in t.shape),
-                       t.dtype, getattr(t, "quantized", False))
-            for t in model.subgraphs[0].inputs]
+    return [
+        ModelInput(
+            t.name,
+            tuple(d if isinstance(d, str) else max(int(d), 1) for d in t.shape),
+            t.dtype,
+            getattr(t, "quantized", False),
+        )
+        for t in model.subgraphs[0].inputs
+    ]
 
 
 def random_inputs(model: LoadedModel, seed: int = DEFAULT_SEED) -> dict[str, np.ndarray]:
@@ -68,13 +75,17 @@ def random_inputs(model: LoadedModel, seed: int = DEFAULT_SEED) -> dict[str, np.
     out: dict[str, np.ndarray] = {}
     for inp in model_inputs(model):
         if inp.symbolic:
-            raise ExplorerError(f"{model.path}: input '{inp.name}' has a dimension of open size "
-                                f"('{inp.symbolic[0]}'), which random inputs cannot choose; give "
-                                "inputs with --inputs X.npz")
+            raise ExplorerError(
+                f"{model.path}: input '{inp.name}' has a dimension of open size "
+                f"('{inp.symbolic[0]}'), which random inputs cannot choose; give "
+                "inputs with --inputs X.npz"
+            )
         dt = np.dtype(inp.dtype) if inp.dtype in _NUMPY_DTYPES else None
         if dt is None:
-            raise ExplorerError(f"{model.path}: input '{inp.name}' has type {inp.dtype}, "
-                                "which cannot be generated; give inputs with --inputs X.npz")
+            raise ExplorerError(
+                f"{model.path}: input '{inp.name}' has type {inp.dtype}, "
+                "which cannot be generated; give inputs with --inputs X.npz"
+            )
         if dt == np.bool_:
             value = rng.integers(0, 2, size=inp.shape).astype(np.bool_)
         elif np.issubdtype(dt, np.floating):
@@ -88,8 +99,20 @@ def random_inputs(model: LoadedModel, seed: int = DEFAULT_SEED) -> dict[str, np.
     return out
 
 
-_NUMPY_DTYPES = {"float32", "float16", "float64", "int8", "uint8", "int16", "uint16", "int32",
-                 "uint32", "int64", "uint64", "bool"}
+_NUMPY_DTYPES = {
+    "float32",
+    "float16",
+    "float64",
+    "int8",
+    "uint8",
+    "int16",
+    "uint16",
+    "int32",
+    "uint32",
+    "int64",
+    "uint64",
+    "bool",
+}
 
 
 def load_inputs(path: str | os.PathLike, model: LoadedModel) -> dict[str, np.ndarray]:
@@ -120,26 +143,29 @@ def load_inputs(path: str | os.PathLike, model: LoadedModel) -> dict[str, np.nda
     missing = [i for i in expected if i.name not in stored]
     if missing:
         have = ", ".join(sorted(stored)) or "no arrays"
-        raise ExplorerError(f"{path}: no array for model input '{missing[0].name}' (expected "
-                            f"{missing[0].describe()}; the file has: {have})")
+        raise ExplorerError(
+            f"{path}: no array for model input '{missing[0].name}' (expected "
+            f"{missing[0].describe()}; the file has: {have})"
+        )
     extra = [k for k in stored if k not in names]
     if extra:
-        raise ExplorerError(f"{path}: array '{extra[0]}' is not an input of the model "
-                            f"(the model's inputs: {', '.join(repr(n) for n in names)})")
+        raise ExplorerError(
+            f"{path}: array '{extra[0]}' is not an input of the model "
+            f"(the model's inputs: {', '.join(repr(n) for n in names)})"
+        )
     out = {}
     for inp in expected:
         value = stored[inp.name]
         if not inp.accepts(tuple(value.shape)):
-            raise ExplorerError(f"{path}: input '{inp.name}' has shape {list(value.shape)}, "
-                                f"expected {inp.describe()}")
+            raise ExplorerError(f"{path}: input '{inp.name}' has shape {list(value.shape)}, expected {inp.describe()}")
         if str(value.dtype) != inp.dtype:
-            raise ExplorerError(f"{path}: input '{inp.name}' has dtype {value.dtype}, "
-                                f"expected {inp.describe()}")
+            raise ExplorerError(f"{path}: input '{inp.name}' has dtype {value.dtype}, expected {inp.describe()}")
         out[inp.name] = np.ascontiguousarray(value)
     return out
 
 
-def inputs_for(model: LoadedModel, path: str | os.PathLike | None = None,
-               seed: int = DEFAULT_SEED) -> dict[str, np.ndarray]:
+def inputs_for(
+    model: LoadedModel, path: str | os.PathLike | None = None, seed: int = DEFAULT_SEED
+) -> dict[str, np.ndarray]:
     """The given inputs if ``path`` is set, else seeded random ones."""
     return load_inputs(path, model) if path else random_inputs(model, seed)

@@ -15,13 +15,14 @@ import sys
 
 # sys.argv is ['-c', MODULE, ARGS...]: drop the cwd entry, then run MODULE as __main__ with
 # sys.argv = [its file, ARGS...], as ``python -m MODULE ARGS`` would.
-_BOOTSTRAP = ("import runpy, sys\n"
-              "if not getattr(sys.flags, 'safe_path', False): del sys.path[0]\n"
-              "runpy.run_module(sys.argv.pop(1), run_name='__main__', alter_sys=True)")
+_BOOTSTRAP = (
+    "import runpy, sys\n"
+    "if not getattr(sys.flags, 'safe_path', False): del sys.path[0]\n"
+    "runpy.run_module(sys.argv.pop(1), run_name='__main__', alter_sys=True)"
+)
 
 
-def python_module_command(module: str, *args: str, site: bool = True,
-                          safe_path_flag: bool | None = None) -> list[str]:
+def python_module_command(module: str, *args: str, site: bool = True, safe_path_flag: bool | None = None) -> list[str]:
     """``[python, ..., -m, module, *args]`` immune to packages in the working directory.
     ``site=False`` adds ``-S`` (no site-packages: the child needs only the standard library
     and what ``PYTHONPATH`` names). ``safe_path_flag`` forces the 3.11+ (True) or the 3.10

@@ -78,8 +78,7 @@ class Lifeline:
     def check(self) -> None:
         """Raise ExplorerError if the CLI is gone (a commit guard)."""
         if not self.parent_alive():
-            raise ExplorerError("the tvm-explorer process that started this compile is gone; "
-                                "the bundle is not written")
+            raise ExplorerError("the tvm-explorer process that started this compile is gone; the bundle is not written")
 
     def _start_watchdog(self, grace: float) -> None:
         child = os.getpid()

@@ -18,8 +18,7 @@ import math
 MIN_GIB = 0.5
 """Smallest limit accepted: Python with TVM loaded already maps about 0.46 GiB."""
 
-_ALLOCATION_FAILURES = ("bad_alloc", "unable to allocate", "cannot allocate memory",
-                        "out of memory", "memoryerror")
+_ALLOCATION_FAILURES = ("bad_alloc", "unable to allocate", "cannot allocate memory", "out of memory", "memoryerror")
 _NEAR = 0.97  # a peak this close to the limit means the limit was reached
 
 
@@ -28,15 +27,14 @@ def gib_argument(text: str) -> float:
     try:
         value = float(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(
-            f"{text!r} is not a number of GiB (use 0 for no limit)") from None
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of GiB (use 0 for no limit)") from None
     if not math.isfinite(value) or value < 0:
-        raise argparse.ArgumentTypeError(
-            f"{text!r} is not a limit: give a finite number of GiB, or 0 for no limit")
+        raise argparse.ArgumentTypeError(f"{text!r} is not a limit: give a finite number of GiB, or 0 for no limit")
     if 0 < value < MIN_GIB:
         raise argparse.ArgumentTypeError(
             f"{text} GiB is too small: Python with TVM loaded alone takes about 0.46 GiB of "
-            f"address space; give at least {MIN_GIB:g}, or 0 for no limit")
+            f"address space; give at least {MIN_GIB:g}, or 0 for no limit"
+        )
     return value
 
 
@@ -97,8 +95,10 @@ def message(err: BaseException, gib: float, model: str) -> str:
     if len(what) > 700:
         what = what[:700] + " …"
     if model and what.startswith(f"{model}: "):
-        what = what[len(model) + 2:]
+        what = what[len(model) + 2 :]
     if not gib or gib <= 0:
         return f"{model}: the compile ran out of memory ({what})"
-    return (f"{model}: the compile ran out of memory at its --memory-limit of {gib:g} GiB "
-            f"(an allocation failed: {what}); allow more with --memory-limit GIB, or 0 for no limit")
+    return (
+        f"{model}: the compile ran out of memory at its --memory-limit of {gib:g} GiB "
+        f"(an allocation failed: {what}); allow more with --memory-limit GIB, or 0 for no limit"
+    )

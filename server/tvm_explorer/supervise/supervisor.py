@@ -12,7 +12,8 @@ import sys
 import time
 from pathlib import Path
 
-from tvm_explorer.errors import EXIT_CRASH, EXIT_INTERRUPTED, EXIT_TIMEOUT, fail as _fail
+from tvm_explorer.errors import EXIT_CRASH, EXIT_INTERRUPTED, EXIT_TIMEOUT
+from tvm_explorer.errors import fail as _fail
 
 GRACE = 10.0  # seconds a stopped compile gets to clean up before it is killed
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGUSR1)  # SIGUSR1: the timeout
@@ -80,8 +81,7 @@ class _ChildErrors:
     developers, and one came after our error message as the last line."""
 
     CRASH_MARKERS = (b"Segfault encountered", b"!!!!!!!")
-    CHATTER = re.compile(rb"^(\[\d\d:\d\d:\d\d\] \S+\.(?:cc|h|cpp):\d+: |"
-                         + re.escape(TVM_LOG_PREFIX.encode()) + rb")")
+    CHATTER = re.compile(rb"^(\[\d\d:\d\d:\d\d\] \S+\.(?:cc|h|cpp):\d+: |" + re.escape(TVM_LOG_PREFIX.encode()) + rb")")
 
     def __init__(self, fd: int):
         self.fd = fd
@@ -204,23 +204,33 @@ def _supervise(args, pid: int, errors: _ChildErrors) -> int:
     sig = signal.Signals(os.WTERMSIG(status)).name
     _remove_partial(args.output, pid)
     if timed_out:
-        return _fail(f"{args.model}: {_activity(args)[0]} did not finish within {args.timeout:g} s (--timeout) "
-                     f"and was killed; no bundle was written (a previous bundle is unchanged)",
-                     EXIT_TIMEOUT)
+        return _fail(
+            f"{args.model}: {_activity(args)[0]} did not finish within {args.timeout:g} s (--timeout) "
+            f"and was killed; no bundle was written (a previous bundle is unchanged)",
+            EXIT_TIMEOUT,
+        )
     if state["stop"] is not None:
         how = " and was killed" if state["killed"] else ""
-        return _fail(f"interrupted ({state['stop']}){how}; no bundle was written "
-                     "(a previous bundle is unchanged)", EXIT_INTERRUPTED)
+        return _fail(
+            f"interrupted ({state['stop']}){how}; no bundle was written (a previous bundle is unchanged)",
+            EXIT_INTERRUPTED,
+        )
     dump = errors.save_dump()
     where = f"; TVM's crash report: {dump}" if dump else ""
     if sig not in _CRASH_SIGNALS and not dump:
         # Not a fault of TVM's: someone (or the kernel) killed the child.
         oom = " (possibly the kernel's out-of-memory killer)" if sig == "SIGKILL" else ""
-        return _fail(f"{args.model}: the compiling process was killed by {sig}, a signal from "
-                     f"outside tvm-explorer{oom}, while {_activity(args)[1]} for {args.target}; no bundle "
-                     "was written (a previous bundle is unchanged)", EXIT_CRASH)
-    return _fail(f"{args.model}: TVM crashed ({sig}) while {_activity(args)[1]} for {args.target}; "
-                 f"no bundle was written (a previous bundle is unchanged){where}", EXIT_CRASH)
+        return _fail(
+            f"{args.model}: the compiling process was killed by {sig}, a signal from "
+            f"outside tvm-explorer{oom}, while {_activity(args)[1]} for {args.target}; no bundle "
+            "was written (a previous bundle is unchanged)",
+            EXIT_CRASH,
+        )
+    return _fail(
+        f"{args.model}: TVM crashed ({sig}) while {_activity(args)[1]} for {args.target}; "
+        f"no bundle was written (a previous bundle is unchanged){where}",
+        EXIT_CRASH,
+    )
 
 
 def _activity(args) -> tuple[str, str]:

@@ -48,8 +48,9 @@ def validate(data) -> dict:
         for key in ("subgraph", "op_index"):
             f.integer(first.get(key), f"'first_divergence': '{key}'", BisectError)
     diff = data.get("diff")
-    if diff is not None and not (isinstance(diff, dict) and all(
-            v is None or isinstance(v, str) for v in diff.values())):
+    if diff is not None and not (
+        isinstance(diff, dict) and all(v is None or isinstance(v, str) for v in diff.values())
+    ):
         raise BisectError("'diff' must be {before, after} or null")
     return data
 

@@ -6,7 +6,6 @@ is documented in docs/bundle-format.md; docs/costs.md says what each number meas
 
 from __future__ import annotations
 
-
 from tvm_explorer.bundle import fields as f
 
 COSTS_FILE = "costs.json"
@@ -23,8 +22,15 @@ def clock_label(profile: dict) -> str:
 
 # -- reading ------------------------------------------------------------------------------
 _PROFILE_STRINGS = ("reason", "inputs", "device", "device_name", "clock", "split")
-_PROFILE_NUMBERS = ("plain_run_ms", "plain_run_min_ms", "plain_run_max_ms", "runtime_ms", "wall_ms",
-                    "plain_wall_ms", "total_min_ms")
+_PROFILE_NUMBERS = (
+    "plain_run_ms",
+    "plain_run_min_ms",
+    "plain_run_max_ms",
+    "runtime_ms",
+    "wall_ms",
+    "plain_wall_ms",
+    "total_min_ms",
+)
 
 
 def _check_profile(profile) -> None:
@@ -61,8 +67,10 @@ def _check_kernel(k, where: str, layer_count: int) -> None:
     f.obj(k, where)
     f.string(k.get("name"), f"{where}: 'name'")
     layers = k.get("layers")
-    if not (isinstance(layers, list) and all(isinstance(x, int) and not isinstance(x, bool)
-                                             and 0 <= x < layer_count for x in layers)):
+    if not (
+        isinstance(layers, list)
+        and all(isinstance(x, int) and not isinstance(x, bool) and 0 <= x < layer_count for x in layers)
+    ):
         raise ValueError(f"{where}: 'layers' must be a list of the bundle's layer ids")
     for key in ("calls", "code_lines", "workspace_bytes"):
         f.integer(k.get(key), f"{where}: '{key}'")
@@ -87,8 +95,10 @@ def validate(data, layer_count: int) -> None:
     if not isinstance(data, dict):
         raise ValueError("not a JSON object")
     if data.get("schema_version") != SCHEMA_VERSION:
-        raise ValueError(f"schema version {data.get('schema_version')!r} is not supported "
-                         f"(this tvm-explorer reads version {SCHEMA_VERSION})")
+        raise ValueError(
+            f"schema version {data.get('schema_version')!r} is not supported "
+            f"(this tvm-explorer reads version {SCHEMA_VERSION})"
+        )
     f.number(data.get("total_ms"), "'total_ms'")
     f.string(data.get("code_kind"), "'code_kind'", nullable=True)
     f.string(data.get("target"), "'target'", nullable=True)

@@ -22,7 +22,7 @@ def _position(value, where: str) -> None:
     if value is None:
         return
     if not isinstance(value, dict):
-        raise NumericsError(f"{where} must be {{\"subgraph\": int, \"op_index\": int}} or null")
+        raise NumericsError(f'{where} must be {{"subgraph": int, "op_index": int}} or null')
     for key in ("subgraph", "op_index"):
         f.integer(value.get(key), f"{where}: '{key}'", NumericsError)
 
@@ -32,8 +32,14 @@ def _figures(entry: dict, where: str) -> None:
     for key in ("max_abs", "max_rel", "steps"):  # null: infinite (JSON has no infinity)
         f.number(entry.get(key), f"{where}: '{key}'", NumericsError, high=f.MAX_FLOAT)
     # An observed layer has a cosine (the reports print it); null only when not observed.
-    f.number(entry.get("cosine"), f"{where}: 'cosine'", NumericsError, nullable=not entry["observed"],
-             low=-COSINE_LIMIT, high=COSINE_LIMIT)
+    f.number(
+        entry.get("cosine"),
+        f"{where}: 'cosine'",
+        NumericsError,
+        nullable=not entry["observed"],
+        low=-COSINE_LIMIT,
+        high=COSINE_LIMIT,
+    )
     f.boolean(entry.get("diverges"), f"{where}: 'diverges'", NumericsError)
     for key in ("kernel", "hidden_in", "note"):
         f.string(entry.get(key), f"{where}: '{key}'", NumericsError, nullable=True)
@@ -61,8 +67,9 @@ def validate(data, layer_keys: set[tuple[int, int]] | None = None) -> dict:
         for key in ("subgraph", "op_index"):
             f.integer(entry.get(key), f"{where}: '{key}'", NumericsError)
         if layer_keys is not None and (entry["subgraph"], entry["op_index"]) not in layer_keys:
-            raise NumericsError(f"{where} names op {entry['op_index']} of subgraph "
-                                f"{entry['subgraph']}, which the model does not have")
+            raise NumericsError(
+                f"{where} names op {entry['op_index']} of subgraph {entry['subgraph']}, which the model does not have"
+            )
         for key in ("opcode", "name"):
             if not isinstance(entry.get(key), str):
                 raise NumericsError(f"{where}: '{key}' must be a string")
@@ -104,11 +111,11 @@ def format_error(entry: dict, quote=str) -> str:
         if entry.get("hidden_in"):
             return f"not observed (hidden inside kernel {quote(entry['hidden_in'])})"
         return f"not observed ({quote(entry['note'])})" if entry.get("note") else "not observed"
+
     def num(x):  # null: infinite (JSON has no infinity)
         return "inf" if x is None else f"{x:.3g}"
 
-    parts = [f"max abs {num(entry['max_abs'])} (rel {num(entry['max_rel'])})",
-             f"cosine {entry['cosine']:.6f}"]
+    parts = [f"max abs {num(entry['max_abs'])} (rel {num(entry['max_rel'])})", f"cosine {entry['cosine']:.6f}"]
     if entry.get("steps") is not None:
         budget = entry.get("step_budget")
         parts.append(f"{entry['steps']:g} steps" + (f" (budget {budget:g})" if budget else ""))

@@ -51,8 +51,14 @@ def _check_same_graph(model, reference_path):
 
 
 FRONTEND = Frontend(
-    kind="onnx", suffix=".onnx", unit="node", load=_load, preview=_load,
-    import_model=_import, render_document=_render,
-    reference=ReferenceEngine(describe=_describe, run=_run, quantization_of=_quantization,
-                              check_same_graph=_check_same_graph),
+    kind="onnx",
+    suffix=".onnx",
+    unit="node",
+    load=_load,
+    preview=_load,
+    import_model=_import,
+    render_document=_render,
+    reference=ReferenceEngine(
+        describe=_describe, run=_run, quantization_of=_quantization, check_same_graph=_check_same_graph
+    ),
 )

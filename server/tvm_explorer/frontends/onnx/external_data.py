@@ -55,8 +55,10 @@ def embed_external_data(proto, path: str) -> None:
 
 
 def _refuse(path: str, name: str, location: str, why: str) -> ModelError:
-    return ModelError(f"{path}: tensor '{name}' keeps its data in {location!r}, which {why}; "
-                      f"external data is read only from files inside the model's folder")
+    return ModelError(
+        f"{path}: tensor '{name}' keeps its data in {location!r}, which {why}; "
+        f"external data is read only from files inside the model's folder"
+    )
 
 
 def _read(path: str, root: Path, name: str, info: dict) -> bytes:
@@ -64,8 +66,12 @@ def _read(path: str, root: Path, name: str, info: dict) -> bytes:
     if not location:
         raise ModelError(f"{path}: tensor '{name}' is marked external but names no location")
     pieces = set(PurePosixPath(location).parts) | set(PureWindowsPath(location).parts)
-    if (os.path.isabs(location) or PureWindowsPath(location).is_absolute()
-            or PureWindowsPath(location).drive or location.startswith(("/", "\\"))):
+    if (
+        os.path.isabs(location)
+        or PureWindowsPath(location).is_absolute()
+        or PureWindowsPath(location).drive
+        or location.startswith(("/", "\\"))
+    ):
         raise _refuse(path, name, location, "is an absolute path")
     if ".." in pieces:
         raise _refuse(path, name, location, "leads out of the model's folder ('..')")
@@ -73,8 +79,10 @@ def _read(path: str, root: Path, name: str, info: dict) -> bytes:
         offset = int(info.get("offset", 0) or 0)
         length = int(info["length"]) if info.get("length") not in (None, "") else None
     except ValueError:
-        raise ModelError(f"{path}: tensor '{name}': external data offset/length "
-                         f"{info.get('offset')!r}/{info.get('length')!r} are not numbers") from None
+        raise ModelError(
+            f"{path}: tensor '{name}': external data offset/length "
+            f"{info.get('offset')!r}/{info.get('length')!r} are not numbers"
+        ) from None
     if offset < 0 or (length is not None and length < 0):
         raise ModelError(f"{path}: tensor '{name}': negative external data offset or length")
     target = root / location
@@ -83,11 +91,13 @@ def _read(path: str, root: Path, name: str, info: dict) -> bytes:
     except BundleError:
         raise _refuse(path, name, location, f"leads out of the model's folder {root}") from None
     except FileNotFoundError:
-        raise ModelError(f"{path}: tensor '{name}' keeps its data in {location!r}, which is not in "
-                         f"the model's folder {root}") from None
+        raise ModelError(
+            f"{path}: tensor '{name}' keeps its data in {location!r}, which is not in the model's folder {root}"
+        ) from None
     except OSError as err:
-        raise ModelError(f"{path}: tensor '{name}': cannot read its external data "
-                         f"{location!r} ({err.strerror})") from None
+        raise ModelError(
+            f"{path}: tensor '{name}': cannot read its external data {location!r} ({err.strerror})"
+        ) from None
     try:
         info_stat = os.fstat(fd)
         if not stat.S_ISREG(info_stat.st_mode):
@@ -95,8 +105,10 @@ def _read(path: str, root: Path, name: str, info: dict) -> bytes:
         size = info_stat.st_size
         want = size - offset if length is None else length
         if offset + want > size or want < 0:
-            raise ModelError(f"{path}: tensor '{name}': external data {location!r} holds "
-                             f"{size} bytes, fewer than offset {offset} + length {want}")
+            raise ModelError(
+                f"{path}: tensor '{name}': external data {location!r} holds "
+                f"{size} bytes, fewer than offset {offset} + length {want}"
+            )
         os.lseek(fd, offset, os.SEEK_SET)
         chunks, left = [], want
         while left:

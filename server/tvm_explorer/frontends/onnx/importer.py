@@ -18,12 +18,20 @@ import warnings
 
 from tvm.relax.frontend.onnx import onnx_frontend as onnx_fe
 
-from tvm_explorer.frontends.stamping import stamp_module
 from tvm_explorer.errors import ModelError
-from tvm_explorer.provenance import OriginTable
 from tvm_explorer.frontends.graph import GraphModel
-from tvm_explorer.frontends.recording import NodeRecorder, import_failure, naming_the_node, node_error, recording_table, stamping_builder, walk_nodes
 from tvm_explorer.frontends.onnx.loader import graph_key
+from tvm_explorer.frontends.recording import (
+    NodeRecorder,
+    import_failure,
+    naming_the_node,
+    node_error,
+    recording_table,
+    stamping_builder,
+    walk_nodes,
+)
+from tvm_explorer.frontends.stamping import stamp_module
+from tvm_explorer.provenance import OriginTable
 
 
 class _WalkedGraph:
@@ -61,8 +69,11 @@ def _importer_class(model: GraphModel, recorder: NodeRecorder):
             convert_map = onnx_fe._get_convert_map()
             for node in model.layers:
                 if node.opcode not in convert_map and node.opcode not in ("If", "Constant"):
-                    raise node_error(model, node, NotImplementedError(
-                        f"operator {node.opcode} is not supported by TVM's ONNX frontend"))
+                    raise node_error(
+                        model,
+                        node,
+                        NotImplementedError(f"operator {node.opcode} is not supported by TVM's ONNX frontend"),
+                    )
             return super()._check_for_unsupported_ops(graph)
 
     return SpanFillingONNXImporter
@@ -93,8 +104,9 @@ def import_onnx(model: GraphModel, origins: OriginTable | None, *, fill_spans: b
             if not fill_spans:
                 return onnx_fe.from_onnx(proto)
             if proto.ir_version < 3:
-                raise ModelError(f"{model.path}: ONNX IR version {proto.ir_version} is older than "
-                                 "TVM's importer reads (3)")
+                raise ModelError(
+                    f"{model.path}: ONNX IR version {proto.ir_version} is older than TVM's importer reads (3)"
+                )
             with _IMPORT_LOCK:
                 importer = _importer_class(model, recorder)({}, "float32")
                 mod = importer.from_onnx(proto.graph, _opset(proto))

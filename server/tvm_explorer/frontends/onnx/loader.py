@@ -12,17 +12,30 @@ import hashlib
 import os
 
 from tvm_explorer.errors import ModelError
-from tvm_explorer.frontends.tflite.loader import SubgraphInfo, TensorInfo
-from tvm_explorer.frontends.tflite.loader import read_model_bytes as read_bytes
 from tvm_explorer.frontends.graph import GraphModel, GraphNode, user_frame
 from tvm_explorer.frontends.onnx.external_data import embed_external_data
+from tvm_explorer.frontends.tflite.loader import SubgraphInfo, TensorInfo
+from tvm_explorer.frontends.tflite.loader import read_model_bytes as read_bytes
 
 DOCUMENT_PATH = "model.onnxgraph"
 
 _ELEM_TYPES = {
-    1: "float32", 2: "uint8", 3: "int8", 4: "uint16", 5: "int16", 6: "int32", 7: "int64",
-    8: "string", 9: "bool", 10: "float16", 11: "float64", 12: "uint32", 13: "uint64",
-    14: "complex64", 15: "complex128", 16: "bfloat16",
+    1: "float32",
+    2: "uint8",
+    3: "int8",
+    4: "uint16",
+    5: "int16",
+    6: "int32",
+    7: "int64",
+    8: "string",
+    9: "bool",
+    10: "float16",
+    11: "float64",
+    12: "uint32",
+    13: "uint64",
+    14: "complex64",
+    15: "complex128",
+    16: "bfloat16",
 }
 
 
@@ -41,8 +54,10 @@ def load_onnx(path: str | os.PathLike, proto=None) -> GraphModel:
         try:
             proto = onnx.load_model_from_string(data)
         except Exception as err:  # noqa: BLE001 - protobuf's DecodeError and friends
-            raise ModelError(f"{path}: not an ONNX model, or a truncated one "
-                             f"(protobuf could not parse it: {' '.join(str(err).split()) or type(err).__name__})") from None
+            raise ModelError(
+                f"{path}: not an ONNX model, or a truncated one "
+                f"(protobuf could not parse it: {' '.join(str(err).split()) or type(err).__name__})"
+            ) from None
         embed_external_data(proto, path)  # from the model's folder, never the current directory
     else:
         data = proto.SerializeToString()
@@ -62,8 +77,11 @@ def _types(graph, into: dict) -> None:
         tt = vi.type.tensor_type
         if not vi.type.HasField("tensor_type"):
             continue
-        shape = tuple(d.dim_value if d.HasField("dim_value") else (d.dim_param or "?")
-                      for d in tt.shape.dim) if tt.HasField("shape") else ()
+        shape = (
+            tuple(d.dim_value if d.HasField("dim_value") else (d.dim_param or "?") for d in tt.shape.dim)
+            if tt.HasField("shape")
+            else ()
+        )
         into[vi.name] = (shape, _ELEM_TYPES.get(tt.elem_type, f"type{tt.elem_type}"))
     for init in graph.initializer:
         into[init.name] = (tuple(init.dims), _ELEM_TYPES.get(init.data_type, f"type{init.data_type}"))
@@ -106,9 +124,16 @@ def _describe(path: str, data: bytes, proto, inferred) -> GraphModel:
     outputs = [tensor(o.name) for o in graph.output]
     producer = proto.producer_name + (f" {proto.producer_version}" if proto.producer_version else "")
     opsets = ", ".join(f"{o.domain or 'ai.onnx'} {o.version}" for o in proto.opset_import)
-    model = GraphModel("onnx", path, hashlib.sha256(data).hexdigest(), nodes,
-                       [SubgraphInfo(0, graph.name or "main", inputs, outputs)], proto, DOCUMENT_PATH,
-                       [f"producer {producer or '?'}; opset {opsets}; IR version {proto.ir_version}"])
+    model = GraphModel(
+        "onnx",
+        path,
+        hashlib.sha256(data).hexdigest(),
+        nodes,
+        [SubgraphInfo(0, graph.name or "main", inputs, outputs)],
+        proto,
+        DOCUMENT_PATH,
+        [f"producer {producer or '?'}; opset {opsets}; IR version {proto.ir_version}"],
+    )
     subgraph_nodes[graph_key(graph)] = top
     model.node_ids = subgraph_nodes  # (sub)graph key -> ids of its nodes, in order
     return model
@@ -127,8 +152,11 @@ def _warn_metadata(path: str, bad: dict[str, list[str]]) -> None:
             continue
         _WARNED.add((path, key))
         more = f" and {len(where) - 1} other node(s)" if len(where) > 1 else ""
-        print(f"tvm-explorer: warning: {path}: metadata {key} of node {where[0]!r}{more} is not a "
-              f"list of names; ignored (the module path comes from the node name)", file=sys.stderr)
+        print(
+            f"tvm-explorer: warning: {path}: metadata {key} of node {where[0]!r}{more} is not a "
+            f"list of names; ignored (the module path comes from the node name)",
+            file=sys.stderr,
+        )
 
 
 def _node(node, nid: int, tensor, nodes: list, bad: dict) -> int:
@@ -137,14 +165,20 @@ def _node(node, nid: int, tensor, nodes: list, bad: dict) -> int:
     module, cls = _module_of(node.name, meta, wrong)
     for key in wrong:
         bad.setdefault(key, []).append(node.name or f"#{nid} ({node.op_type})")
-    nodes.append(GraphNode(
-        id=nid, op_index=nid, opcode=node.op_type,
-        inputs=[tensor(i) for i in node.input if i],
-        outputs=[tensor(o) for o in node.output if o],
-        options=_attributes(node),
-        name=node.name, module=module, module_class=cls,
-        source=user_frame(meta.get("pkg.torch.onnx.stack_trace")),
-    ))
+    nodes.append(
+        GraphNode(
+            id=nid,
+            op_index=nid,
+            opcode=node.op_type,
+            inputs=[tensor(i) for i in node.input if i],
+            outputs=[tensor(o) for o in node.output if o],
+            options=_attributes(node),
+            name=node.name,
+            module=module,
+            module_class=cls,
+            source=user_frame(meta.get("pkg.torch.onnx.stack_trace")),
+        )
+    )
     return nid
 
 
@@ -192,8 +226,7 @@ def _string_list(text: str) -> list[str] | None:
     tokens = []
     try:
         for tok in tokenize.generate_tokens(io.StringIO(text).readline):
-            if tok.type in (tokenize.NEWLINE, tokenize.NL, tokenize.ENDMARKER, tokenize.INDENT,
-                            tokenize.DEDENT):
+            if tok.type in (tokenize.NEWLINE, tokenize.NL, tokenize.ENDMARKER, tokenize.INDENT, tokenize.DEDENT):
                 continue
             tokens.append(tok)
     except (tokenize.TokenError, SyntaxError, ValueError):

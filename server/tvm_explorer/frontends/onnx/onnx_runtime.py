@@ -60,11 +60,11 @@ def run_onnx(path: str | os.PathLike, inputs: dict[str, np.ndarray]) -> Referenc
     options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
     options.log_severity_level = 3  # warnings (unused initializers ...) are not ours to print
     try:
-        session = ort.InferenceSession(_every_output(proto).SerializeToString(), options,
-                                       providers=["CPUExecutionProvider"])
+        session = ort.InferenceSession(
+            _every_output(proto).SerializeToString(), options, providers=["CPUExecutionProvider"]
+        )
     except Exception as err:  # noqa: BLE001 - onnxruntime's own exception types
-        raise ExplorerError(f"{path}: onnxruntime cannot load the model "
-                            f"({' '.join(str(err).split())[:300]})") from None
+        raise ExplorerError(f"{path}: onnxruntime cannot load the model ({' '.join(str(err).split())[:300]})") from None
     feed = {}
     for i in session.get_inputs():
         if i.name not in inputs:
@@ -74,8 +74,9 @@ def run_onnx(path: str | os.PathLike, inputs: dict[str, np.ndarray]) -> Referenc
     try:
         values = session.run(names, feed)
     except Exception as err:  # noqa: BLE001
-        raise ExplorerError(f"{path}: onnxruntime failed to run the model "
-                            f"({' '.join(str(err).split())[:300]})") from None
+        raise ExplorerError(
+            f"{path}: onnxruntime failed to run the model ({' '.join(str(err).split())[:300]})"
+        ) from None
     tensors = {n: np.array(v, copy=True) for n, v in zip(names, values) if isinstance(v, np.ndarray)}
     return ReferenceRun(path, tensors, _quantization(proto))
 
@@ -95,8 +96,11 @@ def _quantization(proto) -> dict[str, Quantization]:
         if node.op_type != "QuantizeLinear" or len(node.input) < 2 or node.input[1] not in inits:
             continue
         scale = np.atleast_1d(inits[node.input[1]]).astype(np.float64)
-        zp = (np.atleast_1d(inits[node.input[2]]) if len(node.input) > 2 and node.input[2] in inits
-              else np.zeros(scale.shape, np.int64))
+        zp = (
+            np.atleast_1d(inits[node.input[2]])
+            if len(node.input) > 2 and node.input[2] in inits
+            else np.zeros(scale.shape, np.int64)
+        )
         axis = next((a.i for a in node.attribute if a.name == "axis"), 1)
         out[node.output[0]] = Quantization(scale, zp.astype(np.int64), int(axis))
     return out

@@ -58,8 +58,14 @@ def _check_same_graph(model, reference_path):
 
 
 FRONTEND = Frontend(
-    kind="tflite", suffix=".tflite", unit="op", load=_load, preview=_preview,
-    import_model=_import, render_document=_render,
-    reference=ReferenceEngine(describe=_describe, run=_run, quantization_of=_quantization,
-                              check_same_graph=_check_same_graph),
+    kind="tflite",
+    suffix=".tflite",
+    unit="op",
+    load=_load,
+    preview=_preview,
+    import_model=_import,
+    render_document=_render,
+    reference=ReferenceEngine(
+        describe=_describe, run=_run, quantization_of=_quantization, check_same_graph=_check_same_graph
+    ),
 )

@@ -10,13 +10,19 @@ from __future__ import annotations
 import re
 
 from tvm_explorer.bundle.index import Range
-from tvm_explorer.provenance import OriginTable
 from tvm_explorer.frontends.tflite.loader import LayerInfo, LoadedModel, TensorInfo
+from tvm_explorer.provenance import OriginTable
 
 _ENUMS = {
     "padding": {0: "SAME", 1: "VALID"},
     "fused_activation_function": {
-        0: "NONE", 1: "RELU", 2: "RELU_N1_TO_1", 3: "RELU6", 4: "TANH", 5: "SIGN_BIT", 6: "SIGMOID",
+        0: "NONE",
+        1: "RELU",
+        2: "RELU_N1_TO_1",
+        3: "RELU6",
+        4: "TANH",
+        5: "SIGN_BIT",
+        6: "SIGMOID",
     },
 }
 
@@ -76,22 +82,31 @@ def render_model_document(model: LoadedModel, origins: OriginTable) -> tuple[str
     n_ops = len(model.layers)
     w.write(f"# TFLite model {model.name}\n")
     w.write(f"# sha256 {model.sha256}\n")
-    w.write(f"# {len(model.subgraphs)} subgraph(s), {n_ops} operator(s). "
-            "Go to definition on a tensor name reaches the layer that produces it.\n")
+    w.write(
+        f"# {len(model.subgraphs)} subgraph(s), {n_ops} operator(s). "
+        "Go to definition on a tensor name reaches the layer that produces it.\n"
+    )
 
     def tensor_line(prefix: str, s: int, t: TensorInfo, width: int) -> None:
         w.write(prefix)
         start = w.write(t.name)
         owner = producer.get((s, t.name))
-        w.ranges.append(Range(start, start + len(t.name), layer_sets[owner] if owner is not None else 0,
-                                 "tensor", f"tensor:{s}:{t.name}"))
+        w.ranges.append(
+            Range(
+                start,
+                start + len(t.name),
+                layer_sets[owner] if owner is not None else 0,
+                "tensor",
+                f"tensor:{s}:{t.name}",
+            )
+        )
         pad = " " * max(1, width - len(t.name) + 1)
         extra = " const" if t.is_constant else ""
         extra += _quantization(t) if t.quantized else ""
         w.write(f"{pad}{_type(t)}{extra}\n")
 
     for sg in model.subgraphs:
-        w.write(f"\nsubgraph {sg.index} \"{sg.name}\"\n")
+        w.write(f'\nsubgraph {sg.index} "{sg.name}"\n')
         width = max([len(t.name) for t in sg.inputs + sg.outputs] + [0])
         for t in sg.inputs:
             tensor_line("  input  ", sg.index, t, width)
@@ -110,6 +125,7 @@ def render_model_document(model: LoadedModel, origins: OriginTable) -> tuple[str
                 tensor_line("  in   ", sg.index, t, width)
             for t in lay.outputs:
                 tensor_line("  out  ", sg.index, t, width)
-            w.ranges.append(Range(start, w.offset - 1, layer_sets[lay.id], "layer",
-                                     f"layer:{lay.subgraph}:{lay.op_index}"))
+            w.ranges.append(
+                Range(start, w.offset - 1, layer_sets[lay.id], "layer", f"layer:{lay.subgraph}:{lay.op_index}")
+            )
     return "".join(w.parts), w.ranges

@@ -19,9 +19,10 @@ from tvm import relax
 from tvm.relax.frontend.tflite import tflite_frontend as tfl
 
 from tvm_explorer.errors import ModelError
+from tvm_explorer.frontends.stamping import Recorder, StampingBuilder, stamp_module
 from tvm_explorer.frontends.tflite.loader import LoadedModel
 from tvm_explorer.provenance import OriginTable
-from tvm_explorer.frontends.stamping import Recorder, StampingBuilder, stamp_module
+
 
 def _subgraph_index(model, subgraph) -> int:
     pos = subgraph._tab.Pos
@@ -133,15 +134,16 @@ def _operator_error(model: LoadedModel, layer, err: Exception) -> ModelError:
     msg = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
     if isinstance(err, (KeyError, IndexError)):
         msg = f"{type(err).__name__}: {msg}"  # a bare key ("-1", "'x'") says nothing alone
-    producers = {t.index: lay for lay in model.layers if lay.subgraph == layer.subgraph
-                 for t in lay.outputs}
+    producers = {t.index: lay for lay in model.layers if lay.subgraph == layer.subgraph for t in lay.outputs}
     for t in layer.inputs:
         src = producers.get(t.index)
         if src is not None and src.opcode == "DENSIFY":
             # TVM turns DENSIFY into a constant it keeps aside; converters that read their
             # input's buffer directly (DEQUANTIZE of float16 weights) find no data there.
-            msg += (f" (its input '{t.name}' is the densified sparse weight made by operator "
-                    f"{src.op_index} DENSIFY, which TVM's importer does not pass on to {layer.opcode})")
+            msg += (
+                f" (its input '{t.name}' is the densified sparse weight made by operator "
+                f"{src.op_index} DENSIFY, which TVM's importer does not pass on to {layer.opcode})"
+            )
             break
     return ModelError(
         f"{model.path}: operator {layer.op_index} ({layer.opcode}, {tensor}"

@@ -23,8 +23,8 @@ import warnings
 import numpy as np
 
 from tvm_explorer.errors import ExplorerError
-from tvm_explorer.frontends.tflite.loader import LoadedModel
 from tvm_explorer.frontends.reference_run import Quantization, ReferenceRun
+from tvm_explorer.frontends.tflite.loader import LoadedModel
 
 
 def _interpreter(path: str, resolver: str = "BUILTIN_WITHOUT_DEFAULT_DELEGATES"):
@@ -35,12 +35,16 @@ def _interpreter(path: str, resolver: str = "BUILTIN_WITHOUT_DEFAULT_DELEGATES")
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # "preserve_all_tensors is for debugging": we are
         try:
-            it = Interpreter(model_path=path, experimental_preserve_all_tensors=True,
-                             experimental_op_resolver_type=getattr(OpResolverType, resolver))
+            it = Interpreter(
+                model_path=path,
+                experimental_preserve_all_tensors=True,
+                experimental_op_resolver_type=getattr(OpResolverType, resolver),
+            )
             it.allocate_tensors()
         except (ValueError, RuntimeError) as err:
-            raise ExplorerError(f"{path}: the LiteRT interpreter cannot load the model "
-                                f"({' '.join(str(err).split())[:300]})") from None
+            raise ExplorerError(
+                f"{path}: the LiteRT interpreter cannot load the model ({' '.join(str(err).split())[:300]})"
+            ) from None
     return it
 
 
@@ -54,21 +58,26 @@ def check_same_graph(model: LoadedModel, reference_path: str) -> None:
     by_name = {d["name"]: d for d in _details(it)}
     sg = model.subgraphs[0] if model.subgraphs else None
     wanted = [(t, "input") for t in (sg.inputs if sg else [])]
-    wanted += [(t, f"output of {lay.label}") for lay in model.layers if lay.subgraph == 0
-               for t in lay.outputs]
+    wanted += [(t, f"output of {lay.label}") for lay in model.layers if lay.subgraph == 0 for t in lay.outputs]
     for t, role in wanted:
         d = by_name.get(t.name)
         if d is None:
-            raise ExplorerError(f"{reference_path}: no tensor named '{t.name}' ({role} in "
-                                f"{model.path}); --reference must be the same graph")
+            raise ExplorerError(
+                f"{reference_path}: no tensor named '{t.name}' ({role} in "
+                f"{model.path}); --reference must be the same graph"
+            )
         ref_shape = [int(x) for x in d["shape"]]
         if ref_shape != [int(x) for x in t.shape]:
-            raise ExplorerError(f"{reference_path}: tensor '{t.name}' ({role}) has shape {ref_shape}, "
-                                f"{list(t.shape)} in {model.path}; --reference must be the same graph")
+            raise ExplorerError(
+                f"{reference_path}: tensor '{t.name}' ({role}) has shape {ref_shape}, "
+                f"{list(t.shape)} in {model.path}; --reference must be the same graph"
+            )
         ref_dtype = np.dtype(d["dtype"]).name
         if ref_dtype != t.dtype:
-            raise ExplorerError(f"{reference_path}: tensor '{t.name}' ({role}) has dtype {ref_dtype}, "
-                                f"{t.dtype} in {model.path}; --reference must be the same graph")
+            raise ExplorerError(
+                f"{reference_path}: tensor '{t.name}' ({role}) has dtype {ref_dtype}, "
+                f"{t.dtype} in {model.path}; --reference must be the same graph"
+            )
 
 
 def _invoke(path: str, inputs: dict[str, np.ndarray], resolver: str):
@@ -81,8 +90,9 @@ def _invoke(path: str, inputs: dict[str, np.ndarray], resolver: str):
         with contextlib.redirect_stderr(io.StringIO()):
             it.invoke()
     except (ValueError, RuntimeError) as err:
-        raise ExplorerError(f"{path}: the LiteRT interpreter failed to run the model "
-                            f"({' '.join(str(err).split())[:300]})") from None
+        raise ExplorerError(
+            f"{path}: the LiteRT interpreter failed to run the model ({' '.join(str(err).split())[:300]})"
+        ) from None
     return it
 
 
@@ -107,8 +117,12 @@ def run_reference(path: str | os.PathLike, inputs: dict[str, np.ndarray]) -> Ref
         q = d.get("quantization_parameters") or {}
         scales = np.asarray(q.get("scales", []))
         if scales.size:
-            quant.setdefault(d["name"], Quantization(scales, np.asarray(q.get("zero_points", [0] * scales.size)),
-                                                     int(q.get("quantized_dimension", 0))))
+            quant.setdefault(
+                d["name"],
+                Quantization(
+                    scales, np.asarray(q.get("zero_points", [0] * scales.size)), int(q.get("quantized_dimension", 0))
+                ),
+            )
     return ReferenceRun(path, tensors, quant, _spread(path, inputs, tensors, quant))
 
 
@@ -138,6 +152,10 @@ def quantization_of(path: str | os.PathLike) -> dict[str, Quantization]:
         q = d.get("quantization_parameters") or {}
         scales = np.asarray(q.get("scales", []))
         if scales.size:
-            out.setdefault(d["name"], Quantization(scales, np.asarray(q.get("zero_points", [0] * scales.size)),
-                                                   int(q.get("quantized_dimension", 0))))
+            out.setdefault(
+                d["name"],
+                Quantization(
+                    scales, np.asarray(q.get("zero_points", [0] * scales.size)), int(q.get("quantized_dimension", 0))
+                ),
+            )
     return out

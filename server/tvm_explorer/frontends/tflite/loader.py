@@ -16,9 +16,24 @@ from tvm_explorer.errors import ModelError
 TFLITE_IDENTIFIER = b"TFL3"
 
 _DTYPES = {
-    0: "float32", 1: "float16", 2: "int32", 3: "uint8", 4: "int64", 5: "string", 6: "bool",
-    7: "int16", 8: "complex64", 9: "int8", 10: "float64", 11: "complex128", 12: "uint64",
-    13: "resource", 14: "variant", 15: "uint32", 16: "uint16", 17: "int4",
+    0: "float32",
+    1: "float16",
+    2: "int32",
+    3: "uint8",
+    4: "int64",
+    5: "string",
+    6: "bool",
+    7: "int16",
+    8: "complex64",
+    9: "int8",
+    10: "float64",
+    11: "complex128",
+    12: "uint64",
+    13: "resource",
+    14: "variant",
+    15: "uint32",
+    16: "uint16",
+    17: "int4",
 }
 
 
@@ -133,8 +148,9 @@ def _tensor_info(model, subgraph, index: int) -> TensorInfo:
         scales = tuple(float(x) for x in quant.ScaleAsNumpy())
         if quant.ZeroPointLength():
             zero_points = tuple(int(x) for x in quant.ZeroPointAsNumpy())
-    return TensorInfo(index, name, shape, _DTYPES.get(tensor.Type(), f"type{tensor.Type()}"),
-                      is_const, quantized, scales, zero_points)
+    return TensorInfo(
+        index, name, shape, _DTYPES.get(tensor.Type(), f"type{tensor.Type()}"), is_const, quantized, scales, zero_points
+    )
 
 
 def _options(op) -> dict:
@@ -196,11 +212,11 @@ def open_model_file(path: str, what: str, limit: int = MAX_MODEL_BYTES) -> int:
         if stat.S_ISDIR(info.st_mode):
             raise ModelError(f"{path}: is a directory, not {what}")
         if not stat.S_ISREG(info.st_mode):
-            raise ModelError(f"{path}: is not a regular file (a FIFO, a device or a socket), "
-                             f"not {what}")
+            raise ModelError(f"{path}: is not a regular file (a FIFO, a device or a socket), not {what}")
         if info.st_size > limit:
-            raise ModelError(f"{path}: is {info.st_size / 2**20:.0f} MiB, more than the "
-                             f"{limit // 2**20} MiB {what} may have here")
+            raise ModelError(
+                f"{path}: is {info.st_size / 2**20:.0f} MiB, more than the {limit // 2**20} MiB {what} may have here"
+            )
     except BaseException:
         os.close(fd)
         raise
@@ -241,11 +257,33 @@ def load_model(path: str | os.PathLike, limit: int = MAX_MODEL_BYTES) -> LoadedM
 # Limits checked before TVM sees a model: beyond them TVM would allocate gigabytes (constant
 # folding materialises tensors) or index past int32, which no real TFLite model needs.
 MAX_TENSOR_BYTES = 2 * 1024**3
-_DTYPE_BYTES = {0: 4, 1: 2, 2: 4, 3: 1, 4: 8, 6: 1, 7: 2, 8: 8, 9: 1, 10: 8, 11: 16, 12: 8,
-                15: 4, 16: 2}  # fixed-size element types (string, resource, variant, int4: no)
+_DTYPE_BYTES = {
+    0: 4,
+    1: 2,
+    2: 4,
+    3: 1,
+    4: 8,
+    6: 1,
+    7: 2,
+    8: 8,
+    9: 1,
+    10: 8,
+    11: 16,
+    12: 8,
+    15: 4,
+    16: 2,
+}  # fixed-size element types (string, resource, variant, int4: no)
 # Builtin options that must be at least 1 (0 divides by zero in TVM's shape arithmetic).
-_POSITIVE_OPTIONS = ("StrideH", "StrideW", "StrideD", "DilationHFactor", "DilationWFactor",
-                     "DilationDFactor", "FilterHeight", "FilterWidth")
+_POSITIVE_OPTIONS = (
+    "StrideH",
+    "StrideW",
+    "StrideD",
+    "DilationHFactor",
+    "DilationWFactor",
+    "DilationDFactor",
+    "FilterHeight",
+    "FilterWidth",
+)
 
 
 class _Where:
@@ -277,12 +315,13 @@ def _check_tensor(path: str, model, sg, s: int, t: int, size: int, where: _Where
         elements *= d
     nbytes = elements * _DTYPE_BYTES.get(ttype, 1)
     if nbytes > MAX_TENSOR_BYTES:
-        raise ModelError(f"{label}: shape {shape} of {_DTYPES[ttype]} needs {nbytes / 2**30:.1f} GiB, "
-                         f"more than the {MAX_TENSOR_BYTES // 2**30} GiB a tensor may have")
+        raise ModelError(
+            f"{label}: shape {shape} of {_DTYPES[ttype]} needs {nbytes / 2**30:.1f} GiB, "
+            f"more than the {MAX_TENSOR_BYTES // 2**30} GiB a tensor may have"
+        )
     b = tensor.Buffer()
     if not 0 <= b < model.BuffersLength():
-        raise ModelError(f"{label}: refers to buffer {b}, which does not exist "
-                         f"(the model has {model.BuffersLength()})")
+        raise ModelError(f"{label}: refers to buffer {b}, which does not exist (the model has {model.BuffersLength()})")
     where.text = f"subgraph {s} tensor {t} '{name}' (buffer {b})"
     buffer = model.Buffers(b)
     n_data = buffer.DataLength()
@@ -300,8 +339,9 @@ def _check_tensor(path: str, model, sg, s: int, t: int, size: int, where: _Where
             quant.ZeroPointAsNumpy()
     sparse = tensor.Sparsity() is not None
     if n_data and not sparse and ttype in _DTYPE_BYTES and n_data != nbytes:
-        raise ModelError(f"{label}: constant data has {n_data} bytes, but shape {shape} of "
-                         f"{_DTYPES[ttype]} needs {nbytes}")
+        raise ModelError(
+            f"{label}: constant data has {n_data} bytes, but shape {shape} of {_DTYPES[ttype]} needs {nbytes}"
+        )
     return bool(n_data or offset > 1), bool(tensor.IsVariable())
 
 
@@ -378,8 +418,10 @@ def _parse_at(path: str, data: bytes, where: _Where) -> LoadedModel:
             layers.append(layer)
         for t in sg_outputs:
             if t.index not in defined:
-                raise ModelError(f"{path}: subgraph {s} output tensor {t.index} '{t.name}' is "
-                                 "produced by no operator and is not an input or a constant")
+                raise ModelError(
+                    f"{path}: subgraph {s} output tensor {t.index} '{t.name}' is "
+                    "produced by no operator and is not an input or a constant"
+                )
     from tvm_explorer.frontends.tflite.names import model_layer_names
 
     for layer, name in zip(layers, model_layer_names(layers)):
@@ -397,5 +439,7 @@ def _check_layer(path: str, layer: LayerInfo, defined: set[int]) -> None:
             raise ModelError(f"{where}: option {key} is {value} (must be at least 1)")
     for t in layer.inputs:
         if t.index not in defined:
-            raise ModelError(f"{where}: input tensor {t.index} '{t.name}' is produced by no earlier "
-                             "operator and is not an input, a constant or a variable")
+            raise ModelError(
+                f"{where}: input tensor {t.index} '{t.name}' is produced by no earlier "
+                "operator and is not an input, a constant or a variable"
+            )

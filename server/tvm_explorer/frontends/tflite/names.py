@@ -34,8 +34,14 @@ _CORE_OPS = {
 }
 # Opcodes whose input 1 is the filter/weight tensor, and the ops a constant filter passes
 # through on its way in (fp16/int8 weights are DEQUANTIZEd, sparse ones DENSIFYed).
-_FILTER_INPUT = {"CONV_2D": 1, "DEPTHWISE_CONV_2D": 1, "TRANSPOSE_CONV": 1,
-                 "FULLY_CONNECTED": 1, "BATCH_MATMUL": 1, "CONV_3D": 1}
+_FILTER_INPUT = {
+    "CONV_2D": 1,
+    "DEPTHWISE_CONV_2D": 1,
+    "TRANSPOSE_CONV": 1,
+    "FULLY_CONNECTED": 1,
+    "BATCH_MATMUL": 1,
+    "CONV_3D": 1,
+}
 _FILTER_PASS = ("DEQUANTIZE", "DENSIFY")
 
 
@@ -97,8 +103,7 @@ def _foreign(layer, filter_scopes: list[str]) -> bool:
     """An unfused output that does not name the op (a signature output such as
     ``StatefulPartitionedCall:0``): no core-op word and none of the filter's scopes."""
     out = layer.outputs[0].name
-    return not _core_scopes(layer.opcode, out) and not any(
-        out == s or out.startswith(s + "/") for s in filter_scopes)
+    return not _core_scopes(layer.opcode, out) and not any(out == s or out.startswith(s + "/") for s in filter_scopes)
 
 
 def model_layer_names(layers: list) -> list[str]:

@@ -57,8 +57,14 @@ def _check_same_graph(model, reference_path):
 
 
 FRONTEND = Frontend(
-    kind="torch", suffix=".pt2", unit="node", load=_load, preview=_preview,
-    import_model=_import, render_document=_render,
-    reference=ReferenceEngine(describe=_describe, run=_run, quantization_of=_no_quantization,
-                              check_same_graph=_check_same_graph),
+    kind="torch",
+    suffix=".pt2",
+    unit="node",
+    load=_load,
+    preview=_preview,
+    import_model=_import,
+    render_document=_render,
+    reference=ReferenceEngine(
+        describe=_describe, run=_run, quantization_of=_no_quantization, check_same_graph=_check_same_graph
+    ),
 )

@@ -15,8 +15,8 @@ import os
 import zipfile
 
 from tvm_explorer.errors import ModelError
-from tvm_explorer.frontends.tflite.loader import SubgraphInfo, TensorInfo, open_model_file
 from tvm_explorer.frontends.graph import GraphModel, GraphNode, user_frame
+from tvm_explorer.frontends.tflite.loader import SubgraphInfo, TensorInfo, open_model_file
 from tvm_explorer.frontends.torch.loader import DOCUMENT_PATH, _clean_path
 
 # A graph's JSON is a few MB even for large models; beyond this it is not one we can show.
@@ -24,10 +24,27 @@ MAX_PROGRAM_JSON = 256 * 1024 * 1024
 
 # torch/_export/serde/schema.py ScalarType
 _DTYPES = {
-    1: "uint8", 2: "int8", 3: "int16", 4: "int32", 5: "int64", 6: "float16", 7: "float32",
-    8: "float64", 9: "complex32", 10: "complex64", 11: "complex128", 12: "bool", 13: "bfloat16",
-    28: "uint16", 29: "float8_e4m3fn", 30: "float8_e5m2", 31: "float8_e4m3fnuz",
-    32: "float8_e5m2fnuz", 33: "float8_e8m0fnu", 34: "uint32", 35: "uint64",
+    1: "uint8",
+    2: "int8",
+    3: "int16",
+    4: "int32",
+    5: "int64",
+    6: "float16",
+    7: "float32",
+    8: "float64",
+    9: "complex32",
+    10: "complex64",
+    11: "complex128",
+    12: "bool",
+    13: "bfloat16",
+    28: "uint16",
+    29: "float8_e4m3fn",
+    30: "float8_e5m2",
+    31: "float8_e4m3fnuz",
+    32: "float8_e5m2fnuz",
+    33: "float8_e8m0fnu",
+    34: "uint32",
+    35: "uint64",
 }
 _WHAT = "a saved torch.export program (.pt2 written by torch.export.save)"
 
@@ -39,8 +56,10 @@ def read_pt2_archive(path: str | os.PathLike) -> GraphModel:
     try:
         return _describe(path, program)
     except (KeyError, TypeError, ValueError, AttributeError) as err:
-        raise ModelError(f"{path}: the program's graph JSON is not in the form torch.export.save "
-                         f"writes ({type(err).__name__}: {err})") from None
+        raise ModelError(
+            f"{path}: the program's graph JSON is not in the form torch.export.save "
+            f"writes ({type(err).__name__}: {err})"
+        ) from None
 
 
 def _program_json(path: str) -> dict:
@@ -56,15 +75,19 @@ def _program_json(path: str) -> dict:
                 raise ModelError(f"{path}: not {_WHAT}: the archive has no models/model.json")
             entry = min(entries, key=lambda i: (not i.filename.endswith("/model.json"), i.filename))
             if entry.file_size > MAX_PROGRAM_JSON:
-                raise ModelError(f"{path}: the program's graph ({entry.filename}) is "
-                                 f"{entry.file_size // 2**20} MB, more than the "
-                                 f"{MAX_PROGRAM_JSON // 2**20} MB a model document shows")
+                raise ModelError(
+                    f"{path}: the program's graph ({entry.filename}) is "
+                    f"{entry.file_size // 2**20} MB, more than the "
+                    f"{MAX_PROGRAM_JSON // 2**20} MB a model document shows"
+                )
             try:
                 data = archive.read(entry)
                 program = json.loads(data)
             except (zipfile.BadZipFile, OSError, EOFError, ValueError) as err:
-                raise ModelError(f"{path}: {entry.filename} cannot be read ({type(err).__name__}: "
-                                 f"{' '.join(str(err).split())[:200]}); a truncated file?") from None
+                raise ModelError(
+                    f"{path}: {entry.filename} cannot be read ({type(err).__name__}: "
+                    f"{' '.join(str(err).split())[:200]}); a truncated file?"
+                ) from None
         if not isinstance(program, dict) or "graph_module" not in program:
             raise ModelError(f"{path}: {entry.filename} holds no graph_module: not {_WHAT}")
         program["_sha256"] = _sha256(fh)
@@ -91,8 +114,14 @@ def _describe(path: str, program: dict) -> GraphModel:
     index: dict[str, int] = {}
     specs = gm.get("signature", {}).get("input_specs", [])
     user = {_arg_name(spec["user_input"]["arg"]) for spec in specs if "user_input" in spec}
-    params = {name for spec in specs for kind, body in spec.items() if kind != "user_input"
-              for name in [_arg_name(body.get("arg", {}))] if name}
+    params = {
+        name
+        for spec in specs
+        for kind, body in spec.items()
+        if kind != "user_input"
+        for name in [_arg_name(body.get("arg", {}))]
+        if name
+    }
 
     def tensor(name: str) -> TensorInfo:
         meta = values.get(name) or {}
@@ -108,20 +137,31 @@ def _describe(path: str, program: dict) -> GraphModel:
         meta = raw.get("metadata") or {}
         module, cls = _module(meta.get("nn_module_stack", ""))
         node_name = raw.get("name") or (outputs[0].name if outputs else f"node{nid}")
-        nodes.append(GraphNode(
-            id=nid, op_index=nid, opcode=_op_name(raw.get("target", "?")), inputs=inputs,
-            outputs=outputs, options=_options(raw.get("inputs", [])),
-            name=f"{module}/{node_name}" if module else node_name, module=module,
-            module_class=cls, source=user_frame(meta.get("stack_trace")),
-        ))
+        nodes.append(
+            GraphNode(
+                id=nid,
+                op_index=nid,
+                opcode=_op_name(raw.get("target", "?")),
+                inputs=inputs,
+                outputs=outputs,
+                options=_options(raw.get("inputs", [])),
+                name=f"{module}/{node_name}" if module else node_name,
+                module=module,
+                module_class=cls,
+                source=user_frame(meta.get("stack_trace")),
+            )
+        )
     inputs = [tensor(n) for arg in graph.get("inputs", []) for n in _tensor_names(arg) if n in user]
     outputs = [tensor(n) for arg in graph.get("outputs", []) for n in _tensor_names(arg)]
-    model = GraphModel("torch", path, program["_sha256"], nodes, [SubgraphInfo(0, "forward", inputs, outputs)],
-                       None, DOCUMENT_PATH)
+    model = GraphModel(
+        "torch", path, program["_sha256"], nodes, [SubgraphInfo(0, "forward", inputs, outputs)], None, DOCUMENT_PATH
+    )
     version = program.get("torch_version") or "?"
-    model.notes = [f"the graph as saved by torch {version} (read from the archive's JSON; weights "
-                   f"not loaded); {len(params)} parameter(s)/buffer(s)",
-                   "compiling shows the decomposed ATen graph TVM converts in the bundle's model.fxgraph"]
+    model.notes = [
+        f"the graph as saved by torch {version} (read from the archive's JSON; weights "
+        f"not loaded); {len(params)} parameter(s)/buffer(s)",
+        "compiling shows the decomposed ATen graph TVM converts in the bundle's model.fxgraph",
+    ]
     return model
 
 
@@ -156,7 +196,7 @@ def _size(size: dict):
 def _op_name(target: str) -> str:
     """``aten.conv2d.default`` as the bundle names ATen ops; ``getitem`` for builtins."""
     if target.startswith("torch.ops."):
-        return target[len("torch.ops."):]
+        return target[len("torch.ops.") :]
     return target.rsplit(".", 1)[-1]
 
 
@@ -177,7 +217,7 @@ def _options(inputs: list[dict]) -> dict:
         body = arg.get("arg", {})
         if not isinstance(body, dict) or _tensor_names(body) or not body:
             continue
-        (kind, value), = body.items()
+        ((kind, value),) = body.items()
         if kind in ("as_none",):
             continue
         out[arg.get("name", "?")] = _text(kind, value)

@@ -75,6 +75,7 @@ def run_eager(path: str | os.PathLike, inputs: dict[str, np.ndarray]) -> Referen
     except ExplorerError:
         raise
     except Exception as err:  # noqa: BLE001 - whatever an ATen op raises
-        raise ExplorerError(f"{path}: PyTorch failed to run the program eagerly "
-                            f"({' '.join(str(err).split())[:300]})") from None
+        raise ExplorerError(
+            f"{path}: PyTorch failed to run the program eagerly ({' '.join(str(err).split())[:300]})"
+        ) from None
     return ReferenceRun(path, tensors, {})

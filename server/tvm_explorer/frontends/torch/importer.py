@@ -12,11 +12,19 @@ from __future__ import annotations
 
 import threading
 
-from tvm_explorer.frontends.stamping import stamp_module
 from tvm_explorer.errors import ModelError
-from tvm_explorer.provenance import OriginTable
 from tvm_explorer.frontends.graph import GraphModel
-from tvm_explorer.frontends.recording import NodeRecorder, import_failure, naming_the_node, node_error, recording_table, stamping_builder, walk_nodes
+from tvm_explorer.frontends.recording import (
+    NodeRecorder,
+    import_failure,
+    naming_the_node,
+    node_error,
+    recording_table,
+    stamping_builder,
+    walk_nodes,
+)
+from tvm_explorer.frontends.stamping import stamp_module
+from tvm_explorer.provenance import OriginTable
 
 
 def _importer_class(model: GraphModel, recorder: NodeRecorder):
@@ -37,8 +45,9 @@ def _importer_class(model: GraphModel, recorder: NodeRecorder):
             for node in nodes:
                 if node.op == "call_function" and node.target.__name__ not in self.convert_map:
                     layer = model.layers[model.node_ids[id(node)]]
-                    raise node_error(model, layer, NotImplementedError(
-                        f"{layer.opcode} is not supported by TVM's PyTorch frontend"))
+                    raise node_error(
+                        model, layer, NotImplementedError(f"{layer.opcode} is not supported by TVM's PyTorch frontend")
+                    )
             return super()._check_unsupported_func_type(nodes)
 
     return SpanFillingImporter
@@ -57,8 +66,7 @@ def import_torch(model: GraphModel, origins: OriginTable | None, *, fill_spans: 
         if not fill_spans:
             return from_exported_program(model.payload, run_ep_decomposition=False)
         with _IMPORT_LOCK:
-            mod = _importer_class(model, recorder)().from_exported_program(
-                model.payload, False, False, False, None)
+            mod = _importer_class(model, recorder)().from_exported_program(model.payload, False, False, False, None)
     except ModelError:
         raise
     except Exception as err:  # noqa: BLE001 - anything else the importer raises

@@ -12,8 +12,8 @@ import os
 import warnings
 
 from tvm_explorer.errors import ModelError
-from tvm_explorer.frontends.tflite.loader import SubgraphInfo, TensorInfo
 from tvm_explorer.frontends.graph import GraphModel, GraphNode, user_frame
+from tvm_explorer.frontends.tflite.loader import SubgraphInfo, TensorInfo
 
 DOCUMENT_PATH = "model.fxgraph"
 TORCH_PIN = "torch==2.13.0"
@@ -24,8 +24,10 @@ def require_torch(path: str):
     try:
         import torch
     except ImportError:
-        raise ModelError(f"{path}: compiling a PyTorch program needs PyTorch, which is not installed; "
-                         f"install the extra: pip install -e '.[torch]' (CPU build, {TORCH_PIN})") from None
+        raise ModelError(
+            f"{path}: compiling a PyTorch program needs PyTorch, which is not installed; "
+            f"install the extra: pip install -e '.[torch]' (CPU build, {TORCH_PIN})"
+        ) from None
     return torch
 
 
@@ -36,7 +38,7 @@ def load_pt2(path: str | os.PathLike) -> GraphModel:
 
     path = os.fspath(path)
     data = read_bytes(path, "a saved torch.export program (.pt2)")
-    torch = require_torch(path)
+    require_torch(path)
     # torch logs its own failed attempts (with tracebacks) and deprecation notes: our one
     # message says what matters.
     log = logging.getLogger("torch.export")
@@ -50,8 +52,10 @@ def load_pt2(path: str | os.PathLike) -> GraphModel:
         raise
     except Exception as err:  # noqa: BLE001 - zip, pickle and version errors alike
         text = " ".join(str(err).split())[:300] or type(err).__name__
-        raise ModelError(f"{path}: not a loadable torch.export program (.pt2 written by "
-                         f"torch.export.save): {type(err).__name__}: {text}") from None
+        raise ModelError(
+            f"{path}: not a loadable torch.export program (.pt2 written by "
+            f"torch.export.save): {type(err).__name__}: {text}"
+        ) from None
     finally:
         log.setLevel(level)
     return describe_program(program, path, hashlib.sha256(data).hexdigest())
@@ -79,14 +83,18 @@ def describe_program(program, path: str, sha256: str | None = None) -> GraphMode
     try:
         program = decomposed(program)
     except Exception as err:  # noqa: BLE001
-        raise ModelError(f"{path}: PyTorch could not decompose the program: "
-                         f"{' '.join(str(err).split())[:300]}") from None
+        raise ModelError(
+            f"{path}: PyTorch could not decompose the program: {' '.join(str(err).split())[:300]}"
+        ) from None
     graph = program.graph
     if sha256 is None:
         sha256 = hashlib.sha256(str(graph).encode()).hexdigest()
     index: dict[str, int] = {}
-    params = {spec.arg.name for spec in program.graph_signature.input_specs
-              if getattr(spec.arg, "name", None) and spec.kind.name != "USER_INPUT"}
+    params = {
+        spec.arg.name
+        for spec in program.graph_signature.input_specs
+        if getattr(spec.arg, "name", None) and spec.kind.name != "USER_INPUT"
+    }
 
     def tensors(node) -> list[TensorInfo]:
         val = node.meta.get("val")
@@ -109,8 +117,9 @@ def describe_program(program, path: str, sha256: str | None = None) -> GraphMode
                 outputs.extend(tensors(arg))
         elif node.op == "call_function":
             nodes.append(_node(node, len(nodes), tensors))
-    model = GraphModel("torch", path, sha256, nodes,
-                       [SubgraphInfo(0, "forward", user_inputs, outputs)], program, DOCUMENT_PATH)
+    model = GraphModel(
+        "torch", path, sha256, nodes, [SubgraphInfo(0, "forward", user_inputs, outputs)], program, DOCUMENT_PATH
+    )
     model.notes = [f"decomposed ATen graph as TVM converts it; {len(params)} parameter(s)/buffer(s)"]
     model.node_ids = {id(node): i for i, node in enumerate(n for n in graph.nodes if n.op == "call_function")}
     return model
@@ -128,9 +137,16 @@ def _node(node, nid: int, tensors) -> GraphNode:
     for arg in node.all_input_nodes:
         inputs.extend(tensors(arg))
     return GraphNode(
-        id=nid, op_index=nid, opcode=_op_name(node.target), inputs=inputs, outputs=tensors(node),
-        options=_options(node), name=f"{path}/{node.name}" if path else node.name,
-        module=path, module_class=cls, source=user_frame(node.meta.get("stack_trace")),
+        id=nid,
+        op_index=nid,
+        opcode=_op_name(node.target),
+        inputs=inputs,
+        outputs=tensors(node),
+        options=_options(node),
+        name=f"{path}/{node.name}" if path else node.name,
+        module=path,
+        module_class=cls,
+        source=user_frame(node.meta.get("stack_trace")),
     )
 
 
@@ -144,7 +160,7 @@ def _clean_path(path: str) -> str:
     """``L['self'].backbone.conv`` / ``L__self___backbone_conv`` forms → ``backbone.conv``."""
     for prefix in ("L['self'].", "L['self']"):
         if path.startswith(prefix):
-            return path[len(prefix):]
+            return path[len(prefix) :]
     return path
 
 
@@ -156,8 +172,9 @@ def _options(node) -> dict:
     names = [a.name for a in schema.arguments] if schema is not None else []
     out = {}
     for i, arg in enumerate(node.args):
-        if isinstance(arg, torch.fx.Node) or (isinstance(arg, (list, tuple)) and any(
-                isinstance(a, torch.fx.Node) for a in arg)):
+        if isinstance(arg, torch.fx.Node) or (
+            isinstance(arg, (list, tuple)) and any(isinstance(a, torch.fx.Node) for a in arg)
+        ):
             continue
         out[names[i] if i < len(names) else f"arg{i}"] = _text(arg)
     for key, arg in node.kwargs.items():

@@ -34,9 +34,11 @@ class PickleRefused(ModelError):
 
     def __init__(self, path: str, entry: str, why: str):
         self.path, self.entry = path, entry
-        super().__init__(f"{path}: archive entry {entry} {why}; a model file is data, so "
-                         f"tvm-explorer does not run it. Only if you trust who made this file, "
-                         f"load it anyway with {TRUST_FLAG}")
+        super().__init__(
+            f"{path}: archive entry {entry} {why}; a model file is data, so "
+            f"tvm-explorer does not run it. Only if you trust who made this file, "
+            f"load it anyway with {TRUST_FLAG}"
+        )
 
 
 def trust_pickles(on: bool = True) -> None:
@@ -177,8 +179,9 @@ def load_exported_program(path: str, data: bytes):
     entries = _Entries(data)
     compiled = [n for n in entries.names if n.startswith(("data/aotinductor/", "data/executorch/"))]
     if compiled:
-        raise PickleRefused(path, compiled[0], "is compiled code (AOTInductor/ExecuTorch) that "
-                                               "torch would load into this process")
+        raise PickleRefused(
+            path, compiled[0], "is compiled code (AOTInductor/ExecuTorch) that torch would load into this process"
+        )
     refused: list[PickleRefused] = []
     try:
         with _pickles_refused(path, entries, refused):

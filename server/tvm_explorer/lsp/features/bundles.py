@@ -5,19 +5,19 @@ from __future__ import annotations
 
 import asyncio
 import itertools
-from concurrent.futures import ThreadPoolExecutor
 import logging
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from lsprotocol import types
 
 from tvm_explorer.errors import BundleError
-from tvm_explorer.navigation import irsymbols
-from tvm_explorer.navigation import registry as reg
 from tvm_explorer.lsp import heap
 from tvm_explorer.lsp.protocol import BUNDLES_CHANGED, BundlesChangedParams
 from tvm_explorer.lsp.shared import Session, uri_to_path
+from tvm_explorer.navigation import irsymbols
+from tvm_explorer.navigation import registry as reg
 
 logger = logging.getLogger(__name__)
 RESCAN_EVERY = 5  # polls between two walks of the workspace folders
@@ -147,8 +147,9 @@ class BundleWatcher:
         found = self.session.registry.find(path)
         if found is not None:
             view, rel = found
-            self._in_background(lambda v: irsymbols.warm_document(
-                v, rel, lambda: self.session.registry.is_current(v)), view)
+            self._in_background(
+                lambda v: irsymbols.warm_document(v, rel, lambda: self.session.registry.is_current(v)), view
+            )
             return
         root = reg.enclosing_root(path)
         if root is not None and root not in self.session.registry.signatures:
@@ -219,9 +220,7 @@ class BundleWatcher:
             def on_document(k: int, n: int, path: str, i=i, root=root) -> None:
                 # Called from the loading thread; notifications go out from the event loop.
                 done = (i + k / max(n, 1)) / len(roots)
-                loop.call_soon_threadsafe(
-                    self._progress_report, progress, f"{root.name}: {path}", done
-                )
+                loop.call_soon_threadsafe(self._progress_report, progress, f"{root.name}: {path}", done)
 
             started = time.perf_counter()
             try:
@@ -245,8 +244,12 @@ class BundleWatcher:
             # would look like "unchanged" and the newer version would stay loaded for good.
             registry.install(root, view, view.signature or sig)
             self._loaded(root)
-            logger.info("loaded bundle %s: %d documents in %.0f ms", root,
-                        len(view.bundle.documents), 1000 * (time.perf_counter() - started))
+            logger.info(
+                "loaded bundle %s: %d documents in %.0f ms",
+                root,
+                len(view.bundle.documents),
+                1000 * (time.perf_counter() - started),
+            )
             changed.append(root)
             for listener in self.on_installed:
                 try:
@@ -262,9 +265,11 @@ class BundleWatcher:
                     logger.warning("damaged document in %s: %s", root, problem)
                 shown = "; ".join(str(p) for p in view.problems[:3])
                 more = len(view.problems) - 3
-                self._report(f"TVM Explorer: {len(view.problems)} damaged document(s) in "
-                             f"{root.name}: {shown}" + (f"; and {more} more" if more > 0 else ""),
-                             types.MessageType.Warning)
+                self._report(
+                    f"TVM Explorer: {len(view.problems)} damaged document(s) in "
+                    f"{root.name}: {shown}" + (f"; and {more} more" if more > 0 else ""),
+                    types.MessageType.Warning,
+                )
         self._progress_end(progress, f"{len(self.session.registry.bundles)} bundle(s) loaded")
         return changed
 
@@ -276,8 +281,12 @@ class BundleWatcher:
             started = time.perf_counter()
             try:
                 prepare(view)
-                logger.debug("%s prepared (%s) in %.0f ms", root, getattr(prepare, "__name__", prepare),
-                             1000 * (time.perf_counter() - started))
+                logger.debug(
+                    "%s prepared (%s) in %.0f ms",
+                    root,
+                    getattr(prepare, "__name__", prepare),
+                    1000 * (time.perf_counter() - started),
+                )
             except BundleError as err:  # changed since: the watcher reloads it
                 logger.info("preparing %s: %s", root, err)
             except Exception:  # preparing is an optimization: its bug must not refuse a bundle
@@ -321,7 +330,7 @@ class BundleWatcher:
         token = f"tvm-explorer-load-{next(self._tokens)}"
         try:
             await self.server.work_done_progress.create_async(token)
-        except Exception:  # the client refused: load without a progress bar
+        except Exception:  # noqa: BLE001 - the client refused: load without a progress bar
             return None
         self.server.work_done_progress.begin(
             token,

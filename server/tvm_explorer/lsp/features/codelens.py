@@ -4,15 +4,15 @@ from __future__ import annotations
 
 from lsprotocol import types
 
-from tvm_explorer.navigation.places import lens_summary
-from tvm_explorer.navigation.provenance import reach
+from tvm_explorer.lsp.features.costs import cost_lenses
 from tvm_explorer.lsp.protocol import SHOW_REFERENCES_COMMAND
 from tvm_explorer.lsp.shared import Session
-from tvm_explorer.lsp.features.costs import cost_lenses
+from tvm_explorer.navigation.places import lens_summary
+from tvm_explorer.navigation.provenance import reach
 
 
 class CodeLenses:
-    """"4 places in generated code · 9 in IR" above every layer of the model document."""
+    """ "4 places in generated code · 9 in IR" above every layer of the model document."""
 
     def __init__(self, session: Session):
         self.session = session
@@ -38,8 +38,10 @@ class CodeLenses:
                     command=types.Command(
                         title=lens_summary(view, layer_reach.layer.id),
                         command=SHOW_REFERENCES_COMMAND,
-                        arguments=[params.text_document.uri, {"line": rng.start.line,
-                                                             "character": rng.start.character}],
+                        arguments=[
+                            params.text_document.uri,
+                            {"line": rng.start.line, "character": rng.start.character},
+                        ],
                     ),
                 )
             )

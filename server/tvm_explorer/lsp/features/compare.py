@@ -10,9 +10,9 @@ from pathlib import Path
 from tvm_explorer.bundle.format import MANIFEST
 from tvm_explorer.compare.compare import Comparison, compare
 from tvm_explorer.errors import ExplorerError
-from tvm_explorer.navigation.registry import enclosing_root
 from tvm_explorer.lsp.protocol import CompareBundlesParams, CompareLayerCodeParams
 from tvm_explorer.lsp.shared import Session, uri_to_path
+from tvm_explorer.navigation.registry import enclosing_root
 
 _LANGUAGES = {"c": "c", "cuda": "cuda-cpp", "llvm": "llvm"}
 
@@ -64,8 +64,7 @@ class BundleComparisons:
             return {"error": str(err), "text": f"// {err}\n", "language": "plaintext"}
         pair = result.pair(params.subgraph, params.op_index)
         if pair is None:
-            return {"error": "no such matched layer", "text": "// no such matched layer\n",
-                    "language": "plaintext"}
+            return {"error": "no such matched layer", "text": "// no such matched layer\n", "language": "plaintext"}
         side = pair[0] if params.side == "a" else pair[1]
         bundle = result.a if params.side == "a" else result.b
         target = str(bundle.manifest.get("target", ""))

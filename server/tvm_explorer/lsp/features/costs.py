@@ -6,10 +6,17 @@ from __future__ import annotations
 
 from lsprotocol import types
 
+from tvm_explorer.lsp.protocol import (
+    SHOW_REFERENCES_COMMAND,
+    CostsParams,
+    CostsResult,
+    HeatMark,
+    KernelHeatResult,
+    LayerCostInfo,
+)
+from tvm_explorer.lsp.shared import Session
 from tvm_explorer.navigation.costs import cost_index
 from tvm_explorer.navigation.provenance import reach
-from tvm_explorer.lsp.protocol import SHOW_REFERENCES_COMMAND, CostsParams, CostsResult, HeatMark, KernelHeatResult, LayerCostInfo
-from tvm_explorer.lsp.shared import Session
 
 
 def cost_lenses(session: Session, view, path: str, uri: str) -> list[types.CodeLens]:
@@ -26,11 +33,16 @@ def cost_lenses(session: Session, view, path: str, uri: str) -> list[types.CodeL
         title = idx.summary(lay)
         if lay.get("shared_kernels"):
             title += " · shared kernel"
-        out.append(types.CodeLens(
-            range=types.Range(rng.start, rng.start),
-            command=types.Command(title=title, command=SHOW_REFERENCES_COMMAND,
-                                  arguments=[uri, {"line": rng.start.line, "character": rng.start.character}]),
-        ))
+        out.append(
+            types.CodeLens(
+                range=types.Range(rng.start, rng.start),
+                command=types.Command(
+                    title=title,
+                    command=SHOW_REFERENCES_COMMAND,
+                    arguments=[uri, {"line": rng.start.line, "character": rng.start.character}],
+                ),
+            )
+        )
     return out
 
 
@@ -49,24 +61,45 @@ class CostRequests:
         idx = cost_index(view.bundle) if view is not None else None
         if idx is None:
             problem = view.bundle.section_problems.get("costs.json") if view is not None else None
-            return CostsResult(measured=False, total_ms=None, status="damaged" if problem else "none",
-                               reason=str(problem) if problem else "no costs recorded (recompile the bundle)",
-                               layers=[], note=str(problem) if problem else "")
+            return CostsResult(
+                measured=False,
+                total_ms=None,
+                status="damaged" if problem else "none",
+                reason=str(problem) if problem else "no costs recorded (recompile the bundle)",
+                layers=[],
+                note=str(problem) if problem else "",
+            )
         profile = idx.costs.get("profile") or {}
         layers = []
         for rank, lay in enumerate(idx.ranked(), 1):
             entries = view.layer_map.model_places.get(lay["id"])
-            layers.append(LayerCostInfo(
-                rank=rank, id=lay["id"], subgraph=lay["subgraph"], op_index=lay["op_index"],
-                opcode=lay["opcode"], name=lay["name"], time_ms=lay.get("time_ms"),
-                share=lay.get("share"), code_lines=lay["code_lines"],
-                workspace_bytes=lay["workspace_bytes"], kernels=list(lay["kernels"]),
-                shared_kernels=list(lay.get("shared_kernels") or []), summary=idx.summary(lay),
-                location=self.session.location(view, entries[0]) if entries else None,
-            ))
-        return CostsResult(measured=idx.measured, total_ms=idx.total_ms,
-                           status=str(profile.get("status", "")), reason=profile.get("reason"),
-                           layers=layers, lines=idx.lines, note=idx.status_text())
+            layers.append(
+                LayerCostInfo(
+                    rank=rank,
+                    id=lay["id"],
+                    subgraph=lay["subgraph"],
+                    op_index=lay["op_index"],
+                    opcode=lay["opcode"],
+                    name=lay["name"],
+                    time_ms=lay.get("time_ms"),
+                    share=lay.get("share"),
+                    code_lines=lay["code_lines"],
+                    workspace_bytes=lay["workspace_bytes"],
+                    kernels=list(lay["kernels"]),
+                    shared_kernels=list(lay.get("shared_kernels") or []),
+                    summary=idx.summary(lay),
+                    location=self.session.location(view, entries[0]) if entries else None,
+                )
+            )
+        return CostsResult(
+            measured=idx.measured,
+            total_ms=idx.total_ms,
+            status=str(profile.get("status", "")),
+            reason=profile.get("reason"),
+            layers=layers,
+            lines=idx.lines,
+            note=idx.status_text(),
+        )
 
     def kernel_heat(self, params: types.TextDocumentIdentifier | None) -> KernelHeatResult:
         """Per kernel defined in a TIR or code document: its range and heat (0..1)."""
@@ -84,12 +117,11 @@ class CostRequests:
         for rng in view.bundle.index(path).ranges:
             if rng.kind != "primfunc" or not rng.key.startswith("prim:"):
                 continue
-            name = rng.key[len("prim:"):]
+            name = rng.key[len("prim:") :]
             kernel = name[: -len("_kernel")] if name.endswith("_kernel") else name
             heat = idx.kernel_heat(kernel)
             where = self.session.range(view, path, rng.start, rng.end)
             if heat is None or where is None:
                 continue
-            marks.append(HeatMark(range=where, kernel=kernel, heat=round(heat, 4),
-                                  label=idx.kernel_summary(kernel)))
+            marks.append(HeatMark(range=where, kernel=kernel, heat=round(heat, 4), label=idx.kernel_summary(kernel)))
         return KernelHeatResult(marks)

@@ -4,10 +4,18 @@ from __future__ import annotations
 
 from lsprotocol import types
 
-from tvm_explorer.navigation.costs import pass_times
-from tvm_explorer.navigation import provenance
-from tvm_explorer.lsp.protocol import BundleInfo, ListBundlesResult, ListPassesParams, ListPassesResult, OriginInfo, OriginsResult, PassInfo
+from tvm_explorer.lsp.protocol import (
+    BundleInfo,
+    ListBundlesResult,
+    ListPassesParams,
+    ListPassesResult,
+    OriginInfo,
+    OriginsResult,
+    PassInfo,
+)
 from tvm_explorer.lsp.shared import Session
+from tvm_explorer.navigation import provenance
+from tvm_explorer.navigation.costs import pass_times
 
 
 class ExplorerRequests:
@@ -54,7 +62,8 @@ class ExplorerRequests:
                         before=self._doc_uri(view, entry.get("before")),
                         after=self._doc_uri(view, entry.get("after")),
                         **timed.get(entry["index"], {}),
-                        culprit=bool(culprit) and entry.get("index") == culprit.get("index")
+                        culprit=bool(culprit)
+                        and entry.get("index") == culprit.get("index")
                         and entry.get("name") == culprit.get("name"),
                     )
                 )

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 from lsprotocol import types
 
+from tvm_explorer.lsp.features.sources import source_locations
+from tvm_explorer.lsp.shared import OffLoop, Session
 from tvm_explorer.navigation import provenance
 from tvm_explorer.navigation.irsymbols.navigate import symbol_definition
 from tvm_explorer.navigation.sources import source_refs
-from tvm_explorer.lsp.features.sources import source_locations
-from tvm_explorer.lsp.shared import OffLoop, Session
 
 
 class Definition:

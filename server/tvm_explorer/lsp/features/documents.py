@@ -35,8 +35,9 @@ class DocumentTracker:
         for change in params.content_changes:
             if isinstance(change, types.TextDocumentContentChangePartial):
                 r = change.range
-                opened.document.replace((r.start.line, r.start.character), (r.end.line, r.end.character),
-                                        change.text, self.session.encoding)
+                opened.document.replace(
+                    (r.start.line, r.start.character), (r.end.line, r.end.character), change.text, self.session.encoding
+                )
             else:
                 opened.document.replace_all(change.text)
         opened.edited()

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from lsprotocol import types
 
-from tvm_explorer.navigation.irsymbols.navigate import highlights
 from tvm_explorer.lsp.shared import Session
+from tvm_explorer.navigation.irsymbols.navigate import highlights
 
 
 class DocumentHighlights:

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from lsprotocol import types
 
-from tvm_explorer.navigation.links import document_links
 from tvm_explorer.lsp.shared import Session
+from tvm_explorer.navigation.links import document_links
 
 
 class DocumentLinks:
@@ -29,9 +29,7 @@ class DocumentLinks:
             if link.target_line is not None:
                 target += f"#L{link.target_line[0] + 1},{link.target_line[1] + 1}"
             elif link.target_offset is not None:
-                line, col = view.line_index(link.target, self.session.encoding).position(
-                    link.target_offset
-                )
+                line, col = view.line_index(link.target, self.session.encoding).position(link.target_offset)
                 target += f"#L{line + 1},{col + 1}"
             tooltip = link.tooltip if self.session.link_tooltips else None
             out.append(types.DocumentLink(range=rng, target=target, tooltip=tooltip))

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from lsprotocol import types
 
-from tvm_explorer.navigation.numerics import divergence_warnings, numerics_rows
 from tvm_explorer.bundle.sections.numerics import format_error
 from tvm_explorer.lsp.protocol import ListPassesParams, NumericsLayer, NumericsResult
 from tvm_explorer.lsp.shared import Session
+from tvm_explorer.navigation.numerics import divergence_warnings, numerics_rows
 
 SOURCE = "tvm-explorer numerics"
 
@@ -30,17 +30,32 @@ class Numerics:
         layers = []
         for row in numerics_rows(view):
             e = row.entry
-            layers.append(NumericsLayer(
-                subgraph=e["subgraph"], op_index=e["op_index"], opcode=e["opcode"], name=e["name"],
-                observed=e["observed"], observed_by=e.get("observed_by"), diverges=e["diverges"],
-                first=row.first, summary=format_error(e), max_abs=e.get("max_abs"),
-                max_rel=e.get("max_rel"), cosine=e.get("cosine"), steps=e.get("steps"),
-                location=self.session.location(view, row.place) if row.place else None,
-                hint=row.hint,
-            ))
-        return NumericsResult(reference=data["reference"], mode=data["mode"],
-                              inputs=str(data.get("inputs", "")),
-                              first_divergence=data.get("first_divergence"), layers=layers)
+            layers.append(
+                NumericsLayer(
+                    subgraph=e["subgraph"],
+                    op_index=e["op_index"],
+                    opcode=e["opcode"],
+                    name=e["name"],
+                    observed=e["observed"],
+                    observed_by=e.get("observed_by"),
+                    diverges=e["diverges"],
+                    first=row.first,
+                    summary=format_error(e),
+                    max_abs=e.get("max_abs"),
+                    max_rel=e.get("max_rel"),
+                    cosine=e.get("cosine"),
+                    steps=e.get("steps"),
+                    location=self.session.location(view, row.place) if row.place else None,
+                    hint=row.hint,
+                )
+            )
+        return NumericsResult(
+            reference=data["reference"],
+            mode=data["mode"],
+            inputs=str(data.get("inputs", "")),
+            first_divergence=data.get("first_divergence"),
+            layers=layers,
+        )
 
     def publish(self, view) -> None:
         """Warnings on the model document's divergent layers (none clears earlier ones)."""
@@ -49,13 +64,15 @@ class Numerics:
             rng = self.session.range(view, place.path, place.start, place.end)
             if rng is None:
                 continue
-            diagnostics.append(types.Diagnostic(range=rng, message=message, source=SOURCE,
-                                                severity=types.DiagnosticSeverity.Warning))
+            diagnostics.append(
+                types.Diagnostic(range=rng, message=message, source=SOURCE, severity=types.DiagnosticSeverity.Warning)
+            )
         model = view.model_path  # model.tflgraph, model.onnxgraph or model.fxgraph
         if view.bundle.document(model) is None:
             return
-        self.server.text_document_publish_diagnostics(types.PublishDiagnosticsParams(
-            uri=self.session.uri(view, model), diagnostics=diagnostics))
+        self.server.text_document_publish_diagnostics(
+            types.PublishDiagnosticsParams(uri=self.session.uri(view, model), diagnostics=diagnostics)
+        )
 
     def _bundle(self, uri: str):
         return self.session.bundle_view(uri)

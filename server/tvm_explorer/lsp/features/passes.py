@@ -6,10 +6,10 @@ from __future__ import annotations
 from lsprotocol import types
 
 from tvm_explorer.frontends.tflite.names import name_of
-from tvm_explorer.navigation.passes import next_pass, previous_pass
-from tvm_explorer.navigation.places import layer_places, layers_of, places_summary
 from tvm_explorer.lsp.protocol import LayerPlaceInfo, LayerPlacesResult, LayerRef, PassRef
 from tvm_explorer.lsp.shared import Session
+from tvm_explorer.navigation.passes import next_pass, previous_pass
+from tvm_explorer.navigation.places import layer_places, layers_of, places_summary
 
 
 class PassSteps:
@@ -40,14 +40,14 @@ class PassSteps:
         if q is None:
             return LayerPlacesResult([], [])
         layers = layers_of(q.view, q.path, q.offset, q.keep)
-        refs = [LayerRef(lay.subgraph, lay.op_index, lay.opcode, name_of(lay))
-                for lay in layers]
+        refs = [LayerRef(lay.subgraph, lay.op_index, lay.opcode, name_of(lay)) for lay in layers]
         out = []
         for sp in layer_places(q.view, [lay.id for lay in layers]):
             loc = self.session.location(q.view, sp.place)
             if loc is None:
                 continue
             step = PassRef(sp.pass_index, sp.pass_name) if sp.pass_index is not None else None
-            out.append(LayerPlaceInfo(sp.stage, step, loc.uri, loc.range, sp.last_of_stage, sp.changed,
-                                      sp.role, sp.function))
+            out.append(
+                LayerPlaceInfo(sp.stage, step, loc.uri, loc.range, sp.last_of_stage, sp.changed, sp.role, sp.function)
+            )
         return LayerPlacesResult(refs, out, places_summary(q.view, [lay.id for lay in layers]) if layers else "")

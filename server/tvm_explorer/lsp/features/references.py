@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from lsprotocol import types
 
-from tvm_explorer.navigation.places import layers_at_position, reference_map
-from tvm_explorer.navigation.irsymbols.navigate import symbol_references
 from tvm_explorer.lsp.shared import Session
+from tvm_explorer.navigation.irsymbols.navigate import symbol_references
+from tvm_explorer.navigation.places import layers_at_position, reference_map
 
 
 class References:

@@ -11,9 +11,9 @@ from lsprotocol import types
 from pygls.uris import from_fs_path
 
 from tvm_explorer.errors import ExplorerError
-from tvm_explorer.reproducers.at_position import request_at
 from tvm_explorer.lsp.protocol import EXTRACT_REPRODUCER_COMMAND
 from tvm_explorer.lsp.shared import Session, uri_to_path
+from tvm_explorer.reproducers.at_position import request_at
 
 logger = logging.getLogger(__name__)
 
@@ -34,8 +34,7 @@ class Reproducers:
             return []
         spec = {"bundle": str(q.view.root), **request.to_json()}
         command = types.Command(title=request.title, command=EXTRACT_REPRODUCER_COMMAND, arguments=[spec])
-        return [types.CodeAction(request.title, kind=types.CodeActionKind.RefactorExtract,
-                                 command=command)]
+        return [types.CodeAction(request.title, kind=types.CodeActionKind.RefactorExtract, command=command)]
 
     async def execute(self, server, spec) -> dict:
         """Write the reproducer of ``spec`` (a code action's argument) next to its bundle and
@@ -50,8 +49,9 @@ class Reproducers:
                 raise ExplorerError("Extract Reproducer: no kernel, function or layer given")
 
             def run():
-                repro = extract(root, name if layer is None else None, layer=layer,
-                                subgraph=int(subgraph), pass_index=pass_index)
+                repro = extract(
+                    root, name if layer is None else None, layer=layer, subgraph=int(subgraph), pass_index=pass_index
+                )
                 return repro, write(repro, default_output(root, repro))
 
             repro, out = await asyncio.to_thread(run)
@@ -64,7 +64,7 @@ class Reproducers:
         if caps and caps.window and caps.window.show_document and caps.window.show_document.support:
             try:
                 await server.window_show_document_async(types.ShowDocumentParams(uri=uri, take_focus=True))
-            except Exception:  # the client declined: the answer still names the file
+            except Exception:  # noqa: BLE001 - the client declined: the answer still names the file
                 logger.warning("showDocument %s failed", uri)
         return {"path": str(out), "uri": uri, "kernels": list(repro.kernels)}
 

@@ -12,7 +12,8 @@ def source_locations(refs: list[tuple[str, int]]) -> list[types.Location]:
     """One location per existing source line of ``refs`` (``navigation.sources.source_refs``;
     the line's text, indentation left out). Reads the files: call it off the event loop."""
     return [
-        types.Location(from_fs_path(s.file),
-                       types.Range(types.Position(s.line, s.start), types.Position(s.line, s.end)))
+        types.Location(
+            from_fs_path(s.file), types.Range(types.Position(s.line, s.start), types.Position(s.line, s.end))
+        )
         for s in read_source_lines(refs)
     ]

@@ -7,10 +7,10 @@ from collections import OrderedDict
 
 from lsprotocol import types
 
+from tvm_explorer.lsp.shared import Session
 from tvm_explorer.navigation.background import REQUESTS, warm_each
 from tvm_explorer.navigation.symbols import Symbol, document_symbols, layer_symbols
 from tvm_explorer.navigation.view import BundleView
-from tvm_explorer.lsp.shared import Session
 
 OUTLINES_KEPT = 48
 """Outlines of one bundle kept (the ones asked for last): all of a large bundle's outlines
@@ -67,10 +67,14 @@ class DocumentSymbols:
                 rng = self.session.range(view, path, sym.start, sym.end)
                 if rng is None:
                     continue
-                out.append(types.SymbolInformation(
-                    name=sym.name, kind=types.SymbolKind.Operator,
-                    location=types.Location(self.session.uri(view, path), rng),
-                    container_name=" ".join(x for x in (view.root.name, sym.detail) if x)))
+                out.append(
+                    types.SymbolInformation(
+                        name=sym.name,
+                        kind=types.SymbolKind.Operator,
+                        location=types.Location(self.session.uri(view, path), rng),
+                        container_name=" ".join(x for x in (view.root.name, sym.detail) if x),
+                    )
+                )
             if len(out) >= WORKSPACE_SYMBOLS:
                 break
         return out
@@ -82,9 +86,12 @@ class DocumentSymbols:
         documents editors open most."""
         from tvm_explorer.navigation.irsymbols import warm_order
 
-        warm_each(view, warm_order(view)[:OUTLINES_WARMED],
-                  lambda path: self._saved_outline(view, path),
-                  lambda: self.session.registry.is_current(view))
+        warm_each(
+            view,
+            warm_order(view)[:OUTLINES_WARMED],
+            lambda path: self._saved_outline(view, path),
+            lambda: self.session.registry.is_current(view),
+        )
 
     def _saved_outline(self, view: BundleView, path: str) -> list[types.DocumentSymbol]:
         """The outline of a document as the bundle has it, built once per encoding (served

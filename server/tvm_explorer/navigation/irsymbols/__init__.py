@@ -14,8 +14,8 @@ import weakref
 from collections import OrderedDict
 
 from tvm_explorer.navigation.background import REQUESTS, warm_each
-from tvm_explorer.navigation.view import BundleView
 from tvm_explorer.navigation.irsymbols.document import CLIKE, SCRIPT, DocumentSymbols
+from tvm_explorer.navigation.view import BundleView
 
 _TABLES: weakref.WeakKeyDictionary[BundleView, OrderedDict[str, DocumentSymbols | None]] = weakref.WeakKeyDictionary()
 _LOCK = threading.Lock()
@@ -55,8 +55,12 @@ def symbol_table(view: BundleView, path: str) -> DocumentSymbols | None:
             return per_view[path]
     started = time.perf_counter()
     symbols = _build(view, path)
-    logger.debug("symbol outline of %s in %.0f ms (%s)", path,
-                 1000 * (time.perf_counter() - started), threading.current_thread().name)
+    logger.debug(
+        "symbol outline of %s in %.0f ms (%s)",
+        path,
+        1000 * (time.perf_counter() - started),
+        threading.current_thread().name,
+    )
     with _LOCK:
         per_view[path] = symbols
         _bound(per_view)

@@ -11,8 +11,21 @@ from __future__ import annotations
 from tvm_explorer.navigation.irsymbols.lexer import Token, clike_tokens
 from tvm_explorer.navigation.irsymbols.table import READ, WRITE, Builder, Occurrence, SymbolTable
 
-_NOT_TYPES = {"return", "else", "if", "while", "for", "do", "goto", "case", "switch",
-              "break", "continue", "sizeof", "default"}
+_NOT_TYPES = {
+    "return",
+    "else",
+    "if",
+    "while",
+    "for",
+    "do",
+    "goto",
+    "case",
+    "switch",
+    "break",
+    "continue",
+    "sizeof",
+    "default",
+}
 _ASSIGN = {"=", "+=", "-=", "*=", "/=", "%=", "&=", "|=", "^=", "<<=", ">>="}
 _QUALIFIED_CALL = {"alignas", "__launch_bounds__", "__align__", "__attribute__"}
 
@@ -80,8 +93,7 @@ class _Nesting:
         return True
 
 
-def clike_symbols(text: str, start: int = 0, end: int | None = None,
-                  builder: Builder | None = None) -> SymbolTable:
+def clike_symbols(text: str, start: int = 0, end: int | None = None, builder: Builder | None = None) -> SymbolTable:
     """The symbol table of a C or CUDA document, or of its stretch ``[start, end)`` (both
     outside any brace) into ``builder``."""
     tokens = [t for t in clike_tokens(text, start, end) if t.kind != "nl"]
@@ -122,8 +134,13 @@ def _definitions(b: Builder, tokens: list[Token], text: str, depth: int = 0, sco
         t = tok.text
         if at.punctuation(t, i):
             pass
-        elif tok.kind == "name" and i + 1 < n and tokens[i + 1].text == "(" and at.depth == 0 \
-                and t not in _QUALIFIED_CALL:
+        elif (
+            tok.kind == "name"
+            and i + 1 < n
+            and tokens[i + 1].text == "("
+            and at.depth == 0
+            and t not in _QUALIFIED_CALL
+        ):
             close = _matching(tokens, i + 1)
             after = tokens[close + 1].text if close + 1 < n else ""
             if after in ("{", ";") and _is_type_prefix(tokens, at.stmt, i):
@@ -140,16 +157,14 @@ def _definitions(b: Builder, tokens: list[Token], text: str, depth: int = 0, sco
             if first < i and tokens[first].text == "for" and first + 1 < i and tokens[first + 1].text == "(":
                 first, kind = first + 2, "loop"
             if nxt in ("=", ";", "[") and _is_type_prefix(tokens, first, i):
-                b.define(at.scope, tok.start, tok.end, t, kind, tokens[first].start,
-                         _statement_end(text, tok.start))
+                b.define(at.scope, tok.start, tok.end, t, kind, tokens[first].start, _statement_end(text, tok.start))
                 defined.add(i)
         i += 1
     b.open_at_end = at.depth > 0
     return defined
 
 
-def _parameters(b: Builder, scope: str, tokens: list[Token], open_: int, close: int,
-                defined: set[int]) -> None:
+def _parameters(b: Builder, scope: str, tokens: list[Token], open_: int, close: int, defined: set[int]) -> None:
     group: list[int] = []
     for j in range(open_ + 1, close + 1):
         t = tokens[j].text
@@ -157,22 +172,24 @@ def _parameters(b: Builder, scope: str, tokens: list[Token], open_: int, close: 
             names = [k for k in group if tokens[k].kind == "name"]
             if len(names) >= 2:
                 k = names[-1]
-                b.define(scope, tokens[k].start, tokens[k].end, tokens[k].text, "param",
-                         tokens[k].start, tokens[k].end)
+                b.define(scope, tokens[k].start, tokens[k].end, tokens[k].text, "param", tokens[k].start, tokens[k].end)
                 defined.add(k)
             group = []
         else:
             group.append(j)
 
 
-def _uses(b: Builder, tokens: list[Token], text: str, defined: set[int], depth: int = 0,
-          scope: str = "") -> None:
+def _uses(b: Builder, tokens: list[Token], text: str, defined: set[int], depth: int = 0, scope: str = "") -> None:
     at = _Nesting(depth, scope)
     # A function's body and parameters are its scope; a declaration's parameter names are
     # not uses of anything (they named the definition's parameters, anywhere in the file).
-    functions = {i: tokens[i].text for i in defined
-                 if i + 1 < len(tokens) and tokens[i + 1].text == "("
-                 and tokens[min(_matching(tokens, i + 1) + 1, len(tokens) - 1)].text == "{"}
+    functions = {
+        i: tokens[i].text
+        for i in defined
+        if i + 1 < len(tokens)
+        and tokens[i + 1].text == "("
+        and tokens[min(_matching(tokens, i + 1) + 1, len(tokens) - 1)].text == "{"
+    }
     for i, tok in enumerate(tokens):
         t = tok.text
         at.punctuation(t, i)
@@ -193,5 +210,5 @@ def _uses(b: Builder, tokens: list[Token], text: str, defined: set[int], depth: 
             if after in _ASSIGN:
                 role = WRITE
         line_start = text.rfind("\n", 0, tok.start) + 1
-        indent = len(text[line_start:tok.start]) - len(text[line_start:tok.start].lstrip())
+        indent = len(text[line_start : tok.start]) - len(text[line_start : tok.start].lstrip())
         b.use(at.scope, tok.start, tok.end, t, role, line_start + indent, _statement_end(text, tok.start))

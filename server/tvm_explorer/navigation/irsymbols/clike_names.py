@@ -41,7 +41,7 @@ def _not_a_type(before: str) -> bool:
     declaration's type (``clike._is_type_prefix``: names, ``*``, ``&``, qualifier calls):
     something else stands in it, and not a comment, string or preprocessor line."""
     head = _FOR_OPEN.match(before)
-    prefix = before[head.end():] if head else before
+    prefix = before[head.end() :] if head else before
     other = _NOT_TYPE_CHAR.search(prefix)
     if other is None or other.group() in "/\"'#":
         return False
@@ -57,8 +57,7 @@ class ClikeStretch(NameLookup):
 
     def __init__(self, text: str, lo: int, hi: int, module: list[Occurrence]):
         self._lo, self._hi, self._module = lo, hi, module  # the text is not kept: the reader's cache bounds texts
-        functions = sorted((d for d in module if lo <= d.start < hi and d.kind == "function"),
-                           key=lambda d: d.start)
+        functions = sorted((d for d in module if lo <= d.start < hi and d.kind == "function"), key=lambda d: d.start)
         self._cuts, self._depths, self._scopes = array("q", [lo]), array("l", [0]), [""]
         self._skipped = array("q")  # start, end, start, end, … of comments and strings
         depth, scope, f = 0, "", 0
@@ -108,9 +107,9 @@ class ClikeStretch(NameLookup):
             return SKIP
         if self._depths[k] == 0:
             return DEFINE
-        if text[start - 1] == "." or text[start - 2:start] == "->":
+        if text[start - 1] == "." or text[start - 2 : start] == "->":
             return self._member(text, start - 1, self._cuts[k])
-        before = text[self._cuts[k]:start].rstrip()
+        before = text[self._cuts[k] : start].rstrip()
         last = self._cuts[k] + len(before) - 1  # where what stands before it ends
         before = before.lstrip()
         if not before or _FOR_OPEN.fullmatch(before):
@@ -121,7 +120,7 @@ class ClikeStretch(NameLookup):
             return DEFINE
         if before.endswith("->") or before.endswith("."):
             return self._member(text, last, self._cuts[k])
-        after = text[end:end + 64].lstrip()
+        after = text[end : end + 64].lstrip()
         if not after or after[0] in _MAY_DEFINE:
             # ``NAME =``/``NAME;``/``NAME[`` define it only after a type (``float2 v =``).
             return READ if after[:1] in ("=", ";", "[") and _not_a_type(before) else DEFINE

@@ -29,9 +29,9 @@ from collections.abc import Callable
 from tvm_explorer.navigation.background import REQUESTS
 from tvm_explorer.navigation.irsymbols.clike import clike_module_definitions, clike_symbols
 from tvm_explorer.navigation.irsymbols.clike_names import ClikeStretch
+from tvm_explorer.navigation.irsymbols.lexer import clike_braces, script_line_end, word_char, word_starts
 from tvm_explorer.navigation.irsymbols.names import StructureMismatch
 from tvm_explorer.navigation.irsymbols.script_names import ScriptStretch
-from tvm_explorer.navigation.irsymbols.lexer import clike_braces, script_line_end, word_char, word_starts
 from tvm_explorer.navigation.irsymbols.table import DEF, Builder, Occurrence, SymbolTable
 from tvm_explorer.navigation.irsymbols.tvmscript import script_symbols
 
@@ -63,8 +63,18 @@ def _script_outline(text: str) -> tuple[list[int], list[Occurrence]]:
         if line_start > 0:
             starts.append(line_start)
         name_start, name_end = m.span(2)
-        defs.append(Occurrence(name_start, name_end, m.group(2), DEF, name_start, m.start(),
-                               script_line_end(text, m.start()), "function"))
+        defs.append(
+            Occurrence(
+                name_start,
+                name_end,
+                m.group(2),
+                DEF,
+                name_start,
+                m.start(),
+                script_line_end(text, m.start()),
+                "function",
+            )
+        )
     # Assignments before the first function are module-level too (none in what TVM prints).
     preamble = Builder()
     script_symbols(text, 0, starts[1] if len(starts) > 1 else len(text), preamble)
@@ -202,7 +212,7 @@ class DocumentSymbols:
         start = offset
         while start > 0 and word_char(text[start - 1]):
             start -= 1
-        word = text[start:_WORD_END.match(text, offset).end()]
+        word = text[start : _WORD_END.match(text, offset).end()]
         if not word or word[0].isdigit():
             return ""
         return word if _NAME.fullmatch(word) else None
@@ -282,8 +292,12 @@ class DocumentSymbols:
         return table
 
     def _fall_back(self, lo: int, why: str) -> None:
-        logger.warning("symbols: the stretch at offset %d does not match the document's outline "
-                       "(%s); lexing the whole document instead", lo, why)
+        logger.warning(
+            "symbols: the stretch at offset %d does not match the document's outline "
+            "(%s); lexing the whole document instead",
+            lo,
+            why,
+        )
         whole = _LEXERS[self._language](self._text_of())
         with self._lock:
             self._whole = whole

@@ -21,17 +21,20 @@ class Token(NamedTuple):
 
 _STRING = r""""(?:[^"\\\n]|\\.)*"|'(?:[^'\\\n]|\\.)*'"""
 _CLIKE_COMMENT = r"//[^\n]*|/\*.*?\*/|^[ \t]*\#[^\n]*"  # and preprocessor lines
-_COMMON = r"""
-  (?P<str>""" + _STRING + r""")
+_COMMON = (
+    r"""
+  (?P<str>"""
+    + _STRING
+    + r""")
 | (?P<num>\d[\w.]*(?:[eEpP][+-]\d+\w*)?|\.\d[\w]*)
 | (?P<name>[A-Za-z_]\w*)
 | (?P<nl>\n)
 | (?P<op>==|!=|<=|>=|\+=|-=|\*=|/=|->|[^\s\w])
 | (?P<ws>[ \t\r\f\v]+)
 """
+)
 _SCRIPT = re.compile(r"(?P<comment>\#[^\n]*)|" + _COMMON, re.VERBOSE)
-_CLIKE = re.compile(r"(?P<comment>" + _CLIKE_COMMENT + r")|" + _COMMON,
-                    re.VERBOSE | re.DOTALL | re.MULTILINE)
+_CLIKE = re.compile(r"(?P<comment>" + _CLIKE_COMMENT + r")|" + _COMMON, re.VERBOSE | re.DOTALL | re.MULTILINE)
 
 
 def _tokens(pattern: re.Pattern, text: str, start: int, end: int | None) -> list[Token]:
@@ -73,7 +76,7 @@ _DIRECTIVE = re.compile(r"[ \t]*\#[^\n]*")
 
 
 def _clike_scan(pattern: re.Pattern, text: str, start: int, end: int):
-    if start == 0 or text[start - 1:start] == "\n":  # a preprocessor line right where it starts
+    if start == 0 or text[start - 1 : start] == "\n":  # a preprocessor line right where it starts
         m = _DIRECTIVE.match(text, start, end)
         if m:
             yield m.start(), m.end(), ""
@@ -137,15 +140,14 @@ def script_bracket_balance(line: str) -> int:
     strings and comments left out, as ``script_tokens`` reads them."""
     if '"' in line or "'" in line or "#" in line:
         line = SCRIPT_SKIPPED.sub("", line)
-    return (line.count("(") + line.count("[") + line.count("{")
-            - line.count(")") - line.count("]") - line.count("}"))
+    return line.count("(") + line.count("[") + line.count("{") - line.count(")") - line.count("]") - line.count("}")
 
 
 def script_line_end(text: str, start: int) -> int:
     """End of the last name or punctuation of the TVMScript logical line at ``start`` (a line
     break inside brackets does not end it), as ``script_tokens`` would group it."""
     nl = text.find("\n", start)
-    line = text[start:len(text) if nl < 0 else nl].rstrip()
+    line = text[start : len(text) if nl < 0 else nl].rstrip()
     # One physical line ending in punctuation (``… -> R.Tensor(…):``), brackets balanced:
     # that is its last token; anything else is walked token by token.
     if line[-1:] in (":", ")", "]", "}", ",") and "#" not in line and script_bracket_balance(line) <= 0:

@@ -52,7 +52,7 @@ def role_after(text: str, end: int, hi: int, space: re.Pattern = SPACE, hidden: 
         j = space.match(text, j + 1).end()
     if j >= hi:
         return LEX
-    pair = text[j:j + 2]
+    pair = text[j : j + 2]
     if pair in _ASSIGNING or (pair[:1] == "=" and pair != "=="):
         return WRITE
     return LEX if pair[:1] in hidden else READ
@@ -99,8 +99,9 @@ class NameLookup:
                 scope, stmt_start, stmt_end = self._use(text, at, k)
                 b.use(scope, at, at + len(name), name, role, stmt_start, stmt_end)
         built = b.build()
-        return SymbolTable({s: d for s, d in built.defs.items() if d.name == name},
-                           [o for o in built.occurrences if o.name == name])
+        return SymbolTable(
+            {s: d for s, d in built.defs.items() if d.name == name}, [o for o in built.occurrences if o.name == name]
+        )
 
     def _unit(self, offset: int) -> int:
         raise NotImplementedError

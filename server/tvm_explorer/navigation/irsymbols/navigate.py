@@ -10,10 +10,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from tvm_explorer.navigation.view import BundleView, Keep, Place, keep_all
 from tvm_explorer.navigation.irsymbols import symbol_table
 from tvm_explorer.navigation.irsymbols.lexer import word_char
 from tvm_explorer.navigation.irsymbols.table import DEF, READ, WRITE, Occurrence
+from tvm_explorer.navigation.view import BundleView, Keep, Place, keep_all
 
 
 @dataclass(frozen=True)
@@ -59,8 +59,11 @@ def symbol_definition(view: BundleView, path: str, offset: int, keep: Keep = kee
     if definition.start == occ.start:
         return None
     # A store names its buffer first; a T.writes(...) annotation is a write but no producer.
-    producers = [o for o in table.occurrences(occ.symbol)
-                 if o.role == WRITE and o.start == o.stmt_start and not (o.stmt_start <= occ.start < o.stmt_end)]
+    producers = [
+        o
+        for o in table.occurrences(occ.symbol)
+        if o.role == WRITE and o.start == o.stmt_start and not (o.stmt_start <= occ.start < o.stmt_end)
+    ]
     earlier = [o for o in producers if o.start < occ.start]
     producers = earlier or producers
     seen: set[tuple[int, int]] = set()

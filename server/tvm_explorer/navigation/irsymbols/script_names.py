@@ -22,7 +22,12 @@ from array import array
 from bisect import bisect_right
 
 from tvm_explorer.navigation.background import REQUESTS
-from tvm_explorer.navigation.irsymbols.lexer import SCRIPT_SKIPPED, dotted_run_start, script_bracket_balance, script_tokens
+from tvm_explorer.navigation.irsymbols.lexer import (
+    SCRIPT_SKIPPED,
+    dotted_run_start,
+    script_bracket_balance,
+    script_tokens,
+)
 from tvm_explorer.navigation.irsymbols.names import DEFINE, LEX, SKIP, NameLookup, StructureMismatch, role_after
 from tvm_explorer.navigation.irsymbols.table import READ, Builder, Occurrence
 from tvm_explorer.navigation.irsymbols.tvmscript import _lines, script_statement
@@ -34,7 +39,6 @@ _LEADING_NAMES = re.compile(r"\s*(?:[A-Za-z_]\w*\s*,\s*)*")
 _BLANK = re.compile(r"[ \t\r\f\v]*")  # a line break after a line's first name ends it
 
 
-
 class ScriptStretch(NameLookup):
     """One stretch ``[lo, hi)`` of a TVMScript document beginning at a module-level ``def``
     (its first logical line): where each logical line starts."""
@@ -42,8 +46,9 @@ class ScriptStretch(NameLookup):
     def __init__(self, text: str, lo: int, hi: int, module: list[Occurrence]):
         self._lo, self._hi, self._module = lo, hi, module  # the text is not kept: the reader's cache bounds texts
         first_end = text.find("\n", lo, hi)
-        head = next((d for d in module if d.kind == "function"
-                     and lo <= d.start < (hi if first_end < 0 else first_end)), None)
+        head = next(
+            (d for d in module if d.kind == "function" and lo <= d.start < (hi if first_end < 0 else first_end)), None
+        )
         if head is None:
             raise StructureMismatch("no module-level def begins it")
         self._scope = head.name
@@ -91,7 +96,7 @@ class ScriptStretch(NameLookup):
         leading = _LEADING_NAMES.fullmatch(before)
         if leading:
             after_blank = _BLANK.match(text, end).end()
-            follows = text[after_blank:after_blank + 2]
+            follows = text[after_blank : after_blank + 2]
             # The first names: ``a, b = …``, ``a: T = …`` define; ``NAME[…] = …`` stores;
             # ``T.reads(…)``, ``f(…)`` do neither.
             if before.strip() or follows[:1] in (",", ":") or (follows[:1] == "=" and follows != "=="):
@@ -118,7 +123,7 @@ class ScriptStretch(NameLookup):
             if text[j].isdigit() or "cls" in text[j:dot]:
                 return LEX  # in a number, or ``cls.NAME``: a use of a module function
             return SKIP  # an attribute
-        after = text[end:end + 64].lstrip()
+        after = text[end : end + 64].lstrip()
         if after.startswith("=") and not after.startswith("=="):
             return LEX  # a keyword argument (or an assignment)
         return READ

@@ -53,7 +53,7 @@ class SymbolTable:
 
     def between(self, start: int, end: int) -> list[Occurrence]:
         """The occurrences starting in ``[start, end)``, in order."""
-        return self.occurrences[bisect_left(self._starts, start):bisect_left(self._starts, end)]
+        return self.occurrences[bisect_left(self._starts, start) : bisect_left(self._starts, end)]
 
     def __len__(self) -> int:
         return len(self.occurrences)
@@ -85,8 +85,7 @@ class Builder:
         self._scoped.setdefault((scope, occ.name), []).append(occ.start)
         self.defs[occ.start] = occ
 
-    def define(self, scope: str, start: int, end: int, name: str, kind: str,
-               stmt_start: int, stmt_end: int) -> None:
+    def define(self, scope: str, start: int, end: int, name: str, kind: str, stmt_start: int, stmt_end: int) -> None:
         """A definition of ``name`` in ``scope`` ("" is the module)."""
         if self._preset and scope == "":
             self.module_found.append(start)
@@ -94,8 +93,7 @@ class Builder:
                 return
         self._add(scope, Occurrence(start, end, name, DEF, start, stmt_start, stmt_end, kind))
 
-    def use(self, scope: str, start: int, end: int, name: str, role: str,
-            stmt_start: int, stmt_end: int) -> None:
+    def use(self, scope: str, start: int, end: int, name: str, role: str, stmt_start: int, stmt_end: int) -> None:
         """A use of ``name`` in ``scope``; kept only if some definition matches."""
         self._uses.append((start, end, name, role, scope, stmt_start, stmt_end))
 

@@ -69,8 +69,7 @@ def _assigned(line: list[Token]) -> tuple[list[Token], bool] | None:
     return None
 
 
-def script_symbols(text: str, start: int = 0, end: int | None = None,
-                   builder: Builder | None = None) -> SymbolTable:
+def script_symbols(text: str, start: int = 0, end: int | None = None, builder: Builder | None = None) -> SymbolTable:
     """The symbol table of a Relax or TIR document, or of its lines ``[start, end)`` (``start``
     at a line start, outside any function or at a module-level ``def``) into ``builder``."""
     b = builder or Builder()
@@ -104,24 +103,26 @@ def script_statement(b: Builder, text: str, line: list[Token], scope: str) -> st
                 depth += 1
             elif t in ")]}":
                 depth -= 1
-            elif (depth == 1 and line[i].kind == "name" and i + 1 < len(line)
-                  and line[i + 1].text == ":" and line[i - 1].text in "(,"):
-                b.define(scope, line[i].start, line[i].end, line[i].text, "param",
-                         line[i].start, line[i].end)
+            elif (
+                depth == 1
+                and line[i].kind == "name"
+                and i + 1 < len(line)
+                and line[i + 1].text == ":"
+                and line[i - 1].text in "(,"
+            ):
+                b.define(scope, line[i].start, line[i].end, line[i].text, "param", line[i].start, line[i].end)
                 defined.add(i)
     elif head.text == "for":
         for i in range(1, len(line)):
             if line[i].text == "in":
                 break
             if line[i].kind == "name":
-                b.define(scope, line[i].start, line[i].end, line[i].text, "loop",
-                         line[i].start, line[i].end)
+                b.define(scope, line[i].start, line[i].end, line[i].text, "loop", line[i].start, line[i].end)
                 defined.add(i)
     elif head.text == "with":
         for i in range(1, len(line) - 1):
             if line[i].text == "as" and line[i + 1].kind == "name":
-                b.define(scope, line[i + 1].start, line[i + 1].end, line[i + 1].text,
-                         "binding", stmt_start, stmt_end)
+                b.define(scope, line[i + 1].start, line[i + 1].end, line[i + 1].text, "binding", stmt_start, stmt_end)
                 defined.add(i + 1)
     else:
         found = _assigned(line)
@@ -137,8 +138,9 @@ def script_statement(b: Builder, text: str, line: list[Token], scope: str) -> st
     return scope
 
 
-def _uses(b: Builder, scope: str, line: list[Token], defined: set[int], written: set[int],
-          stmt_start: int, stmt_end: int) -> None:
+def _uses(
+    b: Builder, scope: str, line: list[Token], defined: set[int], written: set[int], stmt_start: int, stmt_end: int
+) -> None:
     writes_until = -1  # inside the parentheses of T.writes(...)
     depth = 0
     for i, tok in enumerate(line):
@@ -153,7 +155,7 @@ def _uses(b: Builder, scope: str, line: list[Token], defined: set[int], written:
             continue
         prev = line[i - 1].text if i else ""
         nxt = line[i + 1].text if i + 1 < len(line) else ""
-        if prev == "." :
+        if prev == ".":
             if t == "writes" and i >= 2 and line[i - 2].text == "T" and nxt == "(":
                 writes_until = depth + 1
             if not (i >= 2 and line[i - 2].text == "cls"):
