@@ -272,11 +272,6 @@ class ProvenanceTracker:
             cov.units, cov.attributed = cov.extra["stores"], cov.extra["stores_attributed"]
         return cov
 
-    def store_set(self, unit: int) -> int:
-        """Current origin set of a store id (0 if unknown)."""
-        info = self._stores.get(unit)
-        return info.origin_set if info else 0
-
     def function_set(self, name: str) -> int:
         """Origin set of a function by name, deriving it for split-off functions."""
         if name in self.func_origin:

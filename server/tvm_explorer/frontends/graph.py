@@ -61,11 +61,6 @@ class GraphModel:
         return self.layers[op_index]
 
 
-def source_json(source: tuple[str, int] | None) -> dict | None:
-    """A source line as the bundle stores it."""
-    return {"file": source[0], "line": source[1]} if source else None
-
-
 def user_frame(stack_trace: str | None) -> tuple[str, int] | None:
     """The innermost frame of ``stack_trace`` that is the user's own code (not torch, TVM,
     onnx or the Python library): what "the line of forward() that made it" means."""
