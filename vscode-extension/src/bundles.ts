@@ -82,7 +82,7 @@ export class BundleRegistry implements vscode.Disposable {
         this.bundles = (result?.bundles ?? []).map((info) => ({ info, dir: bundleDir(info) }));
         break;
       } catch (err) {
-        client.outputChannel.appendLine(`tvmExplorer/listBundles failed (attempt ${attempt}): ${String(err)}`);
+        client.outputChannel.appendLine(`${ext.listBundles.method} failed (attempt ${attempt}): ${String(err)}`);
         this.bundles = [];
         if (attempt >= 5 || !client.isRunning()) {
           break;

@@ -8,27 +8,19 @@
  * bindings) open the first and list all in the references peek.
  */
 import * as vscode from 'vscode';
-import * as lc from 'vscode-languageclient/node';
 import { ServerManager } from './client';
 import * as ext from './lsp_ext';
 import { cursorParams } from './passDiffSides';
 import { showDocumentAt } from './largeFiles';
 
-type Jump = 'previousStage' | 'previousPass' | 'nextPass';
-
-const REQUESTS: Record<Jump, lc.RequestType<lc.TextDocumentPositionParams, lc.Location[] | null, void>> = {
-  previousStage: ext.previousStage,
-  previousPass: ext.previousPassAt,
-  nextPass: ext.nextPassAt,
-};
-const NOTHING: Record<Jump, string> = {
+const NOTHING: Record<ext.Jump, string> = {
   previousStage: 'no earlier stage is known for this position.',
   previousPass: 'no earlier pass changed this code.',
   nextPass: 'no later pass changed this code.',
 };
 
 /** Runs one jump from the active editor's cursor. */
-export async function jump(server: ServerManager, kind: Jump): Promise<void> {
+export async function jump(server: ServerManager, kind: ext.Jump): Promise<void> {
   const editor = vscode.window.activeTextEditor;
   const client = server.client;
   if (!editor || !client) {
@@ -36,7 +28,7 @@ export async function jump(server: ServerManager, kind: Jump): Promise<void> {
     return;
   }
   const params = cursorParams(client, editor);
-  const result = (await client.sendRequest(REQUESTS[kind], params)) ?? [];
+  const result = (await client.sendRequest(ext.jumps[kind], params)) ?? [];
   const locations = result.map((l) => client.protocol2CodeConverter.asLocation(l));
   if (locations.length === 0) {
     vscode.window.setStatusBarMessage(`TVM Explorer: ${NOTHING[kind]}`, 4000);

@@ -62,7 +62,7 @@ export class NumericsTreeProvider implements vscode.TreeDataProvider<NumericsNod
         }
       } catch (err) {
         failed = true;
-        client.outputChannel.appendLine(`tvmExplorer/numerics failed: ${String(err)}`);
+        client.outputChannel.appendLine(`${ext.numerics.method} failed: ${String(err)}`);
       }
     }
     if (generation !== this.generation) {

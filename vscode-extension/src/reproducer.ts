@@ -6,17 +6,8 @@
 import * as vscode from 'vscode';
 import * as lc from 'vscode-languageclient/node';
 import { ServerManager } from './client';
+import { EXTRACT_REPRODUCER_COMMAND, ExtractReproducerResult } from './lsp_ext';
 import { bundleFileOf, fileSelection } from './passDiffSides';
-
-/** The server command behind the code action (registered by the language client). */
-export const EXTRACT_COMMAND = 'tvmExplorer.extractReproducer';
-
-interface ExtractResult {
-  path?: string;
-  uri?: string;
-  kernels?: string[];
-  error?: string;
-}
 
 export async function extractReproducerAtCursor(server: ServerManager): Promise<void> {
   const editor = vscode.window.activeTextEditor;
@@ -32,7 +23,7 @@ export async function extractReproducerAtCursor(server: ServerManager): Promise<
   };
   const actions = (await client.sendRequest(lc.CodeActionRequest.type, params)) ?? [];
   const action = actions.find(
-    (a): a is lc.CodeAction => lc.CodeAction.is(a) && a.command?.command === EXTRACT_COMMAND,
+    (a): a is lc.CodeAction => lc.CodeAction.is(a) && a.command?.command === EXTRACT_REPRODUCER_COMMAND,
   );
   if (!action?.command) {
     void vscode.window.showInformationMessage(
@@ -41,19 +32,19 @@ export async function extractReproducerAtCursor(server: ServerManager): Promise<
     );
     return;
   }
-  const result: ExtractResult | null = await vscode.window.withProgress(
+  const result: ExtractReproducerResult | null = await vscode.window.withProgress(
     { location: vscode.ProgressLocation.Notification, title: `TVM Explorer: ${action.title}` },
     () => client.sendRequest(lc.ExecuteCommandRequest.type, {
       command: action.command!.command,
       arguments: action.command!.arguments,
     }),
   );
-  if (!result?.uri) {
+  if (!result || 'error' in result) {
     return; // the server has shown why
   }
   await vscode.window.showTextDocument(vscode.Uri.parse(result.uri), { preview: false });
   void vscode.window.setStatusBarMessage(
-    `TVM Explorer: reproducer of ${(result.kernels ?? []).join(', ')} written to ${result.path}`,
+    `TVM Explorer: reproducer of ${result.kernels.join(', ')} written to ${result.path}`,
     8000,
   );
 }
