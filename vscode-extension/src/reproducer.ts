@@ -5,20 +5,19 @@
  */
 import * as vscode from 'vscode';
 import * as lc from 'vscode-languageclient/node';
-import { ServerManager } from './client';
+import type { Ctx } from './ctx';
 import { EXTRACT_REPRODUCER_COMMAND, ExtractReproducerResult } from './lsp_ext';
-import { bundleFileOf, fileSelection } from './passDiffSides';
 
-export async function extractReproducerAtCursor(server: ServerManager): Promise<void> {
+export async function extractReproducerAtCursor(ctx: Ctx): Promise<void> {
   const editor = vscode.window.activeTextEditor;
-  const client = server.client;
+  const client = ctx.server.client;
   if (!editor || !client) {
     void vscode.window.showWarningMessage('TVM Explorer: no bundle document or no running server.');
     return;
   }
   const params: lc.CodeActionParams = {
-    textDocument: { uri: (bundleFileOf(editor.document.uri) ?? editor.document.uri).toString() },
-    range: client.code2ProtocolConverter.asRange(fileSelection(editor.document.uri, editor.selection) ?? editor.selection),
+    textDocument: { uri: (ctx.sides.bundleFileOf(editor.document.uri) ?? editor.document.uri).toString() },
+    range: client.code2ProtocolConverter.asRange(ctx.sides.fileSelection(editor.document.uri, editor.selection) ?? editor.selection),
     context: { diagnostics: [], only: [lc.CodeActionKind.RefactorExtract] },
   };
   const actions = (await client.sendRequest(lc.CodeActionRequest.type, params)) ?? [];
