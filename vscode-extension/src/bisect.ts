@@ -10,7 +10,7 @@
 import * as fs from 'fs';
 import * as path from 'path';
 import * as vscode from 'vscode';
-import { progressDisplay, runCli, SHOW_OUTPUT } from './cliRun';
+import { CliHost, progressDisplay, runCli, SHOW_OUTPUT } from './cliRun';
 import { askBundleFolder, pickModel } from './compile';
 import * as md from './markdown';
 
@@ -163,9 +163,10 @@ async function ask(modelArg: vscode.Uri | undefined): Promise<BisectRequest | un
  */
 export async function bisectModelCommand(
   modelArg: vscode.Uri | undefined,
-  output: vscode.OutputChannel,
+  host: CliHost,
   onBisected: (bundle: string) => Promise<string | undefined>,
 ): Promise<void> {
+  const { output } = host;
   const req = await ask(modelArg);
   if (!req) {
     return;
@@ -185,7 +186,7 @@ export async function bisectModelCommand(
     },
     onTick: progressOf.onTick,
     cancelledMessage: 'cancelled; no bundle was written (a previous one is unchanged)',
-  }, output);
+  }, host);
   if (!outcome) {
     return;
   }

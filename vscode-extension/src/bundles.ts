@@ -8,7 +8,7 @@ import * as vscode from 'vscode';
 import * as lc from 'vscode-languageclient/node';
 import * as ext from './lsp_ext';
 import { ServerManager } from './client';
-import { bundleFileOf } from './passDiffSides';
+import { PassDiffSides } from './passDiffSides';
 
 /** A loaded bundle with its passes (fetched lazily). */
 export interface Bundle {
@@ -31,7 +31,7 @@ export class BundleRegistry implements vscode.Disposable {
   private notification: vscode.Disposable | undefined;
   readonly onDidChange = this.changed.event;
 
-  constructor(private readonly server: ServerManager) {
+  constructor(private readonly server: ServerManager, private readonly sides: PassDiffSides) {
     this.disposables.push(
       server.onDidStart((client) => this.attach(client)),
       server.onDidStop(() => this.clear()),
@@ -82,7 +82,7 @@ export class BundleRegistry implements vscode.Disposable {
         this.bundles = (result?.bundles ?? []).map((info) => ({ info, dir: bundleDir(info) }));
         break;
       } catch (err) {
-        client.outputChannel.appendLine(`tvmExplorer/listBundles failed (attempt ${attempt}): ${String(err)}`);
+        client.outputChannel.appendLine(`${ext.listBundles.method} failed (attempt ${attempt}): ${String(err)}`);
         this.bundles = [];
         if (attempt >= 5 || !client.isRunning()) {
           break;
@@ -113,7 +113,7 @@ export class BundleRegistry implements vscode.Disposable {
 
   private updateContext(): void {
     const doc = vscode.window.activeTextEditor?.document;
-    const file = doc && bundleFileOf(doc.uri);
+    const file = doc && this.sides.bundleFileOf(doc.uri);
     const inBundle = !!file && !!this.bundleOf(file);
     void vscode.commands.executeCommand('setContext', 'tvmExplorer.inBundle', inBundle);
   }

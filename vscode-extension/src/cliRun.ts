@@ -13,7 +13,7 @@ import * as cp from 'child_process';
 import * as vscode from 'vscode';
 import { resolveServerLaunch } from './config';
 import { preflight } from './preflight';
-import { serverEnvironment } from './serverProcess';
+import { serverEnvironment, WorkingDirectory } from './serverProcess';
 
 export const SHOW_OUTPUT = 'Show Output';
 const OPEN_SETTINGS = 'Open Settings';
@@ -27,6 +27,12 @@ export type CliOutcome =
   | { kind: 'ok'; stdout: string }
   | { kind: 'cancelled'; message: string }
   | { kind: 'failed'; message: string; code?: number };
+
+/** Where runs report (the output channel) and run (the server's private directory). */
+export interface CliHost {
+  output: vscode.OutputChannel;
+  workingDirectory: WorkingDirectory;
+}
 
 /** What to run and how to show it. */
 export interface CliJob {
@@ -49,8 +55,9 @@ export interface CliJob {
 
 /** Runs the job; undefined if the interpreter is unusable (the user was told). A refused
  * pickle is offered to be trusted (see the top of this file). */
-export async function runCli(job: CliJob, output: vscode.OutputChannel): Promise<CliOutcome | undefined> {
-  const outcome = await runCliOnce(job, output);
+export async function runCli(job: CliJob, host: CliHost): Promise<CliOutcome | undefined> {
+  const { output } = host;
+  const outcome = await runCliOnce(job, host);
   if (outcome?.kind !== 'failed' || outcome.code !== EXIT_UNTRUSTED || job.args.includes(TRUST_PICKLE_FLAG)) {
     return outcome;
   }
@@ -73,11 +80,12 @@ export async function runCli(job: CliJob, output: vscode.OutputChannel): Promise
     return outcome;
   }
   output.appendLine(`${job.label}: the user trusted the file's pickle; running again with ${TRUST_PICKLE_FLAG}`);
-  return runCliOnce({ ...job, args: [...job.args, TRUST_PICKLE_FLAG] }, output);
+  return runCliOnce({ ...job, args: [...job.args, TRUST_PICKLE_FLAG] }, host);
 }
 
-async function runCliOnce(job: CliJob, output: vscode.OutputChannel): Promise<CliOutcome | undefined> {
-  const launch = resolveServerLaunch();
+async function runCliOnce(job: CliJob, host: CliHost): Promise<CliOutcome | undefined> {
+  const { output } = host;
+  const launch = resolveServerLaunch(host.workingDirectory.path);
   const check = await preflight(launch);
   if (!check.ok) {
     output.appendLine(`${job.label}: ${check.problem} ${check.fix}`);

@@ -6,7 +6,7 @@ import * as vscode from 'vscode';
 import * as lc from 'vscode-languageclient/node';
 import { resolveServerLaunch, ServerLaunch, SECTION } from './config';
 import { preflight } from './preflight';
-import { serverProcess } from './serverProcess';
+import { serverProcess, WorkingDirectory } from './serverProcess';
 
 /**
  * Documents the server is told about: the bundle languages, and any file of a bundle (C, CUDA,
@@ -48,7 +48,10 @@ export class ServerManager implements vscode.Disposable {
   problem: { problem: string; fix: string; kind?: string } | undefined;
   private starting: Promise<boolean> | undefined;
 
-  constructor(private readonly output: vscode.OutputChannel) {}
+  constructor(
+    private readonly output: vscode.OutputChannel,
+    private readonly workingDirectory: WorkingDirectory,
+  ) {}
 
   /** The running client, once a start under way has finished (undefined if it failed). */
   async ready(): Promise<lc.LanguageClient | undefined> {
@@ -85,7 +88,7 @@ export class ServerManager implements vscode.Disposable {
       return this.current.isRunning();
     }
     this.setState('starting');
-    const launch = resolveServerLaunch();
+    const launch = resolveServerLaunch(this.workingDirectory.path);
     this.output.appendLine(`Starting: ${launch.python} ${launch.args.join(' ')} (${launch.source})`);
     const check = await preflight(launch);
     if (!check.ok) {
@@ -144,7 +147,7 @@ export class ServerManager implements vscode.Disposable {
   }
 
   private createClient(launch: ServerLaunch): lc.LanguageClient {
-    const spawn = serverProcess(launch.python, launch.args);
+    const spawn = serverProcess(launch.python, launch.args, launch.cwd);
     const executable: lc.Executable = { ...spawn, transport: lc.TransportKind.stdio };
     const serverOptions: lc.ServerOptions = { run: executable, debug: executable };
     const clientOptions: lc.LanguageClientOptions = {

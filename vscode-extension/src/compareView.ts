@@ -6,60 +6,13 @@
  */
 import * as path from 'path';
 import * as vscode from 'vscode';
-import * as lc from 'vscode-languageclient/node';
 import { BundleRegistry } from './bundles';
 import { ServerManager } from './client';
+import { BundleSummary, compareBundles, compareLayerCode, CompareResult, CompareRow, CompareSide, LayerRef } from './lsp_ext';
 import * as md from './markdown';
 import { untrustedMarkdown } from './tooltip';
 
 export const COMPARE_SCHEME = 'tvm-explorer-compare';
-
-interface CompareSide {
-  subgraph: number;
-  op_index: number;
-  kernels: string[];
-  code_lines: number;
-  costs?: { time_ms?: number };
-}
-export interface CompareRow {
-  subgraph: number;
-  op_index: number;
-  opcode: string;
-  name: string;
-  a: CompareSide;
-  b: CompareSide;
-  changed: boolean;
-  kernels_changed: boolean;
-}
-interface LayerRef {
-  subgraph: number;
-  op_index: number;
-  opcode: string;
-  name: string;
-}
-interface BundleSummary {
-  model: string;
-  target: string;
-  options: Record<string, unknown>;
-}
-export interface CompareResult {
-  a: string;
-  b: string;
-  matched_by: 'sha256' | 'name';
-  a_info: BundleSummary;
-  b_info: BundleSummary;
-  layers: CompareRow[];
-  unmatched: { a: LayerRef[]; b: LayerRef[] };
-  error?: string;
-}
-const compareBundles = new lc.RequestType<{ a: string; b: string }, CompareResult, void>(
-  'tvmExplorer/compareBundles',
-);
-const compareLayerCode = new lc.RequestType<
-  { a: string; b: string; subgraph: number; op_index: number; side: 'a' | 'b' },
-  { text: string; language: string; error?: string },
-  void
->('tvmExplorer/compareLayerCode');
 
 const EXTENSIONS: Record<string, string> = { c: '.c', cuda: '.cu', llvm: '.ll' };
 
@@ -266,7 +219,7 @@ export class Comparisons implements vscode.Disposable {
       return;
     }
     const result = await client.sendRequest(compareBundles, { a, b });
-    if (!result || result.error) {
+    if (!result || 'error' in result) {
       void vscode.window.showErrorMessage(md.plain(`TVM Explorer: ${result?.error ?? 'comparison failed'}`));
       return;
     }

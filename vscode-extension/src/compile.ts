@@ -9,7 +9,7 @@
 import * as fs from 'fs';
 import * as path from 'path';
 import * as vscode from 'vscode';
-import { progressDisplay, runCli, SHOW_OUTPUT } from './cliRun';
+import { CliHost, progressDisplay, runCli, SHOW_OUTPUT } from './cliRun';
 import * as md from './markdown';
 
 /** What to compile, as chosen by the user. */
@@ -161,7 +161,7 @@ export type CompileOutcome =
   | { kind: 'failed'; message: string };
 
 /** Runs the compile behind a cancellable progress notification. */
-export async function runCompile(req: CompileRequest, output: vscode.OutputChannel): Promise<CompileOutcome | undefined> {
+export async function runCompile(req: CompileRequest, host: CliHost): Promise<CompileOutcome | undefined> {
   const outcome = await runCli({
     label: 'Compile',
     title: `Compiling ${path.basename(req.model)} for ${req.target}`,
@@ -170,7 +170,7 @@ export async function runCompile(req: CompileRequest, output: vscode.OutputChann
     initialMessage: 'planning the pipeline…',
     cancelledMessage: 'no bundle was written; a previous bundle is unchanged',
     ...progressDisplay(),
-  }, output);
+  }, host);
   return outcome?.kind === 'ok' ? { kind: 'ok', bundle: req.output } : outcome;
 }
 
@@ -179,14 +179,15 @@ export async function runCompile(req: CompileRequest, output: vscode.OutputChann
  */
 export async function compileModelCommand(
   modelArg: vscode.Uri | undefined,
-  output: vscode.OutputChannel,
+  host: CliHost,
   onCompiled: (bundle: string, req: CompileRequest) => Promise<void>,
 ): Promise<void> {
+  const { output } = host;
   const req = await ask(modelArg);
   if (!req) {
     return;
   }
-  const outcome = await runCompile(req, output);
+  const outcome = await runCompile(req, host);
   if (!outcome) {
     return;
   }

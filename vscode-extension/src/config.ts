@@ -11,7 +11,6 @@ import * as fs from 'fs';
 import * as os from 'os';
 import * as path from 'path';
 import * as vscode from 'vscode';
-import { serverWorkingDirectory } from './serverProcess';
 
 export const SECTION = 'tvmExplorer';
 
@@ -41,13 +40,12 @@ export function expandVariables(value: string, roots: string[]): string {
   return out;
 }
 
-/** The interpreter and arguments to launch the server with, from the current settings. */
-export function resolveServerLaunch(): ServerLaunch {
+/** The interpreter and arguments to launch the server with (in `cwd`), from the current settings. */
+export function resolveServerLaunch(cwd: string): ServerLaunch {
   const cfg = vscode.workspace.getConfiguration(SECTION);
   const roots = workspaceRoots();
   const extra = cfg.get<string[]>('serverArgs', []);
   const args = ['-m', 'tvm_explorer', 'serve', ...extra];
-  const cwd = serverWorkingDirectory();
   const configured = (cfg.get<string>('pythonPath', '') ?? '').trim();
   if (configured) {
     return { python: expandVariables(configured, roots), args, source: 'setting', cwd };

@@ -8,49 +8,40 @@
  * bindings) open the first and list all in the references peek.
  */
 import * as vscode from 'vscode';
-import * as lc from 'vscode-languageclient/node';
-import { ServerManager } from './client';
+import type { Ctx } from './ctx';
+import { LargeFiles } from './largeFiles';
 import * as ext from './lsp_ext';
-import { cursorParams } from './passDiffSides';
-import { showDocumentAt } from './largeFiles';
 
-type Jump = 'previousStage' | 'previousPass' | 'nextPass';
-
-const REQUESTS: Record<Jump, lc.RequestType<lc.TextDocumentPositionParams, lc.Location[] | null, void>> = {
-  previousStage: ext.previousStage,
-  previousPass: ext.previousPassAt,
-  nextPass: ext.nextPassAt,
-};
-const NOTHING: Record<Jump, string> = {
+const NOTHING: Record<ext.Jump, string> = {
   previousStage: 'no earlier stage is known for this position.',
   previousPass: 'no earlier pass changed this code.',
   nextPass: 'no later pass changed this code.',
 };
 
 /** Runs one jump from the active editor's cursor. */
-export async function jump(server: ServerManager, kind: Jump): Promise<void> {
+export async function jump(ctx: Ctx, kind: ext.Jump): Promise<void> {
   const editor = vscode.window.activeTextEditor;
-  const client = server.client;
+  const client = ctx.server.client;
   if (!editor || !client) {
     void vscode.window.showWarningMessage('TVM Explorer: no bundle document or no running server.');
     return;
   }
-  const params = cursorParams(client, editor);
-  const result = (await client.sendRequest(REQUESTS[kind], params)) ?? [];
+  const params = ctx.sides.cursorParams(client, editor);
+  const result = (await client.sendRequest(ext.jumps[kind], params)) ?? [];
   const locations = result.map((l) => client.protocol2CodeConverter.asLocation(l));
   if (locations.length === 0) {
     vscode.window.setStatusBarMessage(`TVM Explorer: ${NOTHING[kind]}`, 4000);
     return;
   }
-  await openInPreview(locations[0]);
+  await openInPreview(ctx.largeFiles, locations[0]);
   if (locations.length > 1) {
     await vscode.commands.executeCommand('editor.action.showReferences', locations[0].uri, locations[0].range.start, locations);
   }
 }
 
 /** Opens a location in the preview editor (replacing the last jump's tab), cursor at its start. */
-export async function openInPreview(location: vscode.Location): Promise<vscode.TextEditor | undefined> {
-  const editor = await showDocumentAt(location.uri, {
+export async function openInPreview(files: LargeFiles, location: vscode.Location): Promise<vscode.TextEditor | undefined> {
+  const editor = await files.showDocumentAt(location.uri, {
     preview: true,
     selection: new vscode.Range(location.range.start, location.range.start),
   });

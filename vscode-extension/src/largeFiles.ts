@@ -7,7 +7,7 @@
  * to open it anyway (raising the limit for this workspace) or to show one function of it: a
  * virtual document of that function's lines, which map back to the file so that hover,
  * definition and the rest are the server's answers for the file itself (passDiffSides.ts).
- * The extension's own opens (`showDocumentAt`) load the document first, which VS Code shows
+ * The extension's own opens (`LargeFiles.showDocumentAt`) load the document first, which VS Code shows
  * whatever the limit; above 50 MB it cannot be loaded, and the notice then offers the
  * function holding the place that was to be shown, opened there.
  */
@@ -38,42 +38,8 @@ export function editorLimitMb(uri: vscode.Uri): number {
   return vscode.env.uiKind === vscode.UIKind.Web ? 50 : 1024;
 }
 
-/** Where the extension's own opens of a file meant to put the cursor (Layer Places, jumps,
- * Reveal in Model, Numerics, a compile's first kernel): the function view opens there. */
-const targets = new Map<string, vscode.Position>();
-/** Files told about while their tab is open (a new target is told anew). */
-const told = new Set<string>();
-/** The check of the `LargeFiles` instance (a tab already open raises no tab event). */
-let check: ((uri: vscode.Uri) => Promise<void>) | undefined;
-
-/**
- * `showTextDocument` for the extension's own opens of bundle files: notes where the cursor was
- * meant to go, and answers undefined (no text editor) when the editor does not display the file
- * because of its size — the notification of `LargeFiles` then offers the way in.
- */
-export async function showDocumentAt(uri: vscode.Uri, options: vscode.TextDocumentShowOptions): Promise<vscode.TextEditor | undefined> {
-  if (options.selection) {
-    targets.set(uri.toString(), options.selection.start);
-    told.delete(uri.toString());
-  }
-  try {
-    const editor = await vscode.window.showTextDocument(uri, options);
-    if (editor.document.uri.toString() === uri.toString()) {
-      targets.delete(uri.toString());
-      return editor;
-    }
-  } catch (err) {
-    const size = await vscode.workspace.fs.stat(uri).then((st) => st.size, () => 0);
-    if (size <= editorLimitMb(uri) * MB) {
-      throw err;
-    }
-  }
-  void check?.(uri);
-  return undefined;
-}
-
 /** Words before a parenthesis in a C/CUDA signature that are not the function's name. */
-const ATTRIBUTES = new Set(['__launch_bounds__', '__attribute__', '__declspec', 'alignas', 'TVM_ATTRIBUTE_UNUSED']);
+const ATTRIBUTES: ReadonlySet<string> = new Set(['__launch_bounds__', '__attribute__', '__declspec', 'alignas', 'TVM_ATTRIBUTE_UNUSED']);
 
 export interface FunctionPart {
   name: string;
@@ -109,9 +75,13 @@ export function functionsOf(text: string): FunctionPart[] {
 export class LargeFiles implements vscode.Disposable {
   private readonly disposables: vscode.Disposable[] = [];
   private cached: { key: string; text: Promise<string> } | undefined;
+  /** Where the extension's own opens of a file meant to put the cursor (Layer Places, jumps,
+   * Reveal in Model, Numerics, a compile's first kernel): the function view opens there. */
+  private readonly targets = new Map<string, vscode.Position>();
+  /** Files told about while their tab is open (a new target is told anew). */
+  private readonly told = new Set<string>();
 
   constructor(private readonly registry: BundleRegistry, private readonly sides: PassDiffSides) {
-    check = (uri) => this.check(uri);
     this.disposables.push(
       vscode.window.tabGroups.onDidChangeTabs((e) => {
         for (const tab of [...e.opened, ...e.changed]) {
@@ -122,38 +92,64 @@ export class LargeFiles implements vscode.Disposable {
         // Told once per opening: a file closed and opened again is told again.
         for (const tab of e.closed) {
           if (tab.input instanceof vscode.TabInputText) {
-            told.delete(tab.input.uri.toString());
+            this.told.delete(tab.input.uri.toString());
           }
         }
       }),
-      vscode.commands.registerCommand('tvmExplorer.showFunctionOfFile', (uri?: vscode.Uri) => this.pickFunction(uri)),
     );
+  }
+
+  /**
+   * `showTextDocument` for the extension's own opens of bundle files: notes where the cursor was
+   * meant to go, and answers undefined (no text editor) when the editor does not display the file
+   * because of its size — the notification of `check` then offers the way in.
+   */
+  async showDocumentAt(uri: vscode.Uri, options: vscode.TextDocumentShowOptions): Promise<vscode.TextEditor | undefined> {
+    if (options.selection) {
+      this.targets.set(uri.toString(), options.selection.start);
+      this.told.delete(uri.toString());
+    }
+    try {
+      const editor = await vscode.window.showTextDocument(uri, options);
+      if (editor.document.uri.toString() === uri.toString()) {
+        this.targets.delete(uri.toString());
+        return editor;
+      }
+    } catch (err) {
+      const size = await vscode.workspace.fs.stat(uri).then((st) => st.size, () => 0);
+      if (size <= editorLimitMb(uri) * MB) {
+        throw err;
+      }
+    }
+    // A tab already open raises no tab event: check it here.
+    void this.check(uri);
+    return undefined;
   }
 
   private async check(uri: vscode.Uri): Promise<void> {
     const bundle = this.registry.bundleOf(uri);
-    if (!bundle || told.has(uri.toString())) {
+    if (!bundle || this.told.has(uri.toString())) {
       return;
     }
     const size = await vscode.workspace.fs.stat(uri).then((s) => s.size, () => 0);
     const limit = editorLimitMb(uri);
-    if (size <= limit * MB || told.has(uri.toString())) {
+    if (size <= limit * MB || this.told.has(uri.toString())) {
       return;
     }
     // A document the extension host has loaded (the extension's own opens) is shown whatever its
     // size; only a tab without a text editor is VS Code's "not displayed" page.
     await new Promise((r) => setTimeout(r, 500));
-    if (told.has(uri.toString()) || vscode.window.visibleTextEditors.some((e) => e.document.uri.toString() === uri.toString())) {
+    if (this.told.has(uri.toString()) || vscode.window.visibleTextEditors.some((e) => e.document.uri.toString() === uri.toString())) {
       return;
     }
-    told.add(uri.toString());
+    this.told.add(uri.toString());
     const name = path.relative(path.dirname(bundle.dir), uri.fsPath);
     const mb = (size / MB).toFixed(1);
     const served = size / MB <= EXTENSION_LIMIT_MB ? ''
       : ` Above ${EXTENSION_LIMIT_MB} MB VS Code gives extensions no text: hover and definition answer only in a function's view.`;
     const anyway = 'Open Anyway';
-    const target = targets.get(uri.toString());
-    targets.delete(uri.toString());
+    const target = this.targets.get(uri.toString());
+    this.targets.delete(uri.toString());
     const at = target && functionsOf(await this.read(uri)).find((f) => f.start <= target.line && target.line <= f.end);
     const part = at ? `Show ${at.name}` : 'Show One Function…';
     const choice = await vscode.window.showWarningMessage(
@@ -235,7 +231,6 @@ export class LargeFiles implements vscode.Disposable {
   }
 
   dispose(): void {
-    check = undefined;
     vscode.Disposable.from(...this.disposables).dispose();
   }
 }

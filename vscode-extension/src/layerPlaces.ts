@@ -8,9 +8,11 @@
 import * as fs from 'fs';
 import * as vscode from 'vscode';
 import { ServerManager } from './client';
+import type { Cmd, Ctx } from './ctx';
 import { openInPreview } from './jumps';
+import { LargeFiles } from './largeFiles';
 import * as ext from './lsp_ext';
-import { bundleFileOf, filePosition } from './passDiffSides';
+import { PassDiffSides } from './passDiffSides';
 
 export type PlacesFilter = 'code' | 'last' | 'changed';
 const FILTERS: { id: PlacesFilter; label: string; detail: string }[] = [
@@ -74,6 +76,8 @@ export class LayerPlacesProvider implements vscode.TreeDataProvider<PlaceNode>, 
 
   constructor(
     private readonly server: ServerManager,
+    private readonly sides: PassDiffSides,
+    private readonly largeFiles: LargeFiles,
     private readonly state: vscode.Memento,
   ) {}
 
@@ -88,9 +92,9 @@ export class LayerPlacesProvider implements vscode.TreeDataProvider<PlaceNode>, 
       void vscode.window.showWarningMessage('TVM Explorer: the language server is not running.');
       return false;
     }
-    const at = filePosition(uri, position) ?? position; // a pass diff side: its file's line
+    const at = this.sides.filePosition(uri, position) ?? position; // a pass diff side: its file's line
     const result = await client.sendRequest(ext.layerPlaces, {
-      textDocument: { uri: (bundleFileOf(uri) ?? uri).toString() },
+      textDocument: { uri: (this.sides.bundleFileOf(uri) ?? uri).toString() },
       position: { line: at.line, character: at.character },
     });
     if (!result || result.places.length === 0) {
@@ -271,39 +275,30 @@ export class LayerPlacesProvider implements vscode.TreeDataProvider<PlaceNode>, 
   dispose(): void {
     this.changed.dispose();
   }
+
+  /** Opens a place (URI string and LSP range, as the tree items pass them) in the preview editor. */
+  async openPlace(uri: string, range: { start: { line: number; character: number }; end: { line: number; character: number } }): Promise<void> {
+    await openInPreview(
+      this.largeFiles,
+      new vscode.Location(
+        vscode.Uri.parse(uri),
+        new vscode.Range(range.start.line, range.start.character, range.end.line, range.end.character),
+      ),
+    );
+  }
 }
 
-/** Opens a place (URI string and LSP range, as the tree items pass them) in the preview editor. */
-export async function openPlace(uri: string, range: { start: { line: number; character: number }; end: { line: number; character: number } }): Promise<void> {
-  await openInPreview(
-    new vscode.Location(
-      vscode.Uri.parse(uri),
-      new vscode.Range(range.start.line, range.start.character, range.end.line, range.end.character),
-    ),
-  );
-}
-
-/** Registers the view and its commands. */
-export function registerLayerPlaces(context: vscode.ExtensionContext, server: ServerManager): LayerPlacesProvider {
-  const provider = new LayerPlacesProvider(server, context.workspaceState);
-  const view = vscode.window.createTreeView<PlaceNode>('tvmExplorer.layerPlaces', { treeDataProvider: provider, showCollapseAll: true });
-  provider.view = view;
-  const showAt = (uriArg?: string | vscode.Uri, positionArg?: { line: number; character: number }) => {
+/**
+ * "Show Layer Places" and `tvmExplorer.showReferences`: the places of the layer at a position
+ * (default: the cursor). The server's code lenses on model layers name the latter (`[uri,
+ * {line, character}]`, docs/lsp-protocol.md); other editors map it to their references list,
+ * VS Code shows the layer in this view, grouped by stage and pass.
+ */
+export function showLayerPlaces(ctx: Ctx): Cmd {
+  return (uriArg?: string | vscode.Uri, positionArg?: { line: number; character: number }) => {
     const editor = vscode.window.activeTextEditor;
     const uri = uriArg ? (typeof uriArg === 'string' ? vscode.Uri.parse(uriArg) : uriArg) : editor?.document.uri;
     const position = positionArg ? new vscode.Position(positionArg.line, positionArg.character) : editor?.selection.active;
-    return uri && position ? provider.showAt(uri, position) : Promise.resolve(false);
+    return uri && position ? ctx.layerPlaces.showAt(uri, position) : Promise.resolve(false);
   };
-  context.subscriptions.push(
-    provider,
-    view,
-    vscode.commands.registerCommand('tvmExplorer.showLayerPlaces', showAt),
-    // The server's code lenses on model layers name this client command (`[uri, {line,
-    // character}]`, docs/lsp-protocol.md); other editors map it to their references list, VS
-    // Code shows the layer in this view, grouped by stage and pass.
-    vscode.commands.registerCommand('tvmExplorer.showReferences', showAt),
-    vscode.commands.registerCommand('tvmExplorer.filterLayerPlaces', () => provider.chooseFilter()),
-    vscode.commands.registerCommand('tvmExplorer.openPlace', openPlace),
-  );
-  return provider;
 }

@@ -101,7 +101,15 @@ export const nextPassAt = new lc.RequestType<lc.TextDocumentPositionParams, lc.L
   'tvmExplorer/nextPass',
 );
 
-/** A layer of the model, as named in layerPlaces. */
+/** The steps through the pipeline from a position (the `goTo…` commands), by name. */
+export type Jump = 'previousStage' | 'previousPass' | 'nextPass';
+export const jumps: Readonly<Record<Jump, lc.RequestType<lc.TextDocumentPositionParams, lc.Location[] | null, void>>> = {
+  previousStage,
+  previousPass: previousPassAt,
+  nextPass: nextPassAt,
+};
+
+/** A layer of the model, as named in layerPlaces and compareBundles. */
 export interface LayerRef {
   subgraph: number;
   op_index: number;
@@ -194,7 +202,10 @@ export interface CostsResult {
   lines: string;
   note: string;
 }
-export const costs = new lc.RequestType<{ bundle: string }, CostsResult, void>('tvmExplorer/costs');
+export interface CostsParams {
+  bundle: string;
+}
+export const costs = new lc.RequestType<CostsParams, CostsResult, void>('tvmExplorer/costs');
 
 /** A kernel's range in a TIR or generated-code document and its heat (0..1). */
 export interface HeatMark {
@@ -203,6 +214,85 @@ export interface HeatMark {
   heat: number;
   label: string;
 }
-export const kernelHeat = new lc.RequestType<{ uri: string }, { marks: HeatMark[] }, void>(
+export interface KernelHeatParams {
+  uri: string;
+}
+export interface KernelHeatResult {
+  marks: HeatMark[];
+}
+export const kernelHeat = new lc.RequestType<KernelHeatParams, KernelHeatResult, void>(
   'tvmExplorer/kernelHeat',
 );
+
+/** The two bundles of a comparison: URIs or paths of their directories or of any document. */
+export interface CompareBundlesParams {
+  a: string;
+  b: string;
+}
+/** A bundle's manifest, as a comparison sums it up. */
+export interface BundleSummary {
+  model: string | null;
+  sha256: string | null;
+  target: string;
+  options: Record<string, unknown>;
+  tvm: string | null;
+}
+/** One side of a matched layer: its kernels, its own code lines and (if recorded) its costs. */
+export interface CompareSide {
+  subgraph: number;
+  op_index: number;
+  kernels: string[];
+  code_lines: number;
+  costs?: { time_ms?: number; share?: number; workspace_bytes?: number; flops?: number; code_lines?: number };
+}
+/** A layer matched in both bundles (named by its A side). */
+export interface CompareRow {
+  subgraph: number;
+  op_index: number;
+  opcode: string;
+  name: string;
+  a: CompareSide;
+  b: CompareSide;
+  changed: boolean;
+  kernels_changed: boolean;
+}
+/** `tvm-explorer compare --json` (docs/compare.md); `a` and `b` are directory paths. */
+export interface CompareResult {
+  a: string;
+  b: string;
+  matched_by: 'sha256' | 'name';
+  a_info: BundleSummary;
+  b_info: BundleSummary;
+  layers: CompareRow[];
+  unmatched: { a: LayerRef[]; b: LayerRef[] };
+}
+/** What the server answers, as a result, when two bundles cannot be compared. */
+export interface CompareFailure {
+  error: string;
+}
+export const compareBundles = new lc.RequestType<CompareBundlesParams, CompareResult | CompareFailure, void>(
+  'tvmExplorer/compareBundles',
+);
+
+/** One side's generated code of a matched layer (by its A side), for a split diff. */
+export interface CompareLayerCodeParams extends CompareBundlesParams {
+  subgraph: number;
+  op_index: number;
+  side: 'a' | 'b';
+}
+/** `error`: why there is no code (the text then says so as a comment). */
+export interface CompareLayerCodeResult {
+  text: string;
+  language: string;
+  error?: string;
+}
+export const compareLayerCode = new lc.RequestType<CompareLayerCodeParams, CompareLayerCodeResult, void>(
+  'tvmExplorer/compareLayerCode',
+);
+
+/** The server's command behind the "Extract Reproducer" code action (`workspace/executeCommand`). */
+export const EXTRACT_REPRODUCER_COMMAND = 'tvmExplorer.extractReproducer';
+/** What it answers: the script written, or why not (the server has shown the message). */
+export type ExtractReproducerResult =
+  | { path: string; uri: string; kernels: string[] }
+  | { error: string };

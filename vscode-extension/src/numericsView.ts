@@ -8,10 +8,10 @@ import * as path from 'path';
 import * as vscode from 'vscode';
 import { Bundle, BundleRegistry } from './bundles';
 import { ServerManager } from './client';
+import type { Ctx } from './ctx';
 import * as ext from './lsp_ext';
 import * as md from './markdown';
 import { untrustedMarkdown } from './tooltip';
-import { showDocumentAt } from './largeFiles';
 
 export type NumericsNode =
   | { kind: 'bundle'; bundle: Bundle; result: ext.NumericsResult }
@@ -62,7 +62,7 @@ export class NumericsTreeProvider implements vscode.TreeDataProvider<NumericsNod
         }
       } catch (err) {
         failed = true;
-        client.outputChannel.appendLine(`tvmExplorer/numerics failed: ${String(err)}`);
+        client.outputChannel.appendLine(`${ext.numerics.method} failed: ${String(err)}`);
       }
     }
     if (generation !== this.generation) {
@@ -154,13 +154,13 @@ function shortError(layer: ext.NumericsLayer): string {
 }
 
 /** Opens the model document at a layer's entry (the view's click). */
-export async function openNumericsLayer(server: ServerManager, location: ext.NumericsLayer['location']): Promise<void> {
-  const client = server.client;
+export async function openNumericsLayer(ctx: Ctx, location: ext.NumericsLayer['location']): Promise<void> {
+  const client = ctx.server.client;
   if (!client || !location) {
     return;
   }
   const loc = client.protocol2CodeConverter.asLocation(location);
-  const editor = await showDocumentAt(loc.uri, {
+  const editor = await ctx.largeFiles.showDocumentAt(loc.uri, {
     selection: new vscode.Range(loc.range.start, loc.range.start),
     preview: false,
   });

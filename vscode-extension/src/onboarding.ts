@@ -6,12 +6,10 @@
 import * as fs from 'fs';
 import * as path from 'path';
 import * as vscode from 'vscode';
-import { BundleRegistry } from './bundles';
-import { ServerManager } from './client';
 import { bisectModelCommand } from './bisect';
 import { compileModelCommand } from './compile';
+import type { Cmd, Ctx } from './ctx';
 import { kernelStart } from './kernelStart';
-import { showDocumentAt } from './largeFiles';
 import {
   CompileLensProvider,
   GRAPH_VIEW_TYPE,
@@ -21,37 +19,21 @@ import {
   ModelEditorProvider,
   TFLITE_VIEW_TYPE,
 } from './modelView';
-import { PassNode, PassTreeProvider } from './passView';
 
 /** Documents a fresh bundle opens with: its generated code, else its model document. */
 const FIRST_DOCUMENTS = ['code/module.c', 'code/device.cu', 'code/host.ll', 'model.tflgraph'];
 
-export function registerOnboarding(
-  context: vscode.ExtensionContext,
-  server: ServerManager,
-  registry: BundleRegistry,
-  tree: PassTreeProvider,
-  view: vscode.TreeView<PassNode>,
-  output: vscode.OutputChannel,
-): void {
-  const showBundle = (bundle: string) => openCompiledBundle(bundle, registry, tree, view);
+/** The model viewer and the pass view's welcome context; the commands are `compileModel` and
+ * `bisectModel` below (registered with the others, commands.ts). */
+export function registerOnboarding(ctx: Ctx): void {
+  const { server } = ctx;
   const syncMessage = () => {
     // The pass view's welcome text (package.json viewsWelcome) depends on what is wrong; a
     // tree message would hide it (VS Code shows welcome content only without a message).
     void vscode.commands.executeCommand('setContext', 'tvmExplorer.pythonProblem', server.problem?.kind ?? '');
   };
-  context.subscriptions.push(
-    vscode.commands.registerCommand('tvmExplorer.compileModel', (uri?: vscode.Uri) =>
-      compileModelCommand(uri ?? activeModelFile(), output, showBundle),
-    ),
-    vscode.commands.registerCommand('tvmExplorer.bisectModel', (uri?: vscode.Uri) =>
-      bisectModelCommand(uri ?? activeModelFile(), output, async (bundle) => {
-        await showBundle(bundle);
-        const dir = vscode.Uri.file(bundle).fsPath;
-        return registry.list().find((b) => b.dir === dir)?.info.uri;
-      }),
-    ),
-    vscode.workspace.registerTextDocumentContentProvider(MODEL_SCHEME, new ModelDocumentProvider(server, output)),
+  ctx.pushCleanup(
+    vscode.workspace.registerTextDocumentContentProvider(MODEL_SCHEME, new ModelDocumentProvider(server, ctx.output)),
     ...[TFLITE_VIEW_TYPE, GRAPH_VIEW_TYPE].map((viewType) =>
       vscode.window.registerCustomEditorProvider(viewType, new ModelEditorProvider(), {
         supportsMultipleEditorsPerDocument: true,
@@ -63,6 +45,22 @@ export function registerOnboarding(
   );
   syncMessage();
   syncModelContext();
+}
+
+/** "Compile Model…": a new bundle opens and shows in the pass view. */
+export function compileModel(ctx: Ctx): Cmd {
+  return (uri?: vscode.Uri) =>
+    compileModelCommand(uri ?? activeModelFile(), ctx, (bundle) => openCompiledBundle(ctx, bundle));
+}
+
+/** "Bisect Model…": the bisected bundle opens in the pass view, its culprit marked. */
+export function bisectModel(ctx: Ctx): Cmd {
+  return (uri?: vscode.Uri) =>
+    bisectModelCommand(uri ?? activeModelFile(), ctx, async (bundle) => {
+      await openCompiledBundle(ctx, bundle);
+      const dir = vscode.Uri.file(bundle).fsPath;
+      return ctx.registry.list().find((b) => b.dir === dir)?.info.uri;
+    });
 }
 
 function activeModelFile(): vscode.Uri | undefined {
@@ -77,17 +75,13 @@ function syncModelContext(): void {
 
 /** Opens a freshly compiled bundle (its generated code at the hottest or first kernel) and
  * shows it in the pass view once the server has it. */
-async function openCompiledBundle(
-  bundle: string,
-  registry: BundleRegistry,
-  tree: PassTreeProvider,
-  view: vscode.TreeView<PassNode>,
-): Promise<void> {
+async function openCompiledBundle(ctx: Ctx, bundle: string): Promise<void> {
+  const { registry, passTree: tree, passView: view } = ctx;
   const first = FIRST_DOCUMENTS.map((rel) => path.join(bundle, rel)).find((p) => fs.existsSync(p));
   const start = first ? kernelStart(bundle, first) : undefined;
   const at = start ? new vscode.Range(start.line, 0, start.line, 0) : undefined;
   const open = async () => {
-    const editor = await showDocumentAt(vscode.Uri.file(first!), { preview: false, selection: at });
+    const editor = await ctx.largeFiles.showDocumentAt(vscode.Uri.file(first!), { preview: false, selection: at });
     if (at) {
       editor?.revealRange(at, vscode.TextEditorRevealType.AtTop);
     }

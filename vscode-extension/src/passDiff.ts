@@ -8,10 +8,10 @@
 import * as vscode from 'vscode';
 import { Bundle, BundleRegistry } from './bundles';
 import { PassInfo } from './lsp_ext';
-import { PassDiffSides, PASSDIFF_SCHEME, bundleFileOf, fileSelection, firstChangeOf, sideUri } from './passDiffSides';
+import { PassDiffSides, PASSDIFF_SCHEME, sideUri } from './passDiffSides';
 import { PassTreeProvider, visiblePasses } from './passView';
 import * as md from './markdown';
-import { showDocumentAt } from './largeFiles';
+import { LargeFiles } from './largeFiles';
 
 /** The files of a pass's diff (`before` undefined: the pass has nothing before it). */
 export function passFiles(pass: PassInfo): { before: vscode.Uri | undefined; after: vscode.Uri } {
@@ -47,6 +47,7 @@ export class PassDiffs implements vscode.Disposable {
     private readonly tree: PassTreeProvider,
     private readonly view: vscode.TreeView<unknown>,
     private readonly sides: PassDiffSides,
+    private readonly largeFiles: LargeFiles,
   ) {
     this.status.name = 'TVM Explorer Pass Diff';
     this.status.command = 'tvmExplorer.openPassDocument';
@@ -100,13 +101,13 @@ export class PassDiffs implements vscode.Disposable {
   async openDocument(): Promise<void> {
     const editor = vscode.window.activeTextEditor;
     const onSide = editor?.document.uri.scheme === PASSDIFF_SCHEME ? editor : undefined;
-    const file = onSide ? bundleFileOf(onSide.document.uri) : this.current && passFiles(this.current.pass).after;
+    const file = onSide ? this.sides.bundleFileOf(onSide.document.uri) : this.current && passFiles(this.current.pass).after;
     if (!file) {
       void vscode.window.showInformationMessage('TVM Explorer: this side of the diff has no document (nothing before the first pass).');
       return;
     }
-    const selection = onSide && fileSelection(onSide.document.uri, onSide.selection);
-    await showDocumentAt(file, { preview: false, selection });
+    const selection = onSide && this.sides.fileSelection(onSide.document.uri, onSide.selection);
+    await this.largeFiles.showDocumentAt(file, { preview: false, selection });
   }
 
   dispose(): void {
@@ -143,7 +144,7 @@ export class PassDiffs implements vscode.Disposable {
   /** Puts the first line where the sides differ at the top of both (a step would otherwise
    * leave the view where it was, on lines the pass did not touch). */
   private async revealFirstChange(left: vscode.Uri, right: vscode.Uri): Promise<void> {
-    const line = firstChangeOf(right);
+    const line = this.sides.firstChangeOf(right);
     const at = new vscode.Range(Math.max(0, line), 0, Math.max(0, line), 0);
     // A diff tab just opened lists its editors a moment later.
     for (let tries = 0; tries < 20; tries++) {

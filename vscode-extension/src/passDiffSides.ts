@@ -26,61 +26,7 @@ const HEAD_CHARS = 256 * 1024;
 /** The head: the lines down to the first change and this many after it. */
 const HEAD_LINES = 400;
 
-/** Which file each open side shows (undefined: the empty side before a first pass). */
-const shownFiles = new Map<string, vscode.Uri | undefined>();
-
-/** How each open side's lines map to its file (undefined: line n is line n). */
-const shownSegments = new Map<string, Segment[] | undefined>();
-/** The first line where the two sides of a bundle's diff differ, by the right side's URI. */
-const firstChanges = new Map<string, number>();
-
-/** The bundle file a document stands for: itself, or the file a pass diff side shows now. */
-export function bundleFileOf(uri: vscode.Uri): vscode.Uri | undefined {
-  return uri.scheme === PASSDIFF_SCHEME ? shownFiles.get(uri.toString()) : uri;
-}
-
-/** A position of a document as a position of the file it stands for (undefined on a line of
- * a side's own: its note, a separator). */
-export function filePosition(uri: vscode.Uri, pos: vscode.Position): vscode.Position | undefined {
-  if (uri.scheme !== PASSDIFF_SCHEME) {
-    return pos;
-  }
-  const line = toFileLine(shownSegments.get(uri.toString()), pos.line);
-  return line === undefined ? undefined : new vscode.Position(line, pos.character);
-}
-
-/** A range of a side's file as a range of the side (undefined when the side does not show it). */
-function sideRange(side: vscode.Uri, range: vscode.Range): vscode.Range | undefined {
-  const segments = shownSegments.get(side.toString());
-  const start = toSideLine(segments, range.start.line);
-  const end = toSideLine(segments, range.end.line);
-  return start === undefined || end === undefined ? undefined
-    : new vscode.Range(start, range.start.character, end, range.end.character);
-}
-
-/** A selection of a side as a selection of its file (for opening the file there). */
-export function fileSelection(uri: vscode.Uri, sel: vscode.Selection): vscode.Selection | undefined {
-  const a = filePosition(uri, sel.anchor);
-  const b = filePosition(uri, sel.active);
-  return a && b ? new vscode.Selection(a, b) : undefined;
-}
-
-/** The first line where the sides of the diff whose right side is `right` differ (-1: none). */
-export function firstChangeOf(right: vscode.Uri): number {
-  return firstChanges.get(right.toString()) ?? -1;
-}
-
-/** Request parameters for the cursor of `editor`, on the bundle file it shows. */
-export function cursorParams(client: lc.LanguageClient, editor: vscode.TextEditor): lc.TextDocumentPositionParams {
-  const uri = bundleFileOf(editor.document.uri) ?? editor.document.uri;
-  const pos = filePosition(editor.document.uri, editor.selection.active) ?? editor.selection.active;
-  return {
-    textDocument: { uri: client.code2ProtocolConverter.asUri(uri) },
-    position: client.code2ProtocolConverter.asPosition(pos),
-  };
-}
-
-const IR_EXTENSIONS = new Set(['.relax', '.tir']);
+const IR_EXTENSIONS: ReadonlySet<string> = new Set(['.relax', '.tir']);
 const isIr = (f: vscode.Uri | undefined) => !!f && IR_EXTENSIONS.has(path.extname(f.path));
 
 /** The side URI of a bundle's diff showing `file` (or nothing: `none`) as side `side`. */
@@ -104,6 +50,60 @@ export class PassDiffSides implements vscode.TextDocumentContentProvider, vscode
   /** Line edits between files (`<from>|<to>`), worked out ahead for the likely next steps. */
   private readonly edits = new Map<string, Promise<LineEdit[]>>();
 
+  /** Which file each open side shows (undefined: the empty side before a first pass). */
+  private readonly shownFiles = new Map<string, vscode.Uri | undefined>();
+  /** How each open side's lines map to its file (undefined: line n is line n). */
+  private readonly shownSegments = new Map<string, Segment[] | undefined>();
+  /** The first line where the two sides of a bundle's diff differ, by the right side's URI. */
+  private readonly firstChanges = new Map<string, number>();
+
+  /** The bundle file a document stands for: itself, or the file a pass diff side shows now. */
+  bundleFileOf(uri: vscode.Uri): vscode.Uri | undefined {
+    return uri.scheme === PASSDIFF_SCHEME ? this.shownFiles.get(uri.toString()) : uri;
+  }
+
+  /** A position of a document as a position of the file it stands for (undefined on a line of
+   * a side's own: its note, a separator). */
+  filePosition(uri: vscode.Uri, pos: vscode.Position): vscode.Position | undefined {
+    if (uri.scheme !== PASSDIFF_SCHEME) {
+      return pos;
+    }
+    const line = toFileLine(this.shownSegments.get(uri.toString()), pos.line);
+    return line === undefined ? undefined : new vscode.Position(line, pos.character);
+  }
+
+  /** A range of a side's file as a range of the side (undefined when the side does not show it). */
+  sideRange(side: vscode.Uri, range: vscode.Range): vscode.Range | undefined {
+    const segments = this.shownSegments.get(side.toString());
+    const start = toSideLine(segments, range.start.line);
+    const end = toSideLine(segments, range.end.line);
+    return start === undefined || end === undefined ? undefined
+      : new vscode.Range(start, range.start.character, end, range.end.character);
+  }
+
+  /** A selection of a side as a selection of its file (for opening the file there). */
+  fileSelection(uri: vscode.Uri, sel: vscode.Selection): vscode.Selection | undefined {
+    const a = this.filePosition(uri, sel.anchor);
+    const b = this.filePosition(uri, sel.active);
+    return a && b ? new vscode.Selection(a, b) : undefined;
+  }
+
+  /** The first line where the sides of the diff whose right side is `right` differ (-1: none). */
+  firstChangeOf(right: vscode.Uri): number {
+    return this.firstChanges.get(right.toString()) ?? -1;
+  }
+
+  /** Request parameters for the cursor of `editor`, on the bundle file it shows. */
+  cursorParams(client: lc.LanguageClient, editor: vscode.TextEditor): lc.TextDocumentPositionParams {
+    const uri = this.bundleFileOf(editor.document.uri) ?? editor.document.uri;
+    const pos = this.filePosition(editor.document.uri, editor.selection.active) ?? editor.selection.active;
+    return {
+      textDocument: { uri: client.code2ProtocolConverter.asUri(uri) },
+      position: client.code2ProtocolConverter.asPosition(pos),
+    };
+  }
+
+
   /**
    * Makes each side show its file (undefined: empty) and rewrites the text of the open ones
    * with line edits, all in one workspace edit (both sides change in the same frame). Firing
@@ -122,7 +122,7 @@ export class PassDiffSides implements vscode.TextDocumentContentProvider, vscode
       return Promise.all(sides.map(async ([, file]) => ({ text: file ? await this.text(file) : '' })));
     }
     const pair = await this.pairOf(sides[0][1], sides[1][1]);
-    firstChanges.set(sides[1][0].toString(), pair.firstChange);
+    this.firstChanges.set(sides[1][0].toString(), pair.firstChange);
     return pair.sides;
   }
 
@@ -161,14 +161,14 @@ export class PassDiffSides implements vscode.TextDocumentContentProvider, vscode
     let staged = false;
     const rewritten: [vscode.TextDocument, string][] = [];
     const contents = await this.sideContents(sides);
-    const firstChange = sides.length === 2 ? Math.max(0, firstChanges.get(sides[1][0].toString()) ?? 0) : 0;
+    const firstChange = sides.length === 2 ? Math.max(0, this.firstChanges.get(sides[1][0].toString()) ?? 0) : 0;
     for (const [k, [side, file]] of sides.entries()) {
       const { text, segments } = contents[k];
       const key = side.toString();
-      const from = shownFiles.get(key);
-      const wasWhole = !shownSegments.get(key);
-      shownFiles.set(key, file);
-      shownSegments.set(key, segments);
+      const from = this.shownFiles.get(key);
+      const wasWhole = !this.shownSegments.get(key);
+      this.shownFiles.set(key, file);
+      this.shownSegments.set(key, segments);
       this.sideTexts.set(key, text);
       const doc = vscode.workspace.textDocuments.find((d) => d.uri.toString() === key);
       if (!doc || doc.isClosed) {
@@ -234,7 +234,7 @@ export class PassDiffSides implements vscode.TextDocumentContentProvider, vscode
       await this.pairOf(b, a).catch(() => undefined);
     }
     const wanted = new Set(files.map((f) => f.toString()));
-    for (const shown of shownFiles.values()) {
+    for (const shown of this.shownFiles.values()) {
       if (shown) {
         wanted.add(shown.toString());
       }
@@ -268,8 +268,8 @@ export class PassDiffSides implements vscode.TextDocumentContentProvider, vscode
    * large for the editor, largeFiles.ts): the side features answer there as in the file. */
   showPart(view: vscode.Uri, file: vscode.Uri, text: string, segments: Segment[]): void {
     const key = view.toString();
-    shownFiles.set(key, file);
-    shownSegments.set(key, segments);
+    this.shownFiles.set(key, file);
+    this.shownSegments.set(key, segments);
     const old = this.sideTexts.get(key);
     this.sideTexts.set(key, text);
     if (old !== undefined && old !== text) {
@@ -282,7 +282,7 @@ export class PassDiffSides implements vscode.TextDocumentContentProvider, vscode
     if (shown !== undefined) {
       return shown;
     }
-    const file = shownFiles.get(uri.toString());
+    const file = this.shownFiles.get(uri.toString());
     return file ? this.text(file) : '';
   }
 
@@ -326,18 +326,19 @@ function editOf(lines: string[], e: LineEdit): { range: vscode.Range; newText: s
 
 /** A location of the server's answer: on the file a side shows, it is on the side itself (so
  * that a jump within the document stays in the diff). */
-function onSide<T extends vscode.Location | vscode.LocationLink>(item: T, side: vscode.Uri, file: vscode.Uri): T {
+function onSide<T extends vscode.Location | vscode.LocationLink>(sides: PassDiffSides, item: T, side: vscode.Uri, file: vscode.Uri): T {
   if (item instanceof vscode.Location) {
-    const range = item.uri.toString() === file.toString() ? sideRange(side, item.range) : undefined;
+    const range = item.uri.toString() === file.toString() ? sides.sideRange(side, item.range) : undefined;
     return (range ? new vscode.Location(side, range) : item) as T;
   }
   const link = item as vscode.LocationLink;
-  const range = link.targetUri.toString() === file.toString() ? sideRange(side, link.targetRange) : undefined;
-  const selection = link.targetSelectionRange && sideRange(side, link.targetSelectionRange);
+  const range = link.targetUri.toString() === file.toString() ? sides.sideRange(side, link.targetRange) : undefined;
+  const selection = link.targetSelectionRange && sides.sideRange(side, link.targetSelectionRange);
   return (range ? { ...link, targetUri: side, targetRange: range, targetSelectionRange: selection ?? range } : link) as T;
 }
 
 function onSides(
+  sides: PassDiffSides,
   items: vscode.Location | vscode.Location[] | vscode.LocationLink[] | undefined | null,
   side: vscode.Uri,
   file: vscode.Uri,
@@ -346,14 +347,14 @@ function onSides(
     return undefined;
   }
   const list: (vscode.Location | vscode.LocationLink)[] = Array.isArray(items) ? items : [items];
-  return list.map((i) => onSide(i, side, file)) as vscode.Location[] | vscode.LocationLink[];
+  return list.map((i) => onSide(sides, i, side, file)) as vscode.Location[] | vscode.LocationLink[];
 }
 
 /**
  * Hover, definition, declaration (previous stage), references, highlights and links in the
  * sides of a pass diff: the server's answers for the file a side shows, at the same position.
  */
-export function registerSideFeatures(server: ServerManager): vscode.Disposable {
+export function registerSideFeatures(server: ServerManager, sides: PassDiffSides): vscode.Disposable {
   const selector: vscode.DocumentSelector = { scheme: PASSDIFF_SCHEME };
   /**
    * The server's answer to `type` for the file the side `document` shows (at `position`, with
@@ -367,9 +368,9 @@ export function registerSideFeatures(server: ServerManager): vscode.Disposable {
     token: vscode.CancellationToken,
     extra: object = {},
   ) => {
-    const file = bundleFileOf(document.uri);
+    const file = sides.bundleFileOf(document.uri);
     const client = server.client;
-    const at = position && filePosition(document.uri, position);
+    const at = position && sides.filePosition(document.uri, position);
     if (!file || !client || (position && !at)) {
       return undefined;
     }
@@ -384,7 +385,7 @@ export function registerSideFeatures(server: ServerManager): vscode.Disposable {
         const got = await ask(lc.HoverRequest.type, document, position, token);
         const hover = got && got.convert.asHover(got.answer);
         if (hover?.range) {
-          hover.range = sideRange(document.uri, hover.range);
+          hover.range = sides.sideRange(document.uri, hover.range);
         }
         return hover;
       },
@@ -392,19 +393,19 @@ export function registerSideFeatures(server: ServerManager): vscode.Disposable {
     vscode.languages.registerDefinitionProvider(selector, {
       async provideDefinition(document, position, token) {
         const got = await ask(lc.DefinitionRequest.type, document, position, token);
-        return got && onSides(await got.convert.asDefinitionResult(got.answer, token), document.uri, got.file);
+        return got && onSides(sides, await got.convert.asDefinitionResult(got.answer, token), document.uri, got.file);
       },
     }),
     vscode.languages.registerDeclarationProvider(selector, {
       async provideDeclaration(document, position, token) {
         const got = await ask(lc.DeclarationRequest.type, document, position, token);
-        return got && onSides(await got.convert.asDeclarationResult(got.answer, token), document.uri, got.file);
+        return got && onSides(sides, await got.convert.asDeclarationResult(got.answer, token), document.uri, got.file);
       },
     }),
     vscode.languages.registerReferenceProvider(selector, {
       async provideReferences(document, position, context, token) {
         const got = await ask(lc.ReferencesRequest.type, document, position, token, { context });
-        return got && (onSides(await got.convert.asReferences(got.answer, token), document.uri, got.file) as vscode.Location[] | undefined);
+        return got && (onSides(sides, await got.convert.asReferences(got.answer, token), document.uri, got.file) as vscode.Location[] | undefined);
       },
     }),
     vscode.languages.registerDocumentHighlightProvider(selector, {
@@ -412,7 +413,7 @@ export function registerSideFeatures(server: ServerManager): vscode.Disposable {
         const got = await ask(lc.DocumentHighlightRequest.type, document, position, token);
         const found = got && (await got.convert.asDocumentHighlights(got.answer, token));
         return found?.flatMap((h) => {
-          const range = sideRange(document.uri, h.range);
+          const range = sides.sideRange(document.uri, h.range);
           return range ? [new vscode.DocumentHighlight(range, h.kind)] : [];
         });
       },
@@ -422,7 +423,7 @@ export function registerSideFeatures(server: ServerManager): vscode.Disposable {
         const got = await ask(lc.DocumentLinkRequest.type, document, undefined, token);
         const found = got && (await got.convert.asDocumentLinks(got.answer, token));
         return found?.flatMap((l) => {
-          const range = sideRange(document.uri, l.range);
+          const range = sides.sideRange(document.uri, l.range);
           return range ? [Object.assign(l, { range })] : [];
         });
       },

@@ -5,34 +5,24 @@
  */
 import * as vscode from 'vscode';
 import * as lc from 'vscode-languageclient/node';
-import { ServerManager } from './client';
-import { bundleFileOf, fileSelection } from './passDiffSides';
+import type { Ctx } from './ctx';
+import { EXTRACT_REPRODUCER_COMMAND, ExtractReproducerResult } from './lsp_ext';
 
-/** The server command behind the code action (registered by the language client). */
-export const EXTRACT_COMMAND = 'tvmExplorer.extractReproducer';
-
-interface ExtractResult {
-  path?: string;
-  uri?: string;
-  kernels?: string[];
-  error?: string;
-}
-
-export async function extractReproducerAtCursor(server: ServerManager): Promise<void> {
+export async function extractReproducerAtCursor(ctx: Ctx): Promise<void> {
   const editor = vscode.window.activeTextEditor;
-  const client = server.client;
+  const client = ctx.server.client;
   if (!editor || !client) {
     void vscode.window.showWarningMessage('TVM Explorer: no bundle document or no running server.');
     return;
   }
   const params: lc.CodeActionParams = {
-    textDocument: { uri: (bundleFileOf(editor.document.uri) ?? editor.document.uri).toString() },
-    range: client.code2ProtocolConverter.asRange(fileSelection(editor.document.uri, editor.selection) ?? editor.selection),
+    textDocument: { uri: (ctx.sides.bundleFileOf(editor.document.uri) ?? editor.document.uri).toString() },
+    range: client.code2ProtocolConverter.asRange(ctx.sides.fileSelection(editor.document.uri, editor.selection) ?? editor.selection),
     context: { diagnostics: [], only: [lc.CodeActionKind.RefactorExtract] },
   };
   const actions = (await client.sendRequest(lc.CodeActionRequest.type, params)) ?? [];
   const action = actions.find(
-    (a): a is lc.CodeAction => lc.CodeAction.is(a) && a.command?.command === EXTRACT_COMMAND,
+    (a): a is lc.CodeAction => lc.CodeAction.is(a) && a.command?.command === EXTRACT_REPRODUCER_COMMAND,
   );
   if (!action?.command) {
     void vscode.window.showInformationMessage(
@@ -41,19 +31,19 @@ export async function extractReproducerAtCursor(server: ServerManager): Promise<
     );
     return;
   }
-  const result: ExtractResult | null = await vscode.window.withProgress(
+  const result: ExtractReproducerResult | null = await vscode.window.withProgress(
     { location: vscode.ProgressLocation.Notification, title: `TVM Explorer: ${action.title}` },
     () => client.sendRequest(lc.ExecuteCommandRequest.type, {
       command: action.command!.command,
       arguments: action.command!.arguments,
     }),
   );
-  if (!result?.uri) {
+  if (!result || 'error' in result) {
     return; // the server has shown why
   }
   await vscode.window.showTextDocument(vscode.Uri.parse(result.uri), { preview: false });
   void vscode.window.setStatusBarMessage(
-    `TVM Explorer: reproducer of ${(result.kernels ?? []).join(', ')} written to ${result.path}`,
+    `TVM Explorer: reproducer of ${result.kernels.join(', ')} written to ${result.path}`,
     8000,
   );
 }

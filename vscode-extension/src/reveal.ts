@@ -3,20 +3,18 @@
  * (layer or any indexed position → every place sharing its origins, in the references peek).
  */
 import * as vscode from 'vscode';
-import { ServerManager } from './client';
+import type { Ctx } from './ctx';
 import * as ext from './lsp_ext';
-import { cursorParams } from './passDiffSides';
-import { showDocumentAt } from './largeFiles';
 
 /** Opens the model document at the layer the cursor's text came from (asks if several). */
-export async function revealInModel(server: ServerManager): Promise<void> {
+export async function revealInModel(ctx: Ctx): Promise<void> {
   const editor = vscode.window.activeTextEditor;
-  const client = server.client;
+  const client = ctx.server.client;
   if (!editor || !client) {
     void vscode.window.showWarningMessage('TVM Explorer: no bundle document or no running server.');
     return;
   }
-  const params = cursorParams(client, editor);
+  const params = ctx.sides.cursorParams(client, editor);
   const result = await client.sendRequest(ext.origins, params);
   const found = [...(result?.origins ?? [])].sort((a, b) => Number(b.is_output) - Number(a.is_output));
   if (found.length === 0) {
@@ -41,7 +39,7 @@ export async function revealInModel(server: ServerManager): Promise<void> {
   }
   const location = client.protocol2CodeConverter.asLocation(chosen.location);
   // Like go-to-definition: the cursor at the start of the layer entry, the entry in view.
-  const editorAt = await showDocumentAt(location.uri, {
+  const editorAt = await ctx.largeFiles.showDocumentAt(location.uri, {
     selection: new vscode.Range(location.range.start, location.range.start),
     preview: false,
   });

@@ -12,14 +12,17 @@ import * as fs from 'fs';
 import * as os from 'os';
 import * as path from 'path';
 
-let ownDirectory: string | undefined;
+/** A private, empty directory: the server's working directory (made on first use, and again
+ * if it was removed). The extension keeps one (ctx.ts) for the server and the CLI runs. */
+export class WorkingDirectory {
+  private made: string | undefined;
 
-/** A private, empty directory for this extension host: the server's working directory. */
-export function serverWorkingDirectory(): string {
-  if (ownDirectory === undefined || !fs.existsSync(ownDirectory)) {
-    ownDirectory = fs.mkdtempSync(path.join(os.tmpdir(), 'tvm-explorer-server-'));
+  get path(): string {
+    if (this.made === undefined || !fs.existsSync(this.made)) {
+      this.made = fs.mkdtempSync(path.join(os.tmpdir(), 'tvm-explorer-server-'));
+    }
+    return this.made;
   }
-  return ownDirectory;
 }
 
 /** The environment of the server (and of the preflight probe). */
@@ -34,6 +37,6 @@ export interface ServerProcess {
   options: { cwd: string; env: NodeJS.ProcessEnv };
 }
 
-export function serverProcess(python: string, args: string[]): ServerProcess {
-  return { command: python, args, options: { cwd: serverWorkingDirectory(), env: serverEnvironment() } };
+export function serverProcess(python: string, args: string[], cwd: string = new WorkingDirectory().path): ServerProcess {
+  return { command: python, args, options: { cwd, env: serverEnvironment() } };
 }
