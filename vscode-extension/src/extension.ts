@@ -14,12 +14,17 @@ import { registerOnboarding } from './onboarding';
 import { PASSDIFF_SCHEME, registerSideFeatures } from './passDiffSides';
 import { PassDecorations } from './passView';
 
+// The one module-level reference (as rust-analyzer keeps its context): `deactivate` receives
+// nothing, and VS Code waits for the promise it returns, so the server's stop is awaited.
+let active: Ctx | undefined;
+
 function syncShowUnchangedContext(): void {
   void vscode.commands.executeCommand('setContext', 'tvmExplorer.showUnchanged', showUnchangedPasses());
 }
 
 export async function activate(context: vscode.ExtensionContext): Promise<void> {
   const ctx = new Ctx(context);
+  active = ctx;
   syncShowUnchangedContext();
   registerOnboarding(ctx);
   ctx.registerCommands(COMMANDS);
@@ -44,4 +49,9 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     vscode.workspace.onDidGrantWorkspaceTrust(() => void ctx.server.restart()),
   );
   await ctx.server.start();
+}
+
+export async function deactivate(): Promise<void> {
+  await active?.server.stop();
+  active = undefined;
 }
