@@ -7,7 +7,18 @@ import sys
 
 from tvm_explorer.version import __version__
 
-SUBCOMMANDS = ("compile", "coverage", "origins", "bisect", "extract", "compare", "costs", "numerics", "serve")
+SUBCOMMANDS = (
+    "compile",
+    "coverage",
+    "origins",
+    "bisect",
+    "extract",
+    "compare",
+    "costs",
+    "numerics",
+    "reduce",
+    "serve",
+)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -35,6 +35,37 @@ class ReferenceEngine:
 
 
 @dataclass(frozen=True)
+class GraphOp:
+    """One operator/node of a model's main graph, as ``reduce`` sees it: which tensors it
+    reads and writes (by name), nothing about what it computes."""
+
+    index: int
+    """Position in the main graph (TFLite operator index, ONNX node index)."""
+    opcode: str
+    name: str
+    inputs: tuple[str, ...]
+    """Tensors read that are not constants (constants stay with the op in any sub-model)."""
+    outputs: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class SubgraphWriter:
+    """The reducer capability of a model kind (``tvm-explorer reduce``): list the main graph's
+    operators, and write a valid model of the same kind that keeps only some of them. Tensors
+    a kept operator reads from a dropped one become graph inputs; constants stay constants."""
+
+    ops: Callable[[Path], list[GraphOp]]
+    """The main graph's operators, in graph (topological) order."""
+    write: Callable[[Path, Any, Path], None]
+    """``write(model_path, kept_indices, out_path)``; ModelError if no valid model has them."""
+    blamed_opcode: Callable[[str], str | None]
+    """The operator kind an import failure message of ``import_model`` names, if any."""
+    stock_import: str
+    """Python source (stock TVM only) that sets ``mod`` from the model file at ``path``: what
+    a reproducer script does to import."""
+
+
+@dataclass(frozen=True)
 class Frontend:
     """One model kind."""
 
@@ -55,3 +86,5 @@ class Frontend:
     render_document: Callable[[Any, OriginTable], tuple]
     """``(path, text, ranges)`` of the model's document in the bundle."""
     reference: ReferenceEngine
+    subgraph_writer: SubgraphWriter | None = None
+    """How ``reduce`` cuts the model (None: this kind cannot be reduced)."""

@@ -50,6 +50,12 @@ def _check_same_graph(model, reference_path):
     return check_same_graph_by_loading(model, reference_path)
 
 
+def _subgraph_writer():
+    from tvm_explorer.frontends.onnx.subgraph import WRITER
+
+    return WRITER
+
+
 FRONTEND = Frontend(
     kind="onnx",
     suffix=".onnx",
@@ -61,4 +67,5 @@ FRONTEND = Frontend(
     reference=ReferenceEngine(
         describe=_describe, run=_run, quantization_of=_quantization, check_same_graph=_check_same_graph
     ),
+    subgraph_writer=_subgraph_writer(),
 )

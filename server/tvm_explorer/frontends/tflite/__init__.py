@@ -57,6 +57,12 @@ def _check_same_graph(model, reference_path):
     return check_same_graph(model, reference_path)
 
 
+def _subgraph_writer():
+    from tvm_explorer.frontends.tflite.subgraph import WRITER
+
+    return WRITER
+
+
 FRONTEND = Frontend(
     kind="tflite",
     suffix=".tflite",
@@ -68,4 +74,5 @@ FRONTEND = Frontend(
     reference=ReferenceEngine(
         describe=_describe, run=_run, quantization_of=_quantization, check_same_graph=_check_same_graph
     ),
+    subgraph_writer=_subgraph_writer(),
 )

@@ -1,0 +1,123 @@
+"""``tvm-explorer reduce MODEL -o SMALL``: shrink a model that breaks TVM to the smallest
+sub-model that breaks it the same way (docs/reduce.md), with its report and a reproducer."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+
+from tvm_explorer.cli.options import default_memory_limit, memory_limit_argument, seconds_argument
+from tvm_explorer.errors import EXIT_INTERRUPTED, ExplorerError
+from tvm_explorer.errors import fail as _fail
+
+DEFAULT_TIMEOUT = 300.0
+
+
+def add_parser(sub) -> None:
+    p = sub.add_parser("reduce", help="shrink a model that breaks TVM to a minimal one that breaks it the same way")
+    p.add_argument("model", help="the failing model: .tflite or .onnx")
+    p.add_argument("-o", "--output", required=True, help="the reduced model to write (same kind as MODEL)")
+    p.add_argument(
+        "--until",
+        choices=("import", "compile", "crash", "hang", "diverge", "culprit"),
+        help="which failure to keep (default: the one the model has); diverge and culprit are not supported yet",
+    )
+    p.add_argument("--target", default="c", help="c (default), llvm or cuda")
+    p.add_argument("--pipeline", metavar="MODULE:FUNCTION", help="compile with your own Relax pipeline (as compile)")
+    p.add_argument("--jobs", type=int, default=os.cpu_count() or 1, help="probes at once (default: all cores)")
+    p.add_argument(
+        "--timeout",
+        type=seconds_argument,
+        default=DEFAULT_TIMEOUT,
+        metavar="SECONDS",
+        help=f"time limit of each probe; a probe over it hangs (default {DEFAULT_TIMEOUT:g}; 0: never)",
+    )
+    p.add_argument(
+        "--memory-limit",
+        type=memory_limit_argument,
+        default=default_memory_limit(),
+        metavar="GIB",
+        help="address-space limit of each probe (default: 3/4 of the memory, at least 4 GiB; 0: none)",
+    )
+    p.add_argument("--max-probes", type=int, default=1000, help="stop the search after this many probes")
+    p.add_argument(
+        "--progress",
+        choices=("auto", "json", "none"),
+        default="auto",
+        help="progress: a line on a terminal (auto), JSON lines on stdout (json), or none",
+    )
+    p.set_defaults(run=_run)
+
+
+def _display(mode: str):
+    if mode == "auto":
+        mode = "bar" if sys.stderr.isatty() else "none"
+    if mode == "json":
+
+        def emit(event: dict) -> None:
+            sys.stdout.write(json.dumps(event) + "\n")
+            sys.stdout.flush()
+
+        return emit
+    if mode == "bar":
+
+        def line(event: dict) -> None:
+            sys.stderr.write(
+                f"\rreduce: {event['probes']} probes, trying {event['size']} of {event['original']}, "
+                f"best {event['best']}   "
+            )
+            sys.stderr.flush()
+            if event["phase"] == "done":
+                sys.stderr.write("\n")
+
+        return line
+    return None
+
+
+def _run(args) -> int:
+    from tvm_explorer.reduce.reducer import Flaky, NothingToReduce, reduce_model
+
+    if args.jobs < 1:
+        return _fail(f"--jobs {args.jobs}: give at least 1")
+    if not os.path.isfile(args.model):
+        return _fail(f"{args.model}: no such model file")
+    try:
+        done = reduce_model(
+            args.model,
+            args.output,
+            until=args.until,
+            target=args.target,
+            pipeline=args.pipeline,
+            jobs=args.jobs,
+            timeout=args.timeout,
+            memory_limit=args.memory_limit,
+            max_probes=args.max_probes,
+            on_progress=_display(args.progress),
+        )
+    except NothingToReduce as err:
+        print(str(err))
+        return 0
+    except Flaky as err:
+        return _fail(str(err))
+    except ExplorerError as err:
+        return _fail(str(err))
+    except KeyboardInterrupt as err:
+        done = getattr(err, "reduction", None)
+        if done is None:
+            return _fail("interrupted; nothing written", EXIT_INTERRUPTED)
+        return _fail(
+            f"interrupted after {done.probes} probes; the best so far ({len(done.kept)} of "
+            f"{done.original_ops}) is in {done.output} (partial), with {done.report} and {done.repro}",
+            EXIT_INTERRUPTED,
+        )
+    state = "1-minimal" if done.minimal else f"not shown 1-minimal: {done.why}"
+    print(
+        f"Reduced {args.model}: {done.original_ops} → {len(done.kept)} ({state}), {done.probes} probes in "
+        f"{done.seconds:.1f} s"
+    )
+    print(f"  failure: {done.original.describe()}")
+    print(f"  model:   {done.output}")
+    print(f"  report:  {done.report}")
+    print(f"  repro:   {done.repro}  (stock TVM + numpy)")
+    return 0

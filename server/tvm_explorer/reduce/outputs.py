@@ -1,0 +1,155 @@
+"""What ``reduce`` writes beside the small model: ``SMALL.report.md`` and ``SMALL.repro.py``
+(stock TVM and numpy only: what a user pastes into an upstream issue)."""
+
+from __future__ import annotations
+
+import os
+
+
+def _tvm_version() -> str:
+    try:
+        from importlib.metadata import version
+
+        return version("apache-tvm")
+    except Exception:  # noqa: BLE001 - TVM built from source has no distribution
+        import tvm
+
+        return tvm.__version__
+
+
+def report(
+    *, model, small, ops, kept, original, reduced, probes, seconds, jobs, minimal, why, partial, target, pipeline, unit
+) -> str:
+    from tvm_explorer.version import __version__
+
+    by_index = {op.index: op for op in ops}
+    title = "Partial reduction" if partial else "Reduced"
+    lines = [
+        f"# {title}: {os.path.basename(model)} → {os.path.basename(small)}",
+        "",
+        f"{len(ops)} → {len(kept)} {unit}s, {probes} probes in {seconds:.1f} s ({jobs} at a time).",
+        "",
+    ]
+    if minimal:
+        lines.append(f"**1-minimal**: removing any single remaining {unit} makes the failure go away.")
+    else:
+        lines.append(f"**Not shown 1-minimal**: {why}.")
+    lines += [
+        "",
+        "## The failure",
+        "",
+        f"Original model ({original.kind}, stage {original.stage}"
+        + (f", pass {original.pass_name}" if original.pass_name else "")
+        + "):",
+        "",
+        "```",
+        original.describe(),
+        "```",
+        "",
+        "Reduced model:",
+        "",
+        "```",
+        reduced.describe() if reduced is not None else "(not probed)",
+        "```",
+        "",
+        f"## Kept {unit}s",
+        "",
+        f"| {unit} in the original | kind | name |",
+        "|---|---|---|",
+    ]
+    for i in kept:
+        op = by_index[i]
+        lines.append(f"| {i} | {op.opcode} | `{op.name}` |")
+    lines += [
+        "",
+        "## Environment",
+        "",
+        f"- TVM {_tvm_version()}",
+        f"- target `{target}`" + (f", pipeline `{pipeline}`" if pipeline else ""),
+        f"- tvm-explorer {__version__} (`tvm-explorer reduce`)",
+        "",
+        "## Reproduce",
+        "",
+        "```",
+        f"python {os.path.splitext(os.path.basename(small))[0]}.repro.py",
+        "```",
+        "",
+    ]
+    return "\n".join(lines)
+
+
+_TARGETS = {
+    "c": 'tvm.target.Target("c")',
+    "llvm": 'tvm.target.Target("llvm")',
+    "cuda": 'tvm.target.Target({"kind": "cuda", "arch": "sm_80", "max_shared_memory_per_block": 49152}, host="llvm")',
+}
+
+
+def repro(*, small, stock_import, original, target, pipeline) -> str:
+    """A script that fails the way ``original`` did, on the small model, with stock TVM."""
+    name = os.path.basename(small)
+    summary = original.describe().replace('"""', "'''")
+    if len(summary) > 600:
+        summary = summary[:600] + " …"
+    parts = [
+        "#!/usr/bin/env python3",
+        f'"""Reproduces a TVM {_tvm_version()} failure on {name} (found by tvm-explorer reduce):',
+        "",
+        f"    {summary}",
+        "",
+        f"Run: python {os.path.splitext(name)[0]}.repro.py  (needs stock TVM and numpy; the model beside it)",
+        '"""',
+        "",
+        "import os",
+        "import sys",
+        "",
+        "import numpy  # noqa: F401",
+        "import tvm",
+        "from tvm import relax",
+        "",
+        f"path = os.path.join(os.path.dirname(os.path.abspath(__file__)), {name!r})",
+        stock_import.rstrip(),
+    ]
+    if original.stage != "import":
+        parts += ["", f"target = {_TARGETS.get(target, repr(target))}"]
+        if target == "cuda":
+            parts += [
+                "import tvm_ffi",
+                "",
+                "# source only: no GPU or nvcc needed",
+                'tvm_ffi.register_global_func("tvm_callback_cuda_compile", lambda code, *_: bytearray(b"x"), '
+                "override=True)",
+                "pipeline = relax.backend.cuda.get_default_pipeline(target)",
+            ]
+        else:
+            parts.append("pipeline = relax.backend.cpu_generic.get_default_pipeline(target)")
+        if pipeline:
+            module, _, func = pipeline.rpartition(":")
+            if module.endswith(".py"):
+                where = os.path.abspath(module)
+                parts += [
+                    "import importlib.util",
+                    "",
+                    f"_spec = importlib.util.spec_from_file_location('user_pipeline', {where!r})",
+                    "_user = importlib.util.module_from_spec(_spec)",
+                    "_spec.loader.exec_module(_user)",
+                    f"pipeline = _user.{func}(target)  # --pipeline {pipeline}",
+                ]
+            else:
+                parts += [
+                    f"sys.path.insert(0, {os.getcwd()!r})  # where --pipeline's module was found",
+                    f"from {module} import {func.split('.')[0]} as _user_pipeline",
+                    "",
+                    f"pipeline = _user_pipeline{func[len(func.split('.')[0]) :]}(target)  # --pipeline {pipeline}",
+                ]
+        parts += [
+            "with tvm.transform.PassContext(opt_level=3):",
+            "    ex = tvm.compile(mod, target, relax_pipeline=pipeline)",
+        ]
+    parts += [
+        "",
+        'print("not reproduced: TVM did not fail on", path)',
+        "sys.exit(0)",
+        "",
+    ]
+    return "\n".join(parts)

@@ -1,0 +1,273 @@
+"""``reduce_model``: from a model that breaks TVM to the smallest sub-model that breaks it the
+same way (docs/reduce.md). Model-kind specifics are the frontend's ``subgraph_writer``."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from tvm_explorer.errors import ExplorerError
+from tvm_explorer.frontends import frontend_for
+from tvm_explorer.reduce.runner import Outcome, Prober, signature
+from tvm_explorer.reduce.search import Stopped, ddmin
+
+UNTIL = ("import", "compile", "crash", "hang", "diverge", "culprit")
+NOT_YET = ("diverge", "culprit")
+
+
+class NothingToReduce(ExplorerError):
+    """The model does not fail (the way asked): nothing is written."""
+
+
+class Flaky(ExplorerError):
+    """The failure did not happen again on a re-run."""
+
+
+@dataclass
+class Reduction:
+    output: str
+    report: str
+    repro: str
+    original_ops: int
+    kept: list[int]
+    probes: int
+    seconds: float
+    minimal: bool
+    why: str
+    partial: bool
+    original: Outcome
+    reduced: Outcome | None
+
+
+def _matches_until(outcome: Outcome, until: str | None) -> bool:
+    if until is None:
+        return outcome.failed
+    if until == "import":
+        return outcome.kind == "error" and outcome.stage in ("load", "import")
+    if until == "compile":
+        return outcome.kind in ("error", "oom") and outcome.stage == "compile"
+    return outcome.kind == until
+
+
+def partial_name(output: str) -> str:
+    stem, ext = os.path.splitext(output)
+    return f"{stem}.partial{ext}"
+
+
+def reduce_model(
+    model: str,
+    output: str,
+    *,
+    until: str | None = None,
+    target: str = "c",
+    pipeline: str | None = None,
+    jobs: int = 1,
+    timeout: float = 300,
+    memory_limit: float = 0,
+    max_probes: int = 1000,
+    on_progress: Callable[[dict], None] | None = None,
+) -> Reduction:
+    """Reduce ``model`` into ``output`` (+ ``.report.md``, ``.repro.py``). Raises
+    ``NothingToReduce`` (the model does not fail), ``Flaky``, or ExplorerError; a
+    KeyboardInterrupt while searching writes the best so far as ``*.partial.*`` and is raised
+    again with ``.reduction`` set."""
+    frontend = frontend_for(model)
+    writer = frontend.subgraph_writer
+    if writer is None:
+        raise ExplorerError(
+            f"{model}: reduce reads .tflite and .onnx models; a {frontend.suffix} ({frontend.kind}) model "
+            "cannot be cut into sub-models yet"
+        )
+    if until in NOT_YET:
+        raise ExplorerError(f"reduce --until {until} is not supported yet (supported: import, compile, crash, hang)")
+    if os.path.splitext(output)[1].lower() != frontend.suffix:
+        raise ExplorerError(f"{output}: the reduced model is a {frontend.suffix} like {os.path.basename(model)}")
+    ops = writer.ops(model)
+    if not ops:
+        raise NothingToReduce(f"{model}: the main graph has no operators; nothing to reduce")
+    started = time.monotonic()
+    work = tempfile.mkdtemp(prefix="tvm-explorer-reduce-")
+    stage_only = "import" if until == "import" else None
+    prober = Prober(
+        model,
+        writer,
+        work,
+        target=target,
+        pipeline=pipeline,
+        timeout=timeout,
+        memory_limit=memory_limit,
+        jobs=jobs,
+        until=stage_only,
+    )
+    state = {"best": [op.index for op in ops], "size": len(ops)}
+
+    def progress(phase: str) -> None:
+        if on_progress is not None:
+            on_progress(
+                {
+                    "event": "reduce",
+                    "phase": phase,
+                    "probes": prober.probes,
+                    "original": len(ops),
+                    "size": state["size"],
+                    "best": len(state["best"]),
+                }
+            )
+
+    try:
+        progress("original")
+        # The original twice (at once when jobs allow): a failure that does not happen again
+        # is flaky.
+        runs = prober.run([None, None] if jobs > 1 else [None])
+        first = runs[0]
+        if not _matches_until(first, until):
+            if first.failed:
+                raise ExplorerError(f"{model}: TVM fails on it, but not at --until {until}: {first.describe()}")
+            raise NothingToReduce(f"{model}: TVM does not fail on it (nothing to reduce); nothing written")
+        again = runs[1] if len(runs) > 1 else prober.run([None])[0]
+        if signature(again) != signature(first):
+            raise Flaky(
+                f"{model}: the failure is flaky: first run: {first.describe()}; re-run: {again.describe()}; "
+                "nothing written"
+            )
+        wanted = signature(first)
+        if first.stage == "import" and stage_only is None and first.kind == "error":
+            prober.spec["until"] = "import"  # the failure is in the import: probes stop there
+
+        def first_failing(candidates):
+            if prober.probes >= max_probes:
+                raise Stopped(f"the probe budget ({max_probes}) ran out")
+            for c in candidates:
+                state["size"] = len(c)
+                break
+            progress("search")
+            results = prober.run(list(candidates), stop_when=lambda o: signature(o) == wanted)
+            for i, r in enumerate(results):
+                if r is not None and signature(r) == wanted:
+                    return i
+            return None
+
+        def on_best(kept):
+            state["best"] = list(kept)
+            state["size"] = len(kept)
+            progress("best")
+
+        hints = [[op.index] for op in ops if first.opcode and op.opcode == first.opcode]
+        interrupted = False
+        try:
+            result = ddmin([op.index for op in ops], first_failing, hints=hints, on_best=on_best)
+            kept, minimal, why = result.kept, result.minimal, result.why
+        except KeyboardInterrupt:
+            interrupted = True
+            kept, minimal, why = state["best"], False, "interrupted"
+        partial = interrupted or not minimal
+        target_path = partial_name(output) if interrupted else output
+        reduced = prober.cache.get(frozenset(kept)) if len(kept) < len(ops) else first
+        done = _write(
+            model,
+            target_path,
+            writer,
+            frontend,
+            ops,
+            kept,
+            first,
+            reduced,
+            prober,
+            started,
+            jobs,
+            minimal,
+            why,
+            interrupted,
+            target,
+            pipeline,
+        )
+        done.partial = partial
+        if interrupted:
+            err = KeyboardInterrupt()
+            err.reduction = done
+            raise err
+        progress("done")
+        return done
+    finally:
+        prober.stop_all()
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def _write(
+    model,
+    output,
+    writer,
+    frontend,
+    ops,
+    kept,
+    original,
+    reduced,
+    prober,
+    started,
+    jobs,
+    minimal,
+    why,
+    partial,
+    target,
+    pipeline,
+) -> Reduction:
+    from tvm_explorer.reduce import outputs
+
+    folder = os.path.dirname(os.path.abspath(output))
+    os.makedirs(folder, exist_ok=True)
+    stem = os.path.splitext(output)[0]
+    writer.write(model, kept, output)
+    seconds = time.monotonic() - started
+    report_path, repro_path = stem + ".report.md", stem + ".repro.py"
+    if reduced is not None and reduced.message:
+        reduced = Outcome(**{**reduced.__dict__, "message": _rename_probe(reduced.message, output)})
+    with open(report_path, "w", encoding="utf-8") as fh:
+        fh.write(
+            outputs.report(
+                model=model,
+                small=output,
+                ops=ops,
+                kept=kept,
+                original=original,
+                reduced=reduced,
+                probes=prober.probes,
+                seconds=seconds,
+                jobs=jobs,
+                minimal=minimal,
+                why=why,
+                partial=partial,
+                target=target,
+                pipeline=pipeline,
+                unit=frontend.unit,
+            )
+        )
+    with open(repro_path, "w", encoding="utf-8") as fh:
+        fh.write(
+            outputs.repro(
+                small=output, stock_import=writer.stock_import, original=original, target=target, pipeline=pipeline
+            )
+        )
+    return Reduction(
+        output,
+        report_path,
+        repro_path,
+        len(ops),
+        list(kept),
+        prober.probes,
+        seconds,
+        minimal,
+        why,
+        partial,
+        original,
+        reduced,
+    )
+
+
+def _rename_probe(message: str, output: str) -> str:
+    import re
+
+    return re.sub(r"\S*tvm-explorer-reduce-[^/\s]+/probe\d+\.\w+", output, message)

@@ -1,0 +1,244 @@
+"""Probes of ``reduce`` in child processes, several at once (``--jobs``), each with its own time
+and memory limit, cached by the set of operators kept.
+
+A probe is ``reduce/probe.py`` started with ``supervise.child_python`` (this interpreter, our
+package, nothing from the working directory), its address space capped by
+``supervise.memlimit`` inside the child; the parent kills it at ``--timeout`` and reads what it
+said on stdout: the stage and the innermost pass running when it failed, crashed or hung.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import time
+from dataclasses import dataclass
+
+from tvm_explorer.errors import ModelError
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What one probe did: ``ok``, ``error`` (TVM raised), ``crash`` (a signal), ``hang``
+    (the timeout), ``oom`` (the memory limit), or ``invalid`` (no valid sub-model)."""
+
+    kind: str
+    stage: str = ""
+    error_class: str = ""
+    message: str = ""
+    pass_name: str | None = None
+    signal: str = ""
+    opcode: str | None = None
+
+    @property
+    def failed(self) -> bool:
+        return self.kind in ("error", "crash", "hang", "oom")
+
+    def describe(self) -> str:
+        where = f" in pass {self.pass_name}" if self.pass_name else ""
+        if self.kind == "error":
+            return f"{self.error_class} during {self.stage}{where}: {self.message}"
+        if self.kind == "crash":
+            return f"crash ({self.signal}) during {self.stage}{where}"
+        if self.kind == "hang":
+            return f"hang (timeout) during {self.stage}{where}"
+        if self.kind == "oom":
+            return f"out of memory during {self.stage}{where}: {self.message}"
+        if self.kind == "invalid":
+            return f"no valid sub-model: {self.message}"
+        return "no failure"
+
+
+def signature(outcome: Outcome) -> tuple | None:
+    """What "failing the same way" compares (docs/reduce.md): import and compile failures by
+    stage, error class and the operator kind the message names (and for compile failures the
+    innermost pass); crashes by signal, stage and pass; hangs by stage and pass."""
+    if outcome.kind == "error":
+        return ("error", outcome.stage, outcome.error_class, outcome.opcode, outcome.pass_name)
+    if outcome.kind == "crash":
+        return ("crash", outcome.signal, outcome.stage, outcome.pass_name)
+    if outcome.kind in ("hang", "oom"):
+        return (outcome.kind, outcome.stage, outcome.pass_name)
+    return None
+
+
+_FAULTS = ("SIGSEGV", "SIGBUS", "SIGILL", "SIGFPE", "SIGABRT", "SIGSYS", "SIGTRAP")
+
+
+class Prober:
+    """Runs probes of sub-models of ``model`` (``kept`` sets of operator indices)."""
+
+    def __init__(self, model, writer, workdir, *, target, pipeline, timeout, memory_limit, jobs, until=None):
+        self.model = os.fspath(model)
+        self.writer = writer
+        self.workdir = workdir
+        self.suffix = os.path.splitext(self.model)[1]
+        self.spec = {"target": target, "pipeline": pipeline, "memory_limit": memory_limit, "until": until}
+        self.timeout = timeout
+        self.jobs = max(1, jobs)
+        self.cache: dict[frozenset, Outcome] = {}
+        self.probes = 0
+        self._n = 0
+        self.live: dict = {}
+
+    # -- one probe -------------------------------------------------------------------------
+    def _start(self, kept: frozenset | None):
+        self._n += 1
+        base = os.path.join(self.workdir, f"probe{self._n}")
+        path = self.model if kept is None else base + self.suffix
+        if kept is not None:
+            try:
+                self.writer.write(self.model, sorted(kept), path)
+            except ModelError as err:
+                return Outcome("invalid", message=str(err))
+            except Exception as err:  # noqa: BLE001 - a cut the format cannot express
+                return Outcome("invalid", message=f"{type(err).__name__}: {err}")
+        with open(base + ".json", "w", encoding="utf-8") as fh:
+            json.dump({**self.spec, "model": path}, fh)
+        from tvm_explorer.supervise.child_python import python_module_command
+
+        out = open(base + ".out", "wb")  # noqa: SIM115 - closed when the probe is read
+        err = open(base + ".err", "wb")  # noqa: SIM115
+        proc = subprocess.Popen(
+            python_module_command("tvm_explorer.reduce.probe", base + ".json"),
+            stdout=out,
+            stderr=err,
+            stdin=subprocess.DEVNULL,
+            start_new_session=True,  # a Ctrl-C at the terminal is the parent's to handle
+        )
+        return _Running(proc, base, out, err, time.monotonic())
+
+    def _finish(self, run: _Running, timed_out: bool) -> Outcome:
+        run.out.close()
+        run.err.close()
+        lines = []
+        with open(run.base + ".out", encoding="utf-8", errors="replace") as fh:
+            for line in fh:
+                try:
+                    lines.append(json.loads(line))
+                except ValueError:
+                    continue
+        stage, passes, final = "load", [], None
+        for item in lines:
+            if "stage" in item and "outcome" not in item:
+                stage = item["stage"]
+            elif "enter" in item:
+                passes.append(item["enter"])
+            elif "leave" in item and passes:
+                passes.pop()
+            elif "outcome" in item:
+                final = item
+        for ext in (".out", ".err", ".json", self.suffix):
+            if run.base + ext != self.model:
+                try:
+                    os.unlink(run.base + ext)
+                except OSError:
+                    pass
+        innermost = passes[-1] if passes else None
+        if timed_out:
+            return Outcome("hang", stage=stage, pass_name=innermost)
+        code = run.proc.returncode
+        if code is not None and code < 0:
+            name = signal.Signals(-code).name
+            if name in _FAULTS:
+                return Outcome("crash", stage=stage, pass_name=innermost, signal=name)
+            return Outcome("oom" if name == "SIGKILL" else "crash", stage=stage, pass_name=innermost, signal=name)
+        if final is None:
+            return Outcome("crash", stage=stage, pass_name=innermost, signal=f"exit {code}")
+        kind = final["outcome"]
+        if kind == "ok":
+            return Outcome("ok", stage=final.get("stage", stage))
+        message = final.get("message", "")
+        return Outcome(
+            kind,
+            stage=final.get("stage", stage),
+            error_class=final.get("error_class", ""),
+            message=message,
+            pass_name=final.get("pass_name"),
+            opcode=self.writer.blamed_opcode(message) if final.get("stage") == "import" else None,
+        )
+
+    # -- many ------------------------------------------------------------------------------
+    def run(self, sets: list, stop_when=None) -> list[Outcome | None]:
+        """Outcomes of ``sets`` (None: the model itself), ``jobs`` at a time, in order; once
+        ``stop_when(outcome)`` holds for one, later sets not yet started are left (None)."""
+        results: list[Outcome | None] = [None] * len(sets)
+        pending = list(range(len(sets)))
+        stop = False
+        try:
+            while pending or self.live:
+                while pending and not stop and len(self.live) < self.jobs:
+                    i = pending.pop(0)
+                    key = sets[i]
+                    if key is not None and key in self.cache:
+                        results[i] = self.cache[key]
+                        if stop_when and stop_when(results[i]):
+                            stop = True
+                        continue
+                    started = self._start(key)
+                    self.probes += 1
+                    if isinstance(started, Outcome):
+                        results[i] = self._remember(key, started)
+                        continue
+                    self.live[i] = started
+                if stop:
+                    pending = []
+                time.sleep(0.05)
+                now = time.monotonic()
+                for i, run in list(self.live.items()):
+                    timed_out = bool(self.timeout) and now - run.started > self.timeout
+                    if timed_out:
+                        _kill(run.proc)
+                    if run.proc.poll() is None:
+                        continue
+                    del self.live[i]
+                    results[i] = self._remember(sets[i], self._finish(run, timed_out))
+                    if stop_when and stop_when(results[i]):
+                        stop = True
+                if stop:
+                    # a later set found it too: the first in order decides, the rest stop
+                    first = next((j for j, r in enumerate(results) if r is not None and stop_when(r)), None)
+                    for j, run in list(self.live.items()):
+                        if first is not None and j > first:
+                            _kill(run.proc)
+                            run.proc.wait()
+                            del self.live[j]
+                            self._finish(run, False)
+        finally:
+            self.stop_all()
+        return results
+
+    def _remember(self, key, outcome: Outcome) -> Outcome:
+        if key is not None:
+            self.cache[key] = outcome
+        return outcome
+
+    def stop_all(self) -> None:
+        """Kill every probe still running (an interrupt, or the end)."""
+        for run in self.live.values():
+            _kill(run.proc)
+            try:
+                run.proc.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                pass
+            run.out.close()
+            run.err.close()
+        self.live.clear()
+
+
+@dataclass
+class _Running:
+    proc: subprocess.Popen
+    base: str
+    out: object
+    err: object
+    started: float
+
+
+def _kill(proc: subprocess.Popen) -> None:
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
