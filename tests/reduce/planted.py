@@ -1,0 +1,43 @@
+"""Planted faulty passes for ``reduce --pipeline``: each runs before TVM's own CPU pipeline and
+misbehaves only when the module holds a given Relax operator, so the reducer must find the
+operator that triggers it."""
+
+from __future__ import annotations
+
+import tvm
+from tvm import relax
+
+
+def _with(target, name: str, trigger: str, act):
+    @tvm.transform.module_pass(opt_level=0, name=name)
+    def planted(mod, _ctx):
+        if trigger in mod.script():
+            act()
+        return mod
+
+    return tvm.transform.Sequential([planted, relax.backend.cpu_generic.get_default_pipeline(target)])
+
+
+def raise_on_sigmoid(target):
+    def act():
+        raise ValueError("PlantedCheck: sigmoid is not allowed here")
+
+    return _with(target, "PlantedCheck", "R.sigmoid", act)
+
+
+def crash_on_softmax(target):
+    def act():
+        import ctypes
+
+        ctypes.string_at(0)  # SIGSEGV
+
+    return _with(target, "PlantedCrash", "R.nn.softmax", act)
+
+
+def hang_on_softmax(target):
+    def act():
+        import time
+
+        time.sleep(3600)
+
+    return _with(target, "PlantedHang", "R.nn.softmax", act)

@@ -1,0 +1,204 @@
+"""``tvm-explorer reduce`` on real TVM 0.27 failures (no mocks): a failing operator inside a
+larger healthy graph is reduced to the operator alone, with the same failure; the written
+models load in LiteRT / onnxruntime; the repro script fails the same way in a fresh process.
+Each reduction runs once per module (``--jobs 2``)."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+from tests.conftest import run_cli
+
+from .models import onnx_unsupported, tflite_tensor_reshape
+
+PLANTED = Path(__file__).with_name("planted.py")
+
+
+def _reduce(model, out, *extra):
+    started = time.monotonic()
+    proc = run_cli("reduce", model, "-o", out, "--jobs", "2", "--progress", "none", *extra)
+    proc.seconds = time.monotonic() - started
+    return proc
+
+
+def _kept(report: Path) -> list[tuple[int, str]]:
+    rows = re.findall(r"^\| (\d+) \| (\S+) \|", report.read_text(), re.M)
+    return [(int(i), kind) for i, kind in rows]
+
+
+def _repro(script: Path, timeout=300):
+    """The repro script in a fresh process, from another directory, without our package."""
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    return subprocess.run([sys.executable, str(script)], capture_output=True, text=True, cwd="/", env=env,
+                          timeout=timeout)
+
+
+@pytest.fixture(scope="module")
+def tflite_import(tmp_path_factory):
+    d = tmp_path_factory.mktemp("reduce-tflite")
+    tflite_tensor_reshape(d / "big.tflite")
+    return d, _reduce(d / "big.tflite", d / "small.tflite")
+
+
+@pytest.fixture(scope="module")
+def onnx_import(tmp_path_factory):
+    d = tmp_path_factory.mktemp("reduce-onnx")
+    onnx_unsupported(d / "big.onnx")
+    return d, _reduce(d / "big.onnx", d / "small.onnx")
+
+
+@pytest.fixture(scope="module")
+def onnx_compile(tmp_path_factory):
+    d = tmp_path_factory.mktemp("reduce-onnx-compile")
+    onnx_unsupported(d / "big.onnx", op="Softsign")  # imports; the planted pass rejects Sigmoid
+    return d, _reduce(d / "big.onnx", d / "small.onnx", "--pipeline", f"{PLANTED}:raise_on_sigmoid")
+
+
+def test_a_tensor_shaped_reshape_is_reduced_to_the_reshape_alone(tflite_import):
+    d, proc = tflite_import
+    assert proc.returncode == 0, proc.stderr
+    assert "12 → 1 (1-minimal)" in proc.stdout
+    assert _kept(d / "small.report.md") == [(6, "RESHAPE")]
+    report = (d / "small.report.md").read_text()
+    assert "**1-minimal**" in report and "TVM 0.27" in report
+    # the same error class and operator, in the original's words and the reduced model's
+    assert report.count("TypeError during import") == 2 and report.count("(RESHAPE, output tensor") == 2
+
+
+def test_the_reduced_tflite_loads_and_runs_in_litert(tflite_import):
+    from ai_edge_litert.interpreter import Interpreter
+
+    d, _ = tflite_import
+    interp = Interpreter(model_path=str(d / "small.tflite"))
+    interp.allocate_tensors()
+    ins = interp.get_input_details()
+    assert [i["dtype"] for i in ins] == [np.float32, np.int32]  # the cut shape tensor is an input
+    interp.set_tensor(ins[0]["index"], np.ones(ins[0]["shape"], np.float32))
+    interp.set_tensor(ins[1]["index"], np.array([1, 8, 8, 4], np.int32))
+    interp.invoke()
+    assert interp.get_tensor(interp.get_output_details()[0]["index"]).shape == (1, 8, 8, 4)
+
+
+def test_the_tflite_repro_fails_the_same_way_in_a_fresh_process(tflite_import):
+    d, _ = tflite_import
+    script = (d / "small.repro.py").read_text()
+    assert "tvm_explorer" not in script
+    proc = _repro(d / "small.repro.py")
+    assert proc.returncode != 0
+    assert "TypeError: Mismatched type on argument #0 when calling: `relax.ShapeExpr" in proc.stderr
+    assert "reshape" in proc.stderr.lower()
+
+
+def test_an_unsupported_onnx_op_is_reduced_to_that_node(onnx_import):
+    d, proc = onnx_import
+    assert proc.returncode == 0, proc.stderr
+    assert "10 → 1 (1-minimal)" in proc.stdout
+    assert _kept(d / "small.report.md") == [(5, "LpNormalization")]
+    assert "operator LpNormalization is not supported by TVM's ONNX frontend" in (d / "small.report.md").read_text()
+
+
+def test_the_reduced_onnx_loads_in_onnxruntime_and_checks(onnx_import):
+    import onnx
+    import onnxruntime as ort
+
+    d, _ = onnx_import
+    model = onnx.load(d / "small.onnx")
+    onnx.checker.check_model(model, full_check=True)
+    assert model.opset_import[0].version == 17
+    sess = ort.InferenceSession(str(d / "small.onnx"))
+    (inp,) = sess.get_inputs()
+    assert inp.name == "g0" and inp.shape == [1, 4, 8, 8]
+    (out,) = sess.run(None, {"g0": np.ones((1, 4, 8, 8), np.float32)})
+    assert out.shape == (1, 4, 8, 8)
+
+
+def test_the_onnx_repro_fails_the_same_way_in_a_fresh_process(onnx_import):
+    d, _ = onnx_import
+    proc = _repro(d / "small.repro.py")
+    assert proc.returncode != 0
+    assert "LpNormalization" in proc.stderr
+
+
+def test_a_compile_failure_in_a_pass_is_reduced_to_the_node_that_triggers_it(onnx_compile):
+    d, proc = onnx_compile
+    assert proc.returncode == 0, proc.stderr
+    assert "10 → 1 (1-minimal)" in proc.stdout
+    assert "ValueError during compile in pass PlantedCheck" in proc.stdout
+    assert _kept(d / "small.report.md") == [(4, "Sigmoid")]
+    repro = _repro(d / "small.repro.py")
+    assert repro.returncode != 0
+    assert "ValueError: PlantedCheck: sigmoid is not allowed here" in repro.stderr
+
+
+def test_a_crash_in_a_pass_is_reduced(tmp_path):
+    from tests.tflite_builder import chain
+
+    chain(8, tmp_path / "big.tflite")
+    proc = _reduce(tmp_path / "big.tflite", tmp_path / "small.tflite", "--pipeline", f"{PLANTED}:crash_on_softmax")
+    assert proc.returncode == 0, proc.stderr
+    assert "8 → 1 (1-minimal)" in proc.stdout and "crash (SIGSEGV) during compile in pass PlantedCrash" in proc.stdout
+    assert _kept(tmp_path / "small.report.md") == [(7, "SOFTMAX")]
+    repro = _repro(tmp_path / "small.repro.py")
+    assert repro.returncode == -signal.SIGSEGV
+
+
+def test_a_hang_is_reduced_under_a_small_timeout(tmp_path):
+    from tests.tflite_builder import chain
+
+    chain(8, tmp_path / "big.tflite")
+    proc = _reduce(
+        tmp_path / "big.tflite", tmp_path / "small.tflite", "--timeout", "15", "--pipeline",
+        f"{PLANTED}:hang_on_softmax",
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert "hang (timeout) during compile in pass PlantedHang" in proc.stdout
+    assert _kept(tmp_path / "small.report.md") == [(7, "SOFTMAX")]
+    out = subprocess.run(["pgrep", "-f", str(tmp_path)], capture_output=True, text=True)
+    assert out.stdout == ""  # no probe left running
+
+
+def test_a_model_that_does_not_fail_has_nothing_to_reduce(tmp_path):
+    from tests.tflite_builder import chain
+
+    chain(6, tmp_path / "ok.tflite")
+    proc = _reduce(tmp_path / "ok.tflite", tmp_path / "small.tflite")
+    assert proc.returncode == 0, proc.stderr
+    assert "does not fail on it (nothing to reduce)" in proc.stdout
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["ok.tflite"]
+
+
+def test_pt2_and_unsupported_modes_are_refused_with_one_message(tmp_path):
+    (tmp_path / "m.pt2").write_bytes(b"PK")
+    proc = run_cli("reduce", tmp_path / "m.pt2", "-o", tmp_path / "s.pt2")
+    assert proc.returncode == 2 and proc.stderr.count("\n") == 1 and "cannot be cut into sub-models" in proc.stderr
+    onnx_unsupported(tmp_path / "m.onnx")
+    proc = run_cli("reduce", tmp_path / "m.onnx", "-o", tmp_path / "s.onnx", "--until", "diverge")
+    assert proc.returncode == 2 and "--until diverge is not supported yet" in proc.stderr
+
+
+def test_ctrl_c_leaves_the_best_so_far_named_partial(tmp_path):
+    onnx_unsupported(tmp_path / "big.onnx", op="Softsign")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "tvm_explorer", "reduce", str(tmp_path / "big.onnx"), "-o", str(tmp_path / "s.onnx"),
+         "--jobs", "2", "--progress", "json", "--pipeline", f"{PLANTED}:raise_on_sigmoid"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )
+    for line in proc.stdout:
+        event = json.loads(line)
+        if event["phase"] == "best" and event["best"] < 10:
+            break
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, err
+    assert "(partial)" in err and err.count("\n") == 1
+    assert (tmp_path / "s.partial.onnx").exists() and not (tmp_path / "s.onnx").exists()
+    assert "# Partial reduction" in (tmp_path / "s.partial.report.md").read_text()
