@@ -185,7 +185,9 @@ def test_pt2_and_unsupported_modes_are_refused_with_one_message(tmp_path):
     assert proc.returncode == 2 and "--until diverge is not supported yet" in proc.stderr
 
 
-def test_ctrl_c_leaves_the_best_so_far_named_partial(tmp_path):
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+def test_ctrl_c_leaves_the_best_so_far_named_partial(tmp_path, sig):
+    """Ctrl-C at a terminal, SIGTERM from the editor's Cancel: the best so far stays."""
     onnx_unsupported(tmp_path / "big.onnx", op="Softsign")
     proc = subprocess.Popen(
         [sys.executable, "-m", "tvm_explorer", "reduce", str(tmp_path / "big.onnx"), "-o", str(tmp_path / "s.onnx"),
@@ -196,7 +198,7 @@ def test_ctrl_c_leaves_the_best_so_far_named_partial(tmp_path):
         event = json.loads(line)
         if event["phase"] == "best" and event["best"] < 10:
             break
-    proc.send_signal(signal.SIGINT)
+    proc.send_signal(sig)
     _, err = proc.communicate(timeout=60)
     assert proc.returncode == 130, err
     assert "(partial)" in err and err.count("\n") == 1

@@ -10,7 +10,7 @@ import { jump } from './jumps';
 import { showLayerPlaces } from './layerPlaces';
 import * as ext from './lsp_ext';
 import { openNumericsLayer } from './numericsView';
-import { bisectModel, compileModel } from './onboarding';
+import { bisectModel, compileModel, reduceModel } from './onboarding';
 import { extractReproducerAtCursor } from './reproducer';
 import { revealInModel, showPlaces } from './reveal';
 
@@ -43,4 +43,5 @@ export const COMMANDS: Readonly<Record<string, CommandFactory>> = Object.freeze(
     ctx.layerPlaces.openPlace(uri, range),
   'tvmExplorer.compileModel': compileModel,
   'tvmExplorer.bisectModel': bisectModel,
+  'tvmExplorer.reduceModel': reduceModel,
 });

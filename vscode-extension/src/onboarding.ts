@@ -7,6 +7,7 @@ import * as fs from 'fs';
 import * as path from 'path';
 import * as vscode from 'vscode';
 import { bisectModelCommand } from './bisect';
+import { reduceModelCommand } from './reduce';
 import { compileModelCommand } from './compile';
 import type { Cmd, Ctx } from './ctx';
 import { kernelStart } from './kernelStart';
@@ -61,6 +62,11 @@ export function bisectModel(ctx: Ctx): Cmd {
       const dir = vscode.Uri.file(bundle).fsPath;
       return ctx.registry.list().find((b) => b.dir === dir)?.info.uri;
     });
+}
+
+/** "Reduce Model…": the smallest model that still fails the same way; its report opens. */
+export function reduceModel(ctx: Ctx): Cmd {
+  return (uri?: vscode.Uri) => reduceModelCommand(uri ?? activeModelFile(), ctx);
 }
 
 function activeModelFile(): vscode.Uri | undefined {

@@ -82,6 +82,14 @@ def _run(args) -> int:
         return _fail(f"--jobs {args.jobs}: give at least 1")
     if not os.path.isfile(args.model):
         return _fail(f"{args.model}: no such model file")
+    import signal
+
+    def stop(signum, _frame):
+        # SIGTERM (the editor's Cancel) stops the search as Ctrl-C does: the best so far stays.
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        raise KeyboardInterrupt(signal.Signals(signum).name)
+
+    signal.signal(signal.SIGTERM, stop)
     try:
         done = reduce_model(
             args.model,

@@ -1,0 +1,147 @@
+/**
+ * "TVM Explorer: Reduce Model…": pick a .tflite/.onnx model whose compile fails, which failure
+ * to keep and optionally a Relax pipeline of the user's, then run `<python> -m tvm_explorer
+ * reduce MODEL -o SMALL --progress json` behind a progress notification (probes done, the size
+ * being tried, the best so far) with Cancel (the CLI then writes the best so far as
+ * SMALL.partial.*). The report (SMALL.report.md) opens when it is done (docs/reduce.md).
+ */
+import * as path from 'path';
+import * as vscode from 'vscode';
+import { pipelineSpec } from './bisect';
+import { CliHost, runCli, SHOW_OUTPUT } from './cliRun';
+import { pickModel } from './compile';
+import * as md from './markdown';
+
+/** What to reduce, as chosen by the user. */
+export interface ReduceRequest {
+  model: string;
+  output: string;
+  until?: string;
+  pipeline?: string;
+}
+
+/** The default reduced model: MODEL.reduced.EXT beside the model. */
+export function defaultReduceOutput(model: string): string {
+  const ext = path.extname(model);
+  return path.join(path.dirname(model), `${path.basename(model, ext)}.reduced${ext}`);
+}
+
+/** The report the CLI writes beside the reduced model. */
+export function reportOf(output: string): string {
+  return output.slice(0, output.length - path.extname(output).length) + '.report.md';
+}
+
+/** The CLI's arguments for a request. */
+export function reduceArgs(req: ReduceRequest): string[] {
+  const args = ['-m', 'tvm_explorer', 'reduce', req.model, '-o', req.output, '--progress', 'json'];
+  if (req.until) {
+    args.push('--until', req.until);
+  }
+  if (req.pipeline) {
+    args.push('--pipeline', req.pipeline);
+  }
+  return args;
+}
+
+/** `{"event": "reduce", …}` lines: one message for the notification, or undefined. */
+export function reduceProgressMessage(line: string): string | undefined {
+  try {
+    const e = JSON.parse(line) as { event?: string; phase?: string; probes: number; size: number; best: number; original: number };
+    if (e.event !== 'reduce') {
+      return undefined;
+    }
+    if (e.phase === 'original') {
+      return `running the original model (${e.original} layers)…`;
+    }
+    return `${e.probes} probes · trying ${e.size} of ${e.original} · best so far ${e.best}`;
+  } catch {
+    return undefined;
+  }
+}
+
+const UNTIL = [
+  { label: 'the failure it has', description: 'default', until: undefined },
+  { label: 'import', description: 'TVM\'s importer raises', until: 'import' },
+  { label: 'compile', description: 'the build raises', until: 'compile' },
+  { label: 'crash', description: 'a signal in a pass', until: 'crash' },
+  { label: 'hang', description: 'a timeout', until: 'hang' },
+];
+
+async function ask(modelArg: vscode.Uri | undefined): Promise<ReduceRequest | undefined> {
+  const model = await pickModel(modelArg, 'Reduce Model');
+  if (!model) {
+    return undefined;
+  }
+  const name = path.basename(model);
+  if (!/\.(tflite|onnx)$/i.test(model)) {
+    void vscode.window.showErrorMessage(`TVM Explorer: ${name}: Reduce Model cuts .tflite and .onnx models; .pt2 is not supported yet.`);
+    return undefined;
+  }
+  const until = await vscode.window.showQuickPick(UNTIL, { title: `Reduce ${name} (1/2): the failure to keep` });
+  if (!until) {
+    return undefined;
+  }
+  const pipeline = await vscode.window.showInputBox({
+    title: `Reduce ${name} (2/2): Relax pipeline (empty: TVM's for the target)`,
+    prompt: 'MODULE:FUNCTION (a MODULE.py beside the model, or installed) or FILE.py:FUNCTION',
+    validateInput: (text) => (!text.trim() || /^([\w.]+|.+\.py):[\w.]+$/.test(text.trim())
+      ? undefined : 'MODULE:FUNCTION or FILE.py:FUNCTION, e.g. my_pipelines:fused_cpu'),
+  });
+  if (pipeline === undefined) {
+    return undefined;
+  }
+  const typed = pipeline.trim();
+  return {
+    model,
+    output: defaultReduceOutput(model),
+    until: until.until,
+    pipeline: typed ? pipelineSpec(typed, path.dirname(model)) : undefined,
+  };
+}
+
+/** The whole command: ask, reduce, open the report. */
+export async function reduceModelCommand(modelArg: vscode.Uri | undefined, host: CliHost): Promise<void> {
+  const req = await ask(modelArg);
+  if (!req) {
+    return;
+  }
+  const name = path.basename(req.model);
+  const outcome = await runCli({
+    label: 'Reduce',
+    title: `Reducing ${name}`,
+    args: reduceArgs(req),
+    cwd: path.dirname(req.model),
+    initialMessage: 'running the original model…',
+    onLine: (line, progress) => {
+      const message = reduceProgressMessage(line);
+      if (message) {
+        progress.report({ message });
+      }
+      return message !== undefined;
+    },
+    cancelledMessage: `cancelled; the best model so far is in ${path.basename(req.output, path.extname(req.output))}.partial${path.extname(req.output)}`,
+  }, host);
+  if (!outcome) {
+    return;
+  }
+  if (outcome.kind === 'cancelled') {
+    void vscode.window.showInformationMessage(md.plain(`TVM Explorer: reduce of ${name} ${outcome.message}`));
+    return;
+  }
+  if (outcome.kind === 'failed') {
+    const choice = await vscode.window.showErrorMessage(md.plain(`TVM Explorer: reduce failed: ${outcome.message}`), SHOW_OUTPUT);
+    if (choice === SHOW_OUTPUT) {
+      host.output.show(true);
+    }
+    return;
+  }
+  if (/nothing to reduce/.test(outcome.stdout)) {
+    void vscode.window.showInformationMessage(md.plain(`TVM Explorer: TVM does not fail on ${name}: nothing to reduce.`));
+    return;
+  }
+  const summary = outcome.stdout.split('\n').find((l) => l.startsWith('Reduced ')) ?? `Reduced ${name}`;
+  host.output.appendLine(`Reduce: ${summary}`);
+  const doc = await vscode.workspace.openTextDocument(vscode.Uri.file(reportOf(req.output)));
+  await vscode.window.showTextDocument(doc, { preview: false });
+  void vscode.window.showInformationMessage(md.plain(`TVM Explorer: ${summary}`));
+}
