@@ -41,3 +41,20 @@ def hang_on_softmax(target):
         time.sleep(3600)
 
     return _with(target, "PlantedHang", "R.nn.softmax", act)
+
+
+def fail_once(target):
+    """Fails in the first process that builds with it (a marker file named by the environment),
+    passes in every later one: a flaky failure."""
+    import os
+
+    marker = os.environ["REDUCE_TEST_MARKER"]
+
+    def act():
+        try:
+            os.close(os.open(marker, os.O_CREAT | os.O_EXCL))
+        except FileExistsError:
+            return
+        raise ValueError("PlantedOnce: failed this one time")
+
+    return _with(target, "PlantedOnce", "R.", act)

@@ -204,3 +204,26 @@ def test_ctrl_c_leaves_the_best_so_far_named_partial(tmp_path, sig):
     assert "(partial)" in err and err.count("\n") == 1
     assert (tmp_path / "s.partial.onnx").exists() and not (tmp_path / "s.onnx").exists()
     assert "# Partial reduction" in (tmp_path / "s.partial.report.md").read_text()
+
+
+def test_a_failure_that_does_not_happen_again_is_reported_as_flaky(tmp_path):
+    from tests.tflite_builder import chain
+
+    chain(5, tmp_path / "m.tflite")
+    env = {**os.environ, "REDUCE_TEST_MARKER": str(tmp_path / "marker")}
+    proc = subprocess.run(
+        [sys.executable, "-m", "tvm_explorer", "reduce", str(tmp_path / "m.tflite"), "-o", str(tmp_path / "s.tflite"),
+         "--jobs", "2", "--progress", "none", "--pipeline", f"{PLANTED}:fail_once"],
+        capture_output=True, text=True, env=env, timeout=300,
+    )
+    assert proc.returncode == 2, proc.stderr
+    assert "the failure is flaky" in proc.stderr and "PlantedOnce" in proc.stderr and proc.stderr.count("\n") == 1
+    assert not (tmp_path / "s.tflite").exists()
+
+
+def test_a_search_stopped_by_its_budget_says_it_is_not_shown_1_minimal(tmp_path):
+    tflite_tensor_reshape(tmp_path / "big.tflite")
+    proc = _reduce(tmp_path / "big.tflite", tmp_path / "small.tflite", "--max-probes", "2")
+    assert proc.returncode == 0, proc.stderr
+    assert "not shown 1-minimal: the probe budget (2) ran out" in proc.stdout
+    assert "**Not shown 1-minimal**: the probe budget (2) ran out." in (tmp_path / "small.report.md").read_text()

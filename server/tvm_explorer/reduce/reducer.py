@@ -123,15 +123,15 @@ def reduce_model(
         # The original twice (at once when jobs allow): a failure that does not happen again
         # is flaky.
         runs = prober.run([None, None] if jobs > 1 else [None])
-        first = runs[0]
+        first = next((r for r in runs if _matches_until(r, until)), runs[0])
         if not _matches_until(first, until):
             if first.failed:
                 raise ExplorerError(f"{model}: TVM fails on it, but not at --until {until}: {first.describe()}")
             raise NothingToReduce(f"{model}: TVM does not fail on it (nothing to reduce); nothing written")
-        again = runs[1] if len(runs) > 1 else prober.run([None])[0]
+        again = next((r for r in runs if r is not first), None) or prober.run([None])[0]
         if signature(again) != signature(first):
             raise Flaky(
-                f"{model}: the failure is flaky: first run: {first.describe()}; re-run: {again.describe()}; "
+                f"{model}: the failure is flaky: one run: {first.describe()}; another: {again.describe()}; "
                 "nothing written"
             )
         wanted = signature(first)
