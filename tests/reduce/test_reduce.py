@@ -176,13 +176,15 @@ def test_a_model_that_does_not_fail_has_nothing_to_reduce(tmp_path):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["ok.tflite"]
 
 
-def test_pt2_and_unsupported_modes_are_refused_with_one_message(tmp_path):
+def test_pt2_and_impossible_requests_are_refused_with_one_message(tmp_path):
     (tmp_path / "m.pt2").write_bytes(b"PK")
     proc = run_cli("reduce", tmp_path / "m.pt2", "-o", tmp_path / "s.pt2")
     assert proc.returncode == 2 and proc.stderr.count("\n") == 1 and "cannot be cut into sub-models" in proc.stderr
     onnx_unsupported(tmp_path / "m.onnx")
-    proc = run_cli("reduce", tmp_path / "m.onnx", "-o", tmp_path / "s.onnx", "--until", "diverge")
-    assert proc.returncode == 2 and "--until diverge is not supported yet" in proc.stderr
+    proc = run_cli("reduce", tmp_path / "m.onnx", "-o", tmp_path / "s.onnx", "--until", "diverge", "--target", "cuda")
+    assert proc.returncode == 2 and "--until diverge runs the model here: use --target llvm or c" in proc.stderr
+    proc = run_cli("reduce", tmp_path / "m.onnx", "-o", tmp_path / "s.tflite")
+    assert proc.returncode == 2 and "the reduced model is a .onnx" in proc.stderr
 
 
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
@@ -227,3 +229,39 @@ def test_a_search_stopped_by_its_budget_says_it_is_not_shown_1_minimal(tmp_path)
     assert proc.returncode == 0, proc.stderr
     assert "not shown 1-minimal: the probe budget (2) ran out" in proc.stdout
     assert "**Not shown 1-minimal**: the probe budget (2) ran out." in (tmp_path / "small.report.md").read_text()
+
+
+NUMERICS = Path(__file__).parent.parent / "numerics"
+
+
+@pytest.fixture(scope="module")
+def culprit(tmp_path_factory):
+    """bisect's planted pass (the second Relax ``add`` becomes ``subtract``): reduced with
+    ``--until culprit``, bisect itself is the probe."""
+    from tests.tflite_builder import chain
+
+    d = tmp_path_factory.mktemp("reduce-culprit")
+    chain(8, d / "big.tflite")
+    proc = run_cli(
+        "reduce", d / "big.tflite", "-o", d / "small.tflite", "--until", "culprit", "--target", "llvm", "--jobs", "2",
+        "--progress", "none", "--pipeline", f"{NUMERICS / 'planted_pipes.py'}:with_planted_add",
+    )
+    return d, proc
+
+
+def test_a_culprit_pass_is_reduced_to_the_two_adds_it_needs(culprit):
+    d, proc = culprit
+    assert proc.returncode == 0, proc.stderr
+    assert "8 → 2 (1-minimal)" in proc.stdout
+    assert "results diverge after pass PlantedAddToSubtract (relax)" in proc.stdout
+    # the planted pass changes the *second* add: one ADD and the dense layer's bias add
+    assert _kept(d / "small.report.md") == [(4, "ADD"), (6, "FULLY_CONNECTED")]
+
+
+def test_the_culprit_repro_shows_the_divergence_with_stock_tvm(culprit):
+    d, _ = culprit
+    script = (d / "small.repro.py").read_text()
+    assert "tvm_explorer" not in script and "planted_pipes.py" in script
+    proc = _repro(d / "small.repro.py")
+    assert proc.returncode != 0
+    assert "AssertionError: results diverge: max abs error" in proc.stderr

@@ -78,6 +78,26 @@ def report(
     return "\n".join(lines)
 
 
+def _module_file(module: str) -> str | None:
+    """The file of ``--pipeline``'s MODULE, found as the probes found it (the current
+    directory, then PYTHONPATH), without running it; None if it is not a plain file."""
+    import importlib.util
+    import sys
+
+    added = os.getcwd() not in sys.path
+    if added:
+        sys.path.insert(0, os.getcwd())
+    try:
+        spec = importlib.util.find_spec(module)
+    except (ImportError, ValueError):
+        return None
+    finally:
+        if added:
+            sys.path.remove(os.getcwd())
+    origin = getattr(spec, "origin", None) if spec is not None else None
+    return origin if origin and origin.endswith(".py") else None
+
+
 _TARGETS = {
     "c": 'tvm.target.Target("c")',
     "llvm": 'tvm.target.Target("llvm")',
@@ -125,8 +145,9 @@ def repro(*, small, stock_import, original, target, pipeline) -> str:
             parts.append("pipeline = relax.backend.cpu_generic.get_default_pipeline(target)")
         if pipeline:
             module, _, func = pipeline.rpartition(":")
-            if module.endswith(".py"):
-                where = os.path.abspath(module)
+            found = module if module.endswith(".py") else _module_file(module)
+            if found:
+                where = os.path.abspath(found)
                 parts += [
                     "import importlib.util",
                     "",
@@ -142,10 +163,13 @@ def repro(*, small, stock_import, original, target, pipeline) -> str:
                     "",
                     f"pipeline = _user_pipeline{func[len(func.split('.')[0]) :]}(target)  # --pipeline {pipeline}",
                 ]
-        parts += [
-            "with tvm.transform.PassContext(opt_level=3):",
-            "    ex = tvm.compile(mod, target, relax_pipeline=pipeline)",
-        ]
+        if original.kind == "culprit":
+            parts += _DIVERGE.splitlines()
+        else:
+            parts += [
+                "with tvm.transform.PassContext(opt_level=3):",
+                "    ex = tvm.compile(mod, target, relax_pipeline=pipeline)",
+            ]
     parts += [
         "",
         'print("not reproduced: TVM did not fail on", path)',
@@ -153,3 +177,45 @@ def repro(*, small, stock_import, original, target, pipeline) -> str:
         "",
     ]
     return "\n".join(parts)
+
+
+_DIVERGE = """
+# The baseline is what bisect compares with: the imported module with TVM's minimal lowering.
+baseline = tvm.compile(mod, target, relax_pipeline=relax.pipeline.default_build_pipeline())
+with tvm.transform.PassContext(opt_level=3):
+    optimized = tvm.compile(mod, target, relax_pipeline=pipeline)
+
+
+def run(ex, inputs):
+    if target.kind.name == "c":  # C source: compile it into a library first
+        import tempfile
+
+        lib = os.path.join(tempfile.mkdtemp(), "model.so")
+        ex.export_library(lib)
+        ex = tvm.runtime.load_module(lib)
+    out = relax.VirtualMachine(ex, tvm.cpu())["main"](*[tvm.runtime.tensor(x) for x in inputs])
+    return flat(out)
+
+
+def flat(value):
+    if hasattr(value, "numpy"):
+        return [value.numpy()]
+    return [a for item in value for a in flat(item)]
+
+
+rng = numpy.random.default_rng(0)
+inputs = []
+for param in mod["main"].params:
+    info = param.ty  # TVM 0.27: a Var's type (struct_info before)
+    shape = [int(d) for d in info.shape.values]
+    dtype = str(info.dtype)
+    if "float" in dtype:
+        inputs.append(rng.standard_normal(shape).astype(dtype))
+    else:
+        inputs.append(rng.integers(0, 4, shape).astype(dtype))
+worst = max(
+    float(numpy.max(numpy.abs(a.astype("float64") - b.astype("float64"))))
+    for a, b in zip(run(baseline, inputs), run(optimized, inputs))
+)
+if worst > 1e-3:
+    raise AssertionError(f"results diverge: max abs error {worst:g} between the minimal lowering and the pipeline")"""

@@ -16,7 +16,7 @@ from tvm_explorer.reduce.runner import Outcome, Prober, signature
 from tvm_explorer.reduce.search import Stopped, ddmin
 
 UNTIL = ("import", "compile", "crash", "hang", "diverge", "culprit")
-NOT_YET = ("diverge", "culprit")
+NOT_YET: tuple[str, ...] = ()
 
 
 class NothingToReduce(ExplorerError):
@@ -50,6 +50,8 @@ def _matches_until(outcome: Outcome, until: str | None) -> bool:
         return outcome.kind == "error" and outcome.stage in ("load", "import")
     if until == "compile":
         return outcome.kind in ("error", "oom") and outcome.stage == "compile"
+    if until in ("culprit", "diverge"):
+        return outcome.kind == "culprit" and (until == "culprit" or bool(outcome.opcode))
     return outcome.kind == until
 
 
@@ -83,7 +85,9 @@ def reduce_model(
             "cannot be cut into sub-models yet"
         )
     if until in NOT_YET:
-        raise ExplorerError(f"reduce --until {until} is not supported yet (supported: import, compile, crash, hang)")
+        raise ExplorerError(f"reduce --until {until} is not supported yet")
+    if until in ("culprit", "diverge") and target not in ("llvm", "c"):
+        raise ExplorerError(f"reduce --until {until} runs the model here: use --target llvm or c (not {target})")
     if os.path.splitext(output)[1].lower() != frontend.suffix:
         raise ExplorerError(f"{output}: the reduced model is a {frontend.suffix} like {os.path.basename(model)}")
     ops = writer.ops(model)
@@ -91,7 +95,7 @@ def reduce_model(
         raise NothingToReduce(f"{model}: the main graph has no operators; nothing to reduce")
     started = time.monotonic()
     work = tempfile.mkdtemp(prefix="tvm-explorer-reduce-")
-    stage_only = "import" if until == "import" else None
+    stage_only = until if until in ("import", "culprit", "diverge") else None
     prober = Prober(
         model,
         writer,
@@ -129,12 +133,12 @@ def reduce_model(
                 raise ExplorerError(f"{model}: TVM fails on it, but not at --until {until}: {first.describe()}")
             raise NothingToReduce(f"{model}: TVM does not fail on it (nothing to reduce); nothing written")
         again = next((r for r in runs if r is not first), None) or prober.run([None])[0]
-        if signature(again) != signature(first):
+        if signature(again, until) != signature(first, until):
             raise Flaky(
                 f"{model}: the failure is flaky: one run: {first.describe()}; another: {again.describe()}; "
                 "nothing written"
             )
-        wanted = signature(first)
+        wanted = signature(first, until)
         if first.stage == "import" and stage_only is None and first.kind == "error":
             prober.spec["until"] = "import"  # the failure is in the import: probes stop there
 
@@ -145,9 +149,9 @@ def reduce_model(
                 state["size"] = len(c)
                 break
             progress("search")
-            results = prober.run(list(candidates), stop_when=lambda o: signature(o) == wanted)
+            results = prober.run(list(candidates), stop_when=lambda o: signature(o, until) == wanted)
             for i, r in enumerate(results):
-                if r is not None and signature(r) == wanted:
+                if r is not None and signature(r, until) == wanted:
                     return i
             return None
 

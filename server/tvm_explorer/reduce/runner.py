@@ -34,7 +34,7 @@ class Outcome:
 
     @property
     def failed(self) -> bool:
-        return self.kind in ("error", "crash", "hang", "oom")
+        return self.kind in ("error", "crash", "hang", "oom", "culprit")
 
     def describe(self) -> str:
         where = f" in pass {self.pass_name}" if self.pass_name else ""
@@ -46,15 +46,23 @@ class Outcome:
             return f"hang (timeout) during {self.stage}{where}"
         if self.kind == "oom":
             return f"out of memory during {self.stage}{where}: {self.message}"
+        if self.kind == "culprit":
+            return f"results diverge after pass {self.pass_name} ({self.stage}); {self.message}"
         if self.kind == "invalid":
             return f"no valid sub-model: {self.message}"
         return "no failure"
 
 
-def signature(outcome: Outcome) -> tuple | None:
+def signature(outcome: Outcome, until: str | None = None) -> tuple | None:
     """What "failing the same way" compares (docs/reduce.md): import and compile failures by
     stage, error class and the operator kind the message names (and for compile failures the
-    innermost pass); crashes by signal, stage and pass; hangs by stage and pass."""
+    innermost pass); crashes by signal, stage and pass; hangs by stage and pass; with
+    ``--until culprit`` bisect naming the same pass, with ``--until diverge`` a divergence
+    whose first changed layer is of the same kind."""
+    if outcome.kind == "culprit":
+        if until == "diverge":
+            return ("diverge", outcome.opcode)
+        return ("culprit", outcome.pass_name, outcome.stage)
     if outcome.kind == "error":
         return ("error", outcome.stage, outcome.error_class, outcome.opcode, outcome.pass_name)
     if outcome.kind == "crash":
@@ -63,6 +71,9 @@ def signature(outcome: Outcome) -> tuple | None:
         return (outcome.kind, outcome.stage, outcome.pass_name)
     return None
 
+
+BISECTING = ("culprit", "diverge")
+"""``--until`` modes whose probe is a bisect (``tvm-explorer bisect --json``)."""
 
 _FAULTS = ("SIGSEGV", "SIGBUS", "SIGILL", "SIGFPE", "SIGABRT", "SIGSYS", "SIGTRAP")
 
@@ -101,8 +112,25 @@ class Prober:
 
         out = open(base + ".out", "wb")  # noqa: SIM115 - closed when the probe is read
         err = open(base + ".err", "wb")  # noqa: SIM115
+        if self.spec.get("until") in BISECTING:
+            # bisect's own command (its search, its thresholds), run in this child
+            extra = ["--pipeline", self.spec["pipeline"]] if self.spec.get("pipeline") else []
+            command = python_module_command(
+                "tvm_explorer",
+                "bisect",
+                path,
+                "--target",
+                self.spec["target"],
+                "--json",
+                "--progress",
+                "none",
+                "--in-process",
+                *extra,
+            )
+        else:
+            command = python_module_command("tvm_explorer.reduce.probe", base + ".json")
         proc = subprocess.Popen(
-            python_module_command("tvm_explorer.reduce.probe", base + ".json"),
+            command,
             stdout=out,
             stderr=err,
             stdin=subprocess.DEVNULL,
@@ -120,6 +148,8 @@ class Prober:
                     lines.append(json.loads(line))
                 except ValueError:
                     continue
+        if self.spec.get("until") in BISECTING and not timed_out and run.proc.returncode is not None:
+            return self._bisected(run, lines)
         stage, passes, final = "load", [], None
         for item in lines:
             if "stage" in item and "outcome" not in item:
@@ -158,6 +188,37 @@ class Prober:
             message=message,
             pass_name=final.get("pass_name"),
             opcode=self.writer.blamed_opcode(message) if final.get("stage") == "import" else None,
+        )
+
+    def _bisected(self, run: _Running, lines: list) -> Outcome:
+        with open(run.base + ".out", encoding="utf-8", errors="replace") as fh:
+            text = fh.read()
+        with open(run.base + ".err", encoding="utf-8", errors="replace") as fh:
+            err = fh.read().strip().splitlines()
+        for ext in (".out", ".err", ".json", self.suffix):
+            if run.base + ext != self.model:
+                try:
+                    os.unlink(run.base + ext)
+                except OSError:
+                    pass
+        code = run.proc.returncode
+        if code < 0:
+            return Outcome("crash", stage="bisect", signal=signal.Signals(-code).name)
+        try:
+            data = json.loads(text[text.index("{") :])
+        except ValueError:
+            return Outcome("error", stage="bisect", error_class="bisect", message=err[-1] if err else f"exit {code}")
+        culprit = data.get("culprit")
+        if not culprit:
+            return Outcome("ok", stage="bisect", message=data.get("note") or "")
+        layer = data.get("layer") or {}
+        before, after = data.get("error_before"), data.get("error_after")
+        return Outcome(
+            "culprit",
+            stage=culprit.get("stage", ""),
+            pass_name=culprit.get("name"),
+            opcode=layer.get("opcode"),
+            message=f"max abs error {before} → {after}; first layer changed: {layer.get('opcode')} {layer.get('name', '')}",
         )
 
     # -- many ------------------------------------------------------------------------------
