@@ -265,3 +265,17 @@ def test_the_culprit_repro_shows_the_divergence_with_stock_tvm(culprit):
     proc = _repro(d / "small.repro.py")
     assert proc.returncode != 0
     assert "AssertionError: results diverge: max abs error" in proc.stderr
+
+
+def test_a_divergence_is_reduced_to_a_layer_of_the_same_kind(tmp_path):
+    from tests.tflite_builder import chain
+
+    chain(8, tmp_path / "big.tflite")
+    proc = run_cli(
+        "reduce", tmp_path / "big.tflite", "-o", tmp_path / "small.tflite", "--until", "diverge", "--target", "llvm",
+        "--jobs", "2", "--progress", "none", "--pipeline", f"{NUMERICS / 'planted_pipes.py'}:with_planted_add",
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert "8 → 2 (1-minimal)" in proc.stdout and "first layer changed: ADD" in proc.stdout
+    # the convolution's bias add is the first add, the ADD operator the second (the one changed)
+    assert _kept(tmp_path / "small.report.md") == [(0, "CONV_2D"), (1, "ADD")]

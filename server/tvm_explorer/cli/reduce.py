@@ -21,7 +21,7 @@ def add_parser(sub) -> None:
     p.add_argument(
         "--until",
         choices=("import", "compile", "crash", "hang", "diverge", "culprit"),
-        help="which failure to keep (default: the one the model has); diverge and culprit are not supported yet",
+        help="which failure to keep (default: the one the model has; diverge and culprit run bisect on every probe)",
     )
     p.add_argument("--target", default="c", help="c (default), llvm or cuda")
     p.add_argument("--pipeline", metavar="MODULE:FUNCTION", help="compile with your own Relax pipeline (as compile)")
