@@ -95,7 +95,32 @@ def write(path, kept, out_path) -> None:
         functions=list(proto.functions),
     )
     model.ir_version = proto.ir_version
+    _complete_types(model)
     onnx.save(model, str(out_path))
+
+
+def _complete_types(model) -> None:
+    """Graph inputs and outputs fully typed, as the checker and onnxruntime want them: a
+    negative dimension (some exporters write -1) becomes a named one, and an output whose
+    shape the whole model's inference left unknown gets the one inferred on the sub-model."""
+    import onnx
+
+    for vi in list(model.graph.input) + list(model.graph.output):
+        for i, dim in enumerate(vi.type.tensor_type.shape.dim):
+            if dim.HasField("dim_value") and dim.dim_value < 0:
+                dim.dim_param = f"{vi.name}_d{i}"
+    missing = [o for o in model.graph.output if not o.type.tensor_type.HasField("shape")]
+    if not missing:
+        return
+    try:
+        inferred = onnx.shape_inference.infer_shapes(model)
+    except Exception:  # noqa: BLE001 - the outputs stay as they are
+        return
+    known = {vi.name: vi for vi in list(inferred.graph.value_info) + list(inferred.graph.output)}
+    for out in missing:
+        found = known.get(out.name)
+        if found is not None and found.type.tensor_type.HasField("shape"):
+            out.type.CopyFrom(found.type)
 
 
 _BLAMED = re.compile(r"node \d+ \(([A-Za-z0-9_.]+)[ ,)]")

@@ -47,15 +47,17 @@ def _is_constant(model, tensor) -> bool:
 
 
 def _opcode_name(model, op) -> str:
-    from tflite.BuiltinOperator import BuiltinOperator
+    """As the loader names it (``RESHAPE``, ``CUSTOM:<code>``), so that the operator kind a
+    failure message names is found among the operators."""
+    from tvm_explorer.frontends.tflite.loader import _opcode_names
 
-    names = {v: k for k, v in vars(BuiltinOperator).items() if not k.startswith("_")}
     code = model.operatorCodes[op.opcodeIndex]
     builtin = max(int(code.builtinCode or 0), int(code.deprecatedBuiltinCode or 0))
-    name = names.get(builtin, str(builtin))
-    if name == "CUSTOM" and code.customCode:
-        custom = code.customCode.decode() if isinstance(code.customCode, bytes) else str(code.customCode)
-        return f"CUSTOM({custom})"
+    name = _opcode_names().get(builtin, f"UNKNOWN_{builtin}")
+    if name == "CUSTOM":
+        custom = code.customCode
+        if custom:
+            return f"CUSTOM:{custom.decode('utf-8', 'replace') if isinstance(custom, bytes) else custom}"
     return name
 
 
