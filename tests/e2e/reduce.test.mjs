@@ -39,9 +39,15 @@ test('Reduce Model… shows its progress and opens the report of the one node ke
   const { page } = session;
   const row = page.locator('.explorer-folders-view .monaco-list-row', { hasText: 'odd.onnx' }).first();
   await row.waitFor({ state: 'visible', timeout: 60000 });
-  await row.click({ button: 'right' });
+  // The extension's menus appear once it is installed and loaded: open the menu until they do.
   const item = page.locator('.context-view .action-label', { hasText: 'Reduce Model…' });
-  await item.waitFor({ state: 'visible' });
+  await poll(async () => {
+    await row.click({ button: 'right' });
+    if (await item.waitFor({ state: 'visible', timeout: 3000 }).then(() => true, () => false)) return true;
+    await page.keyboard.press('Escape');
+    return false;
+  }, { timeoutMs: 90000, intervalMs: 1000 });
+  await screenshot(page, 'reduce-0-menu');
   await sleep(200);
   await item.click();
   const title = (text) => page.locator('.quick-input-widget .quick-input-title', { hasText: text });
