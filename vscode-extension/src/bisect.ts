@@ -13,6 +13,10 @@ import * as vscode from 'vscode';
 import { CliHost, progressDisplay, runCli, SHOW_OUTPUT } from './cliRun';
 import { askBundleFolder, pickModel } from './compile';
 import * as md from './markdown';
+import { reduceModelCommand } from './reduce';
+
+/** The culprit message's button: the smallest model on which bisect names the same pass. */
+export const REDUCE_TO_CULPRIT = 'Reduce Model…';
 
 /** What to bisect, as chosen by the user. */
 export interface BisectRequest {
@@ -211,10 +215,15 @@ export async function bisectModelCommand(
   const message = describeReport(report);
   output.appendLine(`Bisect: ${message}`);
   const culprit = report.culprit;
+  // A culprit found on a .tflite/.onnx can be kept while the model is cut down (reduce --until culprit).
+  const reducible = culprit && culprit.index !== null && !req.reference && /\.(tflite|onnx)$/i.test(req.model);
   if (culprit && culprit.index !== null && bundleUri) {
-    const choice = await vscode.window.showInformationMessage(md.plain(`TVM Explorer: ${message}`), 'Open Diff');
+    const choice = await vscode.window.showInformationMessage(
+      md.plain(`TVM Explorer: ${message}`), 'Open Diff', ...(reducible ? [REDUCE_TO_CULPRIT] : []));
     if (choice === 'Open Diff') {
       await vscode.commands.executeCommand('tvmExplorer.openPassDiff', bundleUri, culprit.index);
+    } else if (choice === REDUCE_TO_CULPRIT) {
+      await reduceModelCommand(vscode.Uri.file(req.model), host, { until: 'culprit', pipeline: req.pipeline, target: req.target });
     }
   } else {
     void vscode.window.showInformationMessage(md.plain(`TVM Explorer: ${message}`));

@@ -12,6 +12,9 @@ import * as vscode from 'vscode';
 import { CliHost, progressDisplay, runCli, SHOW_OUTPUT } from './cliRun';
 import * as md from './markdown';
 
+/** The button of a failed compile that starts Reduce Model… on the same model. */
+export const REDUCE_MODEL = 'Reduce Model…';
+
 /** What to compile, as chosen by the user. */
 export interface CompileRequest {
   model: string;
@@ -199,9 +202,13 @@ export async function compileModelCommand(
   } else if (outcome.kind === 'cancelled') {
     void vscode.window.showInformationMessage(md.plain(`TVM Explorer: compile of ${name} cancelled: ${outcome.message}`));
   } else {
-    const choice = await vscode.window.showErrorMessage(md.plain(`TVM Explorer: compile failed: ${outcome.message}`), SHOW_OUTPUT);
+    // A model TVM fails on can be cut down to a reproducer (tvm-explorer reduce, docs/reduce.md).
+    const offers = /\.(tflite|onnx)$/i.test(req.model) ? [SHOW_OUTPUT, REDUCE_MODEL] : [SHOW_OUTPUT];
+    const choice = await vscode.window.showErrorMessage(md.plain(`TVM Explorer: compile failed: ${outcome.message}`), ...offers);
     if (choice === SHOW_OUTPUT) {
       output.show(true);
+    } else if (choice === REDUCE_MODEL) {
+      await vscode.commands.executeCommand('tvmExplorer.reduceModel', vscode.Uri.file(req.model));
     }
   }
 }

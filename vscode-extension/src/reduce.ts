@@ -18,6 +18,7 @@ export interface ReduceRequest {
   output: string;
   until?: string;
   pipeline?: string;
+  target?: string;
 }
 
 /** The default reduced model: MODEL.reduced.EXT beside the model. */
@@ -39,6 +40,9 @@ export function reduceArgs(req: ReduceRequest): string[] {
   }
   if (req.pipeline) {
     args.push('--pipeline', req.pipeline);
+  }
+  if (req.target) {
+    args.push('--target', req.target);
   }
   return args;
 }
@@ -99,9 +103,15 @@ async function ask(modelArg: vscode.Uri | undefined): Promise<ReduceRequest | un
   };
 }
 
-/** The whole command: ask, reduce, open the report. */
-export async function reduceModelCommand(modelArg: vscode.Uri | undefined, host: CliHost): Promise<void> {
-  const req = await ask(modelArg);
+/** The whole command: ask (unless `preset` says what to keep: a bisect culprit), reduce, open
+ * the report. */
+export async function reduceModelCommand(
+  modelArg: vscode.Uri | undefined,
+  host: CliHost,
+  preset?: Omit<ReduceRequest, 'model' | 'output'>,
+): Promise<void> {
+  const model = preset && modelArg ? modelArg.fsPath : undefined;
+  const req = model ? { model, output: defaultReduceOutput(model), ...preset } : await ask(modelArg);
   if (!req) {
     return;
   }
