@@ -15,6 +15,7 @@ import stat
 import threading
 import weakref
 from collections import OrderedDict
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -158,12 +159,16 @@ class BundleTooLarge(BundleError):
     not one document)."""
 
 
+TooLarge = Callable[[int], BundleError]
+"""What a read raises for a file of ``size`` bytes over its limit (``read_regular``)."""
+
+
 def read_regular(
     path: Path,
     what: str,
     root: Path | None = None,
     limit: int = MAX_FILE_BYTES,
-    too_large=None,
+    too_large: TooLarge | None = None,
     identity: tuple | None = None,
 ) -> bytes:
     """The bytes of ``path`` if it is a regular file of sane size. FIFOs, devices and
@@ -208,7 +213,12 @@ def describe_os_error(err: OSError) -> str:
 
 
 def read_open(
-    fd: int, path: Path, what: str, limit: int = MAX_FILE_BYTES, too_large=None, identity: tuple | None = None
+    fd: int,
+    path: Path,
+    what: str,
+    limit: int = MAX_FILE_BYTES,
+    too_large: TooLarge | None = None,
+    identity: tuple | None = None,
 ) -> bytes:
     """The whole content of the open file ``fd`` (from its start, whatever was read before:
     see ``read_regular`` for the checks)."""
@@ -301,7 +311,7 @@ def read_section(root: Path, name: str, what: str, budget=None):
     return _parse_json(data, path, what)
 
 
-def resolve_inside(root: Path, rel: str, what: str = "document", dirs: dict | None = None) -> Path:
+def resolve_inside(root: Path, rel: object, what: str = "document", dirs: dict | None = None) -> Path:
     """``root/rel`` if it stays inside ``root`` (after following symlinks), else BundleError.
     ``dirs`` (a dict kept across calls) remembers resolved directories: a load of 20,000
     documents spent 7 s resolving every component of every path again. This is a check of
@@ -338,7 +348,7 @@ class _Budget:
     def __init__(self, root: Path, total: int):
         self.root, self.total, self.left = root, total, total
 
-    def room(self, path: Path, what: str):
+    def room(self, path: Path, what: str) -> tuple[int, TooLarge]:
         """``(limit, too_large)`` arguments of ``read_regular`` for the next file."""
 
         def too_large(size: int) -> BundleTooLarge:
@@ -432,7 +442,7 @@ class Bundle:
     def _identify_documents(self) -> dict[str, tuple | None]:
         """The identity of every document file now (None: missing or not a file; its read
         reports why)."""
-        out = {}
+        out: dict[str, tuple | None] = {}
         for doc in self.documents:
             try:
                 info = os.stat(self.root / doc.path)
@@ -551,6 +561,7 @@ class Bundle:
                 raise BundleError(f"{self.root / MANIFEST}: document entry {order} is malformed")
             path = raw.get("path")
             resolve_inside(self.root, path, dirs=self._dirs)
+            assert isinstance(path, str)  # resolve_inside refused any other
             docs.append(
                 Document(
                     path,
@@ -631,7 +642,7 @@ class Bundle:
         full = resolve_inside(self.root, path, dirs=self._dirs)
         what = "document listed in the manifest"
         identity = self._identities.get(path)
-        room = self.budget.room(full, what) if charge else (MAX_FILE_BYTES, None)
+        room: tuple[int, TooLarge | None] = self.budget.room(full, what) if charge else (MAX_FILE_BYTES, None)
         with self._fd_lock:
             held = self._fds.get(path)
             if held is not None:  # held open since the load checked it: that very file
@@ -641,15 +652,16 @@ class Bundle:
                 fd = _dup(held, full, what)
         if held is None:
             fd = open_regular(full, what, self.root)
+        to_close: int | None = fd
         try:
             data = read_open(fd, full, what, *room, identity=identity)
             if held is None:
                 if identity is None:  # missing when loaded, there now: not the loaded version
                     raise BundleChanged(f"{full}: {what} appeared after the bundle was loaded")
-                fd = self._hold(path, fd)
+                to_close = self._hold(path, fd)
         finally:
-            if fd is not None:
-                os.close(fd)
+            if to_close is not None:
+                os.close(to_close)
         if charge:
             self.budget(len(data))
         try:

@@ -3,6 +3,10 @@ short texts ("1.23 ms · 14 % · 312 C lines · 48 KiB"). Protocol-free."""
 
 from __future__ import annotations
 
+import threading
+import weakref
+
+from tvm_explorer.bundle.reader import Bundle
 from tvm_explorer.bundle.sections.costs import clock_label
 from tvm_explorer.costs.table import flops_text, lines_label, size, sort_layers
 from tvm_explorer.navigation import markdown as md
@@ -79,17 +83,23 @@ class CostIndex:
         return f"run time not measured: {quote(profile.get('reason') or profile.get('status'))}"
 
 
-def cost_index(bundle) -> CostIndex | None:
-    """The bundle's cost index (built once), or None without (valid) costs."""
-    got = getattr(bundle, "_cost_index", False)
-    if got is False:
-        try:
-            costs = bundle.costs()
-        except Exception:  # noqa: BLE001 - a damaged costs.json is a listed problem already
-            costs = None
-        got = CostIndex(costs) if costs else None
-        bundle._cost_index = got
-    return got
+_INDEXES: weakref.WeakKeyDictionary[Bundle, CostIndex | None] = weakref.WeakKeyDictionary()
+_LOCK = threading.Lock()
+
+
+def cost_index(bundle: Bundle) -> CostIndex | None:
+    """The bundle's cost index (built once, kept while the bundle lives), or None without
+    (valid) costs."""
+    with _LOCK:
+        if bundle in _INDEXES:
+            return _INDEXES[bundle]
+    try:
+        costs = bundle.costs()
+    except Exception:  # noqa: BLE001 - a damaged costs.json is a listed problem already
+        costs = None
+    got = CostIndex(costs) if costs else None
+    with _LOCK:
+        return _INDEXES.setdefault(bundle, got)
 
 
 def hover_lines(bundle, layer_ids: list[int], kernel: str | None = None) -> list[str]:

@@ -63,7 +63,7 @@ def hidden_hint(view: BundleView, data: dict, entry: dict) -> str | None:
 
 def _is_first(data: dict, entry: dict) -> bool:
     first = data.get("first_divergence")
-    return bool(first) and (first["subgraph"], first["op_index"]) == (entry["subgraph"], entry["op_index"])
+    return first is not None and (first["subgraph"], first["op_index"]) == (entry["subgraph"], entry["op_index"])
 
 
 def numerics_lines(view: BundleView, origins: list[Origin], in_model: bool) -> list[str]:

@@ -17,6 +17,7 @@ from tvm_explorer.lsp.protocol import (
 from tvm_explorer.lsp.shared import Session
 from tvm_explorer.navigation.costs import cost_index
 from tvm_explorer.navigation.provenance import reach
+from tvm_explorer.navigation.view import BundleView
 
 
 def cost_lenses(session: Session, view, path: str, uri: str) -> list[types.CodeLens]:
@@ -52,14 +53,14 @@ class CostRequests:
     def __init__(self, session: Session):
         self.session = session
 
-    def _view(self, uri: str):
+    def _view(self, uri: str) -> BundleView | None:
         return self.session.bundle_view(uri)
 
     def costs(self, params: CostsParams | None) -> CostsResult:
         """A bundle's layers, most expensive first, each with its model-document location."""
         view = self._view(params.bundle) if params else None
         idx = cost_index(view.bundle) if view is not None else None
-        if idx is None:
+        if view is None or idx is None:
             problem = view.bundle.section_problems.get("costs.json") if view is not None else None
             return CostsResult(
                 measured=False,
