@@ -18,12 +18,20 @@ from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING, TypeVar
 
 from tvm_explorer.bundle.format import FORMAT_NAME, INDEX, MANIFEST, SCHEMA_VERSION, STAGES
 from tvm_explorer.bundle.index import DocumentIndex
 from tvm_explorer.bundle.index_load import Prepare, load_index
 from tvm_explorer.bundle.safe_open import open_inside
 from tvm_explorer.errors import BundleError
+
+if TYPE_CHECKING:  # the sections are read (and their modules imported) on demand
+    from tvm_explorer.bundle.sections.bisect import BisectDocument
+    from tvm_explorer.bundle.sections.costs import CostsDocument
+    from tvm_explorer.bundle.sections.numerics import NumericsDocument
+
+_Section = TypeVar("_Section")
 
 
 @dataclass(frozen=True)
@@ -452,7 +460,7 @@ class Bundle:
             out[doc.path] = file_identity(info) if stat.S_ISREG(info.st_mode) else None
         return out
 
-    def _load_section(self, read, name: str) -> dict | None:
+    def _load_section(self, read: Callable[[], _Section | None], name: str) -> _Section | None:
         try:
             return read()
         except BundleTooLarge:
@@ -461,7 +469,7 @@ class Bundle:
             self.section_problems[name] = err
             return None
 
-    def _load_bisect(self) -> dict | None:
+    def _load_bisect(self) -> BisectDocument | None:
         """``bisect.json`` (``tvm-explorer bisect -o``), validated; None if absent."""
         from tvm_explorer.bundle.sections.bisect import BISECT_FILE, BisectError, validate
 
@@ -473,7 +481,7 @@ class Bundle:
         except BisectError as err:
             raise BundleError(f"{self.root / BISECT_FILE}: {err}") from None
 
-    def _load_numerics(self) -> dict | None:
+    def _load_numerics(self) -> NumericsDocument | None:
         """``numerics.json`` (``compile --numerics``), validated; None if the bundle has none."""
         from tvm_explorer.bundle.sections.numerics import NUMERICS_FILE, NumericsError, validate
 
@@ -574,7 +582,7 @@ class Bundle:
         return docs
 
     # -- queries -----------------------------------------------------------------------
-    def costs(self) -> dict | None:
+    def costs(self) -> CostsDocument | None:
         """The validated ``costs.json`` (read once), or None if the bundle has none."""
         if not hasattr(self, "_costs"):
             from tvm_explorer.bundle.sections.costs import read_costs

@@ -54,7 +54,7 @@ class Numerics:
             reference=data["reference"],
             mode=data["mode"],
             inputs=str(data.get("inputs", "")),
-            first_divergence=data.get("first_divergence"),
+            first_divergence=dict(first) if (first := data.get("first_divergence")) is not None else None,
             layers=layers,
         )
 
