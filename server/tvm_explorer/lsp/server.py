@@ -77,7 +77,11 @@ class ExplorerServer(LanguageServer):
         exit status (0 after shutdown + exit or the end of input, 1 for exit without shutdown)."""
         return transport.serve_stdio(self, stdin, stdout)
 
-    def start_tcp(self, host: str, port: int) -> int:
+    def start_tcp(self, host: str, port: int) -> None:
+        """pygls' entry point: ``serve_tcp`` (the exit status is left out, as pygls' is)."""
+        self.serve_tcp(host, port)
+
+    def serve_tcp(self, host: str, port: int) -> int:
         """Serve one client at a time on a TCP port (same reader); returns the exit status."""
         return transport.serve_tcp(self, host, port)
 
