@@ -47,7 +47,7 @@ _LOCK = threading.Lock()
 
 def _cache(view: BundleView) -> dict:
     with _LOCK:
-        return _CACHES.setdefault(view, {"passes": None, "maps": {}, "outputs": {}})
+        return _CACHES.setdefault(view, {"passes": None, "maps": {}})
 
 
 def _producing_pass(view: BundleView, doc: Document) -> tuple[int | None, str | None]:
@@ -195,23 +195,6 @@ def reference_map(view: BundleView, layer_ids: list[int]) -> list[Place]:
         maps.clear()
     maps[key] = out
     return list(out)
-
-
-def _output_bindings(view: BundleView, layer_ids: list[int], path: str) -> set[tuple[int, int]]:
-    outputs = _cache(view)["outputs"]
-    if path not in outputs:
-        # layer -> spans of the bindings of this document computing its output
-        per_layer: dict[int, set[tuple[int, int]]] = {}
-        for rng in view.bundle.index(path).ranges:
-            if rng.kind == "binding":
-                for lid, out_ in view.bundle.origin_sets[rng.origin_set]:
-                    if out_:
-                        per_layer.setdefault(lid, set()).add((rng.start, rng.end))
-        outputs[path] = per_layer
-    found: set[tuple[int, int]] = set()
-    for lid in layer_ids:
-        found |= outputs[path].get(lid, set())
-    return found
 
 
 def place_groups(view: BundleView, places: list[Place]) -> list[tuple[str, str, list[Place]]]:
