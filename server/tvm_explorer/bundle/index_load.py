@@ -310,6 +310,8 @@ def _parse_in_worker(data: bytes, where: Path, prepare: Prepare | None = None) -
         )
     except (OSError, subprocess.SubprocessError):
         return None
+    stdin, stdout = worker.stdin, worker.stdout
+    assert stdin is not None and stdout is not None  # both pipes (PIPE)
     # A worker that hangs is stopped: its answer then ends short, and the index is parsed here.
     watchdog = threading.Timer(WORKER_TIMEOUT_S, worker.kill)
     watchdog.daemon = True
@@ -317,12 +319,12 @@ def _parse_in_worker(data: bytes, where: Path, prepare: Prepare | None = None) -
     try:
         try:
             # The worker reads all of its input before it answers: no deadlock.
-            worker.stdin.write(data)
-            worker.stdin.close()
+            stdin.write(data)
+            stdin.close()
         except OSError:  # it died at start
             return None
         try:
-            got = _read_answer(worker.stdout, prepare)
+            got = _read_answer(stdout, prepare)
         except BundleError:
             raise
         except Exception:  # noqa: BLE001 - a truncated or garbled answer: parse here instead
@@ -332,7 +334,7 @@ def _parse_in_worker(data: bytes, where: Path, prepare: Prepare | None = None) -
         watchdog.cancel()
         if worker.poll() is None:
             worker.kill()
-        worker.stdout.close()
+        stdout.close()
         worker.wait()
 
 

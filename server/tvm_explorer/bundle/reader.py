@@ -15,14 +15,23 @@ import stat
 import threading
 import weakref
 from collections import OrderedDict
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING, TypeVar
 
 from tvm_explorer.bundle.format import FORMAT_NAME, INDEX, MANIFEST, SCHEMA_VERSION, STAGES
 from tvm_explorer.bundle.index import DocumentIndex
 from tvm_explorer.bundle.index_load import Prepare, load_index
 from tvm_explorer.bundle.safe_open import open_inside
 from tvm_explorer.errors import BundleError
+
+if TYPE_CHECKING:  # the sections are read (and their modules imported) on demand
+    from tvm_explorer.bundle.sections.bisect import BisectDocument
+    from tvm_explorer.bundle.sections.costs import CostsDocument
+    from tvm_explorer.bundle.sections.numerics import NumericsDocument
+
+_Section = TypeVar("_Section")
 
 
 @dataclass(frozen=True)
@@ -158,12 +167,16 @@ class BundleTooLarge(BundleError):
     not one document)."""
 
 
+TooLarge = Callable[[int], BundleError]
+"""What a read raises for a file of ``size`` bytes over its limit (``read_regular``)."""
+
+
 def read_regular(
     path: Path,
     what: str,
     root: Path | None = None,
     limit: int = MAX_FILE_BYTES,
-    too_large=None,
+    too_large: TooLarge | None = None,
     identity: tuple | None = None,
 ) -> bytes:
     """The bytes of ``path`` if it is a regular file of sane size. FIFOs, devices and
@@ -208,7 +221,12 @@ def describe_os_error(err: OSError) -> str:
 
 
 def read_open(
-    fd: int, path: Path, what: str, limit: int = MAX_FILE_BYTES, too_large=None, identity: tuple | None = None
+    fd: int,
+    path: Path,
+    what: str,
+    limit: int = MAX_FILE_BYTES,
+    too_large: TooLarge | None = None,
+    identity: tuple | None = None,
 ) -> bytes:
     """The whole content of the open file ``fd`` (from its start, whatever was read before:
     see ``read_regular`` for the checks)."""
@@ -301,7 +319,7 @@ def read_section(root: Path, name: str, what: str, budget=None):
     return _parse_json(data, path, what)
 
 
-def resolve_inside(root: Path, rel: str, what: str = "document", dirs: dict | None = None) -> Path:
+def resolve_inside(root: Path, rel: object, what: str = "document", dirs: dict | None = None) -> Path:
     """``root/rel`` if it stays inside ``root`` (after following symlinks), else BundleError.
     ``dirs`` (a dict kept across calls) remembers resolved directories: a load of 20,000
     documents spent 7 s resolving every component of every path again. This is a check of
@@ -338,7 +356,7 @@ class _Budget:
     def __init__(self, root: Path, total: int):
         self.root, self.total, self.left = root, total, total
 
-    def room(self, path: Path, what: str):
+    def room(self, path: Path, what: str) -> tuple[int, TooLarge]:
         """``(limit, too_large)`` arguments of ``read_regular`` for the next file."""
 
         def too_large(size: int) -> BundleTooLarge:
@@ -432,7 +450,7 @@ class Bundle:
     def _identify_documents(self) -> dict[str, tuple | None]:
         """The identity of every document file now (None: missing or not a file; its read
         reports why)."""
-        out = {}
+        out: dict[str, tuple | None] = {}
         for doc in self.documents:
             try:
                 info = os.stat(self.root / doc.path)
@@ -442,7 +460,7 @@ class Bundle:
             out[doc.path] = file_identity(info) if stat.S_ISREG(info.st_mode) else None
         return out
 
-    def _load_section(self, read, name: str) -> dict | None:
+    def _load_section(self, read: Callable[[], _Section | None], name: str) -> _Section | None:
         try:
             return read()
         except BundleTooLarge:
@@ -451,7 +469,7 @@ class Bundle:
             self.section_problems[name] = err
             return None
 
-    def _load_bisect(self) -> dict | None:
+    def _load_bisect(self) -> BisectDocument | None:
         """``bisect.json`` (``tvm-explorer bisect -o``), validated; None if absent."""
         from tvm_explorer.bundle.sections.bisect import BISECT_FILE, BisectError, validate
 
@@ -463,7 +481,7 @@ class Bundle:
         except BisectError as err:
             raise BundleError(f"{self.root / BISECT_FILE}: {err}") from None
 
-    def _load_numerics(self) -> dict | None:
+    def _load_numerics(self) -> NumericsDocument | None:
         """``numerics.json`` (``compile --numerics``), validated; None if the bundle has none."""
         from tvm_explorer.bundle.sections.numerics import NUMERICS_FILE, NumericsError, validate
 
@@ -551,6 +569,7 @@ class Bundle:
                 raise BundleError(f"{self.root / MANIFEST}: document entry {order} is malformed")
             path = raw.get("path")
             resolve_inside(self.root, path, dirs=self._dirs)
+            assert isinstance(path, str)  # resolve_inside refused any other
             docs.append(
                 Document(
                     path,
@@ -563,7 +582,7 @@ class Bundle:
         return docs
 
     # -- queries -----------------------------------------------------------------------
-    def costs(self) -> dict | None:
+    def costs(self) -> CostsDocument | None:
         """The validated ``costs.json`` (read once), or None if the bundle has none."""
         if not hasattr(self, "_costs"):
             from tvm_explorer.bundle.sections.costs import read_costs
@@ -631,7 +650,7 @@ class Bundle:
         full = resolve_inside(self.root, path, dirs=self._dirs)
         what = "document listed in the manifest"
         identity = self._identities.get(path)
-        room = self.budget.room(full, what) if charge else (MAX_FILE_BYTES, None)
+        room: tuple[int, TooLarge | None] = self.budget.room(full, what) if charge else (MAX_FILE_BYTES, None)
         with self._fd_lock:
             held = self._fds.get(path)
             if held is not None:  # held open since the load checked it: that very file
@@ -641,15 +660,16 @@ class Bundle:
                 fd = _dup(held, full, what)
         if held is None:
             fd = open_regular(full, what, self.root)
+        to_close: int | None = fd
         try:
             data = read_open(fd, full, what, *room, identity=identity)
             if held is None:
                 if identity is None:  # missing when loaded, there now: not the loaded version
                     raise BundleChanged(f"{full}: {what} appeared after the bundle was loaded")
-                fd = self._hold(path, fd)
+                to_close = self._hold(path, fd)
         finally:
-            if fd is not None:
-                os.close(fd)
+            if to_close is not None:
+                os.close(to_close)
         if charge:
             self.budget(len(data))
         try:

@@ -126,7 +126,11 @@ class BundleWriter:
             with open(full, "w", encoding="utf-8", newline="\n") as fh:
                 fh.write(text)
         suffix = os.path.splitext(path)[1]
-        entry = {"path": path, "stage": stage, "language": LANGUAGE_BY_SUFFIX.get(suffix, "plaintext")}
+        entry: dict[str, object] = {
+            "path": path,
+            "stage": stage,
+            "language": LANGUAGE_BY_SUFFIX.get(suffix, "plaintext"),
+        }
         if pass_index is not None:
             entry["pass_index"] = pass_index
         entry.update(extra)

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from tvm_explorer.bundle.sections.costs import clock_label
+from tvm_explorer.bundle.sections.costs import CostLayer, CostsDocument, clock_label
 from tvm_explorer.tablenames import NameColumn
 
 SORTS = ("time", "code", "memory")
 
 
-def sort_layers(layers: list[dict], by: str) -> list[dict]:
+def sort_layers(layers: list[CostLayer], by: str) -> list[CostLayer]:
     """Layers most expensive first: by measured time (by code lines when nothing was
     measured), code lines or workspace bytes; ties in model order."""
     if by == "time" and all(lay.get("time_ms") is None for lay in layers):
@@ -21,7 +21,7 @@ def sort_layers(layers: list[dict], by: str) -> list[dict]:
     return sorted(layers, key=lambda lay: (-key(lay), lay["subgraph"], lay["op_index"]))
 
 
-def as_json(costs: dict, by: str) -> dict:
+def as_json(costs: CostsDocument, by: str) -> dict:
     """The documented JSON of ``tvm-explorer costs --json``."""
     return {
         "total_ms": costs.get("total_ms"),
@@ -50,12 +50,12 @@ def flops_text(n: float) -> str:
     return f"{n:.0f} FLOP"
 
 
-def lines_label(costs: dict) -> str:
+def lines_label(costs: CostsDocument) -> str:
     """What the code lines count: ``C lines``, ``CUDA lines``, ``LLVM IR lines``."""
     return {"c": "C lines", "cuda": "CUDA lines", "ll": "LLVM IR lines"}.get(costs.get("code_kind") or "", "lines")
 
 
-def render(costs: dict, by: str, top_passes: int = 8, unit: str = "op") -> str:
+def render(costs: CostsDocument, by: str, top_passes: int = 8, unit: str = "op") -> str:
     """The table as text (``unit``: what a layer is called, ``op`` or ``node``)."""
     out = []
     profile = costs.get("profile") or {}

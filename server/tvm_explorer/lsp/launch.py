@@ -79,7 +79,7 @@ def run_serve(args: argparse.Namespace) -> int:
         except ValueError:
             print(f"tvm-explorer serve: --tcp wants HOST:PORT, not {args.tcp!r}", file=sys.stderr)
             return 2
-        return server.start_tcp(host or "127.0.0.1", port_number)
+        return server.serve_tcp(host or "127.0.0.1", port_number)
     return server.start_io()
 
 

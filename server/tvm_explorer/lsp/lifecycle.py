@@ -22,11 +22,20 @@ protocol class) does what the specification says instead:
 
 from __future__ import annotations
 
+import inspect
 import json
 import logging
+from typing import TYPE_CHECKING
 
 import attrs
 from lsprotocol import types
+from pygls.exceptions import JsonRpcInternalError
+
+if TYPE_CHECKING:
+    # What the mixin is mixed into (it relies on its attributes and calls its methods).
+    from pygls.protocol import JsonRPCProtocol as _Mixed
+else:
+    _Mixed = object
 
 logger = logging.getLogger(__name__)
 
@@ -69,7 +78,7 @@ def invalid_request(data, problem: str) -> dict:
     return _error(msg_id, INVALID_REQUEST, f"Invalid Request: {problem}")
 
 
-class LifecycleProtocol:
+class LifecycleProtocol(_Mixed):
     """Mixin for a pygls ``JsonRPCProtocol`` subclass (put it before the pygls class)."""
 
     exit_code: int | None = None
@@ -152,7 +161,7 @@ class LifecycleProtocol:
         header = f"Content-Length: {len(raw)}\r\nContent-Type: {self.CONTENT_TYPE}; charset={self.CHARSET}\r\n\r\n"
         try:
             res = self.writer.write(header.encode("ascii") + raw)
-            if hasattr(res, "__await__"):
+            if inspect.isawaitable(res):
                 import asyncio
 
                 asyncio.ensure_future(res)
@@ -161,4 +170,4 @@ class LifecycleProtocol:
             raise
         except Exception as error:
             logger.exception("error sending data")
-            self._server._report_server_error(error, RuntimeError)
+            self._server._report_server_error(error, JsonRpcInternalError)  # as pygls' own _send_data

@@ -288,8 +288,9 @@ def _request(method: str, params_type: Any) -> type:
     return attrs.make_class(
         method.split("/")[-1] + "Request",
         {
-            "id": attrs.field(type=Union[int, str]),  # noqa: UP007 - a runtime type for attrs
-            "params": attrs.field(type=Optional[params_type], default=None),  # noqa: UP045 - a runtime type
+            # attrs keeps any runtime type (cattrs structures by it); its stubs accept classes only.
+            "id": attrs.field(type=Union[int, str]),  # type: ignore[call-overload]  # noqa: UP007 - a runtime type
+            "params": attrs.field(type=Optional[params_type], default=None),  # type: ignore[call-overload]  # noqa: UP045
             "method": attrs.field(type=str, default=method),
             "jsonrpc": attrs.field(type=str, default="2.0"),
         },
@@ -343,8 +344,8 @@ def converter_factory():
     converter.register_unstructure_hook(
         LayerPlaceInfo, make_dict_unstructure_fn(LayerPlaceInfo, converter, pass_=override(rename="pass"))
     )
-    for cls in (CompareBundlesParams, CompareLayerCodeParams):  # ``op_index`` as documented
-        converter.register_structure_hook(cls, make_dict_structure_fn(cls, converter))
+    for params in (CompareBundlesParams, CompareLayerCodeParams):  # ``op_index`` as documented
+        converter.register_structure_hook(params, make_dict_structure_fn(params, converter))
     for cls in _PLAIN_NAMES:
         converter.register_unstructure_hook(cls, make_dict_unstructure_fn(cls, converter))
     return converter
@@ -409,13 +410,15 @@ class ExplorerProtocol(LifecycleProtocol, LanguageServerProtocol):
         if (handler := self.fm.features.get(types.TEXT_DOCUMENT_DID_CLOSE)) is not None:
             yield handler, (params,), None
 
-    def get_message_type(self, method: str):
+    # typeshed types pygls' lru_cache'd methods as ``_lru_cache_wrapper`` attributes, which no
+    # plain method matches; called the same way, these override them.
+    def get_message_type(self, method: str):  # type: ignore[override]
         """Request type of a method (custom ones first)."""
         if method in MESSAGE_TYPES:
             return MESSAGE_TYPES[method][0]
         return super().get_message_type(method)
 
-    def get_result_type(self, method: str):
+    def get_result_type(self, method: str):  # type: ignore[override]
         """Result type of a method (custom ones first)."""
         if method in MESSAGE_TYPES:
             return MESSAGE_TYPES[method][1]

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import time
+from collections.abc import Callable
+from typing import Any
 
 from lsprotocol import types
 from pygls.lsp.server import LanguageServer
 
-from tvm_explorer.bundle.reader import BundleChanged
 from tvm_explorer.lsp import transport
+from tvm_explorer.lsp.answering import Answering
 from tvm_explorer.lsp.features.bundles import BundleWatcher
 from tvm_explorer.lsp.features.codelens import CodeLenses
 from tvm_explorer.lsp.features.compare import BundleComparisons
@@ -28,7 +29,7 @@ from tvm_explorer.lsp.features.passes import PassSteps
 from tvm_explorer.lsp.features.references import References
 from tvm_explorer.lsp.features.reproducers import Reproducers
 from tvm_explorer.lsp.features.symbols import DocumentSymbols
-from tvm_explorer.lsp.heap import QuietTrim, give_back
+from tvm_explorer.lsp.heap import give_back
 from tvm_explorer.lsp.logbridge import install as install_log_bridge
 from tvm_explorer.lsp.protocol import (
     COMPARE_BUNDLES,
@@ -55,13 +56,11 @@ from tvm_explorer.lsp.protocol import (
     OriginsResult,
     converter_factory,
 )
-from tvm_explorer.lsp.shared import ENCODINGS, OffLoop, Session
+from tvm_explorer.lsp.shared import ENCODINGS, Session
 from tvm_explorer.navigation import irsymbols
-from tvm_explorer.navigation.background import REQUESTS
 from tvm_explorer.version import __version__
 
 logger = logging.getLogger(__name__)
-SLOW_S = 0.02  # requests slower than this (the p99 goal) are logged (debug log) with where the time went
 
 
 class ExplorerServer(LanguageServer):
@@ -77,7 +76,11 @@ class ExplorerServer(LanguageServer):
         exit status (0 after shutdown + exit or the end of input, 1 for exit without shutdown)."""
         return transport.serve_stdio(self, stdin, stdout)
 
-    def start_tcp(self, host: str, port: int) -> int:
+    def start_tcp(self, host: str, port: int) -> None:
+        """pygls' entry point: ``serve_tcp`` (the exit status is left out, as pygls' is)."""
+        self.serve_tcp(host, port)
+
+    def serve_tcp(self, host: str, port: int) -> int:
         """Serve one client at a time on a TCP port (same reader); returns the exit status."""
         return transport.serve_tcp(self, host, port)
 
@@ -95,41 +98,41 @@ def create_server(poll_interval: float = 1.0) -> ExplorerServer:
     session = Session()
     log_bridge = install_log_bridge(server)
     watcher = BundleWatcher(server, session, poll_interval)
-    documents = DocumentTracker(server, session, watcher)
-    definition = Definition(session)
-    previous = PreviousStage(session)
-    hover = Hover(session)
-    references = References(session)
     symbols = DocumentSymbols(session)
+    _warm_up_loaded_bundles(watcher, session, symbols)
+    numerics = Numerics(server, session)
+    watcher.on_installed.append(numerics.publish)
+    _register_lifecycle(server, session, watcher, log_bridge)
+    _register_answers(server, session, watcher, symbols, numerics)
+    _register_reproducers(server, watcher, Reproducers(session))
+    return server
+
+
+def _warm_up_loaded_bundles(watcher: BundleWatcher, session: Session, symbols: DocumentSymbols) -> None:
+    """Before a bundle is installed (nearly every request needs it): its layer map. Then in the
+    background, once the requests that waited for the load are answered: the outline of its
+    generated code, where users start (a CUDA file's takes ~30 ms); every document's lines and
+    outline of functions (~0.2 s for a 60 MiB bundle), the editor's outlines, the structure of
+    every function."""
 
     def current(view):
         return lambda: session.registry.is_current(view)
 
-    # Before a bundle is installed (nearly every request needs it): its layer map.
     def layer_map(view):
         return view.layer_map
 
     watcher.before_install.append(layer_map)
-    # Then in the background, once the requests that waited for the load are answered: the
-    # outline of its generated code, where users start (a CUDA file's takes ~30 ms); every
-    # document's lines and outline of functions (~0.2 s for a 60 MiB bundle), the editor's
-    # outlines, the structure of every function.
     watcher.after_load.append(lambda view: irsymbols.outline_code(view, current(view)))
     watcher.after_load.append(session.warm_lines)
     watcher.after_load.append(lambda view: irsymbols.warm_outlines(view, current(view)))
     watcher.after_load.append(symbols.warm)
     watcher.after_load.append(lambda view: irsymbols.warm_structures(view, current(view)))
     watcher.after_load.append(lambda view: give_back())  # what the warm-ups made and dropped
-    highlights = DocumentHighlights(session)
-    lenses = CodeLenses(session)
-    links = DocumentLinks(session)
-    requests = ExplorerRequests(session)
-    steps = PassSteps(session)
-    numerics = Numerics(server, session)
-    watcher.on_installed.append(numerics.publish)
-    cost_requests = CostRequests(session)
-    reproducers = Reproducers(session)
-    comparisons = BundleComparisons(session)
+
+
+def _register_lifecycle(server: ExplorerServer, session: Session, watcher: BundleWatcher, log_bridge) -> None:
+    """Initialize, shutdown, workspace folders and watched files, and the open documents."""
+    documents = DocumentTracker(server, session, watcher)
 
     @server.feature(types.INITIALIZE)
     def initialize(ls: ExplorerServer, params: types.InitializeParams):
@@ -167,92 +170,49 @@ def create_server(poll_interval: float = 1.0) -> ExplorerServer:
     def did_close(ls: ExplorerServer, params: types.DidCloseTextDocumentParams):
         documents.closed(params)
 
-    quiet_trim = QuietTrim()
 
-    def answer(method: str, handler, empty):
-        """Register ``handler`` for ``method``: wait for the bundle to be loaded, then look up.
-        A failure answers ``empty`` (and is logged), never an error response: a bug at one
-        position must not break the editor's navigation."""
-
-        async def respond(ls: ExplorerServer, params):
-            document = getattr(params, "text_document", None)
-            t0 = time.perf_counter()
-            # Not while waiting for the bundle: its load may be queued behind a warm-up, and a
-            # warm-up paused for this request would then never let it come.
-            await watcher.wait_for(getattr(document, "uri", None))
-            t1 = time.perf_counter()
-            try:
-                with REQUESTS.request():  # background warm-ups wait meanwhile
-                    got = answer_now(params, t0, t1)
-                if isinstance(got, OffLoop):
-                    got = await finish_off_loop(got)
-                return got
-            finally:
-                quiet_trim.request_done(asyncio.get_running_loop())
-
-        async def finish_off_loop(got: OffLoop):
-            try:
-                return await asyncio.to_thread(got.finish)
-            except Exception:
-                logger.exception("%s failed", method)
-                return empty
-
-        def answer_now(params, t0: float, t1: float):
-            try:
-                return handler(params)
-            except BundleChanged as err:
-                # A document changed on disk since its bundle was loaded: nothing of the new
-                # version is mixed into the old one's answer; the watcher reloads the bundle.
-                logger.info("%s: %s", method, err)
-                return empty
-            except Exception:
-                logger.exception("%s failed", method)
-                return empty
-            finally:
-                t2 = time.perf_counter()
-                if t2 - t0 > SLOW_S:
-                    document = getattr(params, "text_document", None)
-                    position = getattr(params, "position", None)
-                    logger.debug(
-                        "%s took %.0f ms (waiting for the bundle %.0f ms, answering %.0f ms) at %s %s",
-                        method,
-                        1000 * (t2 - t0),
-                        1000 * (t1 - t0),
-                        1000 * (t2 - t1),
-                        getattr(document, "uri", "-"),
-                        f"{position.line + 1}:{position.character + 1}" if position else "",
-                    )
-
-        respond.__name__ = method.replace("/", "_")
-        server.feature(method)(respond)
-
-    answer(types.TEXT_DOCUMENT_DEFINITION, definition.definition, [])
-    answer(types.TEXT_DOCUMENT_DECLARATION, previous.previous_stage, [])
-    answer(PREVIOUS_STAGE, previous.previous_stage, [])
-    answer(PREVIOUS_PASS, steps.previous_pass, [])
-    answer(NEXT_PASS, steps.next_pass, [])
-    answer(LAYER_PLACES, steps.layer_places, LayerPlacesResult([], []))
-    answer(types.TEXT_DOCUMENT_HOVER, hover.hover, None)
-    answer(types.TEXT_DOCUMENT_REFERENCES, references.references, [])
-    answer(types.TEXT_DOCUMENT_DOCUMENT_HIGHLIGHT, highlights.highlights, [])
-    answer(types.TEXT_DOCUMENT_DOCUMENT_SYMBOL, symbols.symbols, [])
-    answer(types.WORKSPACE_SYMBOL, symbols.workspace_symbols, [])
-    answer(types.TEXT_DOCUMENT_CODE_LENS, lenses.code_lenses, [])
-    answer(types.TEXT_DOCUMENT_DOCUMENT_LINK, links.links, [])
-    answer(LIST_BUNDLES, requests.list_bundles, ListBundlesResult([]))
-    answer(LIST_PASSES, requests.list_passes, ListPassesResult([]))
-    answer(ORIGINS, requests.origins, OriginsResult([]))
+def _register_answers(
+    server: ExplorerServer, session: Session, watcher: BundleWatcher, symbols: DocumentSymbols, numerics: Numerics
+) -> None:
+    """Every request answered from loaded bundles, each with the result it gives when it fails
+    (``answering.py``), and the model document of any model file."""
+    definition, previous, steps = Definition(session), PreviousStage(session), PassSteps(session)
+    requests, costs, comparisons = ExplorerRequests(session), CostRequests(session), BundleComparisons(session)
+    answers: list[tuple[str, Callable[[Any], Any], Any]] = [
+        (types.TEXT_DOCUMENT_DEFINITION, definition.definition, []),
+        (types.TEXT_DOCUMENT_DECLARATION, previous.previous_stage, []),
+        (PREVIOUS_STAGE, previous.previous_stage, []),
+        (PREVIOUS_PASS, steps.previous_pass, []),
+        (NEXT_PASS, steps.next_pass, []),
+        (LAYER_PLACES, steps.layer_places, LayerPlacesResult([], [])),
+        (types.TEXT_DOCUMENT_HOVER, Hover(session).hover, None),
+        (types.TEXT_DOCUMENT_REFERENCES, References(session).references, []),
+        (types.TEXT_DOCUMENT_DOCUMENT_HIGHLIGHT, DocumentHighlights(session).highlights, []),
+        (types.TEXT_DOCUMENT_DOCUMENT_SYMBOL, symbols.symbols, []),
+        (types.WORKSPACE_SYMBOL, symbols.workspace_symbols, []),
+        (types.TEXT_DOCUMENT_CODE_LENS, CodeLenses(session).code_lenses, []),
+        (types.TEXT_DOCUMENT_DOCUMENT_LINK, DocumentLinks(session).links, []),
+        (LIST_BUNDLES, requests.list_bundles, ListBundlesResult([])),
+        (LIST_PASSES, requests.list_passes, ListPassesResult([])),
+        (ORIGINS, requests.origins, OriginsResult([])),
+        (NUMERICS, numerics.numerics, NumericsResult()),
+        (COSTS, costs.costs, CostsResult(False, None, "none", None, [])),
+        (KERNEL_HEAT, costs.kernel_heat, KernelHeatResult([])),
+        (COMPARE_BUNDLES, comparisons.compare_bundles, {"error": "comparison failed"}),
+        (COMPARE_LAYER_CODE, comparisons.layer_code, {"error": "comparison failed"}),
+    ]
+    answering = Answering(server, watcher)
+    for method, handler, empty in answers:
+        answering.register(method, handler, empty)
     model_doc = ModelDocument()
 
     @server.feature(MODEL_DOCUMENT)
     async def model_document(ls: ExplorerServer, params):
         return await model_doc.model_document(params)
 
-    answer(NUMERICS, numerics.numerics, NumericsResult())
-    answer(COSTS, cost_requests.costs, CostsResult(False, None, "none", None, []))
-    answer(KERNEL_HEAT, cost_requests.kernel_heat, KernelHeatResult([]))
-    answer(COMPARE_BUNDLES, comparisons.compare_bundles, {"error": "comparison failed"})
-    answer(COMPARE_LAYER_CODE, comparisons.layer_code, {"error": "comparison failed"})
+
+def _register_reproducers(server: ExplorerServer, watcher: BundleWatcher, reproducers: Reproducers) -> None:
+    """The "Extract Reproducer" code action and the command that runs it."""
 
     @server.feature(
         types.TEXT_DOCUMENT_CODE_ACTION,
@@ -269,5 +229,3 @@ def create_server(poll_interval: float = 1.0) -> ExplorerServer:
     @server.command(EXTRACT_REPRODUCER_COMMAND)
     async def extract_reproducer(ls: ExplorerServer, spec=None):
         return await reproducers.execute(ls, spec)
-
-    return server

@@ -3,7 +3,12 @@ short texts ("1.23 ms · 14 % · 312 C lines · 48 KiB"). Protocol-free."""
 
 from __future__ import annotations
 
-from tvm_explorer.bundle.sections.costs import clock_label
+import threading
+import weakref
+from typing import TypedDict
+
+from tvm_explorer.bundle.reader import Bundle
+from tvm_explorer.bundle.sections.costs import CostLayer, CostsDocument, clock_label
 from tvm_explorer.costs.table import flops_text, lines_label, size, sort_layers
 from tvm_explorer.navigation import markdown as md
 
@@ -11,7 +16,7 @@ from tvm_explorer.navigation import markdown as md
 class CostIndex:
     """One bundle's ``costs.json``, indexed by layer id and kernel name."""
 
-    def __init__(self, costs: dict):
+    def __init__(self, costs: CostsDocument):
         self.costs = costs
         self.by_layer = {lay["id"]: lay for lay in costs["layers"]}
         self.kernels = {k["name"]: k for k in costs["kernels"]}
@@ -23,11 +28,11 @@ class CostIndex:
         self._max_time = max(times, default=0.0)
         self._max_lines = max(lines, default=0)
 
-    def ranked(self) -> list[dict]:
+    def ranked(self) -> list[CostLayer]:
         """Layers by time (by code lines without a profile), most expensive first."""
         return sort_layers(self.costs["layers"], "time")
 
-    def summary(self, lay: dict) -> str:
+    def summary(self, lay: CostLayer) -> str:
         """``1.23 ms · 14 % · 312 C lines · 48 KiB`` (parts without a value left out)."""
         parts = []
         if lay.get("time_ms") is not None:
@@ -63,8 +68,9 @@ class CostIndex:
         parts.append(f"{k['code_lines']} {self.lines}")
         if k["workspace_bytes"]:
             parts.append(size(k["workspace_bytes"]))
-        if k.get("flops"):
-            parts.append(flops_text(k["flops"]))
+        flops = k.get("flops")
+        if flops:
+            parts.append(flops_text(flops))
         layers = len(k["layers"])
         if layers > 1:
             parts.append(f"shared by {layers} layers")
@@ -73,26 +79,32 @@ class CostIndex:
     def status_text(self, quote=str) -> str:
         """How the times were measured, or why they were not (``quote``: what the profile's
         own words go through; Markdown: ``text``)."""
-        profile = self.costs.get("profile") or {}
+        profile = self.costs["profile"]
         if self.measured:
             return f"{clock_label(profile)}, median of {profile.get('repeat')} runs; whole model {self.total_ms:.2f} ms"
         return f"run time not measured: {quote(profile.get('reason') or profile.get('status'))}"
 
 
-def cost_index(bundle) -> CostIndex | None:
-    """The bundle's cost index (built once), or None without (valid) costs."""
-    got = getattr(bundle, "_cost_index", False)
-    if got is False:
-        try:
-            costs = bundle.costs()
-        except Exception:  # noqa: BLE001 - a damaged costs.json is a listed problem already
-            costs = None
-        got = CostIndex(costs) if costs else None
-        bundle._cost_index = got
-    return got
+_INDEXES: weakref.WeakKeyDictionary[Bundle, CostIndex | None] = weakref.WeakKeyDictionary()
+_LOCK = threading.Lock()
 
 
-def hover_lines(bundle, layer_ids: list[int], kernel: str | None = None) -> list[str]:
+def cost_index(bundle: Bundle) -> CostIndex | None:
+    """The bundle's cost index (built once, kept while the bundle lives), or None without
+    (valid) costs."""
+    with _LOCK:
+        if bundle in _INDEXES:
+            return _INDEXES[bundle]
+    try:
+        costs = bundle.costs()
+    except Exception:  # noqa: BLE001 - a damaged costs.json is a listed problem already
+        costs = None
+    got = CostIndex(costs) if costs else None
+    with _LOCK:
+        return _INDEXES.setdefault(bundle, got)
+
+
+def hover_lines(bundle: Bundle, layer_ids: list[int], kernel: str | None = None) -> list[str]:
     """Markdown lines for a hover: each origin layer's costs, and the kernel under the mouse."""
     idx = cost_index(bundle)
     if idx is None:
@@ -110,9 +122,10 @@ def hover_lines(bundle, layer_ids: list[int], kernel: str | None = None) -> list
         )
         who = f"layer {lid} " if len(layer_ids) > 1 else ""
         count = lay.get("kernel_count", len(lay["kernels"]))
+        flops = lay.get("flops")
         out.append(
             f"- **Cost** {who}{idx.summary(lay)}"
-            + (f" · {flops_text(lay['flops'])}" if lay.get("flops") else "")
+            + (f" · {flops_text(flops)}" if flops else "")
             + f" · {count} kernel{'s' if count != 1 else ''}{note}"
         )
     only = idx.by_layer.get(layer_ids[0]) if len(layer_ids) == 1 else None
@@ -134,7 +147,14 @@ def kernel_of(ranges) -> str | None:
     return None
 
 
-def pass_times(bundle) -> dict[int, dict]:
+class PassTimes(TypedDict):
+    """A pass's compile time and the functions it changed (``costs.json`` ``passes``)."""
+
+    ms: float | None
+    changed_functions: int | None
+
+
+def pass_times(bundle: Bundle) -> dict[int, PassTimes]:
     """Pass index -> ``{"ms", "changed_functions"}`` from the bundle's costs (empty without)."""
     idx = cost_index(bundle)
     if idx is None:

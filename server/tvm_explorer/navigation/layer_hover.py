@@ -235,7 +235,7 @@ def container_line(view: BundleView, path: str, ranges: list[Range], shown: set[
         head = f"In {what} {code(name)}"
     else:
         calls = next((r for r in ranges if r.kind == "binding" and r.link and r.link.startswith("prim:")), None)
-        if calls is None:
+        if calls is None or calls.link is None:
             return None
         prim = calls
         head = f"Calls PrimFunc {code(calls.link[len('prim:') :])}"

@@ -108,7 +108,7 @@ def _primfunc_definition(view: BundleView, path: str, key: str) -> tuple[str, in
         if found:
             at = definition_offset(view, doc.path, name)
             inside = at is not None and found[0].start <= at < found[0].end
-            return doc.path, at if inside else found[0].start
+            return doc.path, at if at is not None and inside else found[0].start
     return None
 
 

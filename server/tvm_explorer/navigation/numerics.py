@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 from tvm_explorer.bundle.reader import Origin
 from tvm_explorer.bundle.sections.bisect import culprit_documents, layer_change
-from tvm_explorer.bundle.sections.numerics import format_error, layer_entry, unit
+from tvm_explorer.bundle.sections.numerics import NumericsDocument, NumericsLayer, format_error, layer_entry, unit
 from tvm_explorer.navigation import markdown as md
 from tvm_explorer.navigation.view import BundleView, Place
 
@@ -17,7 +17,7 @@ class NumericsRow:
     """One layer of the Numerics view: its entry and where it is in the model document, and
     for a layer not observed, why and what to do (``hidden_hint``)."""
 
-    entry: dict
+    entry: NumericsLayer
     first: bool
     place: Place | None
     hint: str | None = None
@@ -38,7 +38,7 @@ def _kernel_of(view: BundleView, layer_id: int) -> tuple[str, list[int]] | None:
     return None
 
 
-def hidden_hint(view: BundleView, data: dict, entry: dict) -> str | None:
+def hidden_hint(view: BundleView, data: NumericsDocument, entry: NumericsLayer) -> str | None:
     """For a layer the build did not observe: the fused kernel that hid it (with the layers
     it shares it with) and ``--numerics-unfused``, which observes every layer."""
     if entry.get("observed"):
@@ -61,9 +61,9 @@ def hidden_hint(view: BundleView, data: dict, entry: dict) -> str | None:
     return f"{head} Compile with --numerics-unfused to observe this {unit(data)} on its own."
 
 
-def _is_first(data: dict, entry: dict) -> bool:
+def _is_first(data: NumericsDocument, entry: NumericsLayer) -> bool:
     first = data.get("first_divergence")
-    return bool(first) and (first["subgraph"], first["op_index"]) == (entry["subgraph"], entry["op_index"])
+    return first is not None and (first["subgraph"], first["op_index"]) == (entry["subgraph"], entry["op_index"])
 
 
 def numerics_lines(view: BundleView, origins: list[Origin], in_model: bool) -> list[str]:
@@ -135,9 +135,9 @@ def bisect_lines(view: BundleView, path: str, origins: list[Origin]) -> list[str
     """In the culprit pass's diff documents of a bisected bundle: each hovered layer's error
     against the baseline before and after that pass."""
     data = view.bundle.bisect
-    if not data or not data.get("culprit") or path not in culprit_documents(data):
+    c = data.get("culprit") if data else None
+    if not data or not c or path not in culprit_documents(data):
         return []
-    c = data["culprit"]
     lines = []
     for origin in origins:
         row = layer_change(data, origin.layer.subgraph, origin.layer.op_index)

@@ -47,7 +47,7 @@ _LOCK = threading.Lock()
 
 def _cache(view: BundleView) -> dict:
     with _LOCK:
-        return _CACHES.setdefault(view, {"passes": None, "maps": {}, "outputs": {}})
+        return _CACHES.setdefault(view, {"passes": None, "maps": {}})
 
 
 def _producing_pass(view: BundleView, doc: Document) -> tuple[int | None, str | None]:
@@ -57,8 +57,8 @@ def _producing_pass(view: BundleView, doc: Document) -> tuple[int | None, str | 
         for entry in view.bundle.manifest.get("passes", ()) or ():
             if isinstance(entry, dict) and entry.get("changed") and isinstance(entry.get("after"), str):
                 try:
-                    found[entry["after"]] = (int(entry.get("index")), str(entry.get("name")))
-                except (TypeError, ValueError):
+                    found[entry["after"]] = (int(entry["index"]), str(entry.get("name")))
+                except (KeyError, TypeError, ValueError):
                     continue
         cache["passes"] = found
     return cache["passes"].get(doc.path, (None, None))
@@ -104,7 +104,7 @@ def layer_places(view: BundleView, layer_ids: list[int], changes: bool = True) -
         there = bundle.index(prev.path) if prev is not None else None
         for p in found:
             changed = True
-            if changes and there is not None:
+            if changes and prev is not None and there is not None:
                 same = there.by_key(p.key)
                 text = normalized(view, p.path, p.start, p.end)
                 changed = not any(normalized(view, prev.path, r.start, r.end) == text for r in same)
@@ -143,7 +143,9 @@ def _role(view: BundleView, layer_ids, stage: str, place: Place) -> str:
     if place.kind != "binding":
         return "embedded"
     text = view.bundle.text(place.path)[place.start : place.end]
-    value = text[_BINDING_VALUE.match(text).end() :]
+    binding = _BINDING_VALUE.match(text)
+    assert binding is not None  # every part of the pattern is optional
+    value = text[binding.end() :]
     return "bookkeeping" if _BOOKKEEPING.match(value) else "compute"
 
 
@@ -165,7 +167,7 @@ def _function_name(key: str) -> str:
 
 
 def _model_entries(view: BundleView, lids) -> list[Place]:
-    out = []
+    out: list[Place] = []
     for lid in lids:
         out.extend(view.layer_map.model_places.get(lid, ()))
     return out
@@ -193,23 +195,6 @@ def reference_map(view: BundleView, layer_ids: list[int]) -> list[Place]:
         maps.clear()
     maps[key] = out
     return list(out)
-
-
-def _output_bindings(view: BundleView, layer_ids: list[int], path: str) -> set[tuple[int, int]]:
-    outputs = _cache(view)["outputs"]
-    if path not in outputs:
-        # layer -> spans of the bindings of this document computing its output
-        per_layer: dict[int, set[tuple[int, int]]] = {}
-        for rng in view.bundle.index(path).ranges:
-            if rng.kind == "binding":
-                for lid, out_ in view.bundle.origin_sets[rng.origin_set]:
-                    if out_:
-                        per_layer.setdefault(lid, set()).add((rng.start, rng.end))
-        outputs[path] = per_layer
-    found: set[tuple[int, int]] = set()
-    for lid in layer_ids:
-        found |= outputs[path].get(lid, set())
-    return found
 
 
 def place_groups(view: BundleView, places: list[Place]) -> list[tuple[str, str, list[Place]]]:

@@ -29,6 +29,7 @@ def _units(text: str, encoding: str) -> int:
 
 
 _BLOCK = 1 << 12
+_NO_ENDS = array("I")  # the ends of a lean index: each line ends where the next one starts, less one
 _SCAN_CHUNK = 1 << 19  # characters scanned for line breaks between two checkpoints
 
 
@@ -55,7 +56,8 @@ class LineIndex:
         # Columns equal code points unless a line holds a character outside one code unit.
         self._simple = encoding == "utf-32" or text.isascii() or _units(text, encoding) == len(text)
         self._source = source if source is not None and self._simple and "\r" not in text else None
-        self._text = None if self._source is not None else text
+        # Kept unless ``source`` gives it again (then "": never read, see ``text``).
+        self._text = "" if self._source is not None else text
         self._blocked = self._source is None and "\r" not in text
         # Offsets as 4-byte numbers when they fit (every bundle document's do: half the memory
         # of a whole bundle's line starts, which the server keeps).
@@ -65,7 +67,7 @@ class LineIndex:
             for at in range(0, len(text), _SCAN_CHUNK):
                 REQUESTS.checkpoint()  # on a warm-up: requests go first (a 4 MB text: ~8 ms)
                 self._starts.extend(map(_after_match, _NEWLINE.finditer(text, at, at + _SCAN_CHUNK)))
-            self._ends = None  # each line ends one character before the next one starts
+            self._ends = _NO_ENDS  # each line ends one character before the next one starts
             self._lines = len(self._starts)
         elif self._blocked:
             self._block_lines = array("q", [0])  # lines ended before each block
@@ -127,8 +129,11 @@ class LineIndex:
         return self._block_lines[block] + self._text.count("\n", block * _BLOCK, offset)
 
     def line_text(self, line: int) -> str:
-        """The text of ``line`` without its line break."""
-        start, end = self._span(line)
+        """The text of ``line`` without its line break (IndexError past the last line)."""
+        span = self._span(line)
+        if span is None:
+            raise IndexError(f"line {line} is past the last line ({self._lines})")
+        start, end = span
         return self.text[start:end]
 
     def position(self, offset: int) -> tuple[int, int]:

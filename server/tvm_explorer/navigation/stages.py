@@ -39,7 +39,7 @@ def main_first(view: BundleView, layer_ids) -> list[int]:
 
 def model_places(view: BundleView, layer_ids) -> list[Place]:
     """The model entries of the layers, main operators first."""
-    out = []
+    out: list[Place] = []
     for lid in main_first(view, layer_ids):
         out.extend(view.layer_map.model_places.get(lid, ()))
     return out
@@ -98,7 +98,7 @@ def previous_stage(view: BundleView, path: str, offset: int, keep: Keep = keep_a
                 return found
     if doc.stage == "relax" and prim is not None:
         # TIR printed inside a Relax module: the binding(s) of this document calling it.
-        found = view.bundle.index(path).by_link(prim.key)
-        if found:
-            return [Place.of(path, r) for r in found]
+        bindings = view.bundle.index(path).by_link(prim.key)
+        if bindings:
+            return [Place.of(path, r) for r in bindings]
     return model_places(view, layers)

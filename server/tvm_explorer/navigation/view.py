@@ -5,9 +5,9 @@ from __future__ import annotations
 from array import array
 from bisect import bisect_left
 from collections import OrderedDict
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from itertools import chain, compress, islice
+from itertools import chain, compress, groupby, islice
 from operator import gt
 from pathlib import Path
 
@@ -135,7 +135,7 @@ class LayerMap:
         return self._gather(layer_ids, paths)
 
     def _gather(self, layer_ids: tuple[int, ...], paths: set[str] | None) -> list[Place]:
-        arrays = [got for lid in layer_ids if (got := self._packed.get(lid))]
+        arrays: list[Sequence[int]] = [got for lid in layer_ids if (got := self._packed.get(lid))]
         if paths is not None:
             spans = [
                 (order << _DOC_SHIFT, (order + 1) << _DOC_SHIFT)
@@ -151,17 +151,14 @@ class LayerMap:
             return self._make(arrays[0])  # each layer's places are kept in order
         return self._make(sorted(set().union(*arrays)))
 
-    def _make(self, packed) -> list[Place]:
+    def _make(self, packed: Iterable[int]) -> list[Place]:
         """The places of packed numbers (see ``_packed``)."""
         out: list[Place] = []
         paths, index_of = self._paths, self._bundle.index
-        doc, fields, path = -1, None, ""
-        for value in packed:
-            if value >> _DOC_SHIFT != doc:
-                doc = value >> _DOC_SHIFT
-                path = paths[doc]
-                fields = index_of(path).span_kind_key
-            out.append(Place(path, *fields(value & _NUMBER)))
+        for doc, values in groupby(packed, lambda value: value >> _DOC_SHIFT):
+            path = paths[doc]
+            fields = index_of(path).span_kind_key
+            out.extend(Place(path, *fields(value & _NUMBER)) for value in values)
         return out
 
     def ranges(self, layer_id: int, path: str) -> list[Range]:
@@ -281,7 +278,7 @@ class BundleView:
         self.problems = list(problems or [])
         # The directory's signature when this version was read (set by registry.load): what
         # the watcher compares with, so a bundle swapped during the read is seen as changed.
-        self.signature = None
+        self.signature: tuple | None = None
         self._layer_map: LayerMap | None = None
         self._line_indexes: OrderedDict[tuple[str, str], LineIndex] = OrderedDict()
         self._key_layers: dict[str, dict[str, tuple[bool, frozenset[int]]]] = {}
@@ -356,7 +353,7 @@ class BundleView:
 
     def layer_places(self, layer_ids) -> list[Place]:
         """The model-document entries of the given layers, in layer order."""
-        out = []
+        out: list[Place] = []
         for lid in sorted(set(layer_ids)):
             out.extend(self.layer_map.model_places.get(lid, ()))
         return out

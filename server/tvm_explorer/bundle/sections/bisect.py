@@ -3,7 +3,10 @@ reads from it. No TVM here."""
 
 from __future__ import annotations
 
+from typing import Literal, TypedDict, cast
+
 from tvm_explorer.bundle import fields as f
+from tvm_explorer.bundle.sections.numerics import LayerPosition
 
 BISECT_FILE = "bisect.json"
 
@@ -12,11 +15,63 @@ class BisectError(ValueError):
     """``bisect.json`` does not have the documented shape."""
 
 
+# -- the validated shape ---------------------------------------------------------------------
+# What ``validate`` accepts, no more: a key it allows to be null may also be missing (``total=False``
+# parts), a value it does not check is ``object``. The documents stay plain dicts at run time.
+
+
+class _CulpritRequired(TypedDict):
+    stage: Literal["relax", "tir"]
+    name: str
+
+
+class BisectCulprit(_CulpritRequired, total=False):
+    """``culprit``: the pass after which the results change."""
+
+    index: int | None
+
+
+class _ChangeRequired(TypedDict):
+    subgraph: int
+    op_index: int
+
+
+class BisectLayer(_ChangeRequired, total=False):
+    """One entry of ``layers``: the layer's max abs error before and after the culprit
+    (``null``: not observed, or infinite)."""
+
+    before: float | None
+    after: float | None
+
+
+class _BisectRequired(TypedDict):
+    schema_version: int  # 1
+
+
+class BisectDocument(_BisectRequired, total=False):
+    """A validated ``bisect.json``."""
+
+    model: str | None
+    target: str | None
+    pipeline: str | None
+    baseline: str | None
+    note: str | None
+    culprit: BisectCulprit | None
+    error_before: float | None
+    error_after: float | None
+    error_final: float | None
+    tir_builds: int | None
+    snapshots: list[object]  # entries not validated: the editor does not read them
+    layers: list[BisectLayer]
+    first_divergence: LayerPosition | None
+    diff: dict[str, str | None] | None  # {"before", "after"}: document paths of the culprit pass
+
+
 def _num(value, where: str) -> None:
     f.number(value, where, BisectError, high=f.MAX_FLOAT)  # a max abs error, null: infinite
 
 
-def validate(data) -> dict:
+def validate(data: object) -> BisectDocument:
     """Check the documented shape (docs/bundle-format.md), the type and range of every value
     the editor shows; returns ``data``."""
     if not isinstance(data, dict) or data.get("schema_version") != 1:
@@ -52,16 +107,16 @@ def validate(data) -> dict:
         isinstance(diff, dict) and all(v is None or isinstance(v, str) for v in diff.values())
     ):
         raise BisectError("'diff' must be {before, after} or null")
-    return data
+    return cast(BisectDocument, data)
 
 
-def culprit_documents(data: dict | None) -> set[str]:
+def culprit_documents(data: BisectDocument | None) -> set[str]:
     """The two documents of the culprit pass's diff."""
-    diff = (data or {}).get("diff") or {}
+    diff = (data.get("diff") if data else None) or {}
     return {p for p in (diff.get("before"), diff.get("after")) if p}
 
 
-def layer_change(data: dict, subgraph: int, op_index: int) -> dict | None:
+def layer_change(data: BisectDocument, subgraph: int, op_index: int) -> BisectLayer | None:
     """The layer's error before and after the culprit, if recorded."""
     for row in data.get("layers", ()):
         if row["subgraph"] == subgraph and row["op_index"] == op_index:

@@ -6,14 +6,118 @@ is documented in docs/bundle-format.md; docs/costs.md says what each number meas
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, TypedDict, cast
+
 from tvm_explorer.bundle import fields as f
+
+if TYPE_CHECKING:
+    from tvm_explorer.bundle.reader import Bundle
 
 COSTS_FILE = "costs.json"
 SCHEMA_VERSION = 1
 SPLIT_RULE = "work"  # a shared kernel call's time is split by its TIR work per layer
 
 
-def clock_label(profile: dict) -> str:
+# -- the validated shape ---------------------------------------------------------------------
+# What ``validate`` accepts, no more: a key it allows to be null may also be missing (``total=False``
+# parts), a value it does not check is ``object``. The documents stay plain dicts at run time.
+
+
+class _ProfileRequired(TypedDict):
+    status: str
+
+
+class CostProfile(_ProfileRequired, total=False):
+    """``profile``: how (or why not) the calls were timed."""
+
+    reason: str | None
+    inputs: str | None
+    device: str | None
+    device_name: str | None
+    clock: str | None
+    split: str | None
+    plain_run_ms: float | None
+    plain_run_min_ms: float | None
+    plain_run_max_ms: float | None
+    runtime_ms: float | None
+    wall_ms: float | None
+    plain_wall_ms: float | None
+    total_min_ms: float | None
+    repeat: int | None
+    warmup: int | None
+
+
+class _LayerRequired(TypedDict):
+    id: int
+    subgraph: int
+    op_index: int
+    opcode: str
+    name: str
+    code_lines: int
+    workspace_bytes: int
+    kernels: list[str]
+
+
+class CostLayer(_LayerRequired, total=False):
+    """One entry of ``layers`` (model order; ``id`` as in ``index.json``)."""
+
+    shared_code_lines: int
+    kernel_count: int
+    shared_kernels: list[str]
+    time_ms: float | None
+    share: float | None
+    flops: float | None
+
+
+class _KernelRequired(TypedDict):
+    name: str
+    layers: list[int]
+    calls: int
+    code_lines: int
+    workspace_bytes: int
+
+
+class CostKernel(_KernelRequired, total=False):
+    """One entry of ``kernels``."""
+
+    total_lines: int | None
+    time_ms: float | None
+    share: float | None
+    flops: float | None
+
+
+class _PassRequired(TypedDict):
+    index: int
+    name: str
+
+
+class CostPass(_PassRequired, total=False):
+    """One entry of ``passes`` (mirrors the manifest's ``passes`` by ``index``)."""
+
+    stage: str | None
+    ms: float | None
+    changed_functions: int | None
+
+
+class _CostsRequired(TypedDict):
+    schema_version: int  # SCHEMA_VERSION
+    profile: CostProfile
+    layers: list[CostLayer]
+    kernels: list[CostKernel]
+    passes: list[CostPass]
+    calls: list[object]  # entries not validated: the editor does not read them
+
+
+class CostsDocument(_CostsRequired, total=False):
+    """A validated ``costs.json``."""
+
+    total_ms: float | None
+    code_kind: str | None
+    target: str | None
+    totals: dict[str, float | None] | None
+
+
+def clock_label(profile: CostProfile) -> str:
     """How the calls of a profile were timed, in words (``CPU time`` on the CPU targets)."""
     if profile.get("clock") == "device_timer":
         return "GPU time (CUDA events)" if profile.get("device") == "cuda" else "wall time (device timer)"
@@ -117,7 +221,7 @@ def validate(data, layer_count: int) -> None:
         _check_pass(p, f"pass entry {i}")
 
 
-def read_costs(bundle) -> dict | None:
+def read_costs(bundle: Bundle) -> CostsDocument | None:
     """A bundle's validated ``costs.json``, or None if it has none (compiled before costs
     were recorded). Raises BundleError naming the file if it is damaged."""
     from tvm_explorer.bundle.reader import read_section
@@ -131,4 +235,4 @@ def read_costs(bundle) -> dict | None:
         validate(data, len(bundle.layers))
     except ValueError as err:
         raise BundleError(f"{path}: {err}") from None
-    return data
+    return cast(CostsDocument, data)

@@ -5,6 +5,9 @@ No TVM here: the language server and ``tvm-explorer numerics`` read it.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Literal, TypedDict, cast
+
 from tvm_explorer.bundle import fields as f
 
 NUMERICS_FILE = "numerics.json"
@@ -16,6 +19,70 @@ COSINE_LIMIT = 1.001  # a cosine similarity is within -1..1 (rounding aside)
 
 class NumericsError(ValueError):
     """``numerics.json`` does not have the documented shape (the message says where)."""
+
+
+# -- the validated shape ---------------------------------------------------------------------
+# What ``validate`` accepts, no more: a key it allows to be null may also be missing (``total=False``
+# parts), a value it does not check is ``object``. The documents stay plain dicts at run time.
+
+Mode = Literal["fused", "unfused"]
+
+
+class LayerPosition(TypedDict):
+    """``{"subgraph": int, "op_index": int}``: a layer named by its place in the model."""
+
+    subgraph: int
+    op_index: int
+
+
+class _FiguresRequired(TypedDict):
+    observed: bool
+    diverges: bool
+
+
+class NumericsFigures(_FiguresRequired, total=False):
+    """The error figures of one layer in one build (``null`` max_abs, max_rel, steps:
+    infinite; ``cosine`` is a number whenever ``observed``)."""
+
+    max_abs: float | None
+    max_rel: float | None
+    cosine: float | None
+    steps: float | None
+    kernel: str | None
+    hidden_in: str | None
+    note: str | None
+    step_budget: object  # not validated (a quantized layer's: a number)
+
+
+class _LayerRequired(NumericsFigures):
+    subgraph: int
+    op_index: int
+    opcode: str
+    name: str
+
+
+class NumericsLayer(_LayerRequired, total=False):
+    """One entry of ``layers``: its figures, and in ``"mode": "unfused"`` the fused build's."""
+
+    observed_by: Mode | None
+    fused: NumericsFigures
+
+
+class _NumericsRequired(TypedDict):
+    schema_version: int  # SCHEMA_VERSION
+    reference: str
+    mode: Mode
+    layers: list[NumericsLayer]
+
+
+class NumericsDocument(_NumericsRequired, total=False):
+    """A validated ``numerics.json``."""
+
+    model: str | None
+    target: str | None
+    inputs: str | None
+    first_divergence: LayerPosition | None
+    fused_first_divergence: LayerPosition | None
 
 
 def _position(value, where: str) -> None:
@@ -45,7 +112,7 @@ def _figures(entry: dict, where: str) -> None:
         f.string(entry.get(key), f"{where}: '{key}'", NumericsError, nullable=True)
 
 
-def validate(data, layer_keys: set[tuple[int, int]] | None = None) -> dict:
+def validate(data: object, layer_keys: set[tuple[int, int]] | None = None) -> NumericsDocument:
     """Check ``data`` against the documented shape; returns it. ``layer_keys``: the bundle's
     ``(subgraph, op_index)`` pairs, which every entry must name."""
     if not isinstance(data, dict):
@@ -86,17 +153,17 @@ def validate(data, layer_keys: set[tuple[int, int]] | None = None) -> dict:
         first = data.get(key)
         if first is not None and (first["subgraph"], first["op_index"]) not in listed:
             raise NumericsError(f"'{key}' names a layer that has no entry")
-    return data
+    return cast(NumericsDocument, data)
 
 
-def unit(data: dict) -> str:
+def unit(data: NumericsDocument) -> str:
     """What a layer is called in the model document: ``op`` (a TFLite operator) or ``node``
     (an ONNX or PyTorch graph node)."""
     model = str(data.get("model", "")).lower()
     return "node" if model.endswith((".onnx", ".pt2")) else "op"
 
 
-def layer_entry(data: dict, subgraph: int, op_index: int) -> dict | None:
+def layer_entry(data: NumericsDocument, subgraph: int, op_index: int) -> NumericsLayer | None:
     """The entry of one layer in a validated ``numerics.json``."""
     for entry in data.get("layers", ()):
         if entry["subgraph"] == subgraph and entry["op_index"] == op_index:
@@ -104,13 +171,14 @@ def layer_entry(data: dict, subgraph: int, op_index: int) -> dict | None:
     return None
 
 
-def format_error(entry: dict, quote=str) -> str:
+def format_error(entry: NumericsFigures, quote: Callable[[str], str] = str) -> str:
     """One line: ``max abs 1.2e-05 (rel 3e-06), cosine 1.000000, 0 steps — matches``.
     ``quote``: what the entry's own strings (kernel, note) go through (Markdown: ``text``)."""
+    hidden_in, note = entry.get("hidden_in"), entry.get("note")
     if not entry.get("observed"):
-        if entry.get("hidden_in"):
-            return f"not observed (hidden inside kernel {quote(entry['hidden_in'])})"
-        return f"not observed ({quote(entry['note'])})" if entry.get("note") else "not observed"
+        if hidden_in:
+            return f"not observed (hidden inside kernel {quote(hidden_in)})"
+        return f"not observed ({quote(note)})" if note else "not observed"
 
     def num(x):  # null: infinite (JSON has no infinity)
         return "inf" if x is None else f"{x:.3g}"
@@ -120,5 +188,5 @@ def format_error(entry: dict, quote=str) -> str:
         budget = entry.get("step_budget")
         parts.append(f"{entry['steps']:g} steps" + (f" (budget {budget:g})" if budget else ""))
     verdict = "DIVERGES" if entry["diverges"] else "matches"
-    note = f" ({quote(entry['note'])})" if entry.get("note") else ""
-    return ", ".join(parts) + f" — {verdict}{note}"
+    why = f" ({quote(note)})" if note else ""
+    return ", ".join(parts) + f" — {verdict}{why}"

@@ -98,7 +98,7 @@ class BundleWatcher:
         first_load = initial is not None and not initial.done() and initial is not asyncio.current_task()
         path = uri_to_path(uri) if uri else None
         if path is None:
-            if first_load:
+            if first_load and initial is not None:
                 await asyncio.wait([initial], timeout=timeout)
             return
         if first_load and self._discovered is not None and not self._discovered.is_set():
@@ -106,7 +106,9 @@ class BundleWatcher:
                 await asyncio.wait_for(self._discovered.wait(), timeout)
             except asyncio.TimeoutError:
                 return
-        pending = [t for root, t in self._opening.items() if root in path.parents and not t.done()]
+        pending: list[asyncio.Future] = [
+            t for root, t in self._opening.items() if root in path.parents and not t.done()
+        ]
         pending += [f for root, f in self._pending.items() if root in path.parents and not f.done()]
         if pending:
             self._waiting += 1

@@ -16,6 +16,7 @@ from tvm_explorer.lsp.protocol import (
 from tvm_explorer.lsp.shared import Session
 from tvm_explorer.navigation import provenance
 from tvm_explorer.navigation.costs import pass_times
+from tvm_explorer.navigation.view import BundleView
 
 
 class ExplorerRequests:
@@ -50,9 +51,11 @@ class ExplorerRequests:
             return ListPassesResult([])
         out = []
         timed = pass_times(view.bundle)
-        culprit = (view.bundle.bisect or {}).get("culprit") or {}
+        bisect = view.bundle.bisect
+        culprit = bisect.get("culprit") if bisect else None
         for entry in view.bundle.manifest.get("passes", ()):
             try:
+                times = timed.get(entry["index"])
                 out.append(
                     PassInfo(
                         index=int(entry["index"]),
@@ -61,8 +64,9 @@ class ExplorerRequests:
                         changed=bool(entry.get("changed")),
                         before=self._doc_uri(view, entry.get("before")),
                         after=self._doc_uri(view, entry.get("after")),
-                        **timed.get(entry["index"], {}),
-                        culprit=bool(culprit)
+                        ms=times["ms"] if times is not None else None,
+                        changed_functions=times["changed_functions"] if times is not None else None,
+                        culprit=culprit is not None
                         and entry.get("index") == culprit.get("index")
                         and entry.get("name") == culprit.get("name"),
                     )
@@ -91,7 +95,7 @@ class ExplorerRequests:
             )
         return OriginsResult(out)
 
-    def _bundle(self, uri: str):
+    def _bundle(self, uri: str) -> BundleView | None:
         return self.session.bundle_view(uri)
 
     def _doc_uri(self, view, rel) -> str | None:

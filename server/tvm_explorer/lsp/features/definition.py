@@ -18,7 +18,7 @@ class Definition:
     def __init__(self, session: Session):
         self.session = session
 
-    def definition(self, params: types.DefinitionParams) -> list[types.Location]:
+    def definition(self, params: types.DefinitionParams) -> list[types.Location] | OffLoop:
         """A use of a name: its definition (producers first for a read); elsewhere one
         location per origin layer; a tensor name in the model goes to its producer."""
         q = self.session.query(params.text_document.uri, params.position)

@@ -29,9 +29,11 @@ class ModelDocument:
         """The text, or a RequestFailed error whose message names the file."""
         uri = params.uri if params else None
         path = uri_to_path(uri) if uri else None
-        if path is None:
+        if uri is None or path is None:
             raise ModelDocumentFailed(f"{uri!r}: not a file URI of a model")
-        shown = Path(to_fs_path(uri))  # as the editor named it (messages), not resolved
+        fs_path = to_fs_path(uri)
+        assert fs_path  # uri_to_path made a path of it
+        shown = Path(fs_path)  # as the editor named it (messages), not resolved
         try:
             text = await asyncio.to_thread(model_document_text, shown)
         except ExplorerError as err:

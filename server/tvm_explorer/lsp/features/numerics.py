@@ -9,6 +9,7 @@ from tvm_explorer.bundle.sections.numerics import format_error
 from tvm_explorer.lsp.protocol import ListPassesParams, NumericsLayer, NumericsResult
 from tvm_explorer.lsp.shared import Session
 from tvm_explorer.navigation.numerics import divergence_warnings, numerics_rows
+from tvm_explorer.navigation.view import BundleView
 
 SOURCE = "tvm-explorer numerics"
 
@@ -24,7 +25,7 @@ class Numerics:
         """The layers of a bundle's ``numerics.json`` in graph order (empty if none)."""
         view = self._bundle(params.bundle) if params else None
         data = view.bundle.numerics if view is not None else None
-        if not data:
+        if view is None or not data:
             problem = view.bundle.section_problems.get("numerics.json") if view is not None else None
             return NumericsResult(problem=str(problem) if problem else "")
         layers = []
@@ -53,7 +54,7 @@ class Numerics:
             reference=data["reference"],
             mode=data["mode"],
             inputs=str(data.get("inputs", "")),
-            first_divergence=data.get("first_divergence"),
+            first_divergence=dict(first) if (first := data.get("first_divergence")) is not None else None,
             layers=layers,
         )
 
@@ -74,5 +75,5 @@ class Numerics:
             types.PublishDiagnosticsParams(uri=self.session.uri(view, model), diagnostics=diagnostics)
         )
 
-    def _bundle(self, uri: str):
+    def _bundle(self, uri: str) -> BundleView | None:
         return self.session.bundle_view(uri)

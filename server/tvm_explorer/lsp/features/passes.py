@@ -46,7 +46,9 @@ class PassSteps:
             loc = self.session.location(q.view, sp.place)
             if loc is None:
                 continue
-            step = PassRef(sp.pass_index, sp.pass_name) if sp.pass_index is not None else None
+            step = (
+                PassRef(sp.pass_index, sp.pass_name) if sp.pass_index is not None and sp.pass_name is not None else None
+            )
             out.append(
                 LayerPlaceInfo(sp.stage, step, loc.uri, loc.range, sp.last_of_stage, sp.changed, sp.role, sp.function)
             )

@@ -58,7 +58,7 @@ class DocumentSymbols:
         """``workspace/symbol``: the layers of every loaded bundle matching the query (by TF
         layer name, node name, module path, opcode), at their model-document entries."""
         query = (params.query if params else "") or ""
-        out = []
+        out: list[types.SymbolInformation] = []
         for view in list(self.session.registry.bundles.values()):
             if view is None:
                 continue

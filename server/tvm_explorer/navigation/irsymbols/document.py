@@ -58,7 +58,9 @@ def _script_outline(text: str) -> tuple[list[int], list[Occurrence]]:
         if not n & 0x3F:
             REQUESTS.checkpoint()  # on a warm-up: requests go first (see ``background``)
         line_start = text.rfind("\n", 0, m.start()) + 1
-        if _INDENT.match(text, line_start).end() != m.start():
+        indent = _INDENT.match(text, line_start)
+        assert indent is not None  # ``[…]{0,4}`` matches the empty string too
+        if indent.end() != m.start():
             continue  # not at the start of its line, or indented deeper: not module-level
         if line_start > 0:
             starts.append(line_start)
@@ -212,7 +214,9 @@ class DocumentSymbols:
         start = offset
         while start > 0 and word_char(text[start - 1]):
             start -= 1
-        word = text[start : _WORD_END.match(text, offset).end()]
+        word_end = _WORD_END.match(text, offset)
+        assert word_end is not None  # ``\w*`` matches the empty string too
+        word = text[start : word_end.end()]
         if not word or word[0].isdigit():
             return ""
         return word if _NAME.fullmatch(word) else None
@@ -243,8 +247,7 @@ class DocumentSymbols:
         try:
             table = self._structure(i).table(self._text_of(), name)
         except StructureMismatch as e:
-            self._fall_back(self._starts[i], str(e))
-            return self._whole
+            return self._fall_back(self._starts[i], str(e))
         self._keep(self._named, (i, name), table)
         return table
 
@@ -286,12 +289,12 @@ class DocumentSymbols:
         builder = Builder(self._module, lo, hi)
         table = _LEXERS[self._language](self._text_of(), lo, hi, builder)
         if builder.open_at_end or sorted(builder.module_found) != [d.start for d in inside]:
-            self._fall_back(lo, "cut inside a statement or defining other names")
-            return self._whole
+            return self._fall_back(lo, "cut inside a statement or defining other names")
         self._keep(self._stretches, i, table)
         return table
 
-    def _fall_back(self, lo: int, why: str) -> None:
+    def _fall_back(self, lo: int, why: str) -> SymbolTable:
+        """Answer from the whole document's table from now on; returns that table."""
         logger.warning(
             "symbols: the stretch at offset %d does not match the document's outline "
             "(%s); lexing the whole document instead",
@@ -305,3 +308,4 @@ class DocumentSymbols:
             self._named.clear()
             self._structures.clear()
             self._held = 0
+        return whole

@@ -34,8 +34,11 @@ def role_after(text: str, end: int, hi: int, space: re.Pattern = SPACE, hidden: 
     """WRITE if an assignment (``=``, ``+=``, ``-=``, ``*=``, ``/=``: the lexers'
     assignment tokens) follows the name ending at ``end``, after one ``[…]`` maybe; READ if
     anything else does; LEX if a character that may begin a comment or a string
-    (``hidden``) is in the way, or ``hi`` comes first. ``space`` is what may stand between."""
-    j = space.match(text, end).end()
+    (``hidden``) is in the way, or ``hi`` comes first. ``space`` is what may stand between
+    (a pattern that matches the empty string too: it always matches)."""
+    m = space.match(text, end)
+    assert m is not None
+    j = m.end()
     if j < hi and text[j] == "[":
         depth = 0
         while j < hi:
@@ -49,7 +52,9 @@ def role_after(text: str, end: int, hi: int, space: re.Pattern = SPACE, hidden: 
             elif c in hidden:
                 return LEX
             j += 1
-        j = space.match(text, j + 1).end()
+        m = space.match(text, j + 1)
+        assert m is not None
+        j = m.end()
     if j >= hi:
         return LEX
     pair = text[j : j + 2]

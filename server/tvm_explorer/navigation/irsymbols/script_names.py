@@ -93,9 +93,11 @@ class ScriptStretch(NameLookup):
         if verdict == DEFINE:
             return DEFINE  # a def line (and its parameters), for, with
         before = text[line_start:start]
-        leading = _LEADING_NAMES.fullmatch(before)
-        if leading:
-            after_blank = _BLANK.match(text, end).end()
+        leading = False
+        if _LEADING_NAMES.fullmatch(before):
+            blank = _BLANK.match(text, end)
+            assert blank is not None  # ``[…]*`` matches the empty string too
+            after_blank = blank.end()
             follows = text[after_blank : after_blank + 2]
             # The first names: ``a, b = …``, ``a: T = …`` define; ``NAME[…] = …`` stores;
             # ``T.reads(…)``, ``f(…)`` do neither.

@@ -18,7 +18,9 @@ from tvm_explorer.navigation.irsymbols.table import READ, WRITE, Builder, Symbol
 def _lines(tokens: list[Token], b: Builder) -> list[list[Token]]:
     """Logical lines: a line break inside brackets does not end a statement (one left open
     at the end is noted in ``b.open_at_end``)."""
-    lines, current, depth = [], [], 0
+    lines: list[list[Token]] = []
+    current: list[Token] = []
+    depth = 0
     for tok in tokens:
         if tok.kind == "nl":
             if depth <= 0 and current:
