@@ -54,7 +54,7 @@ def onnx_unsupported(path, op: str = "LpNormalization") -> onnx.ModelProto:
         n("Add", ["r0", "b"], ["a0"], "/add0"),  # 2
         n("Conv", ["a0", "w1"], ["c1"], "/conv1", kernel_shape=[3, 3], pads=[1, 1, 1, 1]),  # 3
         n("Sigmoid", ["c1"], ["g0"], "/gate"),  # 4
-        n(op, ["g0"], ["h0"], "/odd", axis=-1),  # 5
+        n(op, ["g0"], ["h0"], "/odd", **({"axis": -1} if op == "LpNormalization" else {})),  # 5
         n("Mul", ["h0", "s"], ["m0"], "/scale"),  # 6
         n("Add", ["m0", "a0"], ["a1"], "/residual"),  # 7
         n("Reshape", ["a1", "flat_shape"], ["f0"], "/flatten"),  # 8

@@ -256,6 +256,9 @@ def test_a_culprit_pass_is_reduced_to_the_two_adds_it_needs(culprit):
     assert "results diverge after pass PlantedAddToSubtract (relax)" in proc.stdout
     # the planted pass changes the *second* add: one ADD and the dense layer's bias add
     assert _kept(d / "small.report.md") == [(4, "ADD"), (6, "FULLY_CONNECTED")]
+    # the reduced model builds: its bundle (the same pipeline) opens in the editor
+    assert f"bundle:  {d / 'small.bundle'}" in proc.stdout
+    assert run_cli("coverage", d / "small.bundle").returncode == 0
 
 
 def test_the_culprit_repro_shows_the_divergence_with_stock_tvm(culprit):
@@ -267,15 +270,93 @@ def test_the_culprit_repro_shows_the_divergence_with_stock_tvm(culprit):
     assert "AssertionError: results diverge: max abs error" in proc.stderr
 
 
-def test_a_divergence_is_reduced_to_a_layer_of_the_same_kind(tmp_path):
+@pytest.fixture(scope="module")
+def diverge_add(tmp_path_factory):
+    """bisect's planted pass (the second Relax ``add`` becomes ``subtract``), reduced with
+    ``--until diverge``: each probe is compared per layer with LiteRT on the sub-model."""
     from tests.tflite_builder import chain
 
-    chain(8, tmp_path / "big.tflite")
+    d = tmp_path_factory.mktemp("reduce-diverge")
+    chain(8, d / "big.tflite")
     proc = run_cli(
-        "reduce", tmp_path / "big.tflite", "-o", tmp_path / "small.tflite", "--until", "diverge", "--target", "llvm",
+        "reduce", d / "big.tflite", "-o", d / "small.tflite", "--until", "diverge", "--target", "llvm",
         "--jobs", "2", "--progress", "none", "--pipeline", f"{NUMERICS / 'planted_pipes.py'}:with_planted_add",
     )
+    return d, proc
+
+
+def _numerics_first(bundle: Path) -> dict:
+    data = json.loads((bundle / "numerics.json").read_text())
+    first = data["first_divergence"]
+    assert first is not None
+    return next(e for e in data["layers"] if (e["subgraph"], e["op_index"]) == (first["subgraph"], first["op_index"]))
+
+
+def test_a_divergence_is_reduced_to_a_layer_of_the_same_kind(diverge_add):
+    d, proc = diverge_add
     assert proc.returncode == 0, proc.stderr
-    assert "8 → 2 (1-minimal)" in proc.stdout and "first layer changed: ADD" in proc.stdout
+    assert "8 → 2 (1-minimal)" in proc.stdout
+    assert "first divergent layer: ADD block1/add/output" in proc.stdout
+    assert "against the LiteRT interpreter" in proc.stdout
     # the convolution's bias add is the first add, the ADD operator the second (the one changed)
-    assert _kept(tmp_path / "small.report.md") == [(0, "CONV_2D"), (1, "ADD")]
+    assert _kept(d / "small.report.md") == [(0, "CONV_2D"), (1, "ADD")]
+    report = (d / "small.report.md").read_text()
+    assert "LiteRT interpreter on small.tflite" in report and not re.search(r"probe\d", report)
+
+
+def test_the_reduced_divergence_has_a_bundle_with_its_numerics(diverge_add):
+    d, proc = diverge_add
+    assert f"bundle:  {d / 'small.bundle'}" in proc.stdout
+    assert "`small.bundle`" in (d / "small.report.md").read_text()
+    assert run_cli("coverage", d / "small.bundle").returncode == 0
+    layer = _numerics_first(d / "small.bundle")
+    assert (layer["opcode"], layer["name"]) == ("ADD", "block1/add/output")
+
+
+@pytest.fixture(scope="module")
+def diverge_sigmoid(tmp_path_factory):
+    """A planted pass computes every Relax sigmoid as tanh, inside a healthy 10-node ONNX graph:
+    reduced with ``--until diverge``, without and with ``--reference`` (a copy of the model)."""
+    d = tmp_path_factory.mktemp("reduce-diverge-onnx")
+    onnx_unsupported(d / "big.onnx", op="Softsign")
+    onnx_unsupported(d / "float.onnx", op="Softsign")
+    common = ("--until", "diverge", "--target", "llvm", "--pipeline", f"{PLANTED}:sigmoid_to_tanh")
+    plain = _reduce(d / "big.onnx", d / "small.onnx", *common)
+    referenced = _reduce(d / "big.onnx", d / "ref" / "small.onnx", *common, "--reference", d / "float.onnx")
+    return d, plain, referenced
+
+
+def test_a_planted_numerical_fault_is_reduced_to_the_op_kind_it_touches(diverge_sigmoid):
+    d, proc, _ = diverge_sigmoid
+    assert proc.returncode == 0, proc.stderr
+    assert "10 → 1 (1-minimal)" in proc.stdout
+    assert "first divergent layer: Sigmoid /gate" in proc.stdout
+    assert _kept(d / "small.report.md") == [(4, "Sigmoid")]
+    report = (d / "small.report.md").read_text()
+    assert report.count("first divergent layer: Sigmoid") == 2 and "onnxruntime" in report
+    assert run_cli("coverage", d / "small.bundle").returncode == 0
+    assert _numerics_first(d / "small.bundle")["opcode"] == "Sigmoid"
+
+
+def test_with_a_reference_the_reference_is_cut_the_same_way(diverge_sigmoid):
+    import onnx
+
+    d, _, proc = diverge_sigmoid
+    assert proc.returncode == 0, proc.stderr
+    small = d / "ref" / "small.onnx"
+    assert "10 → 1 (1-minimal)" in proc.stdout and "first divergent layer: Sigmoid /gate" in proc.stdout
+    assert f"reference: {d / 'ref' / 'small.reference.onnx'}" in proc.stdout
+    cut = onnx.load(str(d / "ref" / "small.reference.onnx"))
+    assert [n.op_type for n in cut.graph.node] == [n.op_type for n in onnx.load(str(small)).graph.node] == ["Sigmoid"]
+    report = (d / "ref" / "small.report.md").read_text()
+    assert "on small.reference.onnx" in report and "`small.reference.onnx`" in report
+    data = json.loads((d / "ref" / "small.bundle" / "numerics.json").read_text())
+    assert data["reference_path"] == str(d / "ref" / "small.reference.onnx")
+    assert _numerics_first(d / "ref" / "small.bundle")["opcode"] == "Sigmoid"
+
+
+def test_a_reference_is_only_for_diverge(tmp_path):
+    onnx_unsupported(tmp_path / "m.onnx")
+    proc = run_cli("reduce", tmp_path / "m.onnx", "-o", tmp_path / "s.onnx", "--reference", tmp_path / "m.onnx")
+    assert proc.returncode == 2 and "--reference is only used with --until diverge" in proc.stderr
+    assert not (tmp_path / "s.onnx").exists()

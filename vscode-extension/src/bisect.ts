@@ -223,7 +223,14 @@ export async function bisectModelCommand(
     if (choice === 'Open Diff') {
       await vscode.commands.executeCommand('tvmExplorer.openPassDiff', bundleUri, culprit.index);
     } else if (choice === REDUCE_TO_CULPRIT) {
-      await reduceModelCommand(vscode.Uri.file(req.model), host, { until: 'culprit', pipeline: req.pipeline, target: req.target });
+      await reduceModelCommand(
+        vscode.Uri.file(req.model),
+        host,
+        { until: 'culprit', pipeline: req.pipeline, target: req.target },
+        async (bundle) => {
+          await onBisected(bundle);
+        },
+      );
     }
   } else {
     void vscode.window.showInformationMessage(md.plain(`TVM Explorer: ${message}`));

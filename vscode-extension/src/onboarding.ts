@@ -64,9 +64,11 @@ export function bisectModel(ctx: Ctx): Cmd {
     });
 }
 
-/** "Reduce Model…": the smallest model that still fails the same way; its report opens. */
+/** "Reduce Model…": the smallest model that still fails the same way; its report opens, and
+ * its bundle (when the reduced model builds) is offered as "Open Bundle". */
 export function reduceModel(ctx: Ctx): Cmd {
-  return (uri?: vscode.Uri) => reduceModelCommand(uri ?? activeModelFile(), ctx);
+  return (uri?: vscode.Uri) =>
+    reduceModelCommand(uri ?? activeModelFile(), ctx, undefined, (bundle) => openCompiledBundle(ctx, bundle));
 }
 
 function activeModelFile(): vscode.Uri | undefined {

@@ -3,7 +3,8 @@
  * to keep and optionally a Relax pipeline of the user's, then run `<python> -m tvm_explorer
  * reduce MODEL -o SMALL --progress json` behind a progress notification (probes done, the size
  * being tried, the best so far) with Cancel (the CLI then writes the best so far as
- * SMALL.partial.*). The report (SMALL.report.md) opens when it is done (docs/reduce.md).
+ * SMALL.partial.*). The report (SMALL.report.md) opens when it is done (docs/reduce.md); when the
+ * reduced model builds (diverge, culprit) the CLI also writes SMALL.bundle, offered as "Open Bundle".
  */
 import * as path from 'path';
 import * as vscode from 'vscode';
@@ -31,6 +32,16 @@ export function defaultReduceOutput(model: string): string {
 export function reportOf(output: string): string {
   return output.slice(0, output.length - path.extname(output).length) + '.report.md';
 }
+
+/** The bundle the CLI compiled from the reduced model (its `  bundle:  PATH` line), if any. */
+export function bundleOf(stdout: string): string | undefined {
+  const line = stdout.split('\n').find((l) => /^ {2}bundle: {2}/.test(l));
+  const value = line?.replace(/^ {2}bundle: {2}/, '').trim();
+  return value && !value.startsWith('none (') ? value : undefined;
+}
+
+/** The message's button that opens the reduced model's bundle. */
+export const OPEN_BUNDLE = 'Open Bundle';
 
 /** The CLI's arguments for a request. */
 export function reduceArgs(req: ReduceRequest): string[] {
@@ -109,6 +120,7 @@ export async function reduceModelCommand(
   modelArg: vscode.Uri | undefined,
   host: CliHost,
   preset?: Omit<ReduceRequest, 'model' | 'output'>,
+  openBundle?: (bundle: string) => Promise<void>,
 ): Promise<void> {
   const model = preset && modelArg ? modelArg.fsPath : undefined;
   const req = model ? { model, output: defaultReduceOutput(model), ...preset } : await ask(modelArg);
@@ -153,5 +165,18 @@ export async function reduceModelCommand(
   host.output.appendLine(`Reduce: ${summary}`);
   const doc = await vscode.workspace.openTextDocument(vscode.Uri.file(reportOf(req.output)));
   await vscode.window.showTextDocument(doc, { preview: false });
-  void vscode.window.showInformationMessage(md.plain(`TVM Explorer: ${summary}`));
+  const bundle = bundleOf(outcome.stdout);
+  if (!bundle) {
+    void vscode.window.showInformationMessage(md.plain(`TVM Explorer: ${summary}`));
+    return;
+  }
+  host.output.appendLine(`Reduce: bundle of the reduced model: ${bundle}`);
+  const choice = await vscode.window.showInformationMessage(md.plain(`TVM Explorer: ${summary}`), OPEN_BUNDLE);
+  if (choice === OPEN_BUNDLE) {
+    if (openBundle) {
+      await openBundle(bundle);
+    } else {
+      await vscode.commands.executeCommand('revealInExplorer', vscode.Uri.file(bundle));
+    }
+  }
 }

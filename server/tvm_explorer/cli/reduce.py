@@ -21,10 +21,17 @@ def add_parser(sub) -> None:
     p.add_argument(
         "--until",
         choices=("import", "compile", "crash", "hang", "diverge", "culprit"),
-        help="which failure to keep (default: the one the model has; diverge and culprit run bisect on every probe)",
+        help="which failure to keep (default: the one the model has; diverge compares each probe with the "
+        "reference per layer, culprit runs bisect on every probe)",
     )
     p.add_argument("--target", default="c", help="c (default), llvm or cuda")
     p.add_argument("--pipeline", metavar="MODULE:FUNCTION", help="compile with your own Relax pipeline (as compile)")
+    p.add_argument(
+        "--reference",
+        metavar="REF",
+        help="with --until diverge: compare with this model of the same graph (as compile --numerics "
+        "--reference), cut the same way; written as SMALL.reference.EXT",
+    )
     p.add_argument("--jobs", type=int, default=os.cpu_count() or 1, help="probes at once (default: all cores)")
     p.add_argument(
         "--timeout",
@@ -97,6 +104,7 @@ def _run(args) -> int:
             until=args.until,
             target=args.target,
             pipeline=args.pipeline,
+            reference=args.reference,
             jobs=args.jobs,
             timeout=args.timeout,
             memory_limit=args.memory_limit,
@@ -128,4 +136,10 @@ def _run(args) -> int:
     print(f"  model:   {done.output}")
     print(f"  report:  {done.report}")
     print(f"  repro:   {done.repro}  (stock TVM + numpy)")
+    if done.reference:
+        print(f"  reference: {done.reference}")
+    if done.bundle:
+        print(f"  bundle:  {done.bundle}")
+    elif done.bundle_note:
+        print(f"  bundle:  none ({done.bundle_note})")
     return 0

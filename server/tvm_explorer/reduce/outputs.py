@@ -18,7 +18,23 @@ def _tvm_version() -> str:
 
 
 def report(
-    *, model, small, ops, kept, original, reduced, probes, seconds, jobs, minimal, why, partial, target, pipeline, unit
+    *,
+    model,
+    small,
+    ops,
+    kept,
+    original,
+    reduced,
+    probes,
+    seconds,
+    jobs,
+    minimal,
+    why,
+    partial,
+    target,
+    pipeline,
+    unit,
+    reference=None,
 ) -> str:
     from tvm_explorer.version import __version__
 
@@ -67,6 +83,10 @@ def report(
         f"- TVM {_tvm_version()}",
         f"- target `{target}`" + (f", pipeline `{pipeline}`" if pipeline else ""),
         f"- tvm-explorer {__version__} (`tvm-explorer reduce`)",
+    ]
+    if reference:
+        lines.append(f"- reference: `{os.path.basename(reference)}` (`--reference`, cut the same way)")
+    lines += [
         "",
         "## Reproduce",
         "",
@@ -163,7 +183,7 @@ def repro(*, small, stock_import, original, target, pipeline) -> str:
                     "",
                     f"pipeline = _user_pipeline{func[len(func.split('.')[0]) :]}(target)  # --pipeline {pipeline}",
                 ]
-        if original.kind == "culprit":
+        if original.kind in ("culprit", "diverge"):
             parts += _DIVERGE.splitlines()
         else:
             parts += [

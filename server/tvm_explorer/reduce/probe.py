@@ -73,6 +73,8 @@ def run(spec: dict) -> int:
                     passes.pop()
                 _say(leave=info.name)
 
+        if spec.get("until") == "diverge":
+            return _diverge(spec, model, _Where(), user)
         build(mod, spec["target"], [_Where()], user)
     except BaseException as err:  # noqa: BLE001 - every failure is an outcome to compare
         if isinstance(err, KeyboardInterrupt):
@@ -88,6 +90,54 @@ def run(spec: dict) -> int:
         )
         return 0
     _say(outcome="ok", stage=stage)
+    return 0
+
+
+def _diverge(spec: dict, model, where, user) -> int:
+    """``--until diverge``: build as ``compile --numerics --numerics-unfused`` does (the
+    capture session keeps the last Relax module and provenance), run the sub-model and the
+    reference engine on it (or on ``spec["reference"]``, the reference cut the same way) and
+    say the first divergent layer: ``{"outcome": "diverge", "opcode": …}``, or ``ok``."""
+    import tvm
+
+    from tvm_explorer.capture.compile_recorder import CaptureSession
+    from tvm_explorer.capture.pipeline import make_target, relax_pipeline
+    from tvm_explorer.frontends import import_any
+    from tvm_explorer.numerics.run import NumericsOptions, check_request, run_numerics
+    from tvm_explorer.provenance import OriginTable
+
+    options = NumericsOptions(reference=spec.get("reference"), unfused=True, pipeline=spec.get("pipeline"))
+    check_request(model, spec["target"], options)
+    origins = OriginTable()
+    session = CaptureSession(model, None, origins)
+    mod = import_any(model, origins)
+    session.record("import", mod, "relax")
+    target = make_target(spec["target"])
+    with tvm.transform.PassContext(opt_level=3, instruments=[session.instrument(), where]):
+        executable = tvm.compile(mod, target, relax_pipeline=user or relax_pipeline(spec["target"], target))
+    _say(stage="numerics")
+    data = run_numerics(model, spec["target"], executable, session.final_relax, origins, options)
+    # the unfused build sees each layer; a fault only the fused build shows (in fusion) counts too
+    first = data.get("first_divergence") or data.get("fused_first_divergence")
+    if first is None:
+        _say(outcome="ok", stage="numerics")
+        return 0
+    layer = next(e for e in data["layers"] if (e["subgraph"], e["op_index"]) == (first["subgraph"], first["op_index"]))
+    figures = layer if layer.get("observed") and layer.get("diverges") else layer.get("fused") or layer
+    error = ", ".join(
+        f"{label} {figures[key]:.4g}"
+        for key, label in (("max_abs", "max abs error"), ("cosine", "cosine"))
+        if isinstance(figures.get(key), float)
+    )
+    if figures.get("steps") is not None:
+        error += f", {figures['steps']} steps"
+    _say(
+        outcome="diverge",
+        stage="numerics",
+        opcode=layer["opcode"],
+        op_index=layer["op_index"],
+        message=f"first divergent layer: {layer['opcode']} {layer['name']} ({error}) against the {data['reference']}",
+    )
     return 0
 
 

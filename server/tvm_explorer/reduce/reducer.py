@@ -41,6 +41,9 @@ class Reduction:
     partial: bool
     original: Outcome
     reduced: Outcome | None
+    reference: str | None = None
+    bundle: str | None = None
+    bundle_note: str = ""
 
 
 def _matches_until(outcome: Outcome, until: str | None) -> bool:
@@ -50,8 +53,8 @@ def _matches_until(outcome: Outcome, until: str | None) -> bool:
         return outcome.kind == "error" and outcome.stage in ("load", "import")
     if until == "compile":
         return outcome.kind in ("error", "oom") and outcome.stage == "compile"
-    if until in ("culprit", "diverge"):
-        return outcome.kind == "culprit" and (until == "culprit" or bool(outcome.opcode))
+    if until == "diverge":
+        return outcome.kind == "diverge" and bool(outcome.opcode)
     return outcome.kind == until
 
 
@@ -67,6 +70,8 @@ def reduce_model(
     until: str | None = None,
     target: str = "c",
     pipeline: str | None = None,
+    reference: str | None = None,
+    bundle: bool = True,
     jobs: int = 1,
     timeout: float = 300,
     memory_limit: float = 0,
@@ -88,6 +93,13 @@ def reduce_model(
         raise ExplorerError(f"reduce --until {until} is not supported yet")
     if until in ("culprit", "diverge") and target not in ("llvm", "c"):
         raise ExplorerError(f"reduce --until {until} runs the model here: use --target llvm or c (not {target})")
+    if reference is not None:
+        if until != "diverge":
+            raise ExplorerError("--reference is only used with --until diverge")
+        if not os.path.isfile(reference):
+            raise ExplorerError(f"{reference}: no such reference model")
+        if os.path.splitext(reference)[1].lower() != frontend.suffix:
+            raise ExplorerError(f"{reference}: the reference must be a {frontend.suffix} model like {model}")
     if os.path.splitext(output)[1].lower() != frontend.suffix:
         raise ExplorerError(f"{output}: the reduced model is a {frontend.suffix} like {os.path.basename(model)}")
     ops = writer.ops(model)
@@ -106,6 +118,7 @@ def reduce_model(
         memory_limit=memory_limit,
         jobs=jobs,
         until=stage_only,
+        reference=reference,
     )
     state = {"best": [op.index for op in ops], "size": len(ops)}
 
@@ -188,8 +201,15 @@ def reduce_model(
             interrupted,
             target,
             pipeline,
+            reference,
         )
         done.partial = partial
+        if bundle and not interrupted and until in ("diverge", "culprit"):
+            # the reduced model builds (its failure is in the results): its bundle opens in the editor
+            progress("bundle")
+            done.bundle, done.bundle_note = _bundle(done.output, target, pipeline, done.reference, until, timeout)
+            with open(done.report, "a", encoding="utf-8") as fh:
+                fh.write(outputs_bundle_section(done))
         if interrupted:
             err = KeyboardInterrupt()
             err.reduction = done
@@ -218,6 +238,7 @@ def _write(
     partial,
     target,
     pipeline,
+    reference=None,
 ) -> Reduction:
     from tvm_explorer.reduce import outputs
 
@@ -225,10 +246,14 @@ def _write(
     os.makedirs(folder, exist_ok=True)
     stem = os.path.splitext(output)[0]
     writer.write(model, kept, output)
+    reference_out = None
+    if reference is not None:
+        reference_out = stem + ".reference" + os.path.splitext(output)[1]
+        writer.write(reference, kept, reference_out)
     seconds = time.monotonic() - started
     report_path, repro_path = stem + ".report.md", stem + ".repro.py"
     if reduced is not None and reduced.message:
-        reduced = Outcome(**{**reduced.__dict__, "message": _rename_probe(reduced.message, output)})
+        reduced = Outcome(**{**reduced.__dict__, "message": _rename_probe(reduced.message, output, reference_out)})
     with open(report_path, "w", encoding="utf-8") as fh:
         fh.write(
             outputs.report(
@@ -247,6 +272,7 @@ def _write(
                 target=target,
                 pipeline=pipeline,
                 unit=frontend.unit,
+                reference=reference_out,
             )
         )
     with open(repro_path, "w", encoding="utf-8") as fh:
@@ -268,10 +294,58 @@ def _write(
         partial,
         original,
         reduced,
+        reference_out,
     )
 
 
-def _rename_probe(message: str, output: str) -> str:
+def outputs_bundle_section(done: Reduction) -> str:
+    if done.bundle is None:
+        return f"\n## Bundle\n\nNo bundle: {done.bundle_note}.\n"
+    name = os.path.basename(done.bundle)
+    lines = ["", "## Bundle", "", f"`{name}`: the reduced model compiled by `tvm-explorer compile`"]
+    if done.original.kind == "diverge":
+        lines[-1] += " with `--numerics --numerics-unfused`: its Numerics view marks the divergent layer"
+    lines[-1] += ". Open it in VS Code (TVM Explorer) or run `tvm-explorer numerics " + name + "`."
+    return "\n".join(lines) + "\n"
+
+
+def _bundle(small, target, pipeline, reference, until, timeout) -> tuple[str | None, str]:
+    """``SMALL.bundle``: the product's own compile of the reduced model in a child process (same
+    target and pipeline; for diverge with ``--numerics --numerics-unfused`` and the cut
+    reference, so the Numerics view shows the divergence). Returns (path or None, why not)."""
+    import subprocess
+
+    from tvm_explorer.supervise.child_python import python_module_command
+
+    path = os.path.splitext(small)[0] + ".bundle"
+    command = ["compile", small, "-o", path, "--target", target, "--progress", "none"]
+    if pipeline:
+        command += ["--pipeline", pipeline]
+    if until == "diverge" and target in ("llvm", "c"):
+        command += ["--numerics", "--numerics-unfused"]
+        if reference:
+            command += ["--reference", reference]
+    try:
+        proc = subprocess.run(
+            python_module_command("tvm_explorer", *command),
+            capture_output=True,
+            text=True,
+            timeout=timeout or None,
+            start_new_session=True,
+        )
+    except subprocess.TimeoutExpired:
+        return None, f"the compile of the reduced model outlived --timeout {timeout:g} s"
+    if proc.returncode == 0 and os.path.exists(path):
+        return path, ""
+    lines = (proc.stderr or proc.stdout).strip().splitlines()
+    return None, f"the reduced model did not compile into a bundle ({lines[-1] if lines else proc.returncode})"
+
+
+def _rename_probe(message: str, output: str, reference: str | None = None) -> str:
     import re
 
-    return re.sub(r"\S*tvm-explorer-reduce-[^/\s]+/probe\d+\.\w+", output, message)
+    message = re.sub(r"\S*tvm-explorer-reduce-[^/\s]+/probe\d+\.\w+", output, message)
+    # the numerics' reference description names the probe's file by its base name
+    if reference:
+        message = re.sub(r"\bprobe\d+\.ref\.\w+", os.path.basename(reference), message)
+    return re.sub(r"\bprobe\d+\.\w+", os.path.basename(output), message)

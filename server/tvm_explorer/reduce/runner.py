@@ -22,7 +22,8 @@ from tvm_explorer.errors import ModelError
 @dataclass(frozen=True)
 class Outcome:
     """What one probe did: ``ok``, ``error`` (TVM raised), ``crash`` (a signal), ``hang``
-    (the timeout), ``oom`` (the memory limit), or ``invalid`` (no valid sub-model)."""
+    (the timeout), ``oom`` (the memory limit), ``diverge`` (the numerics' first divergent layer
+    is ``opcode``), ``culprit`` (bisect names a pass), or ``invalid`` (no valid sub-model)."""
 
     kind: str
     stage: str = ""
@@ -34,7 +35,7 @@ class Outcome:
 
     @property
     def failed(self) -> bool:
-        return self.kind in ("error", "crash", "hang", "oom", "culprit")
+        return self.kind in ("error", "crash", "hang", "oom", "culprit", "diverge")
 
     def describe(self) -> str:
         where = f" in pass {self.pass_name}" if self.pass_name else ""
@@ -48,6 +49,8 @@ class Outcome:
             return f"out of memory during {self.stage}{where}: {self.message}"
         if self.kind == "culprit":
             return f"results diverge after pass {self.pass_name} ({self.stage}); {self.message}"
+        if self.kind == "diverge":
+            return f"results diverge from the reference; {self.message}"
         if self.kind == "invalid":
             return f"no valid sub-model: {self.message}"
         return "no failure"
@@ -58,10 +61,10 @@ def signature(outcome: Outcome, until: str | None = None) -> tuple | None:
     stage, error class and the operator kind the message names (and for compile failures the
     innermost pass); crashes by signal, stage and pass; hangs by stage and pass; with
     ``--until culprit`` bisect naming the same pass, with ``--until diverge`` a divergence
-    whose first changed layer is of the same kind."""
+    whose first divergent layer (against the reference engine, numerics/) is of the same kind."""
+    if outcome.kind == "diverge":
+        return ("diverge", outcome.opcode)
     if outcome.kind == "culprit":
-        if until == "diverge":
-            return ("diverge", outcome.opcode)
         return ("culprit", outcome.pass_name, outcome.stage)
     if outcome.kind == "error":
         return ("error", outcome.stage, outcome.error_class, outcome.opcode, outcome.pass_name)
@@ -72,7 +75,7 @@ def signature(outcome: Outcome, until: str | None = None) -> tuple | None:
     return None
 
 
-BISECTING = ("culprit", "diverge")
+BISECTING = ("culprit",)
 """``--until`` modes whose probe is a bisect (``tvm-explorer bisect --json``)."""
 
 _FAULTS = ("SIGSEGV", "SIGBUS", "SIGILL", "SIGFPE", "SIGABRT", "SIGSYS", "SIGTRAP")
@@ -81,11 +84,15 @@ _FAULTS = ("SIGSEGV", "SIGBUS", "SIGILL", "SIGFPE", "SIGABRT", "SIGSYS", "SIGTRA
 class Prober:
     """Runs probes of sub-models of ``model`` (``kept`` sets of operator indices)."""
 
-    def __init__(self, model, writer, workdir, *, target, pipeline, timeout, memory_limit, jobs, until=None):
+    def __init__(
+        self, model, writer, workdir, *, target, pipeline, timeout, memory_limit, jobs, until=None, reference=None
+    ):
         self.model = os.fspath(model)
         self.writer = writer
         self.workdir = workdir
         self.suffix = os.path.splitext(self.model)[1]
+        # --until diverge --reference REF: each probe's reference is REF cut the same way
+        self.reference = os.fspath(reference) if reference else None
         self.spec = {"target": target, "pipeline": pipeline, "memory_limit": memory_limit, "until": until}
         self.timeout = timeout
         self.jobs = max(1, jobs)
@@ -106,8 +113,16 @@ class Prober:
                 return Outcome("invalid", message=str(err))
             except Exception as err:  # noqa: BLE001 - a cut the format cannot express
                 return Outcome("invalid", message=f"{type(err).__name__}: {err}")
+        spec = {**self.spec, "model": path}
+        if self.reference is not None:
+            spec["reference"] = self.reference if kept is None else base + ".ref" + self.suffix
+            if kept is not None:
+                try:
+                    self.writer.write(self.reference, sorted(kept), spec["reference"])
+                except Exception as err:  # noqa: BLE001 - the reference cannot be cut this way
+                    return Outcome("invalid", message=f"the reference: {type(err).__name__}: {err}")
         with open(base + ".json", "w", encoding="utf-8") as fh:
-            json.dump({**self.spec, "model": path}, fh)
+            json.dump(spec, fh)
         from tvm_explorer.supervise.child_python import python_module_command
 
         out = open(base + ".out", "wb")  # noqa: SIM115 - closed when the probe is read
@@ -160,7 +175,7 @@ class Prober:
                 passes.pop()
             elif "outcome" in item:
                 final = item
-        for ext in (".out", ".err", ".json", self.suffix):
+        for ext in (".out", ".err", ".json", self.suffix, ".ref" + self.suffix):
             if run.base + ext != self.model:
                 try:
                     os.unlink(run.base + ext)
@@ -187,7 +202,8 @@ class Prober:
             error_class=final.get("error_class", ""),
             message=message,
             pass_name=final.get("pass_name"),
-            opcode=self.writer.blamed_opcode(message) if final.get("stage") == "import" else None,
+            opcode=final.get("opcode")
+            or (self.writer.blamed_opcode(message) if final.get("stage") == "import" else None),
         )
 
     def _bisected(self, run: _Running, lines: list) -> Outcome:
@@ -195,7 +211,7 @@ class Prober:
             text = fh.read()
         with open(run.base + ".err", encoding="utf-8", errors="replace") as fh:
             err = fh.read().strip().splitlines()
-        for ext in (".out", ".err", ".json", self.suffix):
+        for ext in (".out", ".err", ".json", self.suffix, ".ref" + self.suffix):
             if run.base + ext != self.model:
                 try:
                     os.unlink(run.base + ext)
