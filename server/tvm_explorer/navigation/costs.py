@@ -10,7 +10,7 @@ from typing import TypedDict
 from tvm_explorer.bundle.reader import Bundle
 from tvm_explorer.bundle.sections.costs import CostLayer, CostsDocument, clock_label
 from tvm_explorer.costs.table import flops_text, lines_label, size, sort_layers
-from tvm_explorer.navigation import markdown as md
+from tvm_explorer.inert import markdown as md
 
 
 class CostIndex:

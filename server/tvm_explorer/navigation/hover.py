@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from tvm_explorer.bundle.index import Range
 from tvm_explorer.bundle.reader import Document
-from tvm_explorer.navigation import markdown as md
+from tvm_explorer.inert import markdown as md
 from tvm_explorer.navigation.costs import hover_lines as cost_lines
 from tvm_explorer.navigation.costs import kernel_of
 from tvm_explorer.navigation.layer_hover import container_line, layer_lines, shared_kernel_lines

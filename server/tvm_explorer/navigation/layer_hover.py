@@ -9,9 +9,9 @@ from bisect import bisect_left
 from tvm_explorer.bundle.index import Range
 from tvm_explorer.bundle.reader import Origin
 from tvm_explorer.frontends.tflite.names import name_of
+from tvm_explorer.inert.markdown import code
+from tvm_explorer.inert.markdown import text as md
 from tvm_explorer.navigation.layer_facts import LayerFacts, layer_facts
-from tvm_explorer.navigation.markdown import code
-from tvm_explorer.navigation.markdown import text as md
 from tvm_explorer.navigation.sources import layer_caption
 from tvm_explorer.navigation.view import BundleView
 

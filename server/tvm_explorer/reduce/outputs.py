@@ -5,6 +5,9 @@ from __future__ import annotations
 
 import os
 
+from tvm_explorer.inert import markdown as md
+from tvm_explorer.inert.python import comment
+
 
 def _tvm_version() -> str:
     try:
@@ -41,7 +44,7 @@ def report(
     by_index = {op.index: op for op in ops}
     title = "Partial reduction" if partial else "Reduced"
     lines = [
-        f"# {title}: {os.path.basename(model)} → {os.path.basename(small)}",
+        f"# {title}: {md.text(os.path.basename(model))} → {md.text(os.path.basename(small))}",
         "",
         f"{len(ops)} → {len(kept)} {unit}s, {probes} probes in {seconds:.1f} s ({jobs} at a time).",
         "",
@@ -58,15 +61,11 @@ def report(
         + (f", pass {original.pass_name}" if original.pass_name else "")
         + "):",
         "",
-        "```",
-        original.describe(),
-        "```",
+        md.block(original.describe()),
         "",
         "Reduced model:",
         "",
-        "```",
-        reduced.describe() if reduced is not None else "(not probed)",
-        "```",
+        md.block(reduced.describe() if reduced is not None else "(not probed)"),
         "",
         f"## Kept {unit}s",
         "",
@@ -75,24 +74,22 @@ def report(
     ]
     for i in kept:
         op = by_index[i]
-        lines.append(f"| {i} | {op.opcode} | `{op.name}` |")
+        lines.append(f"| {i} | {md.text(op.opcode)} | {md.text(op.name)} |")
     lines += [
         "",
         "## Environment",
         "",
         f"- TVM {_tvm_version()}",
-        f"- target `{target}`" + (f", pipeline `{pipeline}`" if pipeline else ""),
+        f"- target {md.code(target)}" + (f", pipeline {md.code(pipeline)}" if pipeline else ""),
         f"- tvm-explorer {__version__} (`tvm-explorer reduce`)",
     ]
     if reference:
-        lines.append(f"- reference: `{os.path.basename(reference)}` (`--reference`, cut the same way)")
+        lines.append(f"- reference: {md.code(os.path.basename(reference))} (`--reference`, cut the same way)")
     lines += [
         "",
         "## Reproduce",
         "",
-        "```",
-        f"python {os.path.splitext(os.path.basename(small))[0]}.repro.py",
-        "```",
+        md.block(f"python {os.path.splitext(os.path.basename(small))[0]}.repro.py"),
         "",
     ]
     return "\n".join(lines)
@@ -128,17 +125,17 @@ _TARGETS = {
 def repro(*, small, stock_import, original, target, pipeline) -> str:
     """A script that fails the way ``original`` did, on the small model, with stock TVM."""
     name = os.path.basename(small)
-    summary = original.describe().replace('"""', "'''")
+    summary = original.describe()
     if len(summary) > 600:
         summary = summary[:600] + " …"
+    # The failure's words come from the model and from TVM: one inert comment line each.
     parts = [
         "#!/usr/bin/env python3",
-        f'"""Reproduces a TVM {_tvm_version()} failure on {name} (found by tvm-explorer reduce):',
-        "",
-        f"    {summary}",
-        "",
-        f"Run: python {os.path.splitext(name)[0]}.repro.py  (needs stock TVM and numpy; the model beside it)",
-        '"""',
+        f"# Reproduces a TVM {comment(_tvm_version())} failure on {comment(name)} (found by tvm-explorer reduce):",
+        "#",
+        *(f"#     {comment(line)}" for line in summary.splitlines() or [""]),
+        "#",
+        f"# Run: python {comment(os.path.splitext(name)[0])}.repro.py  (needs stock TVM and numpy; the model beside it)",
         "",
         "import os",
         "import sys",
@@ -174,14 +171,14 @@ def repro(*, small, stock_import, original, target, pipeline) -> str:
                     f"_spec = importlib.util.spec_from_file_location('user_pipeline', {where!r})",
                     "_user = importlib.util.module_from_spec(_spec)",
                     "_spec.loader.exec_module(_user)",
-                    f"pipeline = _user.{func}(target)  # --pipeline {pipeline}",
+                    f"pipeline = _user.{func}(target)  # --pipeline {comment(pipeline)}",
                 ]
             else:
                 parts += [
                     f"sys.path.insert(0, {os.getcwd()!r})  # where --pipeline's module was found",
                     f"from {module} import {func.split('.')[0]} as _user_pipeline",
                     "",
-                    f"pipeline = _user_pipeline{func[len(func.split('.')[0]) :]}(target)  # --pipeline {pipeline}",
+                    f"pipeline = _user_pipeline{func[len(func.split('.')[0]) :]}(target)  # --pipeline {comment(pipeline)}",
                 ]
         if original.kind in ("culprit", "diverge"):
             parts += _DIVERGE.splitlines()

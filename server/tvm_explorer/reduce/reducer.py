@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 from tvm_explorer.errors import ExplorerError
 from tvm_explorer.frontends import frontend_for
+from tvm_explorer.inert import markdown as md
 from tvm_explorer.reduce.runner import Outcome, Prober, signature
 from tvm_explorer.reduce.search import Stopped, ddmin
 
@@ -300,12 +301,12 @@ def _write(
 
 def outputs_bundle_section(done: Reduction) -> str:
     if done.bundle is None:
-        return f"\n## Bundle\n\nNo bundle: {done.bundle_note}.\n"
+        return f"\n## Bundle\n\nNo bundle: {md.text(done.bundle_note)}.\n"
     name = os.path.basename(done.bundle)
-    lines = ["", "## Bundle", "", f"`{name}`: the reduced model compiled by `tvm-explorer compile`"]
+    lines = ["", "## Bundle", "", f"{md.code(name)}: the reduced model compiled by `tvm-explorer compile`"]
     if done.original.kind == "diverge":
         lines[-1] += " with `--numerics --numerics-unfused`: its Numerics view marks the divergent layer"
-    lines[-1] += ". Open it in VS Code (TVM Explorer) or run `tvm-explorer numerics " + name + "`."
+    lines[-1] += f". Open it in VS Code (TVM Explorer) or run {md.code('tvm-explorer numerics ' + name)}."
     return "\n".join(lines) + "\n"
 
 

@@ -2,7 +2,7 @@
 tvm-explorer wrote, whoever made the bundle.
 
 - In the ``#`` header every bundle string (model file, TVM version, pass names, opcodes,
-  paths, ...) goes through ``comment``: one line, line breaks and other unprintable
+  paths, ...) goes through ``comment`` (``inert/python.py``): one line, line breaks and other unprintable
   characters (also lone surrogates) written as escapes. A newline used to end the comment,
   and the next line ran as a statement.
 - In code, values are ``repr`` literals (``TARGET``, ``KERNELS``).
@@ -20,22 +20,9 @@ import ast
 import re
 
 from tvm_explorer.errors import ExplorerError
+from tvm_explorer.inert.python import comment
 
-_REPLACED = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
-
-
-def comment(value: object) -> str:
-    """``value`` as text fit for a ``#`` comment: one line, every unprintable character
-    escaped (``\\n``, ``\\x1b``, ``\\u2028``, ``\\ud800``), and ``"`` as ``\\"`` (TVMScript
-    finds a class's source by counting ``\"\"\"`` on every line, comments included)."""
-    text = str(value).replace('"', '\\"')
-    if text.isprintable():
-        return text
-    return "".join(
-        ch if ch.isprintable() else _REPLACED.get(ch) or ch.encode("unicode_escape", "backslashreplace").decode("ascii")
-        for ch in text
-    )
-
+__all__ = ["check_functions", "comment", "tvm_import"]
 
 _IMPORT = re.compile(
     r"from (tvm(?:\.[A-Za-z_][A-Za-z0-9_]*)*) import ([A-Za-z_][A-Za-z0-9_]*)"

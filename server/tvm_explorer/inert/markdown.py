@@ -1,4 +1,4 @@
-"""Text from a bundle made safe to put into Markdown (hovers and anything else rendered).
+"""Untrusted text made safe to put into Markdown (hovers, reports, anything else rendered).
 
 A bundle is untrusted input: an opcode such as ``[x](command:workbench.action...)`` or
 ``![](https://host/pixel.png)`` came back from a hover as a command link and a remote image.
@@ -37,3 +37,12 @@ def code(value) -> str:
     if not body.strip() or body.startswith("`") or body.endswith("`"):
         body = f" {body} "
     return f"{fence}{body}{fence}"
+
+
+def block(value) -> str:
+    """``value`` (several lines allowed) as a fenced code block: fenced with one backtick more
+    than its longest run of backticks (at least three), so nothing in it can end the block."""
+    body = _SURROGATES.sub("\ufffd", str(value)).replace("\r\n", "\n")
+    longest = max((len(run) for run in re.findall(r"`+", body)), default=0)
+    fence = "`" * max(3, longest + 1)
+    return f"{fence}\n{body}\n{fence}"
