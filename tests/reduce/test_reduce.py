@@ -31,7 +31,7 @@ def _reduce(model, out, *extra):
 
 
 def _kept(report: Path) -> list[tuple[int, str]]:
-    rows = re.findall(r"^\| (\d+) \| (\S+) \|", report.read_text(), re.M)
+    rows = re.findall(r"^\| (\d+) \| `([^`|]+)` \|", report.read_text(), re.M)
     return [(int(i), kind) for i, kind in rows]
 
 

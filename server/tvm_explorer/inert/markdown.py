@@ -46,3 +46,9 @@ def block(value) -> str:
     longest = max((len(run) for run in re.findall(r"`+", body)), default=0)
     fence = "`" * max(3, longest + 1)
     return f"{fence}\n{body}\n{fence}"
+
+
+def cell(value) -> str:
+    """``value`` as an inline code span in a table cell: GitHub's tables end a cell at a ``|``
+    even inside a code span, so it is written ``\\|`` (which they read back as ``|``)."""
+    return code(value).replace("|", "\\|")

@@ -44,7 +44,7 @@ def report(
     by_index = {op.index: op for op in ops}
     title = "Partial reduction" if partial else "Reduced"
     lines = [
-        f"# {title}: {md.text(os.path.basename(model))} → {md.text(os.path.basename(small))}",
+        f"# {title}: {md.code(os.path.basename(model))} → {md.code(os.path.basename(small))}",
         "",
         f"{len(ops)} → {len(kept)} {unit}s, {probes} probes in {seconds:.1f} s ({jobs} at a time).",
         "",
@@ -74,7 +74,7 @@ def report(
     ]
     for i in kept:
         op = by_index[i]
-        lines.append(f"| {i} | {md.text(op.opcode)} | {md.text(op.name)} |")
+        lines.append(f"| {i} | {md.cell(op.opcode)} | {md.cell(op.name)} |")
     lines += [
         "",
         "## Environment",
