@@ -58,8 +58,9 @@ def add_parser(sub) -> None:
 
 
 def _display(mode: str):
-    if mode == "auto":
-        mode = "bar" if sys.stderr.isatty() else "none"
+    from tvm_explorer.cli.progress_display import resolve_mode
+
+    mode = resolve_mode(mode, sys.stderr)
     if mode == "json":
 
         def emit(event: dict) -> None:
@@ -83,7 +84,7 @@ def _display(mode: str):
 
 
 def _run(args) -> int:
-    from tvm_explorer.reduce.reducer import Flaky, NothingToReduce, reduce_model
+    from tvm_explorer.reduce.reducer import NothingToReduce, reduce_model
 
     if args.jobs < 1:
         return _fail(f"--jobs {args.jobs}: give at least 1")
@@ -114,9 +115,7 @@ def _run(args) -> int:
     except NothingToReduce as err:
         print(str(err))
         return 0
-    except Flaky as err:
-        return _fail(str(err))
-    except ExplorerError as err:
+    except ExplorerError as err:  # Flaky too
         return _fail(str(err))
     except KeyboardInterrupt as err:
         done = getattr(err, "reduction", None)
