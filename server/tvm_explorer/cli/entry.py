@@ -17,6 +17,7 @@ SUBCOMMANDS = (
     "costs",
     "numerics",
     "reduce",
+    "report",
     "serve",
 )
 
