@@ -7,6 +7,7 @@ import * as vscode from 'vscode';
 import { BundleRegistry } from './bundles';
 import { ServerManager } from './client';
 import { Comparisons } from './compareView';
+import { GraphView } from './graphView';
 import { HotLayersProvider } from './hotLayers';
 import { LargeFiles } from './largeFiles';
 import { LayerPlacesProvider, PlaceNode } from './layerPlaces';
@@ -35,6 +36,7 @@ export class Ctx {
   readonly hotLayers: HotLayersProvider;
   readonly layerPlaces: LayerPlacesProvider;
   readonly comparisons: Comparisons;
+  readonly graph: GraphView;
 
   constructor(readonly extCtx: vscode.ExtensionContext) {
     this.output = vscode.window.createOutputChannel('TVM Explorer');
@@ -56,6 +58,7 @@ export class Ctx {
       showCollapseAll: true,
     });
     this.comparisons = new Comparisons(this.server, this.registry);
+    this.graph = new GraphView(this);
     this.pushCleanup(
       this.server, // before its output channel: stopping it may still log
       this.output,
@@ -70,6 +73,7 @@ export class Ctx {
       this.layerPlaces,
       this.layerPlaces.view,
       this.comparisons,
+      this.graph,
     );
   }
 

@@ -33,6 +33,7 @@ MODEL_DOCUMENT = "tvmExplorer/modelDocument"
 EXTRACT_REPRODUCER_COMMAND = "tvmExplorer.extractReproducer"
 COMPARE_BUNDLES = "tvmExplorer/compareBundles"
 COMPARE_LAYER_CODE = "tvmExplorer/compareLayerCode"
+MODEL_GRAPH = "tvmExplorer/modelGraph"
 
 
 @attrs.define
@@ -283,6 +284,14 @@ class CompareLayerCodeParams:
     side: str
 
 
+@attrs.define
+class ModelGraphParams:
+    """``tvmExplorer/modelGraph`` params: the bundle's URI (its directory, or any of its
+    documents)."""
+
+    bundle: str
+
+
 def _request(method: str, params_type: Any) -> type:
     """The JSON-RPC request message class of a custom method."""
     return attrs.make_class(
@@ -314,6 +323,7 @@ MESSAGE_TYPES = {
     KERNEL_HEAT: (_request(KERNEL_HEAT, types.TextDocumentIdentifier), KernelHeatResult),
     COMPARE_BUNDLES: (_request(COMPARE_BUNDLES, CompareBundlesParams), Any),
     COMPARE_LAYER_CODE: (_request(COMPARE_LAYER_CODE, CompareLayerCodeParams), Any),
+    MODEL_GRAPH: (_request(MODEL_GRAPH, ModelGraphParams), Any),
 }
 
 _PLAIN_NAMES = (

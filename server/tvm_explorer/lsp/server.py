@@ -20,6 +20,7 @@ from tvm_explorer.lsp.features.custom import ExplorerRequests
 from tvm_explorer.lsp.features.declaration import PreviousStage
 from tvm_explorer.lsp.features.definition import Definition
 from tvm_explorer.lsp.features.documents import DocumentTracker
+from tvm_explorer.lsp.features.graph import ModelGraph
 from tvm_explorer.lsp.features.highlights import DocumentHighlights
 from tvm_explorer.lsp.features.hover import Hover
 from tvm_explorer.lsp.features.links import DocumentLinks
@@ -41,6 +42,7 @@ from tvm_explorer.lsp.protocol import (
     LIST_BUNDLES,
     LIST_PASSES,
     MODEL_DOCUMENT,
+    MODEL_GRAPH,
     NEXT_PASS,
     NUMERICS,
     ORIGINS,
@@ -200,6 +202,7 @@ def _register_answers(
         (KERNEL_HEAT, costs.kernel_heat, KernelHeatResult([])),
         (COMPARE_BUNDLES, comparisons.compare_bundles, {"error": "comparison failed"}),
         (COMPARE_LAYER_CODE, comparisons.layer_code, {"error": "comparison failed"}),
+        (MODEL_GRAPH, ModelGraph(session).model_graph, {"error": "the model graph could not be made (server log)"}),
     ]
     answering = Answering(server, watcher)
     for method, handler, empty in answers:

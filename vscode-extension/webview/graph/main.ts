@@ -73,7 +73,7 @@ function startVscode(): void {
       const choices = (msg.bundles as BundleChoice[]) ?? [];
       bundles.replaceChildren(...choices.map((b) => el('option', { value: b.uri }, b.label)));
       bundles.value = String(msg.current ?? '');
-      void app.show(msg.doc as GraphDocument, saved.overlay);
+      void app.show(msg.doc as GraphDocument, (msg.overlay as string | undefined) ?? saved.overlay);
     } else if (msg.type === 'highlight') {
       app.highlight((msg.layers as string[]) ?? []);
     } else if (msg.type === 'overlay') {
