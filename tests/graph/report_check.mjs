@@ -33,7 +33,7 @@ try {
     out.fill[id] = await fills();
   }
   await page.selectOption('select.overlay', out.overlays.includes('time') ? 'time' : 'code');
-  out.legend = await page.$$eval('.legend-row span', (els) => els.map((e) => e.textContent));
+  out.legend = await page.$$eval('.legend-row > span', (els) => els.map((e) => e.textContent));
   await page.screenshot({ path: `${shots}-graph.png` });
   // The hottest layer's row in the hot-layers table selects it: the panel shows its code.
   const hot = await page.$('#hot-layers tbody tr a');

@@ -8,6 +8,7 @@
  */
 import { randomBytes } from 'crypto';
 import * as vscode from 'vscode';
+import type { Bundle } from './bundles';
 import type { Ctx } from './ctx';
 import { openInPreview } from './jumps';
 import * as ext from './lsp_ext';
@@ -43,7 +44,7 @@ export class GraphView implements vscode.Disposable {
   /** Opens (or reveals) the graph of the bundle holding the active editor's file, or asks
    * which bundle when it holds none. */
   async show(target?: vscode.Uri | string): Promise<void> {
-    const bundles = this.ctx.registry.list();
+    const bundles = await this.loadedBundles();
     let uri: string | undefined = typeof target === 'string' ? target : target?.toString();
     if (!uri) {
       const active = vscode.window.activeTextEditor?.document.uri;
@@ -71,6 +72,33 @@ export class GraphView implements vscode.Disposable {
       this.panel = this.createPanel();
     }
     await this.reload();
+  }
+
+  /** The loaded bundles; right after start-up, once the server has listed them (at most a minute). */
+  private async loadedBundles(): Promise<readonly Bundle[]> {
+    if (this.ctx.registry.list().length) {
+      return this.ctx.registry.list();
+    }
+    if (!(await this.ctx.server.ready())) {
+      return [];
+    }
+    await vscode.window.withProgress(
+      { location: vscode.ProgressLocation.Window, title: 'TVM Explorer: waiting for the bundles to load' },
+      () =>
+        new Promise<void>((resolve) => {
+          const done = () => {
+            clearTimeout(timer);
+            listener.dispose();
+            resolve();
+          };
+          const timer = setTimeout(done, 60000);
+          const listener = this.ctx.registry.onDidChange(() => this.ctx.registry.list().length && done());
+          if (this.ctx.registry.list().length) {
+            done();
+          }
+        }),
+    );
+    return this.ctx.registry.list();
   }
 
   private createPanel(): vscode.WebviewPanel {

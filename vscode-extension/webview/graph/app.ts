@@ -281,13 +281,16 @@ export class GraphApp {
 
   private renderLegend(): void {
     const c = this.coloring!;
-    this.legend.replaceChildren(
-      ...c.legend.map((e) => {
-        const swatch = svg('svg', { width: 14, height: 14, class: 'swatch' }, svg('rect', { width: 14, height: 14, rx: 2, fill: e.color }));
-        return el('div', { class: 'legend-row' }, swatch, el('span', {}, e.label));
-      }),
-      el('div', { class: 'legend-caption' }, c.caption),
-    );
+    const swatch = (color: string) => svg('svg', { width: 14, height: 14, class: 'swatch' }, svg('rect', { width: 14, height: 14, rx: 2, fill: color }));
+    const overlay = this.doc.overlays.find((o) => o.id === this.overlay);
+    // A scale is one strip of colors between its ends; categories are named one by one.
+    const body =
+      overlay?.scale === 'category'
+        ? c.legend.map((e) => el('span', { class: 'legend-row' }, swatch(e.color), el('span', {}, e.label)))
+        : c.legend.length
+          ? [el('span', { class: 'legend-row' }, el('span', {}, c.legend[0].label), ...c.legend.map((e) => swatch(e.color)), el('span', {}, c.legend[c.legend.length - 1].label))]
+          : [];
+    this.legend.replaceChildren(el('div', { class: 'legend-rows' }, ...body), el('div', { class: 'legend-caption' }, c.caption));
   }
 
   private toggle(gid: string): void {
