@@ -6,7 +6,7 @@
  */
 import { colorBy, textOn, type Coloring } from './overlays';
 import { cut, el, svg } from './dom';
-import { layOut, NODE_HEIGHT, type Box, type Layout } from './layout';
+import { boxedGroups, layOut, NODE_HEIGHT, type Box, type Layout } from './layout';
 import { renderPanel } from './panel';
 import type { GraphDocument, GraphNode, Host } from './types';
 
@@ -76,7 +76,7 @@ export class GraphApp {
     container.append(this.root);
     fit.addEventListener('click', () => this.fit());
     collapseAll.addEventListener('click', () => {
-      this.collapsed = new Set(this.doc.groups.map((g) => g.id));
+      this.collapsed = boxedGroups(this.doc);
       void this.relayout(true);
     });
     expandAll.addEventListener('click', () => {
@@ -144,7 +144,9 @@ export class GraphApp {
     await new Promise((r) => requestAnimationFrame(() => r(undefined)));
     this.lastPaintMs = performance.now() - t0;
     const n = this.doc.nodes.length;
-    this.status.textContent = `${n} layers · ${this.doc.edges.length} tensors · ${this.doc.groups.length} groups · layout ${Math.round(layout.ms)} ms`;
+    const boxed = layout.groups.size + layout.collapsed.size;
+    const inner = this.doc.groups.length > boxed ? ` (${this.doc.groups.length - boxed} inner scopes not boxed: a large model)` : '';
+    this.status.textContent = `${n} layers · ${this.doc.edges.length} tensors · ${boxed} groups${inner} · layout ${Math.round(layout.ms)} ms`;
     resolve(layout);
     return layout;
   }
