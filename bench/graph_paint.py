@@ -82,7 +82,9 @@ def main() -> int:
         med = {k: statistics.median(r[k] for r in runs) for k in runs[0]}
         med.update(label=label, html_mib=f.stat().st_size / 2**20, best_paint_ms=min(r["first_paint_ms"] for r in runs))
         rows.append(med)
-    print("| graph | nodes | report | first paint (wall) | main thread busy | ELK layout | frame p50 / p95 zooming, panning |")
+    print(
+        "| graph | nodes | report | first paint (wall) | main thread busy | ELK layout | frame p50 / p95 zooming, panning |"
+    )
     print("|---|---|---|---|---|---|---|")
     for r in rows:
         print(
