@@ -46,14 +46,13 @@ def graph_document(view: BundleView, places: bool = True, encoding: str = "utf-1
     costs = cost_index(bundle)
     numerics = bundle.numerics
     schedules = _schedules(manifest)
-    stage_of = {doc.path: doc.stage for doc in bundle.documents}
+    docs_of = {stage: [doc.path for doc in bundle.documents if doc.stage == stage] for stage in STAGES}
     nodes = []
     for layer in bundle.layers:
         facts = layer_facts(view, layer.id)
         cost = costs.by_layer.get(layer.id) if costs else None
         kernels = list(cost["kernels"]) if cost else []
-        stages = {stage_of.get(p.path) for p in view.layer_map.places(layer.id)}
-        reached = [s for s in STAGES if s in stages]
+        reached = [s for s in STAGES if any(view.layer_map.ranges(layer.id, path) for path in docs_of[s])]
         kinds = sorted({schedules.get(k, "default") for k in kernels})
         entry = layer_entry(numerics, layer.subgraph, layer.op_index) if numerics else None
         module, module_class = structure.modules.get(layer.id, ("", ""))
