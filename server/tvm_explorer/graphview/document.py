@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from tvm_explorer.bundle.sections.numerics import format_error, layer_entry
+from tvm_explorer.bundle.sections.numerics import format_error, layer_entry, unit
 from tvm_explorer.costs.table import flops_text, size
 from tvm_explorer.graphview.places import layer_place_entries
 from tvm_explorer.graphview.structure import edges, groups, io_id, read_structure
@@ -42,7 +42,7 @@ def graph_document(view: BundleView, places: bool = True, encoding: str = "utf-1
     model: dict[str, Any] = raw_model if isinstance(raw_model, dict) else {}
     kind = str(model.get("kind", "tflite"))
     structure = read_structure(view)
-    group_list, group_of = groups(view, structure, kind)
+    group_list, group_of = groups(view, structure)
     costs = cost_index(bundle)
     numerics = bundle.numerics
     schedules = _schedules(manifest)
@@ -103,6 +103,8 @@ def graph_document(view: BundleView, places: bool = True, encoding: str = "utf-1
         "model": {
             "file": str(model.get("file", "")),
             "kind": kind,
+            # unit() reads only the model file name of a numerics document
+            "unit": unit({"model": str(model.get("file", ""))}),  # type: ignore[typeddict-item]
             "target": str(manifest.get("target", "")),
             "sha256": str(model.get("sha256", "")),
             "tool": manifest.get("tool") if isinstance(manifest.get("tool"), dict) else {},
@@ -284,6 +286,6 @@ def _overlays(costs, numerics, schedules) -> list[dict[str, Any]]:
         "schedule": why_costs,
     }
     return [
-        {"id": oid, "label": label, "scale": scale, "unit": unit, "available": notes[oid] is None, "note": notes[oid]}
-        for oid, label, scale, unit in OVERLAYS
+        {"id": oid, "label": label, "scale": scale, "unit": measure, "available": notes[oid] is None, "note": notes[oid]}
+        for oid, label, scale, measure in OVERLAYS
     ]

@@ -121,17 +121,16 @@ def _output_of(layer: Layer, i: int):
     return TensorFacts(layer.outputs[i], str(t.get("dtype", "")), shape, False, "")
 
 
-def scope_path(layer: Layer, structure: Structure, kind: str) -> list[str]:
-    """The scopes a layer sits in, outermost first: its module path for ONNX and PyTorch
-    (``backbone.layer1.conv`` → backbone, layer1, conv), its Keras / TF name scope for TFLite
-    (``model/block1/conv/Relu6`` → model, block1, conv)."""
+def scope_path(layer: Layer, structure: Structure) -> tuple[list[str], str]:
+    """The scopes a layer sits in, outermost first, and how their path is written: the module
+    path of its model document heading (ONNX, PyTorch: ``backbone.layer1.conv`` → backbone,
+    layer1, conv), else the scopes of a ``/backbone/layer1/Conv`` node name (ONNX exporters),
+    else the Keras / TF name scope of its name (TFLite: ``model/block1/conv/Relu6`` → model,
+    block1, conv; a fused name ``a/b;a/c`` by its first part)."""
     module = structure.modules.get(layer.id, ("", ""))[0]
-    if kind in ("onnx", "torch"):
-        if module:
-            return [p for p in module.split(".") if p]
-        scopes = layer.name.split("/")[:-1] if layer.name.startswith("/") else []
-        return [p for p in scopes if p]
-    return [p for p in layer.name.split(";", 1)[0].split("/")[:-1] if p]
+    if module:
+        return [p for p in module.split(".") if p], "."
+    return [p for p in layer.name.split(";", 1)[0].split("/")[:-1] if p], "/"
 
 
 MIN_GROUP = 3
@@ -151,16 +150,17 @@ class Group:
     size: int = 0  # layers inside, at any depth
 
 
-def groups(view: BundleView, structure: Structure, kind: str) -> tuple[list[Group], dict[int, str | None]]:
+def groups(view: BundleView, structure: Structure) -> tuple[list[Group], dict[int, str | None]]:
     """The scope groups worth drawing and each layer's innermost group. A scope holding fewer than
     ``MIN_GROUP`` layers is no group (its nodes stand for it); a scope holding exactly what its parent
     holds is folded into the parent; several subgraphs are top-level groups of their own."""
     layers = view.bundle.layers
     several = len({layer.subgraph for layer in layers}) > 1
     paths: dict[int, list[str]] = {}
+    separator: dict[int, str] = {}
     count: dict[tuple[str, ...], int] = {}
     for layer in layers:
-        scopes = scope_path(layer, structure, kind)
+        scopes, separator[layer.id] = scope_path(layer, structure)
         path = ([f"#{layer.subgraph}"] if several else []) + scopes
         paths[layer.id] = path
         for depth in range(1, len(path) + 1):
@@ -184,7 +184,7 @@ def groups(view: BundleView, structure: Structure, kind: str) -> tuple[list[Grou
                 made[key] = Group(
                     f"g{len(made)}",
                     label,
-                    "/".join(key) if kind == "tflite" else ".".join(key),
+                    separator[layer.id].join(key),
                     parent.id if parent else None,
                     n,
                 )

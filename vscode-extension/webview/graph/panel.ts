@@ -25,7 +25,7 @@ export function renderPanel(panel: HTMLElement, doc: GraphDocument, node: GraphN
     );
     return;
   }
-  const unit = doc.model.kind === 'tflite' ? 'op' : 'node';
+  const unit = doc.model.unit;
   const title = el('h2', {}, el('span', { class: 'opcode' }, node.opcode), ` ${unit} ${node.op_index}`);
   panel.append(title);
   if (node.name) {

@@ -25,7 +25,7 @@ function num(v: number | null, digits = 3): string {
 }
 
 export function renderReport(container: HTMLElement, app: GraphApp, doc: GraphDocument, sections: ReportSections): void {
-  const unit = doc.model.kind === 'tflite' ? 'op' : 'node';
+  const unit = doc.model.unit;
   const parts: HTMLElement[] = [];
   if (sections.problems.length) {
     parts.push(el('section', { class: 'problems' }, el('h2', {}, 'Problems'), el('ul', {}, ...sections.problems.map((p) => el('li', {}, p)))));

@@ -94,7 +94,7 @@ export interface Overlay {
 export interface GraphDocument {
   format: string;
   version: number;
-  model: { file: string; kind: string; target: string; sha256: string; tool: Record<string, string>; created: string };
+  model: { file: string; kind: string; unit: string; target: string; sha256: string; tool: Record<string, string>; created: string };
   nodes: GraphNode[];
   io: IONode[];
   edges: Edge[];
