@@ -153,7 +153,7 @@ export async function layOut(doc: GraphDocument, collapsed: Set<string>, labels:
     }
   }
   const edgeList = [...routes.values()];
-  const big = size > 300;
+  const big = size > 150;
   const graph = {
     id: '__root',
     layoutOptions: {
