@@ -286,6 +286,13 @@ def _overlays(costs, numerics, schedules) -> list[dict[str, Any]]:
         "schedule": why_costs,
     }
     return [
-        {"id": oid, "label": label, "scale": scale, "unit": measure, "available": notes[oid] is None, "note": notes[oid]}
+        {
+            "id": oid,
+            "label": label,
+            "scale": scale,
+            "unit": measure,
+            "available": notes[oid] is None,
+            "note": notes[oid],
+        }
         for oid, label, scale, measure in OVERLAYS
     ]
