@@ -3,10 +3,14 @@
  * generated C with a node for every layer; the cursor on a convolution's statement in the C
  * highlights that convolution's node, and moving it to the dense layer's statement moves the
  * highlight; clicking a node shows its Layer Places and opens its generated code at a line of
- * that layer. Screenshots in test-artifacts/vscode/ (prefix graph-).
+ * that layer; recompiled with --profile, the graph is redrawn and its time overlay has data.
+ * Screenshots in test-artifacts/vscode/ (prefix graph-).
  */
 import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
+import { dirname, join } from 'node:path';
 import { test } from 'node:test';
+import { MODELS, PYTHON, REPO } from './lib/paths.mjs';
 import { bundleSuite, openAt } from './lib/suite.mjs';
 import { activeTabTitle, cursorPosition, poll, runCommand, screenshot } from './lib/workbench.mjs';
 
@@ -69,4 +73,20 @@ test('clicking a node shows its Layer Places and jumps to its generated code', a
   assert.match(await panel.locator('h2').textContent(), /^MAX_POOL_2D/);
   assert.ok((await panel.locator('pre.excerpt').count()) >= 3, 'the layer panel shows no code excerpts');
   await screenshot(page, 'graph-03-node-clicked');
+});
+
+test('a recompiled bundle is drawn again, with the data it gained', async () => {
+  const { page } = suite.session;
+  const timeOption = () => graphFrame(page).locator('select.overlay option[value="time"]').textContent();
+  assert.match(await timeOption(), /no data/);
+  // The same bundle compiled again, now profiled: the server reloads it, the graph follows.
+  execFileSync(join(dirname(PYTHON), 'tvm-explorer'),
+    ['compile', join(MODELS, 'small_cnn_fp32.tflite'), '-o', suite.bundle.root, '--target', 'c', '--profile', '--repeat', '2'],
+    { cwd: REPO, stdio: ['ignore', 'inherit', 'inherit'], timeout: 600000 });
+  const redrawn = await poll(async () => !/no data/.test(await timeOption()), { timeoutMs: 90000, intervalMs: 1000 });
+  assert.ok(redrawn, `the graph was not redrawn after the recompile: ${await timeOption()}`);
+  await graphFrame(page).locator('select.overlay').selectOption('time');
+  const fills = await graphFrame(page).locator('[data-layer]').evaluateAll((els) => els.filter((e) => e.getAttribute('data-fill')).length);
+  assert.equal(fills, suite.bundle.index.layers.length, 'not every layer is colored by its measured time');
+  await screenshot(page, 'graph-04-recompiled-profiled');
 });
