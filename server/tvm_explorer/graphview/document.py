@@ -118,9 +118,11 @@ def graph_document(view: BundleView, places: bool = True, encoding: str = "utf-1
         "groups": [
             {"id": g.id, "label": g.label, "path": g.path, "parent": g.parent, "size": g.size} for g in group_list
         ],
-        "overlays": _overlays(costs, numerics, schedules),
+        "overlays": _overlays(costs, numerics, costs_problem(bundle)),
         "kernels": _kernels(costs, schedules),
-        "costs_note": costs.status_text() if costs else "no costs recorded (recompile the bundle)",
+        "costs_note": costs.status_text()
+        if costs
+        else costs_problem(bundle) or "no costs recorded (recompile the bundle)",
     }
 
 
@@ -199,8 +201,19 @@ def report_sections(view: BundleView) -> dict[str, Any]:
         "hot_layers": hot,
         "passes": passes,
         "numerics": num,
-        "problems": [str(p) for p in view.problems] + [str(e) for e in bundle.section_problems.values()],
+        "problems": [str(p) for p in view.problems]
+        + [str(e) for e in bundle.section_problems.values()]
+        + [p for p in [costs_problem(bundle)] if p and p not in map(str, bundle.section_problems.values())],
     }
+
+
+def costs_problem(bundle) -> str | None:
+    """Why the bundle's ``costs.json`` cannot be used (damaged: the file and the field), or None."""
+    try:
+        bundle.costs()
+    except Exception as err:  # noqa: BLE001 - any failure to read it is reported as the reason
+        return str(err)
+    return None
 
 
 def _tensor(t) -> dict[str, Any]:
@@ -272,8 +285,8 @@ def _kernels(costs, schedules: dict[str, str]) -> dict[str, dict[str, Any]]:
     }
 
 
-def _overlays(costs, numerics, schedules) -> list[dict[str, Any]]:
-    why_costs = None if costs else "no costs.json: recompile the bundle"
+def _overlays(costs, numerics, costs_damage: str | None) -> list[dict[str, Any]]:
+    why_costs = None if costs else costs_damage or "no costs.json: recompile the bundle"
     notes = {
         "time": why_costs
         or (None if costs.measured else f"not measured: compile with --profile ({costs.status_text()})"),
