@@ -116,3 +116,20 @@ def test_bundle_strings_are_text(report):
     assert found["pwned"] is None and found["images"] == 0
     assert HOSTILE in found["text"]  # shown as the name it is (the hot-layers table)
     assert "</script><script>window.pwned" not in out.read_text()
+
+
+def test_bad_input_is_one_message(bundles, models_dir, tmp_path):
+    """No bundle, a directory as the output, a damaged costs.json: one message each, and the
+    report of the damaged bundle names the file (nothing half-written is left behind)."""
+    missing = run_cli("report", tmp_path / "nothing", "-o", tmp_path / "r.html")
+    assert missing.returncode == 2 and "not a bundle directory" in missing.stderr
+    assert "Traceback" not in missing.stderr and not (tmp_path / "r.html").exists()
+    bundle = tmp_path / "damaged.bundle"
+    shutil.copytree(bundles.get(models_dir / "small_cnn_fp32.tflite", "c"), bundle)
+    into_dir = run_cli("report", bundle, "-o", tmp_path)
+    assert into_dir.returncode == 2 and "is a directory" in into_dir.stderr
+    (bundle / "costs.json").write_text("{bad")
+    damaged = run_cli("report", bundle, "-o", tmp_path / "r.html")
+    assert damaged.returncode == 0, damaged.stderr
+    assert "costs.json: costs file is not readable JSON" in (tmp_path / "r.html").read_text()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["damaged.bundle", "r.html"]
