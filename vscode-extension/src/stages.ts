@@ -32,7 +32,8 @@ export function columnsOf(documents: readonly ext.StageDocument[]): ext.StageDoc
 export class StageSync implements vscode.Disposable {
   /** The statement itself (theme's find-match colours: readable in light, dark and high contrast). */
   private readonly exact: vscode.TextEditorDecorationType;
-  /** Its whole lines, so a statement scrolled off to the right of a narrow column still shows. */
+  /** Its whole lines (a colour of our own, `tvmExplorer.stageSyncLineBackground`), so a
+   * statement off to the right of a narrow column still shows. */
   private readonly lines: vscode.TextEditorDecorationType;
   private readonly status: vscode.StatusBarItem;
   private readonly disposables: vscode.Disposable[] = [];
@@ -59,7 +60,7 @@ export class StageSync implements vscode.Disposable {
       overviewRulerLane: vscode.OverviewRulerLane.Center,
     });
     this.lines = vscode.window.createTextEditorDecorationType({
-      backgroundColor: new vscode.ThemeColor('editor.rangeHighlightBackground'),
+      backgroundColor: new vscode.ThemeColor('tvmExplorer.stageSyncLineBackground'),
       isWholeLine: true,
     });
     this.status = vscode.window.createStatusBarItem('tvmExplorer.stageSync', vscode.StatusBarAlignment.Left, 10);
@@ -186,7 +187,10 @@ export class StageSync implements vscode.Disposable {
       editor.setDecorations(this.lines, ranges);
       if (ranges.length > 0) {
         painted.add(editor);
-        editor.revealRange(ranges[0], vscode.TextEditorRevealType.InCenterIfOutsideViewport);
+        // The line, from its start: revealing the range itself scrolled narrow columns
+        // sideways to a deeply indented statement, hiding every line's beginning.
+        const line = ranges[0].start.line;
+        editor.revealRange(new vscode.Range(line, 0, line, 0), vscode.TextEditorRevealType.InCenterIfOutsideViewport);
       }
     }
     // The source editor shows the user's own cursor: nothing of the last answer stays there.
