@@ -100,9 +100,7 @@ def stage_ranges(view: BundleView, path: str, offset: int, keep: Keep = keep_all
         if doc.path == path:
             continue
         spans = _outermost(per_path.get(doc.path, []))
-        out.append(
-            StageSpans(doc.stage, doc.path, spans[:MAX_SPANS_PER_DOCUMENT], len(spans) > MAX_SPANS_PER_DOCUMENT)
-        )
+        out.append(StageSpans(doc.stage, doc.path, spans[:MAX_SPANS_PER_DOCUMENT], len(spans) > MAX_SPANS_PER_DOCUMENT))
     return StageRanges(layer_ids, out)
 
 
