@@ -10,7 +10,9 @@ with the statements of each. Offsets throughout; the LSP edge converts them.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import threading
+import weakref
+from dataclasses import dataclass, replace
 from pathlib import PurePosixPath
 
 from tvm_explorer.navigation.places import FUNCTION_KINDS, reference_map
@@ -39,22 +41,28 @@ class StageDocument:
 
 @dataclass(frozen=True)
 class StageSpans:
-    """The ranges ``[start, end)`` of the position's layers in one stage document, in document
-    order, none inside another; ``truncated``: more than ``MAX_SPANS_PER_DOCUMENT`` were found."""
+    """The places of the position's layers in one stage document, in document order, none
+    inside another, each cut to what is highlighted (``_tight``); ``truncated``: more than
+    ``MAX_SPANS_PER_DOCUMENT`` were found."""
 
     stage: str
     path: str
-    spans: list[tuple[int, int]]
+    places: list[Place]
     truncated: bool = False
 
 
 @dataclass(frozen=True)
 class StageRanges:
-    """The layers of a position (main operators first) and their ranges in every stage
+    """The layers of a position (main operators first) and their places in every stage
     document but the queried one."""
 
     layer_ids: list[int]
     documents: list[StageSpans]
+
+
+_CACHES: weakref.WeakKeyDictionary[BundleView, dict] = weakref.WeakKeyDictionary()
+_LOCK = threading.Lock()
+_KEPT = 1024  # sets of layers remembered per bundle (a cursor moving in a kernel asks the same)
 
 
 def stage_documents(view: BundleView) -> list[StageDocument]:
@@ -86,42 +94,62 @@ def stage_layers(view: BundleView, path: str, offset: int, keep: Keep = keep_all
 
 
 def stage_ranges(view: BundleView, path: str, offset: int, keep: Keep = keep_all) -> StageRanges:
-    """The ranges of the position's layers in each stage document other than ``path`` (every
-    one listed, with no ranges when the layers left nothing there); no documents when the
+    """The places of the position's layers in each stage document other than ``path`` (every
+    one listed, with no places when the layers left nothing there); no documents when the
     position has no origin."""
     layer_ids = stage_layers(view, path, offset, keep)
     if not layer_ids:
         return StageRanges([], [])
-    per_path: dict[str, list[tuple[int, int]]] = {}
+    return StageRanges(layer_ids, [doc for doc in _stage_spans(view, layer_ids) if doc.path != path])
+
+
+def _stage_spans(view: BundleView, layer_ids: list[int]) -> list[StageSpans]:
+    """The layers' places in every stage document, remembered per set of layers."""
+    key = tuple(sorted(layer_ids))
+    with _LOCK:
+        cache = _CACHES.setdefault(view, {})
+        got = cache.get(key)
+    if got is not None:
+        return got
+    per_path: dict[str, list[Place]] = {}
     for place in reference_map(view, layer_ids):
-        per_path.setdefault(place.path, []).append(_tight(view, place))
-    out = []
+        per_path.setdefault(place.path, []).append(place)
+    got = []
     for doc in stage_documents(view):
-        if doc.path == path:
+        places = _outermost(_tight(view, doc.path, per_path.get(doc.path, [])))
+        got.append(
+            StageSpans(doc.stage, doc.path, places[:MAX_SPANS_PER_DOCUMENT], len(places) > MAX_SPANS_PER_DOCUMENT)
+        )
+    with _LOCK:
+        if len(cache) >= _KEPT:
+            cache.clear()
+        cache[key] = got
+    return got
+
+
+def _tight(view: BundleView, path: str, places: list[Place]) -> list[Place]:
+    """The places as highlighted: each its own span, but a whole function (a CUDA host
+    launcher, a PrimFunc none of whose statements is indexed) only down to the end of the
+    line naming it."""
+    if not any(p.kind in FUNCTION_KINDS for p in places):
+        return places
+    text = view.bundle.text(path)  # once per document (the text cache may not hold them all)
+    out = []
+    for place in places:
+        if place.kind in FUNCTION_KINDS:
+            name = place.key.partition(":")[2] or place.key
+            at = text.find(name, place.start, place.end) if name else -1
+            end = text.find("\n", max(at, place.start), place.end)
+            place = replace(place, end=end) if end > place.start else place
+        out.append(place)
+    return out
+
+
+def _outermost(places: list[Place]) -> list[Place]:
+    """Places in document order, each span once, those inside an earlier one dropped."""
+    out: list[Place] = []
+    for place in sorted(places, key=lambda p: (p.start, -p.end)):
+        if out and place.end <= out[-1].end:
             continue
-        spans = _outermost(per_path.get(doc.path, []))
-        out.append(StageSpans(doc.stage, doc.path, spans[:MAX_SPANS_PER_DOCUMENT], len(spans) > MAX_SPANS_PER_DOCUMENT))
-    return StageRanges(layer_ids, out)
-
-
-def _tight(view: BundleView, place: Place) -> tuple[int, int]:
-    """The span to highlight for a place: its own, but only the header of a whole function
-    (a CUDA host launcher, a PrimFunc none of whose statements are indexed): down to the end
-    of the line naming it."""
-    if place.kind not in FUNCTION_KINDS:
-        return place.start, place.end
-    text = view.bundle.text(place.path)
-    name = place.key.partition(":")[2] or place.key
-    at = text.find(name, place.start, place.end) if name else -1
-    end = text.find("\n", max(at, place.start), place.end)
-    return place.start, place.end if end < 0 else end
-
-
-def _outermost(spans: list[tuple[int, int]]) -> list[tuple[int, int]]:
-    """Spans in document order, each once, those inside an earlier one dropped."""
-    out: list[tuple[int, int]] = []
-    for start, end in sorted(set(spans), key=lambda s: (s[0], -s[1])):
-        if out and end <= out[-1][1]:
-            continue
-        out.append((start, end))
+        out.append(place)
     return out

@@ -42,8 +42,9 @@ class StageSync:
         layers = [q.view.bundle.layers[i] for i in found.layer_ids]
         out = []
         for doc in found.documents:
-            ranger = self.session.ranger(q.view, doc.path)
-            ranges = [r for start, end in doc.spans if (r := ranger(start, end)) is not None]
+            # ``locations`` remembers converted places of unedited documents (a cursor moving
+            # inside one kernel asks for the same hundreds of statements again and again).
+            ranges = [loc.range for loc in self.session.locations(q.view, doc.places)]
             out.append(StageRangesInDocument(doc.stage, self.session.uri(q.view, doc.path), ranges, doc.truncated))
         return StageRangesResult(
             [StageLayer(lay.id, lay.subgraph, lay.op_index, lay.opcode, name_of(lay)) for lay in layers], out
