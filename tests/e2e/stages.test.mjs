@@ -93,14 +93,15 @@ test('the cursor in TIR highlights its layer in the model, Relax and C columns; 
   const relax = bundle.documents('relax').at(-1);
   const tir = bundle.documents('tir').at(-1);
   const c = bundle.documents('code').find((p) => p.endsWith('.c'));
+  // The server has loaded the bundle once the Passes view lists it; then open the stages,
+  // once (run again while it opens, the command's last focus would take keys meant for the
+  // palette), and wait for the status bar to say they are in sync.
+  await runCommand(page, 'TVM Explorer: Focus on Passes View');
+  const passes = page.locator('.pane', { has: page.locator('.pane-header', { hasText: 'Passes' }) });
+  await passes.locator('.monaco-list-row', { hasText: 'small_cnn_int8.bundle' }).first().waitFor({ timeout: 180000 });
   await runCommand(page, 'View: Close Primary Side Bar');
-  // The server has loaded the bundle once the Passes view lists it; then open the stages.
-  // Done once the status bar says the stages are in sync (the command has opened all four).
-  const inSync = page.locator('.statusbar-item', { hasText: 'Stages in sync' });
-  await poll(async () => {
-    await runCommand(page, 'TVM Explorer: Open Stages Side by Side');
-    return (await inSync.waitFor({ timeout: 5000 }).then(() => true, () => undefined));
-  }, { timeoutMs: 120000, intervalMs: 1000 });
+  await runCommand(page, 'TVM Explorer: Open Stages Side by Side');
+  await page.locator('.statusbar-item', { hasText: 'Stages in sync' }).waitFor({ timeout: 60000 });
   const titles = (await highlighted(page)).map((col) => col.title);
   assert.deepEqual(titles.map((t) => t.split(/\s/)[0]), [model, relax, tir, c].map((p) => p.split('/').pop()));
 

@@ -126,3 +126,24 @@ async def test_a_position_without_origin_answers_nothing(client, int8):
     assert await stage_ranges(client, int8, C, first_include) == {"layers": [], "documents": []}
     blank = text.index("\n\n") + 1
     assert await stage_ranges(client, int8, C, pos(text, blank)) == {"layers": [], "documents": []}
+
+
+async def test_ranges_follow_an_edit_of_an_open_stage_document(client, int8):
+    model = int8.text("model.tflgraph")
+    model_uri = td(int8, "model.tflgraph").uri
+    client.text_document_did_open(types.DidOpenTextDocumentParams(
+        types.TextDocumentItem(model_uri, "tflgraph", 1, model)))
+    # As an editor sends it: Enter at the start of the document.
+    client.text_document_did_change(types.DidChangeTextDocumentParams(
+        types.VersionedTextDocumentIdentifier(version=2, uri=model_uri),
+        [types.TextDocumentContentChangePartial(types.Range(types.Position(0, 0), types.Position(0, 0)), "\n")]))
+    try:
+        text = int8.text(C)
+        header = "TVM_DLL int32_t __tvm_ffi_fused_max_pool2d_dequantize3(void* self_handle, void* args, int32_t num_args, void* result) {"
+        got = await stage_ranges(client, int8, C, pos(text, text.index(header) + 20))
+        entries = [r["start"]["line"] for r in by_stage(got)["model"]["ranges"]]
+        # one line further down than in the bundle's text: the editor's text has a line more
+        lines = model.split("\n")
+        assert [lines[line - 1].split("  ")[0] for line in entries] == ["op 1 MAX_POOL_2D", "op 2 CONV_2D"]
+    finally:
+        client.text_document_did_close(types.DidCloseTextDocumentParams(types.TextDocumentIdentifier(model_uri)))

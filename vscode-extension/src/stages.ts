@@ -44,6 +44,7 @@ export class StageSync implements vscode.Disposable {
   private generation = 0;
   /** Editors painted by the last answer (cleared by the next). */
   private painted = new Set<vscode.TextEditor>();
+  private opening = false;
 
   constructor(
     private readonly server: ServerManager,
@@ -78,6 +79,18 @@ export class StageSync implements vscode.Disposable {
   /** Opens the stages of the bundle of `target` (a URI or URI string; default: the active
    * editor's bundle, else the only one loaded, else a pick) in four columns. */
   async open(target?: vscode.Uri | string): Promise<void> {
+    if (this.opening) {
+      return; // a second run while the columns open (a double click in the palette)
+    }
+    this.opening = true;
+    try {
+      await this.openColumns(target);
+    } finally {
+      this.opening = false;
+    }
+  }
+
+  private async openColumns(target?: vscode.Uri | string): Promise<void> {
     const client = this.server.client;
     if (!client) {
       void vscode.window.showWarningMessage('TVM Explorer: the language server is not running.');
@@ -94,6 +107,7 @@ export class StageSync implements vscode.Disposable {
       return;
     }
     this.bundleUri = bundleUri;
+    const from = vscode.window.activeTextEditor?.document.uri.toString();
     const editors: vscode.TextEditor[] = [];
     for (const [i, doc] of shown.entries()) {
       const editor = await this.largeFiles.showDocumentAt(client.protocol2CodeConverter.asUri(doc.uri), {
@@ -105,9 +119,11 @@ export class StageSync implements vscode.Disposable {
         editors.push(editor);
       }
     }
-    // Focus the first column: moving its cursor is where a user starts.
-    if (editors[0]) {
-      await vscode.window.showTextDocument(editors[0].document, { viewColumn: editors[0].viewColumn, preserveFocus: false });
+    // The focus goes back to the document the command was run from when it is one of the
+    // columns (its cursor then keeps its place), else to the first column.
+    const focus = editors.find((e) => e.document.uri.toString() === from) ?? editors[0];
+    if (focus) {
+      await vscode.window.showTextDocument(focus.document, { viewColumn: focus.viewColumn, preserveFocus: false });
     }
     this.status.text = '$(split-horizontal) Stages in sync';
     this.status.tooltip = `Moving the cursor in ${shown.map((d) => STAGE_NAMES[d.stage]).join(', ')} highlights the same layers in the others.`;
@@ -187,10 +203,15 @@ export class StageSync implements vscode.Disposable {
       editor.setDecorations(this.lines, ranges);
       if (ranges.length > 0) {
         painted.add(editor);
-        // The line, from its start: revealing the range itself scrolled narrow columns
-        // sideways to a deeply indented statement, hiding every line's beginning.
-        const line = ranges[0].start.line;
-        editor.revealRange(new vscode.Range(line, 0, line, 0), vscode.TextEditorRevealType.InCenterIfOutsideViewport);
+        // A column already showing one of them stays put (the cursor moving inside a kernel
+        // must not make the others jump); else it scrolls to the first. To the line's start:
+        // revealing the range itself scrolled narrow columns sideways to a deeply indented
+        // statement, hiding every line's beginning.
+        const onScreen = ranges.some((r) => editor.visibleRanges.some((v) => v.intersection(r)));
+        if (!onScreen) {
+          const line = ranges[0].start.line;
+          editor.revealRange(new vscode.Range(line, 0, line, 0), vscode.TextEditorRevealType.InCenterIfOutsideViewport);
+        }
       }
     }
     // The source editor shows the user's own cursor: nothing of the last answer stays there.
