@@ -126,6 +126,14 @@ async def test_a_position_without_origin_answers_nothing(client, int8):
     assert await stage_ranges(client, int8, C, first_include) == {"layers": [], "documents": []}
     blank = text.index("\n\n") + 1
     assert await stage_ranges(client, int8, C, pos(text, blank)) == {"layers": [], "documents": []}
+    # not a bundle: no stage documents, no ranges
+    outside = (int8.root.parent.parent / "elsewhere.c").as_uri()
+    got = plain(await client.protocol.send_request_async("tvmExplorer/stageDocuments", {"bundle": outside}))
+    assert got == {"documents": []}
+    got = plain(await client.protocol.send_request_async(
+        "tvmExplorer/stageRanges", types.TextDocumentPositionParams(types.TextDocumentIdentifier(outside),
+                                                                    types.Position(0, 0))))
+    assert got == {"layers": [], "documents": []}
 
 
 async def test_ranges_follow_an_edit_of_an_open_stage_document(client, int8):
