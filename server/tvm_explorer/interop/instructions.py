@@ -7,7 +7,7 @@ import shlex
 
 from tvm_explorer.bundle.reader import Layer
 from tvm_explorer.inert import markdown as md
-from tvm_explorer.interop.model_explorer import Overlays
+from tvm_explorer.interop.model_explorer import Overlay, Overlays
 
 MAX_LISTED = 20  # layers without a node named in the README; the rest counted
 
@@ -34,7 +34,7 @@ def readme_text(
         "",
         "| file | what the numbers are |",
         "|---|---|",
-        *(f"| `{o.file}` | {md.text(o.about)} ({len(o.values)} node{"s" if len(o.values) != 1 else ""}) |" for o in overlays.written),
+        *(f"| `{o.file}` | {_about(o)} ({len(o.values)} node{'s' if len(o.values) != 1 else ''}) |" for o in overlays.written),
         "",
         "A node without a figure (not timed, or its output hidden inside a fused kernel) is left out, "
         "not written as zero.",
@@ -47,10 +47,10 @@ def readme_text(
         "",
         md.block(command),
         "",
-        "In the browser: open the model, then in the side panel choose **Upload node data** (the "
-        "node data section of the toolbar) and pick one or more of the `.json` files; select one "
-        "to color the graph with it. The side panel lists each node's value and a summary per "
-        "layer group.",
+        "In the browser: open the model, click **Add per-node data** (above the graph), then "
+        "**Load json data file** / **From computer** and pick one or more of the `.json` files; "
+        "select one to color the graph with it. The side panel lists each node's value and a "
+        "summary per layer group.",
         "",
         "From Python (`model_explorer.visualize_from_config`): "
         "`config().add_model_from_path(MODEL).add_node_data_from_path(FILE)`.",
@@ -69,3 +69,10 @@ def readme_text(
 def _layer(lay: Layer) -> str:
     name = f" {md.code(lay.name)}" if lay.name else ""
     return f"{lay.op_index} {md.text(lay.opcode)}{name}"
+
+
+def _about(overlay: Overlay) -> str:
+    """The overlay's line, its one string from the bundle (the reference) as a code span."""
+    if not overlay.reference:
+        return overlay.about
+    return overlay.about.replace(overlay.reference, md.cell(overlay.reference))

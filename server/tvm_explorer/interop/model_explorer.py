@@ -63,19 +63,28 @@ class Overlay:
     values: dict[Key, float]
     gradient: list[dict] = field(default_factory=list)
     thresholds: list[dict] = field(default_factory=list)
+    reference: str = ""  # the one string in ``about`` taken from the bundle (numerics' reference)
 
     def node_data(self) -> dict:
         """The ``ModelNodeData`` JSON: ``{graph id: GraphNodeData}``."""
         graphs: dict[str, dict] = {}
         for (graph, node), value in self.values.items():
-            entry = graphs.setdefault(graph, {"results": {}, "name": self.title})
-            entry["results"][node] = {"value": value}
-        for entry in graphs.values():
-            if self.gradient:
-                entry["gradient"] = self.gradient
-            if self.thresholds:
-                entry["thresholds"] = self.thresholds
-        return graphs
+            graphs.setdefault(graph, {})[node] = {"value": value}
+        # Every field Model Explorer's ``GraphNodeData`` writes (its defaults included), so the
+        # file is what its own ``to_json_string`` makes of the same data.
+        return {
+            graph: {
+                "results": results,
+                "name": self.title,
+                "thresholds": self.thresholds,
+                "gradient": self.gradient,
+                "hideInAggregatedStatsTable": False,
+                "hideInChildrenStatsTable": False,
+                "showExpandedSummaryOnGroupNode": False,
+                "showLabelCountColumnsInChildrenStatsTable": False,
+            }
+            for graph, results in graphs.items()
+        }
 
 
 @dataclass(frozen=True)
@@ -172,7 +181,7 @@ def _cost_overlays(costs: CostsDocument, groups: dict[int, Key], written: list, 
         skipped.append(Skipped(WORKSPACE_FILE, "no kernel of this model allocates a workspace"))
         return
     kernels = {k["name"]: k["workspace_bytes"] for k in costs["kernels"]}
-    workspace = {key: round(_workspace(lays, kernels) / 1024, 3) for key, lays in by_key.items()}
+    workspace = {key: _workspace(lays, kernels) / 1024 for key, lays in by_key.items()}
     written.append(
         Overlay(
             WORKSPACE_FILE,
@@ -226,6 +235,7 @@ def _numerics_overlays(
             f"({numerics['mode']} build; nodes whose output a fused kernel hides are left out)",
             errors,
             thresholds=_ERROR_THRESHOLDS,
+            reference=reference,
         )
     )
     verdicts = {key: 1 if any(e["diverges"] for e in got) else 0 for key, got in entries.items()}
@@ -237,5 +247,6 @@ def _numerics_overlays(
             "docs/numerics.md, 0 where it matches",
             verdicts,
             thresholds=_VERDICT_THRESHOLDS,
+            reference=reference,
         )
     )

@@ -142,10 +142,11 @@ def _describe(path: str, data: bytes, proto, inferred) -> GraphModel:
 
 def _explorer_keys(graph, main_nodes: list[GraphNode]) -> None:
     """Model Explorer's ONNX adapter (model-explorer-onnx) keys a main-graph node by the graph's
-    name (``<main>`` when it has none) and the node's name after onnx_ir's ``NameFixPass``: an
+    name (empty when it has none: its ``<main>`` is only for a graph without the field) and
+    the node's name after onnx_ir's ``NameFixPass``: an
     unnamed node becomes ``node``, ``node_1``, …, a repeated name ``NAME_1``, … in graph order.
     Nodes of nested graphs (If/Loop bodies) live in other graphs there and get no key."""
-    graph_id = graph.name or "<main>"
+    graph_id = graph.name
     used: set[str] = set()
     counter: dict[str, int] = {}
     for node in main_nodes:
