@@ -15,7 +15,9 @@ def add_parser(sub) -> None:
         help="per-layer time, error, code size and workspace as Model Explorer node-data files",
     )
     p.add_argument("bundle")
-    p.add_argument("-o", "--output", required=True, metavar="DIR", help="folder to write (new, empty, or an earlier one)")
+    p.add_argument(
+        "-o", "--output", required=True, metavar="DIR", help="folder to write (new, empty, or an earlier one)"
+    )
     p.set_defaults(run=run)
 
 

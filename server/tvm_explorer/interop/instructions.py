@@ -34,7 +34,10 @@ def readme_text(
         "",
         "| file | what the numbers are |",
         "|---|---|",
-        *(f"| `{o.file}` | {_about(o)} ({len(o.values)} node{'s' if len(o.values) != 1 else ''}) |" for o in overlays.written),
+        *(
+            f"| `{o.file}` | {_about(o)} ({len(o.values)} node{'s' if len(o.values) != 1 else ''}) |"
+            for o in overlays.written
+        ),
         "",
         "A node without a figure (not timed, or its output hidden inside a fused kernel) is left out, "
         "not written as zero.",

@@ -222,11 +222,11 @@ def _numerics_overlays(
         ]
         return
     # ``max_abs`` null: infinite (or NaN) — no number to write; the verdict file shows it.
-    errors = {
-        key: max(e["max_abs"] for e in got)  # type: ignore[type-var]  # None filtered just above
-        for key, got in entries.items()
-        if all(e.get("max_abs") is not None for e in got)
-    }
+    errors: dict[Key, float] = {}
+    for key, got in entries.items():
+        finite = [e.get("max_abs") for e in got]
+        if all(x is not None for x in finite):
+            errors[key] = max(float(x or 0.0) for x in finite)
     written.append(
         Overlay(
             ERROR_FILE,
@@ -238,7 +238,7 @@ def _numerics_overlays(
             reference=reference,
         )
     )
-    verdicts = {key: 1 if any(e["diverges"] for e in got) else 0 for key, got in entries.items()}
+    verdicts: dict[Key, float] = {key: 1 if any(e["diverges"] for e in got) else 0 for key, got in entries.items()}
     written.append(
         Overlay(
             VERDICT_FILE,

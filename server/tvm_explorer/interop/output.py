@@ -41,8 +41,7 @@ def check_folder(out: Path) -> list[str]:
     if not isinstance(previous, dict) or previous.get("format") != FORMAT:
         shown = ", ".join(entries[:3]) + (f" and {len(entries) - 3} more" if len(entries) > 3 else "")
         raise ExplorerError(
-            f"{out}: not empty and not written by tvm-explorer overlays (it holds {shown}); "
-            "give a new or empty folder"
+            f"{out}: not empty and not written by tvm-explorer overlays (it holds {shown}); give a new or empty folder"
         )
     files = previous.get("files")
     return [f for f in files if isinstance(f, str) and "/" not in f and f not in ("", ".", "..")] if files else []
