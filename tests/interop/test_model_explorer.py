@@ -214,3 +214,37 @@ def test_bad_input_is_one_message(models, bundles, gt_model, tmp_path):
     assert "skipped error_max_abs.json: the bundle has no numerics.json (compile with --numerics)" in proc.stdout
     assert sorted(p.name for p in out.iterdir()) == ["README.md", "code_lines.json", "overlays.json"]
     assert "## Not written" in (out / "README.md").read_text()
+
+
+def _one_message(proc, *words: str) -> None:
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr
+    assert len(proc.stderr.strip().splitlines()) == 1, proc.stderr
+    for word in words:
+        assert word in proc.stderr, proc.stderr
+
+
+def test_damaged_old_and_empty_bundles(bundles, gt_model, tmp_path):
+    """A damaged numerics.json: its overlays are skipped naming the file; a bundle compiled
+    before the ids were recorded, or with nothing to show: one message, nothing written."""
+    import shutil
+
+    damaged = tmp_path / "damaged.bundle"
+    shutil.copytree(bundles.get(gt_model, "llvm", "--numerics", "--profile"), damaged)
+    (damaged / "numerics.json").write_text('{"schema_version": 1, "reference": 7}')
+    proc = run_cli("overlays", damaged, "-o", tmp_path / "d", check=True)
+    assert "skipped error_max_abs.json:" in proc.stdout and "numerics.json" in proc.stdout
+    assert (tmp_path / "d" / "time_ms.json").is_file() and not (tmp_path / "d" / "error_max_abs.json").exists()
+
+    old = tmp_path / "old.bundle"
+    shutil.copytree(bundles.get(gt_model, "c"), old)
+    index = json.loads((old / "index.json").read_text())
+    for lay in index["layers"]:
+        del lay["model_explorer"]
+    (old / "index.json").write_text(json.dumps(index))
+    _one_message(run_cli("overlays", old, "-o", tmp_path / "o"), "compile the model again")
+
+    empty = tmp_path / "empty.bundle"
+    shutil.copytree(bundles.get(gt_model, "c"), empty)
+    (empty / "costs.json").unlink()
+    _one_message(run_cli("overlays", empty, "-o", tmp_path / "o"), "nothing to write", "--numerics")
+    assert not (tmp_path / "o").exists()

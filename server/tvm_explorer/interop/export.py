@@ -6,12 +6,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from tvm_explorer.bundle.reader import Bundle
-from tvm_explorer.bundle.sections.costs import COSTS_FILE
 from tvm_explorer.bundle.sections.numerics import NUMERICS_FILE
 from tvm_explorer.errors import BundleError, ExplorerError
 from tvm_explorer.frontends import frontend_of
 from tvm_explorer.interop.instructions import readme_text
-from tvm_explorer.interop.model_explorer import ERROR_FILE, VERDICT_FILE, Overlays, Skipped, build_overlays
+from tvm_explorer.interop.model_explorer import Overlays, build_overlays
 from tvm_explorer.interop.output import README, write_overlays
 
 
@@ -36,24 +35,15 @@ def export_overlays(bundle_path: str, out: Path) -> Exported:
             f"{bundle_path}: the bundle does not record Model Explorer's node ids (compiled by an "
             "earlier tvm-explorer); compile the model again"
         )
-    problems: list[Skipped] = []
+    costs_problem = numerics_problem = None
     try:
         costs = bundle.costs()
-    except BundleError as err:
-        costs = None
-        problems.append(Skipped(COSTS_FILE, str(err)))
+    except BundleError as err:  # damaged: its overlays are skipped, saying why
+        costs, costs_problem = None, str(err)
     numerics = bundle.numerics
     if numerics is None and NUMERICS_FILE in bundle.section_problems:
-        problems.append(Skipped(NUMERICS_FILE, str(bundle.section_problems[NUMERICS_FILE])))
-    overlays = build_overlays(bundle, costs, numerics)
-    for problem in problems:  # a damaged section: its files are skipped for that reason
-        files = (ERROR_FILE, VERDICT_FILE) if problem.file == NUMERICS_FILE else None
-        overlays.skipped = [
-            Skipped(s.file, problem.reason)
-            if (s.file in files if files else s.file not in (ERROR_FILE, VERDICT_FILE))
-            else s
-            for s in overlays.skipped
-        ]
+        numerics_problem = str(bundle.section_problems[NUMERICS_FILE])
+    overlays = build_overlays(bundle, costs, numerics, costs_problem, numerics_problem)
     if not overlays.written:
         why = "; ".join(f"{s.file}: {s.reason}" for s in overlays.skipped)
         raise ExplorerError(f"{bundle_path}: nothing to write ({why})")

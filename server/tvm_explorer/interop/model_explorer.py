@@ -112,19 +112,26 @@ VERDICT_FILE = "diverges.json"
 OVERLAY_FILES = (TIME_FILE, CODE_FILE, WORKSPACE_FILE, ERROR_FILE, VERDICT_FILE)
 
 
-def build_overlays(bundle: Bundle, costs: CostsDocument | None, numerics: NumericsDocument | None) -> Overlays:
-    """Every overlay the bundle has figures for, and why each other one is skipped."""
+def build_overlays(
+    bundle: Bundle,
+    costs: CostsDocument | None,
+    numerics: NumericsDocument | None,
+    costs_problem: str | None = None,
+    numerics_problem: str | None = None,
+) -> Overlays:
+    """Every overlay the bundle has figures for, and why each other one is skipped (a section
+    that is absent, or damaged: ``*_problem`` says how)."""
     groups: dict[int, Key] = {lay.id: lay.explorer_key for lay in bundle.layers if lay.explorer_key is not None}
     unkeyed = [lay for lay in bundle.layers if lay.explorer_key is None]
     written: list[Overlay] = []
     skipped: list[Skipped] = []
     if costs is None:
-        reason = "the bundle has no costs.json (compiled before costs were recorded: recompile it)"
+        reason = costs_problem or "the bundle has no costs.json (compiled before costs were recorded: recompile it)"
         skipped += [Skipped(name, reason) for name in (TIME_FILE, CODE_FILE, WORKSPACE_FILE)]
     else:
         _cost_overlays(costs, groups, written, skipped)
     if numerics is None:
-        reason = "the bundle has no numerics.json (compile with --numerics)"
+        reason = numerics_problem or "the bundle has no numerics.json (compile with --numerics)"
         skipped += [Skipped(name, reason) for name in (ERROR_FILE, VERDICT_FILE)]
     else:
         _numerics_overlays(bundle, numerics, groups, written, skipped)
