@@ -109,7 +109,6 @@ CODE_FILE = "code_lines.json"
 WORKSPACE_FILE = "workspace_kib.json"
 ERROR_FILE = "error_max_abs.json"
 VERDICT_FILE = "diverges.json"
-OVERLAY_FILES = (TIME_FILE, CODE_FILE, WORKSPACE_FILE, ERROR_FILE, VERDICT_FILE)
 
 
 def build_overlays(
