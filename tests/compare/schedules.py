@@ -11,8 +11,20 @@ from tvm import relax, s_tir
 from tvm.relax.backend.cpu_generic import pipeline as cpu_generic
 
 
-def _matmul_kernels_in_call_order(mod) -> list[str]:
-    """The PrimFuncs with a ``matmul`` block, in the order ``main`` calls them."""
+BLOCKS = ("matmul", "conv2d_nhwc")
+
+
+def _block(sch):
+    for name in BLOCKS:
+        try:
+            return sch.get_sblock(name)
+        except Exception:  # noqa: BLE001 - the function has no block of that name
+            continue
+    return None
+
+
+def _kernels_in_call_order(mod) -> list[str]:
+    """The PrimFuncs with a matrix product or convolution block, in the order ``main`` calls them."""
     order: list[str] = []
 
     def visit(expr):
@@ -22,35 +34,31 @@ def _matmul_kernels_in_call_order(mod) -> list[str]:
                 order.append(name)
 
     relax.analysis.post_order_visit(mod["main"], visit)
-    out = []
-    for name in order:
-        func = mod[name]
-        sch = s_tir.Schedule(func)
-        try:
-            sch.get_sblock("matmul")
-        except Exception:  # noqa: BLE001 - no matmul block: not a matrix product
-            continue
-        out.append(name)
-    return out
+    return [name for name in order if _block(s_tir.Schedule(mod[name])) is not None]
 
 
-def _reorder_matmul(func):
+def _reorder(func):
+    """The last output loop innermost, inside the reduction loops: the weight and the output
+    are then read and written contiguously and the inner loop vectorizes."""
     sch = s_tir.Schedule(func)
-    block = sch.get_sblock("matmul")
-    *spatial, k = sch.get_loops(block)
-    sch.reorder(k, spatial[-1])
+    block = _block(sch)
+    loops = sch.get_loops(block)
+    kinds = [iv.iter_type for iv in sch.get(block).iter_vars]
+    spatial = [lp for lp, kind in zip(loops, kinds) if kind == 0]
+    reduction = [lp for lp, kind in zip(loops, kinds) if kind == 2]
+    sch.reorder(*reduction, spatial[-1])
     return sch.mod["main"]
 
 
 def _schedule_pass(leave_out_last: bool):
     @tvm.transform.module_pass(opt_level=0, name="ScheduleMatmul")
     def schedule(mod, _ctx):
-        kernels = _matmul_kernels_in_call_order(mod)
+        kernels = _kernels_in_call_order(mod)
         if leave_out_last:
             kernels = kernels[:-1]
         for name in kernels:
             gv = mod.get_global_var(name)
-            mod[gv] = _reorder_matmul(mod[gv]).with_attr("global_symbol", name)
+            mod[gv] = _reorder(mod[gv]).with_attr("global_symbol", name)
         return mod
 
     return schedule
@@ -68,10 +76,10 @@ def _pipeline(target, leave_out_last: bool):
 
 
 def scheduled(target):
-    """TVM's CPU pipeline with every matrix product scheduled (the baseline)."""
+    """TVM's CPU pipeline with every matrix product and convolution scheduled (the baseline)."""
     return _pipeline(target, leave_out_last=False)
 
 
-def last_dense_unscheduled(target):
-    """The same, with the schedule left out for the last matrix product the model calls."""
+def last_unscheduled(target):
+    """The same, with the schedule left out for the last kernel the model calls that has one."""
     return _pipeline(target, leave_out_last=True)

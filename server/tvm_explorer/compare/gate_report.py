@@ -61,8 +61,7 @@ def _spread_text(change: Change) -> str:
     if sa is None or sb is None:
         return "no spread recorded"
     return (
-        f"middle half of the runs {sa.low:.4g}–{sa.high:.4g} → {sb.low:.4g}–{sb.high:.4g} ms "
-        f"({sa.runs} / {sb.runs} runs)"
+        f"runs {sa.low:.4g}–{sa.high:.4g} → {sb.low:.4g}–{sb.high:.4g} ms"
     )
 
 
@@ -174,7 +173,10 @@ def markdown(gate: Gate, limit: int = MARKDOWN_ROWS) -> str:
         tail += f"; {len(others) - limit} more changed layers are not shown (`tvm-explorer compare --json` lists all)"
     out.append(tail + ".")
     if gate.timed:
-        out.append("A time change counts only beyond the middle half of each bundle's runs (their quartiles) and 1 µs.")
+        out.append(
+            "A time change counts only where every run of one bundle was slower than every run of the other, "
+            "and by more than 1 µs."
+        )
     for side, role in (("only_a", "BASE"), ("only_b", "NEW")):
         left = getattr(comp, side)
         if left:

@@ -29,7 +29,7 @@ UNITS: dict[str, dict[str, float]] = {
     "code": {"": 1.0, "lines": 1.0, "line": 1.0},
     "workspace": {"": 1.0, "b": 1.0, "kib": 1024.0, "mib": 1024.0**2, "gib": 1024.0**3},
 }
-BASE_UNIT = {"time": "ms", "code": "lines", "workspace": "B"}
+UNIT_NAMES = {"time": "ms, us or s", "code": "lines or none", "workspace": "B, KiB, MiB, GiB or none (bytes)"}
 _RULE = re.compile(
     r"^\s*(?:(?P<scope>[A-Za-z_]+)\s*\.\s*)?(?P<metric>[A-Za-z_]+)\s*(?P<op>[<>=!]=?|)\s*"
     r"(?P<sign>[+-]?)\s*(?P<number>(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?|)\s*(?P<unit>[A-Za-zµ%]*)\s*$"
@@ -104,9 +104,8 @@ def parse_rule(spec: str, clause: str) -> Rule:
     units = UNITS[metric]
     factor = units.get(unit.lower())
     if factor is None:
-        allowed = ", ".join(u for u in ("%", *units) if u) + (" or none" if "" in units else "")
         shown = f"unit {unit!r}" if unit else "no unit"
-        raise _fail(spec, clause, f"{shown} for {metric}: use {allowed}")
+        raise _fail(spec, clause, f"{shown} for {metric}: use % or {UNIT_NAMES[metric]}")
     text = f"{scope + '.' if scope else ''}{metric}>+{_number_text(amount)}{unit}"
     return Rule(metric, amount * factor, False, scope, text)
 
