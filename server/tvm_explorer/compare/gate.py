@@ -9,10 +9,10 @@ NEW's fastest run slower than BASE's slowest — and it must exceed the clock's 
 regression. See docs/compare.md.
 
 Why whole ranges and not the quartiles: the runs of one build come back to back, and on a shared
-machine a whole build drifts (seven builds of one model, one config: layer medians 0.242–0.286 ms,
-each build's runs within a few percent). Quartiles flagged 50 of 168 such build pairs at +1 %;
-ranges 1 — a drift that moved every run of a build, which no statistic of the runs can tell from
-a change.
+machine a whole build drifts (seven builds of one model and config: layer medians 0.242–0.286
+ms, the middle half of a build's runs often under 1 % wide). Quartiles flagged 50 of 168 such
+cases at +1 %; ranges 1 — a drift that moved every run of a build, which no statistic of the
+runs can tell from a change (docs/compare.md).
 """
 
 from __future__ import annotations

@@ -60,9 +60,7 @@ def _spread_text(change: Change) -> str:
     sa, sb = change.spread_before, change.spread_after
     if sa is None or sb is None:
         return "no spread recorded"
-    return (
-        f"runs {sa.low:.4g}–{sa.high:.4g} → {sb.low:.4g}–{sb.high:.4g} ms"
-    )
+    return f"runs {sa.low:.4g}–{sa.high:.4g} → {sb.low:.4g}–{sb.high:.4g} ms"
 
 
 def verdict_text(change: Change) -> str:
