@@ -85,6 +85,14 @@ def _sides(gate: Gate) -> tuple[str, str]:
 
 
 # -- terminal -------------------------------------------------------------------------------
+def _printable(text: str) -> str:
+    """One line of a terminal or CI log: a name's line breaks, escape sequences and other
+    unprintable characters written as escapes (``\\n``, ``\\x1b``), so none can forge a line."""
+    if text.isprintable():
+        return text
+    return "".join(ch if ch.isprintable() else ch.encode("unicode_escape", "backslashreplace").decode() for ch in text)
+
+
 def summary(gate: Gate) -> list[str]:
     """The verdict for the terminal, after the comparison table (or alone with --output)."""
     lines = [f"note: {n}" for n in gate.notes]
@@ -99,7 +107,7 @@ def summary(gate: Gate) -> list[str]:
     )
     for row in regressions:
         for change in row.regressions:
-            lines.append(f"  REGRESSION {row_title(row)}: {verdict_text(change)}")
+            lines.append(f"  REGRESSION {_printable(row_title(row))}: {verdict_text(change)}")
     return lines
 
 
