@@ -45,15 +45,17 @@ def relative_text(change: Change) -> str:
     return f"{pct:+.0f} %" if abs(pct) >= 10 else f"{pct:+.1f} %"
 
 
-def change_text(change: Change) -> str:
-    """``0.075 → 4.047 ms (+5280 %)``, or the value alone when it did not change."""
+def change_text(change: Change, moved: bool = False) -> str:
+    """``0.075 → 4.047 ms (+5280 %)``, or the value alone when it did not change; ``moved``:
+    a time that moved within its noise as ``0.545 → 0.602 ms (+10 %, within noise)``."""
     if not change.known:
         return value_text(change.metric, change.after if change.after is not None else change.before)
-    if not change.changed:
-        return value_text(change.metric, change.after)
-    return (
-        f"{_bare(change.metric, change.before)} → {value_text(change.metric, change.after)} ({relative_text(change)})"
-    )
+    arrow = f"{_bare(change.metric, change.before)} → {value_text(change.metric, change.after)}"
+    if change.changed:
+        return f"{arrow} ({relative_text(change)})"
+    if moved and change.delta:
+        return f"{arrow} ({relative_text(change)}, within noise)"
+    return value_text(change.metric, change.after)
 
 
 def _spread_text(change: Change) -> str:
@@ -65,7 +67,7 @@ def _spread_text(change: Change) -> str:
 
 def verdict_text(change: Change) -> str:
     """One line saying why a change is a regression (or how it changed)."""
-    line = f"{METRIC_WORDS[change.metric]} {change_text(change)}"
+    line = f"{METRIC_WORDS[change.metric]} {change_text(change, moved=True)}"
     if change.metric == "time" and change.known:
         line += f"; {_spread_text(change)}"
     if change.regression:
@@ -118,9 +120,9 @@ def _md_title(row: Row) -> str:
     return f"{row.label} {md.cell(row.opcode)} {md.cell(row.name)}"
 
 
-def _md_cell(change: Change) -> str:
+def _md_cell(change: Change, row: Row) -> str:
     # numbers and fixed words only: nothing to escape
-    text = change_text(change)
+    text = change_text(change, moved=row.scope == "model")
     return f"**{text}**" if change.regression else text
 
 
@@ -134,7 +136,7 @@ def _md_status(row: Row) -> str:
 
 
 def _md_row(row: Row, metrics: list[str]) -> str:
-    cells = [_md_status(row), _md_title(row), *(_md_cell(row.changes[m]) for m in metrics)]
+    cells = [_md_status(row), _md_title(row), *(_md_cell(row.changes[m], row) for m in metrics)]
     return "| " + " | ".join(cells) + " |"
 
 
