@@ -144,8 +144,8 @@ def add_parser(sub) -> None:
     p = sub.add_parser(
         "compare", help="per layer, what changed between two bundles (targets, options, TVM versions, fp32 vs int8)"
     )
-    p.add_argument("a", help="bundle A")
-    p.add_argument("b", help="bundle B")
+    p.add_argument("a", help="bundle A (BASE, the baseline, with --fail-on)")
+    p.add_argument("b", help="bundle B (NEW, the candidate, with --fail-on)")
     p.add_argument("--json", action="store_true", help="the comparison as JSON (same as --format json)")
     p.add_argument(
         "--fail-on",
