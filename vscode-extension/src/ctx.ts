@@ -15,6 +15,7 @@ import { PassDiffs } from './passDiff';
 import { PassDiffSides } from './passDiffSides';
 import { PassNode, PassTreeProvider } from './passView';
 import { WorkingDirectory } from './serverProcess';
+import { StageSync } from './stages';
 
 /** A command's handler, called with the command's arguments. */
 export type Cmd = (...args: any[]) => unknown;
@@ -37,6 +38,7 @@ export class Ctx {
   readonly layerPlaces: LayerPlacesProvider;
   readonly comparisons: Comparisons;
   readonly graph: GraphView;
+  readonly stages: StageSync;
 
   constructor(readonly extCtx: vscode.ExtensionContext) {
     this.output = vscode.window.createOutputChannel('TVM Explorer');
@@ -59,6 +61,7 @@ export class Ctx {
     });
     this.comparisons = new Comparisons(this.server, this.registry);
     this.graph = new GraphView(this);
+    this.stages = new StageSync(this.server, this.registry, this.largeFiles, this.sides);
     this.pushCleanup(
       this.server, // before its output channel: stopping it may still log
       this.output,
@@ -74,6 +77,7 @@ export class Ctx {
       this.layerPlaces.view,
       this.comparisons,
       this.graph,
+      this.stages,
     );
   }
 

@@ -47,6 +47,16 @@ class Layer:
     name: str = ""  # TF layer name, ONNX node name, PyTorch module path/node
     module_class: str = ""  # PyTorch: class of the innermost module (``Conv2d``)
     source: tuple[str, int] | None = None  # the user's source line (file, line), when known
+    # Model Explorer's ids of the node in the original model file (graph id, node id), when
+    # the compile recorded them (``tvm-explorer overlays``)
+    explorer_key: tuple[str, str] | None = None
+
+
+def _explorer_key(raw) -> tuple[str, str] | None:
+    """A layer's ``{"graph", "node"}`` Model Explorer entry, or None when absent or malformed."""
+    if isinstance(raw, dict) and isinstance(raw.get("graph"), str) and isinstance(raw.get("node"), str):
+        return raw["graph"], raw["node"]
+    return None
 
 
 def _source(raw) -> tuple[str, int] | None:
@@ -542,6 +552,7 @@ class Bundle:
                         str(lay.get("name", "")),
                         str(lay.get("module_class", "")),
                         _source(lay.get("source")),
+                        _explorer_key(lay.get("model_explorer")),
                     )
                 )
         except (KeyError, TypeError, ValueError) as err:

@@ -30,6 +30,7 @@ class GraphNode:
     module_class: str = ""  # PyTorch: the innermost module's class (``Conv2d``)
     source: tuple[str, int] | None = None  # the user's own frame (file, line)
     subgraph: int = 0
+    explorer_key: tuple[str, str] | None = None  # Model Explorer's (graph id, node id): see layer_table
 
     @property
     def label(self) -> str:
