@@ -56,7 +56,7 @@ def render_document(model, origins: OriginTable):
 
 
 def layer_table(model) -> list[dict]:
-    """The bundle's layer table: one entry per operator/node, with its name and source line."""
+    """The bundle's layer table: one entry per operator/node, with its name, source line and stack."""
     table = []
     for lay in model.layers:
         entry = {
@@ -77,6 +77,9 @@ def layer_table(model) -> list[dict]:
         source = getattr(lay, "source", None)
         if source:
             entry["source"] = {"file": source[0], "line": source[1]}
+        stack = getattr(lay, "stack", ())
+        if stack:
+            entry["stack"] = [{"file": f, "line": n, "function": fn} for f, n, fn in stack]
         table.append(entry)
     return table
 

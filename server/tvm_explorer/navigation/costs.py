@@ -9,6 +9,7 @@ from typing import TypedDict
 
 from tvm_explorer.bundle.reader import Bundle
 from tvm_explorer.bundle.sections.costs import CostLayer, CostsDocument, clock_label
+from tvm_explorer.costs.rollup import ModuleCost, by_module, merge_repeats
 from tvm_explorer.costs.table import flops_text, lines_label, size, sort_layers
 from tvm_explorer.inert import markdown as md
 
@@ -31,6 +32,24 @@ class CostIndex:
     def ranked(self) -> list[CostLayer]:
         """Layers by time (by code lines without a profile), most expensive first."""
         return sort_layers(self.costs["layers"], "time")
+
+    def modules(self, depth: int | None) -> list[ModuleCost]:
+        """Costs rolled up the module tree at ``depth``, repeated modules merged, most
+        expensive first (the grouped Hot Layers view)."""
+        return merge_repeats(by_module(self.costs["layers"], depth))
+
+    def module_summary(self, row: ModuleCost) -> str:
+        """``1.23 ms · 14 % · 312 C lines · 48 KiB · 8 layers``."""
+        parts = []
+        if row["time_ms"] is not None:
+            parts.append(f"{row['time_ms']:.2f} ms")
+            parts.append(f"{100 * (row['share'] or 0.0):.0f} %")
+        parts.append(f"{row['code_lines']} {self.lines}")
+        if row["workspace_bytes"]:
+            parts.append(size(row["workspace_bytes"]))
+        count = len(row["layers"])
+        parts.append(f"{count} layer{'s' if count != 1 else ''}")
+        return " · ".join(parts)
 
     def summary(self, lay: CostLayer) -> str:
         """``1.23 ms · 14 % · 312 C lines · 48 KiB`` (parts without a value left out)."""
