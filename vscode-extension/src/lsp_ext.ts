@@ -192,6 +192,10 @@ export interface LayerCost {
   /** "1.23 ms · 14 % · 312 C lines · 48 KiB" */
   summary: string;
   location: lc.Location | null;
+  /** Grouped by module: the layers summed. */
+  layer_ids?: number[];
+  /** Grouped by module: the modules summed (one per repeated decoder layer). */
+  members?: string[];
 }
 export interface CostsResult {
   measured: boolean;
@@ -201,9 +205,13 @@ export interface CostsResult {
   layers: LayerCost[];
   lines: string;
   note: string;
+  /** How `layers` is grouped: `layer`, or `module[:DEPTH]` (one row per module). */
+  group?: string;
 }
 export interface CostsParams {
   bundle: string;
+  /** `layer` (default), or `module[:DEPTH]`: rolled up the module tree, repeated modules merged. */
+  group?: string;
 }
 export const costs = new lc.RequestType<CostsParams, CostsResult, void>('tvmExplorer/costs');
 

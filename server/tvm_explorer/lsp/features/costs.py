@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from lsprotocol import types
 
+from tvm_explorer.costs.rollup import parse_by
 from tvm_explorer.lsp.protocol import (
     SHOW_REFERENCES_COMMAND,
     CostsParams,
@@ -15,7 +16,6 @@ from tvm_explorer.lsp.protocol import (
     LayerCostInfo,
 )
 from tvm_explorer.lsp.shared import Session
-from tvm_explorer.costs.rollup import parse_by
 from tvm_explorer.navigation.costs import CostIndex, cost_index
 from tvm_explorer.navigation.provenance import reach
 from tvm_explorer.navigation.view import BundleView
@@ -75,9 +75,9 @@ class CostRequests:
         try:
             by, depth = parse_by(params.group if params else "layer")
         except ValueError as err:
-            by, depth, problem = "layer", None, f"{err}; "
+            by, depth, grouping = "layer", None, f"{err}; "
         else:
-            problem = ""
+            grouping = ""
         if by == "module":
             return CostsResult(
                 measured=idx.measured,
@@ -117,7 +117,7 @@ class CostRequests:
             reason=profile.get("reason"),
             layers=layers,
             lines=idx.lines,
-            note=problem + idx.status_text(),
+            note=grouping + idx.status_text(),
         )
 
     def _module_rows(self, view: BundleView, idx: CostIndex, depth: int | None) -> list[LayerCostInfo]:
