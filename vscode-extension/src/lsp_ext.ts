@@ -135,6 +135,8 @@ export interface LayerPlacesResult {
   places: LayerPlace[];
   /** The code lens's text for these layers ("1 function in generated code · 2 in IR"). */
   summary?: string;
+  /** The layers, the same layer of repeated blocks once ("aten.mm.default ops 61, 164 m.model.layers.{0..1}.self_attn.q_proj"). */
+  labels?: string[];
 }
 /** Every place of the layer(s) at a position, through every pass. */
 export const layerPlaces = new lc.RequestType<lc.TextDocumentPositionParams, LayerPlacesResult | null, void>(

@@ -163,6 +163,7 @@ class LayerPlacesResult:
     layers: list[LayerRef]
     places: list[LayerPlaceInfo]
     summary: str = ""
+    labels: list[str] = attrs.field(factory=list)  # the layers, repeated blocks named once
 
 
 @attrs.define

@@ -217,6 +217,7 @@ def layer_lines(view: BundleView, origins: list[Origin], in_model: bool) -> list
             f"{': ' + tail if tail else ''}"
         )
         if chain := chain_text(layer):
+            lines[-1] += "  "  # a line break inside the list item
             lines.append(f"  called from {code(chain)}")
     if len(groups) > MAX_LAYERS:
         rest = sum(len(g) for g in groups[MAX_LAYERS:])

@@ -7,6 +7,7 @@ import os
 from dataclasses import dataclass
 
 from tvm_explorer.bundle.reader import Layer, Origin
+from tvm_explorer.frontends.tflite.names import name_of
 from tvm_explorer.navigation.provenance import layers_at
 from tvm_explorer.navigation.view import BundleView, Keep, keep_all
 from tvm_explorer.provenance.repeats import group_repeated
@@ -178,3 +179,26 @@ def repeated_groups(origins: list[Origin]) -> list[list[tuple[Origin, str]]]:
             out.append([(members[i], path) for i in at])
     out.sort(key=lambda g: origins.index(g[0][0]))
     return out
+
+
+def layer_labels(layers: list[Layer]) -> list[str]:
+    """``aten.mm.default ops 61, 164 m.model.layers.{0..1}.self_attn.q_proj``: the layers, the
+    same layer of repeated blocks named once (Layer Places' title), in the order given."""
+    buckets: dict[tuple, list[Layer]] = {}
+    for lay in layers:
+        buckets.setdefault((lay.opcode, lay.module_class, lay.source), []).append(lay)
+    groups: list[list[Layer]] = []
+    labels: dict[int, str] = {}
+    for members in buckets.values():
+        for path, at in group_repeated([repeat_path(m) for m in members]):
+            group = [members[i] for i in at]
+            groups.append(group)
+            if len(group) > 1:
+                ops = ", ".join(str(m.op_index) for m in group)
+                labels[id(group)] = f"{group[0].opcode} ops {ops} {path}"
+            else:
+                lay = group[0]
+                name = name_of(lay)
+                labels[id(group)] = f"{lay.opcode} op {lay.op_index}{f' {name}' if name else ''}"
+    groups.sort(key=lambda g: layers.index(g[0]))
+    return [labels[id(g)] for g in groups]
