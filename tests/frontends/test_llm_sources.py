@@ -9,9 +9,9 @@ import json
 import re
 
 import pytest
-
 from tests import llm_models
 from tests.conftest import run_cli
+
 from tvm_explorer.bundle.reader import Bundle
 from tvm_explorer.costs.rollup import across_repeats, by_module
 from tvm_explorer.frontends.graph import is_model_code, source_and_stack

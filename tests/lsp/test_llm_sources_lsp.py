@@ -11,8 +11,8 @@ import pytest
 import pytest_lsp
 from lsprotocol import types
 from pytest_lsp import LanguageClient
-
 from tests import llm_models
+
 from tvm_explorer.bundle.reader import Bundle
 
 from .conftest import SERVER, start_session, uri
