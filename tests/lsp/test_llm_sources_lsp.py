@@ -78,3 +78,20 @@ async def test_costs_grouped_by_module(client, llama):
     assert sorted(i for row in got.layers for i in row.layer_ids) == [lay.id for lay in llama.layers]
     plain = await client.protocol.send_request_async("tvmExplorer/costs", {"bundle": uri(llama.root)})
     assert len(plain.layers) == len(llama.layers) and not plain.layers[0].members
+
+
+async def test_lenses_and_layer_places_name_repeated_layers_once(client, llama):
+    model = types.TextDocumentIdentifier(uri(llama.root / "model.fxgraph"))
+    lenses = await client.text_document_code_lens_async(types.CodeLensParams(model))
+    lines = llama.text("model.fxgraph").split("\n")
+    heading = {lines[lens.range.start.line]: lens.command.title for lens in lenses
+               if lines[lens.range.start.line].startswith("module ")}
+    title = heading["module m.model.layers.0.self_attn.q_proj (Linear)"]
+    assert re.fullmatch(r"module: \d+ C lines · .* · 4 layers · all 2 repeats "
+                        r"\(m\.model\.layers\.\{0\.\.1\}\.self_attn\.q_proj\): \d+ C lines · .* · 8 layers", title), title
+    assert "module m.model.layers.1.self_attn.q_proj (Linear)" in heading  # its first heading too
+    doc = types.TextDocumentIdentifier(uri(llama.root / "code" / "module.c"))
+    got = await client.protocol.send_request_async(
+        "tvmExplorer/layerPlaces", {"textDocument": {"uri": doc.uri}, "position": _q_proj_store(llama)})
+    assert len(got.layers) == 8 and len(got.labels) == 4
+    assert re.fullmatch(r"aten\.mm\.default ops \d+, \d+ m\.model\.layers\.\{0\.\.1\}\.self_attn\.q_proj", got.labels[0])

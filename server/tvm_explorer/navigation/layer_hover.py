@@ -271,8 +271,20 @@ def primfunc_layers(view: BundleView, path: str, prim: Range) -> set[int]:
 
 
 def _layer_names(view: BundleView, lids: list[int]) -> str:
-    names = [f"op {view.bundle.layers[lid].op_index} {md(view.bundle.layers[lid].opcode)}" for lid in lids[:4]]
-    more = f" and {len(lids) - 4} more" if len(lids) > 4 else ""
+    """``op 0 CONV_2D, op 2 RELU``; the same layer of repeated blocks once: ``ops 67, 170
+    aten.mm.default m.model.layers.{0..1}.self_attn.k_proj``."""
+    layers = [view.bundle.layers[lid] for lid in lids]
+    groups = repeated_groups([Origin(lay, False) for lay in layers])
+    names = []
+    for group in groups[:4]:
+        lay, path = group[0][0].layer, group[0][1]
+        if len(group) == 1:
+            names.append(f"op {lay.op_index} {md(lay.opcode)}")
+        else:
+            ops = ", ".join(str(o.layer.op_index) for o, _ in group)
+            names.append(f"ops {ops} {md(lay.opcode)} {code(path)}")
+    rest = sum(len(g) for g in groups[4:])
+    more = f" and {rest} more" if rest else ""
     return ", ".join(names) + more
 
 

@@ -16,7 +16,7 @@ from tvm_explorer.lsp.protocol import (
     LayerCostInfo,
 )
 from tvm_explorer.lsp.shared import Session
-from tvm_explorer.navigation.costs import CostIndex, cost_index
+from tvm_explorer.navigation.costs import CostIndex, cost_index, module_lenses
 from tvm_explorer.navigation.provenance import reach
 from tvm_explorer.navigation.view import BundleView
 
@@ -45,6 +45,19 @@ def cost_lenses(session: Session, view: BundleView, path: str, uri: str) -> list
                 ),
             )
         )
+    return out
+
+
+def module_cost_lenses(session: Session, view: BundleView, path: str) -> list[types.CodeLens]:
+    """On the first heading of each module of the model document: the module's costs and,
+    for repeated blocks, those of all its repeats (plain text: nothing to open)."""
+    out = []
+    for offset, title in module_lenses(view.bundle, view.bundle.text(path)):
+        rng = session.range(view, path, offset, offset)
+        if rng is not None:
+            out.append(
+                types.CodeLens(range=types.Range(rng.start, rng.start), command=types.Command(title=title, command=""))
+            )
     return out
 
 
