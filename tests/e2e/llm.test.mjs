@@ -66,6 +66,10 @@ test('ctrl-click opens the model line in modeling_llama.py first, read-only', as
 test('Hot Layers grouped by module: the repeated decoder layers are one row', async () => {
   const { page } = suite.session;
   await runCommand(page, 'TVM Explorer: Focus on Hot Layers View');
+  for (const title of ['Passes', 'Layer Places']) { // room for the rows
+    const header = page.locator('[id="workbench.view.extension.tvmExplorer"] .pane-header[aria-expanded="true"]', { hasText: title });
+    if (await header.count()) await header.first().click();
+  }
   await runCommand(page, 'TVM Explorer: Hot Layers: Group by Module');
   const rows = page.locator('[id="workbench.view.extension.tvmExplorer"] .monaco-list-row[aria-label^="rank "]');
   const grouped = rows.filter({ hasText: 'm.model.layers.{0..1}.self_attn.q_proj' });
@@ -74,6 +78,15 @@ test('Hot Layers grouped by module: the repeated decoder layers are one row', as
   const labels = await rows.evaluateAll((els) => els.map((e) => e.getAttribute('aria-label')));
   assert.ok(labels.every((l) => l.includes(': module ')), `a row is not a module: ${labels.join(' | ')}`);
   assert.ok(!labels.some((l) => /layers\.[01]\.self_attn\.q_proj/.test(l)), labels.join(' | '));
+  // A click opens the first layer of the group in the model document, where the module's
+  // heading has a lens summing all its repeats.
+  await grouped.first().click();
+  const opened = await poll(async () => (await activeTabTitle(page)).includes('model.fxgraph'), { timeoutMs: 30000 });
+  assert.ok(opened, 'the model document did not open');
+  await page.keyboard.press('Escape');
+  const lens = page.locator('.codelens-decoration', { hasText: 'all 2 repeats (m.model.layers.{0..1}.self_attn.q_proj)' });
+  await lens.first().waitFor({ state: 'visible', timeout: 30000 });
+  await screenshot(page, 'llm-04-module-lens');
   await runCommand(page, 'TVM Explorer: Hot Layers: One Row per Layer');
   await rows.filter({ hasText: 'aten.' }).first().waitFor({ state: 'visible', timeout: 30000 });
 });
