@@ -57,13 +57,17 @@ def test_llama_source_is_the_innermost_model_line_with_its_stack(llm_bundles):
     ("gpt2", "attn.c_attn/addmm", "self.c_attn("),
     ("bert", "attention.self.query/addmm", "self.query("),
 ])
-def test_gpt2_and_bert_sources_are_model_lines(llm_bundles, name, module, code):
-    layers = Bundle(llm_bundles.get(name)).layers
+def test_gpt2_and_bert_sources_are_model_lines(tmp_path, name, module, code):
+    """Read by the PyTorch frontend as a compile reads them (not compiled: the layer table
+    and everything after it are the Llama's tests)."""
+    from tvm_explorer.frontends import load_any
+
+    layers = load_any(llm_models.export(name, tmp_path / f"{name}.pt2")).layers
     lay = next(lay for lay in layers if lay.name.endswith(module))
     assert lay.source is not None and f"models/{name}/modeling_{name}.py" in lay.source[0]
     assert code in _file_line(*lay.source)
     assert lay.stack[0][:2] == (llm_models.__file__, llm_models.WRAPPER_LINE)
-    # every node of the model body reaches model code
+    # nearly every node reaches model code (the rest: the exporter's own nodes)
     assert sum(lay.source is not None for lay in layers) > 0.8 * len(layers)
 
 
@@ -129,3 +133,24 @@ def test_costs_by_module_rolls_up_to_the_leaf_sums(llm_bundles):
     bad = run_cli("costs", bundle, "--by", "module:x")
     assert bad.returncode == 2 and bad.stderr.strip() == (
         "tvm-explorer: error: --by module:x: DEPTH must be a whole number of 1 or more (module:3)")
+
+
+def test_bundles_without_or_with_a_damaged_stack_still_load(llm_bundles, tmp_path):
+    import shutil
+
+    copy = tmp_path / "old.bundle"
+    shutil.copytree(llm_bundles.get("llama"), copy)
+    index = json.loads((copy / "index.json").read_text())
+    for i, lay in enumerate(index["layers"]):
+        if i % 2:
+            lay.pop("stack", None)  # as written before stacks were recorded
+        elif "stack" in lay:
+            lay["stack"] = [{"file": 3, "line": "x"}, *lay["stack"][:1], "junk"]
+    (copy / "index.json").write_text(json.dumps(index))
+    layers = Bundle(copy).layers
+    assert all(lay.stack == () for lay in layers[1::2])
+    kept = [lay for lay in layers[0::2] if lay.stack]
+    assert kept and all(len(lay.stack) == 1 for lay in kept)  # the malformed frames left out
+    assert any(lay.stack[0][:2] == (llm_models.__file__, llm_models.WRAPPER_LINE) for lay in kept)
+    line = _line_of(copy, r"^\s+matmul\[")
+    assert run_cli("origins", copy, f"code/module.c:{line}", check=True).stdout.count("modeling_llama.py:") >= 4
