@@ -10,4 +10,4 @@ echo "checks: lint-imports, ruff check, ruff format --check, mypy"
 .venv/bin/ruff check
 .venv/bin/ruff format --check
 .venv/bin/mypy
-.venv/bin/python -m pytest "$@"
+.venv/bin/python -m pytest --durations=40 "$@"

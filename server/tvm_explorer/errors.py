@@ -17,6 +17,7 @@ EXIT_ERROR = 2
 EXIT_CRASH = 3
 EXIT_TIMEOUT = 4
 EXIT_UNTRUSTED = 5  # a .pt2 holds a pickle: refused unless --trust-pickle (VS Code asks, retries)
+EXIT_REGRESSION = 6  # compare --fail-on: a layer or the model grew beyond a rule (docs/compare.md)
 EXIT_INTERRUPTED = 130
 
 

@@ -46,4 +46,5 @@ export const COMMANDS: Readonly<Record<string, CommandFactory>> = Object.freeze(
   'tvmExplorer.compileModel': compileModel,
   'tvmExplorer.bisectModel': bisectModel,
   'tvmExplorer.reduceModel': reduceModel,
+  'tvmExplorer.openStagesSideBySide': (ctx) => (target?: vscode.Uri | string) => ctx.stages.open(target),
 });

@@ -14,6 +14,7 @@ import { PassDiffs } from './passDiff';
 import { PassDiffSides } from './passDiffSides';
 import { PassNode, PassTreeProvider } from './passView';
 import { WorkingDirectory } from './serverProcess';
+import { StageSync } from './stages';
 
 /** A command's handler, called with the command's arguments. */
 export type Cmd = (...args: any[]) => unknown;
@@ -35,6 +36,7 @@ export class Ctx {
   readonly hotLayers: HotLayersProvider;
   readonly layerPlaces: LayerPlacesProvider;
   readonly comparisons: Comparisons;
+  readonly stages: StageSync;
 
   constructor(readonly extCtx: vscode.ExtensionContext) {
     this.output = vscode.window.createOutputChannel('TVM Explorer');
@@ -56,6 +58,7 @@ export class Ctx {
       showCollapseAll: true,
     });
     this.comparisons = new Comparisons(this.server, this.registry);
+    this.stages = new StageSync(this.server, this.registry, this.largeFiles, this.sides);
     this.pushCleanup(
       this.server, // before its output channel: stopping it may still log
       this.output,
@@ -70,6 +73,7 @@ export class Ctx {
       this.layerPlaces,
       this.layerPlaces.view,
       this.comparisons,
+      this.stages,
     );
   }
 

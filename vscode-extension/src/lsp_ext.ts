@@ -306,3 +306,44 @@ export const EXTRACT_REPRODUCER_COMMAND = 'tvmExplorer.extractReproducer';
 export type ExtractReproducerResult =
   | { path: string; uri: string; kernels: string[] }
   | { error: string };
+
+/** One stage document of a bundle: the model document, the last Relax, the final TIR or a
+ * generated-code document (the main one first: CUDA's device code before its host code). */
+export interface StageDocument {
+  stage: 'model' | 'relax' | 'tir' | 'code';
+  uri: string;
+  /** The document's path inside the bundle (`relax/018-AttachGlobalSymbol.relax`). */
+  path: string;
+}
+export interface StageDocumentsParams {
+  bundle: string;
+}
+export interface StageDocumentsResult {
+  documents: StageDocument[];
+}
+/** The documents "Open Stages Side by Side" shows, in pipeline order. */
+export const stageDocuments = new lc.RequestType<StageDocumentsParams, StageDocumentsResult, void>(
+  'tvmExplorer/stageDocuments',
+);
+
+/** A layer of a stageRanges answer; `id` is its number in the bundle (`index.json`). */
+export interface StageLayer extends LayerRef {
+  id: number;
+}
+/** The ranges of the position's layers in one stage document, in document order. */
+export interface StageRangesInDocument {
+  stage: StageDocument['stage'];
+  uri: string;
+  ranges: lc.Range[];
+  /** More ranges were found than are answered (a position naming most of the model). */
+  truncated?: boolean;
+}
+export interface StageRangesResult {
+  layers: StageLayer[];
+  /** Every stage document but the queried one (none when the position has no origin). */
+  documents: StageRangesInDocument[];
+}
+/** The layers at a position and their ranges in the other stage documents. */
+export const stageRanges = new lc.RequestType<lc.TextDocumentPositionParams, StageRangesResult | null, void>(
+  'tvmExplorer/stageRanges',
+);

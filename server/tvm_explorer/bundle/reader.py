@@ -48,6 +48,16 @@ class Layer:
     module_class: str = ""  # PyTorch: class of the innermost module (``Conv2d``)
     source: tuple[str, int] | None = None  # the innermost model-code line (file, line), when known
     stack: tuple[tuple[str, int, str], ...] = ()  # every frame (file, line, function), entry first
+    # Model Explorer's ids of the node in the original model file (graph id, node id), when
+    # the compile recorded them (``tvm-explorer overlays``)
+    explorer_key: tuple[str, str] | None = None
+
+
+def _explorer_key(raw) -> tuple[str, str] | None:
+    """A layer's ``{"graph", "node"}`` Model Explorer entry, or None when absent or malformed."""
+    if isinstance(raw, dict) and isinstance(raw.get("graph"), str) and isinstance(raw.get("node"), str):
+        return raw["graph"], raw["node"]
+    return None
 
 
 def _stack(raw) -> tuple[tuple[str, int, str], ...]:
@@ -558,6 +568,7 @@ class Bundle:
                         str(lay.get("module_class", "")),
                         _source(lay.get("source")),
                         _stack(lay.get("stack")),
+                        _explorer_key(lay.get("model_explorer")),
                     )
                 )
         except (KeyError, TypeError, ValueError) as err:

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import json
+import os
 import sys
+from pathlib import Path
 
-from tvm_explorer.errors import ExplorerError
+from tvm_explorer.errors import EXIT_REGRESSION, ExplorerError, fail
 from tvm_explorer.tablenames import NameColumn
 
 
@@ -14,21 +16,13 @@ def _cost(side: dict) -> str:
     return f"{ms:.3f}" if isinstance(ms, (int, float)) else "-"
 
 
-def _run_compare(args) -> int:
-    from tvm_explorer.compare.compare import compare
-
-    try:
-        result = compare(args.a, args.b).to_json()
-    except ExplorerError as err:
-        print(f"tvm-explorer: error: {err}", file=sys.stderr)
-        return 2
-    if args.json:
-        print(json.dumps(result, indent=1))
-        return 0
+def _table(result: dict) -> list[str]:
+    """The comparison as the text table."""
+    out = []
     for side in ("a", "b"):
         info = result[f"{side}_info"]
         opts = "--exact-origins" if info["options"].get("exact_origins") else ""
-        print(
+        out.append(
             f"{side.upper()}: {result[side]}  ({info['model']}, target {info['target']}"
             f"{', ' + opts if opts else ''}, TVM {info['tvm']})"
         )
@@ -37,15 +31,15 @@ def _run_compare(args) -> int:
         if result["matched_by"] == "sha256"
         else "different models: layers matched by TF layer name and opcode"
     )
-    print(f"Compared as {how}\n")
+    out.append(f"Compared as {how}\n")
     rows = result["layers"]
     show_cost = any("costs" in r["a"] or "costs" in r["b"] for r in rows)
     names = NameColumn((r["name"] for r in rows), 40)
     if names.note():
-        print(names.note())
+        out.append(names.note())
     head = f"{'op':>4}  {'opcode':18} {'name':40} {'A lines':>8} {'B lines':>8} {'delta':>7}"
     head += f" {'A ms':>8} {'B ms':>8}" if show_cost else ""
-    print(head + "  code")
+    out.append(head + "  code")
     for r in rows:
         where = f"{r['subgraph']}:{r['op_index']}" if r["subgraph"] else str(r["op_index"])
         delta = r["b"]["code_lines"] - r["a"]["code_lines"]
@@ -58,16 +52,91 @@ def _run_compare(args) -> int:
         mark = "changed" if r["changed"] else "same"
         if r["kernels_changed"]:
             mark += f" (kernels {', '.join(r['a']['kernels']) or '-'} -> {', '.join(r['b']['kernels']) or '-'})"
-        print(f"{line}  {mark}")
+        out.append(f"{line}  {mark}")
     changed = sum(r["changed"] for r in rows)
-    print(f"\n{len(rows)} layers matched, {changed} with changed code")
+    out.append(f"\n{len(rows)} layers matched, {changed} with changed code")
     for side in ("a", "b"):
         left = result["unmatched"][side]
         if left:
-            print(
+            out.append(
                 f"Only in {side.upper()}: " + "; ".join(f"op {u['op_index']} {u['opcode']} {u['name']}" for u in left)
             )
-    return 0
+    return out
+
+
+def _format(args) -> str:
+    if args.json:
+        if args.format not in (None, "json"):
+            raise ExplorerError(f"--json and --format {args.format}: choose one output format")
+        return "json"
+    return args.format or "text"
+
+
+def _write(path: str, text: str) -> None:
+    """Write ``text`` to ``path`` whole or not at all."""
+    out = Path(path)
+    tmp = out.with_name(f".{out.name}.tmp-{os.getpid()}")
+    try:
+        tmp.write_text(text, encoding="utf-8", errors="backslashreplace")
+        os.replace(tmp, out)
+    except BaseException as err:
+        tmp.unlink(missing_ok=True)
+        if isinstance(err, OSError):
+            raise ExplorerError(f"--output {out}: cannot write the report ({err.strerror}); nothing written") from None
+        raise
+
+
+def _run_compare(args) -> int:
+    from tvm_explorer.compare.compare import compare
+
+    try:
+        fmt = _format(args)
+        rules = None
+        if args.fail_on is not None:
+            from tvm_explorer.compare.rules import parse
+
+            rules = parse(args.fail_on)
+        comparison = compare(args.a, args.b)
+        gate = None
+        if rules is not None or fmt in ("markdown", "junit"):
+            from tvm_explorer.compare.gate import judge
+
+            gate = judge(comparison, rules or [])
+    except ExplorerError as err:
+        return fail(str(err))
+    result = comparison.to_json()
+    summary: list[str] = []
+    if gate is not None and rules is not None:
+        from tvm_explorer.compare.gate_report import summary as gate_summary
+
+        summary = gate_summary(gate)
+    if fmt == "json":
+        if gate is not None:
+            result["gate"] = gate.to_json()
+        text = json.dumps(result, indent=1) + "\n"
+    elif fmt == "markdown":
+        from tvm_explorer.compare.gate_report import markdown
+
+        text = markdown(gate)
+    elif fmt == "junit":
+        from tvm_explorer.compare.gate_report import junit
+
+        text = junit(gate)
+    else:
+        text = "\n".join(_table(result) + ([""] + summary if summary else [])) + "\n"
+    if args.output:
+        try:
+            _write(args.output, text)
+        except ExplorerError as err:
+            return fail(str(err))
+        for line in summary:
+            print(line)
+    else:
+        sys.stdout.write(text)
+        if fmt in ("markdown", "junit"):
+            for line in summary:
+                print(line, file=sys.stderr)
+    return EXIT_REGRESSION if gate is not None and gate.failed else 0
 
 
 def add_parser(sub) -> None:
@@ -75,7 +144,21 @@ def add_parser(sub) -> None:
     p = sub.add_parser(
         "compare", help="per layer, what changed between two bundles (targets, options, TVM versions, fp32 vs int8)"
     )
-    p.add_argument("a", help="bundle A")
-    p.add_argument("b", help="bundle B")
-    p.add_argument("--json", action="store_true")
+    p.add_argument("a", help="bundle A (BASE, the baseline, with --fail-on)")
+    p.add_argument("b", help="bundle B (NEW, the candidate, with --fail-on)")
+    p.add_argument("--json", action="store_true", help="the comparison as JSON (same as --format json)")
+    p.add_argument(
+        "--fail-on",
+        metavar="RULES",
+        help="exit 6 when a layer or the whole model grows beyond a rule and, for time, beyond the noise of "
+        "its runs: RULE[,RULE...] with RULE = [model.|layer.]METRIC>+N UNIT, METRIC time|code|workspace "
+        "(or memory), UNIT %% or ms/us/s, lines, B/KiB/MiB (e.g. 'time>+10%%,code>+20%%'; docs/compare.md)",
+    )
+    p.add_argument(
+        "--format",
+        choices=("text", "json", "markdown", "junit"),
+        help="text (default), json, markdown (a table for a pull-request comment) or junit (JUnit XML: "
+        "one test case per layer)",
+    )
+    p.add_argument("--output", metavar="FILE", help="write the report to FILE (atomically) instead of stdout")
     p.set_defaults(run=_run_compare)

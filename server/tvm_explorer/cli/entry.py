@@ -16,6 +16,7 @@ SUBCOMMANDS = (
     "compare",
     "costs",
     "numerics",
+    "overlays",
     "reduce",
     "serve",
 )

@@ -68,7 +68,9 @@ def build(
             seen.extend(lid for lid in sorted(split) if lid not in seen)
         kernel_layers[name] = seen
 
-    per_layer = {lay["id"]: {"kernels": [], "flops": 0.0, "has_flops": False, "time": 0.0} for lay in layers}
+    per_layer = {
+        lay["id"]: {"kernels": [], "flops": 0.0, "has_flops": False, "time": 0.0, "runs": []} for lay in layers
+    }
     for name in kernels:
         for split in site_splits[name]:
             for lid, frac in split.items():
@@ -88,6 +90,8 @@ def build(
         plain = measured.plain_ms
         seen_count: dict[str, int] = {}
         runtime_ms = 0.0
+        for row in per_layer.values():
+            row["runs"] = [0.0] * len(measured.times)
         for i, symbol in enumerate(measured.symbols):
             samples = [run[i] for run in measured.times]
             med = statistics.median(samples)
@@ -115,6 +119,9 @@ def build(
                     continue
             for lid, frac in split.items():
                 per_layer[lid]["time"] += med * frac
+                # each run's own share too: the spread a regression must exceed (compare --fail-on)
+                for r, sample in enumerate(samples):
+                    per_layer[lid]["runs"][r] += sample * frac
             calls.append(
                 {
                     "index": i,
@@ -152,6 +159,7 @@ def build(
                 "shared_kernels": [n for n in names if len(kernel_layers[n]) > 1 or len(kernels[n].sites) > 1],
                 "flops": _r(row["flops"], 1) if row["has_flops"] else None,
             }
+            | ({"time_runs_ms": [_r(t) for t in row["runs"]]} if total_ms is not None else {})
         )
     out_kernels = []
     for name, k in sorted(kernels.items()):
@@ -197,7 +205,12 @@ def build(
             "total_min_ms": _r(min(sum(run) for run in measured.times))
             if measured is not None and measured.times
             else None
-        },
+        }
+        | (
+            {"total_runs_ms": [_r(sum(run)) for run in measured.times]}
+            if measured is not None and measured.times
+            else {}
+        ),
         "totals": {
             "code_lines": static.attributed_lines,
             "workspace_bytes": sum(k.workspace_bytes for k in kernels.values()),

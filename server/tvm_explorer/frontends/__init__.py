@@ -56,7 +56,10 @@ def render_document(model, origins: OriginTable):
 
 
 def layer_table(model) -> list[dict]:
-    """The bundle's layer table: one entry per operator/node, with its name, source line and stack."""
+    """The bundle's layer table: one entry per operator/node, with its name, source line and stack,
+    and the ids Model Explorer's own adapter gives its node in the original model file
+    (``model_explorer``: graph id and node id; each frontend's loader knows its adapter's rule),
+    which ``tvm-explorer overlays`` keys its node-data files by."""
     table = []
     for lay in model.layers:
         entry = {
@@ -80,6 +83,9 @@ def layer_table(model) -> list[dict]:
         stack = getattr(lay, "stack", ())
         if stack:
             entry["stack"] = [{"file": f, "line": n, "function": fn} for f, n, fn in stack]
+        key = getattr(lay, "explorer_key", None)
+        if key is not None:
+            entry["model_explorer"] = {"graph": key[0], "node": key[1]}
         table.append(entry)
     return table
 

@@ -88,3 +88,10 @@ class Frontend:
     reference: ReferenceEngine
     subgraph_writer: SubgraphWriter | None = None
     """How ``reduce`` cuts the model (None: this kind cannot be reduced)."""
+    explorer_adapter: str = ""
+    """Which Model Explorer adapter opens this kind (``tvm-explorer overlays`` keys its node
+    data the way that adapter names nodes; each loader records the ids: ``explorer_key``)."""
+    explorer_extension: str = ""
+    """The pip package of that adapter when it is not built into Model Explorer (it is then
+    passed as ``--extensions=<module>``: ``explorer_extension_module``)."""
+    explorer_extension_module: str = ""

@@ -31,6 +31,7 @@ class GraphNode:
     source: tuple[str, int] | None = None  # the innermost model-code frame (file, line)
     stack: tuple[tuple[str, int, str], ...] = ()  # every frame (file, line, function), entry first
     subgraph: int = 0
+    explorer_key: tuple[str, str] | None = None  # Model Explorer's (graph id, node id): see layer_table
 
     @property
     def label(self) -> str:

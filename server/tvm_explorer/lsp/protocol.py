@@ -33,6 +33,8 @@ MODEL_DOCUMENT = "tvmExplorer/modelDocument"
 EXTRACT_REPRODUCER_COMMAND = "tvmExplorer.extractReproducer"
 COMPARE_BUNDLES = "tvmExplorer/compareBundles"
 COMPARE_LAYER_CODE = "tvmExplorer/compareLayerCode"
+STAGE_DOCUMENTS = "tvmExplorer/stageDocuments"
+STAGE_RANGES = "tvmExplorer/stageRanges"
 
 
 @attrs.define
@@ -290,6 +292,61 @@ class CompareLayerCodeParams:
     side: str
 
 
+@attrs.define
+class StageDocumentsParams:
+    """``tvmExplorer/stageDocuments`` params: the bundle's URI (its directory, or any of its
+    documents)."""
+
+    bundle: str
+
+
+@attrs.define
+class StageDocumentInfo:
+    """One stage document: ``stage`` is "model", "relax", "tir" or "code"."""
+
+    stage: str
+    uri: str
+    path: str
+
+
+@attrs.define
+class StageDocumentsResult:
+    """``tvmExplorer/stageDocuments`` result: model, last Relax, final TIR, then the generated
+    code (the main document first)."""
+
+    documents: list[StageDocumentInfo]
+
+
+@attrs.define
+class StageLayer:
+    """A layer of ``tvmExplorer/stageRanges``: its id in the bundle (``index.json``'s layer
+    number), operator and name."""
+
+    id: int
+    subgraph: int
+    op_index: int
+    opcode: str
+    name: str
+
+
+@attrs.define
+class StageRangesInDocument:
+    """The ranges of the position's layers in one stage document, in document order."""
+
+    stage: str
+    uri: str
+    ranges: list[types.Range]
+    truncated: bool = False
+
+
+@attrs.define
+class StageRangesResult:
+    """``tvmExplorer/stageRanges`` result (both lists empty: the position has no origin)."""
+
+    layers: list[StageLayer]
+    documents: list[StageRangesInDocument]
+
+
 def _request(method: str, params_type: Any) -> type:
     """The JSON-RPC request message class of a custom method."""
     return attrs.make_class(
@@ -321,6 +378,8 @@ MESSAGE_TYPES = {
     KERNEL_HEAT: (_request(KERNEL_HEAT, types.TextDocumentIdentifier), KernelHeatResult),
     COMPARE_BUNDLES: (_request(COMPARE_BUNDLES, CompareBundlesParams), Any),
     COMPARE_LAYER_CODE: (_request(COMPARE_LAYER_CODE, CompareLayerCodeParams), Any),
+    STAGE_DOCUMENTS: (_request(STAGE_DOCUMENTS, StageDocumentsParams), StageDocumentsResult),
+    STAGE_RANGES: (_request(STAGE_RANGES, types.TextDocumentPositionParams), StageRangesResult),
 }
 
 _PLAIN_NAMES = (
@@ -341,6 +400,11 @@ _PLAIN_NAMES = (
     CostsResult,
     HeatMark,
     KernelHeatResult,
+    StageDocumentInfo,
+    StageDocumentsResult,
+    StageLayer,
+    StageRangesInDocument,
+    StageRangesResult,
 )
 
 

@@ -28,6 +28,7 @@ from tvm_explorer.lsp.features.numerics import Numerics
 from tvm_explorer.lsp.features.passes import PassSteps
 from tvm_explorer.lsp.features.references import References
 from tvm_explorer.lsp.features.reproducers import Reproducers
+from tvm_explorer.lsp.features.stage_sync import StageSync
 from tvm_explorer.lsp.features.symbols import DocumentSymbols
 from tvm_explorer.lsp.heap import give_back
 from tvm_explorer.lsp.logbridge import install as install_log_bridge
@@ -46,6 +47,8 @@ from tvm_explorer.lsp.protocol import (
     ORIGINS,
     PREVIOUS_PASS,
     PREVIOUS_STAGE,
+    STAGE_DOCUMENTS,
+    STAGE_RANGES,
     CostsResult,
     ExplorerProtocol,
     KernelHeatResult,
@@ -54,6 +57,8 @@ from tvm_explorer.lsp.protocol import (
     ListPassesResult,
     NumericsResult,
     OriginsResult,
+    StageDocumentsResult,
+    StageRangesResult,
     converter_factory,
 )
 from tvm_explorer.lsp.shared import ENCODINGS, Session
@@ -178,6 +183,7 @@ def _register_answers(
     (``answering.py``), and the model document of any model file."""
     definition, previous, steps = Definition(session), PreviousStage(session), PassSteps(session)
     requests, costs, comparisons = ExplorerRequests(session), CostRequests(session), BundleComparisons(session)
+    stage_sync = StageSync(session)
     answers: list[tuple[str, Callable[[Any], Any], Any]] = [
         (types.TEXT_DOCUMENT_DEFINITION, definition.definition, []),
         (types.TEXT_DOCUMENT_DECLARATION, previous.previous_stage, []),
@@ -200,6 +206,8 @@ def _register_answers(
         (KERNEL_HEAT, costs.kernel_heat, KernelHeatResult([])),
         (COMPARE_BUNDLES, comparisons.compare_bundles, {"error": "comparison failed"}),
         (COMPARE_LAYER_CODE, comparisons.layer_code, {"error": "comparison failed"}),
+        (STAGE_DOCUMENTS, stage_sync.stage_documents, StageDocumentsResult([])),
+        (STAGE_RANGES, stage_sync.stage_ranges, StageRangesResult([], [])),
     ]
     answering = Answering(server, watcher)
     for method, handler, empty in answers:

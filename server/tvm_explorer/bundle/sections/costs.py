@@ -45,6 +45,7 @@ class CostProfile(_ProfileRequired, total=False):
     total_min_ms: float | None
     repeat: int | None
     warmup: int | None
+    total_runs_ms: list[float]  # the sum of all calls of each instrumented run, in run order
 
 
 class _LayerRequired(TypedDict):
@@ -67,6 +68,7 @@ class CostLayer(_LayerRequired, total=False):
     time_ms: float | None
     share: float | None
     flops: float | None
+    time_runs_ms: list[float]  # the layer's time in each instrumented run, in run order
 
 
 class _KernelRequired(TypedDict):
@@ -146,6 +148,16 @@ def _check_profile(profile) -> None:
         f.number(profile.get(key), f"'profile': '{key}'")
     for key in ("repeat", "warmup"):
         f.integer(profile.get(key), f"'profile': '{key}'", nullable=True)
+    if "total_runs_ms" in profile:
+        _check_runs(profile["total_runs_ms"], "'profile': 'total_runs_ms'")
+
+
+def _check_runs(runs, where: str) -> None:
+    """A list of per-run times (written only with a measurement; older bundles have none)."""
+    if not isinstance(runs, list):
+        raise ValueError(f"{where} must be a list of numbers")
+    for i, value in enumerate(runs):
+        f.number(value, f"{where}[{i}]", nullable=False)
 
 
 def _check_layer(lay, where: str, layer_count: int) -> None:
@@ -162,6 +174,8 @@ def _check_layer(lay, where: str, layer_count: int) -> None:
         f.string(lay.get(key), f"{where}: '{key}'")
     for key in ("time_ms", "share", "flops"):
         f.number(lay.get(key), f"{where}: '{key}'")
+    if "time_runs_ms" in lay:
+        _check_runs(lay["time_runs_ms"], f"{where}: 'time_runs_ms'")
     f.strings(lay.get("kernels"), f"{where}: 'kernels'")
     if "shared_kernels" in lay:
         f.strings(lay["shared_kernels"], f"{where}: 'shared_kernels'")

@@ -68,4 +68,7 @@ FRONTEND = Frontend(
         describe=_describe, run=_run, quantization_of=_quantization, check_same_graph=_check_same_graph
     ),
     subgraph_writer=_subgraph_writer(),
+    explorer_adapter="the ONNX adapter of the model-explorer-onnx extension",
+    explorer_extension="model-explorer-onnx==0.4.2",
+    explorer_extension_module="model_explorer_onnx",
 )

@@ -136,7 +136,27 @@ def _describe(path: str, data: bytes, proto, inferred) -> GraphModel:
     )
     subgraph_nodes[graph_key(graph)] = top
     model.node_ids = subgraph_nodes  # (sub)graph key -> ids of its nodes, in order
+    _explorer_keys(graph, [nodes[i] for i in top])
     return model
+
+
+def _explorer_keys(graph, main_nodes: list[GraphNode]) -> None:
+    """Model Explorer's ONNX adapter (model-explorer-onnx) keys a main-graph node by the graph's
+    name (empty when it has none: its ``<main>`` is only for a graph without the field) and
+    the node's name after onnx_ir's ``NameFixPass``: an
+    unnamed node becomes ``node``, ``node_1``, …, a repeated name ``NAME_1``, … in graph order.
+    Nodes of nested graphs (If/Loop bodies) live in other graphs there and get no key."""
+    graph_id = graph.name
+    used: set[str] = set()
+    counter: dict[str, int] = {}
+    for node in main_nodes:
+        preferred = node.name or "node"
+        name = preferred
+        while name in used:
+            counter[preferred] = counter.get(preferred, 0) + 1
+            name = f"{preferred}_{counter[preferred]}"
+        used.add(name)
+        node.explorer_key = (graph_id, name)
 
 
 _WARNED: set[tuple[str, str]] = set()

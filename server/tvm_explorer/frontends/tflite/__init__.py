@@ -75,4 +75,5 @@ FRONTEND = Frontend(
         describe=_describe, run=_run, quantization_of=_quantization, check_same_graph=_check_same_graph
     ),
     subgraph_writer=_subgraph_writer(),
+    explorer_adapter="Model Explorer's built-in TFLite adapter (flatbuffer)",
 )

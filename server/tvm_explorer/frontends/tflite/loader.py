@@ -63,6 +63,7 @@ class LayerInfo:
     outputs: list[TensorInfo]
     options: dict = field(default_factory=dict)
     tf_name: str | None = None  # set by load_model from the whole model (``frontends/tflite/names.py``)
+    explorer_key: tuple[str, str] | None = None  # Model Explorer's (graph id, node id): see layer_table
 
     @property
     def name(self) -> str:
@@ -410,6 +411,9 @@ def _parse_at(path: str, data: bytes, where: _Where) -> LoadedModel:
                 inputs=tensors(op.InputsAsNumpy() if op.InputsLength() else []),
                 outputs=tensors(op.OutputsAsNumpy() if op.OutputsLength() else []),
                 options=_options(op),
+                # Model Explorer's TFLite adapter: the subgraph's name ("main" / "subgraph_N"
+                # when unnamed, as here) and the operator's index in it.
+                explorer_key=(sg_name, str(i)),
             )
             if op.CustomOptionsLength():
                 op.CustomOptionsAsNumpy()

@@ -67,4 +67,5 @@ FRONTEND = Frontend(
     reference=ReferenceEngine(
         describe=_describe, run=_run, quantization_of=_no_quantization, check_same_graph=_check_same_graph
     ),
+    explorer_adapter="Model Explorer's built-in PyTorch ExportedProgram adapter (PyTorch installed beside it)",
 )

@@ -80,6 +80,7 @@ def decomposed(program):
 
 def describe_program(program, path: str, sha256: str | None = None) -> GraphModel:
     """A ``GraphModel`` of the decomposed ``program`` (kept as the model's payload)."""
+    saved = {n.name for n in program.graph.nodes if n.op == "call_function"}
     try:
         program = decomposed(program)
     except Exception as err:  # noqa: BLE001
@@ -117,12 +118,30 @@ def describe_program(program, path: str, sha256: str | None = None) -> GraphMode
                 outputs.extend(tensors(arg))
         elif node.op == "call_function":
             nodes.append(_node(node, len(nodes), tensors))
+            saved_name = _saved_node(node, saved)
+            if saved_name is not None:
+                nodes[-1].explorer_key = ("graph", saved_name)
     model = GraphModel(
         "torch", path, sha256, nodes, [SubgraphInfo(0, "forward", user_inputs, outputs)], program, DOCUMENT_PATH
     )
     model.notes = [f"decomposed ATen graph as TVM converts it; {len(params)} parameter(s)/buffer(s)"]
     model.node_ids = {id(node): i for i, node in enumerate(n for n in graph.nodes if n.op == "call_function")}
     return model
+
+
+def _saved_node(node, saved: set[str]) -> str | None:
+    """The node of the program as saved (before the decompositions TVM's importer runs) that
+    ``node`` was made from: the innermost of its ``from_node`` sources, which is what Model
+    Explorer's ExportedProgram adapter shows (graph ``graph``, node id = that FX node's name).
+    Several decomposed nodes may share one (``linear`` → ``permute`` + ``addmm``)."""
+    sources = node.meta.get("from_node") or []
+    name = None
+    while sources:
+        name = getattr(sources[0], "name", None)
+        sources = getattr(sources[0], "from_node", None) or []
+    if name in saved:
+        return name
+    return node.name if node.name in saved else None
 
 
 def _node(node, nid: int, tensors) -> GraphNode:

@@ -1,0 +1,75 @@
+"""``tvmExplorer/stageDocuments`` and ``tvmExplorer/stageRanges``: the stages of a bundle side
+by side, and the ranges of a position's layers in each (navigation/stage_sync.py)."""
+
+from __future__ import annotations
+
+from lsprotocol import types
+
+from tvm_explorer.frontends.tflite.names import name_of
+from tvm_explorer.lsp.protocol import (
+    StageDocumentInfo,
+    StageDocumentsParams,
+    StageDocumentsResult,
+    StageLayer,
+    StageRangesInDocument,
+    StageRangesResult,
+)
+from tvm_explorer.lsp.shared import Query, Session
+from tvm_explorer.navigation.stage_sync import stage_documents, stage_ranges
+
+
+class StageSync:
+    """The stage documents of a bundle, and what of them a position corresponds to."""
+
+    def __init__(self, session: Session):
+        self.session = session
+
+    def stage_documents(self, params: StageDocumentsParams | None) -> StageDocumentsResult:
+        """Model document, last Relax, final TIR, generated code (empty for no bundle)."""
+        view = self.session.bundle_view(params.bundle) if params else None
+        if view is None:
+            return StageDocumentsResult([])
+        return StageDocumentsResult(
+            [StageDocumentInfo(d.stage, self.session.uri(view, d.path), d.path) for d in stage_documents(view)]
+        )
+
+    def stage_ranges(self, params: types.TextDocumentPositionParams | None) -> StageRangesResult:
+        """The layers at a position and their ranges in every other stage document."""
+        q = self._query(params) if params else None
+        if q is None:
+            return StageRangesResult([], [])
+        found = stage_ranges(q.view, q.path, q.offset, q.keep)
+        layers = [q.view.bundle.layers[i] for i in found.layer_ids]
+        out = []
+        for doc in found.documents:
+            # ``locations`` remembers converted places of unedited documents (a cursor moving
+            # inside one kernel asks for the same hundreds of statements again and again).
+            ranges = [loc.range for loc in self.session.locations(q.view, doc.places)]
+            out.append(StageRangesInDocument(doc.stage, self.session.uri(q.view, doc.path), ranges, doc.truncated))
+        return StageRangesResult(
+            [StageLayer(lay.id, lay.subgraph, lay.op_index, lay.opcode, name_of(lay)) for lay in layers], out
+        )
+
+    def _query(self, params: types.TextDocumentPositionParams) -> Query | None:
+        """The position as other requests read it, or, on a line's indentation or past its
+        end, the line's first character: a cursor anywhere on a line means that line."""
+        q = self.session.query(params.text_document.uri, params.position)
+        if q is not None:
+            return q
+        found = self.session.locate(params.text_document.uri)
+        if found is None:
+            return None
+        view, path = found
+        lines, _ = self.session.lines(view, path)
+        try:
+            text = lines.line_text(params.position.line)
+        except IndexError:
+            return None
+        first = len(text) - len(text.lstrip())
+        if first == len(text):
+            return None  # a blank line has no origin
+        start = lines.offset(params.position.line, 0)
+        if start is None:
+            return None
+        column = lines.position(start + first)[1]
+        return self.session.query(params.text_document.uri, types.Position(params.position.line, column))

@@ -1,0 +1,252 @@
+/**
+ * Open Stages Side by Side: a bundle's model document, last Relax, final TIR and generated code
+ * in four columns, kept in sync. As the cursor moves in any document of the bundle, the ranges
+ * of the same layers in the other stage documents (`tvmExplorer/stageRanges`: through fusion
+ * and one-to-many lowering) are highlighted and scrolled into view; a line with no origin
+ * clears them. The server answers; this module only opens, asks and paints.
+ */
+import * as vscode from 'vscode';
+import * as lc from 'vscode-languageclient/node';
+import type { BundleRegistry } from './bundles';
+import type { ServerManager } from './client';
+import type { LargeFiles } from './largeFiles';
+import * as ext from './lsp_ext';
+import type { PassDiffSides } from './passDiffSides';
+
+/** Cursor moves closer together than this make one request (holding an arrow key). */
+const DEBOUNCE_MS = 120;
+const COLUMNS = [vscode.ViewColumn.One, vscode.ViewColumn.Two, vscode.ViewColumn.Three, vscode.ViewColumn.Four];
+const STAGE_NAMES: Readonly<Record<ext.StageDocument['stage'], string>> = {
+  model: 'model',
+  relax: 'Relax',
+  tir: 'TIR',
+  code: 'generated code',
+};
+
+/** The stage documents a side-by-side shows: the first of each stage (the main code first). */
+export function columnsOf(documents: readonly ext.StageDocument[]): ext.StageDocument[] {
+  const seen = new Set<string>();
+  return documents.filter((d) => !seen.has(d.stage) && seen.add(d.stage));
+}
+
+export class StageSync implements vscode.Disposable {
+  /** The statement itself (theme's find-match colours: readable in light, dark and high contrast). */
+  private readonly exact: vscode.TextEditorDecorationType;
+  /** Its whole lines (a colour of our own, `tvmExplorer.stageSyncLineBackground`), so a
+   * statement off to the right of a narrow column still shows. */
+  private readonly lines: vscode.TextEditorDecorationType;
+  private readonly status: vscode.StatusBarItem;
+  private readonly disposables: vscode.Disposable[] = [];
+  /** The bundle shown side by side (its directory URI as the server names it), if any. */
+  private bundleUri: string | undefined;
+  private timer: ReturnType<typeof setTimeout> | undefined;
+  /** Bumped by every cursor move: an answer to an older one is dropped. */
+  private generation = 0;
+  /** Editors painted by the last answer (cleared by the next). */
+  private painted = new Set<vscode.TextEditor>();
+  private opening = false;
+
+  constructor(
+    private readonly server: ServerManager,
+    private readonly registry: BundleRegistry,
+    private readonly largeFiles: LargeFiles,
+    private readonly sides: PassDiffSides,
+  ) {
+    this.exact = vscode.window.createTextEditorDecorationType({
+      backgroundColor: new vscode.ThemeColor('editor.findMatchHighlightBackground'),
+      borderColor: new vscode.ThemeColor('editor.findMatchHighlightBorder'),
+      borderStyle: 'solid',
+      borderWidth: '1px',
+      overviewRulerColor: new vscode.ThemeColor('editorOverviewRuler.findMatchForeground'),
+      overviewRulerLane: vscode.OverviewRulerLane.Center,
+    });
+    this.lines = vscode.window.createTextEditorDecorationType({
+      backgroundColor: new vscode.ThemeColor('tvmExplorer.stageSyncLineBackground'),
+      isWholeLine: true,
+    });
+    this.status = vscode.window.createStatusBarItem('tvmExplorer.stageSync', vscode.StatusBarAlignment.Left, 10);
+    this.status.name = 'TVM Explorer: Stages Side by Side';
+    this.disposables.push(
+      this.exact,
+      this.lines,
+      this.status,
+      vscode.window.onDidChangeTextEditorSelection((e) => this.cursorMoved(e.textEditor)),
+      vscode.window.onDidChangeVisibleTextEditors(() => this.stopIfClosed()),
+      registry.onDidChange(() => this.bundleReloaded()),
+    );
+  }
+
+  /** Opens the stages of the bundle of `target` (a URI or URI string; default: the active
+   * editor's bundle, else the only one loaded, else a pick) in four columns. */
+  async open(target?: vscode.Uri | string): Promise<void> {
+    if (this.opening) {
+      return; // a second run while the columns open (a double click in the palette)
+    }
+    this.opening = true;
+    try {
+      await this.openColumns(target);
+    } finally {
+      this.opening = false;
+    }
+  }
+
+  private async openColumns(target?: vscode.Uri | string): Promise<void> {
+    const client = this.server.client;
+    if (!client) {
+      void vscode.window.showWarningMessage('TVM Explorer: the language server is not running.');
+      return;
+    }
+    const bundleUri = await this.chooseBundle(target);
+    if (!bundleUri) {
+      return;
+    }
+    const result = await client.sendRequest(ext.stageDocuments, { bundle: bundleUri });
+    const shown = columnsOf(result?.documents ?? []);
+    if (shown.length === 0) {
+      void vscode.window.showWarningMessage(`TVM Explorer: ${bundleUri} has no stage documents to show.`);
+      return;
+    }
+    this.bundleUri = bundleUri;
+    const from = vscode.window.activeTextEditor?.document.uri.toString();
+    const editors: vscode.TextEditor[] = [];
+    for (const [i, doc] of shown.entries()) {
+      const editor = await this.largeFiles.showDocumentAt(client.protocol2CodeConverter.asUri(doc.uri), {
+        viewColumn: COLUMNS[i],
+        preview: false,
+        preserveFocus: i > 0,
+      });
+      if (editor) {
+        editors.push(editor);
+      }
+    }
+    // The focus goes back to the document the command was run from when it is one of the
+    // columns (its cursor then keeps its place), else to the first column.
+    const focus = editors.find((e) => e.document.uri.toString() === from) ?? editors[0];
+    if (focus) {
+      await vscode.window.showTextDocument(focus.document, { viewColumn: focus.viewColumn, preserveFocus: false });
+    }
+    this.status.text = '$(split-horizontal) Stages in sync';
+    this.status.tooltip = `Moving the cursor in ${shown.map((d) => STAGE_NAMES[d.stage]).join(', ')} highlights the same layers in the others.`;
+    this.status.show();
+  }
+
+  private async chooseBundle(target?: vscode.Uri | string): Promise<string | undefined> {
+    const bundles = this.registry.list();
+    const asUri = (t: vscode.Uri | string) => (typeof t === 'string' ? vscode.Uri.parse(t) : t);
+    const from = target ? asUri(target) : vscode.window.activeTextEditor?.document.uri;
+    const file = from ? this.sides.bundleFileOf(from) ?? from : undefined;
+    const own = file ? this.registry.bundleOf(file) ?? bundles.find((b) => b.dir === file.fsPath) : undefined;
+    if (own) {
+      return own.info.uri;
+    }
+    if (bundles.length === 1) {
+      return bundles[0].info.uri;
+    }
+    if (bundles.length === 0) {
+      void vscode.window.showWarningMessage('TVM Explorer: no bundle is loaded; compile a model first (Compile Model…).');
+      return undefined;
+    }
+    const pick = await vscode.window.showQuickPick(
+      bundles.map((b) => ({ label: b.info.model || b.dir, description: b.dir, uri: b.info.uri })),
+      { placeHolder: 'Bundle to show side by side' },
+    );
+    return pick?.uri;
+  }
+
+  private inSession(uri: vscode.Uri): boolean {
+    if (!this.bundleUri) {
+      return false;
+    }
+    const bundle = this.registry.bundleOf(this.sides.bundleFileOf(uri) ?? uri);
+    return bundle?.info.uri === this.bundleUri;
+  }
+
+  private cursorMoved(editor: vscode.TextEditor): void {
+    if (!this.inSession(editor.document.uri)) {
+      return;
+    }
+    clearTimeout(this.timer);
+    const generation = ++this.generation;
+    this.timer = setTimeout(() => void this.sync(editor, generation), DEBOUNCE_MS);
+  }
+
+  private async sync(editor: vscode.TextEditor, generation: number): Promise<void> {
+    const client = this.server.client;
+    if (!client) {
+      return;
+    }
+    let result: ext.StageRangesResult | null = null;
+    try {
+      result = await client.sendRequest(ext.stageRanges, this.sides.cursorParams(client, editor));
+    } catch (err) {
+      client.outputChannel.appendLine(`${ext.stageRanges.method} failed: ${String(err)}`);
+    }
+    if (generation !== this.generation) {
+      return; // the cursor moved on meanwhile
+    }
+    this.paint(client, editor, result);
+  }
+
+  private paint(client: lc.LanguageClient, source: vscode.TextEditor, result: ext.StageRangesResult | null): void {
+    const byUri = new Map((result?.documents ?? []).map((d) => [client.protocol2CodeConverter.asUri(d.uri).toString(), d]));
+    const painted = new Set<vscode.TextEditor>();
+    for (const editor of vscode.window.visibleTextEditors) {
+      if (editor === source) {
+        continue;
+      }
+      const found = byUri.get(editor.document.uri.toString());
+      const ranges = found ? found.ranges.map((r) => client.protocol2CodeConverter.asRange(r)) : [];
+      if (ranges.length === 0 && !this.painted.has(editor)) {
+        continue;
+      }
+      editor.setDecorations(this.exact, ranges);
+      editor.setDecorations(this.lines, ranges);
+      if (ranges.length > 0) {
+        painted.add(editor);
+        // A column already showing one of them stays put (the cursor moving inside a kernel
+        // must not make the others jump); else it scrolls to the first. To the line's start:
+        // revealing the range itself scrolled narrow columns sideways to a deeply indented
+        // statement, hiding every line's beginning.
+        const onScreen = ranges.some((r) => editor.visibleRanges.some((v) => v.intersection(r)));
+        if (!onScreen) {
+          const line = ranges[0].start.line;
+          editor.revealRange(new vscode.Range(line, 0, line, 0), vscode.TextEditorRevealType.InCenterIfOutsideViewport);
+        }
+      }
+    }
+    // The source editor shows the user's own cursor: nothing of the last answer stays there.
+    if (this.painted.has(source)) {
+      source.setDecorations(this.exact, []);
+      source.setDecorations(this.lines, []);
+    }
+    this.painted = painted;
+    const layers = result?.layers ?? [];
+    this.status.text = layers.length
+      ? `$(split-horizontal) ${layers.slice(0, 2).map((l) => `${l.opcode} ${l.name}`).join(', ')}${layers.length > 2 ? ` +${layers.length - 2}` : ''}`
+      : '$(split-horizontal) Stages in sync';
+  }
+
+  private stopIfClosed(): void {
+    if (!this.bundleUri) {
+      return;
+    }
+    const open = vscode.window.visibleTextEditors.some((e) => this.inSession(e.document.uri));
+    if (!open) {
+      this.bundleUri = undefined;
+      this.painted.clear();
+      this.status.hide();
+    }
+  }
+
+  private bundleReloaded(): void {
+    const editor = vscode.window.activeTextEditor;
+    if (editor && this.inSession(editor.document.uri)) {
+      this.cursorMoved(editor); // the recompiled bundle's ranges
+    }
+  }
+
+  dispose(): void {
+    clearTimeout(this.timer);
+    this.disposables.forEach((d) => d.dispose());
+  }
+}
