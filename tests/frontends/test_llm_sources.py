@@ -130,6 +130,9 @@ def test_costs_by_module_rolls_up_to_the_leaf_sums(llm_bundles):
             "m.model.layers.{0..1}.input_layernorm"} <= kinds
     text = run_cli("costs", bundle, "--by", "module", check=True).stdout
     assert "m.model.layers.{0..1}.self_attn.q_proj" in text and "Across repeated layers" in text
+    plain = run_cli("costs", bundle, check=True).stdout
+    assert re.search(r"\n\d+ modules repeat across layers \(e\.g\. m\.model\.layers\.\{0\.\.1\}\.[\w.]+\): "
+                     r"tvm-explorer costs .* --by module sums them\n$", plain), plain[-300:]
     bad = run_cli("costs", bundle, "--by", "module:x")
     assert bad.returncode == 2 and bad.stderr.strip() == (
         "tvm-explorer: error: --by module:x: DEPTH must be a whole number of 1 or more (module:3)")

@@ -117,4 +117,11 @@ def run_costs(args) -> int:
 
         kind = (bundle.manifest.get("model") or {}).get("kind", "tflite")
         print(render(costs, args.sort, unit=frontend_of(kind).unit))
+        repeated = rollup.across_repeats(rollup.by_module(costs["layers"]))
+        if repeated:
+            biggest = max(repeated, key=lambda r: len(r["members"]))
+            print(
+                f"\n{len(repeated)} modules repeat across layers (e.g. {biggest['module']}): "
+                f"tvm-explorer costs {args.bundle} --by module sums them"
+            )
     return 0
