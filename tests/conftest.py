@@ -54,3 +54,30 @@ class BundleCache:
 @pytest.fixture(scope="session")
 def bundles(tmp_path_factory) -> BundleCache:
     return BundleCache(tmp_path_factory.mktemp("bundles"))
+
+
+class LLMBundles:
+    """Tiny Hugging Face models (tests/llm_models.py) exported and compiled for target c once
+    per session, each in a folder of its own (an editor workspace): ``get("llama")``."""
+
+    def __init__(self, root: Path):
+        self.root = root
+        self._done: dict[str, Path] = {}
+
+    def get(self, name: str) -> Path:
+        if name not in self._done:
+            from tests import llm_models
+
+            folder = self.root / name
+            folder.mkdir()
+            program = llm_models.export(name, folder / f"{name}.pt2")
+            out = folder / f"{name}.bundle"
+            run_cli("compile", program, "-o", out, "--target", "c", check=True)
+            self._done[name] = out
+        return self._done[name]
+
+
+@pytest.fixture(scope="session")
+def llm_bundles(tmp_path_factory) -> LLMBundles:
+    pytest.importorskip("transformers", reason="transformers is not installed (pip install -e '.[test]')")
+    return LLMBundles(tmp_path_factory.mktemp("llm"))

@@ -51,7 +51,10 @@ async def test_definition_from_c_reaches_model_entry_and_forward_line(client, to
     model = [loc for loc in found if loc.uri.endswith("/model.fxgraph")]
     source = [loc for loc in found if loc.uri.endswith(".py")]
     assert model, found
-    assert [loc.uri for loc in source] == [uri(torch_nets.__file__)]
+    # the innermost line first, then the model entries, then the callers (ResNet.forward's
+    # lines: the kernel serves block1.act and block2.act)
+    assert found[0] == source[0] and {loc.uri for loc in source} == {uri(torch_nets.__file__)}
+    assert [loc.range.start.line + 1 for loc in source] == [torch_nets.LINES["block.relu"], 39, 40]
     line = source[0].range.start.line
     assert line + 1 == torch_nets.LINES["block.relu"]
     text = open(torch_nets.__file__).read().split("\n")[line]

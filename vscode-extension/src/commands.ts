@@ -32,6 +32,8 @@ export const COMMANDS: Readonly<Record<string, CommandFactory>> = Object.freeze(
   'tvmExplorer.openNumericsLayer': (ctx) => (location: ext.NumericsLayer['location']) => openNumericsLayer(ctx, location),
   'tvmExplorer.revealLayer': () => revealLayer,
   'tvmExplorer.refreshHotLayers': (ctx) => () => ctx.hotLayers.refresh(),
+  'tvmExplorer.groupHotLayersByModule': (ctx) => () => ctx.hotLayers.setGroup('module'),
+  'tvmExplorer.groupHotLayersByLayer': (ctx) => () => ctx.hotLayers.setGroup('layer'),
   'tvmExplorer.extractReproducerHere': (ctx) => () => extractReproducerAtCursor(ctx),
   'tvmExplorer.compareWithBundle': (ctx) => (b?: vscode.Uri | string) => ctx.comparisons.compareWith(b),
   'tvmExplorer.openLayerDiff': (ctx) => (row: ext.CompareRow) => ctx.comparisons.openLayerDiff(row),

@@ -22,6 +22,8 @@ export class HotLayersProvider implements vscode.TreeDataProvider<HotNode>, vsco
   private readonly disposables: vscode.Disposable[] = [];
   private cache = new Map<string, Promise<ext.CostsResult | undefined>>();
   view: vscode.TreeView<HotNode> | undefined;
+  /** `layer`: one row per layer; `module`: per module, repeated decoder layers merged. */
+  private group: 'layer' | 'module' = 'layer';
 
   constructor(
     private readonly registry: BundleRegistry,
@@ -35,12 +37,19 @@ export class HotLayersProvider implements vscode.TreeDataProvider<HotNode>, vsco
     this.changed.fire(undefined);
   }
 
+  /** Rows per layer or per module (the toggle in the view's title bar). */
+  async setGroup(group: 'layer' | 'module'): Promise<void> {
+    this.group = group;
+    await vscode.commands.executeCommand('setContext', 'tvmExplorer.hotLayersByModule', group === 'module');
+    this.refresh();
+  }
+
   private costsOf(bundle: Bundle): Promise<ext.CostsResult | undefined> {
     let got = this.cache.get(bundle.info.uri);
     if (!got) {
       const client = this.server.client;
       got = client
-        ? Promise.resolve(client.sendRequest(ext.costs, { bundle: bundle.info.uri })).catch(() => undefined)
+        ? Promise.resolve(client.sendRequest(ext.costs, { bundle: bundle.info.uri, group: this.group })).catch(() => undefined)
         : Promise.resolve(undefined);
       this.cache.set(bundle.info.uri, got);
     }
@@ -97,6 +106,9 @@ export class HotLayersProvider implements vscode.TreeDataProvider<HotNode>, vsco
       return item;
     }
     const { layer, costs } = node;
+    if (layer.members?.length) {
+      return this.moduleItem(node);
+    }
     // The last part of the TF name (conv2d_1_2 of small_cnn_1/conv2d_1_2) keeps rows short;
     // the tooltip has the whole name.
     const short = layer.name.split('/').filter((p) => p).pop() ?? layer.name;
@@ -117,6 +129,33 @@ export class HotLayersProvider implements vscode.TreeDataProvider<HotNode>, vsco
       new vscode.ThemeColor(heat >= 0.25 ? 'charts.red' : heat >= 0.1 ? 'charts.orange' : heat >= 0.02 ? 'charts.yellow' : 'disabledForeground'),
     );
     item.accessibilityInformation = { label: `rank ${layer.rank}: ${layer.opcode} ${layer.name}, ${layer.summary}` };
+    if (layer.location) {
+      item.command = {
+        command: 'tvmExplorer.revealLayer',
+        title: 'Go to Layer and Its Places',
+        arguments: [layer.location.uri, layer.location.range.start],
+      };
+    }
+    return item;
+  }
+
+  /** A module row: its (compressed) path, what it sums, and a click to its first layer. */
+  private moduleItem(node: Extract<HotNode, { kind: 'layer' }>): vscode.TreeItem {
+    const { layer, costs } = node;
+    const item = new vscode.TreeItem(layer.name, vscode.TreeItemCollapsibleState.None);
+    item.id = `hot:${node.bundle.info.uri}#module:${layer.name}`;
+    item.description = layer.summary;
+    const members = layer.members ?? [];
+    const summed = members.length > 1 ? `\nSums ${members.length} modules: ${members.join(', ')}` : '';
+    item.tooltip = `#${layer.rank} ${layer.name}\n${layer.summary}${summed}\nKernels: ${
+      layer.kernels.join(', ') || 'none'
+    }\n${costs.note}`;
+    const heat = costs.measured ? layer.share ?? 0 : 0;
+    item.iconPath = new vscode.ThemeIcon(
+      members.length > 1 ? 'layers' : 'symbol-module',
+      new vscode.ThemeColor(heat >= 0.25 ? 'charts.red' : heat >= 0.1 ? 'charts.orange' : heat >= 0.02 ? 'charts.yellow' : 'disabledForeground'),
+    );
+    item.accessibilityInformation = { label: `rank ${layer.rank}: module ${layer.name}, ${layer.summary}` };
     if (layer.location) {
       item.command = {
         command: 'tvmExplorer.revealLayer',

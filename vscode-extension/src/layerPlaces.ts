@@ -107,7 +107,7 @@ export class LayerPlacesProvider implements vscode.TreeDataProvider<PlaceNode>, 
       const key = `${p.uri}:${p.range.start.line}:${p.range.start.character}:${p.range.end.line}:${p.range.end.character}`;
       return !seen.has(key) && !!seen.add(key);
     });
-    this.result = { layers: result.layers, places, summary: result.summary };
+    this.result = { layers: result.layers, places, summary: result.summary, labels: result.labels };
     this.lines.clear();
     this.update();
     await vscode.commands.executeCommand('tvmExplorer.layerPlaces.focus');
@@ -134,7 +134,9 @@ export class LayerPlacesProvider implements vscode.TreeDataProvider<PlaceNode>, 
   private update(): void {
     this.generation += 1;
     if (this.view && this.result) {
-      const layers = this.result.layers.map((l) => `${l.opcode} op ${l.op_index}${l.name ? ` ${l.name}` : ''}`);
+      const layers = this.result.labels?.length
+        ? this.result.labels
+        : this.result.layers.map((l) => `${l.opcode} op ${l.op_index}${l.name ? ` ${l.name}` : ''}`);
       const filter = FILTERS.find((f) => f.id === this.filter)?.label.toLowerCase();
       this.view.message = `${layers.join(', ')} — ${this.result.summary || `${this.result.places.length} places`} (${filter})`;
     }

@@ -135,6 +135,8 @@ export interface LayerPlacesResult {
   places: LayerPlace[];
   /** The code lens's text for these layers ("1 function in generated code · 2 in IR"). */
   summary?: string;
+  /** The layers, the same layer of repeated blocks once ("aten.mm.default ops 61, 164 m.model.layers.{0..1}.self_attn.q_proj"). */
+  labels?: string[];
 }
 /** Every place of the layer(s) at a position, through every pass. */
 export const layerPlaces = new lc.RequestType<lc.TextDocumentPositionParams, LayerPlacesResult | null, void>(
@@ -192,6 +194,10 @@ export interface LayerCost {
   /** "1.23 ms · 14 % · 312 C lines · 48 KiB" */
   summary: string;
   location: lc.Location | null;
+  /** Grouped by module: the layers summed. */
+  layer_ids?: number[];
+  /** Grouped by module: the modules summed (one per repeated decoder layer). */
+  members?: string[];
 }
 export interface CostsResult {
   measured: boolean;
@@ -201,9 +207,13 @@ export interface CostsResult {
   layers: LayerCost[];
   lines: string;
   note: string;
+  /** How `layers` is grouped: `layer`, or `module[:DEPTH]` (one row per module). */
+  group?: string;
 }
 export interface CostsParams {
   bundle: string;
+  /** `layer` (default), or `module[:DEPTH]`: rolled up the module tree, repeated modules merged. */
+  group?: string;
 }
 export const costs = new lc.RequestType<CostsParams, CostsResult, void>('tvmExplorer/costs');
 

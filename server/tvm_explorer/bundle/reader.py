@@ -46,7 +46,8 @@ class Layer:
     output_types: tuple[dict, ...]
     name: str = ""  # TF layer name, ONNX node name, PyTorch module path/node
     module_class: str = ""  # PyTorch: class of the innermost module (``Conv2d``)
-    source: tuple[str, int] | None = None  # the user's source line (file, line), when known
+    source: tuple[str, int] | None = None  # the innermost model-code line (file, line), when known
+    stack: tuple[tuple[str, int, str], ...] = ()  # every frame (file, line, function), entry first
     # Model Explorer's ids of the node in the original model file (graph id, node id), when
     # the compile recorded them (``tvm-explorer overlays``)
     explorer_key: tuple[str, str] | None = None
@@ -57,6 +58,18 @@ def _explorer_key(raw) -> tuple[str, str] | None:
     if isinstance(raw, dict) and isinstance(raw.get("graph"), str) and isinstance(raw.get("node"), str):
         return raw["graph"], raw["node"]
     return None
+
+
+def _stack(raw) -> tuple[tuple[str, int, str], ...]:
+    """A layer's ``stack`` entry (frames ``{"file", "line", "function"}``); malformed frames
+    are left out, a missing or malformed entry is no stack (older bundles have none)."""
+    if not isinstance(raw, list):
+        return ()
+    return tuple(
+        (f["file"], f["line"], f["function"] if isinstance(f.get("function"), str) else "")
+        for f in raw
+        if isinstance(f, dict) and isinstance(f.get("file"), str) and isinstance(f.get("line"), int)
+    )
 
 
 def _source(raw) -> tuple[str, int] | None:
@@ -106,6 +119,8 @@ def layer_extras(layer: Layer) -> dict:
         out["module_class"] = layer.module_class
     if layer.source is not None:
         out["source"] = {"file": layer.source[0], "line": layer.source[1]}
+    if layer.stack:
+        out["stack"] = [{"file": f, "line": n, "function": fn} for f, n, fn in layer.stack]
     return out
 
 
@@ -552,6 +567,7 @@ class Bundle:
                         str(lay.get("name", "")),
                         str(lay.get("module_class", "")),
                         _source(lay.get("source")),
+                        _stack(lay.get("stack")),
                         _explorer_key(lay.get("model_explorer")),
                     )
                 )

@@ -75,13 +75,27 @@ def add_parser(sub) -> None:
     p.add_argument(
         "--sort", choices=SORTS, default="time", help="time (default; code lines when not profiled), code or memory"
     )
+    p.add_argument(
+        "--by",
+        default="layer",
+        metavar="layer|module[:DEPTH]",
+        help="layer (default): one row per layer; module: costs rolled up the module tree, one row "
+        "per module (module:3: per subtree at depth 3, e.g. per decoder layer model.layers.3), "
+        "then the modules repeated across layers summed (model.layers.{0..31}.self_attn)",
+    )
     p.set_defaults(run=run_costs)
 
 
 def run_costs(args) -> int:
     """Print the costs table of a bundle."""
     from tvm_explorer.bundle.reader import Bundle
+    from tvm_explorer.costs import rollup
 
+    try:
+        by, depth = rollup.parse_by(args.by)
+    except ValueError as err:
+        print(f"tvm-explorer: error: {err}", file=sys.stderr)
+        return 2
     try:
         bundle = Bundle(args.bundle)
         costs = bundle.costs()
@@ -92,11 +106,22 @@ def run_costs(args) -> int:
     except ExplorerError as err:
         print(f"tvm-explorer: error: {err}", file=sys.stderr)
         return 2
-    if args.json:
+    if by == "module":
+        print(
+            json.dumps(rollup.as_json(costs["layers"], depth), indent=1) if args.json else rollup.render(costs, depth)
+        )
+    elif args.json:
         print(json.dumps(as_json(costs, args.sort), indent=1))
     else:
         from tvm_explorer.frontends import frontend_of
 
         kind = (bundle.manifest.get("model") or {}).get("kind", "tflite")
         print(render(costs, args.sort, unit=frontend_of(kind).unit))
+        repeated = rollup.across_repeats(rollup.by_module(costs["layers"]))
+        if repeated:
+            biggest = max(repeated, key=lambda r: len(r["members"]))
+            print(
+                f"\n{len(repeated)} modules repeat across layers (e.g. {biggest['module']}): "
+                f"tvm-explorer costs {args.bundle} --by module sums them"
+            )
     return 0

@@ -161,4 +161,7 @@ def format_table(data: dict) -> list[str]:
             else f"{unit(data)} {fused_first['op_index']} (subgraph {fused_first['subgraph']})"
         )
         lines.append(f"In the normal (fused) build the first divergence seen is: {what}")
+    from tvm_explorer.numerics.blocks import report
+
+    lines.extend(report(data))  # per decoder layer, for models made of repeated blocks
     return lines

@@ -59,12 +59,22 @@ def _run_origins(args) -> int:
         return 0
     if not origins:
         print(f"{path}:{line}: no origin recorded here")
-    from tvm_explorer.navigation.sources import layer_caption
+    from tvm_explorer.navigation.sources import group_caption, layer_caption, repeated_groups
 
-    for o in origins:
+    # The same layer of repeated blocks (decoder layers) is one line, its path compressed:
+    # ops 61, 160 aten.mm.default model.layers.{0..1}.self_attn.q_proj (Linear) — …:243
+    for group in repeated_groups(origins):
+        o, compressed = group[0]
         role = "layer output" if o.is_output else "part of layer"
         where = f"subgraph {o.layer.subgraph} " if o.layer.subgraph else ""
-        caption = layer_caption(o.layer, full_path=True)
+        caption = group_caption(o.layer, compressed, full_path=True) if len(group) > 1 else ""
+        caption = caption or layer_caption(o.layer, full_path=True)
         caption = f" {caption}" if caption else ""
-        print(f"{where}op {o.layer.op_index} {o.layer.opcode}{caption} ({role}) -> {', '.join(o.layer.outputs)}")
+        ops = (
+            "op " + str(o.layer.op_index)
+            if len(group) == 1
+            else "ops " + ", ".join(str(m.layer.op_index) for m, _ in group)
+        )
+        outputs = ", ".join(out for m, _ in group for out in m.layer.outputs)
+        print(f"{where}{ops} {o.layer.opcode}{caption} ({role}) -> {outputs}")
     return 0

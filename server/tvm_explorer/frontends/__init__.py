@@ -56,7 +56,7 @@ def render_document(model, origins: OriginTable):
 
 
 def layer_table(model) -> list[dict]:
-    """The bundle's layer table: one entry per operator/node, with its name and source line,
+    """The bundle's layer table: one entry per operator/node, with its name, source line and stack,
     and the ids Model Explorer's own adapter gives its node in the original model file
     (``model_explorer``: graph id and node id; each frontend's loader knows its adapter's rule),
     which ``tvm-explorer overlays`` keys its node-data files by."""
@@ -80,6 +80,9 @@ def layer_table(model) -> list[dict]:
         source = getattr(lay, "source", None)
         if source:
             entry["source"] = {"file": source[0], "line": source[1]}
+        stack = getattr(lay, "stack", ())
+        if stack:
+            entry["stack"] = [{"file": f, "line": n, "function": fn} for f, n, fn in stack]
         key = getattr(lay, "explorer_key", None)
         if key is not None:
             entry["model_explorer"] = {"graph": key[0], "node": key[1]}

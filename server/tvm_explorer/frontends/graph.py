@@ -28,7 +28,8 @@ class GraphNode:
     name: str = ""  # ONNX node name, or PyTorch ``module.path/node``
     module: str = ""  # module hierarchy the node belongs to (``backbone.layer1.conv``)
     module_class: str = ""  # PyTorch: the innermost module's class (``Conv2d``)
-    source: tuple[str, int] | None = None  # the user's own frame (file, line)
+    source: tuple[str, int] | None = None  # the innermost model-code frame (file, line)
+    stack: tuple[tuple[str, int, str], ...] = ()  # every frame (file, line, function), entry first
     subgraph: int = 0
     explorer_key: tuple[str, str] | None = None  # Model Explorer's (graph id, node id): see layer_table
 
@@ -62,11 +63,13 @@ class GraphModel:
         return self.layers[op_index]
 
 
-def user_frame(stack_trace: str | None) -> tuple[str, int] | None:
-    """The innermost frame of ``stack_trace`` that is the user's own code (not torch, TVM,
-    onnx or the Python library): what "the line of forward() that made it" means."""
+Frame = tuple[str, int, str]  # (file, 1-based line, function)
+
+
+def stack_frames(stack_trace: str | None) -> tuple[Frame, ...]:
+    """Every ``File "…", line N, in f`` frame of a Python stack trace, entry point first."""
     if not stack_trace:
-        return None
+        return ()
     frames = []
     for line in stack_trace.splitlines():
         line = line.strip()
@@ -78,17 +81,60 @@ def user_frame(stack_trace: str | None) -> tuple[str, int] | None:
             number = int(rest.split("line", 1)[1].split(",", 1)[0].strip())
         except (ValueError, IndexError):
             continue
+        function = rest.split(", in ", 1)[1].strip() if ", in " in rest else ""
         if 0 < number < MAX_LINE:  # a line number, not metadata that only parses as one
-            frames.append((file, number))
-    for file, number in reversed(frames):
-        if not _library_file(file):
-            return file, number
+            frames.append((file, number, function[:MAX_FUNCTION]))
+    return tuple(frames)
+
+
+def model_frame(frames: tuple[Frame, ...]) -> int | None:
+    """The index in ``frames`` of the innermost frame in model code (``is_model_code``): the
+    line of the model that made the node; None when no frame is."""
+    for i in range(len(frames) - 1, -1, -1):
+        if is_model_code(frames[i][0]):
+            return i
     return None
 
 
+def source_and_stack(stack_trace: str | None) -> tuple[tuple[str, int] | None, tuple[Frame, ...]]:
+    """A node's ``source`` (the innermost model-code frame) and its whole ``stack``."""
+    frames = stack_frames(stack_trace)
+    at = model_frame(frames)
+    return (None if at is None else frames[at][:2]), frames
+
+
+def user_frame(stack_trace: str | None) -> tuple[str, int] | None:
+    """The innermost frame of ``stack_trace`` in model code: what "the line of the model
+    that made it" means (docs/provenance.md, "Source lines")."""
+    return source_and_stack(stack_trace)[0]
+
+
 MAX_LINE = 10**8
-_LIBRARY_PARTS = ("/site-packages/", "/dist-packages/", "/lib/python3", "<frozen", "<string>")
+MAX_FUNCTION = 200
+_INSTALLED = ("/site-packages/", "/dist-packages/")
+_PYTHON_LIBRARY = ("/lib/python3", "/lib64/python3")
+MODEL_LIBRARIES = (
+    "transformers/models/",
+    "diffusers/models/",
+    "timm/models/",
+    "torchvision/models/",
+    "ultralytics/nn/",
+)
+"""Parts of installed packages that are model code: the model definitions of model libraries
+(``transformers/models/llama/modeling_llama.py``). The rest of an installed package (``torch``,
+``torch/nn/modules``, ``transformers/activations.py``, ``transformers/integrations``,
+``transformers/masking_utils.py``) is the framework a model is written with."""
 
 
-def _library_file(file: str) -> bool:
-    return any(part in file for part in _LIBRARY_PARTS) or file.startswith("<")
+def is_model_code(file: str) -> bool:
+    """Whether a frame's file is model code: the user's own files, and the model definitions
+    of an installed model library (``MODEL_LIBRARIES``); not Python's library, not other
+    installed packages, not generated code (``<eval_with_key>``, ``<frozen …>``)."""
+    if not file or file.startswith("<"):
+        return False
+    path = file.replace("\\", "/")
+    for marker in _INSTALLED:
+        if marker in path:
+            inside = path.rsplit(marker, 1)[1]
+            return inside.startswith(MODEL_LIBRARIES)
+    return not any(part in path for part in _PYTHON_LIBRARY)

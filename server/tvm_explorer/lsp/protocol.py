@@ -166,6 +166,7 @@ class LayerPlacesResult:
     layers: list[LayerRef]
     places: list[LayerPlaceInfo]
     summary: str = ""
+    labels: list[str] = attrs.field(factory=list)  # the layers, repeated blocks named once
 
 
 @attrs.define
@@ -204,9 +205,12 @@ class NumericsResult:
 
 @attrs.define
 class CostsParams:
-    """``tvmExplorer/costs`` params: the bundle's URI (its directory, or any document)."""
+    """``tvmExplorer/costs`` params: the bundle's URI (its directory, or any document), and
+    how rows are grouped: ``layer`` (default), or ``module[:DEPTH]`` (costs rolled up the module
+    tree, the modules repeated across layers merged into one row)."""
 
     bundle: str
+    group: str = "layer"
 
 
 @attrs.define
@@ -227,6 +231,8 @@ class LayerCostInfo:
     shared_kernels: list[str]
     summary: str
     location: types.Location | None
+    layer_ids: list[int] = attrs.field(factory=list)  # grouped by module: the layers summed
+    members: list[str] = attrs.field(factory=list)  # grouped by module: the modules summed
 
 
 @attrs.define
@@ -240,6 +246,7 @@ class CostsResult:
     layers: list[LayerCostInfo]
     lines: str = "lines"
     note: str = ""
+    group: str = "layer"  # how ``layers`` is grouped: ``layer`` or ``module[:DEPTH]``
 
 
 @attrs.define

@@ -3,12 +3,14 @@ short texts ("1.23 ms · 14 % · 312 C lines · 48 KiB"). Protocol-free."""
 
 from __future__ import annotations
 
+import re
 import threading
 import weakref
 from typing import TypedDict
 
 from tvm_explorer.bundle.reader import Bundle
 from tvm_explorer.bundle.sections.costs import CostLayer, CostsDocument, clock_label
+from tvm_explorer.costs.rollup import ModuleCost, across_repeats, by_module, merge_repeats
 from tvm_explorer.costs.table import flops_text, lines_label, size, sort_layers
 from tvm_explorer.inert import markdown as md
 
@@ -31,6 +33,24 @@ class CostIndex:
     def ranked(self) -> list[CostLayer]:
         """Layers by time (by code lines without a profile), most expensive first."""
         return sort_layers(self.costs["layers"], "time")
+
+    def modules(self, depth: int | None) -> list[ModuleCost]:
+        """Costs rolled up the module tree at ``depth``, repeated modules merged, most
+        expensive first (the grouped Hot Layers view)."""
+        return merge_repeats(by_module(self.costs["layers"], depth))
+
+    def module_summary(self, row: ModuleCost) -> str:
+        """``1.23 ms · 14 % · 312 C lines · 48 KiB · 8 layers``."""
+        parts = []
+        if row["time_ms"] is not None:
+            parts.append(f"{row['time_ms']:.2f} ms")
+            parts.append(f"{100 * (row['share'] or 0.0):.0f} %")
+        parts.append(f"{row['code_lines']} {self.lines}")
+        if row["workspace_bytes"]:
+            parts.append(size(row["workspace_bytes"]))
+        count = len(row["layers"])
+        parts.append(f"{count} layer{'s' if count != 1 else ''}")
+        return " · ".join(parts)
 
     def summary(self, lay: CostLayer) -> str:
         """``1.23 ms · 14 % · 312 C lines · 48 KiB`` (parts without a value left out)."""
@@ -135,6 +155,35 @@ def hover_lines(bundle: Bundle, layer_ids: list[int], kernel: str | None = None)
     if out:
         out[-1] += f" · _{idx.status_text(md.text)}_"
         out[0] = "\n" + out[0]  # a list of its own, after the origin lines
+    return out
+
+
+_HEADING = re.compile(r"^module (\S+)", re.M)
+
+
+def module_lenses(bundle: Bundle, text: str) -> list[tuple[int, str]]:
+    """``(offset, title)`` for the first heading of each module in a model document
+    (``module m.model.layers.0.mlp (LlamaMLP)``): the costs of the module's own layers and,
+    for a module of repeated blocks, of all its repeats (``all 32 repeats
+    (m.model.layers.{0..31}.mlp): …``)."""
+    idx = cost_index(bundle)
+    if idx is None:
+        return []
+    rows = by_module(idx.costs["layers"], None)
+    by_name = {r["module"]: r for r in rows}
+    repeats = {m: merged for merged in across_repeats(rows) for m in merged["members"]}
+    out, seen = [], set()
+    for found in _HEADING.finditer(text):
+        name = found.group(1)
+        row = by_name.get(name)
+        if name in seen or row is None:
+            continue
+        seen.add(name)
+        title = f"module: {idx.module_summary(row)}"
+        merged = repeats.get(name)
+        if merged is not None:
+            title += f" · all {len(merged['members'])} repeats ({merged['module']}): {idx.module_summary(merged)}"
+        out.append((found.start(), title))
     return out
 
 

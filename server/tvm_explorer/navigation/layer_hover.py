@@ -12,7 +12,7 @@ from tvm_explorer.frontends.tflite.names import name_of
 from tvm_explorer.inert.markdown import code
 from tvm_explorer.inert.markdown import text as md
 from tvm_explorer.navigation.layer_facts import LayerFacts, layer_facts
-from tvm_explorer.navigation.sources import layer_caption
+from tvm_explorer.navigation.sources import chain_text, group_caption, layer_caption, repeated_groups
 from tvm_explorer.navigation.view import BundleView
 
 MAX_LAYERS = 6
@@ -190,6 +190,8 @@ def layer_lines(view: BundleView, origins: list[Origin], in_model: bool) -> list
         ]
         if _where(layer):  # ONNX / PyTorch: "block1.act (ReLU) — net.py:22"
             lines.append(md(layer_caption(layer)))
+        if chain := chain_text(layer):
+            lines.append(f"called from {code(chain)}")
         if attrs := attributes(layer.opcode, facts):
             lines.append(md(" · ".join(attrs)))
         if types := _types(facts) or _output_types(o):
@@ -198,19 +200,28 @@ def layer_lines(view: BundleView, origins: list[Origin], in_model: bool) -> list
             lines.append(md(quant))
         return [line + "  " for line in lines[:-1]] + lines[-1:]
     lines = []
-    for o in origins[:MAX_LAYERS]:
+    groups = repeated_groups(origins)
+    for members in groups[:MAX_LAYERS]:
+        o, path = members[0]
         layer = o.layer
         facts = layer_facts(view, layer.id)
         bits = attributes(layer.opcode, facts)
         types = _types(facts) or _output_types(o)
         tail = " · ".join([md(b) for b in bits] + ([types] if types else []))
         role = "" if in_model else (", layer output" if o.is_output else ", part of layer")
+        ops = ", ".join(str(m.layer.op_index) for m, _ in members)
+        name = md(group_caption(layer, path)) if _where(layer) else code(path if len(members) > 1 else _name(o))
+        count = f" ×{len(members)}" if len(members) > 1 else ""
         lines.append(
-            f"- **{md(layer.opcode)}** {md(layer_caption(layer)) if _where(layer) else code(_name(o))} (op {layer.op_index}{role})"
+            f"- **{md(layer.opcode)}** {name}{count} (op{'s' if len(members) > 1 else ''} {ops}{role})"
             f"{': ' + tail if tail else ''}"
         )
-    if len(origins) > MAX_LAYERS:
-        lines.append(f"- … and {len(origins) - MAX_LAYERS} more layers")
+        if chain := chain_text(layer):
+            lines[-1] += "  "  # a line break inside the list item
+            lines.append(f"  called from {code(chain)}")
+    if len(groups) > MAX_LAYERS:
+        rest = sum(len(g) for g in groups[MAX_LAYERS:])
+        lines.append(f"- … and {rest} more layers")
     return lines
 
 
@@ -260,8 +271,20 @@ def primfunc_layers(view: BundleView, path: str, prim: Range) -> set[int]:
 
 
 def _layer_names(view: BundleView, lids: list[int]) -> str:
-    names = [f"op {view.bundle.layers[lid].op_index} {md(view.bundle.layers[lid].opcode)}" for lid in lids[:4]]
-    more = f" and {len(lids) - 4} more" if len(lids) > 4 else ""
+    """``op 0 CONV_2D, op 2 RELU``; the same layer of repeated blocks once: ``ops 67, 170
+    aten.mm.default m.model.layers.{0..1}.self_attn.k_proj``."""
+    layers = [view.bundle.layers[lid] for lid in lids]
+    groups = repeated_groups([Origin(lay, False) for lay in layers])
+    names = []
+    for group in groups[:4]:
+        lay, path = group[0][0].layer, group[0][1]
+        if len(group) == 1:
+            names.append(f"op {lay.op_index} {md(lay.opcode)}")
+        else:
+            ops = ", ".join(str(o.layer.op_index) for o, _ in group)
+            names.append(f"ops {ops} {md(lay.opcode)} {code(path)}")
+    rest = sum(len(g) for g in groups[4:])
+    more = f" and {rest} more" if rest else ""
     return ", ".join(names) + more
 
 

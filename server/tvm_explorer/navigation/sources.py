@@ -6,9 +6,11 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 
-from tvm_explorer.bundle.reader import Layer
+from tvm_explorer.bundle.reader import Layer, Origin
+from tvm_explorer.frontends.tflite.names import name_of
 from tvm_explorer.navigation.provenance import layers_at
 from tvm_explorer.navigation.view import BundleView, Keep, keep_all
+from tvm_explorer.provenance.repeats import group_repeated
 
 
 @dataclass(frozen=True)
@@ -110,3 +112,93 @@ def layer_caption(layer: Layer, full_path: bool = False) -> str:
         file = layer.source[0] if full_path else os.path.basename(layer.source[0])
         text += f" — {file}:{layer.source[1]}"
     return text.strip()
+
+
+def call_chain(layer: Layer) -> tuple[tuple[str, int, str], ...]:
+    """The frames of a layer's stack from the entry point down to its source line (the
+    innermost model-code frame); empty without a stack or a source line."""
+    if layer.source is None or not layer.stack:
+        return ()
+    for i in range(len(layer.stack) - 1, -1, -1):
+        if layer.stack[i][:2] == layer.source:
+            return layer.stack[: i + 1]
+    return ()
+
+
+def chain_text(layer: Layer) -> str:
+    """``wrapper.py:9 → modeling_llama.py:394 → :299 → :244``: the call chain to a layer's
+    source line, a file named once for consecutive frames in it; empty for a chain of one."""
+    chain = call_chain(layer)
+    if len(chain) < 2:
+        return ""
+    parts, last = [], None
+    for file, line, _function in chain:
+        parts.append(f":{line}" if file == last else f"{os.path.basename(file)}:{line}")
+        last = file
+    return " → ".join(parts)
+
+
+def stack_refs(view: BundleView, path: str, offset: int, keep: Keep = keep_all) -> list[tuple[str, int]]:
+    """For go to definition: the source lines of the layers at ``offset`` first (innermost
+    model-code frames, ``source_refs``), then the other frames of their call chains, innermost
+    outward, each once; nothing is read."""
+    out = source_refs(view, path, offset, keep)
+    for origin in layers_at(view, path, offset, keep):
+        for file, line, _function in reversed(call_chain(origin.layer)):
+            if (file, line) not in out:
+                out.append((file, line))
+    return out
+
+
+def repeat_path(layer: Layer) -> str:
+    """What repeats across decoder layers in a layer's name: its module path (PyTorch), the
+    whole name otherwise."""
+    return layer.name.split("/")[0] if "/" in layer.name and layer.module_class else layer.name
+
+
+def group_caption(layer: Layer, path: str, full_path: bool = False) -> str:
+    """``layer_caption`` of a group of layers repeated across decoder layers, named by their
+    compressed path (``model.layers.{0..1}.self_attn.q_proj (Linear) — modeling_llama.py:243``)."""
+    own = layer_caption(layer, full_path)
+    name = repeat_path(layer)
+    return path + own[len(name) :] if name and own.startswith(name) else own
+
+
+def repeated_groups(origins: list[Origin]) -> list[list[tuple[Origin, str]]]:
+    """Origins that are the same layer of repeated blocks (same op, class, source line, call
+    chain and role; module paths differing only in a layer index), each group with its
+    compressed path (``model.layers.{0..1}.self_attn.q_proj``), in origin order."""
+    buckets: dict[tuple, list[Origin]] = {}
+    for o in origins:
+        lay = o.layer
+        key = (lay.opcode, lay.module_class, lay.source, lay.stack, o.is_output)
+        buckets.setdefault(key, []).append(o)
+    out: list[list[tuple[Origin, str]]] = []
+    for members in buckets.values():
+        for path, at in group_repeated([repeat_path(m.layer) for m in members]):
+            out.append([(members[i], path) for i in at])
+    out.sort(key=lambda g: origins.index(g[0][0]))
+    return out
+
+
+def layer_labels(layers: list[Layer]) -> list[str]:
+    """``aten.mm.default ops 61, 164 m.model.layers.{0..1}.self_attn.q_proj``: the layers, the
+    same layer of repeated blocks named once (Layer Places' title), in the order given."""
+    buckets: dict[tuple, list[Layer]] = {}
+    for lay in layers:
+        buckets.setdefault((lay.opcode, lay.module_class, lay.source), []).append(lay)
+    groups: list[list[Layer]] = []
+    labels: dict[int, str] = {}
+    for members in buckets.values():
+        for path, at in group_repeated([repeat_path(m) for m in members]):
+            group = [members[i] for i in at]
+            groups.append(group)
+            if len(group) > 1:
+                ops = ", ".join(str(m.op_index) for m in group)
+                labels[id(group)] = f"{group[0].opcode} ops {ops} {path}"
+            else:
+                lay = group[0]
+                name = name_of(lay)
+                labels[id(group)] = f"{lay.opcode} op {lay.op_index}{f' {name}' if name else ''}"
+    groups.sort(key=lambda g: layers.index(g[0]))
+    return [labels[id(g)] for g in groups]

@@ -12,7 +12,7 @@ import hashlib
 import os
 
 from tvm_explorer.errors import ModelError
-from tvm_explorer.frontends.graph import GraphModel, GraphNode, user_frame
+from tvm_explorer.frontends.graph import GraphModel, GraphNode, source_and_stack
 from tvm_explorer.frontends.onnx.external_data import embed_external_data
 from tvm_explorer.frontends.tflite.loader import SubgraphInfo, TensorInfo
 from tvm_explorer.frontends.tflite.loader import read_model_bytes as read_bytes
@@ -185,6 +185,7 @@ def _node(node, nid: int, tensor, nodes: list, bad: dict) -> int:
     module, cls = _module_of(node.name, meta, wrong)
     for key in wrong:
         bad.setdefault(key, []).append(node.name or f"#{nid} ({node.op_type})")
+    source, stack = source_and_stack(meta.get("pkg.torch.onnx.stack_trace"))
     nodes.append(
         GraphNode(
             id=nid,
@@ -196,7 +197,8 @@ def _node(node, nid: int, tensor, nodes: list, bad: dict) -> int:
             name=node.name,
             module=module,
             module_class=cls,
-            source=user_frame(meta.get("pkg.torch.onnx.stack_trace")),
+            source=source,
+            stack=stack,
         )
     )
     return nid

@@ -15,7 +15,7 @@ import os
 import zipfile
 
 from tvm_explorer.errors import ModelError
-from tvm_explorer.frontends.graph import GraphModel, GraphNode, user_frame
+from tvm_explorer.frontends.graph import GraphModel, GraphNode, source_and_stack
 from tvm_explorer.frontends.tflite.loader import SubgraphInfo, TensorInfo, open_model_file
 from tvm_explorer.frontends.torch.loader import DOCUMENT_PATH, _clean_path
 
@@ -137,6 +137,7 @@ def _describe(path: str, program: dict) -> GraphModel:
         meta = raw.get("metadata") or {}
         module, cls = _module(meta.get("nn_module_stack", ""))
         node_name = raw.get("name") or (outputs[0].name if outputs else f"node{nid}")
+        source, stack = source_and_stack(meta.get("stack_trace"))
         nodes.append(
             GraphNode(
                 id=nid,
@@ -148,7 +149,8 @@ def _describe(path: str, program: dict) -> GraphModel:
                 name=f"{module}/{node_name}" if module else node_name,
                 module=module,
                 module_class=cls,
-                source=user_frame(meta.get("stack_trace")),
+                source=source,
+                stack=stack,
             )
         )
     inputs = [tensor(n) for arg in graph.get("inputs", []) for n in _tensor_names(arg) if n in user]

@@ -12,7 +12,7 @@ import os
 import warnings
 
 from tvm_explorer.errors import ModelError
-from tvm_explorer.frontends.graph import GraphModel, GraphNode, user_frame
+from tvm_explorer.frontends.graph import GraphModel, GraphNode, source_and_stack
 from tvm_explorer.frontends.tflite.loader import SubgraphInfo, TensorInfo
 
 DOCUMENT_PATH = "model.fxgraph"
@@ -155,6 +155,7 @@ def _node(node, nid: int, tensors) -> GraphNode:
     inputs = []
     for arg in node.all_input_nodes:
         inputs.extend(tensors(arg))
+    source, stack = source_and_stack(node.meta.get("stack_trace"))
     return GraphNode(
         id=nid,
         op_index=nid,
@@ -165,7 +166,8 @@ def _node(node, nid: int, tensors) -> GraphNode:
         name=f"{path}/{node.name}" if path else node.name,
         module=path,
         module_class=cls,
-        source=user_frame(node.meta.get("stack_trace")),
+        source=source,
+        stack=stack,
     )
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from lsprotocol import types
 
-from tvm_explorer.lsp.features.costs import cost_lenses
+from tvm_explorer.lsp.features.costs import cost_lenses, module_cost_lenses
 from tvm_explorer.lsp.protocol import SHOW_REFERENCES_COMMAND
 from tvm_explorer.lsp.shared import Session
 from tvm_explorer.navigation.places import lens_summary
@@ -46,4 +46,5 @@ class CodeLenses:
                 )
             )
         out.extend(cost_lenses(self.session, view, path, params.text_document.uri))
+        out.extend(module_cost_lenses(self.session, view, path))
         return out

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from lsprotocol import types
 
+from tvm_explorer.costs.rollup import parse_by
 from tvm_explorer.lsp.protocol import (
     SHOW_REFERENCES_COMMAND,
     CostsParams,
@@ -15,7 +16,7 @@ from tvm_explorer.lsp.protocol import (
     LayerCostInfo,
 )
 from tvm_explorer.lsp.shared import Session
-from tvm_explorer.navigation.costs import cost_index
+from tvm_explorer.navigation.costs import CostIndex, cost_index, module_lenses
 from tvm_explorer.navigation.provenance import reach
 from tvm_explorer.navigation.view import BundleView
 
@@ -47,6 +48,19 @@ def cost_lenses(session: Session, view: BundleView, path: str, uri: str) -> list
     return out
 
 
+def module_cost_lenses(session: Session, view: BundleView, path: str) -> list[types.CodeLens]:
+    """On the first heading of each module of the model document: the module's costs and,
+    for repeated blocks, those of all its repeats (plain text: nothing to open)."""
+    out = []
+    for offset, title in module_lenses(view.bundle, view.bundle.text(path)):
+        rng = session.range(view, path, offset, offset)
+        if rng is not None:
+            out.append(
+                types.CodeLens(range=types.Range(rng.start, rng.start), command=types.Command(title=title, command=""))
+            )
+    return out
+
+
 class CostRequests:
     """``tvmExplorer/costs`` and ``tvmExplorer/kernelHeat`` (docs/lsp-protocol.md)."""
 
@@ -71,6 +85,23 @@ class CostRequests:
                 note=str(problem) if problem else "",
             )
         profile = idx.costs["profile"]
+        try:
+            by, depth = parse_by(params.group if params else "layer")
+        except ValueError as err:
+            by, depth, grouping = "layer", None, f"{err}; "
+        else:
+            grouping = ""
+        if by == "module":
+            return CostsResult(
+                measured=idx.measured,
+                total_ms=idx.total_ms,
+                status=str(profile.get("status", "")),
+                reason=profile.get("reason"),
+                layers=self._module_rows(view, idx, depth),
+                lines=idx.lines,
+                note=idx.status_text(),
+                group=params.group if params else "layer",
+            )
         layers = []
         for rank, lay in enumerate(idx.ranked(), 1):
             entries = view.layer_map.model_places.get(lay["id"])
@@ -99,8 +130,37 @@ class CostRequests:
             reason=profile.get("reason"),
             layers=layers,
             lines=idx.lines,
-            note=idx.status_text(),
+            note=grouping + idx.status_text(),
         )
+
+    def _module_rows(self, view: BundleView, idx: CostIndex, depth: int | None) -> list[LayerCostInfo]:
+        """One row per module (repeated modules merged), located at its first layer."""
+        out = []
+        for rank, row in enumerate(idx.modules(depth), 1):
+            first = min(row["layers"])
+            lay = view.bundle.layers[first]
+            entries = view.layer_map.model_places.get(first)
+            out.append(
+                LayerCostInfo(
+                    rank=rank,
+                    id=first,
+                    subgraph=lay.subgraph,
+                    op_index=lay.op_index,
+                    opcode="module",
+                    name=row["module"],
+                    time_ms=row["time_ms"],
+                    share=row["share"],
+                    code_lines=row["code_lines"],
+                    workspace_bytes=row["workspace_bytes"],
+                    kernels=row["kernels"],
+                    shared_kernels=[],
+                    summary=idx.module_summary(row),
+                    location=self.session.location(view, entries[0]) if entries else None,
+                    layer_ids=row["layers"],
+                    members=row["members"],
+                )
+            )
+        return out
 
     def kernel_heat(self, params: types.TextDocumentIdentifier | None) -> KernelHeatResult:
         """Per kernel defined in a TIR or code document: its range and heat (0..1)."""

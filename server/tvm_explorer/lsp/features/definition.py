@@ -9,11 +9,11 @@ from tvm_explorer.lsp.features.sources import source_locations
 from tvm_explorer.lsp.shared import OffLoop, Session
 from tvm_explorer.navigation import provenance
 from tvm_explorer.navigation.irsymbols.navigate import symbol_definition
-from tvm_explorer.navigation.sources import source_refs
+from tvm_explorer.navigation.sources import source_refs, stack_refs
 
 
 class Definition:
-    """Go to the model layer(s) a piece of IR or code came from."""
+    """Go to the model layer(s) a piece of IR or code came from, and their source lines."""
 
     def __init__(self, session: Session):
         self.session = session
@@ -29,9 +29,11 @@ class Definition:
             return self.session.locations(q.view, places)
         places = provenance.definition(q.view, q.path, q.offset, q.keep)
         found = self.session.locations(q.view, places)
-        refs = source_refs(q.view, q.path, q.offset, q.keep)
-        if not refs:
+        innermost = source_refs(q.view, q.path, q.offset, q.keep)
+        if not innermost:
             return found
-        # The user's source files are read on a worker thread (a huge or slow one must not
-        # hold up other requests).
-        return OffLoop(lambda: found + source_locations(refs))
+        callers = stack_refs(q.view, q.path, q.offset, q.keep)[len(innermost) :]
+        # The model's own line first (the innermost model-code frame), then the bundle's model
+        # document, then the frames that called it, innermost outward. Source files are read
+        # on a worker thread (a huge or slow one must not hold up other requests).
+        return OffLoop(lambda: source_locations(innermost) + found + source_locations(callers))

@@ -10,6 +10,7 @@ from tvm_explorer.lsp.protocol import LayerPlaceInfo, LayerPlacesResult, LayerRe
 from tvm_explorer.lsp.shared import Session
 from tvm_explorer.navigation.passes import next_pass, previous_pass
 from tvm_explorer.navigation.places import layer_places, layers_of, places_summary
+from tvm_explorer.navigation.sources import layer_labels
 
 
 class PassSteps:
@@ -52,4 +53,5 @@ class PassSteps:
             out.append(
                 LayerPlaceInfo(sp.stage, step, loc.uri, loc.range, sp.last_of_stage, sp.changed, sp.role, sp.function)
             )
-        return LayerPlacesResult(refs, out, places_summary(q.view, [lay.id for lay in layers]) if layers else "")
+        summary = places_summary(q.view, [lay.id for lay in layers]) if layers else ""
+        return LayerPlacesResult(refs, out, summary, layer_labels(layers))

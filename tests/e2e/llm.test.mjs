@@ -1,0 +1,92 @@
+/**
+ * The extension on a Hugging Face language model: a tiny Llama (tests/llm_models.py, random
+ * weights, 2 decoder layers) exported with torch.export and compiled for target c at test
+ * start. The hover of a C statement of the shared projection kernel names the repeated layers
+ * once (m.model.layers.{0..1}.self_attn.q_proj) and the call chain from the wrapper to the
+ * model line; go to definition opens that line of modeling_llama.py first, read-only; the Hot
+ * Layers view toggles to one row per module. Screenshots in test-artifacts/vscode/ (llm-).
+ */
+import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { test } from 'node:test';
+import { PYTHON, REPO } from './lib/paths.mjs';
+import { bundleSuite, hoverNamingLayer, openAt } from './lib/suite.mjs';
+import { activeTabTitle, ctrlClickRect, cursorPosition, poll, runCommand, screenshot, wordRectOnCursorLine } from './lib/workbench.mjs';
+
+const pt2 = join(mkdtempSync(join(tmpdir(), 'tvmx-llm-')), 'llama.pt2');
+execFileSync(PYTHON, ['-c', 'import sys, pathlib; from tests import llm_models;'
+  + ' llm_models.export("llama", pathlib.Path(sys.argv[1]))', pt2],
+{ cwd: REPO, stdio: ['ignore', 'ignore', 'inherit'], timeout: 300000 });
+
+const suite = bundleSuite({ compile: { model: pt2, name: 'llama' }, shots: 'llm-' });
+
+/** A store of the projection kernel (q/k/v/o_proj of both decoder layers share it). */
+function projectionStatement() {
+  return suite.bundle.statementOf('code/module.c', 'aten.mm.default', {
+    accept: (pos) => /^\s+matmul\[/.test(suite.bundle.codePoints('code/module.c').join('').split('\n')[pos.line]),
+  });
+}
+
+test('the hover of a projection kernel line names the repeated layers once and the call chain', async () => {
+  const stmt = projectionStatement();
+  await openAt(suite, 'code/module.c', stmt.line);
+  const text = await hoverNamingLayer(suite, stmt);
+  await screenshot(suite.session.page, 'llm-01-hover');
+  assert.match(text, /m\.model\.layers\.\{0\.\.1\}\.self_attn\.q_proj \(Linear\) — modeling_llama\.py:\d+ ×2/);
+  assert.match(text, /called from llm_models\.py:24 → modeling_llama\.py:\d+ → :\d+/);
+  assert.doesNotMatch(text, /layers\.0\.self_attn/);
+});
+
+test('ctrl-click opens the model line in modeling_llama.py first, read-only', async () => {
+  const { page } = suite.session;
+  const stmt = projectionStatement();
+  await openAt(suite, 'code/module.c', stmt.line);
+  const opened = await poll(async () => {
+    if ((await activeTabTitle(page)).includes('modeling_llama.py')) return true;
+    await ctrlClickRect(page, await wordRectOnCursorLine(page, stmt.word, stmt.character));
+    return poll(async () => (await activeTabTitle(page)).includes('modeling_llama.py'), { timeoutMs: 3000 });
+  }, { timeoutMs: 90000, intervalMs: 1000 });
+  assert.ok(opened, `ctrl-click did not open modeling_llama.py (active tab: ${await activeTabTitle(page)})`);
+  const line = await poll(async () => {
+    const text = await page.locator('.monaco-editor .view-line').allTextContents().catch(() => []);
+    const pos = await cursorPosition(page);
+    return pos && text.some((t) => t.includes('self.q_proj(')) ? pos : undefined;
+  });
+  assert.ok(line, 'the cursor is not at the q_proj line');
+  await page.keyboard.type('x');
+  const refused = page.locator('.monaco-editor-overlaymessage', { hasText: /read-only/i });
+  await refused.first().waitFor({ state: 'visible', timeout: 10000 });
+  await screenshot(page, 'llm-02-model-line-read-only');
+  assert.ok(!(await page.locator('.tab.active.dirty').count()), 'the site-packages file was edited');
+});
+
+test('Hot Layers grouped by module: the repeated decoder layers are one row', async () => {
+  const { page } = suite.session;
+  await runCommand(page, 'TVM Explorer: Focus on Hot Layers View');
+  for (const title of ['Passes', 'Layer Places']) { // room for the rows
+    const header = page.locator('[id="workbench.view.extension.tvmExplorer"] .pane-header[aria-expanded="true"]', { hasText: title });
+    if (await header.count()) await header.first().click();
+  }
+  await runCommand(page, 'TVM Explorer: Hot Layers: Group by Module');
+  const rows = page.locator('[id="workbench.view.extension.tvmExplorer"] .monaco-list-row[aria-label^="rank "]');
+  const grouped = rows.filter({ hasText: 'm.model.layers.{0..1}.self_attn.q_proj' });
+  await grouped.first().waitFor({ state: 'visible', timeout: 90000 });
+  await screenshot(page, 'llm-03-hot-layers-by-module');
+  const labels = await rows.evaluateAll((els) => els.map((e) => e.getAttribute('aria-label')));
+  assert.ok(labels.every((l) => l.includes(': module ')), `a row is not a module: ${labels.join(' | ')}`);
+  assert.ok(!labels.some((l) => /layers\.[01]\.self_attn\.q_proj/.test(l)), labels.join(' | '));
+  // A click opens the first layer of the group in the model document, where the module's
+  // heading has a lens summing all its repeats.
+  await grouped.first().click();
+  const opened = await poll(async () => (await activeTabTitle(page)).includes('model.fxgraph'), { timeoutMs: 30000 });
+  assert.ok(opened, 'the model document did not open');
+  await page.keyboard.press('Escape');
+  const lens = page.locator('.codelens-decoration', { hasText: 'all 2 repeats (m.model.layers.{0..1}.self_attn.q_proj)' });
+  await lens.first().waitFor({ state: 'visible', timeout: 30000 });
+  await screenshot(page, 'llm-04-module-lens');
+  await runCommand(page, 'TVM Explorer: Hot Layers: One Row per Layer');
+  await rows.filter({ hasText: 'aten.' }).first().waitFor({ state: 'visible', timeout: 30000 });
+});
