@@ -35,7 +35,8 @@ if ! toolchain_ready; then
     npm ci --workspace vscode-extension --no-progress </dev/null
   touch node_modules/.extension-installed
 fi
-if [ ! -f dist/tvm-explorer.vsix ] || [ -n "$(find vscode-extension -newer dist/tvm-explorer.vsix -not -path '*/node_modules/*' -not -path '*/out/*' -print -quit)" ]; then
+# (The build also writes the graph app that `tvm-explorer report` inlines: graphview/assets/.)
+if [ ! -f dist/tvm-explorer.vsix ] || [ ! -f server/tvm_explorer/graphview/assets/graph.js ] || [ -n "$(find vscode-extension -newer dist/tvm-explorer.vsix -not -path '*/node_modules/*' -not -path '*/out/*' -print -quit)" ]; then
   log "building dist/tvm-explorer.vsix"
   npm run --silent package >/dev/null
 fi

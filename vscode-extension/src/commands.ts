@@ -43,6 +43,7 @@ export const COMMANDS: Readonly<Record<string, CommandFactory>> = Object.freeze(
   'tvmExplorer.filterLayerPlaces': (ctx) => () => ctx.layerPlaces.chooseFilter(),
   'tvmExplorer.openPlace': (ctx) => (uri: string, range: Parameters<typeof ctx.layerPlaces.openPlace>[1]) =>
     ctx.layerPlaces.openPlace(uri, range),
+  'tvmExplorer.showModelGraph': (ctx) => (target?: vscode.Uri | string) => ctx.graph.show(target),
   'tvmExplorer.compileModel': compileModel,
   'tvmExplorer.bisectModel': bisectModel,
   'tvmExplorer.reduceModel': reduceModel,

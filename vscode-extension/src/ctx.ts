@@ -7,6 +7,7 @@ import * as vscode from 'vscode';
 import { BundleRegistry } from './bundles';
 import { ServerManager } from './client';
 import { Comparisons } from './compareView';
+import { GraphView } from './graphView';
 import { HotLayersProvider } from './hotLayers';
 import { LargeFiles } from './largeFiles';
 import { LayerPlacesProvider, PlaceNode } from './layerPlaces';
@@ -36,6 +37,7 @@ export class Ctx {
   readonly hotLayers: HotLayersProvider;
   readonly layerPlaces: LayerPlacesProvider;
   readonly comparisons: Comparisons;
+  readonly graph: GraphView;
   readonly stages: StageSync;
 
   constructor(readonly extCtx: vscode.ExtensionContext) {
@@ -58,6 +60,7 @@ export class Ctx {
       showCollapseAll: true,
     });
     this.comparisons = new Comparisons(this.server, this.registry);
+    this.graph = new GraphView(this);
     this.stages = new StageSync(this.server, this.registry, this.largeFiles, this.sides);
     this.pushCleanup(
       this.server, // before its output channel: stopping it may still log
@@ -73,6 +76,7 @@ export class Ctx {
       this.layerPlaces,
       this.layerPlaces.view,
       this.comparisons,
+      this.graph,
       this.stages,
     );
   }

@@ -300,6 +300,19 @@ export const compareLayerCode = new lc.RequestType<CompareLayerCodeParams, Compa
   'tvmExplorer/compareLayerCode',
 );
 
+/** A bundle's model graph (docs/graph.md, "The graph document"), drawn by "Show Model Graph". */
+export interface ModelGraphParams {
+  bundle: string;
+}
+/** `document` is the graph document (typed by the graph app: webview/graph/types.ts); its
+ * places' paths are relative to `root` (the bundle's URI). */
+export type ModelGraphResult = { root: string; document: GraphDocumentWire } | { error: string };
+export interface GraphDocumentWire {
+  nodes: { id: string; subgraph: number; op_index: number; places?: { stage: string; path: string; line: number; character: number; end_line: number; end_character: number }[] }[];
+  [key: string]: unknown;
+}
+export const modelGraph = new lc.RequestType<ModelGraphParams, ModelGraphResult, void>('tvmExplorer/modelGraph');
+
 /** The server's command behind the "Extract Reproducer" code action (`workspace/executeCommand`). */
 export const EXTRACT_REPRODUCER_COMMAND = 'tvmExplorer.extractReproducer';
 /** What it answers: the script written, or why not (the server has shown the message). */

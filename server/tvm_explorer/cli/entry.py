@@ -18,6 +18,7 @@ SUBCOMMANDS = (
     "numerics",
     "overlays",
     "reduce",
+    "report",
     "serve",
 )
 

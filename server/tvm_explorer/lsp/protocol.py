@@ -35,6 +35,7 @@ COMPARE_BUNDLES = "tvmExplorer/compareBundles"
 COMPARE_LAYER_CODE = "tvmExplorer/compareLayerCode"
 STAGE_DOCUMENTS = "tvmExplorer/stageDocuments"
 STAGE_RANGES = "tvmExplorer/stageRanges"
+MODEL_GRAPH = "tvmExplorer/modelGraph"
 
 
 @attrs.define
@@ -347,6 +348,14 @@ class StageRangesResult:
     documents: list[StageRangesInDocument]
 
 
+@attrs.define
+class ModelGraphParams:
+    """``tvmExplorer/modelGraph`` params: the bundle's URI (its directory, or any of its
+    documents)."""
+
+    bundle: str
+
+
 def _request(method: str, params_type: Any) -> type:
     """The JSON-RPC request message class of a custom method."""
     return attrs.make_class(
@@ -380,6 +389,7 @@ MESSAGE_TYPES = {
     COMPARE_LAYER_CODE: (_request(COMPARE_LAYER_CODE, CompareLayerCodeParams), Any),
     STAGE_DOCUMENTS: (_request(STAGE_DOCUMENTS, StageDocumentsParams), StageDocumentsResult),
     STAGE_RANGES: (_request(STAGE_RANGES, types.TextDocumentPositionParams), StageRangesResult),
+    MODEL_GRAPH: (_request(MODEL_GRAPH, ModelGraphParams), Any),
 }
 
 _PLAIN_NAMES = (

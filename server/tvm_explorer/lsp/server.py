@@ -20,6 +20,7 @@ from tvm_explorer.lsp.features.custom import ExplorerRequests
 from tvm_explorer.lsp.features.declaration import PreviousStage
 from tvm_explorer.lsp.features.definition import Definition
 from tvm_explorer.lsp.features.documents import DocumentTracker
+from tvm_explorer.lsp.features.graph import ModelGraph
 from tvm_explorer.lsp.features.highlights import DocumentHighlights
 from tvm_explorer.lsp.features.hover import Hover
 from tvm_explorer.lsp.features.links import DocumentLinks
@@ -42,6 +43,7 @@ from tvm_explorer.lsp.protocol import (
     LIST_BUNDLES,
     LIST_PASSES,
     MODEL_DOCUMENT,
+    MODEL_GRAPH,
     NEXT_PASS,
     NUMERICS,
     ORIGINS,
@@ -206,6 +208,7 @@ def _register_answers(
         (KERNEL_HEAT, costs.kernel_heat, KernelHeatResult([])),
         (COMPARE_BUNDLES, comparisons.compare_bundles, {"error": "comparison failed"}),
         (COMPARE_LAYER_CODE, comparisons.layer_code, {"error": "comparison failed"}),
+        (MODEL_GRAPH, ModelGraph(session).model_graph, {"error": "the model graph could not be made (server log)"}),
         (STAGE_DOCUMENTS, stage_sync.stage_documents, StageDocumentsResult([])),
         (STAGE_RANGES, stage_sync.stage_ranges, StageRangesResult([], [])),
     ]

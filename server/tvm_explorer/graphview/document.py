@@ -1,0 +1,311 @@
+"""The graph document: a bundle's model as nodes, tensor edges and scope groups, with every
+per-layer figure the overlays color by and every place the layer panel lists. JSON, drawn by
+the web app (``vscode-extension/src/graph/``) in VS Code and in ``tvm-explorer report``.
+Shape: docs/graph.md, "The graph document"."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tvm_explorer.bundle.sections.numerics import format_error, layer_entry, unit
+from tvm_explorer.costs.table import flops_text, size
+from tvm_explorer.graphview.places import layer_place_entries
+from tvm_explorer.graphview.structure import edges, groups, io_id, read_structure
+from tvm_explorer.navigation.costs import cost_index
+from tvm_explorer.navigation.layer_facts import layer_facts
+from tvm_explorer.navigation.numerics import hidden_hint
+from tvm_explorer.navigation.view import BundleView
+
+FORMAT = "tvm-explorer-graph"
+VERSION = 1
+STAGES = ("relax", "tir", "code")
+
+# Overlays the web app colors by: id, label, scale kind, unit.
+OVERLAYS = (
+    ("time", "Measured time", "linear", "ms"),
+    ("code", "Code size", "linear", "lines"),
+    ("workspace", "Workspace", "log", "bytes"),
+    ("flops", "FLOPs", "log", "FLOP"),
+    ("error", "Numerical error", "log", "max rel"),
+    ("kernels", "Kernels per layer", "linear", "kernels"),
+    ("coverage", "Provenance coverage", "category", ""),
+    ("schedule", "Schedule kind", "category", ""),
+)
+
+
+def graph_document(view: BundleView, places: bool = True, encoding: str = "utf-16") -> dict[str, Any]:
+    """The graph document of a loaded bundle (``places``: with each layer's places and code
+    excerpts; positions in ``encoding`` columns, as the editor counts them)."""
+    bundle = view.bundle
+    manifest = bundle.manifest
+    raw_model = manifest.get("model")
+    model: dict[str, Any] = raw_model if isinstance(raw_model, dict) else {}
+    kind = str(model.get("kind", "tflite"))
+    structure = read_structure(view)
+    group_list, group_of = groups(view, structure)
+    costs = cost_index(bundle)
+    numerics = bundle.numerics
+    schedules = _schedules(manifest)
+    docs_of = {stage: [doc.path for doc in bundle.documents if doc.stage == stage] for stage in STAGES}
+    nodes = []
+    for layer in bundle.layers:
+        facts = layer_facts(view, layer.id)
+        cost = costs.by_layer.get(layer.id) if costs else None
+        kernels = list(cost["kernels"]) if cost else []
+        reached = [s for s in STAGES if any(view.layer_map.ranges(layer.id, path) for path in docs_of[s])]
+        kinds = sorted({schedules.get(k, "default") for k in kernels})
+        entry = layer_entry(numerics, layer.subgraph, layer.op_index) if numerics else None
+        module, module_class = structure.modules.get(layer.id, ("", ""))
+        node: dict[str, Any] = {
+            "id": str(layer.id),
+            "subgraph": layer.subgraph,
+            "op_index": layer.op_index,
+            "opcode": layer.opcode,
+            "name": layer.name,
+            "module": module,
+            "module_class": layer.module_class or module_class,
+            "source": f"{layer.source[0]}:{layer.source[1]}" if layer.source else None,
+            "group": group_of.get(layer.id),
+            "attributes": dict(facts.options),
+            "inputs": [_tensor(t) for t in facts.inputs],
+            "outputs": [_tensor(t) for t in facts.outputs]
+            or [
+                {"name": n, "type": _type(layer.output_types[i] if i < len(layer.output_types) else {}), "const": False}
+                for i, n in enumerate(layer.outputs)
+            ],
+            "kernels": kernels,
+            "metrics": {
+                "time": cost.get("time_ms") if cost else None,
+                "share": cost.get("share") if cost else None,
+                "code": cost["code_lines"] + cost.get("shared_code_lines", 0) if cost else None,
+                "workspace": cost["workspace_bytes"] if cost else None,
+                "flops": cost.get("flops") if cost else None,
+                "error": _error(entry),
+                "kernels": len(kernels) if cost else None,
+                "coverage": _coverage(reached),
+                "schedule": (kinds[0] if len(kinds) == 1 else "mixed") if kinds else None,
+            },
+            "cost": costs.summary(cost) + (f" · {flops_text(flops)}" if (flops := cost.get("flops")) else "")
+            if costs and cost
+            else None,
+            "numerics": _numerics(view, numerics, entry) if entry else None,
+        }
+        if places:
+            node["places"] = layer_place_entries(view, layer.id, encoding)
+        nodes.append(node)
+    io_nodes = [
+        {"id": io_id(io.kind, io.subgraph, io.name), "kind": io.kind, "name": io.name, "type": io.type}
+        for io in structure.io
+    ]
+    return {
+        "format": FORMAT,
+        "version": VERSION,
+        "model": {
+            "file": str(model.get("file", "")),
+            "kind": kind,
+            # unit() reads only the model file name of a numerics document
+            "unit": unit({"model": str(model.get("file", ""))}),  # type: ignore[typeddict-item]
+            "target": str(manifest.get("target", "")),
+            "sha256": str(model.get("sha256", "")),
+            "tool": manifest.get("tool") if isinstance(manifest.get("tool"), dict) else {},
+            "created": str(manifest.get("created", "")),
+        },
+        "nodes": nodes,
+        "io": io_nodes,
+        "edges": [
+            {"source": e.source, "target": e.target, "tensor": e.tensor, "type": e.type} for e in edges(view, structure)
+        ],
+        "groups": [
+            {"id": g.id, "label": g.label, "path": g.path, "parent": g.parent, "size": g.size} for g in group_list
+        ],
+        "overlays": _overlays(costs, numerics, costs_problem(bundle)),
+        "kernels": _kernels(costs, schedules),
+        "costs_note": costs.status_text()
+        if costs
+        else costs_problem(bundle) or "no costs recorded (recompile the bundle)",
+    }
+
+
+def report_sections(view: BundleView) -> dict[str, Any]:
+    """What the report shows beside the graph: hot layers, numerics, and per pass its
+    compile time and provenance coverage."""
+    bundle = view.bundle
+    costs = cost_index(bundle)
+    hot = []
+    if costs:
+        for lay in costs.ranked()[:25]:
+            hot.append(
+                {
+                    "id": str(lay["id"]),
+                    "opcode": lay["opcode"],
+                    "name": lay["name"],
+                    "time_ms": lay.get("time_ms"),
+                    "share": lay.get("share"),
+                    "code_lines": lay["code_lines"],
+                    "workspace": size(lay["workspace_bytes"]) if lay["workspace_bytes"] else "",
+                    "kernels": list(lay["kernels"]),
+                    "summary": costs.summary(lay),
+                }
+            )
+    timed = {p["index"]: p for p in (costs.costs.get("passes", ()) if costs else ())}
+    passes = []
+    for entry in bundle.manifest.get("passes", ()) or ():
+        if not isinstance(entry, dict):
+            continue
+        units, attributed = entry.get("units", 0), entry.get("attributed", 0)
+        t = timed.get(entry["index"]) if isinstance(entry.get("index"), int) else None
+        passes.append(
+            {
+                "index": entry.get("index"),
+                "stage": str(entry.get("stage", "")),
+                "name": str(entry.get("name", "")),
+                "changed": bool(entry.get("changed")),
+                "ms": t.get("ms") if t else None,
+                "units": units if isinstance(units, int) else 0,
+                "attributed": attributed if isinstance(attributed, int) else 0,
+            }
+        )
+    numerics = bundle.numerics
+    num = None
+    if numerics:
+        first = numerics.get("first_divergence")
+        num = {
+            "reference": numerics.get("reference", ""),
+            "mode": numerics.get("mode", ""),
+            "inputs": numerics.get("inputs", ""),
+            "first_divergence": None
+            if not first
+            else next(
+                (
+                    str(lay.id)
+                    for lay in bundle.layers
+                    if (lay.subgraph, lay.op_index) == (first["subgraph"], first["op_index"])
+                ),
+                None,
+            ),
+            "layers": [
+                {
+                    "id": next(
+                        (str(lay.id) for lay in [bundle.layer(e["subgraph"], e["op_index"])] if lay is not None), None
+                    ),
+                    "opcode": e["opcode"],
+                    "name": e["name"],
+                    "diverges": bool(e.get("diverges")),
+                    "observed": bool(e.get("observed")),
+                    "summary": format_error(e),
+                }
+                for e in numerics["layers"]
+            ],
+        }
+    return {
+        "hot_layers": hot,
+        "passes": passes,
+        "numerics": num,
+        "problems": [str(p) for p in view.problems]
+        + [str(e) for e in bundle.section_problems.values()]
+        + [p for p in [costs_problem(bundle)] if p and p not in map(str, bundle.section_problems.values())],
+    }
+
+
+def costs_problem(bundle) -> str | None:
+    """Why the bundle's ``costs.json`` cannot be used (damaged: the file and the field), or None."""
+    try:
+        bundle.costs()
+    except Exception as err:  # noqa: BLE001 - any failure to read it is reported as the reason
+        return str(err)
+    return None
+
+
+def _tensor(t) -> dict[str, Any]:
+    out: dict[str, Any] = {"name": t.name, "type": t.type_text, "const": t.const}
+    if t.quantization:
+        out["quantization"] = t.quantization
+    return out
+
+
+def _type(t: dict) -> str:
+    return f"{t.get('dtype', '')}[{','.join(str(d) for d in t.get('shape') or ())}]"
+
+
+def _error(entry) -> float | str | None:
+    """The overlay's error figure: max relative error of an observed layer (infinite or
+    undefined errors count as the largest)."""
+    if not entry or not entry.get("observed"):
+        return None
+    rel = entry.get("max_rel")
+    return float(rel) if rel is not None else "inf"
+
+
+def _coverage(reached: list[str]) -> str:
+    """How far the layer's provenance reaches: the generated code, TIR, Relax, or the model only."""
+    if "code" in reached:
+        return "to code"
+    if "tir" in reached:
+        return "to TIR"
+    if "relax" in reached:
+        return "to Relax"
+    return "model only"
+
+
+def _numerics(view: BundleView, data, entry) -> dict[str, Any]:
+    first = data.get("first_divergence")
+    return {
+        "summary": format_error(entry),
+        "observed": bool(entry.get("observed")),
+        "diverges": bool(entry.get("diverges")),
+        "first": bool(first) and (first["subgraph"], first["op_index"]) == (entry["subgraph"], entry["op_index"]),
+        "max_abs": entry.get("max_abs"),
+        "max_rel": entry.get("max_rel"),
+        "cosine": entry.get("cosine"),
+        "hint": hidden_hint(view, data, entry),
+        "reference": data.get("reference", ""),
+    }
+
+
+def _schedules(manifest: dict) -> dict[str, str]:
+    """Kernel (PrimFunc) -> how it was scheduled: ``dlight <Rule>`` for GPU kernels dlight
+    scheduled (the bundle's schedule traces); others keep TVM's default schedule."""
+    out = {}
+    for trace in manifest.get("traces", ()) or ():
+        if isinstance(trace, dict) and isinstance(trace.get("primfunc"), str):
+            out[trace["primfunc"]] = f"dlight {trace.get('rule', '')}".strip()
+    return out
+
+
+def _kernels(costs, schedules: dict[str, str]) -> dict[str, dict[str, Any]]:
+    if not costs:
+        return {}
+    return {
+        name: {
+            "layers": [str(i) for i in k["layers"]],
+            "summary": costs.kernel_summary(name),
+            "schedule": schedules.get(name, "default"),
+        }
+        for name, k in costs.kernels.items()
+    }
+
+
+def _overlays(costs, numerics, costs_damage: str | None) -> list[dict[str, Any]]:
+    why_costs = None if costs else costs_damage or "no costs.json: recompile the bundle"
+    notes = {
+        "time": why_costs
+        or (None if costs.measured else f"not measured: compile with --profile ({costs.status_text()})"),
+        "code": why_costs,
+        "workspace": why_costs,
+        "flops": why_costs,
+        "kernels": why_costs,
+        "error": None if numerics else "no numerics: compile with --numerics (targets c, llvm)",
+        "coverage": None,
+        "schedule": why_costs,
+    }
+    return [
+        {
+            "id": oid,
+            "label": label,
+            "scale": scale,
+            "unit": measure,
+            "available": notes[oid] is None,
+            "note": notes[oid],
+        }
+        for oid, label, scale, measure in OVERLAYS
+    ]

@@ -1,0 +1,75 @@
+// Opens a `tvm-explorer report` HTML file from disk in headless chromium (playwright-core) and
+// checks it as a user would see it; prints one JSON object of what it found (tests/graph/
+// test_report.py asserts on it). Usage: node report_check.mjs REPORT.html SCREENSHOT_PREFIX
+import { chromium } from 'playwright-core';
+import { pathToFileURL } from 'node:url';
+
+const [file, shots] = process.argv.slice(2);
+const browser = await chromium.launch({
+  executablePath: process.env.TVM_EXPLORER_CHROMIUM || '/usr/bin/chromium',
+  headless: true,
+  args: ['--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update'],
+});
+const out = { requests: [], errors: [], csp: [] };
+try {
+  const page = await browser.newPage({ viewport: { width: 1400, height: 900 } });
+  const url = pathToFileURL(file).href;
+  page.on('request', (r) => {
+    if (r.url() !== url) out.requests.push(r.url());
+  });
+  page.on('pageerror', (e) => out.errors.push(String(e)));
+  page.on('console', (m) => {
+    if (m.type() === 'error') out.errors.push(m.text());
+  });
+  await page.goto(url);
+  await page.waitForSelector('[data-layer]', { timeout: 60000 });
+  await page.evaluate(() => window.tvmxGraph.painted);
+  out.layers = await page.$$eval('[data-layer]', (els) => els.map((e) => e.getAttribute('data-layer')));
+  out.overlays = await page.$$eval('select.overlay option', (els) => els.map((e) => e.value));
+  const fills = async () => page.$$eval('[data-layer]', (els) => Object.fromEntries(els.map((e) => [e.getAttribute('data-layer'), e.getAttribute('data-fill')])));
+  out.fill = {};
+  for (const id of out.overlays.filter((v) => v)) {
+    await page.selectOption('select.overlay', id);
+    out.fill[id] = await fills();
+  }
+  await page.selectOption('select.overlay', out.overlays.includes('time') ? 'time' : 'code');
+  out.legend = await page.$$eval('.legend-row > span', (els) => els.map((e) => e.textContent));
+  await page.screenshot({ path: `${shots}-graph.png` });
+  // The hottest layer's row in the hot-layers table selects it: the panel shows its code.
+  const hot = await page.$('#hot-layers tbody tr a');
+  out.hot = hot ? await hot.getAttribute('data-goto') : null;
+  if (hot) {
+    await hot.click();
+  }
+  out.panel = {
+    title: await page.textContent('.panel h2'),
+    stages: await page.$$eval('.panel .place', (els) => els.map((e) => e.getAttribute('data-stage'))),
+    code: await page.$$eval('.panel pre.excerpt', (els) => els.map((e) => e.textContent)),
+  };
+  out.selected = await page.$$eval('[data-layer].selected', (els) => els.map((e) => e.getAttribute('data-layer')));
+  await page.screenshot({ path: `${shots}-panel.png` });
+  // Search: typing a layer's name dims the others and selects the first match.
+  const query = process.env.GRAPH_SEARCH;
+  if (query) {
+    await page.fill('input.search', query);
+    out.matches = await page.$$eval('[data-layer].match', (els) => els.map((e) => e.getAttribute('data-layer')));
+  }
+  // Collapse all: the top-level groups stand for their layers; clicking one opens it again.
+  if (await page.$('.group')) {
+    await page.click('button.collapse-all');
+    await page.evaluate(() => window.tvmxGraph.painted);
+    out.collapsedLayers = (await page.$$('[data-layer]')).length;
+    await page.click('.group.collapsed');
+    await page.evaluate(() => window.tvmxGraph.painted);
+    out.openedOne = (await page.$$('[data-layer]')).length;
+    await page.click('button.expand-all');
+    await page.evaluate(() => window.tvmxGraph.painted);
+    out.expandedLayers = (await page.$$('[data-layer]')).length;
+  }
+  out.text = await page.textContent('body');
+  out.pwned = await page.evaluate(() => window.pwned ?? null);
+  out.images = (await page.$$('img')).length;
+} finally {
+  await browser.close();
+}
+process.stdout.write(JSON.stringify(out));

@@ -1,0 +1,135 @@
+"""``tvm-explorer report`` on a real compiled bundle (profiled, with numerics), opened from disk
+in a real headless chromium (playwright-core, ``report_check.mjs``): a node for every layer,
+overlay colors that follow the data, the layer panel with code, nothing requested from the
+network, and the bundle's strings shown as text (a hostile layer name runs nothing)."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+from tests.conftest import run_cli
+
+HERE = Path(__file__).resolve().parent
+REPO = HERE.parents[1]
+ARTIFACTS = REPO / "test-artifacts" / "graph"
+CHROMIUM = os.environ.get("TVM_EXPLORER_CHROMIUM", "/usr/bin/chromium")
+HOSTILE = '</script><script>window.pwned=1</script><img src=x onerror="window.pwned=2">{{7*7}}'
+DARKEST, PALEST = "#b10026", "#ffffcc"
+
+
+def _browser_missing() -> str | None:
+    if not shutil.which("node"):
+        return "node not found"
+    if not (REPO / "node_modules" / "playwright-core").exists():
+        return "playwright-core not installed"
+    if not Path(CHROMIUM).exists():
+        return "chromium not installed"
+    if not (REPO / "server" / "tvm_explorer" / "graphview" / "assets" / "graph.js").exists():
+        return "graph app not built (npm run build)"
+    return None
+
+
+@pytest.fixture(scope="module")
+def report(bundles, models_dir, tmp_path_factory):
+    """(bundle, its costs, the report's findings): small_cnn compiled for llvm with --profile
+    and --numerics, one layer renamed to a hostile string, reported and opened in chromium."""
+    missing = _browser_missing()
+    if missing:
+        if os.environ.get("CI"):
+            pytest.fail(f"{missing}: run scripts/setup-test.sh")
+        pytest.skip(missing)
+    compiled = bundles.get(models_dir / "small_cnn_fp32.tflite", "llvm", "--profile", "--numerics")
+    bundle = tmp_path_factory.mktemp("report") / "hostile.bundle"
+    shutil.copytree(compiled, bundle)
+    for name in ("index.json", "costs.json"):
+        data = json.loads((bundle / name).read_text())
+        data["layers"][3]["name"] = HOSTILE
+        (bundle / name).write_text(json.dumps(data))
+    out = bundle.parent / "report.html"
+    proc = run_cli("report", bundle, "-o", out)
+    assert proc.returncode == 0, proc.stderr
+    assert "Report written" in proc.stdout
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    found = subprocess.run(
+        ["node", str(HERE / "report_check.mjs"), str(out), str(ARTIFACTS / "small_cnn")],
+        capture_output=True, text=True, timeout=300, cwd=HERE,
+        env={**os.environ, "GRAPH_SEARCH": "conv2d"},
+    )
+    assert found.returncode == 0, found.stderr
+    return bundle, json.loads((bundle / "costs.json").read_text()), out, json.loads(found.stdout)
+
+
+def test_every_layer_is_a_node(report):
+    bundle, _, _, found = report
+    layers = json.loads((bundle / "index.json").read_text())["layers"]
+    assert sorted(found["layers"], key=int) == [str(lay["id"]) for lay in layers]
+
+
+def test_nothing_leaves_the_page(report):
+    _, _, out, found = report
+    assert found["requests"] == [], found["requests"]
+    assert found["errors"] == [], found["errors"]  # a CSP violation is a console error
+    text = out.read_text()
+    assert "Content-Security-Policy" in text and "default-src 'none'" in text
+    assert "http://" not in text.split("<script>")[0] and "https://" not in text.split("<script>")[0]
+
+
+def test_overlay_colors_follow_the_data(report):
+    _, costs, _, found = report
+    by_time = sorted(costs["layers"], key=lambda lay: lay["time_ms"])
+    time = found["fill"]["time"]
+    assert time[str(by_time[-1]["id"])] == DARKEST  # the slowest layer is the hottest
+    assert time[str(by_time[0]["id"])] == PALEST
+    by_code = sorted(costs["layers"], key=lambda lay: lay["code_lines"] + lay.get("shared_code_lines", 0))
+    assert found["fill"]["code"][str(by_code[-1]["id"])] == DARKEST
+    assert found["fill"]["code"] != time  # another figure, other colors
+    assert set(found["fill"]["coverage"].values()) == {"#4daf4a"}  # every layer reaches the code
+    assert len(found["fill"]["error"]) == len(found["layers"])  # numerics: every layer observed
+    assert any(label.endswith("ms") for label in found["legend"])
+
+
+def test_the_panel_shows_the_layers_code(report):
+    _, costs, _, found = report
+    hottest = max(costs["layers"], key=lambda lay: lay["time_ms"])
+    assert found["hot"] == str(hottest["id"])  # the hot-layers table leads with it
+    assert found["selected"] == [str(hottest["id"])]
+    assert found["panel"]["title"].startswith(hottest["opcode"])
+    assert found["panel"]["stages"] == ["model", "relax", "tir", "code"]
+    code = found["panel"]["code"][-1]
+    assert hottest["kernels"][0] in code  # the kernel's generated function
+
+
+def test_search_and_groups(report):
+    _, _, _, found = report
+    assert found["matches"] and all(m in found["layers"] for m in found["matches"])
+    assert found["collapsedLayers"] < len(found["layers"])
+    assert found["expandedLayers"] == len(found["layers"])
+
+
+def test_bundle_strings_are_text(report):
+    _, _, out, found = report
+    assert found["pwned"] is None and found["images"] == 0
+    assert HOSTILE in found["text"]  # shown as the name it is (the hot-layers table)
+    assert "</script><script>window.pwned" not in out.read_text()
+
+
+def test_bad_input_is_one_message(bundles, models_dir, tmp_path):
+    """No bundle, a directory as the output, a damaged costs.json: one message each, and the
+    report of the damaged bundle names the file (nothing half-written is left behind)."""
+    missing = run_cli("report", tmp_path / "nothing", "-o", tmp_path / "r.html")
+    assert missing.returncode == 2 and "not a bundle directory" in missing.stderr
+    assert "Traceback" not in missing.stderr and not (tmp_path / "r.html").exists()
+    bundle = tmp_path / "damaged.bundle"
+    shutil.copytree(bundles.get(models_dir / "small_cnn_fp32.tflite", "c"), bundle)
+    into_dir = run_cli("report", bundle, "-o", tmp_path)
+    assert into_dir.returncode == 2 and "is a directory" in into_dir.stderr
+    (bundle / "costs.json").write_text("{bad")
+    damaged = run_cli("report", bundle, "-o", tmp_path / "r.html")
+    assert damaged.returncode == 0, damaged.stderr
+    assert "costs.json: costs file is not readable JSON" in (tmp_path / "r.html").read_text()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["damaged.bundle", "r.html"]

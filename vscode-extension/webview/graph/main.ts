@@ -1,0 +1,93 @@
+/**
+ * Entry point of the graph app (bundled by esbuild into one script). Two hosts:
+ * - the static report (`tvm-explorer report`): the graph document and the report's sections
+ *   are JSON blocks of the page (`#tvmx-graph-data`, `#tvmx-report-data`);
+ * - a VS Code webview: the extension posts the document (`{type: 'graph'}`) and the layers
+ *   under the editor's cursor (`{type: 'highlight'}`); clicks are posted back.
+ */
+import { GraphApp } from './app';
+import { el } from './dom';
+import { renderReport } from './report';
+import type { GraphDocument, GraphNode, Host, Place, ReportSections } from './types';
+
+declare function acquireVsCodeApi(): { postMessage(msg: unknown): void; getState(): unknown; setState(s: unknown): void };
+
+declare global {
+  interface Window {
+    tvmxGraph?: GraphApp;
+  }
+}
+
+function readJson<T>(id: string): T | null {
+  const node = document.getElementById(id);
+  return node?.textContent ? (JSON.parse(node.textContent) as T) : null;
+}
+
+function startStatic(doc: GraphDocument): void {
+  const host: Host = {
+    kind: 'static',
+    openLayer: () => undefined,
+    openPlace: () => undefined,
+    overlayChanged: () => undefined,
+  };
+  const mount = document.getElementById('tvmx-graph') ?? document.body;
+  const app = new GraphApp(mount, host);
+  window.tvmxGraph = app;
+  const sections = readJson<ReportSections>('tvmx-report-data');
+  const extra = document.getElementById('tvmx-report');
+  if (sections && extra) {
+    renderReport(extra, app, doc, sections);
+  }
+  void app.show(doc);
+}
+
+interface BundleChoice {
+  uri: string;
+  label: string;
+}
+
+function startVscode(): void {
+  const vscode = acquireVsCodeApi();
+  const saved = (vscode.getState() as { overlay?: string } | undefined) ?? {};
+  const host: Host = {
+    kind: 'vscode',
+    openLayer: (node: GraphNode) => vscode.postMessage({ type: 'openLayer', layer: node.id }),
+    openPlace: (node: GraphNode, place: Place) =>
+      vscode.postMessage({ type: 'openPlace', layer: node.id, path: place.path, line: place.line, character: place.character, endLine: place.end_line, endCharacter: place.end_character }),
+    overlayChanged: (id: string) => {
+      vscode.setState({ overlay: id });
+      vscode.postMessage({ type: 'overlay', id });
+    },
+  };
+  const app = new GraphApp(document.getElementById('tvmx-graph') ?? document.body, host);
+  window.tvmxGraph = app;
+  const bundles = el('select', { class: 'bundle', 'aria-label': 'Bundle' });
+  bundles.addEventListener('change', () => vscode.postMessage({ type: 'bundle', uri: bundles.value }));
+  app.addControl(el('label', { class: 'bundle-choice' }, 'Bundle ', bundles));
+  const message = el('div', { class: 'message' });
+  app.root.prepend(message);
+  window.addEventListener('message', (ev: MessageEvent) => {
+    const msg = ev.data as { type: string; [k: string]: unknown };
+    if (msg.type === 'graph') {
+      message.textContent = '';
+      const choices = (msg.bundles as BundleChoice[]) ?? [];
+      bundles.replaceChildren(...choices.map((b) => el('option', { value: b.uri }, b.label)));
+      bundles.value = String(msg.current ?? '');
+      void app.show(msg.doc as GraphDocument, (msg.overlay as string | undefined) ?? saved.overlay);
+    } else if (msg.type === 'highlight') {
+      app.highlight((msg.layers as string[]) ?? []);
+    } else if (msg.type === 'overlay') {
+      app.setOverlay(String(msg.id));
+    } else if (msg.type === 'error') {
+      message.textContent = String(msg.message);
+    }
+  });
+  vscode.postMessage({ type: 'ready' });
+}
+
+const doc = readJson<GraphDocument>('tvmx-graph-data');
+if (doc) {
+  startStatic(doc);
+} else if (typeof acquireVsCodeApi === 'function') {
+  startVscode();
+}

@@ -1,0 +1,128 @@
+/**
+ * The report's sections below the graph: hot layers, numerics, and per pass its compile time
+ * and provenance coverage. Rows naming a layer select it in the graph.
+ */
+import type { GraphApp } from './app';
+import { cut, el } from './dom';
+import type { GraphDocument, ReportSections } from './types';
+
+function layerLink(app: GraphApp, id: string | null, text: string): HTMLElement {
+  if (id === null) {
+    return el('span', {}, text);
+  }
+  const a = el('a', { href: '#', 'data-goto': id }, text);
+  a.addEventListener('click', (ev) => {
+    ev.preventDefault();
+    app.select(id);
+    app.highlight([id]);
+    app.root.scrollIntoView({ block: 'start' });
+  });
+  return a;
+}
+
+function num(v: number | null, digits = 3): string {
+  return v === null ? '—' : v.toFixed(digits);
+}
+
+export function renderReport(container: HTMLElement, app: GraphApp, doc: GraphDocument, sections: ReportSections): void {
+  const unit = doc.model.unit;
+  const parts: HTMLElement[] = [];
+  if (sections.problems.length) {
+    parts.push(el('section', { class: 'problems' }, el('h2', {}, 'Problems'), el('ul', {}, ...sections.problems.map((p) => el('li', {}, p)))));
+  }
+  const hot = sections.hot_layers;
+  parts.push(
+    el(
+      'section',
+      { id: 'hot-layers' },
+      el('h2', {}, 'Hot layers'),
+      el('p', { class: 'hint' }, doc.costs_note),
+      hot.length
+        ? el(
+            'table',
+            { class: 'grid' },
+            el('thead', {}, el('tr', {}, ...['#', 'layer', 'name', 'time ms', 'share', 'code lines', 'workspace', 'kernels'].map((h) => el('th', {}, h)))),
+            el(
+              'tbody',
+              {},
+              ...hot.map((r, i) =>
+                el(
+                  'tr',
+                  { 'data-layer-row': r.id },
+                  el('td', {}, String(i + 1)),
+                  el('td', {}, layerLink(app, r.id, `${r.opcode} ${unit} ${r.id}`)),
+                  el('td', { title: r.name }, cut(r.name, 60)),
+                  el('td', { class: 'n' }, num(r.time_ms)),
+                  el('td', { class: 'n' }, r.share === null ? '—' : `${(100 * r.share).toFixed(0)} %`),
+                  el('td', { class: 'n' }, String(r.code_lines)),
+                  el('td', { class: 'n' }, r.workspace),
+                  el('td', {}, cut(r.kernels.join(', '), 60)),
+                ),
+              ),
+            ),
+          )
+        : el('p', {}, 'No costs recorded.'),
+    ),
+  );
+  const n = sections.numerics;
+  parts.push(
+    el(
+      'section',
+      { id: 'numerics' },
+      el('h2', {}, 'Numerics'),
+      n
+        ? el(
+            'div',
+            {},
+            el('p', {}, `Against ${n.reference} (${n.mode} build; inputs: ${n.inputs}). `, n.first_divergence !== null ? el('span', { class: 'diverges' }, 'First divergence: ', layerLink(app, n.first_divergence, `layer ${n.first_divergence}`)) : 'No layer diverges.'),
+            el(
+              'table',
+              { class: 'grid' },
+              el('thead', {}, el('tr', {}, ...['layer', 'name', 'error'].map((h) => el('th', {}, h)))),
+              el(
+                'tbody',
+                {},
+                ...n.layers.map((r) =>
+                  el('tr', { class: r.diverges ? 'diverges' : r.observed ? '' : 'unobserved' }, el('td', {}, layerLink(app, r.id, `${r.opcode} ${r.id ?? ''}`)), el('td', { title: r.name }, cut(r.name, 60)), el('td', {}, r.summary)),
+                ),
+              ),
+            ),
+          )
+        : el('p', {}, 'This bundle has no numerics (compile with --numerics, targets c and llvm).'),
+    ),
+  );
+  const passes = sections.passes;
+  const changed = passes.filter((p) => p.changed);
+  const totalMs = passes.reduce((s, p) => s + (p.ms ?? 0), 0);
+  parts.push(
+    el(
+      'section',
+      { id: 'passes' },
+      el('h2', {}, 'Passes'),
+      el('p', { class: 'hint' }, `${passes.length} passes, ${changed.length} changed the module; compile time of the passes ${totalMs.toFixed(0)} ms. Coverage: the share of a pass's units (bindings, statements) that know their layer.`),
+      el(
+        'table',
+        { class: 'grid' },
+        el('thead', {}, el('tr', {}, ...['#', 'stage', 'pass', 'ms', 'units', 'with origin', 'coverage'].map((h) => el('th', {}, h)))),
+        el(
+          'tbody',
+          {},
+          ...changed.map((p) =>
+            el(
+              'tr',
+              {},
+              el('td', { class: 'n' }, String(p.index)),
+              el('td', {}, p.stage),
+              el('td', {}, p.name),
+              el('td', { class: 'n' }, num(p.ms, 1)),
+              el('td', { class: 'n' }, String(p.units)),
+              el('td', { class: 'n' }, String(p.attributed)),
+              el('td', { class: 'n' }, p.units ? `${((100 * p.attributed) / p.units).toFixed(1)} %` : '—'),
+            ),
+          ),
+        ),
+      ),
+    ),
+  );
+  container.append(...parts);
+}

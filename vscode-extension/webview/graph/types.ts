@@ -1,0 +1,130 @@
+/** The graph document (server/tvm_explorer/graphview/document.py; docs/graph.md). */
+
+export interface Tensor {
+  name: string;
+  type: string;
+  const: boolean;
+  quantization?: string;
+}
+
+export interface Place {
+  stage: 'model' | 'relax' | 'tir' | 'code' | string;
+  path: string;
+  function: string;
+  line: number;
+  character: number;
+  end_line: number;
+  end_character: number;
+  count: number;
+  excerpt: [number, string][];
+}
+
+export interface Metrics {
+  time: number | null;
+  share: number | null;
+  code: number | null;
+  workspace: number | null;
+  flops: number | null;
+  error: number | 'inf' | null;
+  kernels: number | null;
+  coverage: string | null;
+  schedule: string | null;
+}
+
+export interface Numerics {
+  summary: string;
+  observed: boolean;
+  diverges: boolean;
+  first: boolean;
+  hint: string | null;
+  reference: string;
+}
+
+export interface GraphNode {
+  id: string;
+  subgraph: number;
+  op_index: number;
+  opcode: string;
+  name: string;
+  module: string;
+  module_class: string;
+  source: string | null;
+  group: string | null;
+  attributes: Record<string, string>;
+  inputs: Tensor[];
+  outputs: Tensor[];
+  kernels: string[];
+  metrics: Metrics;
+  cost: string | null;
+  numerics: Numerics | null;
+  places?: Place[];
+}
+
+export interface IONode {
+  id: string;
+  kind: 'input' | 'output';
+  name: string;
+  type: string;
+}
+
+export interface Edge {
+  source: string;
+  target: string;
+  tensor: string;
+  type: string;
+}
+
+export interface Group {
+  id: string;
+  label: string;
+  path: string;
+  parent: string | null;
+  size: number;
+}
+
+export interface Overlay {
+  id: keyof Metrics;
+  label: string;
+  scale: 'linear' | 'log' | 'category';
+  unit: string;
+  available: boolean;
+  note: string | null;
+}
+
+export interface GraphDocument {
+  format: string;
+  version: number;
+  model: { file: string; kind: string; unit: string; target: string; sha256: string; tool: Record<string, string>; created: string };
+  nodes: GraphNode[];
+  io: IONode[];
+  edges: Edge[];
+  groups: Group[];
+  overlays: Overlay[];
+  kernels: Record<string, { layers: string[]; summary: string; schedule: string }>;
+  costs_note: string;
+}
+
+/** What the report adds beside the graph (graphview/document.py `report_sections`). */
+export interface ReportSections {
+  hot_layers: { id: string; opcode: string; name: string; time_ms: number | null; share: number | null; code_lines: number; workspace: string; kernels: string[]; summary: string }[];
+  passes: { index: number; stage: string; name: string; changed: boolean; ms: number | null; units: number; attributed: number }[];
+  numerics: {
+    reference: string;
+    mode: string;
+    inputs: string;
+    first_divergence: string | null;
+    layers: { id: string | null; opcode: string; name: string; diverges: boolean; observed: boolean; summary: string }[];
+  } | null;
+  problems: string[];
+}
+
+/** Where the app runs: a VS Code webview (messages to the extension) or a static page. */
+export interface Host {
+  readonly kind: 'vscode' | 'static';
+  /** A layer was clicked (VS Code: Layer Places, and its generated code). */
+  openLayer(node: GraphNode): void;
+  /** A place of the layer panel was clicked. */
+  openPlace(node: GraphNode, place: Place): void;
+  /** The overlay the user chose (remembered by the host). */
+  overlayChanged(id: string): void;
+}
