@@ -31,7 +31,12 @@ await esbuild.build({
   format: 'iife',
   target: 'es2020',
   minify: true,
+  // elkjs is bundled into this script (and so into every report): its licence notice goes with it
   legalComments: 'none',
+  banner: {
+    js: '/*! TVM Explorer model graph (Apache-2.0). Bundles elkjs 0.12.1 (https://github.com/kieler/elkjs, source there), '
+      + 'Eclipse Public License 2.0 (https://www.eclipse.org/legal/epl-2.0/). */',
+  },
   logLevel: 'info',
 });
 copyFileSync(resolve(here, 'webview/graph/style.css'), resolve(here, 'out/graph.css'));
