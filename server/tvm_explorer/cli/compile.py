@@ -207,6 +207,12 @@ def _run_compile(args) -> int:
             check_destination(args.output, (args.model,))
         except ExplorerError as err:
             return _fail(str(err))
+    from tvm_explorer.cli.costs import remote_request
+
+    try:  # remote flags and the cross compiler, before anything is compiled
+        remote_request(args)
+    except ExplorerError as err:
+        return _fail(str(err), exit_code_of(err))
     if args.in_process or not hasattr(os, "fork"):
         return _compile_in_this_process(args)
     from tvm_explorer.bundle.writer import COMMIT_GUARDS

@@ -22,6 +22,7 @@ class ProfileStatus:
     inputs: str | None = None
     device: str = "cpu"
     device_name: str | None = None  # the GPU's name and architecture, when one ran the model
+    remote: dict | None = None  # where on remote devices it ran (``profile.remote``)
 
 
 def _split(kernel_work: dict[int, float], members: list[int]) -> dict[int, float]:
@@ -183,6 +184,8 @@ def build(
         "plain_run_max_ms": _r(max(plain)) if plain else None,
         "runtime_ms": _r(runtime_ms),
         "device_name": status.device_name,
+        "where": "remote" if status.remote else "host",
+        "remote": status.remote,
         "clock": measured.clock if measured is not None else None,
         "wall_ms": _r(statistics.median(measured.wall_ms)) if measured is not None else None,
         "plain_wall_ms": _r(statistics.median(measured.plain_wall_ms)) if measured is not None else None,
@@ -209,3 +212,33 @@ def build(
         "calls": calls,
         "passes": passes,
     }
+
+
+def build_on_devices(layers, static, origin_sets, work, flops, passes, target, status, measured: list[Measured]) -> dict:
+    """``costs.json`` of a model measured on several devices: every call's time is the median
+    over the devices of its time in that run (then, as on one device, the median over runs);
+    each layer also gets its time on every device (``device_time_ms``, in the order of
+    ``profile.remote.devices``) and the profile every device's total."""
+    if len(measured) == 1:
+        return build(layers, static, origin_sets, work, flops, passes, target, status, measured[0])
+    first = measured[0]
+    if any(m.symbols != first.symbols or len(m.times) != len(first.times) for m in measured):
+        raise ValueError("the devices ran different kernel calls")
+
+    def med(lists):
+        return [statistics.median(vals) for vals in zip(*lists)]
+
+    combined = Measured(
+        first.symbols,
+        [med([m.times[r] for m in measured]) for r in range(len(first.times))],
+        med([m.plain_ms for m in measured]),
+        med([m.wall_ms for m in measured]),
+        med([m.plain_wall_ms for m in measured]),
+        first.clock,
+    )
+    doc = build(layers, static, origin_sets, work, flops, passes, target, status, combined)
+    each = [build(layers, static, origin_sets, work, flops, passes, target, status, m) for m in measured]
+    for j, lay in enumerate(doc["layers"]):
+        lay["device_time_ms"] = [d["layers"][j]["time_ms"] for d in each]
+    doc["profile"]["device_total_ms"] = [d["total_ms"] for d in each]
+    return doc
