@@ -63,7 +63,8 @@ def _describe(session) -> dict:
 def _connect(host: str, port: int, key: str, timeout: float, what: str):
     from tvm import rpc
 
-    _reachable(host, port, timeout, what)
+    if not key:  # a server the tracker handed out is there (and a probe would spend its match key)
+        _reachable(host, port, timeout, what)
     try:
         return rpc.connect(host, port, key=key, session_timeout=0)
     except Exception as err:  # noqa: BLE001 - TVM's socket error, said once
@@ -156,25 +157,23 @@ def open_devices(req: RemoteRequest) -> list[Device]:
     host, port = req.tracker
     deadline = time.monotonic() + req.timeout
     trackers = [_Tracker(host, port, req.timeout) for _ in range(req.devices)]
-    try:
+    try:  # the tracker keeps a device for the request while its socket is open
         for t in trackers:
             t.ask(req.key)
-        given = [t.answer(deadline) for t in trackers]
+        got = [g for g in (t.answer(deadline) for t in trackers) if g is not None]
+        if len(got) < req.devices:
+            some = f"only {len(got)} of {req.devices} devices" if got else "no device"
+            raise RemoteError(
+                f"{some} of key {req.key!r} became free within {req.timeout:g} s (--rpc-timeout) at the RPC "
+                f"tracker {host}:{port}{_pool_text(host, port, req.key, req.timeout)}. Start an RPC server with "
+                f"--tracker {host}:{port} --key {req.key}, wait for a busy one, or raise --rpc-timeout"
+            )
+        devices = []
+        for dev_host, dev_port, match in got:
+            what = f"device {dev_host}:{dev_port} (key {req.key!r})"
+            session = _connect(dev_host, dev_port, match, req.timeout, what)
+            devices.append(Device(session, f"{dev_host}:{dev_port}", req.key, _describe(session)))
+        return devices
     finally:
         for t in trackers:
             t.close()  # an unanswered request leaves the tracker's queue with its socket
-    got = [g for g in given if g is not None]
-    if len(got) < req.devices:
-        some = f"only {len(got)} of {req.devices} devices" if got else "no device"
-        raise RemoteError(
-            f"{some} of key {req.key!r} became free within {req.timeout:g} s (--rpc-timeout) at the RPC "
-            f"tracker {host}:{port}{_pool_text(host, port, req.key, req.timeout)}. Start an RPC server with "
-            f"--tracker {host}:{port} --key {req.key}, wait for a busy one, or raise --rpc-timeout"
-        )
-    devices = []
-    for dev_host, dev_port, match in got:
-        session = _connect(
-            dev_host, dev_port, match, req.timeout, f"device {dev_host}:{dev_port} (key {req.key!r})"
-        )
-        devices.append(Device(session, f"{dev_host}:{dev_port}", req.key, _describe(session)))
-    return devices
