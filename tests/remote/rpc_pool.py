@@ -16,12 +16,12 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def _start(*args: str) -> subprocess.Popen:
+def _start(*args: str, log=None) -> subprocess.Popen:
     # A session of its own: the server forks workers that must end with it.
     return subprocess.Popen(
         [sys.executable, "-m", *args],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
+        stdout=log or subprocess.DEVNULL,
+        stderr=subprocess.STDOUT if log else subprocess.DEVNULL,
         start_new_session=True,
     )
 
@@ -52,14 +52,14 @@ def start_tracker() -> tuple[subprocess.Popen, int]:
     return proc, port
 
 
-def start_server(tracker_port: int | None = None, key: str = "") -> tuple[subprocess.Popen, int]:
+def spawn_server(tracker_port: int | None = None, key: str = "", log=None) -> tuple[subprocess.Popen, int]:
+    """An RPC server (registered with the tracker under ``key`` if given), not yet waited
+    for (``wait_port``); ``log``: a file for its output."""
     port = free_port()
     args = ["tvm.exec.rpc_server", "--host", "127.0.0.1", "--port", str(port), "--port-end", str(port + 1)]
     if tracker_port is not None:
         args += ["--tracker", f"127.0.0.1:{tracker_port}", "--key", key]
-    proc = _start(*args)
-    wait_port(port)
-    return proc, port
+    return _start(*args, log=log), port
 
 
 def wait_free(tracker_port: int, key: str, count: int, timeout: float = 60.0) -> None:

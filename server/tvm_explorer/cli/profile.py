@@ -68,6 +68,8 @@ def _compile_arguments(args) -> argparse.Namespace:
             f"{args.bundle}: its manifest does not record where the model is (written by an older "
             "tvm-explorer): name it with --model PATH"
         )
+    if args.model and not os.path.isfile(model):
+        raise ExplorerError(f"{model}: no such model file (--model)")
     if not os.path.isfile(model):
         raise ExplorerError(
             f"{model}: the model {args.bundle} was compiled from is not there any more: name it with --model PATH"

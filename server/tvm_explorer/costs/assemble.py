@@ -215,30 +215,34 @@ def build(
 
 
 def build_on_devices(layers, static, origin_sets, work, flops, passes, target, status, measured: list[Measured]) -> dict:
-    """``costs.json`` of a model measured on several devices: every call's time is the median
-    over the devices of its time in that run (then, as on one device, the median over runs);
-    each layer also gets its time on every device (``device_time_ms``, in the order of
-    ``profile.remote.devices``) and the profile every device's total."""
-    if len(measured) == 1:
-        return build(layers, static, origin_sets, work, flops, passes, target, status, measured[0])
-    first = measured[0]
-    if any(m.symbols != first.symbols or len(m.times) != len(first.times) for m in measured):
+    """``costs.json`` of a model measured on several devices: each device's measurement is
+    joined to layers on its own (``build``); every figure is then the median over the
+    devices of that figure (a layer's time, a kernel's, a call's, the total), and each layer
+    keeps its time on every device (``device_time_ms``, in the order of
+    ``profile.remote.devices``), the profile every device's total (``device_total_ms``)."""
+    each = [build(layers, static, origin_sets, work, flops, passes, target, status, m) for m in measured]
+    if len(each) == 1:
+        return each[0]
+    if any(m.symbols != measured[0].symbols for m in measured):
         raise ValueError("the devices ran different kernel calls")
 
-    def med(lists):
-        return [statistics.median(vals) for vals in zip(*lists)]
+    def med(values):
+        got = [v for v in values if v is not None]
+        return _r(statistics.median(got)) if got else None
 
-    combined = Measured(
-        first.symbols,
-        [med([m.times[r] for m in measured]) for r in range(len(first.times))],
-        med([m.plain_ms for m in measured]),
-        med([m.wall_ms for m in measured]),
-        med([m.plain_wall_ms for m in measured]),
-        first.clock,
-    )
-    doc = build(layers, static, origin_sets, work, flops, passes, target, status, combined)
-    each = [build(layers, static, origin_sets, work, flops, passes, target, status, m) for m in measured]
-    for j, lay in enumerate(doc["layers"]):
-        lay["device_time_ms"] = [d["layers"][j]["time_ms"] for d in each]
+    doc = each[0]
+    doc["total_ms"] = total = med(d["total_ms"] for d in each)
+    for key in ("plain_run_ms", "plain_run_min_ms", "plain_run_max_ms", "runtime_ms", "wall_ms", "plain_wall_ms", "total_min_ms"):
+        doc["profile"][key] = med(d["profile"][key] for d in each)
     doc["profile"]["device_total_ms"] = [d["total_ms"] for d in each]
+    for part in ("layers", "kernels"):
+        for j, row in enumerate(doc[part]):
+            times = [d[part][j]["time_ms"] for d in each]
+            row["time_ms"] = med(times)
+            row["share"] = _r(row["time_ms"] / total) if row["time_ms"] is not None and total else None
+            if part == "layers":
+                row["device_time_ms"] = times
+    for j, call in enumerate(doc["calls"]):
+        for key in ("median_ms", "min_ms", "max_ms"):
+            call[key] = med(d["calls"][j][key] for d in each)
     return doc

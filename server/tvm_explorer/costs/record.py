@@ -101,14 +101,16 @@ class CostRecorder:
         from tvm_explorer.remote.measure import measure_on_devices
 
         request = self.profile.remote
-        compiler, _triple = resolve(target, request.cc)
+        compiler, triple = resolve(target, request.cc)
         if self.final_relax is None:
             raise RemoteError("no compiled Relax module to replay on the device")
         try:
             calls = kernel_calls(self.final_relax, self.arrays)
         except ValueError as err:
             raise RemoteError(f"cannot measure this model on a device: {err}") from None
-        got = measure_on_devices(executable, target, calls, self.arrays, self.profile.repeat, request, compiler)
+        got = measure_on_devices(
+            executable, target, calls, self.arrays, self.profile.repeat, request, compiler, triple
+        )
         first = got[0][0]
         status.device = "cpu"
         status.device_name = first["description"]

@@ -79,8 +79,10 @@ def _reachable(host: str, port: int, timeout: float, what: str) -> None:
 
 
 def reason(err: BaseException) -> str:
+    """The line of a TVM or compiler error that says what went wrong."""
     lines = [ln.strip() for ln in str(err).splitlines() if ln.strip()]
-    return (lines[-1] if lines else type(err).__name__)[:300]
+    said = [ln for ln in lines if "error" in ln.lower()]
+    return (said[0] if said else lines[-1] if lines else type(err).__name__)[:300]
 
 
 class _Tracker:
@@ -134,16 +136,17 @@ def _pool_text(host: str, port: int, key: str, timeout: float) -> str:
     try:
         tracker = _Tracker(host, port, timeout)
         try:
-            queue = tracker.summary().get("queue_info", {})
+            servers = tracker.summary().get("server_info", [])
         finally:
             tracker.close()
     except Exception:  # noqa: BLE001 - the message is complete without it
         return ""
-    if key not in queue:
-        keys = ", ".join(sorted(queue)) or "none"
-        return f"; no device is registered with that key (keys with devices: {keys})"
-    q = queue[key]
-    return f"; the tracker has {q.get('free', 0)} free device(s) of that key and {q.get('pending', 0)} request(s) waiting"
+    keys = [str(s.get("key", "")).removeprefix("server:") for s in servers]
+    registered = keys.count(key)
+    if not registered:
+        others = ", ".join(sorted(set(keys))) or "none"
+        return f"; no device is registered with that key (keys with devices: {others})"
+    return f"; all {registered} device(s) of that key are busy"
 
 
 def open_devices(req: RemoteRequest) -> list[Device]:

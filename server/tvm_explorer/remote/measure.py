@@ -24,15 +24,18 @@ from tvm_explorer.remote.devices import Device, reason, open_devices
 from tvm_explorer.remote.request import RemoteRequest
 
 
-def export(executable, workdir: str, compiler: str | None, c_source: bool) -> tuple[str, str]:
+def export(executable, workdir: str, compiler: str | None, c_source: bool, triple: str | None = None) -> tuple[str, str]:
     """``(model.so, kernels.so)``: the whole model (for the VM) and its kernel library alone
     (a remote module answers ``time_evaluator`` only for its own functions), linked by
-    ``compiler`` (None: the system's)."""
+    ``compiler`` (None: the system's) for ``triple`` (where TVM packs the VM's own data into
+    an object file of its own: it must be the device's too)."""
     from tvm.support import cc as tvm_cc
 
     kwargs: dict = {"options": ["-O2"]} if c_source else {}
     if compiler is not None:
-        kwargs["fcompile"] = tvm_cc.cross_compiler(compiler)
+        kwargs["fcompile"] = tvm_cc.cross_compiler(
+            compiler, get_target_triple=(lambda: triple) if triple else None
+        )
     model, kernels = os.path.join(workdir, "model.so"), os.path.join(workdir, "kernels.so")
     what = compiler or "the system C compiler"
     try:
@@ -97,13 +100,20 @@ def _measure_one(dev: Device, model: str, kernels: str, calls, inputs, repeat: i
 
 
 def measure_on_devices(
-    executable, target: str, calls, inputs, repeat: int, request: RemoteRequest, compiler: str | None
+    executable,
+    target: str,
+    calls,
+    inputs,
+    repeat: int,
+    request: RemoteRequest,
+    compiler: str | None,
+    triple: str | None = None,
 ) -> list[tuple[dict, dict]]:
     """``[(device record, measured calls)]`` per device, or RemoteError naming the device or
     key and what to do; never a part of the devices."""
     devices = open_devices(request)
     with tempfile.TemporaryDirectory(prefix="tvm-explorer-remote-") as workdir:
-        model, kernels = export(executable, workdir, compiler, target.split()[0] == "c")
+        model, kernels = export(executable, workdir, compiler, target.split()[0] == "c", triple)
         check_arch(devices, model, target)
         results: list[dict | None] = [None] * len(devices)
         failures: list[str | None] = [None] * len(devices)
