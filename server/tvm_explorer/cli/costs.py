@@ -74,9 +74,7 @@ def remote_request(args):
     (RemoteError for a missing cross compiler) before anything is compiled."""
     from tvm_explorer.remote.request import from_options
 
-    request = from_options(
-        args.rpc, args.rpc_tracker, args.rpc_key, args.rpc_timeout, args.devices, args.cc
-    )
+    request = from_options(args.rpc, args.rpc_tracker, args.rpc_key, args.rpc_timeout, args.devices, args.cc)
     if request is None:
         return None
     if not getattr(args, "profile", False):

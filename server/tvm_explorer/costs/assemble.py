@@ -214,7 +214,9 @@ def build(
     }
 
 
-def build_on_devices(layers, static, origin_sets, work, flops, passes, target, status, measured: list[Measured]) -> dict:
+def build_on_devices(
+    layers, static, origin_sets, work, flops, passes, target, status, measured: list[Measured]
+) -> dict:
     """``costs.json`` of a model measured on several devices: each device's measurement is
     joined to layers on its own (``build``); every figure is then the median over the
     devices of that figure (a layer's time, a kernel's, a call's, the total), and each layer
@@ -232,7 +234,15 @@ def build_on_devices(layers, static, origin_sets, work, flops, passes, target, s
 
     doc = each[0]
     doc["total_ms"] = total = med(d["total_ms"] for d in each)
-    for key in ("plain_run_ms", "plain_run_min_ms", "plain_run_max_ms", "runtime_ms", "wall_ms", "plain_wall_ms", "total_min_ms"):
+    for key in (
+        "plain_run_ms",
+        "plain_run_min_ms",
+        "plain_run_max_ms",
+        "runtime_ms",
+        "wall_ms",
+        "plain_wall_ms",
+        "total_min_ms",
+    ):
         doc["profile"][key] = med(d["profile"][key] for d in each)
     doc["profile"]["device_total_ms"] = [d["total_ms"] for d in each]
     for part in ("layers", "kernels"):

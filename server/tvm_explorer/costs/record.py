@@ -108,9 +108,7 @@ class CostRecorder:
             calls = kernel_calls(self.final_relax, self.arrays)
         except ValueError as err:
             raise RemoteError(f"cannot measure this model on a device: {err}") from None
-        got = measure_on_devices(
-            executable, target, calls, self.arrays, self.profile.repeat, request, compiler, triple
-        )
+        got = measure_on_devices(executable, target, calls, self.arrays, self.profile.repeat, request, compiler, triple)
         first = got[0][0]
         status.device = "cpu"
         status.device_name = first["description"]

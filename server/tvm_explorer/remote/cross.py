@@ -23,7 +23,9 @@ def target_options(target: str) -> tuple[str, dict[str, str]]:
     for word in rest:
         key, sep, value = word.lstrip("-").partition("=")
         if not word.startswith("-") or not sep or not key or not value:
-            raise RemoteError(f"--target {target!r}: {word!r} is not an option -key=value (e.g. -mtriple=aarch64-linux-gnu)")
+            raise RemoteError(
+                f"--target {target!r}: {word!r} is not an option -key=value (e.g. -mtriple=aarch64-linux-gnu)"
+            )
         options[key] = value
     return kind, options
 
@@ -62,7 +64,9 @@ def resolve(target: str, cc: str | None) -> tuple[str | None, str | None]:
     the library is for (None: this machine's). Raises RemoteError before anything is built."""
     kind, options = target_options(target)
     if kind not in ("llvm", "c"):
-        raise RemoteError(f"--target {target}: measuring on a device (--rpc, --rpc-tracker) builds for a CPU: use llvm (with -mtriple=…) or c")
+        raise RemoteError(
+            f"--target {target}: measuring on a device (--rpc, --rpc-tracker) builds for a CPU: use llvm (with -mtriple=…) or c"
+        )
     triple = options.get("mtriple")
     if cc is not None:
         found = shutil.which(cc) or (cc if os.path.isfile(cc) and os.access(cc, os.X_OK) else None)

@@ -75,7 +75,9 @@ def _reachable(host: str, port: int, timeout: float, what: str) -> None:
     try:
         socket.create_connection((host, port), timeout=min(timeout, 10.0)).close()
     except OSError as err:
-        raise RemoteError(f"cannot reach {what} ({err.strerror or err}): is it running, and is the address right?") from None
+        raise RemoteError(
+            f"cannot reach {what} ({err.strerror or err}): is it running, and is the address right?"
+        ) from None
 
 
 def reason(err: BaseException) -> str:
@@ -112,7 +114,7 @@ class _Tracker:
         self.sock.settimeout(max(deadline - time.monotonic(), 0.01))
         try:
             value = self.base.recvjson(self.sock)
-        except (TimeoutError, socket.timeout):
+        except TimeoutError:
             return None
         except OSError as err:
             raise RemoteError(f"lost {self.what} while waiting for a device: {err}") from None

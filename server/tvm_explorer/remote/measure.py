@@ -20,11 +20,13 @@ import numpy as np
 
 from tvm_explorer.errors import RemoteError
 from tvm_explorer.remote.cross import arch_of, elf_arch
-from tvm_explorer.remote.devices import Device, reason, open_devices
+from tvm_explorer.remote.devices import Device, open_devices, reason
 from tvm_explorer.remote.request import RemoteRequest
 
 
-def export(executable, workdir: str, compiler: str | None, c_source: bool, triple: str | None = None) -> tuple[str, str]:
+def export(
+    executable, workdir: str, compiler: str | None, c_source: bool, triple: str | None = None
+) -> tuple[str, str]:
     """``(model.so, kernels.so)``: the whole model (for the VM) and its kernel library alone
     (a remote module answers ``time_evaluator`` only for its own functions), linked by
     ``compiler`` (None: the system's) for ``triple`` (where TVM packs the VM's own data into
@@ -33,9 +35,7 @@ def export(executable, workdir: str, compiler: str | None, c_source: bool, tripl
 
     kwargs: dict = {"options": ["-O2"]} if c_source else {}
     if compiler is not None:
-        kwargs["fcompile"] = tvm_cc.cross_compiler(
-            compiler, get_target_triple=(lambda: triple) if triple else None
-        )
+        kwargs["fcompile"] = tvm_cc.cross_compiler(compiler, get_target_triple=(lambda: triple) if triple else None)
     model, kernels = os.path.join(workdir, "model.so"), os.path.join(workdir, "kernels.so")
     what = compiler or "the system C compiler"
     try:

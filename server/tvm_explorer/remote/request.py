@@ -44,7 +44,9 @@ def from_options(rpc, tracker, key, timeout, devices, cc) -> RemoteRequest | Non
     if rpc is None and tracker is None:
         for flag, value in (("--rpc-key", key), ("--cc", cc), ("--devices", devices if devices != 1 else None)):
             if value is not None:
-                raise ExplorerError(f"{flag} is for measuring on a device: add --rpc HOST:PORT or --rpc-tracker HOST:PORT")
+                raise ExplorerError(
+                    f"{flag} is for measuring on a device: add --rpc HOST:PORT or --rpc-tracker HOST:PORT"
+                )
         return None
     if rpc is not None and tracker is not None:
         raise ExplorerError("--rpc and --rpc-tracker: give one (a single RPC server, or a tracker's pool)")
