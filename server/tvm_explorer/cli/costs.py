@@ -77,15 +77,10 @@ def remote_request(args):
     request = from_options(args.rpc, args.rpc_tracker, args.rpc_key, args.rpc_timeout, args.devices, args.cc)
     if request is None:
         return None
-    if not getattr(args, "profile", False):
+    numerics = getattr(args, "numerics", False) or getattr(args, "numerics_unfused", False)
+    if not getattr(args, "profile", False) and not numerics:
         raise ExplorerError(
-            "--rpc/--rpc-tracker measure run time on a device: add --profile "
-            "(numerics on a device are not supported yet: --numerics runs here)"
-        )
-    if getattr(args, "numerics", False) or getattr(args, "numerics_unfused", False):
-        raise ExplorerError(
-            "--numerics with --rpc/--rpc-tracker: numerics on a device are not supported yet; "
-            "run --numerics here (without --rpc) and --profile on the device"
+            "--rpc/--rpc-tracker run the model on a device: add --profile (run time) and/or --numerics (error per layer)"
         )
     from tvm_explorer.remote.cross import resolve
 

@@ -95,20 +95,20 @@ class CostRecorder:
     def _measure_remote(self, executable, target: str, status) -> list[Measured]:
         """Every kernel call timed on the requested devices (RemoteError on any fault: the
         compile stops, and no partial measurement is written)."""
-        from tvm_explorer.costs.calls import kernel_calls
         from tvm_explorer.errors import RemoteError
         from tvm_explorer.remote.cross import resolve
         from tvm_explorer.remote.measure import measure_on_devices
+        from tvm_explorer.remote.plan import ReplayError, replay_steps
 
         request = self.profile.remote
         compiler, triple = resolve(target, request.cc)
         if self.final_relax is None:
             raise RemoteError("no compiled Relax module to replay on the device")
         try:
-            calls = kernel_calls(self.final_relax, self.arrays)
-        except ValueError as err:
+            steps = replay_steps(self.final_relax, self.arrays)
+        except ReplayError as err:
             raise RemoteError(f"cannot measure this model on a device: {err}") from None
-        got = measure_on_devices(executable, target, calls, self.arrays, self.profile.repeat, request, compiler, triple)
+        got = measure_on_devices(executable, target, steps, self.arrays, self.profile.repeat, request, compiler, triple)
         first = got[0][0]
         status.device = "cpu"
         status.device_name = first["description"]

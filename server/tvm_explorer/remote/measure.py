@@ -1,13 +1,10 @@
-"""Measuring a built model on remote devices: build the library for the device, check its
-architecture against what each device reports (before uploading), upload, load, and time
-every kernel call with the device's own clock through the session (``time_evaluator``), then
-whole runs of the model on the device's VM (``time_evaluator("main")``).
-
-The VM's per-call hook (``set_instrument``) cannot be used over RPC (TVM does not pass a
-local function to the remote), so the calls are replayed: each kernel call of the model's
-``main``, in order, is timed on its own through ``time_evaluator`` of the kernel library,
-on arguments of the call's shapes and dtypes — the model's inputs and constants as they are,
-intermediate tensors zero-filled. Several devices are measured in parallel, one thread each.
+"""Running a built model on remote devices: build the library for the device, check its
+architecture against what each device reports (before uploading), upload, load, and replay
+``main`` there one step at a time (``remote.plan``): to time every kernel call with the
+device's own clock through the session (``time_evaluator``; then whole runs of the model on
+the device's VM, ``time_evaluator("main")``), or to run the model once and hand every call's
+result to the numerics observer. Each call's inputs are what the calls before it computed on
+the device. Several devices are measured in parallel, one thread each.
 """
 
 from __future__ import annotations
@@ -60,32 +57,59 @@ def check_arch(devices: list[Device], library: str, target: str) -> str | None:
     return lib_arch
 
 
-def _measure_one(dev: Device, model: str, kernels: str, calls, inputs, repeat: int) -> dict:
+def _replay(dev: Device, kernels_lib, steps, on_call) -> None:
+    """Run the steps on the device; ``on_call(symbol, function, ret, args)`` for every kernel
+    call (``function`` None: a builtin already replayed, ``ret`` its result)."""
     import tvm
-    from tvm import relax
 
+    rdev = dev.session.cpu(0)
+    env: dict[int, object] = {}
+    functions: dict[str, object] = {}
+    for step in steps:
+        kind = step[0]
+        if kind == "value":
+            env[step[1]] = tvm.runtime.tensor(step[2], rdev)
+        elif kind == "empty":
+            env[step[1]] = tvm.runtime.tensor(np.zeros(step[2], step[3]), rdev)
+        elif kind == "reshape":
+            env[step[1]] = tvm.runtime.tensor(env[step[2]].numpy().reshape(step[3]), rdev)
+            on_call(step[4], None, env[step[1]], [env[step[2]]])
+        else:
+            symbol, args = step[1], [env[n] if what == "slot" else n for what, n in step[2]]
+            if symbol not in functions:
+                functions[symbol] = kernels_lib.get_function(symbol)
+            on_call(symbol, functions[symbol], None, args)
+
+
+def _load(dev: Device, model: str, kernels: str):
     sess = dev.session
     sess.upload(model)
     sess.upload(kernels)
-    rmodel = sess.load_module(os.path.basename(model))
-    rkernels = sess.load_module(os.path.basename(kernels))
-    rdev = sess.cpu(0)
+    return sess.load_module(os.path.basename(model)), sess.load_module(os.path.basename(kernels))
+
+
+def _measure_one(dev: Device, model: str, kernels: str, steps, inputs, repeat: int) -> dict:
+    """Every kernel call timed on the device, on the values the model computes there."""
+    import tvm
+    from tvm import relax
+
+    rmodel, rkernels = _load(dev, model, kernels)
+    rdev = dev.session.cpu(0)
     evaluators: dict[str, object] = {}
     times: list[list[float]] = [[] for _ in range(repeat)]
-    symbols = []
-    for symbol, args in calls:
+    symbols: list[str] = []
+
+    def time_call(symbol, function, _ret, args) -> None:
+        if function is None:
+            return  # a builtin: in the whole-model runs only
         if symbol not in evaluators:
             evaluators[symbol] = rkernels.time_evaluator(symbol, rdev, number=1, repeat=repeat)
-        remote_args = [
-            a
-            if isinstance(a, int)
-            else tvm.runtime.tensor(a if isinstance(a, np.ndarray) else np.zeros(a[0], a[1]), rdev)
-            for a in args
-        ]
-        results = evaluators[symbol](*remote_args).results
+        results = evaluators[symbol](*args).results  # runs the call: later ones see its output
         symbols.append(symbol)
         for r in range(repeat):
             times[r].append(results[r] * 1e3)
+
+    _replay(dev, rkernels, steps, time_call)
     vm = relax.VirtualMachine(rmodel, rdev)
     plain = vm.time_evaluator("main", rdev, number=1, repeat=repeat)(*[tvm.runtime.tensor(a, rdev) for a in inputs])
     plain_ms = [t * 1e3 for t in plain.results]
@@ -99,10 +123,38 @@ def _measure_one(dev: Device, model: str, kernels: str, calls, inputs, repeat: i
     }
 
 
+def observe_on_device(
+    executable, target: str, steps, request: RemoteRequest, compiler, triple, after_call
+) -> dict:
+    """Run the model on the request's (first) device, one call at a time, calling
+    ``after_call(symbol, ret, args)`` after each (``numerics.observe.Observer``); the device's
+    record, or RemoteError naming it."""
+    devices = open_devices(request)
+    dev = devices[0]
+    with tempfile.TemporaryDirectory(prefix="tvm-explorer-remote-") as workdir:
+        model, kernels = export(executable, workdir, compiler, target.split()[0] == "c", triple)
+        check_arch(devices, model, target)
+        try:
+            _rmodel, rkernels = _load(dev, model, kernels)
+
+            def run_call(symbol, function, ret, args) -> None:
+                if function is not None:
+                    function(*args)
+                after_call(symbol, ret, args)
+
+            _replay(dev, rkernels, steps, run_call)
+        except Exception as err:  # noqa: BLE001 - said once, naming the device
+            raise RemoteError(
+                f"lost {dev.name} while running the model for --numerics ({reason(err)}); nothing was "
+                f"recorded and the previous bundle is unchanged: check the device ({request.where()}) and run again"
+            ) from None
+    return dev.record()
+
+
 def measure_on_devices(
     executable,
     target: str,
-    calls,
+    steps,
     inputs,
     repeat: int,
     request: RemoteRequest,
@@ -120,7 +172,7 @@ def measure_on_devices(
 
         def run(i: int, dev: Device) -> None:
             try:
-                results[i] = _measure_one(dev, model, kernels, calls, inputs, repeat)
+                results[i] = _measure_one(dev, model, kernels, steps, inputs, repeat)
             except Exception as err:  # noqa: BLE001 - said once, naming the device
                 failures[i] = f"{dev.name}: {reason(err)}"
 
