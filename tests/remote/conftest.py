@@ -51,9 +51,9 @@ def small_dense(tmp_path_factory):
 
 @pytest.fixture(scope="session")
 def remote_bundle(pool, small_dense, tmp_path_factory):
-    """``small_dense`` compiled for llvm and profiled on the ``--rpc`` server."""
+    """``small_dense`` compiled for llvm, profiled and checked (numerics) on the ``--rpc`` server."""
     out = tmp_path_factory.mktemp("remote-bundles") / "dense256.bundle"
     proc = run_cli("compile", small_dense, "-o", out, "--target", "llvm", "--profile", "--repeat", 3,
-                   "--rpc", pool.direct_address)
+                   "--numerics", "--rpc", pool.direct_address)
     assert proc.returncode == 0, proc.stderr
     return out, proc.stdout

@@ -43,13 +43,25 @@ def test_profile_through_one_rpc_server(remote_bundle, pool):
     table = run_cli("costs", bundle, check=True).stdout
     assert f"Measured on {device['cpu']} ({pool.direct_address})" in table
     assert f"device {pool.direct_address}: {device['description']}" in table
+    check_numerics(bundle, f"{device['description']} ({pool.direct_address})")
+
+
+def check_numerics(bundle: Path, ran_on: str) -> None:
+    """The model ran on the device, the reference here: the dense layer's output is observed
+    and matches LiteRT's (the device computes what this machine would)."""
+    data = json.loads((bundle / "numerics.json").read_text())
+    assert data["ran_on"] == ran_on
+    by_name = {e["name"]: e for e in data["layers"]}
+    assert by_name["probs/output"]["observed"] and data["first_divergence"] is None, data
+    assert by_name["probs/output"]["max_abs"] < 1e-5
+    assert f"the model ran on {ran_on}" in run_cli("numerics", bundle, check=True).stdout
 
 
 def test_profile_bundle_on_two_devices_of_a_key(remote_bundle, pool, tmp_path):
     bundle = tmp_path / "two.bundle"
     shutil.copytree(remote_bundle[0], bundle)
     proc = run_cli("profile", bundle, "--repeat", 3, "--rpc-tracker", pool.tracker_address,
-                   "--rpc-key", KEY, "--devices", 2)
+                   "--rpc-key", KEY, "--devices", 2, "--numerics")
     assert proc.returncode == 0, proc.stderr
     costs = costs_of(bundle)
     check_times(costs, plain_tolerance=None)
@@ -62,6 +74,8 @@ def test_profile_bundle_on_two_devices_of_a_key(remote_bundle, pool, tmp_path):
         times = lay["device_time_ms"]
         assert len(times) == 2 and min(times) <= lay["time_ms"] <= max(times) + 1e-3
     cpu = remote["devices"][0]["cpu"]
+    ran_on = json.loads((bundle / "numerics.json").read_text())["ran_on"]
+    assert ran_on.endswith(f", key {KEY})") and any(d["address"] in ran_on for d in remote["devices"])
     said = f"measured on {cpu} (key {KEY}), median of 2 devices"
     assert said in proc.stdout
     assert said[0].upper() + said[1:] in run_cli("costs", bundle, check=True).stdout

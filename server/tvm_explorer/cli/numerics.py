@@ -37,9 +37,8 @@ class NumericsStep:
     """The numerics part of one compile: checked before, run after the build."""
 
     def __init__(self, args, model):
-        from tvm_explorer.numerics.run import NumericsOptions, check_request
-
         from tvm_explorer.cli.costs import remote_request
+        from tvm_explorer.numerics.run import NumericsOptions, check_request
 
         self.options = NumericsOptions(
             reference=args.reference,

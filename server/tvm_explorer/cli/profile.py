@@ -1,7 +1,8 @@
 """``tvm-explorer profile BUNDLE``: measure an existing bundle again — here, or on devices
 through TVM's RPC — by rebuilding it from the model its manifest records (same target,
 pipeline and options; the model's SHA-256 checked), then replacing the bundle in one atomic
-swap. A failure leaves the bundle as it was."""
+swap (``--numerics`` checks it again too, on the same device). A failure leaves the bundle as
+it was."""
 
 from __future__ import annotations
 
@@ -43,8 +44,10 @@ def add_parser(sub) -> None:
     p.add_argument("--progress", choices=("auto", "bar", "json", "none"), default="auto")
     add_trust_option(p)
     from tvm_explorer.cli.costs import add_profile_options
+    from tvm_explorer.cli.numerics import add_compile_options
 
     add_profile_options(p, flag=False)
+    add_compile_options(p)
     p.set_defaults(run=_run_profile)
 
 
@@ -102,9 +105,9 @@ def _compile_arguments(args) -> argparse.Namespace:
         rpc_timeout=args.rpc_timeout,
         devices=args.devices,
         cc=args.cc,
-        numerics=False,
-        numerics_unfused=False,
-        reference=None,
+        numerics=args.numerics or args.numerics_unfused,
+        numerics_unfused=args.numerics_unfused,
+        reference=args.reference,
     )
 
 

@@ -123,9 +123,7 @@ def _measure_one(dev: Device, model: str, kernels: str, steps, inputs, repeat: i
     }
 
 
-def observe_on_device(
-    executable, target: str, steps, request: RemoteRequest, compiler, triple, after_call
-) -> dict:
+def observe_on_device(executable, target: str, steps, request: RemoteRequest, compiler, triple, after_call) -> dict:
     """Run the model on the request's (first) device, one call at a time, calling
     ``after_call(symbol, ret, args)`` after each (``numerics.observe.Observer``); the device's
     record, or RemoteError naming it."""
