@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import shutil
 from dataclasses import dataclass
 
 import pytest
@@ -57,3 +58,16 @@ def remote_bundle(pool, small_dense, tmp_path_factory):
                    "--numerics", "--rpc", pool.direct_address)
     assert proc.returncode == 0, proc.stderr
     return out, proc.stdout
+
+
+@pytest.fixture(scope="session")
+def tracker_bundle(remote_bundle, pool, tmp_path_factory):
+    """``remote_bundle`` measured again (``tvm-explorer profile``) on the two devices of
+    ``board-a``, with numerics; in a folder of its own (a workspace for the language server)."""
+    folder = tmp_path_factory.mktemp("remote-ws")
+    bundle = folder / "two.bundle"
+    shutil.copytree(remote_bundle[0], bundle)
+    proc = run_cli("profile", bundle, "--repeat", 3, "--rpc-tracker", pool.tracker_address,
+                   "--rpc-key", KEY, "--devices", 2, "--numerics")
+    assert proc.returncode == 0, proc.stderr
+    return bundle, proc.stdout

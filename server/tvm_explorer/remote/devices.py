@@ -53,8 +53,8 @@ def _describe(session) -> dict:
             info[key] = session.get_function(func)()
         except Exception:  # noqa: BLE001 - a server without LLVM does not say
             info[key] = None
-    if info.get("triple") is not None:
-        info["triple"], info["cpu"] = str(info["triple"]), str(info["cpu"]) if info.get("cpu") else None
+    for key in ("triple", "cpu"):  # the device's own words: kept short
+        info[key] = str(info[key])[:100] if info.get(key) is not None else None
     if info.get("threads") is not None:
         info["threads"] = int(info["threads"])
     return info
