@@ -27,7 +27,11 @@ def add_parser(sub) -> None:
     p = sub.add_parser("compile", help="compile a model into an explorer bundle")
     p.add_argument("model", help="the model: .tflite, .onnx or .pt2 (a saved torch.export program)")
     p.add_argument("-o", "--output", help="bundle directory to write")
-    p.add_argument("--target", default="c", help="c (default), llvm or cuda")
+    p.add_argument(
+        "--target",
+        default="c",
+        help="c (default), llvm or cuda; 'llvm -mtriple=TRIPLE [-mcpu=CPU]' builds for another machine (--rpc)",
+    )
     p.add_argument(
         "--exact-origins",
         action="store_true",

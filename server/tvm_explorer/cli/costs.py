@@ -44,8 +44,10 @@ def add_remote_options(p: argparse.ArgumentParser) -> None:
     from tvm_explorer.remote.request import DEFAULT_TIMEOUT
 
     g = p.add_argument_group("measuring on devices (TVM RPC; docs/costs.md, 'Measuring on devices')")
-    g.add_argument("--rpc", metavar="HOST:PORT", help="profile on the device of this RPC server")
-    g.add_argument("--rpc-tracker", metavar="HOST:PORT", help="profile on devices handed out by this RPC tracker")
+    g.add_argument("--rpc", metavar="HOST:PORT", help="run --profile/--numerics on the device of this RPC server")
+    g.add_argument(
+        "--rpc-tracker", metavar="HOST:PORT", help="run --profile/--numerics on devices handed out by this RPC tracker"
+    )
     g.add_argument("--rpc-key", metavar="KEY", help="with --rpc-tracker: the key the devices registered with")
     g.add_argument(
         "--rpc-timeout",
