@@ -74,9 +74,19 @@ def add_remote_options(p: argparse.ArgumentParser) -> None:
 def remote_request(args):
     """The RemoteRequest of the parsed arguments (None: measure here); raises ExplorerError
     (RemoteError for a missing cross compiler) before anything is compiled."""
-    from tvm_explorer.remote.request import from_options
+    from tvm_explorer.remote.request import DEFAULT_TIMEOUT, from_options
 
-    request = from_options(args.rpc, args.rpc_tracker, args.rpc_key, args.rpc_timeout, args.devices, args.cc)
+    def arg(name, default=None):  # a caller's own namespace may not have the remote flags
+        return getattr(args, name, default)
+
+    request = from_options(
+        arg("rpc"),
+        arg("rpc_tracker"),
+        arg("rpc_key"),
+        arg("rpc_timeout", DEFAULT_TIMEOUT),
+        arg("devices", 1),
+        arg("cc"),
+    )
     if request is None:
         return None
     numerics = getattr(args, "numerics", False) or getattr(args, "numerics_unfused", False)

@@ -45,7 +45,7 @@ class NumericsStep:
             inputs=args.inputs,
             unfused=args.numerics_unfused,
             pipeline=getattr(args, "pipeline", None),
-            remote=remote_request(args) if hasattr(args, "rpc") else None,
+            remote=remote_request(args),
         )
         self.target = args.target
         check_request(model, args.target, self.options)
