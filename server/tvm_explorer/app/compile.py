@@ -107,6 +107,8 @@ def _manifest(model: LoadedModel, target: str, options: dict) -> dict:
         "tool": {"tvm_explorer": __version__, "tvm": tvm.__version__},
         "model": {
             "file": model.name,
+            # Where it was compiled from: ``tvm-explorer profile`` rebuilds the bundle from it.
+            "path": os.path.abspath(model.path) if os.path.isfile(str(model.path)) else None,
             "kind": getattr(model, "kind", "tflite"),
             "sha256": model.sha256,
             "subgraphs": len(model.subgraphs),

@@ -13,11 +13,22 @@ TARGETS = ("c", "llvm", "cuda")
 
 def make_target(name: str, arch: str | None = None) -> tvm.target.Target:
     """The TVM target for one of ``TARGETS`` (``arch``: the CUDA architecture of the GPU the
-    kernels will run on, when they are profiled; else sm_80)."""
+    kernels will run on, when they are profiled; else sm_80). ``llvm`` takes options in the
+    command-line form, ``"llvm -mtriple=aarch64-linux-gnu -mcpu=cortex-a76"``, to build for
+    another machine (TVM 0.27 reads targets as a dict: the options become its keys)."""
     if name == "c":
         return tvm.target.Target("c")
     if name == "llvm":
         return tvm.target.Target("llvm")
+    kind, *words = name.split()
+    if kind == "llvm" and words:
+        options = dict(w.lstrip("-").partition("=")[::2] for w in words)
+        if not all(w.startswith("-") and "=" in w for w in words) or not all(options.values()):
+            raise ExplorerError(f"--target {name!r}: options are -key=value (e.g. llvm -mtriple=aarch64-linux-gnu)")
+        try:
+            return tvm.target.Target({"kind": "llvm", **options})
+        except Exception as err:  # noqa: BLE001 - TVM's verdict on the options
+            raise ExplorerError(f"--target {name!r}: {' '.join(str(err).split())[:300]}") from None
     if name == "cuda":
         # sm_80 fixes the schedule rules' assumptions; no GPU is needed to generate source.
         # The shared memory per block is the value dlight falls back to (with a warning per
@@ -25,7 +36,9 @@ def make_target(name: str, arch: str | None = None) -> tvm.target.Target:
         return tvm.target.Target(
             {"kind": "cuda", "arch": arch or "sm_80", "max_shared_memory_per_block": 49152}, host="llvm"
         )
-    raise ExplorerError(f"unsupported target {name!r}; choose one of: {', '.join(TARGETS)}")
+    raise ExplorerError(
+        f"unsupported target {name!r}; choose one of: {', '.join(TARGETS)} (llvm with options: 'llvm -mtriple=…')"
+    )
 
 
 def relax_pipeline(target_name: str, target: tvm.target.Target):

@@ -27,7 +27,11 @@ def add_parser(sub) -> None:
     p = sub.add_parser("compile", help="compile a model into an explorer bundle")
     p.add_argument("model", help="the model: .tflite, .onnx or .pt2 (a saved torch.export program)")
     p.add_argument("-o", "--output", help="bundle directory to write")
-    p.add_argument("--target", default="c", help="c (default), llvm or cuda")
+    p.add_argument(
+        "--target",
+        default="c",
+        help="c (default), llvm or cuda; 'llvm -mtriple=TRIPLE [-mcpu=CPU]' builds for another machine (--rpc)",
+    )
     p.add_argument(
         "--exact-origins",
         action="store_true",
@@ -207,6 +211,12 @@ def _run_compile(args) -> int:
             check_destination(args.output, (args.model,))
         except ExplorerError as err:
             return _fail(str(err))
+    from tvm_explorer.cli.costs import remote_request
+
+    try:  # remote flags and the cross compiler, before anything is compiled
+        remote_request(args)
+    except ExplorerError as err:
+        return _fail(str(err), exit_code_of(err))
     if args.in_process or not hasattr(os, "fork"):
         return _compile_in_this_process(args)
     from tvm_explorer.bundle.writer import COMMIT_GUARDS

@@ -11,17 +11,19 @@ from tvm_explorer.costs.table import SORTS, as_json, render
 from tvm_explorer.errors import ExplorerError
 
 
-def add_profile_options(p: argparse.ArgumentParser) -> None:
-    """``--profile [--repeat N] [--inputs FILE.npz]`` on ``compile``."""
+def add_profile_options(p: argparse.ArgumentParser, flag: bool = True) -> None:
+    """``--profile [--repeat N] [--inputs FILE.npz]`` and where it runs, on ``compile``
+    (``flag=False``: on ``profile``, which always profiles)."""
     from tvm_explorer.costs.request import DEFAULT_REPEAT
 
-    p.add_argument(
-        "--profile",
-        action="store_true",
-        help="after building, run the model and time every kernel call (llvm, c; cuda on a "
-        "GPU, with CUDA events); "
-        "costs per layer go to costs.json",
-    )
+    if flag:
+        p.add_argument(
+            "--profile",
+            action="store_true",
+            help="after building, run the model and time every kernel call (llvm, c; cuda on a "
+            "GPU, with CUDA events); "
+            "costs per layer go to costs.json",
+        )
     p.add_argument(
         "--repeat",
         type=int,
@@ -34,6 +36,68 @@ def add_profile_options(p: argparse.ArgumentParser) -> None:
         metavar="FILE.npz",
         help="model inputs for --profile and --numerics, by input name (default: seeded random values)",
     )
+    add_remote_options(p)
+
+
+def add_remote_options(p: argparse.ArgumentParser) -> None:
+    """Where ``--profile`` runs: here (default) or on devices through TVM's RPC."""
+    from tvm_explorer.remote.request import DEFAULT_TIMEOUT
+
+    g = p.add_argument_group("measuring on devices (TVM RPC; docs/costs.md, 'Measuring on devices')")
+    g.add_argument("--rpc", metavar="HOST:PORT", help="run --profile/--numerics on the device of this RPC server")
+    g.add_argument(
+        "--rpc-tracker", metavar="HOST:PORT", help="run --profile/--numerics on devices handed out by this RPC tracker"
+    )
+    g.add_argument("--rpc-key", metavar="KEY", help="with --rpc-tracker: the key the devices registered with")
+    g.add_argument(
+        "--rpc-timeout",
+        type=float,
+        default=DEFAULT_TIMEOUT,
+        metavar="S",
+        help=f"seconds to wait for a device (default {DEFAULT_TIMEOUT:g})",
+    )
+    g.add_argument(
+        "--devices",
+        type=int,
+        default=1,
+        metavar="N",
+        help="with --rpc-tracker: measure on N devices of the key in parallel (per layer: median and spread)",
+    )
+    g.add_argument(
+        "--cc",
+        metavar="PATH",
+        help="the C (cross) compiler that links the library for the device (default: <triple>-gcc on PATH "
+        "for --target 'llvm -mtriple=<triple>', else the system's)",
+    )
+
+
+def remote_request(args):
+    """The RemoteRequest of the parsed arguments (None: measure here); raises ExplorerError
+    (RemoteError for a missing cross compiler) before anything is compiled."""
+    from tvm_explorer.remote.request import DEFAULT_TIMEOUT, from_options
+
+    def arg(name, default=None):  # a caller's own namespace may not have the remote flags
+        return getattr(args, name, default)
+
+    request = from_options(
+        arg("rpc"),
+        arg("rpc_tracker"),
+        arg("rpc_key"),
+        arg("rpc_timeout", DEFAULT_TIMEOUT),
+        arg("devices", 1),
+        arg("cc"),
+    )
+    if request is None:
+        return None
+    numerics = getattr(args, "numerics", False) or getattr(args, "numerics_unfused", False)
+    if not getattr(args, "profile", False) and not numerics:
+        raise ExplorerError(
+            "--rpc/--rpc-tracker run the model on a device: add --profile (run time) and/or --numerics (error per layer)"
+        )
+    from tvm_explorer.remote.cross import resolve
+
+    resolve(args.target, request.cc)  # a missing cross compiler is said now, not after the build
+    return request
 
 
 def profile_request(args):
@@ -42,7 +106,7 @@ def profile_request(args):
 
     if not getattr(args, "profile", False):
         return None
-    return ProfileRequest(repeat=args.repeat, inputs=args.inputs)
+    return ProfileRequest(repeat=args.repeat, inputs=args.inputs, remote=remote_request(args))
 
 
 def report(costs: dict | None, unit: str = "op") -> list[str]:
@@ -58,7 +122,12 @@ def report(costs: dict | None, unit: str = "op") -> list[str]:
     if costs.get("total_ms") is None:
         return [f"  profile: not measured ({profile.get('reason')}); costs.json has static costs only"]
     top = max(costs["layers"], key=lambda lay: lay.get("time_ms") or 0.0, default=None)
-    lines = [f"  profile: {costs['total_ms']:.3f} ms per run (median of {profile.get('repeat')})"]
+    from tvm_explorer.bundle.sections.costs import measured_on
+
+    on = measured_on(profile)
+    lines = [
+        f"  profile: {costs['total_ms']:.3f} ms per run (median of {profile.get('repeat')})" + (f", {on}" if on else "")
+    ]
     if top is not None and top.get("share") is not None:
         lines.append(
             f"  slowest layer: {unit} {top['op_index']} {top['opcode']} {top['name']} "

@@ -15,6 +15,7 @@ SUBCOMMANDS = (
     "extract",
     "compare",
     "costs",
+    "profile",
     "numerics",
     "overlays",
     "reduce",

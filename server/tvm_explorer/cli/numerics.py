@@ -37,6 +37,7 @@ class NumericsStep:
     """The numerics part of one compile: checked before, run after the build."""
 
     def __init__(self, args, model):
+        from tvm_explorer.cli.costs import remote_request
         from tvm_explorer.numerics.run import NumericsOptions, check_request
 
         self.options = NumericsOptions(
@@ -44,6 +45,7 @@ class NumericsStep:
             inputs=args.inputs,
             unfused=args.numerics_unfused,
             pipeline=getattr(args, "pipeline", None),
+            remote=remote_request(args),
         )
         self.target = args.target
         check_request(model, args.target, self.options)
@@ -61,10 +63,14 @@ class NumericsStep:
                 "numerics: running the model and the reference"
                 + (", fused and unfused" if self.options.unfused else ""),
             )
+        from tvm_explorer.errors import RemoteError
+
         try:
             self.data = run_numerics(
                 session.model, self.target, executable, session.final_relax, session.origins, self.options
             )
+        except RemoteError:
+            raise  # a device fault stops the compile: the previous bundle stays
         except ExplorerError as err:
             self.failure = str(err)
             return {}
@@ -133,6 +139,7 @@ def format_table(data: dict) -> list[str]:
     lines = [
         f"{data.get('model', 'model')} ({data.get('target', '?')}) against the "
         f"{data['reference']}, inputs: {data.get('inputs', '?')}; mode: {data['mode']}"
+        + (f"; the model ran on {data['ran_on']}" if data.get("ran_on") else "")
     ]
     first = data.get("first_divergence")
     names = NameColumn((e["name"] for e in data["layers"]), 40)

@@ -7,7 +7,7 @@ import argparse
 import os
 import sys
 
-from tvm_explorer.errors import EXIT_ERROR, EXIT_UNTRUSTED
+from tvm_explorer.errors import EXIT_ERROR, EXIT_REMOTE, EXIT_UNTRUSTED, RemoteError
 
 DEFAULT_TIMEOUT = 1800.0  # seconds; a compile of the largest test model takes well under 60 s
 
@@ -39,6 +39,8 @@ def exit_code_of(err: BaseException) -> int:
     """The exit code of a failure reported as one message."""
     from tvm_explorer.frontends.torch.safe_load import PickleRefused
 
+    if isinstance(err, RemoteError):
+        return EXIT_REMOTE
     return EXIT_UNTRUSTED if isinstance(err, PickleRefused) else EXIT_ERROR
 
 

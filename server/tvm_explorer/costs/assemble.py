@@ -22,6 +22,7 @@ class ProfileStatus:
     inputs: str | None = None
     device: str = "cpu"
     device_name: str | None = None  # the GPU's name and architecture, when one ran the model
+    remote: dict | None = None  # where on remote devices it ran (``profile.remote``)
 
 
 def _split(kernel_work: dict[int, float], members: list[int]) -> dict[int, float]:
@@ -191,6 +192,8 @@ def build(
         "plain_run_max_ms": _r(max(plain)) if plain else None,
         "runtime_ms": _r(runtime_ms),
         "device_name": status.device_name,
+        "where": "remote" if status.remote else "host",
+        "remote": status.remote,
         "clock": measured.clock if measured is not None else None,
         "wall_ms": _r(statistics.median(measured.wall_ms)) if measured is not None else None,
         "plain_wall_ms": _r(statistics.median(measured.plain_wall_ms)) if measured is not None else None,
@@ -222,3 +225,47 @@ def build(
         "calls": calls,
         "passes": passes,
     }
+
+
+def build_on_devices(
+    layers, static, origin_sets, work, flops, passes, target, status, measured: list[Measured]
+) -> dict:
+    """``costs.json`` of a model measured on several devices: each device's measurement is
+    joined to layers on its own (``build``); every figure is then the median over the
+    devices of that figure (a layer's time, a kernel's, a call's, the total), and each layer
+    keeps its time on every device (``device_time_ms``, in the order of
+    ``profile.remote.devices``), the profile every device's total (``device_total_ms``)."""
+    each = [build(layers, static, origin_sets, work, flops, passes, target, status, m) for m in measured]
+    if len(each) == 1:
+        return each[0]
+    if any(m.symbols != measured[0].symbols for m in measured):
+        raise ValueError("the devices ran different kernel calls")
+
+    def med(values):
+        got = [v for v in values if v is not None]
+        return _r(statistics.median(got)) if got else None
+
+    doc = each[0]
+    doc["total_ms"] = total = med(d["total_ms"] for d in each)
+    for key in (
+        "plain_run_ms",
+        "plain_run_min_ms",
+        "plain_run_max_ms",
+        "runtime_ms",
+        "wall_ms",
+        "plain_wall_ms",
+        "total_min_ms",
+    ):
+        doc["profile"][key] = med(d["profile"][key] for d in each)
+    doc["profile"]["device_total_ms"] = [d["total_ms"] for d in each]
+    for part in ("layers", "kernels"):
+        for j, row in enumerate(doc[part]):
+            times = [d[part][j]["time_ms"] for d in each]
+            row["time_ms"] = med(times)
+            row["share"] = _r(row["time_ms"] / total) if row["time_ms"] is not None and total else None
+            if part == "layers":
+                row["device_time_ms"] = times
+    for j, call in enumerate(doc["calls"]):
+        for key in ("median_ms", "min_ms", "max_ms"):
+            call[key] = med(d["calls"][j][key] for d in each)
+    return doc

@@ -10,7 +10,7 @@ from tvm_explorer.bundle.sections.costs import COSTS_FILE
 from tvm_explorer.costs import assemble
 from tvm_explorer.costs.layer_work import kernel_work
 from tvm_explorer.costs.passclock import PassClock, align
-from tvm_explorer.costs.profile import ProfileFailed, measure, measure_on_device
+from tvm_explorer.costs.profile import Measured, ProfileFailed, measure, measure_on_device
 from tvm_explorer.costs.request import ProfileRequest, as_request
 from tvm_explorer.costs.static import CodeDocument, analyse
 from tvm_explorer.frontends.tflite.loader import LoadedModel
@@ -30,6 +30,7 @@ class CostRecorder:
         self.costs: dict | None = None
         self.cuda_plan = None
         self.cuda_reason: str | None = None
+        self.final_relax = None
         if profile is not None:
             from tvm_explorer.errors import ExplorerError
 
@@ -63,6 +64,8 @@ class CostRecorder:
         if executable is None:
             status.status, status.reason = "failed", "no executable to run (Capture.add_executable was not called)"
             return status, None
+        if self.profile.remote is not None:
+            return status, self._measure_remote(executable, target, status)
         try:
             if target == "cuda":
                 status.device = "cuda"
@@ -89,6 +92,35 @@ class CostRecorder:
             status.status, status.reason = "failed", str(err)
             return status, None
 
+    def _measure_remote(self, executable, target: str, status) -> list[Measured]:
+        """Every kernel call timed on the requested devices (RemoteError on any fault: the
+        compile stops, and no partial measurement is written)."""
+        from tvm_explorer.errors import RemoteError
+        from tvm_explorer.remote.cross import resolve
+        from tvm_explorer.remote.measure import measure_on_devices
+        from tvm_explorer.remote.plan import ReplayError, replay_steps
+
+        request = self.profile.remote
+        compiler, triple = resolve(target, request.cc)
+        if self.final_relax is None:
+            raise RemoteError("no compiled Relax module to replay on the device")
+        try:
+            steps = replay_steps(self.final_relax, self.arrays)
+        except ReplayError as err:
+            raise RemoteError(f"cannot measure this model on a device: {err}") from None
+        got = measure_on_devices(executable, target, steps, self.arrays, self.profile.repeat, request, compiler, triple)
+        first = got[0][0]
+        status.device = "cpu"
+        status.device_name = first["description"]
+        status.remote = {
+            "via": "rpc" if request.rpc is not None else "tracker",
+            "address": ":".join(map(str, request.rpc or request.tracker)),
+            "key": request.key,
+            "devices": [record for record, _ in got],
+            "combined": "median" if len(got) > 1 else None,
+        }
+        return [Measured(**result) for _, result in got]
+
     def finish(self, session, executable, target: str) -> dict:
         """Compute the costs of the finished compile and add ``costs.json`` to the bundle."""
         writer = session.writer
@@ -113,13 +145,24 @@ class CostRecorder:
             }
             for p in writer.passes
         ]
+        self.final_relax = session.final_relax
         status, measured = self._profile(executable, target)
         layers = [
             {"id": lay.id, "subgraph": lay.subgraph, "op_index": lay.op_index, "opcode": lay.opcode, "name": lay.name}
             for lay in self.model.layers
         ]
-        self.costs = assemble.build(
-            layers, static, origin_sets, work, self.clock.flops, passes, target, status, measured
-        )
+        if isinstance(measured, list):
+            try:
+                self.costs = assemble.build_on_devices(
+                    layers, static, origin_sets, work, self.clock.flops, passes, target, status, measured
+                )
+            except ValueError as err:
+                from tvm_explorer.errors import RemoteError
+
+                raise RemoteError(f"{status.remote and status.remote['address']}: {err}") from None
+        else:
+            self.costs = assemble.build(
+                layers, static, origin_sets, work, self.clock.flops, passes, target, status, measured
+            )
         writer.add_file(COSTS_FILE, json.dumps(self.costs, indent=1))
         return self.costs

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from tvm_explorer.remote.request import RemoteRequest
+
 DEFAULT_REPEAT = 10
 
 
@@ -19,6 +21,7 @@ class ProfileRequest:
     repeat: int = DEFAULT_REPEAT
     inputs: str | None = None
     timer: str = "auto"
+    remote: RemoteRequest | None = None  # measure on devices over TVM's RPC (docs/costs.md)
 
 
 def as_request(profile) -> ProfileRequest | None:

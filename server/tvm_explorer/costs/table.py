@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from tvm_explorer.bundle.sections.costs import CostLayer, CostsDocument, clock_label
+from tvm_explorer.bundle.sections.costs import CostLayer, CostsDocument, clock_label, measured_on
 from tvm_explorer.tablenames import NameColumn
 
 SORTS = ("time", "code", "memory")
@@ -63,14 +63,22 @@ def render(costs: CostsDocument, by: str, top_passes: int = 8, unit: str = "op")
     if total is not None:
         plain = profile.get("plain_run_ms")
         extra = f"; a plain run took {plain:.3f} ms" if plain is not None else ""
-        where = f" on {profile['device_name']}" if profile.get("device_name") else ""
+        on = measured_on(profile)
+        where = f" on {profile['device_name']}" if profile.get("device_name") and not on else ""
         out.append(
             f"Measured: {total:.3f} ms per run ({clock_label(profile)}{where}, median of "
             f"{profile.get('repeat')} runs, inputs {profile.get('inputs')}){extra}"
         )
+        if on:
+            out.append(f"  {on[0].upper()}{on[1:]}")
+            for i, d in enumerate((profile.get("remote") or {}).get("devices") or []):
+                totals = profile.get("device_total_ms") or []
+                t = f": {totals[i]:.3f} ms per run" if i < len(totals) and totals[i] is not None else ""
+                out.append(f"    device {d.get('address')}: {d.get('description')}{t}")
     else:
         out.append(f"Run time not measured: {profile.get('reason') or profile.get('status')}")
     shared_note = False
+    spreads: list[float] = []
     name_col = NameColumn((lay["name"] for lay in costs["layers"]), 40)
     if name_col.note():
         out.append(name_col.note())
@@ -83,6 +91,9 @@ def render(costs: CostsDocument, by: str, top_passes: int = 8, unit: str = "op")
         label = f"{where} {lay['opcode']}"
         label = f"{label} {name_col.show(lay['name'], max(8, 55 - len(label)))}"
         t = f"{lay['time_ms']:.3f}" if lay.get("time_ms") is not None else "-"
+        spread = [v for v in lay.get("device_time_ms") or [] if v is not None]
+        if len(spread) > 1:
+            spreads.append(max(spread) - min(spread))
         s = f"{100 * lay['share']:.1f}%" if lay.get("share") is not None else "-"
         fl = f"{lay['flops'] / 1e6:.2f}" if lay.get("flops") is not None else "-"
         shared = set(lay.get("shared_kernels", []))
@@ -97,6 +108,11 @@ def render(costs: CostsDocument, by: str, top_passes: int = 8, unit: str = "op")
         out.append(
             f"     layers {attributed:.3f} ms, VM runtime (checks, allocations) "
             f"{profile.get('runtime_ms') or 0.0:.3f} ms"
+        )
+    if spreads:
+        out.append(
+            f"     across devices, a layer's time differs by up to {max(spreads):.3f} ms "
+            "(tvm-explorer costs --json: each layer's device_time_ms)"
         )
     if shared_note:
         out.append(

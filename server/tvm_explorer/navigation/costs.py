@@ -9,7 +9,7 @@ import weakref
 from typing import TypedDict
 
 from tvm_explorer.bundle.reader import Bundle
-from tvm_explorer.bundle.sections.costs import CostLayer, CostsDocument, clock_label
+from tvm_explorer.bundle.sections.costs import CostLayer, CostsDocument, clock_label, measured_on
 from tvm_explorer.costs.rollup import ModuleCost, across_repeats, by_module, merge_repeats
 from tvm_explorer.costs.table import flops_text, lines_label, size, sort_layers
 from tvm_explorer.inert import markdown as md
@@ -101,7 +101,12 @@ class CostIndex:
         own words go through; Markdown: ``text``)."""
         profile = self.costs["profile"]
         if self.measured:
-            return f"{clock_label(profile)}, median of {profile.get('repeat')} runs; whole model {self.total_ms:.2f} ms"
+            on = measured_on(profile)
+            where = f"{quote(on)}, " if on else ""
+            return (
+                f"{where}{clock_label(profile)}, median of {profile.get('repeat')} runs; "
+                f"whole model {self.total_ms:.2f} ms"
+            )
         return f"run time not measured: {quote(profile.get('reason') or profile.get('status'))}"
 
 

@@ -221,45 +221,62 @@ class Observation:
     # Layers whose output a kernel wrote dequantized, but off their quantization grid (the
     # kernel did more of the next layer's work): not comparable.
     off_grid: set = field(default_factory=set)
+    device: dict | None = None  # the remote device the model ran on (None: here)
 
 
-def run_observed(vm_module, plan: KernelPlan, inputs: list[np.ndarray], device) -> Observation:
-    """Run ``main`` on ``inputs`` and copy every planned layer output as it is produced."""
-    vm = relax.VirtualMachine(vm_module, device)
-    seen: dict[str, int] = {}
-    pending: dict[tuple[str, int], list] = {}
+class Observer:
+    """Copies every planned layer output as the calls of one run come by (from the VM's hook
+    here, or from a replay on a remote device), then gives the ``Observation``."""
 
-    def instrument(func, symbol, before_run, ret_value, *args):  # noqa: ARG001 - VM signature
-        if before_run:
-            return 0
-        symbol = str(symbol)
-        k = seen.get(symbol, 0)
-        seen[symbol] = k + 1
-        slots = plan.watches.get((symbol, k))
+    def __init__(self, plan: KernelPlan):
+        self.plan = plan
+        self.seen: dict[str, int] = {}
+        self.pending: dict[tuple[str, int], list] = {}
+
+    def after_call(self, symbol: str, ret_value, args) -> None:
+        """One call has run: ``ret_value`` and ``args`` are its result and arguments (TVM
+        tensors, here or on a device)."""
+        k = self.seen.get(symbol, 0)
+        self.seen[symbol] = k + 1
+        slots = self.plan.watches.get((symbol, k))
         if slots:
             got = []
             for s in slots:
                 src = ret_value if s.arg is None else args[s.arg]
                 got.append((s, np.array(src.numpy(), copy=True) if hasattr(src, "numpy") else None))
-            pending[(symbol, k)] = got
+            self.pending[(symbol, k)] = got
+
+    def observation(self, result=None) -> Observation:
+        plan, seen = self.plan, self.seen
+        unmatched = {sym: (n, seen.get(sym, 0)) for sym, n in plan.counts.items() if seen.get(sym, 0) != n}
+        outputs, off_grid = {}, set()
+        for (symbol, _k), got in self.pending.items():
+            if symbol in unmatched:
+                continue
+            for s, value in got:
+                if value is not None and s.dequantized:
+                    value = requantize(value, *s.dequantized)
+                    if value is None:
+                        off_grid.add(s.layer)
+                if value is not None:
+                    outputs[(s.layer, s.output)] = value
+        return Observation(outputs, unmatched, result, off_grid)
+
+
+def run_observed(vm_module, plan: KernelPlan, inputs: list[np.ndarray], device) -> Observation:
+    """Run ``main`` on ``inputs`` and copy every planned layer output as it is produced."""
+    vm = relax.VirtualMachine(vm_module, device)
+    observer = Observer(plan)
+
+    def instrument(func, symbol, before_run, ret_value, *args):  # noqa: ARG001 - VM signature
+        if not before_run:
+            observer.after_call(str(symbol), ret_value, args)
         return 0
 
     vm.set_instrument(instrument)
     args = [tvm.runtime.tensor(x, device) for x in inputs]
     result = vm["main"](*args)
-    unmatched = {sym: (n, seen.get(sym, 0)) for sym, n in plan.counts.items() if seen.get(sym, 0) != n}
-    outputs, off_grid = {}, set()
-    for (symbol, _k), got in pending.items():
-        if symbol in unmatched:
-            continue
-        for s, value in got:
-            if value is not None and s.dequantized:
-                value = requantize(value, *s.dequantized)
-                if value is None:
-                    off_grid.add(s.layer)
-            if value is not None:
-                outputs[(s.layer, s.output)] = value
-    return Observation(outputs, unmatched, result, off_grid)
+    return observer.observation(result)
 
 
 def layer_label(layer: LayerInfo) -> str:

@@ -32,6 +32,7 @@ from tvm_explorer.numerics.compare import (
 from tvm_explorer.numerics.observe import KernelPlan, Observation, kernel_plan, run_observed
 from tvm_explorer.numerics.reference import ReferenceRun, check_same_graph, describe, quantization_of, run_reference
 from tvm_explorer.provenance import OriginTable
+from tvm_explorer.remote.request import RemoteRequest
 from tvm_explorer.runtime.inputs import DEFAULT_SEED, inputs_for, model_inputs
 
 NUMERICS_TARGETS = ("llvm", "c")
@@ -47,11 +48,14 @@ class NumericsOptions:
     unfused: bool = False
     seed: int = DEFAULT_SEED
     pipeline: str | None = None  # --pipeline MODULE:FUNCTION (the unfused variant uses it too)
+    remote: RemoteRequest | None = None  # run the model on a device (TVM RPC); the reference here
 
 
 def check_request(model: LoadedModel, target: str, options: NumericsOptions) -> None:
     """Fail fast, before compiling, on anything the user can fix: target, inputs, reference."""
-    if target not in NUMERICS_TARGETS:
+    if options.remote is not None and target.split()[0] in NUMERICS_TARGETS:
+        pass  # built for the device (llvm -mtriple=…, or c with its cross compiler)
+    elif target not in NUMERICS_TARGETS:
         raise ExplorerError(
             f"--numerics runs the compiled model on this machine's CPU: use --target llvm or c (not {target})"
         )
@@ -96,10 +100,35 @@ def build_unfused(model: LoadedModel, target: str, pipeline: str | None = None):
     return executable, session.final_relax, origins
 
 
-def _observe(model, executable, target, final_relax, origins, inputs) -> tuple[KernelPlan, Observation]:
+def _observe(
+    model, executable, target, final_relax, origins, inputs, remote: RemoteRequest | None = None
+) -> tuple[KernelPlan, Observation]:
     plan = kernel_plan(final_relax, origins, model)
     ordered = [inputs[i.name] for i in model_inputs(model)]
-    return plan, run_observed(runnable(executable, target), plan, ordered, tvm.cpu())
+    if remote is None:
+        return plan, run_observed(runnable(executable, target), plan, ordered, tvm.cpu())
+    return plan, _observe_on_device(executable, target, final_relax, plan, ordered, remote)
+
+
+def _observe_on_device(executable, target, final_relax, plan, ordered, remote: RemoteRequest) -> Observation:
+    """The model runs on the device (one call at a time, through the session); the outputs
+    the plan watches come back here to be compared."""
+    from tvm_explorer.errors import RemoteError
+    from tvm_explorer.numerics.observe import Observer
+    from tvm_explorer.remote.cross import resolve
+    from tvm_explorer.remote.measure import observe_on_device
+    from tvm_explorer.remote.plan import ReplayError, replay_steps
+
+    compiler, triple = resolve(target, remote.cc)
+    try:
+        steps = replay_steps(final_relax, ordered)
+    except ReplayError as err:
+        raise RemoteError(f"cannot run this model on a device: {err}") from None
+    observer = Observer(plan)
+    device = observe_on_device(executable, target, steps, remote, compiler, triple, observer.after_call)
+    found = observer.observation()
+    found.device = device
+    return found
 
 
 def _finite(x):
@@ -177,7 +206,7 @@ def run_numerics(
     ref = run_reference(reference_path, inputs)
     ours_q = quantization_of(model.path) if options.reference else ref.quantization
     try:
-        fused_plan, fused_obs = _observe(model, executable, target, final_relax, origins, inputs)
+        fused_plan, fused_obs = _observe(model, executable, target, final_relax, origins, inputs, options.remote)
     except ExplorerError:
         raise
     except Exception as err:  # noqa: BLE001 - a TVM runtime failure is reported, not raised
@@ -188,7 +217,7 @@ def run_numerics(
     if options.unfused:
         try:
             ex2, relax2, origins2 = build_unfused(model, target, options.pipeline)
-            unfused = _observe(model, ex2, target, relax2, origins2, inputs)
+            unfused = _observe(model, ex2, target, relax2, origins2, inputs, options.remote)
         except ExplorerError:
             raise
         except Exception as err:  # noqa: BLE001
@@ -234,6 +263,11 @@ def run_numerics(
         "layers": layers,
         "first_divergence": _first(layers),
     }
+    device = getattr(fused_obs, "device", None)
+    if device is not None:  # the model ran on a remote device; the reference here
+        data["ran_on"] = f"{device['description']} ({device['address']}" + (
+            f", key {device['key']})" if device.get("key") else ")"
+        )
     if unfused is not None:
         data["fused_first_divergence"] = _first(layers, lambda e: e["fused"])
     return validate(data, {(lay.subgraph, lay.op_index) for lay in model.layers})
@@ -258,6 +292,7 @@ def summary_lines(data: dict) -> list[str]:
     observed = sum(1 for e in data["layers"] if e["observed"])
     lines = [
         f"  numerics ({data['mode']}): {observed}/{len(data['layers'])} layers observed against the {data['reference']}"
+        + (f"; the model ran on {data['ran_on']}" if data.get("ran_on") else "")
     ]
     first = data["first_divergence"]
     if first is None:

@@ -23,6 +23,27 @@ SPLIT_RULE = "work"  # a shared kernel call's time is split by its TIR work per 
 # parts), a value it does not check is ``object``. The documents stay plain dicts at run time.
 
 
+class CostDevice(TypedDict, total=False):
+    """One device of ``profile.remote.devices``, as it described itself."""
+
+    address: str
+    key: str | None
+    triple: str | None
+    cpu: str | None
+    threads: int | None
+    description: str
+
+
+class CostRemote(TypedDict, total=False):
+    """``profile.remote``: the devices the profile ran on (TVM RPC)."""
+
+    via: str  # "rpc" | "tracker"
+    address: str  # the server's or the tracker's host:port
+    key: str | None
+    devices: list[CostDevice]
+    combined: str | None  # "median" over several devices
+
+
 class _ProfileRequired(TypedDict):
     status: str
 
@@ -46,6 +67,9 @@ class CostProfile(_ProfileRequired, total=False):
     repeat: int | None
     warmup: int | None
     total_runs_ms: list[float]  # the sum of all calls of each instrumented run, in run order
+    where: str | None  # "host" | "remote" (absent in bundles written before remote runs)
+    remote: CostRemote | None
+    device_total_ms: list[float | None] | None  # several devices: each one's total
 
 
 class _LayerRequired(TypedDict):
@@ -69,6 +93,7 @@ class CostLayer(_LayerRequired, total=False):
     share: float | None
     flops: float | None
     time_runs_ms: list[float]  # the layer's time in each instrumented run, in run order
+    device_time_ms: list[float | None]  # measured on several devices: the time on each
 
 
 class _KernelRequired(TypedDict):
@@ -126,8 +151,28 @@ def clock_label(profile: CostProfile) -> str:
     return "CPU time"
 
 
+def measured_on(profile: CostProfile) -> str | None:
+    """``measured on znver5 (key 'board-a'), median of 2 devices`` for a profile taken on
+    remote devices; None for one taken here."""
+    remote = profile.get("remote")
+    if not remote:
+        return None
+    devices = remote.get("devices") or []
+    names: list[str] = []
+    for d in devices:
+        name = d.get("cpu") or d.get("description") or "an unnamed device"
+        if name not in names:
+            names.append(name)
+    key = remote.get("key")
+    who = f"key {key}" if key else remote.get("address", "?")
+    text = f"measured on {', '.join(names) or 'a remote device'} ({who})"
+    if len(devices) > 1:
+        text += f", median of {len(devices)} devices"
+    return text
+
+
 # -- reading ------------------------------------------------------------------------------
-_PROFILE_STRINGS = ("reason", "inputs", "device", "device_name", "clock", "split")
+_PROFILE_STRINGS = ("reason", "inputs", "device", "device_name", "clock", "split", "where")
 _PROFILE_NUMBERS = (
     "plain_run_ms",
     "plain_run_min_ms",
@@ -150,6 +195,22 @@ def _check_profile(profile) -> None:
         f.integer(profile.get(key), f"'profile': '{key}'", nullable=True)
     if "total_runs_ms" in profile:
         _check_runs(profile["total_runs_ms"], "'profile': 'total_runs_ms'")
+    if profile.get("device_total_ms") is not None:
+        _numbers(profile["device_total_ms"], "'profile': 'device_total_ms'")
+    remote = profile.get("remote")
+    if remote is not None:
+        f.obj(remote, "'profile': 'remote'")
+        for key in ("via", "address", "key", "combined"):
+            f.string(remote.get(key), f"'profile': 'remote': '{key}'", nullable=True)
+        devices = remote.get("devices")
+        if not isinstance(devices, list):
+            raise ValueError("'profile': 'remote': 'devices' must be a list")
+        for i, d in enumerate(devices):
+            where = f"'profile': 'remote': device {i}"
+            f.obj(d, where)
+            for key in ("address", "key", "triple", "cpu", "description"):
+                f.string(d.get(key), f"{where}: '{key}'", nullable=True)
+            f.integer(d.get("threads"), f"{where}: 'threads'", nullable=True)
 
 
 def _check_runs(runs, where: str) -> None:
@@ -158,6 +219,13 @@ def _check_runs(runs, where: str) -> None:
         raise ValueError(f"{where} must be a list of numbers")
     for i, value in enumerate(runs):
         f.number(value, f"{where}[{i}]", nullable=False)
+
+
+def _numbers(values, where: str) -> None:
+    if not isinstance(values, list):
+        raise ValueError(f"{where} must be a list of numbers")
+    for v in values:
+        f.number(v, where)
 
 
 def _check_layer(lay, where: str, layer_count: int) -> None:
@@ -177,6 +245,8 @@ def _check_layer(lay, where: str, layer_count: int) -> None:
     if "time_runs_ms" in lay:
         _check_runs(lay["time_runs_ms"], f"{where}: 'time_runs_ms'")
     f.strings(lay.get("kernels"), f"{where}: 'kernels'")
+    if lay.get("device_time_ms") is not None:
+        _numbers(lay["device_time_ms"], f"{where}: 'device_time_ms'")
     if "shared_kernels" in lay:
         f.strings(lay["shared_kernels"], f"{where}: 'shared_kernels'")
 

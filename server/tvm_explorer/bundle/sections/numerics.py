@@ -120,7 +120,7 @@ def validate(data: object, layer_keys: set[tuple[int, int]] | None = None) -> Nu
     if data.get("schema_version") != SCHEMA_VERSION:
         raise NumericsError(f"unknown schema_version {data.get('schema_version')!r}")
     f.string(data.get("reference"), "'reference'", NumericsError)
-    for key in ("model", "target", "inputs"):
+    for key in ("model", "target", "inputs", "ran_on"):
         f.string(data.get(key), f"'{key}'", NumericsError, nullable=True)
     if data.get("mode") not in MODES:
         raise NumericsError(f"'mode' must be one of {', '.join(MODES)}")
