@@ -224,6 +224,24 @@ def test_time_rules_need_measured_time(profiled, models_dir, bundles, tmp_path):
     assert f"NEW {unprofiled} has no measured time" in proc.stderr and "BASE" not in proc.stderr
 
 
+def test_times_from_a_device_and_from_this_machine_are_not_compared(profiled, tmp_path):
+    """A profile taken on a board through TVM's RPC (issue 31) against one taken here: a time
+    rule is refused naming both places; code rules still judge."""
+    remote = tmp_path / "remote.bundle"
+    shutil.copytree(profiled["base"], remote)
+    costs = json.loads((remote / "costs.json").read_text())
+    costs["profile"].update(where="remote", remote={
+        "via": "tracker", "address": "127.0.0.1:9190", "key": "board-a", "combined": "median",
+        "devices": [{"address": "10.0.0.7:9090", "key": "board-a", "triple": "aarch64-linux-gnu",
+                     "cpu": "cortex-a76", "threads": 4, "description": "rk3588"}]})
+    (remote / "costs.json").write_text(json.dumps(costs))
+    proc = run_cli("compare", profiled["base"], remote, "--fail-on", "time>+10%")
+    assert proc.returncode == EXIT_ERROR and "Traceback" not in proc.stderr, proc.stderr
+    assert "measured on cortex-a76 (key board-a)" in proc.stderr and "not comparable" in proc.stderr
+    proc = run_cli("compare", profiled["base"], remote, "--fail-on", "code>+0%")
+    assert proc.returncode == 0, proc.stderr
+
+
 @pytest.mark.parametrize("spec, message", [
     ("tim>+10%", "unknown metric 'tim': time, code, workspace or memory"),
     ("time>10", "no unit for time: use % or ms, us or s"),

@@ -21,7 +21,7 @@ import math
 from dataclasses import dataclass, field
 
 from tvm_explorer.bundle.reader import Bundle
-from tvm_explorer.bundle.sections.costs import CostsDocument, clock_label
+from tvm_explorer.bundle.sections.costs import CostsDocument, clock_label, measured_on
 from tvm_explorer.compare.compare import Comparison, code_changed
 from tvm_explorer.compare.rules import METRICS, Rule, describe, rules_for
 from tvm_explorer.errors import BundleError, ExplorerError
@@ -225,13 +225,17 @@ def _not_measured(bundle: Bundle, costs: CostsDocument, role: str) -> str:
 
 
 def _where(costs: CostsDocument) -> tuple:
+    """What the times were measured on: the device kind and clock, and for a remote profile
+    the CPUs of its devices (times from this machine and from a board are not comparable)."""
     profile = costs["profile"]
-    return (profile.get("device") or "cpu", profile.get("clock"), profile.get("device_name"))
+    remote = profile.get("remote") or {}
+    cpus = tuple(sorted({d.get("cpu") or d.get("triple") or "" for d in remote.get("devices") or []}))
+    return (profile.get("device") or "cpu", profile.get("clock"), profile.get("device_name"), cpus)
 
 
 def _where_text(costs: CostsDocument) -> str:
-    device, _, name = _where(costs)
-    return f"{clock_label(costs['profile'])} on {name or device}"
+    device, _, name, _ = _where(costs)
+    return f"{clock_label(costs['profile'])} " + (measured_on(costs["profile"]) or f"on {name or device}")
 
 
 def _timing(a: Bundle, ca: CostsDocument, b: Bundle, cb: CostsDocument, rules: list[Rule]) -> tuple[bool, list[str]]:
