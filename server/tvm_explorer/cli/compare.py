@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import json
-import os
 import sys
-from pathlib import Path
 
 from tvm_explorer.errors import EXIT_REGRESSION, ExplorerError, fail
 from tvm_explorer.tablenames import NameColumn
+from tvm_explorer.whole_files import write_whole
 
 
 def _cost(side: dict) -> str:
@@ -74,16 +73,7 @@ def _format(args) -> str:
 
 def _write(path: str, text: str) -> None:
     """Write ``text`` to ``path`` whole or not at all."""
-    out = Path(path)
-    tmp = out.with_name(f".{out.name}.tmp-{os.getpid()}")
-    try:
-        tmp.write_text(text, encoding="utf-8", errors="backslashreplace")
-        os.replace(tmp, out)
-    except BaseException as err:
-        tmp.unlink(missing_ok=True)
-        if isinstance(err, OSError):
-            raise ExplorerError(f"--output {out}: cannot write the report ({err.strerror}); nothing written") from None
-        raise
+    write_whole(path, text.encode("utf-8", errors="backslashreplace"), "report", shown=f"--output {path}")
 
 
 def _run_compare(args) -> int:

@@ -14,6 +14,7 @@ from tvm_explorer.errors import ExplorerError
 from tvm_explorer.graphview.document import graph_document, report_sections
 from tvm_explorer.inert import html
 from tvm_explorer.navigation.view import BundleView
+from tvm_explorer.whole_files import write_whole
 
 ASSETS = Path(__file__).with_name("assets")
 
@@ -82,14 +83,4 @@ def write_report(view: BundleView, output: str | os.PathLike) -> Path:
     out = Path(output)
     if out.is_dir():
         raise ExplorerError(f"{out}: is a directory; give the HTML file to write (-o REPORT.html)")
-    data = render_report(view).encode("utf-8")
-    tmp = out.with_name(f".{out.name}.tmp-{os.getpid()}")
-    try:
-        tmp.write_bytes(data)
-        os.replace(tmp, out)
-    except BaseException as err:
-        tmp.unlink(missing_ok=True)
-        if isinstance(err, OSError):
-            raise ExplorerError(f"{out}: cannot write the report ({err.strerror})") from None
-        raise
-    return out
+    return write_whole(out, render_report(view).encode("utf-8"), "report")

@@ -8,11 +8,11 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import tempfile
 from pathlib import Path
 
 from tvm_explorer.errors import ExplorerError
 from tvm_explorer.interop.model_explorer import Overlays
+from tvm_explorer.whole_files import replace_whole
 
 MARKER = "overlays.json"
 FORMAT = "tvm-explorer-overlays"
@@ -49,17 +49,7 @@ def check_folder(out: Path) -> list[str]:
 
 def write_text(path: Path, text: str) -> None:
     """``path`` holds ``text`` or what it held before, never half of it."""
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
+    replace_whole(path, text.encode("utf-8"))
 
 
 def write_overlays(out: Path, overlays: Overlays, readme: str, about: dict) -> list[Path]:

@@ -15,6 +15,7 @@ from tvm_explorer.frontends import frontend_for
 from tvm_explorer.inert import markdown as md
 from tvm_explorer.reduce.runner import Outcome, Prober, signature
 from tvm_explorer.reduce.search import Stopped, ddmin
+from tvm_explorer.whole_files import write_whole
 
 UNTIL = ("import", "compile", "crash", "hang", "diverge", "culprit")
 NOT_YET: tuple[str, ...] = ()
@@ -209,8 +210,9 @@ def reduce_model(
             # the reduced model builds (its failure is in the results): its bundle opens in the editor
             progress("bundle")
             done.bundle, done.bundle_note = _bundle(done.output, target, pipeline, done.reference, until, timeout)
-            with open(done.report, "a", encoding="utf-8") as fh:
-                fh.write(outputs_bundle_section(done))
+            with open(done.report, encoding="utf-8") as fh:
+                report_text = fh.read()
+            write_whole(done.report, (report_text + outputs_bundle_section(done)).encode("utf-8"), "report")
         if interrupted:
             err = KeyboardInterrupt()
             err.reduction = done
@@ -255,33 +257,29 @@ def _write(
     report_path, repro_path = stem + ".report.md", stem + ".repro.py"
     if reduced is not None and reduced.message:
         reduced = Outcome(**{**reduced.__dict__, "message": _rename_probe(reduced.message, output, reference_out)})
-    with open(report_path, "w", encoding="utf-8") as fh:
-        fh.write(
-            outputs.report(
-                model=model,
-                small=output,
-                ops=ops,
-                kept=kept,
-                original=original,
-                reduced=reduced,
-                probes=prober.probes,
-                seconds=seconds,
-                jobs=jobs,
-                minimal=minimal,
-                why=why,
-                partial=partial,
-                target=target,
-                pipeline=pipeline,
-                unit=frontend.unit,
-                reference=reference_out,
-            )
-        )
-    with open(repro_path, "w", encoding="utf-8") as fh:
-        fh.write(
-            outputs.repro(
-                small=output, stock_import=writer.stock_import, original=original, target=target, pipeline=pipeline
-            )
-        )
+    report_text = outputs.report(
+        model=model,
+        small=output,
+        ops=ops,
+        kept=kept,
+        original=original,
+        reduced=reduced,
+        probes=prober.probes,
+        seconds=seconds,
+        jobs=jobs,
+        minimal=minimal,
+        why=why,
+        partial=partial,
+        target=target,
+        pipeline=pipeline,
+        unit=frontend.unit,
+        reference=reference_out,
+    )
+    repro_text = outputs.repro(
+        small=output, stock_import=writer.stock_import, original=original, target=target, pipeline=pipeline
+    )
+    write_whole(report_path, report_text.encode("utf-8"), "report")
+    write_whole(repro_path, repro_text.encode("utf-8"), "reproducer")
     return Reduction(
         output,
         report_path,

@@ -16,6 +16,7 @@ from tvm_explorer.reproducers.relax_reference import ReferenceBuilder
 from tvm_explorer.reproducers.script_text import check_functions, comment, tvm_import
 from tvm_explorer.reproducers.signature import Argument, read_signature
 from tvm_explorer.version import __version__
+from tvm_explorer.whole_files import write_whole
 
 _BASE_IMPORTS = (
     "from tvm.script import ir as I",
@@ -363,13 +364,4 @@ def write(repro: Reproducer, output: str | os.PathLike) -> Path:
             f"{out}: the reproducer holds a character UTF-8 cannot encode "
             f"({err.object[err.start : err.end]!r}); nothing written"
         ) from None
-    tmp = out.with_name(f".{out.name}.tmp-{os.getpid()}")
-    try:
-        tmp.write_bytes(data)
-        os.replace(tmp, out)
-    except BaseException as err:
-        tmp.unlink(missing_ok=True)
-        if isinstance(err, OSError):
-            raise ExplorerError(f"{out}: cannot write the reproducer ({err.strerror})") from None
-        raise
-    return out
+    return write_whole(out, data, "reproducer")
