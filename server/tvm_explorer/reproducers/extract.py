@@ -15,6 +15,7 @@ from tvm_explorer.reproducers.harness import HARNESS
 from tvm_explorer.reproducers.relax_reference import ReferenceBuilder
 from tvm_explorer.reproducers.script_text import check_functions, comment, tvm_import
 from tvm_explorer.reproducers.signature import Argument, read_signature
+from tvm_explorer.runtime.c_source import script_source
 from tvm_explorer.version import __version__
 from tvm_explorer.whole_files import write_whole
 
@@ -342,6 +343,7 @@ def extract(
         "KERNELS = {",
         *specs,
         "}",
+        *(["", "import re", "", "", script_source()] if target == "c" else []),
         HARNESS,
     ]
     return Reproducer("\n".join(body), kernels, path, pidx, pname, layers, label)
