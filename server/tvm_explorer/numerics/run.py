@@ -61,6 +61,7 @@ def check_request(model: LoadedModel, target: str, options: NumericsOptions) -> 
             f"--numerics runs the compiled model on this machine's CPU: use --target llvm or c (not {target})"
         )
     inputs_for(model, options.inputs, options.seed)
+    describe(options.reference or model.path)  # a kind with no reference framework says so here
     if options.reference:
         if not os.path.isfile(options.reference):
             raise ExplorerError(f"{options.reference}: no such reference model")

@@ -42,10 +42,6 @@ def _render(model, origins):
     return (model.document_path, *render_graph_document(model, origins))
 
 
-def _describe(path) -> str:
-    return f"no reference for {os.path.basename(os.fspath(path))}"
-
-
 def _no_reference(path, _inputs=None):
     raise ExplorerError(
         f"{path}: --numerics compares with the model's own framework; a tvm.relax.frontend.nn "
@@ -66,6 +62,6 @@ FRONTEND = Frontend(
     import_model=_import,
     render_document=_render,
     reference=ReferenceEngine(
-        describe=_describe, run=_no_reference, quantization_of=_no_quantization, check_same_graph=_no_reference
+        describe=_no_reference, run=_no_reference, quantization_of=_no_quantization, check_same_graph=_no_reference
     ),
 )

@@ -117,6 +117,7 @@ class _Recording:
         self.var_node: dict[int, int] = {}
         self.names: dict[int, list[str]] = {}  # handle(var) -> its tensor names
         self._taken: set[str] = set()
+        self._node_names: set[str] = set()
         self.keep: list = []
 
     def tensor_names(self, var, count: int) -> list[str]:
@@ -163,6 +164,12 @@ class _Recording:
             if isinstance(arg, relax.Var):
                 inputs.extend(self.tensors(arg))
         hint = name_hint or var.name
+        base = f"{path}/{hint}" if path else hint
+        name, n = base, 0
+        while name in self._node_names:  # one name per node, as in a PyTorch graph
+            n += 1
+            name = f"{base}_{n}"
+        self._node_names.add(name)
         self.nodes.append(
             GraphNode(
                 id=nid,
@@ -170,7 +177,7 @@ class _Recording:
                 opcode=_opcode(value),
                 inputs=inputs,
                 outputs=self.tensors(var),
-                name=f"{path}/{hint}" if path else hint,
+                name=name,
                 module=path,
                 module_class=cls if path else "",
                 source=source,
