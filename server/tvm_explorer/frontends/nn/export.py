@@ -296,7 +296,5 @@ def sha256_of(path: str, factory: str) -> str:
 
 def fingerprint(model: GraphModel) -> str:
     """A model built in memory has no file: its nodes (ops, names, types) stand in for one."""
-    text = "\n".join(
-        f"{n.opcode} {n.name} {[(t.shape, t.dtype) for t in n.inputs + n.outputs]}" for n in model.layers
-    )
+    text = "\n".join(f"{n.opcode} {n.name} {[(t.shape, t.dtype) for t in n.inputs + n.outputs]}" for n in model.layers)
     return hashlib.sha256(text.encode()).hexdigest()

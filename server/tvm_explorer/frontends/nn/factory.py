@@ -54,7 +54,9 @@ def run_factory(text: str):
         except ModelError:
             raise
         except Exception as err:  # noqa: BLE001 - the user's code failed: say where
-            raise ModelError(f"{text}: running it failed: {type(err).__name__}: {' '.join(str(err).split())[:300]}") from None
+            raise ModelError(
+                f"{text}: running it failed: {type(err).__name__}: {' '.join(str(err).split())[:300]}"
+            ) from None
     finally:
         if added and folder in sys.path:
             sys.path.remove(folder)
