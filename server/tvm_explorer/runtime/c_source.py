@@ -27,11 +27,15 @@ C_SPELLINGS = {
 
 def c_fixes_for(source):
     """The ``#define`` lines ``source`` needs: one per spelling it uses as a bare name (not
-    called, not a member, not part of a longer name, not already defined)."""
+    called, not a member, not part of a longer name), unless the source already defines or
+    declares that name itself (then it is not TVM's constant and is left alone)."""
     fixes = []
     for name, value in C_SPELLINGS.items():
         bare = re.search(r"(?<![\w.>$])" + name + r"\b(?!\s*\()", source)
-        if bare and not re.search(r"#\s*define\s+" + name + r"\b", source):
+        own = re.search(
+            r"#\s*define\s+" + name + r"\b|\b(?!return\b)\w+\s*\*?\s*" + name + r"\s*(?:=|;|\[|,|\))", source
+        )
+        if bare and not own:
             fixes.append(f"#define {name} ({value})")
     return fixes
 

@@ -9,6 +9,7 @@ export (the same exporter, the same builder calls) plus spans.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import os
 import sys
@@ -118,6 +119,7 @@ class _Recording:
         self.names: dict[int, list[str]] = {}  # handle(var) -> its tensor names
         self._taken: set[str] = set()
         self._node_names: set[str] = set()
+        self._index: dict[str, int] = {}
         self.keep: list = []
 
     def tensor_names(self, var, count: int) -> list[str]:
@@ -139,10 +141,13 @@ class _Recording:
             self.keep.append(var)
         return self.names[key]
 
-    def tensors(self, var, constants=()) -> list[TensorInfo]:
+    def tensors(self, var) -> list[TensorInfo]:
         types = _tensor_types(var.ty)
         names = self.tensor_names(var, len(types))
-        return [TensorInfo(-1, name, shape, dtype, var in constants) for name, (shape, dtype) in zip(names, types)]
+        return [
+            TensorInfo(self._index.setdefault(name, len(self._index)), name, shape, dtype, False)
+            for name, (shape, dtype) in zip(names, types)
+        ]
 
     def emitted(self, var, value, name_hint: str) -> None:
         from tvm import relax
@@ -229,6 +234,9 @@ def export_recorded(module, spec, label: str):
         raise ModelError(f"{label}: TVM's nn exporter failed{where}: {type(err).__name__}: {text}") from None
     if ext_mods:
         raise ModelError(f"{label}: the module uses nn.ExternModule(s), which a bundle cannot hold")
+    weights = {name for name, _ in params}
+    for node in recording.nodes:  # parameters are the model's constants (bound as such)
+        node.inputs = [dataclasses.replace(t, is_constant=True) if t.name in weights else t for t in node.inputs]
     return mod, params, recording
 
 
