@@ -90,7 +90,7 @@ def main() -> int:
         for variant in ("stock", "capture"):
             out = work / f"llama.{variant}.bundle"
             runs[variant] = bl.run_worker(
-                "compile", model=str(model), target=args.target, variant=variant, out=str(out)
+                "compile", model=str(model), target=args.target, variant=variant, out=str(out), keep=True
             )
             r = runs[variant]
             print(
