@@ -17,9 +17,8 @@ def _module(dtype: str):
     with bb.function("main", [x]):
         with bb.dataflow():
             masked = bb.emit(relax.op.equal(x, relax.const(-np.inf, dtype)))
-            plus_inf = bb.emit(relax.op.add(x, relax.const(np.inf, dtype)))
             plus_nan = bb.emit(relax.op.add(x, relax.const(np.nan, dtype)))
-            out = bb.emit_output(relax.op.where(masked, plus_inf, plus_nan))
+            out = bb.emit_output(relax.op.where(masked, relax.const(np.inf, dtype), plus_nan))
         bb.emit_func_output(out)
     return bb.get()
 

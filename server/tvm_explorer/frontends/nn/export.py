@@ -62,10 +62,9 @@ class _Site:
     def __init__(self, paths: dict[int, tuple[str, str]]):
         import tvm
 
-        import tvm_explorer
-
+        ours = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))) + os.sep
         self.paths = paths
-        self.internal = (_package_dir(tvm), _package_dir(tvm_explorer))
+        self.internal = (_package_dir(tvm), ours)  # TVM's nn internals, and tvm_explorer
 
     def __call__(self) -> tuple[tuple[str, str] | None, tuple[str, int] | None]:
         module = source = None
