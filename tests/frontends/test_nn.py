@@ -58,7 +58,7 @@ class TinyNet(nn.Module):
 
     def forward(self, x):
         for layer in self.layers:
-            x = layer(x)
+            x = layer(x)  # LINE net.layer
         return x
 
 
@@ -111,6 +111,15 @@ def test_every_op_knows_its_module_path_and_exact_line(nn_bundle):
         lay = by_name[name]
         assert lay.module_class == cls, (name, lay.module_class)
         assert lay.source == (str(HERE), LINES[line]), (name, lay.source, LINES[line])
+    # the whole stack, from the spec's method inward: this file's frames, then TVM's nn.Linear
+    q = by_name["layers.0.attn.q_proj/matmul"]
+    ours = [(line, fn) for file, line, fn in q.stack if file == str(HERE)]
+    assert ours == [
+        (LINES["net.layer"], "forward"),
+        (LINES["block.attn"], "forward"),
+        (LINES["attn.q_proj"], "forward"),
+    ]
+    assert q.stack[0][0] == str(HERE) and "tvm/relax/frontend/nn/" in q.stack[-1][0], q.stack
     # every op emitted inside the module has a source line in this file
     assert all(lay.source and lay.source[0] == str(HERE) for lay in b.layers)
     document = (nn_bundle / "model.nngraph").read_text()

@@ -56,30 +56,42 @@ def module_paths(root) -> dict[int, tuple[str, str]]:
 
 
 class _Site:
-    """Where an emit happens: the innermost module method on the stack, and the innermost
-    frame of the user's code."""
+    """Where an emit happens: the innermost module method on the stack, the innermost frame of
+    the user's code (``source``), and every frame from the spec's method inward (``stack``:
+    ``(file, line, function)``, the user's entry first; TVM's own nn frames below it are kept,
+    as PyTorch's stack keeps ``torch/nn/modules``)."""
 
     def __init__(self, paths: dict[int, tuple[str, str]]):
         import tvm
 
         ours = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))) + os.sep
         self.paths = paths
-        self.internal = (_package_dir(tvm), ours)  # TVM's nn internals, and tvm_explorer
+        self.tvm = _package_dir(tvm)
+        self.internal = (self.tvm, ours)  # TVM's nn internals, and tvm_explorer
 
-    def __call__(self) -> tuple[tuple[str, str] | None, tuple[str, int] | None]:
+    def __call__(self):
         module = source = None
+        stack: list[tuple[str, int, str]] = []
         frame = sys._getframe(2)
-        while frame is not None and (module is None or source is None):
+        while frame is not None:
+            code = frame.f_code
+            file = os.path.abspath(code.co_filename)
+            if code.co_name == "_emit_method" and file.startswith(self.tvm):
+                break  # the exporter calling the spec's method: the entry point is below
             if module is None:
                 owner = frame.f_locals.get("self")
                 if owner is not None and id(owner) in self.paths:
                     module = self.paths[id(owner)]
-            if source is None:
-                file = os.path.abspath(frame.f_code.co_filename)
-                if not file.startswith(self.internal) and not frame.f_code.co_filename.startswith("<"):
-                    source = (file, frame.f_lineno)
+            internal = file.startswith(self.internal) or code.co_filename.startswith("<")
+            if source is None and not internal:
+                source = (file, frame.f_lineno)
+            if not file.startswith(self.internal[1]):
+                stack.append((file, frame.f_lineno, code.co_name))
             frame = frame.f_back
-        return module, source
+        stack.reverse()
+        while stack and stack[0][0].startswith(self.tvm):  # TVM's wrappers around the entry
+            stack.pop(0)
+        return module, source, tuple(stack)
 
 
 def _opcode(value) -> str:
@@ -153,7 +165,7 @@ class _Recording:
 
         from tvm_explorer.provenance.spans import handle
 
-        module, source = self.site()
+        module, source, stack = self.site()
         if module is None:
             return  # the exporter's own plumbing (outputs, parameter unpacking)
         path, cls = module
@@ -185,6 +197,7 @@ class _Recording:
                 module=path,
                 module_class=cls if path else "",
                 source=source,
+                stack=stack,
             )
         )
         self.var_node[handle(var)] = nid
