@@ -13,8 +13,9 @@ import pytest
 torch = pytest.importorskip("torch", reason="PyTorch is not installed (pip install -e '.[torch]')")
 pytest.importorskip("transformers", reason="transformers is not installed (test extra)")
 
+from tests import llm_models  # noqa: E402
+
 from conftest import run_cli  # noqa: E402
-from frontends import tiny_llms  # noqa: E402
 from frontends.bundle_checks import assert_full_coverage  # noqa: E402
 from tvm_explorer.bundle.reader import Bundle  # noqa: E402
 
@@ -23,12 +24,13 @@ INFF = "#define inff (__builtin_inff())"
 
 @pytest.fixture(scope="session")
 def llms(tmp_path_factory) -> dict[str, Path]:
-    root = tmp_path_factory.mktemp("llm")
-    llama = tiny_llms.llama()
+    """The tiny Llama and GPT-2 of tests/llm_models.py, and the Llama exported with a dynamic
+    sequence length (the plain c bundles of ``llm_bundles`` are not profiled; these are)."""
+    root = tmp_path_factory.mktemp("llm_targets")
     return {
-        "llama": tiny_llms.export(llama, root / "llama.pt2"),
-        "llama_dyn": tiny_llms.export(llama, root / "llama_dyn.pt2", dynamic_seq=True),
-        "gpt2": tiny_llms.export(tiny_llms.gpt2(), root / "gpt2.pt2"),
+        "llama": llm_models.export("llama", root / "llama.pt2"),
+        "gpt2": llm_models.export("gpt2", root / "gpt2.pt2"),
+        "llama_dyn": llm_models.export("llama", root / "llama_dyn.pt2", dynamic_seq=True),
     }
 
 
@@ -109,9 +111,23 @@ def test_stock_llvm_failure_names_kernel_node_and_line(llms, tmp_path):
     import sys
 
     proc = subprocess.run(
-        [sys.executable, "-m", "tvm_explorer", "compile", str(llms["llama"]), "-o", str(tmp_path / "x.bundle"),
-         "--target", "llvm", "--pipeline", "stock_pipeline:stock"],
-        capture_output=True, text=True, timeout=600, cwd=tmp_path,
+        [
+            sys.executable,
+            "-m",
+            "tvm_explorer",
+            "compile",
+            str(llms["llama"]),
+            "-o",
+            str(tmp_path / "x.bundle"),
+            "--target",
+            "llvm",
+            "--pipeline",
+            "stock_pipeline:stock",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        cwd=tmp_path,
         env={**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path), os.environ.get("PYTHONPATH", "")])},
     )
     assert proc.returncode != 0
