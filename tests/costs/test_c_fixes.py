@@ -1,5 +1,5 @@
 """TVM's C spells infinity and NaN as C does not (``inff``, ``inf``, ``nanf``, ``nan``):
-compiled with ``runtime/c_source.export_c_library`` the kernels build with the system compiler
+compiled with ``capture/c_source.export_c_library`` the kernels build with the system compiler
 and compute the same values as the llvm build."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ import numpy as np
 import tvm
 from tvm import relax
 
-from tvm_explorer.runtime.c_source import c_fixes_for, export_c_library
+from tvm_explorer.capture.c_source import c_fixes_for, export_c_library
 
 
 def _module(dtype: str):

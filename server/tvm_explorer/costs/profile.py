@@ -37,7 +37,7 @@ class Measured:
     wall_ms: list[float]
     plain_wall_ms: list[float]
     clock: str = "process_cpu"  # or "device_timer" (CUDA events on CUDA)
-    c_fixes: list[str] | None = None  # the ``#define`` lines TVM's C was compiled with (runtime/c_source.py)
+    c_fixes: list[str] | None = None  # the ``#define`` lines TVM's C was compiled with (capture/c_source.py)
 
 
 class ProfileFailed(Exception):
@@ -75,7 +75,7 @@ def _load(executable, target: str, workdir: str):
     import tvm
     from tvm import relax
 
-    from tvm_explorer.runtime.c_source import export_c_library
+    from tvm_explorer.capture.c_source import export_c_library
 
     module, fixes = executable, []
     if target == "c":
@@ -260,7 +260,7 @@ def measure_on_device(
 
     import numpy as np
 
-    from tvm_explorer.runtime.c_source import export_c_library
+    from tvm_explorer.capture.c_source import export_c_library
     from tvm_explorer.supervise.child_python import python_module_command
 
     with tempfile.TemporaryDirectory(prefix="tvm-explorer-profile-") as workdir:

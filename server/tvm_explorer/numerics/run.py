@@ -17,6 +17,7 @@ from dataclasses import dataclass
 import tvm
 
 from tvm_explorer.bundle.sections.numerics import SCHEMA_VERSION, unit, validate
+from tvm_explorer.capture.c_source import export_c_library
 from tvm_explorer.errors import ExplorerError
 from tvm_explorer.frontends.tflite.loader import LoadedModel
 from tvm_explorer.numerics.compare import (
@@ -33,7 +34,6 @@ from tvm_explorer.numerics.observe import KernelPlan, Observation, kernel_plan, 
 from tvm_explorer.numerics.reference import ReferenceRun, check_same_graph, describe, quantization_of, run_reference
 from tvm_explorer.provenance import OriginTable
 from tvm_explorer.remote.request import RemoteRequest
-from tvm_explorer.runtime.c_source import export_c_library
 from tvm_explorer.runtime.inputs import DEFAULT_SEED, inputs_for, model_inputs
 
 NUMERICS_TARGETS = ("llvm", "c")
@@ -70,7 +70,7 @@ def check_request(model: LoadedModel, target: str, options: NumericsOptions) -> 
 
 def runnable(executable, target: str, c_fixes: list[str] | None = None):
     """A module the VM can run: LLVM builds run as they are; C source is compiled first
-    (with the fixes of ``runtime/c_source.py``, added to ``c_fixes`` when given)."""
+    (with the fixes of ``capture/c_source.py``, added to ``c_fixes`` when given)."""
     if target != "c":
         return executable
     with tempfile.TemporaryDirectory(prefix="tvm-explorer-numerics-") as tmp:

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import os
 
+from tvm_explorer.capture.c_source import script_source
 from tvm_explorer.inert import markdown as md
 from tvm_explorer.inert.python import comment
-from tvm_explorer.runtime.c_source import script_source
 
 
 def _tvm_version() -> str:

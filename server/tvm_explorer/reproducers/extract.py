@@ -9,13 +9,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from tvm_explorer.bundle.reader import Bundle, Layer
+from tvm_explorer.capture.c_source import script_source
 from tvm_explorer.errors import ExplorerError
 from tvm_explorer.frontends.tflite.names import name_of
 from tvm_explorer.reproducers.harness import HARNESS
 from tvm_explorer.reproducers.relax_reference import ReferenceBuilder
 from tvm_explorer.reproducers.script_text import check_functions, comment, tvm_import
 from tvm_explorer.reproducers.signature import Argument, read_signature
-from tvm_explorer.runtime.c_source import script_source
 from tvm_explorer.version import __version__
 from tvm_explorer.whole_files import write_whole
 

@@ -1,6 +1,6 @@
 """Compiling TVM's generated C into a library the VM can load: the one place that does it
-(``--profile``, ``--numerics``, ``bisect``, ``reduce``'s repro script and ``extract``'s
-reproducers all go through ``export_c_library``).
+(``--profile``, ``--numerics``, ``bisect``, devices through ``remote/``, ``reduce``'s repro
+script and ``extract``'s reproducers all go through ``export_c_library``).
 
 TVM 0.27's C code generator spells some float constants the way its C++ printer does,
 which C and C++ do not know: infinity as ``inff`` (float32) and ``inf`` (float64), NaN as
@@ -53,12 +53,14 @@ def with_c_fixes(source, fixes):
     return "".join(lines[:at]) + prelude + "".join(lines[at:])
 
 
-def export_c_library(executable, lib_path, options=None):
-    """Compile ``executable`` (built for target ``c``) into the shared library ``lib_path``
-    with TVM's ``export_library`` and the system compiler, TVM's C fixed as above. Returns the
-    ``#define`` lines added (empty when the source needed none)."""
+def export_c_library(executable, lib_path, options=None, fcompile=None):
+    """Compile ``executable`` (built for target ``c``; or any module TVM exports) into the
+    shared library ``lib_path`` with TVM's ``export_library`` and the system compiler (or
+    ``fcompile``, e.g. a cross compiler from ``tvm.support.cc.cross_compiler``), TVM's C fixed
+    as above. Returns the ``#define`` lines added (empty when the source needed none)."""
     from tvm.support import cc
 
+    link = fcompile or cc.create_shared
     applied = []
 
     def compile_fixed(output, files, **kwargs):
@@ -71,8 +73,11 @@ def export_c_library(executable, lib_path, options=None):
                     with open(path, "w", encoding="utf-8") as fh:
                         fh.write(with_c_fixes(text, fixes))
                     applied.extend(f for f in fixes if f not in applied)
-        return cc.create_shared(output, files, **kwargs)
+        return link(output, files, **kwargs)
 
+    for attr in ("get_target_triple", "output_format", "object_format"):
+        if hasattr(link, attr):
+            setattr(compile_fixed, attr, getattr(link, attr))
     kwargs = {"options": list(options)} if options else {}
     executable.export_library(lib_path, fcompile=compile_fixed, **kwargs)
     return applied
@@ -85,4 +90,4 @@ def script_source():
 
     text = inspect.getsource(sys.modules[__name__])
     body = text[text.index("C_SPELLINGS = {") : text.index("\ndef script_source")]
-    return "# How tvm-explorer compiles TVM's C (its runtime/c_source.py)\n" + body.rstrip() + "\n"
+    return "# How tvm-explorer compiles TVM's C (its capture/c_source.py)\n" + body.rstrip() + "\n"
