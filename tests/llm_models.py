@@ -45,11 +45,13 @@ def _config(name: str):
     raise KeyError(name)
 
 
-def export(name: str, path: Path) -> Path:
-    """Export the tiny ``name`` model (seeded random weights) to ``path`` (.pt2)."""
+def export(name: str, path: Path, dynamic_seq: bool = False) -> Path:
+    """Export the tiny ``name`` model (seeded random weights) to ``path`` (.pt2);
+    ``dynamic_seq``: the sequence length a ``torch.export.Dim``."""
     cls, config = _config(name)
     torch.manual_seed(0)
     model = Wrapper(cls(config).eval()).eval()
     ids = torch.randint(0, VOCAB, (1, SEQ), generator=torch.Generator().manual_seed(0))
-    torch.export.save(torch.export.export(model, (ids,)), path)
+    shapes = {"ids": {1: torch.export.Dim("seq", min=2, max=32)}} if dynamic_seq else None
+    torch.export.save(torch.export.export(model, (ids,), dynamic_shapes=shapes), path)
     return path

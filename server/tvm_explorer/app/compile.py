@@ -296,6 +296,30 @@ class Capture:
             program = torch.export.export(program, tuple(example_args))
         return cls(describe_program(program, name), bundle, target, profile=profile)
 
+    @classmethod
+    def from_nn(
+        cls,
+        module,
+        spec,
+        bundle: str | os.PathLike | None = None,
+        target: str | None = None,
+        *,
+        name: str | None = None,
+        profile=None,
+    ) -> Capture:
+        """A capture of a ``tvm.relax.frontend.nn`` module: ``module`` (an ``nn.Module``) and
+        ``spec`` as ``module.export_tvm(spec)`` takes it. Every op the module emits is a node
+        with its module path and the line of your code that called it. ``name``: what the
+        bundle calls the model (default: the module's class)."""
+        from tvm_explorer.frontends.nn.export import describe_nn, fingerprint
+
+        if bundle is None:
+            raise TypeError("Capture.from_nn needs a bundle path")
+        label = name or f"{type(module).__name__}.nn"
+        model = describe_nn(module, spec, label, None)
+        model.sha256 = fingerprint(model)
+        return cls(model, bundle, target, profile=profile)
+
     def _cuda_plan(self, target: str):
         if target != "cuda" or self._costs.profile is None:
             return None

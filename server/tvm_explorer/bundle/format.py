@@ -14,6 +14,7 @@ LANGUAGE_BY_SUFFIX = {
     ".tflgraph": "tflgraph",
     ".onnxgraph": "onnxgraph",
     ".fxgraph": "fxgraph",
+    ".nngraph": "nngraph",
     ".relax": "tvm-relax",
     ".tir": "tvm-tir",
     ".c": "c",

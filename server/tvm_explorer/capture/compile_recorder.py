@@ -10,6 +10,7 @@ of the recorded pipeline.
 
 from __future__ import annotations
 
+import os
 import re
 import time
 
@@ -17,12 +18,14 @@ import tvm
 from tvm import relax
 
 from tvm_explorer.bundle.writer import BundleWriter
+from tvm_explorer.capture.codegen_check import bool_arithmetic
+from tvm_explorer.capture.dynamic_shapes import dynamic_dimension, unknown_shape_origin
 from tvm_explorer.capture.indexer import index_module
 from tvm_explorer.capture.parallel_print import DeferredDocuments, print_workers
 from tvm_explorer.capture.pass_changes import forget, same_function
 from tvm_explorer.capture.printer import ModulePrinter, assemble
 from tvm_explorer.capture.tracker import ProvenanceTracker
-from tvm_explorer.frontends import render_document
+from tvm_explorer.frontends import frontend_of, render_document
 from tvm_explorer.frontends.tflite.loader import LoadedModel
 from tvm_explorer.provenance import OriginTable
 from tvm_explorer.provenance.spans import handle
@@ -181,17 +184,45 @@ class CaptureSession:
         found = [
             n for n in names if re.search(rf"(?<!\w)(?:__tvm_ffi_)?{re.escape(n)}(?:_kernel|_compute_)?(?!\w)", message)
         ]
+        why = ""
+        dynamic = unknown_shape_origin(message, self.final_relax)
+        if dynamic is not None and not found:
+            layers = [self.model.layers[i] for i in self.origins.layers(dynamic) if i < len(self.model.layers)]
+            if layers:
+                unit = frontend_of(self.model).unit
+                return out + (
+                    f", {_layer_words(unit, layers[0])}: its input has the "
+                    f"{dynamic_dimension(layers[0], self.model)}, which TVM cannot lower here; "
+                    "export the model with static shapes (torch.export without dynamic_shapes, one "
+                    "fixed sequence length); tvm-explorer reduce cuts a .tflite/.onnx model down to "
+                    "the part that fails"
+                )
         if not found:
-            return out
+            culprit = bool_arithmetic(message, self.final_tir)
+            if culprit is None:
+                return out
+            found = [culprit[0]]
+            why = (
+                f": it {culprit[1]} booleans, which TVM's LLVM code generator cannot"
+                " (its C target can; tvm-explorer's own pipeline rewrites the cumsum case, docs/provenance.md)"
+            )
         kernel = max(found, key=len)
         layers = [
             self.model.layers[i]
             for i in self.origins.layers(self.tracker.function_set(kernel))
             if i < len(self.model.layers)
         ]
-        what = ", ".join(f"op {lay.op_index} {lay.opcode}{' ' + lay.name if lay.name else ''}" for lay in layers[:3])
+        unit = frontend_of(self.model).unit
+        what = ", ".join(_layer_words(unit, lay) for lay in layers[:3])
         more = f" and {len(layers) - 3} more" if len(layers) > 3 else ""
-        return out + f", kernel {kernel}" + (f" ({what}{more})" if what else "")
+        return out + f", kernel {kernel}" + (f" ({what}{more})" if what else "") + why
+
+
+def _layer_words(unit: str, lay) -> str:
+    """``op 3 CONV_2D conv1`` / ``node 11 aten.cumsum.default m.model/cumsum at modeling_llama.py:390``."""
+    text = f"{unit} {lay.op_index} {lay.opcode}{' ' + lay.name if lay.name else ''}"
+    source = getattr(lay, "source", None)
+    return text + (f" at {os.path.basename(source[0])}:{source[1]}" if source else "")
 
 
 @tvm.ir.instrument.pass_instrument

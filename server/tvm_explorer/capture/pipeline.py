@@ -42,10 +42,13 @@ def make_target(name: str, arch: str | None = None) -> tvm.target.Target:
 
 
 def relax_pipeline(target_name: str, target: tvm.target.Target):
-    """TVM's own Relax pipeline for the target: the fusing CPU one, or the CUDA backend's."""
+    """TVM's own Relax pipeline for the target (the fusing CPU one, or the CUDA backend's),
+    preceded by our rewrites of constructs TVM cannot build (``capture/workarounds.py``)."""
+    from tvm_explorer.capture.workarounds import with_workarounds
+
     if target_name == "cuda":
-        return relax.backend.cuda.get_default_pipeline(target)
-    return relax.backend.cpu_generic.get_default_pipeline(target)
+        return with_workarounds(relax.backend.cuda.get_default_pipeline(target))
+    return with_workarounds(relax.backend.cpu_generic.get_default_pipeline(target))
 
 
 def _placeholder_cuda_compile(code, *_):  # noqa: ARG001 - TVM's callback signature

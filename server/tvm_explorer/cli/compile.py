@@ -25,7 +25,11 @@ from tvm_explorer.supervise.supervisor import STOP_SIGNALS as _STOP_SIGNALS
 
 def add_parser(sub) -> None:
     p = sub.add_parser("compile", help="compile a model into an explorer bundle")
-    p.add_argument("model", help="the model: .tflite, .onnx or .pt2 (a saved torch.export program)")
+    p.add_argument(
+        "model",
+        help="the model: .tflite, .onnx, .pt2 (a saved torch.export program) or FILE.py:FACTORY "
+        "(a tvm.relax.frontend.nn model; FILE.py is code and is run)",
+    )
     p.add_argument("-o", "--output", help="bundle directory to write")
     p.add_argument(
         "--target",

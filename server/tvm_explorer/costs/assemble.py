@@ -198,6 +198,8 @@ def build(
         "wall_ms": _r(statistics.median(measured.wall_ms)) if measured is not None else None,
         "plain_wall_ms": _r(statistics.median(measured.plain_wall_ms)) if measured is not None else None,
     }
+    if measured is not None and measured.c_fixes:
+        profile["c_fixes"] = list(measured.c_fixes)
     return {
         "schema_version": SCHEMA_VERSION,
         "target": target,

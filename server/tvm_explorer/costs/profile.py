@@ -37,6 +37,7 @@ class Measured:
     wall_ms: list[float]
     plain_wall_ms: list[float]
     clock: str = "process_cpu"  # or "device_timer" (CUDA events on CUDA)
+    c_fixes: list[str] | None = None  # the ``#define`` lines TVM's C was compiled with (capture/c_source.py)
 
 
 class ProfileFailed(Exception):
@@ -69,20 +70,23 @@ def write_outcome(result_path, measure) -> None:
 
 
 def _load(executable, target: str, workdir: str):
-    """Two VMs on the same module: one to instrument, one for the plain runs."""
+    """Two VMs on the same module (one to instrument, one for the plain runs), and the C
+    fixes the module was compiled with."""
     import tvm
     from tvm import relax
 
-    module = executable
+    from tvm_explorer.capture.c_source import export_c_library
+
+    module, fixes = executable, []
     if target == "c":
         lib = os.path.join(workdir, "model.so")
         try:
             # -O2, as a C user would build it (without, gcc compiles -O0: 10x slower runs)
-            executable.export_library(lib, options=["-O2"])
+            fixes = export_c_library(executable, lib, options=["-O2"])
         except Exception as err:  # noqa: BLE001 - the system compiler's verdict
             raise ProfileFailed(f"the system C compiler rejected the generated C: {first_line(err)}") from None
         module = tvm.runtime.load_module(lib)
-    return relax.VirtualMachine(module, tvm.cpu()), relax.VirtualMachine(module, tvm.cpu())
+    return relax.VirtualMachine(module, tvm.cpu()), relax.VirtualMachine(module, tvm.cpu()), fixes
 
 
 class ProcessClock:
@@ -202,8 +206,8 @@ def _run(vm, plain_vm, args, repeat: int, clock) -> dict:
 def _measure(executable, target: str, arrays, repeat: int, workdir: str) -> dict:
     import tvm
 
-    vm, plain_vm = _load(executable, target, workdir)
-    return _run(vm, plain_vm, [tvm.runtime.tensor(a) for a in arrays], repeat, ProcessClock())
+    vm, plain_vm, fixes = _load(executable, target, workdir)
+    return _run(vm, plain_vm, [tvm.runtime.tensor(a) for a in arrays], repeat, ProcessClock()) | {"c_fixes": fixes}
 
 
 def measure_loaded(lib, device: str, arrays, repeat: int) -> dict:
@@ -256,12 +260,13 @@ def measure_on_device(
 
     import numpy as np
 
+    from tvm_explorer.capture.c_source import export_c_library
     from tvm_explorer.supervise.child_python import python_module_command
 
     with tempfile.TemporaryDirectory(prefix="tvm-explorer-profile-") as workdir:
         lib = os.path.join(workdir, "model.so")
         try:
-            executable.export_library(lib, **({"options": options} if options else {}))
+            fixes = export_c_library(executable, lib, options)
         except Exception as err:  # noqa: BLE001 - the host compiler's verdict
             raise ProfileFailed(f"the system compiler rejected the generated code: {first_line(err)}") from None
         inputs, result = os.path.join(workdir, "inputs.npz"), os.path.join(workdir, "result.json")
@@ -284,7 +289,9 @@ def measure_on_device(
             raise ProfileFailed(f"the model crashed while running ({name})")
         if proc.returncode != 0 and not os.path.exists(result):
             raise ProfileFailed(f"the profiling process failed: {first_line(proc.stderr)}")
-        return _read_result(result)
+        measured = _read_result(result)
+        measured.c_fixes = fixes
+        return measured
 
 
 def _die_with_parent() -> None:
@@ -338,4 +345,5 @@ def _read_result(result_path: str) -> Measured:
         got["wall_ms"],
         got["plain_wall_ms"],
         got.get("clock", "process_cpu"),
+        got.get("c_fixes"),
     )

@@ -12,12 +12,13 @@ import os
 
 from tvm_explorer.errors import ModelError
 from tvm_explorer.frontends.base import Frontend
+from tvm_explorer.frontends.nn import FRONTEND as NN
 from tvm_explorer.frontends.onnx import FRONTEND as ONNX
 from tvm_explorer.frontends.tflite import FRONTEND as TFLITE
 from tvm_explorer.frontends.torch import FRONTEND as TORCH
 from tvm_explorer.provenance import OriginTable
 
-FRONTENDS: tuple[Frontend, ...] = (TFLITE, ONNX, TORCH)
+FRONTENDS: tuple[Frontend, ...] = (TFLITE, ONNX, TORCH, NN)
 _BY_SUFFIX = {f.suffix: f for f in FRONTENDS}
 _BY_KIND = {f.kind: f for f in FRONTENDS}
 SUFFIXES = {f.suffix: f.kind for f in FRONTENDS}
@@ -25,7 +26,11 @@ SUFFIXES = {f.suffix: f.kind for f in FRONTENDS}
 
 def frontend_for(path: str | os.PathLike) -> Frontend:
     """The frontend of a file, by its suffix (TFLite for anything unknown, whose loader then
-    says what the file is not)."""
+    says what the file is not); ``FILE.py:FACTORY`` is a ``tvm.relax.frontend.nn`` model."""
+    from tvm_explorer.frontends.nn.factory import split_factory
+
+    if split_factory(os.fspath(path)) is not None:
+        return NN
     return _BY_SUFFIX.get(os.path.splitext(os.fspath(path))[1].lower(), TFLITE)
 
 

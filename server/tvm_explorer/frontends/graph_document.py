@@ -14,7 +14,7 @@ from tvm_explorer.frontends.graph import GraphModel, GraphNode
 from tvm_explorer.frontends.tflite.loader import TensorInfo
 from tvm_explorer.provenance import OriginTable
 
-_TITLES = {"onnx": "ONNX model", "torch": "PyTorch ExportedProgram"}
+_TITLES = {"onnx": "ONNX model", "torch": "PyTorch ExportedProgram", "nn": "tvm.relax.frontend.nn module"}
 
 
 def _type(t: TensorInfo) -> str:

@@ -86,16 +86,15 @@ def compare(
     else:
         steps = None
         a, r = value.astype(np.float64), reference.astype(np.float64)
+    note = None
     if not (np.all(np.isfinite(a)) and np.all(np.isfinite(r))):
-        same = bool(np.array_equal(a, r, equal_nan=True))
-        return Error(
-            0.0 if same else math.inf,
-            0.0 if same else math.inf,
-            1.0 if same else 0.0,
-            steps,
-            not same,
-            None if same else "non-finite values",
-        )
+        # Non-finite values in the same places with the same values (an attention mask's
+        # -inf) agree; the error is that of the finite rest.
+        odd = ~(np.isfinite(a) & np.isfinite(r))
+        if not np.array_equal(a[odd], r[odd], equal_nan=True):
+            return Error(math.inf, math.inf, 0.0, steps, True, "non-finite values")
+        note = f"{int(odd.sum())} non-finite value(s) (inf/nan) equal in both"
+        a, r = np.where(odd, 0.0, a), np.where(odd, 0.0, r)
     diff = np.abs(a - r).ravel()
     max_abs = float(diff.max(initial=0.0))
     magnitude = float(np.abs(r).max(initial=0.0))
@@ -109,7 +108,7 @@ def compare(
         diverges = max_abs > FLOAT_REL_TOLERANCE * max(magnitude, FLOAT_ABS_FLOOR) or cosine < COSINE_MIN
     else:
         diverges = max_abs > 0
-    return Error(max_abs, max_rel, cosine, steps, bool(diverges), budget=budget)
+    return Error(max_abs, max_rel, cosine, steps, bool(diverges), note, budget=budget)
 
 
 def _same(a: Quantization, b: Quantization) -> bool:

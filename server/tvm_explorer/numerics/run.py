@@ -17,6 +17,7 @@ from dataclasses import dataclass
 import tvm
 
 from tvm_explorer.bundle.sections.numerics import SCHEMA_VERSION, unit, validate
+from tvm_explorer.capture.c_source import export_c_library
 from tvm_explorer.errors import ExplorerError
 from tvm_explorer.frontends.tflite.loader import LoadedModel
 from tvm_explorer.numerics.compare import (
@@ -60,19 +61,23 @@ def check_request(model: LoadedModel, target: str, options: NumericsOptions) -> 
             f"--numerics runs the compiled model on this machine's CPU: use --target llvm or c (not {target})"
         )
     inputs_for(model, options.inputs, options.seed)
+    describe(options.reference or model.path)  # a kind with no reference framework says so here
     if options.reference:
         if not os.path.isfile(options.reference):
             raise ExplorerError(f"{options.reference}: no such reference model")
         check_same_graph(model, options.reference)
 
 
-def runnable(executable, target: str):
-    """A module the VM can run: LLVM builds run as they are; C source is compiled first."""
+def runnable(executable, target: str, c_fixes: list[str] | None = None):
+    """A module the VM can run: LLVM builds run as they are; C source is compiled first
+    (with the fixes of ``capture/c_source.py``, added to ``c_fixes`` when given)."""
     if target != "c":
         return executable
     with tempfile.TemporaryDirectory(prefix="tvm-explorer-numerics-") as tmp:
         lib = os.path.join(tmp, "model.so")
-        executable.export_library(lib)
+        applied = export_c_library(executable, lib)
+        if c_fixes is not None:
+            c_fixes.extend(f for f in applied if f not in c_fixes)
         return tvm.runtime.load_module(lib)
 
 
@@ -101,12 +106,19 @@ def build_unfused(model: LoadedModel, target: str, pipeline: str | None = None):
 
 
 def _observe(
-    model, executable, target, final_relax, origins, inputs, remote: RemoteRequest | None = None
+    model,
+    executable,
+    target,
+    final_relax,
+    origins,
+    inputs,
+    remote: RemoteRequest | None = None,
+    c_fixes: list[str] | None = None,
 ) -> tuple[KernelPlan, Observation]:
     plan = kernel_plan(final_relax, origins, model)
     ordered = [inputs[i.name] for i in model_inputs(model)]
     if remote is None:
-        return plan, run_observed(runnable(executable, target), plan, ordered, tvm.cpu())
+        return plan, run_observed(runnable(executable, target, c_fixes), plan, ordered, tvm.cpu())
     return plan, _observe_on_device(executable, target, final_relax, plan, ordered, remote)
 
 
@@ -205,8 +217,11 @@ def run_numerics(
     reference_path = options.reference or model.path
     ref = run_reference(reference_path, inputs)
     ours_q = quantization_of(model.path) if options.reference else ref.quantization
+    c_fixes: list[str] = []
     try:
-        fused_plan, fused_obs = _observe(model, executable, target, final_relax, origins, inputs, options.remote)
+        fused_plan, fused_obs = _observe(
+            model, executable, target, final_relax, origins, inputs, options.remote, c_fixes
+        )
     except ExplorerError:
         raise
     except Exception as err:  # noqa: BLE001 - a TVM runtime failure is reported, not raised
@@ -217,7 +232,7 @@ def run_numerics(
     if options.unfused:
         try:
             ex2, relax2, origins2 = build_unfused(model, target, options.pipeline)
-            unfused = _observe(model, ex2, target, relax2, origins2, inputs, options.remote)
+            unfused = _observe(model, ex2, target, relax2, origins2, inputs, options.remote, c_fixes)
         except ExplorerError:
             raise
         except Exception as err:  # noqa: BLE001
@@ -270,6 +285,8 @@ def run_numerics(
         )
     if unfused is not None:
         data["fused_first_divergence"] = _first(layers, lambda e: e["fused"])
+    if c_fixes:
+        data["c_fixes"] = c_fixes
     return validate(data, {(lay.subgraph, lay.op_index) for lay in model.layers})
 
 

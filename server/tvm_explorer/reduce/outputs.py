@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 
+from tvm_explorer.capture.c_source import script_source
 from tvm_explorer.inert import markdown as md
 from tvm_explorer.inert.python import comment
 
@@ -181,6 +182,8 @@ def repro(*, small, stock_import, original, target, pipeline) -> str:
                     f"pipeline = _user_pipeline{func[len(func.split('.')[0]) :]}(target)  # --pipeline {comment(pipeline)}",
                 ]
         if original.kind in ("culprit", "diverge"):
+            if target == "c":
+                parts += ["import re", "", "", *script_source().splitlines(), ""]
             parts += _DIVERGE.splitlines()
         else:
             parts += [
@@ -208,7 +211,7 @@ def run(ex, inputs):
         import tempfile
 
         lib = os.path.join(tempfile.mkdtemp(), "model.so")
-        ex.export_library(lib)
+        export_c_library(ex, lib)  # TVM's C with the spellings C lacks defined (above)
         ex = tvm.runtime.load_module(lib)
     out = relax.VirtualMachine(ex, tvm.cpu())["main"](*[tvm.runtime.tensor(x) for x in inputs])
     return flat(out)

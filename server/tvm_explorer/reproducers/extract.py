@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from tvm_explorer.bundle.reader import Bundle, Layer
+from tvm_explorer.capture.c_source import script_source
 from tvm_explorer.errors import ExplorerError
 from tvm_explorer.frontends.tflite.names import name_of
 from tvm_explorer.reproducers.harness import HARNESS
@@ -342,6 +343,7 @@ def extract(
         "KERNELS = {",
         *specs,
         "}",
+        *(["", "import re", "", "", script_source()] if target == "c" else []),
         HARNESS,
     ]
     return Reproducer("\n".join(body), kernels, path, pidx, pname, layers, label)

@@ -125,9 +125,17 @@ def time_per_call(func, args, dev, budget=0.2):
 
 
 def build_kernels(target):
-    """Build the kernels as the bundle's compile did (opt level 3)."""
+    """Build the kernels as the bundle's compile did (opt level 3); C is compiled the way
+    tvm-explorer compiles it (export_c_library, above)."""
     with tvm.transform.PassContext(opt_level=3):
-        return tvm.compile(Kernels, target=target)
+        executable = tvm.compile(Kernels, target=target)
+    if TARGET != "c":
+        return executable
+    import tempfile
+
+    lib = os.path.join(tempfile.mkdtemp(prefix="repro-"), "kernels.so")
+    export_c_library(executable, lib)
+    return tvm.runtime.load_module(lib)
 
 
 def cuda_source_only(target):

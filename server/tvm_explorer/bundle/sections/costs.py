@@ -70,6 +70,8 @@ class CostProfile(_ProfileRequired, total=False):
     where: str | None  # "host" | "remote" (absent in bundles written before remote runs)
     remote: CostRemote | None
     device_total_ms: list[float | None] | None  # several devices: each one's total
+    c_fixes: list[str]
+    """The ``#define`` lines TVM's C was compiled with (target ``c``; absent when none)."""
 
 
 class _LayerRequired(TypedDict):
@@ -211,6 +213,8 @@ def _check_profile(profile) -> None:
             for key in ("address", "key", "triple", "cpu", "description"):
                 f.string(d.get(key), f"{where}: '{key}'", nullable=True)
             f.integer(d.get("threads"), f"{where}: 'threads'", nullable=True)
+    if "c_fixes" in profile:
+        f.strings(profile["c_fixes"], "'profile': 'c_fixes'")
 
 
 def _check_runs(runs, where: str) -> None:

@@ -83,6 +83,8 @@ class NumericsDocument(_NumericsRequired, total=False):
     inputs: str | None
     first_divergence: LayerPosition | None
     fused_first_divergence: LayerPosition | None
+    c_fixes: list[str]
+    """The ``#define`` lines TVM's C was compiled with (target ``c``; absent when none)."""
 
 
 def _position(value, where: str) -> None:
@@ -147,6 +149,8 @@ def validate(data: object, layer_keys: set[tuple[int, int]] | None = None) -> Nu
             if not isinstance(entry["fused"], dict):
                 raise NumericsError(f"{where}: 'fused' must be an object")
             _figures(entry["fused"], f"{where} (fused)")
+    if "c_fixes" in data:
+        f.strings(data["c_fixes"], "'c_fixes'", NumericsError)
     listed = {(e["subgraph"], e["op_index"]) for e in layers}
     for key in ("first_divergence", "fused_first_divergence"):
         _position(data.get(key), f"'{key}'")
