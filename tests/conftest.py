@@ -64,15 +64,23 @@ class LLMBundles:
         self.root = root
         self._done: dict[str, Path] = {}
 
-    def get(self, name: str) -> Path:
-        if name not in self._done:
-            from tests import llm_models
+    def program(self, name: str) -> Path:
+        """The exported program (``.pt2``) of ``name``, exported once."""
+        from tests import llm_models
 
-            folder = self.root / name
-            folder.mkdir()
-            program = llm_models.export(name, folder / f"{name}.pt2")
-            out = folder / f"{name}.bundle"
-            run_cli("compile", program, "-o", out, "--target", "c", check=True)
+        path = self.root / name / f"{name}.pt2"
+        if not path.exists():
+            path.parent.mkdir(exist_ok=True)
+            llm_models.export(name, path)
+        return path
+
+    def get(self, name: str) -> Path:
+        """Its bundle for target c, profiled and with numerics (one compile serves the source,
+        rollup and C-target tests alike)."""
+        if name not in self._done:
+            program = self.program(name)
+            out = program.with_suffix(".bundle")
+            run_cli("compile", program, "-o", out, "--target", "c", "--profile", "--numerics", check=True)
             self._done[name] = out
         return self._done[name]
 

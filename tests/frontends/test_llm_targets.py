@@ -23,13 +23,12 @@ INFF = "#define inff (__builtin_inff())"
 
 
 @pytest.fixture(scope="session")
-def llms(tmp_path_factory) -> dict[str, Path]:
-    """The tiny Llama and GPT-2 of tests/llm_models.py, and the Llama exported with a dynamic
-    sequence length (the plain c bundles of ``llm_bundles`` are not profiled; these are)."""
+def llms(llm_bundles, tmp_path_factory) -> dict[str, Path]:
+    """The tiny Llama of tests/llm_models.py (the session's export, shared with the source-line
+    tests) and the Llama exported with a dynamic sequence length."""
     root = tmp_path_factory.mktemp("llm_targets")
     return {
-        "llama": llm_models.export("llama", root / "llama.pt2"),
-        "gpt2": llm_models.export("gpt2", root / "gpt2.pt2"),
+        "llama": llm_bundles.program("llama"),
         "llama_dyn": llm_models.export("llama", root / "llama_dyn.pt2", dynamic_seq=True),
     }
 
@@ -75,8 +74,8 @@ def _assert_mask_line(message: str) -> None:
     assert "create_causal_mask(" in line, line
 
 
-def test_llama_c_profile_and_numerics_measure(llms, bundles):
-    out = bundles.get(llms["llama"], "c", "--profile", "--numerics")
+def test_llama_c_profile_and_numerics_measure(llm_bundles):
+    out = llm_bundles.get("llama")  # target c, --profile --numerics
     _assert_measured_per_layer(out, [INFF])
     numerics = _assert_matches_reference(out, [INFF])
     # the causal mask's -inf: equal in both, so the masked add agrees (not "non-finite")
@@ -87,8 +86,8 @@ def test_llama_c_profile_and_numerics_measure(llms, bundles):
     assert "__builtin_inff" not in (out / "code/module.c").read_text()
 
 
-def test_gpt2_c_profile_and_numerics_measure(llms, bundles):
-    out = bundles.get(llms["gpt2"], "c", "--profile", "--numerics")
+def test_gpt2_c_profile_and_numerics_measure(llm_bundles):
+    out = llm_bundles.get("gpt2")  # target c, --profile --numerics
     _assert_measured_per_layer(out, _json(out, "costs.json")["profile"].get("c_fixes", []))
     _assert_matches_reference(out, _json(out, "numerics.json").get("c_fixes", []))
 

@@ -87,8 +87,10 @@ async def test_lenses_and_layer_places_name_repeated_layers_once(client, llama):
     heading = {lines[lens.range.start.line]: lens.command.title for lens in lenses
                if lines[lens.range.start.line].startswith("module ")}
     title = heading["module m.model.layers.0.self_attn.q_proj (Linear)"]
-    assert re.fullmatch(r"module: \d+ C lines · .* · 4 layers · all 2 repeats "
-                        r"\(m\.model\.layers\.\{0\.\.1\}\.self_attn\.q_proj\): \d+ C lines · .* · 8 layers", title), title
+    # the session's Llama is profiled: time and share first, then code, workspace and layers
+    assert re.fullmatch(r"module: [\d.]+ ms · \d+ % · \d+ C lines · .* · 4 layers · all 2 repeats "
+                        r"\(m\.model\.layers\.\{0\.\.1\}\.self_attn\.q_proj\): [\d.]+ ms · \d+ % · \d+ C lines · .* · 8 layers",
+                        title), title
     assert "module m.model.layers.1.self_attn.q_proj (Linear)" in heading  # its first heading too
     doc = types.TextDocumentIdentifier(uri(llama.root / "code" / "module.c"))
     got = await client.protocol.send_request_async(

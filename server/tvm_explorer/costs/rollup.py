@@ -76,6 +76,11 @@ def by_module(layers: list[CostLayer], depth: int | None = None) -> list[ModuleC
     return sort_modules([_sum(module, [module], rows, [lay["id"] for lay in rows]) for module, rows in groups.items()])
 
 
+def _path_order(path: str) -> tuple:
+    """A module path's sort key with its numeric parts as numbers."""
+    return tuple((0, int(p), "") if p.isdigit() else (1, 0, p) for p in path.split("."))
+
+
 def across_repeats(rows: list[ModuleCost]) -> list[ModuleCost]:
     """The rows of ``by_module`` whose modules differ only in a layer index, merged
     (``model.layers.{0..31}.self_attn``: one block kind over every decoder layer); only the
@@ -84,7 +89,8 @@ def across_repeats(rows: list[ModuleCost]) -> list[ModuleCost]:
     for module, at in group_repeated([r["module"] for r in rows]):
         if len(at) < 2:
             continue
-        members = [rows[i] for i in at]
+        # in layer order (layers.0, layers.1, …, layers.10), whatever their costs' order
+        members = sorted((rows[i] for i in at), key=lambda r: _path_order(r["module"]))
         out.append(_sum(module, [r["module"] for r in members], members, [lid for r in members for lid in r["layers"]]))
     return sort_modules(out)
 
