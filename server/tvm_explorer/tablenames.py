@@ -3,12 +3,18 @@
 Converters give every layer of a model the same long scope (``mobilenetv2_1.00_224_1/
 mobilenetv2_1.00_224/…``): cut at the right, every row reads the same. So the scope most
 rows share is left out once (the table says so above its rows), and a name still too wide
-loses its left end, at a ``/`` where one fits, keeping the part that tells layers apart.
+loses its left end, at a ``/`` (or a PyTorch module path's ``.``) where one fits, keeping the
+part that tells layers apart (``….layers.0.mlp.down_proj/mm_6``, not ``…/mm_6``).
 """
 
 from __future__ import annotations
 
+import re
+
 ELLIPSIS = "…"
+# Where a shortened name may start: a "/" (TF, ONNX scopes; a PyTorch module path's end), or a
+# "." of a PyTorch module path (".mlp", ".0.") — not the "." inside "mobilenet_1.00_224".
+_BOUNDARY = re.compile(r"/|\.(?=[A-Za-z_]|\d+(?:[./]|$))")
 
 
 def shared_prefix(names: list[str]) -> str:
@@ -35,9 +41,9 @@ def shorten(name: str, width: int, at_scope: bool = True) -> str:
     if width <= 1:
         return name[-width:] if width > 0 else ""
     tail = name[-(width - 1) :]
-    cut = tail.find("/")
-    if at_scope and 0 <= cut < len(tail) - 1:
-        tail = tail[cut:]  # start at a scope boundary where the rest still fits
+    found = _BOUNDARY.search(tail)
+    if at_scope and found and found.start() < len(tail) - 1:
+        tail = tail[found.start() :]  # start at a scope boundary where the rest still fits
     return ELLIPSIS + tail
 
 

@@ -59,3 +59,13 @@ def test_shortened_names_of_real_models_stay_distinct(model):
     assert len(shown) == len(set(names))
     assert all(len(s) <= 40 for s in shown)
     assert any(len(n) > 40 for n in names)  # the model does need shortening
+
+
+def test_pytorch_module_paths_keep_their_inner_modules():
+    """A PyTorch name is ``module.path/node``: cut at a ``.`` of the path, not to ``…/mm_6``;
+    the dots inside a TF scope's ``1.00_224`` are not boundaries."""
+    from tvm_explorer.tablenames import shorten
+
+    assert shorten("m.model.layers.0.mlp.down_proj/mm_6", 31) == "….layers.0.mlp.down_proj/mm_6"
+    assert shorten("m.model.layers.11.self_attn.q_proj/mm", 24) == "….11.self_attn.q_proj/mm"
+    assert shorten("mobilenetv2_1.00_224/block_1_expand/Conv2D", 30) == "…/block_1_expand/Conv2D"
