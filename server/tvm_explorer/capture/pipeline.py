@@ -20,15 +20,17 @@ def make_target(name: str, arch: str | None = None) -> tvm.target.Target:
         return tvm.target.Target("c")
     if name == "llvm":
         return tvm.target.Target("llvm")
-    kind, *words = name.split()
+    kind, *words = name.split() or [""]
     if kind == "llvm" and words:
         options = dict(w.lstrip("-").partition("=")[::2] for w in words)
         if not all(w.startswith("-") and "=" in w for w in words) or not all(options.values()):
             raise ExplorerError(f"--target {name!r}: options are -key=value (e.g. llvm -mtriple=aarch64-linux-gnu)")
         try:
-            return tvm.target.Target({"kind": "llvm", **options})
+            target = tvm.target.Target({"kind": "llvm", **options})
         except Exception as err:  # noqa: BLE001 - TVM's verdict on the options
             raise ExplorerError(f"--target {name!r}: {' '.join(str(err).split())[:300]}") from None
+        _check_cpu(name, target, options.get("mcpu"))
+        return target
     if name == "cuda":
         # sm_80 fixes the schedule rules' assumptions; no GPU is needed to generate source.
         # The shared memory per block is the value dlight falls back to (with a warning per
@@ -39,6 +41,19 @@ def make_target(name: str, arch: str | None = None) -> tvm.target.Target:
     raise ExplorerError(
         f"unsupported target {name!r}; choose one of: {', '.join(TARGETS)} (llvm with options: 'llvm -mtriple=…')"
     )
+
+
+def _check_cpu(name: str, target: tvm.target.Target, cpu: str | None) -> None:
+    """LLVM quietly builds for a generic CPU when it does not know ``-mcpu`` (a typo would
+    measure the wrong code): refuse it, naming the CPUs it knows for the triple."""
+    if not cpu:
+        return
+    from tvm.target import codegen
+
+    known = sorted(str(c) for c in codegen.llvm_get_cpu_archlist(target))
+    if known and cpu not in known:
+        shown = ", ".join(known[:12]) + (f" and {len(known) - 12} more" if len(known) > 12 else "")
+        raise ExplorerError(f"--target {name!r}: unsupported target CPU {cpu!r} for this triple; LLVM knows {shown}")
 
 
 def relax_pipeline(target_name: str, target: tvm.target.Target):
