@@ -211,7 +211,7 @@ def test_bundle_loading_code_is_json_and_text_only():
                 if name in ("loads", "load"):
                     owner = getattr(func.value, "id", None) if isinstance(func, ast.Attribute) else None
                     assert owner == "json", (rel, node.lineno, ast.unparse(node))
-                else:
+                elif ast.unparse(func) != "re.compile":  # a regular expression, not code
                     assert name not in FORBIDDEN_CALLS, (rel, node.lineno, ast.unparse(node))
 
 

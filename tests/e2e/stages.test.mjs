@@ -86,7 +86,7 @@ function assertWithin(column, expected, what) {
   assert.deepEqual(stray, [], `${what}: ${column.title} highlights lines ${stray} that are not the layer's`);
 }
 
-test('the cursor in TIR highlights its layer in the model, Relax and C columns; in C, the fused kernel\'s layers in the model', async () => {
+test('the cursor in TIR highlights its layer in the model, Relax and C columns; in C, the layers of the fused kernel in the model', async () => {
   const { session, bundle } = suite;
   const { page } = session;
   const [model] = bundle.documents('model');

@@ -1,7 +1,7 @@
 /**
  * The extension on a PyTorch bundle: tests/frontends/torch_nets.py's residual net, exported
  * with torch.export and compiled for target c at test start. Ctrl-click on a ReLU statement of
- * the generated C offers the model entry and the line of forward() that made it; the hover
+ * the generated C lands on the line of forward() that made it, then F12 on the model entry; the hover
  * names the module, its class and that line. Screenshots in test-artifacts/vscode/ (torch-).
  */
 import assert from 'node:assert/strict';
@@ -26,35 +26,38 @@ function reluStatement() {
   return suite.bundle.statementOf('code/module.c', 'aten.relu.default', { inLoop: true });
 }
 
-test('ctrl-click on generated C lands on the model entry; F12 goes on to the forward() line', async () => {
+test('ctrl-click on generated C lands on the forward() line; F12 goes on to the model entry', async () => {
   const { page } = suite.session;
   const stmt = reluStatement();
   await openAt(suite, 'code/module.c', stmt.line);
   await screenshot(page, 'torch-01-c-relu');
-  const inModel = await poll(async () => {
-    if ((await activeTabTitle(page)).includes('model.fxgraph')) return true;
-    await ctrlClickRect(page, await wordRectOnCursorLine(page, stmt.word, stmt.character));
-    return poll(async () => (await activeTabTitle(page)).includes('model.fxgraph'), { timeoutMs: 3000 });
-  }, { timeoutMs: 90000, intervalMs: 1000 });
-  assert.ok(inModel, 'ctrl-click did not open model.fxgraph');
-  const entry = await cursorPosition(page);
-  const entryText = suite.bundle.layerEntry(stmt.layers[0].id);
-  assert.equal(entry?.line, entryText.line + 1, 'not on the relu entry of the model document');
-  await screenshot(page, 'torch-02-model-entry');
-  // The definitions are the model entries (one per origin node) and then the source line:
-  // F12 steps through them ("Symbol 1 of 3, F12 for next").
+  // The definitions: the innermost line of model code first (issue 32), then the model
+  // document's entries, then the calling frames; F12 steps through them ("Symbol 1 of N").
   const inSource = await poll(async () => {
     if ((await activeTabTitle(page)).includes('torch_nets.py')) return true;
-    await page.keyboard.press('F12');
-    return poll(async () => (await activeTabTitle(page)).includes('torch_nets.py'), { timeoutMs: 2000 });
-  }, { timeoutMs: 20000, intervalMs: 500 });
-  assert.ok(inSource, `F12 did not reach torch_nets.py (active tab: ${await activeTabTitle(page)})`);
+    await ctrlClickRect(page, await wordRectOnCursorLine(page, stmt.word, stmt.character));
+    return poll(async () => (await activeTabTitle(page)).includes('torch_nets.py'), { timeoutMs: 3000 });
+  }, { timeoutMs: 90000, intervalMs: 1000 });
+  assert.ok(inSource, `ctrl-click did not open torch_nets.py (active tab: ${await activeTabTitle(page)})`);
   const pos = await poll(async () => {
     const p = await cursorPosition(page);
     return p && p.line === 22 ? p : undefined;
   });
-  await screenshot(page, 'torch-03-forward-line');
+  await screenshot(page, 'torch-02-forward-line');
   assert.ok(pos, `cursor not on forward() line 22 of ${NETS}: ${JSON.stringify(await cursorPosition(page))}`);
+  const inModel = await poll(async () => {
+    if ((await activeTabTitle(page)).includes('model.fxgraph')) return true;
+    await page.keyboard.press('F12');
+    return poll(async () => (await activeTabTitle(page)).includes('model.fxgraph'), { timeoutMs: 2000 });
+  }, { timeoutMs: 20000, intervalMs: 500 });
+  assert.ok(inModel, `F12 did not reach model.fxgraph (active tab: ${await activeTabTitle(page)})`);
+  const entryText = suite.bundle.layerEntry(stmt.layers[0].id);
+  const entry = await poll(async () => {
+    const p = await cursorPosition(page);
+    return p && p.line === entryText.line + 1 ? p : undefined;
+  });
+  await screenshot(page, 'torch-03-model-entry');
+  assert.ok(entry, `not on the relu entry of the model document: ${JSON.stringify(await cursorPosition(page))}`);
 });
 
 test('hovering the statement names module, class and source line', async () => {

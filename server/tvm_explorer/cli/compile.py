@@ -120,7 +120,10 @@ def _compile_in_this_process(args) -> int:
     for sig in _STOP_SIGNALS:
         signal.signal(sig, on_signal)
     try:
-        compiling["now"] = True
+        # Loading the model and importing TVM (which imports torch when it is installed) run
+        # native module initialisers: a KeyboardInterrupt raised inside one (torch's pybind11
+        # init) aborts the whole process. An interrupt there is noted and raised just after.
+        compiling["now"] = False
         try:
             signal.pthread_sigmask(signal.SIG_UNBLOCK, _STOP_SIGNALS)
             apply_memory_limit(args.memory_limit)
@@ -139,6 +142,9 @@ def _compile_in_this_process(args) -> int:
             os.environ.setdefault(ENV_WORKERS, "auto")
             from tvm_explorer.cli.progress_display import progress_display
 
+            compiling["now"] = True
+            if stop:
+                raise KeyboardInterrupt(stop["why"])
             with progress_display("none" if args.no_spans else args.progress) as on_progress:
                 result = compile_model(
                     model,
