@@ -7,7 +7,7 @@ from __future__ import annotations
 import statistics
 from dataclasses import dataclass
 
-from tvm_explorer.bundle.sections.costs import SCHEMA_VERSION, SPLIT_RULE
+from tvm_explorer.bundle.sections.costs import PROFILE_NUMBERS, SCHEMA_VERSION, SPLIT_RULE
 from tvm_explorer.costs.profile import WARMUP, Measured
 from tvm_explorer.costs.static import StaticCosts
 
@@ -249,15 +249,7 @@ def build_on_devices(
 
     doc = each[0]
     doc["total_ms"] = total = med(d["total_ms"] for d in each)
-    for key in (
-        "plain_run_ms",
-        "plain_run_min_ms",
-        "plain_run_max_ms",
-        "runtime_ms",
-        "wall_ms",
-        "plain_wall_ms",
-        "total_min_ms",
-    ):
+    for key in PROFILE_NUMBERS:
         doc["profile"][key] = med(d["profile"][key] for d in each)
     doc["profile"]["device_total_ms"] = [d["total_ms"] for d in each]
     for part in ("layers", "kernels"):

@@ -175,7 +175,7 @@ def measured_on(profile: CostProfile) -> str | None:
 
 # -- reading ------------------------------------------------------------------------------
 _PROFILE_STRINGS = ("reason", "inputs", "device", "device_name", "clock", "split", "where")
-_PROFILE_NUMBERS = (
+PROFILE_NUMBERS = (  # the profile's figures (several devices: each the median of theirs)
     "plain_run_ms",
     "plain_run_min_ms",
     "plain_run_max_ms",
@@ -191,7 +191,7 @@ def _check_profile(profile) -> None:
     f.string(profile.get("status"), "'profile': 'status'")
     for key in _PROFILE_STRINGS:
         f.string(profile.get(key), f"'profile': '{key}'", nullable=True)
-    for key in _PROFILE_NUMBERS:
+    for key in PROFILE_NUMBERS:
         f.number(profile.get(key), f"'profile': '{key}'")
     for key in ("repeat", "warmup"):
         f.integer(profile.get(key), f"'profile': '{key}'", nullable=True)
