@@ -29,6 +29,8 @@ from tvm_explorer.lsp.features.numerics import Numerics
 from tvm_explorer.lsp.features.passes import PassSteps
 from tvm_explorer.lsp.features.references import References
 from tvm_explorer.lsp.features.reproducers import Reproducers
+from tvm_explorer.lsp.features.semantic_tokens import OPTIONS as SEMANTIC_TOKENS_OPTIONS
+from tvm_explorer.lsp.features.semantic_tokens import SemanticTokens
 from tvm_explorer.lsp.features.stage_sync import StageSync
 from tvm_explorer.lsp.features.symbols import DocumentSymbols
 from tvm_explorer.lsp.heap import give_back
@@ -112,6 +114,7 @@ def create_server(poll_interval: float = 1.0) -> ExplorerServer:
     _register_lifecycle(server, session, watcher, log_bridge)
     _register_answers(server, session, watcher, symbols, numerics)
     _register_reproducers(server, watcher, Reproducers(session))
+    _register_colors(server, SemanticTokens(session))
     return server
 
 
@@ -220,6 +223,18 @@ def _register_answers(
     @server.feature(MODEL_DOCUMENT)
     async def model_document(ls: ExplorerServer, params):
         return await model_doc.model_document(params)
+
+
+def _register_colors(server: ExplorerServer, tokens: SemanticTokens) -> None:
+    """The colors of generated code: lexed from the editor's text, no bundle needed."""
+
+    @server.feature(types.TEXT_DOCUMENT_SEMANTIC_TOKENS_RANGE, SEMANTIC_TOKENS_OPTIONS)
+    def semantic_tokens_range(ls: ExplorerServer, params: types.SemanticTokensRangeParams):
+        try:
+            return tokens.range(params)
+        except Exception:
+            logger.exception("semanticTokens/range failed")
+            return None
 
 
 def _register_reproducers(server: ExplorerServer, watcher: BundleWatcher, reproducers: Reproducers) -> None:

@@ -1,0 +1,66 @@
+"""``textDocument/semanticTokens/range``: the colors of generated C and CUDA, for the lines the
+editor shows (navigation/c_tokens.py says why not a TextMate grammar)."""
+
+from __future__ import annotations
+
+from lsprotocol import types
+
+from tvm_explorer.lsp.shared import Session, uri_to_path
+from tvm_explorer.navigation.c_tokens import KINDS, CommentMap, is_code_path, range_tokens
+from tvm_explorer.navigation.positions import UNIT_BYTES
+
+LEGEND = types.SemanticTokensLegend(token_types=list(KINDS), token_modifiers=[])
+# The documents these tokens are for: the extension's language for generated code, and any
+# client's C/CUDA files in a bundle's code/ folder.
+OPTIONS = types.SemanticTokensRegistrationOptions(
+    legend=LEGEND,
+    range=True,
+    full=False,
+    document_selector=[
+        types.TextDocumentFilterLanguage(language="tvm-generated-c"),
+        types.TextDocumentFilterPattern(pattern="**/code/*.{c,cu,h,cc,cpp}"),
+    ],
+)
+
+
+class SemanticTokens:
+    """Tokens of the open generated-code documents, lexed per requested range."""
+
+    def __init__(self, session: Session):
+        self.session = session
+        self._comments: dict[object, tuple[str, CommentMap]] = {}  # per open document: its text's
+
+    def range(self, params: types.SemanticTokensRangeParams) -> types.SemanticTokens | None:
+        """The tokens of the lines ``params.range`` spans, in the negotiated encoding."""
+        path = uri_to_path(params.text_document.uri)
+        opened = self.session.open.get(path) if path is not None else None
+        if opened is None or not is_code_path(path.name if path else ""):
+            return None
+        text = opened.text
+        known = self._comments.get(path)
+        if known is None or known[0] is not text:  # the text is one object until an edit
+            for gone in [p for p in self._comments if p not in self.session.open]:
+                del self._comments[gone]
+            known = self._comments[path] = (text, CommentMap(text))
+        lines = opened.document.lines
+        first, last = params.range.start.line, params.range.end.line
+        data: list[int] = []
+        prev_line = prev_start = 0
+        unit = UNIT_BYTES[self.session.encoding]
+        for token in range_tokens(lines, first, last, known[1]):
+            line = lines[token.line]
+            start, length = token.start, token.length
+            if unit != 4 and not line.isascii():
+                start = _units(line[:start], unit)
+                length = _units(line[token.start : token.start + token.length], unit)
+            delta_line = token.line - prev_line
+            data += (delta_line, start - prev_start if delta_line == 0 else start, length, token.kind, 0)
+            prev_line, prev_start = token.line, start
+        return types.SemanticTokens(data=data)
+
+
+def _units(text: str, unit: int) -> int:
+    """Length of ``text`` in code units of ``unit`` bytes (UTF-8 or UTF-16)."""
+    if unit == 1:
+        return len(text.encode("utf-8", "surrogatepass"))
+    return len(text.encode("utf-16-le", "surrogatepass")) // 2
