@@ -39,11 +39,9 @@ def test_compare_table_drops_the_shared_scope(bundles):
 
 
 @pytest.mark.slow
-def test_numerics_table_drops_the_shared_scope(tmp_path):
-    out = tmp_path / "mobilenet.bundle"
-    run_cli("compile", MOBILENET, "-o", out, "--target", "llvm", "--numerics", "--progress", "none",
-            check=True, timeout=600)
-    text = run_cli("numerics", out, check=True).stdout
+def test_numerics_table_drops_the_shared_scope(bundles):
+    # The session's compile: tests/numerics/test_numerics.py reads the same bundle.
+    text = run_cli("numerics", bundles.get(MOBILENET, "llvm", "--numerics"), check=True).stdout
     assert f"leave out their shared scope {SCOPE}" in text, text
     rows = _rows_with(text, r"^..\s*\d+\s+(CONV_2D|DEPTHWISE_CONV_2D)\s")
     names = [row[2:].split()[2] for row in rows]

@@ -14,7 +14,7 @@ import { bundleSuite, hoverNamingLayer, openAt } from './lib/suite.mjs';
 import { activeTabTitle, poll, runCommand, screenshot } from './lib/workbench.mjs';
 
 const suite = bundleSuite({
-  compile: { name: 'small_cnn_profiled', extra: ['--profile', '--repeat', '3'] },
+  compile: { name: 'small_cnn_profiled', extra: ['--profile', '--repeat', '3'], cache: true },
   shots: 'costs-',
   // A second bundle, not profiled, named to sort first: Hot Layers must still list the
   // profiled bundle (and its slowest layer) first.

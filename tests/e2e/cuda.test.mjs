@@ -8,7 +8,7 @@ import { test } from 'node:test';
 import { bundleSuite, ctrlClickToModel, hoverNamingLayer, openAt } from './lib/suite.mjs';
 import { cursorPosition, screenshot } from './lib/workbench.mjs';
 
-const suite = bundleSuite({ compile: { name: 'small_cnn_cuda', target: 'cuda' }, shots: 'cuda-' });
+const suite = bundleSuite({ compile: { name: 'small_cnn_cuda', target: 'cuda', cache: true }, shots: 'cuda-' });
 
 /** The generated CUDA source and its CONV_2D statement (kernels have no host loops around
  * their statements, so any statement whose only origin is a CONV_2D layer). */

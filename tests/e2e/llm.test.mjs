@@ -16,10 +16,17 @@ import { PYTHON, REPO } from './lib/paths.mjs';
 import { bundleSuite, hoverNamingLayer, openAt } from './lib/suite.mjs';
 import { activeTabTitle, ctrlClickRect, cursorPosition, poll, runCommand, screenshot, wordRectOnCursorLine } from './lib/workbench.mjs';
 
-const pt2 = join(mkdtempSync(join(tmpdir(), 'tvmx-llm-')), 'llama.pt2');
-execFileSync(PYTHON, ['-c', 'import sys, pathlib; from tests import llm_models;'
-  + ' llm_models.export("llama", pathlib.Path(sys.argv[1]))', pt2],
-{ cwd: REPO, stdio: ['ignore', 'ignore', 'inherit'], timeout: 300000 });
+/** The exported program: the one the pytest session exported (tests/e2e/test_vscode.py), or
+ * exported here. */
+function llamaProgram() {
+  if (process.env.TVM_EXPLORER_E2E_LLAMA_PT2) return process.env.TVM_EXPLORER_E2E_LLAMA_PT2;
+  const path = join(mkdtempSync(join(tmpdir(), 'tvmx-llm-')), 'llama.pt2');
+  execFileSync(PYTHON, ['-c', 'import sys, pathlib; from tests import llm_models;'
+    + ' llm_models.export("llama", pathlib.Path(sys.argv[1]))', path],
+  { cwd: REPO, stdio: ['ignore', 'ignore', 'inherit'], timeout: 300000 });
+  return path;
+}
+const pt2 = llamaProgram();
 
 const suite = bundleSuite({ compile: { model: pt2, name: 'llama' }, shots: 'llm-' });
 

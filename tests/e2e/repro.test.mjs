@@ -18,8 +18,8 @@ before(async () => {
   s.session = await Session.start({
     workspace: (runDir) => {
       s.folder = emptyWorkspace(runDir);
-      s.fp32 = new BundleView(compileBundle(s.folder, { name: 'small_cnn_fp32' }));
-      s.int8 = new BundleView(compileBundle(s.folder, { model: 'small_cnn_int8.tflite', name: 'small_cnn_int8' }));
+      s.fp32 = new BundleView(compileBundle(s.folder, { name: 'small_cnn_fp32', cache: true }));
+      s.int8 = new BundleView(compileBundle(s.folder, { model: 'small_cnn_int8.tflite', name: 'small_cnn_int8', cache: true }));
       return s.folder;
     },
     settings: { 'tvmExplorer.pythonPath': PYTHON },

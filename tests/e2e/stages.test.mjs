@@ -12,7 +12,7 @@ import { test } from 'node:test';
 import { bundleSuite } from './lib/suite.mjs';
 import { poll, runCommand, screenshot } from './lib/workbench.mjs';
 
-const suite = bundleSuite({ compile: { model: 'small_cnn_int8.tflite', name: 'small_cnn_int8' }, shots: 'stages-' });
+const suite = bundleSuite({ compile: { model: 'small_cnn_int8.tflite', name: 'small_cnn_int8', cache: true }, shots: 'stages-' });
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
 /** 1-based lines of `path` covered by the ranges `keep(range)` accepts. */

@@ -8,6 +8,8 @@ without it the tests are skipped, except under CI=true where that is a failure.
 from __future__ import annotations
 
 import html
+import importlib.util
+import json
 import os
 import re
 import shutil
@@ -24,6 +26,11 @@ SUITES = sorted(p.name for p in HERE.glob("*.test.mjs"))  # every suite in this 
 TEST_NAME = re.compile(r"^test\(\s*'([^']+)'", re.M)
 
 pytestmark = pytest.mark.e2e
+
+# What suites compile (with `cache: true`) that other tests of the session compile too, through
+# tests/conftest.py's BundleCache: compiled once there and handed to node, which copies them.
+SHARED_BUNDLES = [("small_cnn_fp32.tflite", "c"), ("small_cnn_int8.tflite", "c"),
+                  ("small_cnn_fp32.tflite", "cuda"), ("mobilenet_v3_small_int8.tflite", "llvm")]
 
 
 def _node_tests() -> list[str]:
@@ -42,7 +49,7 @@ def _missing_tools() -> str | None:
 
 
 @pytest.fixture(scope="session")
-def node_results(tmp_path_factory) -> dict[str, str | None]:
+def node_results(tmp_path_factory, request, bundles, models_dir) -> dict[str, str | None]:
     """Package the extension, run the node suites once; test name -> failure text or None."""
     missing = _missing_tools()
     if missing:
@@ -53,7 +60,8 @@ def node_results(tmp_path_factory) -> dict[str, str | None]:
     subprocess.run(["npm", "run", "package"], cwd=REPO, check=True, stdout=subprocess.DEVNULL,
                    stdin=subprocess.DEVNULL, timeout=600)
     junit = tmp_path_factory.mktemp("e2e") / "junit.xml"
-    env = {**os.environ, "TVM_EXPLORER_PYTHON": os.environ.get("TVM_EXPLORER_PYTHON", sys.executable)}
+    env = {**os.environ, "TVM_EXPLORER_PYTHON": os.environ.get("TVM_EXPLORER_PYTHON", sys.executable),
+           **_shared_inputs(request, bundles, models_dir)}
     proc = subprocess.run(
         ["node", "--test", "--test-concurrency=1",
          "--test-reporter=spec", "--test-reporter-destination=stdout",
@@ -79,6 +87,19 @@ def node_results(tmp_path_factory) -> dict[str, str | None]:
     if proc.returncode != 0 and all(v is None for v in results.values()):
         pytest.fail(f"node --test failed outside the tests (exit {proc.returncode}):\n{proc.stdout[-4000:]}")
     return results
+
+
+def _shared_inputs(request, bundles, models_dir: Path) -> dict[str, str]:
+    """The environment that hands node what this session builds anyway: SHARED_BUNDLES
+    (tests/e2e/lib/bundle.mjs) and the tiny Llama's exported program (llm.test.mjs)."""
+    if "TVM_EXPLORER_PYTHON" in os.environ:  # another interpreter compiles for node: not ours
+        return {}
+    shared = [{"model": str(models_dir / model), "target": target, "extra": [],
+               "bundle": str(bundles.get(models_dir / model, target))} for model, target in SHARED_BUNDLES]
+    env = {"TVM_EXPLORER_E2E_BUNDLES": json.dumps(shared)}
+    if importlib.util.find_spec("transformers"):
+        env["TVM_EXPLORER_E2E_LLAMA_PT2"] = str(request.getfixturevalue("llm_bundles").program("llama"))
+    return env
 
 
 @pytest.mark.parametrize("name", _node_tests())

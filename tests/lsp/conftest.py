@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import shutil
 import subprocess
 import sys
 import time
@@ -136,15 +137,24 @@ def compile_bundle(model: Path, out: Path, target: str = "c") -> Path:
     return out.resolve()
 
 
+def session_bundle(bundles, model: Path, out: Path, target: str = "c") -> Path:
+    """``model`` compiled for ``target`` at ``out``: a copy of the session's own compile (tests/
+    conftest.py's ``bundles``, the same CLI call), or compiled here by ``TVM_EXPLORER_COMPILE``."""
+    if os.environ.get("TVM_EXPLORER_COMPILE"):
+        return compile_bundle(model, out, target)
+    shutil.copytree(bundles.get(model, target), out)
+    return out.resolve()
+
+
 @pytest.fixture(scope="session")
-def real_workspace(tmp_path_factory) -> dict:
+def real_workspace(tmp_path_factory, bundles) -> dict:
     """A workspace with real bundles compiled once per test session (target c, and cuda)."""
     folder = tmp_path_factory.mktemp("real-ws")
     (folder / "bundles").mkdir()
-    bundles = {
-        name: compile_bundle(MODELS_DIR / f"{name}.tflite", folder / "bundles" / name)
+    real = {
+        name: session_bundle(bundles, MODELS_DIR / f"{name}.tflite", folder / "bundles" / name)
         for name in REAL_MODELS
     }
-    bundles["small_cnn_fp32_cuda"] = compile_bundle(
-        MODELS_DIR / "small_cnn_fp32.tflite", folder / "bundles" / "small_cnn_fp32_cuda", "cuda")
-    return {"folder": folder, "bundles": bundles}
+    real["small_cnn_fp32_cuda"] = session_bundle(
+        bundles, MODELS_DIR / "small_cnn_fp32.tflite", folder / "bundles" / "small_cnn_fp32_cuda", "cuda")
+    return {"folder": folder, "bundles": real}

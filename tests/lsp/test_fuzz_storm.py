@@ -34,7 +34,7 @@ from tests.tflite_builder import chain, conv_add_relu_dense
 from tvm_explorer.bundle.reader import Bundle
 from tvm_explorer.bundle.writer import _exchange
 
-from .conftest import MODELS_DIR, SERVER, cancel, compile_bundle, send_raw, start_session, uri
+from .conftest import MODELS_DIR, SERVER, cancel, compile_bundle, send_raw, session_bundle, start_session, uri
 
 LONG = os.environ.get("TVMX_FUZZ_LONG") == "1"
 REQUESTS = int(os.environ.get("TVMX_STORM_REQUESTS", 40000 if LONG else 3000))
@@ -48,7 +48,7 @@ STATS: Counter = Counter()
 
 
 @pytest.fixture(scope="module")
-def storm_ws(tmp_path_factory):
+def storm_ws(tmp_path_factory, bundles):
     """static/ (small_cnn_fp32 and the ground-truth model), live/gt (the bundle that gets
     replaced: version A = ground truth, B = a 6-layer chain), .stage/ (the other version)."""
     folder = tmp_path_factory.mktemp("storm-ws")
@@ -59,9 +59,9 @@ def storm_ws(tmp_path_factory):
     chain(6, gt_b)
     for sub in ("static", "live", ".stage"):
         (folder / sub).mkdir()
-    compile_bundle(MODELS_DIR / "small_cnn_fp32.tflite", folder / "static" / "small_cnn")
+    session_bundle(bundles, MODELS_DIR / "small_cnn_fp32.tflite", folder / "static" / "small_cnn")
     compile_bundle(gt_a, folder / "static" / "gt")
-    compile_bundle(gt_a, folder / "live" / "gt")
+    shutil.copytree(folder / "static" / "gt", folder / "live" / "gt")  # the same compile
     compile_bundle(gt_b, folder / ".stage" / "gt")
     outside = tmp_path_factory.mktemp("storm-outside")
     for k in range(12):  # bundles outside the workspace, loaded when a document is opened

@@ -17,17 +17,17 @@ from pytest_lsp import LanguageClient
 
 from tvm_explorer.bundle.reader import Bundle
 
-from .conftest import MODELS_DIR, SERVER, compile_bundle, start_session
+from .conftest import MODELS_DIR, SERVER, session_bundle, start_session
 from .real import landing, pos, td
 
 LL = "code/host.ll"
 
 
 @pytest.fixture(scope="module")
-def llvm_workspace(tmp_path_factory):
+def llvm_workspace(tmp_path_factory, bundles):
     folder = tmp_path_factory.mktemp("llvm-ws")
     (folder / "bundles").mkdir()
-    out = compile_bundle(MODELS_DIR / "small_cnn_fp32.tflite", folder / "bundles" / "small_cnn_ll", "llvm")
+    out = session_bundle(bundles, MODELS_DIR / "small_cnn_fp32.tflite", folder / "bundles" / "small_cnn_ll", "llvm")
     return folder, Bundle(out)
 
 

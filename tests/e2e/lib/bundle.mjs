@@ -5,7 +5,7 @@
  */
 import { execFileSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { cpSync, existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync } from 'node:fs';
+import { cpSync, existsSync, mkdirSync, readdirSync, readFileSync, realpathSync, renameSync, rmSync } from 'node:fs';
 import { dirname, isAbsolute, join } from 'node:path';
 import { ARTIFACTS, MODELS, PYTHON, REPO } from './paths.mjs';
 
@@ -26,16 +26,35 @@ function compileKey(modelPath, target, extra) {
   return hash.digest('hex').slice(0, 16);
 }
 
+/**
+ * A bundle the pytest session compiled already with the same CLI call (tests/e2e/test_vscode.py
+ * lists them in TVM_EXPLORER_E2E_BUNDLES: `[{model, target, extra, bundle}]`), or undefined.
+ */
+function prebuilt(modelPath, target, extra) {
+  const listed = process.env.TVM_EXPLORER_E2E_BUNDLES ? JSON.parse(process.env.TVM_EXPLORER_E2E_BUNDLES) : [];
+  const model = realpathSync(modelPath);
+  const found = listed.find((b) => realpathSync(b.model) === model && b.target === target
+    && JSON.stringify(b.extra) === JSON.stringify(extra));
+  return found && existsSync(join(found.bundle, 'manifest.json')) ? found.bundle : undefined;
+}
+
 /** Compiles `model` into `<dir>/<name>.bundle` and returns the bundle path. With `cache`, a
- * bundle compiled before from the same model, options and capture code is copied instead
- * (kept in test-artifacts/bundle-cache: big models take minutes). */
+ * bundle compiled before from the same model, options and capture code is copied instead: one
+ * the pytest session handed over, or one kept in test-artifacts/bundle-cache. A suite gets its
+ * own copy, which it may change or compile again. */
 export function compileBundle(dir, { model = 'small_cnn_fp32.tflite', name = 'small_cnn', target = 'c', extra = [], cache = false } = {}) {
   mkdirSync(dir, { recursive: true });
   const out = join(dir, `${name}.bundle`);
-  if (cache) {
+  if (cache && process.env.TVM_EXPLORER_E2E_BUNDLE !== 'fake') {
     const modelPath = isAbsolute(model) ? model : join(MODELS, model);
+    const handed = prebuilt(modelPath, target, extra);
+    if (handed) {
+      cpSync(handed, out, { recursive: true });
+      return out;
+    }
     const cacheDir = join(ARTIFACTS, '..', 'bundle-cache');
-    const key = `${name}-${compileKey(modelPath, target, extra)}`;
+    // Not the name: it is only the folder's (a bundle does not know where it lies).
+    const key = compileKey(modelPath, target, extra);
     const cached = join(cacheDir, `${key}.bundle`);
     if (!existsSync(join(cached, 'manifest.json'))) {
       const tmpName = `${key}.tmp-${process.pid}`;

@@ -24,11 +24,11 @@ import {
 
 /**
  * Registers the suite's hooks and returns its state: `session`, `bundle` and `folder` are set
- * once the session runs. `compile` options go to compileBundle; `shots` prefixes the names of
- * the end-of-test screenshots; `prepare(folder)` may add more to the workspace; `settings` are
- * added to the user settings.
+ * once the session runs. `compile` options go to compileBundle (by default small_cnn for c,
+ * through the cache); `shots` prefixes the names of the end-of-test screenshots;
+ * `prepare(folder)` may add more to the workspace; `settings` are added to the user settings.
  */
-export function bundleSuite({ compile = {}, shots = '', prepare = undefined, settings = {} } = {}) {
+export function bundleSuite({ compile = { cache: true }, shots = '', prepare = undefined, settings = {} } = {}) {
   const suite = { session: undefined, bundle: undefined, folder: undefined };
 
   before(async () => {
