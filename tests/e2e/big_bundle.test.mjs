@@ -5,8 +5,10 @@
  * hover naming its layer is measured, and must stay under 1 s beyond what the test's own
  * keystrokes take on a small file.
  * Where the time went on this machine: the server answers in ~10 ms once asked; VS Code's C++
- * TextMate grammar tokenizing the 3.5 MB device.cu held the editor for 3–4 s (didOpen itself
- * left 2 s after the tab showed), so bundle code files get the extension's light grammar.
+ * TextMate grammar tokenizing the 3.5 MB device.cu held the editor for 3-4 s, and even a light
+ * grammar of our own still cost ~1.3 s of the browser's CPU on it (the document reached the
+ * extension host, and so the server, 1-2 s after the tab showed). Generated code now has no
+ * grammar: the server colors the lines on screen (semanticTokens/range), which is checked here too.
  * TVMX_TRACE=1 logs every LSP message with its time (kept with TVM_EXPLORER_E2E_KEEP=1);
  * TVMX_SETTINGS='{…}' adds user settings, for experiments.
  * Screenshots in test-artifacts/vscode/big-*.png.
@@ -81,13 +83,29 @@ test('on a big CUDA bundle the first hover answers about 1 s after opening the f
   await screenshot(page, 'big-01-first-hover');
   console.log(`bundle ${mb.toFixed(1)} MB, ${cu} ${size.toFixed(1)} MB: first hover ${answered} ms after the tab showed (${moved} ms of it moving the cursor; ${baseline} ms on a small file)`);
   assert.ok(answered, `no hover naming ${layer.opcode} within 60 s`);
-  // The file has the extension's light grammar: VS Code's C++ one held the editor's thread for
-  // seconds on it (the server answered the hover in ~10 ms once VS Code sent it).
   const status = (await page.locator('.statusbar-item').allTextContents()).join(' | ');
   assert.match(status, /TVM Generated C \/ CUDA/);
-  // Goal: 1 s. Measured here (2 cores shared with other runs, load 6-10): 1.0-3.0 s; before the
-  // light grammar 4.2-12.4 s. The bound keeps that from coming back without failing on load.
-  assert.ok(answered - baseline <= 3000, `the first hover came ${answered} ms after ${cu} opened (moving the cursor took ${moved} ms there, ${baseline} ms on a small file)`);
+  // Goal: 1 s beyond the keystrokes. Measured here (2 cores shared with other work): 0.1-0.5 s;
+  // with a light TextMate grammar 0.8-3.3 s, with VS Code's C++ one 4.2-12.4 s.
+  assert.ok(answered - baseline <= 1000, `the first hover came ${answered} ms after ${cu} opened (moving the cursor took ${moved} ms there, ${baseline} ms on a small file)`);
+  // Still colored: the server's tokens paint types and numbers apart from plain names.
+  const painted = await poll(async () => {
+    const colors = await page.evaluate(() => {
+      const editor = document.querySelector('.editor-instance .monaco-editor');
+      const plain = getComputedStyle(editor.querySelector('.view-lines')).color;
+      const out = { plain, types: [], numbers: [] };
+      for (const span of editor.querySelectorAll('.view-line span span')) {
+        const text = span.textContent.trim();
+        if (text === 'int') out.types.push(getComputedStyle(span).color);
+        if (/^\d+$/.test(text)) out.numbers.push(getComputedStyle(span).color);
+      }
+      return out;
+    });
+    const colored = (list) => list.length > 0 && list.every((c) => c !== colors.plain);
+    return colored(colors.types) && colored(colors.numbers) && colors.types[0] !== colors.numbers[0] ? colors : undefined;
+  }, { timeoutMs: 10000, intervalMs: 200 });
+  await screenshot(page, 'big-01b-colored');
+  assert.ok(painted, `the visible CUDA lines are not colored by type and number`);
 });
 
 // Not reached yet: tirx.LowerIntrin rewrites nearly every function, so the aligned sides are

@@ -27,8 +27,8 @@ def uri(path: Path) -> str:
 
 async def start_session(client: LanguageClient, folder: Path, expect: int = 1, **options):
     """Initialize the server on workspace ``folder`` and wait until ``expect`` bundles are
-    loaded."""
-    await client.initialize_session(
+    loaded; returns the server's InitializeResult."""
+    result = await client.initialize_session(
         types.InitializeParams(
             capabilities=types.ClientCapabilities(
                 window=types.WindowClientCapabilities(work_done_progress=True),
@@ -46,6 +46,7 @@ async def start_session(client: LanguageClient, folder: Path, expect: int = 1, *
         )
     )
     await wait_for_bundles(client, expect)
+    return result
 
 
 async def wait_for_bundles(client: LanguageClient, count: int, timeout: float = 60.0,
