@@ -108,11 +108,16 @@ test('on a big CUDA bundle the first hover answers about 1 s after opening the f
   assert.ok(painted, `the visible CUDA lines are not colored by type and number`);
 });
 
-// Not reached yet: tirx.LowerIntrin rewrites nearly every function, so the aligned sides are
+// Not reached here: tirx.LowerIntrin rewrites nearly every function, so the aligned sides are
 // still 8.7 k lines (1.5 MB) of a 4.4 MB document. Its first change showed 2.7-3.8 s after the
-// click; with the sides' first lines written first (and read and aligned, ~0.1 s, while the tab
-// opens) 0.65-2.2 s here (goal 300 ms). Kept as a todo so the number is measured and printed
-// on every run.
+// click when each side was written whole; with the sides' first lines written first (read and
+// aligned, ~0.1 s, while the tab opens) 0.65-0.9 s (up to 2.2 s under heavy load). Most of that
+// is VS Code's own, before the extension can paint (logged in the extension host on this 2-core
+// machine, 2026-12-02): the click reaches the extension's command 120-180 ms later, and opening
+// the diff editor on empty sides takes 260-300 ms more; the tab is then blank until the first
+// lines are written (0.35-0.55 s, printed below). Opening the tab on the sides' first lines
+// instead was slower (0.87-1.5 s: VS Code diffs a new input's texts before it shows them).
+// Goal 300 ms from the click; kept as a todo so the numbers are measured and printed every run.
 test('the pass diff of a multi-MB TIR document shows its first change promptly', { todo: 'first paint 0.65-2.2 s, goal 300 ms' }, async () => {
   const { session, bundle } = suite;
   const { page } = session;
@@ -136,7 +141,9 @@ test('the pass diff of a multi-MB TIR document shows its first change promptly',
   const change = sides.right[sides.firstChange].trimEnd();
   const t0 = Date.now();
   await item.click();
+  let opened; // when the diff editor is first there (blank until the sides get their text)
   const shown = await poll(async () => {
+    if (opened === undefined && (await page.locator('.editor-instance .monaco-diff-editor').count()) > 0) opened = Date.now() - t0;
     const lines = (await page.locator('.editor-instance .monaco-diff-editor .editor.modified .view-line').allTextContents())
       .map((t) => t.replace(/\u00a0/g, ' ').trimEnd());
     return lines.includes(change) ? Date.now() - t0 : undefined;
@@ -151,7 +158,7 @@ test('the pass diff of a multi-MB TIR document shows its first change promptly',
     return p && p.line === sides.right.length ? p : undefined;
   }, { timeoutMs: 30000 });
   assert.ok(whole, `the right side does not end at line ${sides.right.length}: ${JSON.stringify(await cursorPosition(page))}`);
-  console.log(`${pass.name} (${(size(pass.after) / 2 ** 20).toFixed(1)} MB after, ${sides.right.length} aligned lines): first change on screen ${shown} ms after the click`);
+  console.log(`${pass.name} (${(size(pass.after) / 2 ** 20).toFixed(1)} MB after, ${sides.right.length} aligned lines): first change on screen ${shown} ms after the click (the diff editor there after ${opened} ms)`);
   assert.ok(shown, `the first change of ${pass.name} ("${change.trim()}") never showed`);
   // Goal 300 ms (measured from the click, the tree's own handling included); a diff of the
   // whole 4.6 MB documents stayed blank for 2.9 s.
