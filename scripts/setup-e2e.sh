@@ -15,7 +15,7 @@ APT_PACKAGES=(
   chromium ripgrep fonts-dejavu-core neovim
   build-essential pkg-config python3
   libx11-dev libxkbfile-dev libsecret-1-dev libkrb5-dev
-  gcc-aarch64-linux-gnu
+  gcc-aarch64-linux-gnu libc6-dev-arm64-cross
 )
 
 log() { printf '[setup-e2e] %s\n' "$*"; }

@@ -3,6 +3,7 @@ each within ``--rpc-timeout``; and what each device says it is."""
 
 from __future__ import annotations
 
+import re
 import socket
 import struct
 import time
@@ -80,10 +81,14 @@ def _reachable(host: str, port: int, timeout: float, what: str) -> None:
         ) from None
 
 
+_SAYS = re.compile(r"error|cannot find|undefined reference|no such file", re.I)
+
+
 def reason(err: BaseException) -> str:
-    """The line of a TVM or compiler error that says what went wrong."""
+    """The line of a TVM or compiler error that says what went wrong (not a heading such as
+    TVM's "Compilation error:"; a linker's "cannot find crti.o" before its "ld returned 1")."""
     lines = [ln.strip() for ln in str(err).splitlines() if ln.strip()]
-    said = [ln for ln in lines if "error" in ln.lower()]
+    said = [ln for ln in lines if _SAYS.search(ln) and not ln.endswith(":")]
     return (said[0] if said else lines[-1] if lines else type(err).__name__)[:300]
 
 
