@@ -3,9 +3,9 @@ whole model, how time, code and workspace moved from BASE (bundle A) to NEW (bun
 which growths break a rule (``compare/rules.py``).
 
 A time regression must also stand out of the measurement's own noise: the ranges of the two
-bundles' runs (``time_runs_ms``: the layer's time in each ``--repeat`` run) must not overlap —
-NEW's fastest run slower than BASE's slowest — and it must exceed the clock's resolution
-(``TIME_RESOLUTION_MS``). Code lines and workspace bytes are exact: any growth past a rule is a
+bundles' runs (``time_runs_ms``: the layer's time in each ``--repeat`` run) must lie apart by
+more than the clock's resolution (``TIME_RESOLUTION_MS``) — NEW's fastest run slower than
+BASE's slowest by more than that — and the change must exceed it too. Code lines and workspace bytes are exact: any growth past a rule is a
 regression. See docs/compare.md.
 
 Why whole ranges and not the quartiles: the runs of one build come back to back, and on a shared
@@ -86,11 +86,14 @@ class Change:
 
     @property
     def apart(self) -> bool | None:
-        """Time: whether the ranges of the two bundles' runs do not overlap (None: a side has
-        no spread recorded)."""
+        """Time: whether the ranges of the two bundles' runs lie apart by more than the clock's
+        resolution — every run of one slower than every run of the other by more than
+        ``TIME_RESOLUTION_MS`` (None: a side has no spread recorded). Ranges 0.1 µs apart are
+        one measurement's noise, not a change."""
         if self.spread_before is None or self.spread_after is None:
             return None
-        return self.spread_after.low > self.spread_before.high or self.spread_after.high < self.spread_before.low
+        gap = max(self.spread_after.low - self.spread_before.high, self.spread_before.low - self.spread_after.high)
+        return gap > TIME_RESOLUTION_MS
 
     @property
     def changed(self) -> bool:
