@@ -20,7 +20,7 @@ _after_match = re.Match.end
 UNIT_BYTES = {"utf-8": 1, "utf-16": 2, "utf-32": 4}
 
 
-def _units(text: str, encoding: str) -> int:
+def code_units(text: str, encoding: str) -> int:
     """Length of ``text`` in code units of ``encoding``."""
     if encoding == "utf-32":
         return len(text)
@@ -54,7 +54,7 @@ class LineIndex:
         self.encoding = encoding
         self._length = len(text)
         # Columns equal code points unless a line holds a character outside one code unit.
-        self._simple = encoding == "utf-32" or text.isascii() or _units(text, encoding) == len(text)
+        self._simple = encoding == "utf-32" or text.isascii() or code_units(text, encoding) == len(text)
         self._source = source if source is not None and self._simple and "\r" not in text else None
         # Kept unless ``source`` gives it again (then "": never read, see ``text``).
         self._text = "" if self._source is not None else text
@@ -149,7 +149,7 @@ class LineIndex:
             column_chars = min(offset, self._end(line, start)) - start
         if self._simple:
             return line, column_chars
-        return line, _units(self.text[start : start + column_chars], self.encoding)
+        return line, code_units(self.text[start : start + column_chars], self.encoding)
 
     def offset(self, line: int, column: int) -> int | None:
         """The character offset of (line, column), or None when it lies past the line's end
@@ -171,7 +171,7 @@ class LineIndex:
             return start + column if column <= end - start else None
         units = 0
         for i, char in enumerate(self.text[start:end]):
-            width = _units(char, self.encoding)
+            width = code_units(char, self.encoding)
             if units + width > column:
                 return start + i
             units += width

@@ -7,7 +7,7 @@ from lsprotocol import types
 
 from tvm_explorer.lsp.shared import Session, uri_to_path
 from tvm_explorer.navigation.c_tokens import KINDS, CommentMap, is_code_path, range_tokens
-from tvm_explorer.navigation.positions import UNIT_BYTES
+from tvm_explorer.navigation.positions import code_units
 
 LEGEND = types.SemanticTokensLegend(token_types=list(KINDS), token_modifiers=[])
 # The documents these tokens are for: the extension's language for generated code, and any
@@ -46,21 +46,14 @@ class SemanticTokens:
         first, last = params.range.start.line, params.range.end.line
         data: list[int] = []
         prev_line = prev_start = 0
-        unit = UNIT_BYTES[self.session.encoding]
+        encoding = self.session.encoding
         for token in range_tokens(lines, first, last, known[1]):
             line = lines[token.line]
             start, length = token.start, token.length
-            if unit != 4 and not line.isascii():
-                start = _units(line[:start], unit)
-                length = _units(line[token.start : token.start + token.length], unit)
+            if encoding != "utf-32" and not line.isascii():
+                start = code_units(line[:start], encoding)
+                length = code_units(line[token.start : token.start + token.length], encoding)
             delta_line = token.line - prev_line
             data += (delta_line, start - prev_start if delta_line == 0 else start, length, token.kind, 0)
             prev_line, prev_start = token.line, start
         return types.SemanticTokens(data=data)
-
-
-def _units(text: str, unit: int) -> int:
-    """Length of ``text`` in code units of ``unit`` bytes (UTF-8 or UTF-16)."""
-    if unit == 1:
-        return len(text.encode("utf-8", "surrogatepass"))
-    return len(text.encode("utf-16-le", "surrogatepass")) // 2
