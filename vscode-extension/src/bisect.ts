@@ -14,6 +14,7 @@ import { CliHost, progressDisplay, runCli, SHOW_OUTPUT } from './cliRun';
 import { askBundleFolder, pickModel } from './compile';
 import * as md from './markdown';
 import { reduceModelCommand } from './reduce';
+import { refusedInRestrictedMode } from './trust';
 
 /** The culprit message's button: the smallest model on which bisect names the same pass. */
 export const REDUCE_TO_CULPRIT = 'Reduce Model…';
@@ -110,9 +111,9 @@ const TARGETS: { label: BisectRequest['target']; description: string; detail: st
 ];
 
 /** Asks for model, target, baseline, pipeline and bundle folder; undefined if the user gives up. */
-async function ask(modelArg: vscode.Uri | undefined): Promise<BisectRequest | undefined> {
+async function ask(modelArg: vscode.Uri | undefined, log: vscode.OutputChannel): Promise<BisectRequest | undefined> {
   const model = await pickModel(modelArg, 'Bisect Model');
-  if (!model) {
+  if (!model || refusedInRestrictedMode(model, 'Bisect Model', log)) {
     return undefined;
   }
   const name = path.basename(model);
@@ -139,7 +140,7 @@ async function ask(modelArg: vscode.Uri | undefined): Promise<BisectRequest | un
       defaultUri: vscode.Uri.file(path.dirname(model)),
     });
     reference = picked?.[0]?.fsPath;
-    if (!reference) {
+    if (!reference || refusedInRestrictedMode(reference, 'Bisect Model', log)) {
       return undefined;
     }
   }
@@ -171,7 +172,7 @@ export async function bisectModelCommand(
   onBisected: (bundle: string) => Promise<string | undefined>,
 ): Promise<void> {
   const { output } = host;
-  const req = await ask(modelArg);
+  const req = await ask(modelArg, output);
   if (!req) {
     return;
   }

@@ -11,6 +11,7 @@ import * as path from 'path';
 import * as vscode from 'vscode';
 import { CliHost, progressDisplay, runCli, SHOW_OUTPUT } from './cliRun';
 import * as md from './markdown';
+import { loadableModelExtensions, refusedInRestrictedMode } from './trust';
 
 /** The button of a failed compile that starts Reduce Model… on the same model. */
 export const REDUCE_MODEL = 'Reduce Model…';
@@ -67,7 +68,7 @@ export async function pickModel(modelArg: vscode.Uri | undefined, what: string):
   const picked = await vscode.window.showOpenDialog({
     title: `${what}: choose a model (TensorFlow Lite, ONNX or PyTorch .pt2)`,
     canSelectMany: false,
-    filters: { 'Models': ['tflite', 'onnx', 'pt2'] },
+    filters: { 'Models': loadableModelExtensions() },
     defaultUri: vscode.workspace.workspaceFolders?.[0]?.uri,
   });
   return picked?.[0]?.fsPath;
@@ -97,9 +98,9 @@ export async function askBundleFolder(title: string, value: string): Promise<str
 }
 
 /** Asks for model, target, options and output folder; undefined if the user gives up. */
-async function ask(modelArg: vscode.Uri | undefined): Promise<CompileRequest | undefined> {
+async function ask(modelArg: vscode.Uri | undefined, log: vscode.OutputChannel): Promise<CompileRequest | undefined> {
   const model = await pickModel(modelArg, 'Compile Model');
-  if (!model) {
+  if (!model || refusedInRestrictedMode(model, 'Compile Model', log)) {
     return undefined;
   }
   const name = path.basename(model);
@@ -186,7 +187,7 @@ export async function compileModelCommand(
   onCompiled: (bundle: string, req: CompileRequest) => Promise<void>,
 ): Promise<void> {
   const { output } = host;
-  const req = await ask(modelArg);
+  const req = await ask(modelArg, output);
   if (!req) {
     return;
   }

@@ -13,6 +13,7 @@ import * as vscode from 'vscode';
 import { ServerManager } from './client';
 import * as ext from './lsp_ext';
 import * as md from './markdown';
+import { restrictedModel } from './trust';
 
 export const MODEL_SCHEME = 'tvm-explorer-model';
 export const TFLITE_VIEW_TYPE = 'tvmExplorer.tfliteModel';
@@ -90,13 +91,27 @@ function escapeHtml(text: string): string {
   return text.replace(/[&<>"]/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;' })[c] ?? c);
 }
 
-/** "Compile this model…" above the first line of a model document. */
+/** "Compile this model…" above the first line of a model document; on a `.pt2` in Restricted
+ * Mode, why it is not offered and "Manage Workspace Trust" instead (trust.ts). */
 export class CompileLensProvider implements vscode.CodeLensProvider {
+  private readonly changed = new vscode.EventEmitter<void>();
+  readonly onDidChangeCodeLenses = this.changed.event;
+  private readonly trusted = vscode.workspace.onDidGrantWorkspaceTrust(() => this.changed.fire());
+
   provideCodeLenses(document: vscode.TextDocument): vscode.CodeLens[] {
     if (document.uri.scheme !== MODEL_SCHEME) {
       return [];
     }
     const top = new vscode.Range(0, 0, 0, 0);
+    if (restrictedModel(document.uri.path)) {
+      return [
+        new vscode.CodeLens(top, {
+          title: '$(shield) Restricted Mode: compiling a PyTorch file is not offered; trust the workspace first…',
+          tooltip: "Loading a .pt2 runs PyTorch's deserializer on the file; this workspace is not trusted",
+          command: 'workbench.trust.manage',
+        }),
+      ];
+    }
     return [
       new vscode.CodeLens(top, {
         title: '$(play) Compile this model…',
@@ -105,5 +120,10 @@ export class CompileLensProvider implements vscode.CodeLensProvider {
         arguments: [modelFileOf(document.uri)],
       }),
     ];
+  }
+
+  dispose(): void {
+    this.trusted.dispose();
+    this.changed.dispose();
   }
 }

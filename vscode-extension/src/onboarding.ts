@@ -33,6 +33,7 @@ export function registerOnboarding(ctx: Ctx): void {
     // tree message would hide it (VS Code shows welcome content only without a message).
     void vscode.commands.executeCommand('setContext', 'tvmExplorer.pythonProblem', server.problem?.kind ?? '');
   };
+  const lenses = new CompileLensProvider();
   ctx.pushCleanup(
     vscode.workspace.registerTextDocumentContentProvider(MODEL_SCHEME, new ModelDocumentProvider(server, ctx.output)),
     ...[TFLITE_VIEW_TYPE, GRAPH_VIEW_TYPE].map((viewType) =>
@@ -40,7 +41,8 @@ export function registerOnboarding(ctx: Ctx): void {
         supportsMultipleEditorsPerDocument: true,
       }),
     ),
-    vscode.languages.registerCodeLensProvider({ scheme: MODEL_SCHEME }, new CompileLensProvider()),
+    lenses,
+    vscode.languages.registerCodeLensProvider({ scheme: MODEL_SCHEME }, lenses),
     server.onDidChangeState(syncMessage),
     vscode.window.onDidChangeActiveTextEditor(syncModelContext),
   );

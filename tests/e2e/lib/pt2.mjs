@@ -18,14 +18,16 @@ export function writeEvilPt2(path, marker) {
 }
 
 /** A code-server session on an empty workspace holding evil.pt2: `{ session, folder, marker }`
- * (`marker`, outside the workspace, exists once the pickle ran). `settings` are added. */
-export async function evilPt2Session(settings = {}) {
+ * (`marker`, outside the workspace, exists once the pickle ran). `settings` are added;
+ * `addFiles(folder)` may put more files into the workspace. */
+export async function evilPt2Session(settings = {}, addFiles = () => {}) {
   const out = {};
   out.session = await Session.start({
     workspace: (runDir) => {
       out.folder = emptyWorkspace(runDir);
       out.marker = join(runDir, 'PICKLE-RAN');
       writeEvilPt2(join(out.folder, 'evil.pt2'), out.marker);
+      addFiles(out.folder);
       return out.folder;
     },
     settings: { 'tvmExplorer.pythonPath': PYTHON, ...settings },

@@ -4,7 +4,9 @@ A ``.pt2`` written by ``torch.export.save`` is a zip: the program's graph is JSO
 (``<archive>/models/model.json``, torch's serialization schema), weights and sample inputs are
 pickles beside it. Viewing a model must not run code from the file, so this reads only the
 JSON and describes the graph as saved (before the decompositions TVM's importer runs; compiling
-shows the decomposed graph in the bundle's ``model.fxgraph``).
+shows the decomposed graph in the bundle's ``model.fxgraph``). A graph that compiling would
+refuse (a symbolic size, guard or name that torch would evaluate as code, ``program_check``) is
+refused here too, with the same message.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from tvm_explorer.errors import ModelError
 from tvm_explorer.frontends.graph import GraphModel, GraphNode, source_and_stack
 from tvm_explorer.frontends.tflite.loader import SubgraphInfo, TensorInfo, open_model_file
 from tvm_explorer.frontends.torch.loader import DOCUMENT_PATH, _clean_path
+from tvm_explorer.frontends.torch.program_check import check_program, short_name
 
 # A graph's JSON is a few MB even for large models; beyond this it is not one we can show.
 MAX_PROGRAM_JSON = 256 * 1024 * 1024
@@ -90,6 +93,8 @@ def _program_json(path: str) -> dict:
                 ) from None
         if not isinstance(program, dict) or "graph_module" not in program:
             raise ModelError(f"{path}: {entry.filename} holds no graph_module: not {_WHAT}")
+        # what torch would evaluate when compiling is refused here too, before it is shown
+        check_program(path, short_name(entry.filename), program)
         program["_sha256"] = _sha256(fh)
     return program
 

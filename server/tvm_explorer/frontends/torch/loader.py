@@ -34,7 +34,7 @@ def require_torch(path: str):
 def load_pt2(path: str | os.PathLike) -> GraphModel:
     """Load a saved ExportedProgram; ModelError names the file if it cannot be loaded."""
     from tvm_explorer.frontends.onnx.loader import read_bytes
-    from tvm_explorer.frontends.torch.safe_load import PickleRefused, load_exported_program
+    from tvm_explorer.frontends.torch.safe_load import load_exported_program
 
     path = os.fspath(path)
     data = read_bytes(path, "a saved torch.export program (.pt2)")
@@ -48,7 +48,7 @@ def load_pt2(path: str | os.PathLike) -> GraphModel:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             program = load_exported_program(path, data)  # the bytes read: no second open
-    except PickleRefused:
+    except ModelError:  # a pickle or a string torch would evaluate, refused: named already
         raise
     except Exception as err:  # noqa: BLE001 - zip, pickle and version errors alike
         text = " ".join(str(err).split())[:300] or type(err).__name__

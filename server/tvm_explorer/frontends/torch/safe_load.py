@@ -8,6 +8,10 @@ hands you could run anything. Unless the user trusts the file (``--trust-pickle`
 pickle in the archive is read by torch's restricted unpickler (``weights_only=True``: tensors,
 containers and plain values only, never an arbitrary global), and anything that cannot be read
 that way is refused with one message naming the archive entry.
+
+Trusted or not, the program's graph JSON is checked before torch parses it (``program_check``:
+torch would evaluate its symbolic sizes, guards and names as Python), both as this module reads
+the zip and on the very bytes torch's own zip reader hands its deserializer.
 """
 
 from __future__ import annotations
@@ -21,6 +25,7 @@ import threading
 import zipfile
 
 from tvm_explorer.errors import ModelError
+from tvm_explorer.frontends.torch.program_check import check_archive, check_program_bytes, short_name
 
 TRUST_FLAG = "--trust-pickle"
 _trusted = {"all": False}
@@ -59,24 +64,20 @@ class _Entries:
         self.fqn: dict[str, str] = {}  # "data/weights/weight_0" -> "weight 'stem.weight'"
         self._digests: dict[int, dict[str, str]] = {}  # size -> digest -> name
         try:
-            self._zip = zipfile.ZipFile(io.BytesIO(data))
-            infos = [i for i in self._zip.infolist() if not i.is_dir()]
+            self.archive: zipfile.ZipFile | None = zipfile.ZipFile(io.BytesIO(data))
+            infos = [i for i in self.archive.infolist() if not i.is_dir()]
         except (zipfile.BadZipFile, OSError, ValueError):
-            self._zip, infos = None, []  # torch says what the file is not
+            self.archive, infos = None, []  # torch says what the file is not
         self._infos = infos
         for info in infos:
-            name = self._short(info)
+            name = short_name(info.filename)
             self.names.append(name)
             if name.startswith("data/") and name.endswith("_config.json"):
                 self._configs(name, self._read(info))
 
-    @staticmethod
-    def _short(info) -> str:
-        return info.filename.split("/", 1)[1] if "/" in info.filename else info.filename
-
     def _read(self, info) -> bytes:
         try:
-            return self._zip.read(info)
+            return self.archive.read(info) if self.archive is not None else b""
         except Exception:  # noqa: BLE001 - a damaged entry: torch reports it
             return b""
 
@@ -100,7 +101,7 @@ class _Entries:
                 same = self._digests[len(raw)] = {}
                 for info in self._infos:
                     if info.file_size == len(raw):
-                        same.setdefault(hashlib.sha256(self._read(info)).hexdigest(), self._short(info))
+                        same.setdefault(hashlib.sha256(self._read(info)).hexdigest(), short_name(info.filename))
             name = self._digests[len(raw)].get(hashlib.sha256(raw).hexdigest())
         if name is None:
             return "(an entry of the archive)"
@@ -121,15 +122,14 @@ def _refusal_reason(err: BaseException) -> str:
     return "is a Python pickle that torch's restricted unpickler cannot load (it is not plain tensors and values)"
 
 
-@contextlib.contextmanager
-def _pickles_refused(path: str, entries: _Entries, refused: list):
-    """Within: torch unpickles only with its restricted unpickler, and the loaders that run
-    arbitrary code refuse; each refusal is also kept in ``refused`` (torch catches some
+def _pickle_patches(path: str, entries: _Entries, refused: list) -> list[tuple[object, str, object]]:
+    """What makes torch unpickle only with its restricted unpickler, the loaders that run
+    arbitrary code refuse, and each refusal be kept in ``refused`` (torch catches some
     exceptions and tries another way: the first refusal is what the user hears)."""
     import torch
     from torch.export.pt2_archive import _package
 
-    real_load, real_obj, real_pickle = torch.load, torch._C._pickle_load_obj, _package.pickle
+    real_load, real_pickle = torch.load, _package.pickle
 
     def refuse(raw, why: str):
         err = PickleRefused(path, entries.name_of(raw), why)
@@ -160,31 +160,72 @@ def _pickles_refused(path: str, entries: _Entries, refused: list):
     def no_script_object(raw, *a, **k):
         refuse(raw, "is a TorchScript custom object (its unpickler constructs registered C++ classes)")
 
+    return [
+        (torch, "load", safe_load),
+        (torch._C, "_pickle_load_obj", no_script_object),
+        (_package, "pickle", NoPickle()),
+    ]
+
+
+def _program_patch(path: str, entries: _Entries, checked: set[bytes], refused: list) -> tuple[object, str, object]:
+    """What makes every program JSON torch parses pass ``check_program`` first: the bytes torch
+    itself read (its zip reader is not Python's), unless they are those checked already."""
+    from torch._export.serde import serialize
+
+    real = serialize._bytes_to_dataclass
+
+    def checked_first(cls, raw, *args, **kwargs):
+        if not isinstance(raw, (bytes, bytearray)) or hashlib.sha256(raw).digest() not in checked:
+            try:
+                check_program_bytes(path, entries.name_of(raw), bytes(raw))
+            except ModelError as err:
+                refused.append(err)
+                raise
+        return real(cls, raw, *args, **kwargs)
+
+    return (serialize, "_bytes_to_dataclass", checked_first)
+
+
+@contextlib.contextmanager
+def _patched(build):
+    """Within: the ``(owner, attribute, value)`` patches ``build()`` makes (built under the
+    lock, so what they wrap is torch's own), then torch as it was."""
     with _LOCK:
-        torch.load, torch._C._pickle_load_obj, _package.pickle = safe_load, no_script_object, NoPickle()
+        patches = build()
+        saved = [(owner, name, getattr(owner, name)) for owner, name, _ in patches]
         try:
+            for owner, name, value in patches:
+                setattr(owner, name, value)
             yield
         finally:
-            torch.load, torch._C._pickle_load_obj, _package.pickle = real_load, real_obj, real_pickle
+            for owner, name, value in saved:
+                setattr(owner, name, value)
 
 
 def load_exported_program(path: str, data: bytes):
-    """The ExportedProgram in ``data`` (the bytes of ``path``), loaded without running any of
-    its pickles unless ``trust_pickles()`` was called; PickleRefused names what was refused."""
+    """The ExportedProgram in ``data`` (the bytes of ``path``), loaded without evaluating any
+    string of its graph that is not in the form torch writes (``program_check``, always) and
+    without running any of its pickles unless ``trust_pickles()`` was called; PickleRefused or
+    ProgramRefused names what was refused."""
     import torch
 
     buffer = io.BytesIO(data)
-    if pickles_trusted():
-        return torch.export.load(buffer)
     entries = _Entries(data)
+    checked = check_archive(path, entries.archive) if entries.archive is not None else set()
+    refused: list[ModelError] = []
+    trusted = pickles_trusted()
     compiled = [n for n in entries.names if n.startswith(("data/aotinductor/", "data/executorch/"))]
-    if compiled:
+    if compiled and not trusted:
         raise PickleRefused(
             path, compiled[0], "is compiled code (AOTInductor/ExecuTorch) that torch would load into this process"
         )
-    refused: list[PickleRefused] = []
+
+    def patches():
+        programs = [_program_patch(path, entries, checked, refused)]
+        return programs if trusted else programs + _pickle_patches(path, entries, refused)
+
     try:
-        with _pickles_refused(path, entries, refused):
+        with _patched(patches):
             program = torch.export.load(buffer)
     except Exception:
         if refused:
