@@ -9,7 +9,7 @@ import os
 import sys
 
 from tvm_explorer.bundle.sections.bisect import BISECT_FILE
-from tvm_explorer.cli.options import add_trust_option
+from tvm_explorer.cli.options import add_pipeline_option, add_trust_option
 from tvm_explorer.errors import ExplorerError
 
 
@@ -18,7 +18,7 @@ def add_parser(sub) -> None:
     p = sub.add_parser("bisect", help="find the pass after which the model computes something else")
     p.add_argument("model", help="the model: .tflite, .onnx or .pt2")
     p.add_argument("--target", default="llvm", help="llvm (default) or c")
-    p.add_argument("--pipeline", metavar="MODULE:FUNCTION", help="your Relax pipeline (as for compile)")
+    add_pipeline_option(p, "your Relax pipeline (as for compile)")
     p.add_argument("--inputs", metavar="X.npz", help="run on these inputs (default: seeded random)")
     p.add_argument(
         "--reference",

@@ -10,6 +10,7 @@ from pathlib import Path
 
 from tvm_explorer.cli.options import (
     DEFAULT_TIMEOUT,
+    add_pipeline_option,
     add_trust_option,
     apply_memory_limit,
     default_memory_limit,
@@ -68,10 +69,9 @@ def add_parser(sub) -> None:
         default="auto",
         help="progress: a bar on a terminal (auto, the default), JSON lines on stdout (json), or none",
     )
-    p.add_argument(
-        "--pipeline",
-        metavar="MODULE:FUNCTION",
-        help="compile with your own Relax pipeline: FUNCTION(target) returns a "
+    add_pipeline_option(
+        p,
+        "compile with your own Relax pipeline: FUNCTION(target) returns a "
         "tvm.transform.Pass; MODULE is imported from the current directory or "
         "PYTHONPATH (default: TVM's pipeline for the target)",
     )

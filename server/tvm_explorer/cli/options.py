@@ -74,6 +74,11 @@ def seconds_argument(text: str) -> float:
     return value
 
 
+def add_pipeline_option(p, help: str) -> None:
+    """``--pipeline MODULE:FUNCTION``: a Relax pipeline of the user's (imported: code)."""
+    p.add_argument("--pipeline", metavar="MODULE:FUNCTION", help=help)
+
+
 def add_trust_option(p) -> None:
     """``--trust-pickle`` of every command that reads a model."""
     p.add_argument(

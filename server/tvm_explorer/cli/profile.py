@@ -1,17 +1,24 @@
 """``tvm-explorer profile BUNDLE``: measure an existing bundle again — here, or on devices
-through TVM's RPC — by rebuilding it from the model its manifest records (same target,
-pipeline and options; the model's SHA-256 checked), then replacing the bundle in one atomic
-swap (``--numerics`` checks it again too, on the same device). A failure leaves the bundle as
-it was."""
+through TVM's RPC — by rebuilding it from the model its manifest records (same target and
+options; the model's SHA-256 checked), then replacing the bundle in one atomic swap
+(``--numerics`` checks it again too, on the same device). A failure leaves the bundle as it
+was.
+
+A bundle is data someone may have handed over: nothing read from it is imported or run. A
+Relax pipeline (Python code) is used only when named on the command line (``--pipeline``);
+a manifest that records one is refused without it, saying what it asked for. A model the
+manifest names as ``FILE.py:FACTORY`` (code too) is refused the same way (``--model``)."""
 
 from __future__ import annotations
 
 import argparse
 import hashlib
 import os
+import re
 
 from tvm_explorer.cli.options import (
     DEFAULT_TIMEOUT,
+    add_pipeline_option,
     add_trust_option,
     default_memory_limit,
     memory_limit_argument,
@@ -19,6 +26,7 @@ from tvm_explorer.cli.options import (
 )
 from tvm_explorer.errors import ExplorerError
 from tvm_explorer.errors import fail as _fail
+from tvm_explorer.frontends.nn.factory import split_factory
 
 
 def add_parser(sub) -> None:
@@ -42,6 +50,12 @@ def add_parser(sub) -> None:
     p.add_argument("--timeout", type=seconds_argument, default=DEFAULT_TIMEOUT, metavar="SECONDS")
     p.add_argument("--memory-limit", type=memory_limit_argument, default=default_memory_limit(), metavar="GIB")
     p.add_argument("--progress", choices=("auto", "bar", "json", "none"), default="auto")
+    add_pipeline_option(
+        p,
+        "rebuild with this Relax pipeline of yours (as for compile). Never taken from the bundle: "
+        "a bundle compiled with one needs it named here (its manifest's choice is code, and a "
+        "bundle is data)",
+    )
     add_trust_option(p)
     from tvm_explorer.cli.costs import add_profile_options
     from tvm_explorer.cli.numerics import add_compile_options
@@ -49,6 +63,9 @@ def add_parser(sub) -> None:
     add_profile_options(p, flag=False)
     add_compile_options(p)
     p.set_defaults(run=_run_profile)
+
+
+_SPEC = re.compile(r"(?:[A-Za-z_][\w.]*|[\w./-]+\.py):[A-Za-z_][\w.]*\Z", re.ASCII)
 
 
 def _sha256(path: str) -> str:
@@ -65,6 +82,18 @@ def _compile_arguments(args) -> argparse.Namespace:
 
     manifest = Bundle(args.bundle).manifest
     model_entry = manifest.get("model") or {}
+    options = manifest.get("options") or {}
+    recorded = options.get("pipeline")
+    if recorded and not args.pipeline:
+        text = str(recorded)[:200]
+        # the manifest's text is shown escaped; offered as the flag only if it is one
+        allow = f"--pipeline {text}" if _SPEC.match(text) else "--pipeline MODULE:FUNCTION"
+        raise ExplorerError(
+            f"{args.bundle}: its manifest says it was compiled with the Relax pipeline {text!r}, Python "
+            "code that profile would import and run; nothing read from a bundle is imported or run. "
+            f"If you trust that code, name it yourself: {allow} (imported from the current "
+            "directory or PYTHONPATH, as compile does)"
+        )
     model = args.model or model_entry.get("path")
     if not model:
         raise ExplorerError(
@@ -77,12 +106,17 @@ def _compile_arguments(args) -> argparse.Namespace:
         raise ExplorerError(
             f"{model}: the model {args.bundle} was compiled from is not there any more: name it with --model PATH"
         )
+    if not args.model and split_factory(str(model)) is not None:
+        raise ExplorerError(
+            f"{args.bundle}: its manifest names the model {str(model)[:200]!r}, Python code (FILE.py:FACTORY) "
+            "that profile would import and run; nothing read from a bundle is run: name the model "
+            "yourself with --model"
+        )
     if model_entry.get("sha256") and _sha256(model) != model_entry["sha256"]:
         raise ExplorerError(
             f"{model}: not the model {args.bundle} was compiled from (its SHA-256 differs): give that "
             "model with --model, or compile this one anew (tvm-explorer compile)"
         )
-    options = manifest.get("options") or {}
     return argparse.Namespace(
         model=model,
         output=args.bundle,
@@ -93,7 +127,7 @@ def _compile_arguments(args) -> argparse.Namespace:
         timeout=args.timeout,
         memory_limit=args.memory_limit,
         progress=args.progress,
-        pipeline=options.get("pipeline"),
+        pipeline=args.pipeline,
         trust_pickle=args.trust_pickle,
         in_process=False,
         profile=True,
