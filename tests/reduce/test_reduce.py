@@ -229,6 +229,52 @@ def test_a_search_stopped_by_its_budget_says_it_is_not_shown_1_minimal(tmp_path)
     assert proc.returncode == 0, proc.stderr
     assert "not shown 1-minimal: the probe budget (2) ran out" in proc.stdout
     assert "**Not shown 1-minimal**: the probe budget (2) ran out." in (tmp_path / "small.report.md").read_text()
+    # Run again: the files it wrote are its own, and are replaced (issue 37 item 9).
+    (tmp_path / "small.tflite").write_bytes(b"edited since")
+    proc = _reduce(tmp_path / "big.tflite", tmp_path / "small.tflite", "--max-probes", "2")
+    assert proc.returncode == 0, proc.stderr
+    assert (tmp_path / "small.tflite").read_bytes()[4:8] == b"TFL3"
+
+
+def _refused(proc, path: Path, why: str) -> None:
+    assert proc.returncode == 2, proc.stderr
+    assert proc.stderr.count("\n") == 1 and "Traceback" not in proc.stderr, proc.stderr
+    assert f"{path}: {why}" in proc.stderr, proc.stderr
+
+
+def test_reduce_follows_the_output_rules_of_compile_o(tmp_path):
+    """Issue 37 item 9: a symbolic link at an output (VS Code's default name ``MODEL.reduced.EXT``
+    planted as a link) was followed and its target overwritten, and ``-o`` the model itself
+    replaced the model. Refused now, as ``compile -o`` refuses, before the search starts."""
+    big = tmp_path / "big.tflite"
+    original = tflite_tensor_reshape(big) and big.read_bytes()
+    victim = tmp_path / "victim.txt"
+    victim.write_text("precious")
+    (tmp_path / "big.reduced.tflite").symlink_to(victim)
+    _refused(_reduce(big, tmp_path / "big.reduced.tflite"), tmp_path / "big.reduced.tflite",
+             "output path is a symbolic link")
+    (tmp_path / "side.report.md").symlink_to(victim)  # a file written beside the model
+    _refused(_reduce(big, tmp_path / "side.tflite"), tmp_path / "side.report.md", "output path is a symbolic link")
+    assert victim.read_text() == "precious"
+
+    _refused(_reduce(big, big), big, f"output path is {big}, an input of this reduce")
+    os.link(big, tmp_path / "hard.tflite")  # the same file by another name
+    _refused(_reduce(big, tmp_path / "hard.tflite"), tmp_path / "hard.tflite", f"output path is {big}, an input")
+    reference = tmp_path / "x.reference.tflite"  # where the cut reference of -o x.tflite goes
+    reference.write_bytes(original)
+    _refused(_reduce(big, tmp_path / "x.tflite", "--until", "diverge", "--reference", reference, "--target", "llvm"),
+             reference, f"output path is {reference}, an input of this reduce")
+    assert big.read_bytes() == original and reference.read_bytes() == original
+
+    (tmp_path / "mine.tflite").write_bytes(b"my own model")
+    _refused(_reduce(big, tmp_path / "mine.tflite"), tmp_path / "mine.tflite",
+             "exists, and tvm-explorer reduce did not write it")
+    (tmp_path / "notes.repro.py").write_text("# my notes")
+    _refused(_reduce(big, tmp_path / "notes.tflite"), tmp_path / "notes.repro.py",
+             "exists, and tvm-explorer reduce did not write it")
+    assert (tmp_path / "mine.tflite").read_bytes() == b"my own model"
+    assert (tmp_path / "notes.repro.py").read_text() == "# my notes"
+    assert not (tmp_path / "notes.tflite").exists() and not (tmp_path / "side.tflite").exists()
 
 
 NUMERICS = Path(__file__).parent.parent / "numerics"

@@ -13,6 +13,14 @@ from dataclasses import dataclass
 from tvm_explorer.errors import ExplorerError
 from tvm_explorer.frontends import frontend_for
 from tvm_explorer.inert import markdown as md
+from tvm_explorer.reduce.output_rules import (
+    check_files,
+    check_outputs,
+    files_of,
+    partial_name,
+    record_line,
+    write_model,
+)
 from tvm_explorer.reduce.runner import Outcome, Prober, signature
 from tvm_explorer.reduce.search import Stopped, ddmin
 from tvm_explorer.whole_files import write_whole
@@ -60,11 +68,6 @@ def _matches_until(outcome: Outcome, until: str | None) -> bool:
     return outcome.kind == until
 
 
-def partial_name(output: str) -> str:
-    stem, ext = os.path.splitext(output)
-    return f"{stem}.partial{ext}"
-
-
 def reduce_model(
     model: str,
     output: str,
@@ -104,6 +107,7 @@ def reduce_model(
             raise ExplorerError(f"{reference}: the reference must be a {frontend.suffix} model like {model}")
     if os.path.splitext(output)[1].lower() != frontend.suffix:
         raise ExplorerError(f"{output}: the reduced model is a {frontend.suffix} like {os.path.basename(model)}")
+    check_outputs(model, reference, output)  # before the search: a refusal costs nothing
     ops = writer.ops(model)
     if not ops:
         raise NothingToReduce(f"{model}: the main graph has no operators; nothing to reduce")
@@ -247,12 +251,13 @@ def _write(
 
     folder = os.path.dirname(os.path.abspath(output))
     os.makedirs(folder, exist_ok=True)
+    check_files(model, reference, output)  # again: the search took a while
     stem = os.path.splitext(output)[0]
-    writer.write(model, kept, output)
+    write_model(output, lambda tmp: writer.write(model, kept, tmp))
     reference_out = None
     if reference is not None:
         reference_out = stem + ".reference" + os.path.splitext(output)[1]
-        writer.write(reference, kept, reference_out)
+        write_model(reference_out, lambda tmp: writer.write(reference, kept, tmp))
     seconds = time.monotonic() - started
     report_path, repro_path = stem + ".report.md", stem + ".repro.py"
     if reduced is not None and reduced.message:
@@ -278,6 +283,7 @@ def _write(
     repro_text = outputs.repro(
         small=output, stock_import=writer.stock_import, original=original, target=target, pipeline=pipeline
     )
+    report_text += "\n" + record_line(files_of(output, reference))
     write_whole(report_path, report_text.encode("utf-8"), "report")
     write_whole(repro_path, repro_text.encode("utf-8"), "reproducer")
     return Reduction(
