@@ -17,20 +17,46 @@ ELLIPSIS = "…"
 _BOUNDARY = re.compile(r"/|\.(?=[A-Za-z_]|\d+(?:[./]|$))")
 
 
+MAX_SHOWN_NAME = 1024
+"""Characters of a name shown whole (a graph node's name, a report row): a longer one keeps its
+two ends (a hostile model may give a layer a name of megabytes)."""
+
+
+def shown_name(name: str, limit: int = MAX_SHOWN_NAME) -> str:
+    """``name`` in at most ``limit`` characters: a longer one is cut in the middle."""
+    return name if len(name) <= limit else _middle(name, limit)
+
+
 def shared_prefix(names: list[str]) -> str:
     """The longest prefix ending in ``/`` shared by two thirds of the names (two at least),
-    never a whole name."""
-    counts: dict[str, int] = {}
-    for name in set(names):
-        for i, ch in enumerate(name[:-1]):
-            if ch == "/":
-                counts[name[: i + 1]] = counts.get(name[: i + 1], 0) + 1
-    need = max(2, -(-2 * len(set(names)) // 3))
+    never a whole name.
+
+    Names sharing a prefix are neighbours once sorted, so each run of as many names as needed
+    is looked at once: time and memory linear in the names' length (counting every prefix of
+    every name took memory growing with the square of a name's depth)."""
+    distinct = sorted(set(names))
+    need = max(2, -(-2 * len(distinct) // 3))
     best = ""
-    for prefix, n in counts.items():
-        if n >= need and len(prefix) > len(best):
-            best = prefix
+    for i in range(len(distinct) - need + 1):
+        first, last = distinct[i], distinct[i + need - 1]
+        end = first.rfind("/", 0, _common_length(first, last))
+        if end >= 0 and end + 1 == len(first):  # the first name is the prefix itself: not counted
+            end = first.rfind("/", 0, end)
+        if end + 1 > len(best):
+            best = first[: end + 1]
     return best
+
+
+def _common_length(a: str, b: str) -> int:
+    """The length of the longest common prefix of ``a`` and ``b`` (compared in slices)."""
+    lo, hi = 0, min(len(a), len(b))
+    while lo < hi:  # the common length lies in [lo, hi]
+        mid = (lo + hi + 1) // 2
+        if a[lo:mid] == b[lo:mid]:
+            lo = mid
+        else:
+            hi = mid - 1
+    return lo
 
 
 def shorten(name: str, width: int, at_scope: bool = True) -> str:

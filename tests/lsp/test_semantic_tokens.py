@@ -3,13 +3,17 @@ lines on screen, lexed from the editor's text), not by a TextMate grammar tokeni
 multi-MB file in the editor. Checked on real bundles (small_cnn for cuda and c) through a real
 server: what the capability offers, the token of each kind of word in a kernel's first line,
 inline and multi-line block comments (also after edits), UTF-16 columns, and no tokens for
-documents that are not code."""
+documents that are not code. Hostile lines (a 100 000-digit hex literal and a letter, which the
+old number pattern took minutes on) lex in linear time, a request is bounded, and it never holds
+up another bundle's hover."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import re
 import subprocess
+import time
 
 import pytest
 import pytest_lsp
@@ -17,6 +21,7 @@ from lsprotocol import types
 from pytest_lsp import LanguageClient
 
 from tvm_explorer.bundle.reader import Bundle
+from tvm_explorer.navigation.c_tokens import MAX_LINE_CHARS, line_tokens
 
 from .conftest import MODELS_DIR, SERVER, session_bundle, start_session, uri
 
@@ -190,3 +195,35 @@ async def test_documents_that_are_not_code_get_none(client, workspace):
         types.DidOpenTextDocumentParams(types.TextDocumentItem(doc_uri, "tvm-tir", 1, c.text(tir)))
     )
     assert await _tokens(client, doc_uri, 0, 50) == []
+
+
+@pytest.mark.parametrize("line", ["0x" + "f" * 100_000 + "g", "1" * 100_000 + "e", "x = 0x1." + "a" * 100_000 + "pz;"])
+def test_a_long_literal_and_a_letter_lexes_in_linear_time(line):
+    # Minutes (cubic) before; milliseconds now. An order of magnitude only: no tight timing.
+    started = time.monotonic()
+    tokens, _ = line_tokens(0, line, False)
+    assert time.monotonic() - started < 5
+    assert not any(t.kind == 2 for t in tokens)  # not a C literal, so not colored as a number
+
+
+async def test_a_hostile_code_file_answers_and_holds_up_no_other_bundle(client, workspace):
+    # Any file under a bundle's code/ folder gets colored: 30 lines of 100 000 hex digits and
+    # a letter, then a hover on the other bundle sent right behind the colors request.
+    _, cuda, c = workspace
+    line = "int x = 0x" + "f" * 100_000 + "g;"
+    doc_uri = uri(cuda.root / "code" / "hostile.c")
+    client.text_document_did_open(
+        types.DidOpenTextDocumentParams(types.TextDocumentItem(doc_uri, "c", 1, "\n".join([line] * 30)))
+    )
+    colors = asyncio.ensure_future(_tokens(client, doc_uri, 0, 29))
+    text = c.text(C)
+    at = re.search(r"\n(\s*)\w+\[[^\n]*\] = ", text)
+    position = types.Position(text.count("\n", 0, at.start() + 1), len(at.group(1)))
+    hover = await asyncio.wait_for(
+        client.text_document_hover_async(types.HoverParams(types.TextDocumentIdentifier(uri(c.root / C)), position)), 60
+    )
+    assert hover is not None and "Generated code (target `c`)" in hover.contents.value
+    got = await asyncio.wait_for(colors, 60)
+    assert got[0] == (0, 0, 3, "type"), got[:3]
+    # A long line is colored up to the limit only.
+    assert all(col + length <= MAX_LINE_CHARS for _, col, length, _ in got), got[-3:]

@@ -15,6 +15,7 @@ from tvm_explorer.navigation.costs import cost_index
 from tvm_explorer.navigation.layer_facts import layer_facts
 from tvm_explorer.navigation.numerics import hidden_hint
 from tvm_explorer.navigation.view import BundleView
+from tvm_explorer.tablenames import shown_name
 
 FORMAT = "tvm-explorer-graph"
 VERSION = 1
@@ -61,8 +62,8 @@ def graph_document(view: BundleView, places: bool = True, encoding: str = "utf-1
             "subgraph": layer.subgraph,
             "op_index": layer.op_index,
             "opcode": layer.opcode,
-            "name": layer.name,
-            "module": module,
+            "name": shown_name(layer.name),
+            "module": shown_name(module),
             "module_class": layer.module_class or module_class,
             "source": f"{layer.source[0]}:{layer.source[1]}" if layer.source else None,
             "group": group_of.get(layer.id),
@@ -70,7 +71,11 @@ def graph_document(view: BundleView, places: bool = True, encoding: str = "utf-1
             "inputs": [_tensor(t) for t in facts.inputs],
             "outputs": [_tensor(t) for t in facts.outputs]
             or [
-                {"name": n, "type": _type(layer.output_types[i] if i < len(layer.output_types) else {}), "const": False}
+                {
+                    "name": shown_name(n),
+                    "type": _type(layer.output_types[i] if i < len(layer.output_types) else {}),
+                    "const": False,
+                }
                 for i, n in enumerate(layer.outputs)
             ],
             "kernels": kernels,
@@ -94,7 +99,7 @@ def graph_document(view: BundleView, places: bool = True, encoding: str = "utf-1
             node["places"] = layer_place_entries(view, layer.id, encoding)
         nodes.append(node)
     io_nodes = [
-        {"id": io_id(io.kind, io.subgraph, io.name), "kind": io.kind, "name": io.name, "type": io.type}
+        {"id": io_id(io.kind, io.subgraph, io.name), "kind": io.kind, "name": shown_name(io.name), "type": io.type}
         for io in structure.io
     ]
     return {
@@ -138,7 +143,7 @@ def report_sections(view: BundleView) -> dict[str, Any]:
                 {
                     "id": str(lay["id"]),
                     "opcode": lay["opcode"],
-                    "name": lay["name"],
+                    "name": shown_name(lay["name"]),
                     "time_ms": lay.get("time_ms"),
                     "share": lay.get("share"),
                     "code_lines": lay["code_lines"],
@@ -189,7 +194,7 @@ def report_sections(view: BundleView) -> dict[str, Any]:
                         (str(lay.id) for lay in [bundle.layer(e["subgraph"], e["op_index"])] if lay is not None), None
                     ),
                     "opcode": e["opcode"],
-                    "name": e["name"],
+                    "name": shown_name(e["name"]),
                     "diverges": bool(e.get("diverges")),
                     "observed": bool(e.get("observed")),
                     "summary": format_error(e),
@@ -217,7 +222,7 @@ def costs_problem(bundle) -> str | None:
 
 
 def _tensor(t) -> dict[str, Any]:
-    out: dict[str, Any] = {"name": t.name, "type": t.type_text, "const": t.const}
+    out: dict[str, Any] = {"name": shown_name(t.name), "type": t.type_text, "const": t.const}
     if t.quantization:
         out["quantization"] = t.quantization
     return out

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from tvm_explorer.bundle.reader import Layer
 from tvm_explorer.navigation.layer_facts import LayerFacts, layer_facts
 from tvm_explorer.navigation.view import BundleView
+from tvm_explorer.tablenames import shown_name
 
 # Headings of the model documents (frontends/tflite/document.py, frontends/graph_document.py).
 _SUBGRAPH = re.compile(r'^(?:subgraph (\d+)|graph) "(.*)"$')
@@ -126,11 +127,17 @@ def scope_path(layer: Layer, structure: Structure) -> tuple[list[str], str]:
     path of its model document heading (ONNX, PyTorch: ``backbone.layer1.conv`` → backbone,
     layer1, conv), else the scopes of a ``/backbone/layer1/Conv`` node name (ONNX exporters),
     else the Keras / TF name scope of its name (TFLite: ``model/block1/conv/Relu6`` → model,
-    block1, conv; a fused name ``a/b;a/c`` by its first part)."""
+    block1, conv; a fused name ``a/b;a/c`` by its first part). At most MAX_SCOPE_DEPTH
+    scopes, the outermost: deeper nesting draws no deeper boxes."""
     module = structure.modules.get(layer.id, ("", ""))[0]
     if module:
-        return [p for p in module.split(".") if p], "."
-    return [p for p in layer.name.split(";", 1)[0].split("/")[:-1] if p], "/"
+        return [p for p in module.split(".", MAX_SCOPE_DEPTH)[:MAX_SCOPE_DEPTH] if p], "."
+    return [p for p in layer.name.split(";", 1)[0].split("/", MAX_SCOPE_DEPTH)[:-1] if p], "/"
+
+
+MAX_SCOPE_DEPTH = 64
+"""Scopes of a layer's path that group it (real models nest a dozen deep; a hostile name half a
+million)."""
 
 
 MIN_GROUP = 3
@@ -150,29 +157,46 @@ class Group:
     size: int = 0  # layers inside, at any depth
 
 
+MAX_GROUP_PATH = 1024
+"""Characters of a group's scope path the graph document carries (its tooltip): a hostile name
+may nest scopes half a million deep."""
+
+
 def groups(view: BundleView, structure: Structure) -> tuple[list[Group], dict[int, str | None]]:
     """The scope groups worth drawing and each layer's innermost group. A scope holding fewer than
     ``MIN_GROUP`` layers is no group (its nodes stand for it); a scope holding exactly what its parent
-    holds is folded into the parent; several subgraphs are top-level groups of their own."""
+    holds is folded into the parent; several subgraphs are top-level groups of their own.
+
+    Scopes are numbered as a tree (a scope is its parent's number and its own name), so that
+    time and memory grow with the names' total length, not with the square of their depth (a
+    46 KiB name of nested scopes took 3.4 GB as a tuple per prefix)."""
     layers = view.bundle.layers
     several = len({layer.subgraph for layer in layers}) > 1
     paths: dict[int, list[str]] = {}
+    nodes: dict[int, list[int]] = {}  # layer id -> the scope numbers of its path, outermost first
     separator: dict[int, str] = {}
-    count: dict[tuple[str, ...], int] = {}
+    number: dict[tuple[int, str], int] = {}  # (parent's number, name) -> number; the root is 0
+    count: list[int] = [0]
     for layer in layers:
         scopes, separator[layer.id] = scope_path(layer, structure)
         path = ([f"#{layer.subgraph}"] if several else []) + scopes
         paths[layer.id] = path
-        for depth in range(1, len(path) + 1):
-            key = tuple(path[:depth])
-            count[key] = count.get(key, 0) + 1
-    made: dict[tuple[str, ...], Group] = {}
+        at, chain = 0, []
+        for name in path:
+            nxt = number.get((at, name))
+            if nxt is None:
+                nxt = number[(at, name)] = len(count)
+                count.append(0)
+            count[nxt] += 1
+            chain.append(nxt)
+            at = nxt
+        nodes[layer.id] = chain
+    made: dict[int, Group] = {}
     of_layer: dict[int, str | None] = {}
     for layer in layers:
         path = paths[layer.id]
         parent: Group | None = None
-        for depth in range(1, len(path) + 1):
-            key = tuple(path[:depth])
+        for depth, key in enumerate(nodes[layer.id], start=1):
             n = count[key]
             subgraph_group = several and depth == 1
             if not subgraph_group and (n < MIN_GROUP or (parent is not None and n == parent.size)):
@@ -183,11 +207,30 @@ def groups(view: BundleView, structure: Structure) -> tuple[list[Group], dict[in
                     label = f"subgraph {layer.subgraph} {structure.subgraph_names.get(layer.subgraph, '')}".strip()
                 made[key] = Group(
                     f"g{len(made)}",
-                    label,
-                    separator[layer.id].join(key),
+                    shown_name(label),
+                    _joined(path, depth, separator[layer.id]),
                     parent.id if parent else None,
                     n,
                 )
             parent = made[key]
         of_layer[layer.id] = parent.id if parent else None
     return list(made.values()), of_layer
+
+
+def _joined(path: list[str], depth: int, sep: str) -> str:
+    """The first ``depth`` scopes of ``path`` written as a path, at most MAX_GROUP_PATH
+    characters of it (the rest cut in the middle)."""
+    parts, size = [], 0
+    for i in range(depth):
+        parts.append(path[i])
+        size += len(path[i]) + len(sep)
+        if size > 2 * MAX_GROUP_PATH:  # enough for its head: the tail comes from the end
+            tail, tail_size = [], 0
+            for j in range(depth - 1, i, -1):
+                tail.append(path[j])
+                tail_size += len(path[j]) + len(sep)
+                if tail_size > MAX_GROUP_PATH:
+                    break
+            parts.extend(reversed(tail))
+            break
+    return shown_name(sep.join(parts), MAX_GROUP_PATH)

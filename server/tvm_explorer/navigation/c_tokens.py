@@ -19,6 +19,14 @@ COMMENT, STRING, NUMBER, KEYWORD, TYPE, FUNCTION, MACRO = range(len(KINDS))
 
 CODE_SUFFIXES = (".c", ".cu", ".h", ".cc", ".cpp")
 
+# What one request lexes at most, so that it answers in tens of milliseconds whatever the file
+# holds (the server answers every other request on the same thread): a line is colored up to
+# VS Code's own limit (editor.maxTokenizationLineLength), and a range up to a screenful of such
+# lines.
+MAX_LINE_CHARS = 20_000
+MAX_REQUEST_CHARS = 200_000
+MAX_REQUEST_LINES = 5_000
+
 _KEYWORDS = frozenset(
     """if else for while do return break continue switch case default goto sizeof
     extern static const volatile inline __global__ __device__ __host__ __shared__ __constant__
@@ -33,17 +41,26 @@ _TYPES = re.compile(
     r"|(?:u?char|u?short|u?int|u?long|float|double|longlong|ulonglong)[1-4]|dim3"
     r"|TVMValue|TVMFFIAny|DLTensor|DLDevice|DLDataType|TVMArray)\Z"
 )
+# Every alternative has one way to match a given text (possessive loops, disjoint choices), so
+# a failed match gives up at once: a line costs time linear in its length whatever it holds
+# (the ambiguous number pattern this replaced took 32 s on 1 500 hex digits and a letter).
+# A number is lexed as C's preprocessing number (digits, letters, dots and an exponent's sign)
+# and colored only when the whole of it is a C literal.
 _TOKEN = re.compile(
     r"""(?P<line_comment>//.*)
     |(?P<block>/\*)
-    |(?P<string>"(?:[^"\\]|\\.)*"?|'(?:[^'\\]|\\.)*'?)
-    |(?P<number>(?<![\w.])(?:0[xX][0-9a-fA-F]*\.?[0-9a-fA-F]*(?:[pP][+-]?\d+)?
-        |\d+\.?\d*(?:[eE][+-]?\d+)?|\.\d+(?:[eE][+-]?\d+)?)[fFuUlL]*(?!\w))
-    |(?P<word>[A-Za-z_]\w*)(?P<call>\s*\()?""",
+    |(?P<string>"(?:[^"\\]|\\.)*+"?|'(?:[^'\\]|\\.)*+'?)
+    |(?P<number>(?<![\w.])\.?[0-9](?:[\w.]|(?<=[eEpP])[+-])*+)
+    |(?P<word>[A-Za-z_]\w*+)(?P<call>\s*+\()?""",
     re.X,
 )
-_DIRECTIVE = re.compile(r"\s*(#\s*\w*)(\s*<[^>\n]*>)?")
-_MARKS = re.compile(r'//[^\n]*|"(?:[^"\\\n]|\\.)*"?|/\*|\*/')
+_LITERAL = re.compile(
+    r"""(?:0[xX](?:[0-9a-fA-F]++(?:\.[0-9a-fA-F]*+)?|\.[0-9a-fA-F]++)(?:[pP][+-]?[0-9]++)?
+    |(?:[0-9]++(?:\.[0-9]*+)?|\.[0-9]++)(?:[eE][+-]?[0-9]++)?)[fFuUlL]*+""",
+    re.X,
+)
+_DIRECTIVE = re.compile(r"\s*+(#\s*+\w*+)(\s*+<[^>\n]*+>)?")
+_MARKS = re.compile(r'//[^\n]*+|"(?:[^"\\\n]|\\.)*+"?|/\*|\*/')
 
 
 @dataclass(frozen=True)
@@ -69,7 +86,9 @@ class CommentMap:
     def __init__(self, text: str):
         line_starts = [0]
         line_starts.extend(m.end() for m in re.finditer("\n", text))
-        self._open_lines: list[int] = []  # lines at whose start a block comment is open
+        # Runs of lines at whose start a block comment is open: first lines, and last lines.
+        self._firsts: list[int] = []
+        self._lasts: list[int] = []
         inside = False
         opened = 0
         for m in _MARKS.finditer(text):
@@ -79,17 +98,19 @@ class CommentMap:
                     inside = False
                     first = bisect.bisect_right(line_starts, opened)  # the line after the opening one
                     last = bisect.bisect_right(line_starts, m.start()) - 1  # the closing line
-                    self._open_lines.extend(range(first, last + 1))
+                    if first <= last:
+                        self._firsts.append(first)
+                        self._lasts.append(last)
             elif mark == "/*":
                 inside, opened = True, m.start()
         if inside:
-            first = bisect.bisect_right(line_starts, opened)
-            self._open_lines.extend(range(first, len(line_starts)))
+            self._firsts.append(bisect.bisect_right(line_starts, opened))
+            self._lasts.append(len(line_starts) - 1)
 
     def open_at(self, line: int) -> bool:
         """Whether a block comment is open at the start of ``line`` (0-based)."""
-        i = bisect.bisect_left(self._open_lines, line)
-        return i < len(self._open_lines) and self._open_lines[i] == line
+        i = bisect.bisect_right(self._firsts, line) - 1
+        return i >= 0 and line <= self._lasts[i]
 
 
 def line_tokens(line_no: int, line: str, in_comment: bool) -> tuple[list[Token], bool]:
@@ -131,7 +152,8 @@ def line_tokens(line_no: int, line: str, in_comment: bool) -> tuple[list[Token],
         elif kind == "string":
             out.append(Token(line_no, m.start(), m.end() - m.start(), STRING))
         elif kind == "number":
-            out.append(Token(line_no, m.start(), m.end() - m.start(), NUMBER))
+            if _LITERAL.fullmatch(m.group()):
+                out.append(Token(line_no, m.start(), m.end() - m.start(), NUMBER))
         else:  # a word, and whether a call's "(" follows it
             word = m.group("word")
             start = m.start("word")
@@ -146,10 +168,23 @@ def line_tokens(line_no: int, line: str, in_comment: bool) -> tuple[list[Token],
 
 def range_tokens(lines: list[str], first: int, last: int, comments: CommentMap) -> list[Token]:
     """The tokens of lines ``first``..``last`` (0-based, inclusive) of a document given as its
-    lines (line breaks kept or not), in order."""
+    lines (line breaks kept or not), in order, within a request's budget: each line colored up
+    to MAX_LINE_CHARS, and lines colored until MAX_REQUEST_CHARS characters or
+    MAX_REQUEST_LINES lines have been lexed (the rest of the range stays uncolored)."""
     out: list[Token] = []
     in_comment = comments.open_at(first)
-    for n in range(max(0, first), min(last, len(lines) - 1) + 1):
-        got, in_comment = line_tokens(n, lines[n].rstrip("\r\n"), in_comment)
+    budget = MAX_REQUEST_CHARS
+    for n in range(max(0, first), min(last, len(lines) - 1, first + MAX_REQUEST_LINES - 1) + 1):
+        line = lines[n]
+        cut = len(line) > MAX_LINE_CHARS
+        if cut:
+            line = line[:MAX_LINE_CHARS]
+        line = line.rstrip("\r\n")
+        budget -= len(line)
+        if budget < 0:
+            break
+        got, in_comment = line_tokens(n, line, in_comment)
         out.extend(got)
+        if cut:  # the line's end was not lexed: whether a comment is open after it, the map knows
+            in_comment = comments.open_at(n + 1)
     return out

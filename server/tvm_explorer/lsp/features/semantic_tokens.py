@@ -47,12 +47,19 @@ class SemanticTokens:
         data: list[int] = []
         prev_line = prev_start = 0
         encoding = self.session.encoding
+        # Columns in code units, counted along each line from the previous token (converting
+        # each token's whole prefix would cost the square of a long line's length).
+        unit_line, unit_at, units = -1, 0, 0
         for token in range_tokens(lines, first, last, known[1]):
             line = lines[token.line]
             start, length = token.start, token.length
             if encoding != "utf-32" and not line.isascii():
-                start = code_units(line[:start], encoding)
-                length = code_units(line[token.start : token.start + token.length], encoding)
+                if unit_line != token.line:
+                    unit_line, unit_at, units = token.line, 0, 0
+                units += code_units(line[unit_at:start], encoding)
+                length = code_units(line[start : start + length], encoding)
+                unit_at, start = token.start + token.length, units
+                units += length
             delta_line = token.line - prev_line
             data += (delta_line, start - prev_start if delta_line == 0 else start, length, token.kind, 0)
             prev_line, prev_start = token.line, start
