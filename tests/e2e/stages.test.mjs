@@ -9,7 +9,7 @@
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { bundleSuite } from './lib/suite.mjs';
+import { bundleSuite, openAt } from './lib/suite.mjs';
 import { poll, runCommand, screenshot } from './lib/workbench.mjs';
 
 const suite = bundleSuite({ compile: { model: 'small_cnn_int8.tflite', name: 'small_cnn_int8', cache: true }, shots: 'stages-' });
@@ -80,6 +80,14 @@ async function until(page, check) {
   return ok ?? last;
 }
 
+/** Waits until the server has loaded the bundle (the Passes view lists it); closes the side bar. */
+async function bundleLoaded(page) {
+  await runCommand(page, 'TVM Explorer: Focus on Passes View');
+  const passes = page.locator('.pane', { has: page.locator('.pane-header', { hasText: 'Passes' }) });
+  await passes.locator('.monaco-list-row', { hasText: 'small_cnn_int8.bundle' }).first().waitFor({ timeout: 180000 });
+  await runCommand(page, 'View: Close Primary Side Bar');
+}
+
 function assertWithin(column, expected, what) {
   assert.ok(column.lines.length > 0, `${what}: nothing highlighted in ${column.title}`);
   const stray = column.lines.filter((l) => !expected.has(l));
@@ -93,13 +101,10 @@ test('the cursor in TIR highlights its layer in the model, Relax and C columns; 
   const relax = bundle.documents('relax').at(-1);
   const tir = bundle.documents('tir').at(-1);
   const c = bundle.documents('code').find((p) => p.endsWith('.c'));
-  // The server has loaded the bundle once the Passes view lists it; then open the stages,
-  // once (run again while it opens, the command's last focus would take keys meant for the
-  // palette), and wait for the status bar to say they are in sync.
-  await runCommand(page, 'TVM Explorer: Focus on Passes View');
-  const passes = page.locator('.pane', { has: page.locator('.pane-header', { hasText: 'Passes' }) });
-  await passes.locator('.monaco-list-row', { hasText: 'small_cnn_int8.bundle' }).first().waitFor({ timeout: 180000 });
-  await runCommand(page, 'View: Close Primary Side Bar');
+  // Open the stages once the bundle is loaded, once (run again while it opens, the command's
+  // last focus would take keys meant for the palette), and wait for the status bar to say they
+  // are in sync.
+  await bundleLoaded(page);
   await runCommand(page, 'TVM Explorer: Open Stages Side by Side');
   await page.locator('.statusbar-item', { hasText: 'Stages in sync' }).waitFor({ timeout: 60000 });
   const titles = (await highlighted(page)).map((col) => col.title);
@@ -134,4 +139,65 @@ test('the cursor in TIR highlights its layer in the model, Relax and C columns; 
   const cleared = await until(page, (cols) => cols.every((col) => col.lines.length === 0));
   await screenshot(page, 'stages-03-no-origin-cleared');
   assert.ok(cleared.every((col) => col.lines.length === 0), `highlights left: ${JSON.stringify(cleared)}`);
+});
+
+/** The innermost range of `path` whose origins are exactly the layer of `op` (its model entry in
+ * the model document, else a statement or binding computing it), with its 1-based position. */
+function placeOfOp(bundle, path, op, kinds) {
+  const id = bundle.index.layers.findIndex((l) => l.op_index === op);
+  const found = bundle.ranges(path).filter((r) => kinds.includes(r.kind) && r.origins.length === 1 && r.origins[0][0] === id
+    && (r.kind !== 'binding' || r.link?.startsWith('prim:'))); // a binding computing it, not its bookkeeping
+  assert.ok(found.length, `no ${kinds} of op ${op} in ${path}`);
+  const r = found.at(-1); // the innermost of the last nest: a loop's statement, not its header
+  const at = bundle.position(path, r.start);
+  return { layers: [id], line: at.line + 1, character: at.character + 1 };
+}
+
+test('the stages sync from every start document, in every direction, and again on focusing a column', async () => {
+  const { session, bundle } = suite;
+  const { page } = session;
+  const docs = [bundle.documents('model')[0], bundle.documents('relax').at(-1), bundle.documents('tir').at(-1),
+    bundle.documents('code').find((p) => p.endsWith('.c'))];
+  // Where each column's cursor goes: a place of a layer of its own, so that every move changes
+  // what is highlighted (the model entry of op 5, the call of op 3's kernel, a store of op 2, a
+  // C line of op 1).
+  const places = [
+    placeOfOp(bundle, docs[0], 5, ['layer']),
+    placeOfOp(bundle, docs[1], 3, ['binding']),
+    placeOfOp(bundle, docs[2], 2, ['stmt']),
+    placeOfOp(bundle, docs[3], 1, ['stmt']),
+  ];
+  const kinds = [['layer'], ['binding'], ['stmt', 'loop', 'block', 'primfunc'], ['stmt']];
+  /** Every column but `source` highlights lines of `layers` only, and some. */
+  const check = (cols, source, layers, what) => {
+    for (let i = 0; i < 4; i++) {
+      if (i === source) continue;
+      assertWithin(cols[i], linesOf(bundle, docs[i], (r) => kinds[i].includes(r.kind) && holds(layers)(r)), `${what}, column ${i + 1}`);
+    }
+  };
+  const names = ['model', 'relax', 'tir', 'code'];
+  await bundleLoaded(page);
+  for (const [s, start] of docs.entries()) {
+    await runCommand(page, 'View: Close All Editor Groups');
+    await openAt(suite, start, places[s].line - 1, places[s].character - 1);
+    await runCommand(page, 'TVM Explorer: Open Stages Side by Side');
+    // At once: the cursor of the document it was started from, shown in the three others.
+    const opened = await until(page, (cols) => cols.length === 4 && cols.every((c, i) => i === s || c.lines.length > 0));
+    await screenshot(page, `stages-1${s}-started-from-${names[s]}`);
+    assert.deepEqual(opened.map((col) => col.title.split(/\s/)[0]), docs.map((p) => p.split('/').pop()));
+    check(opened, s, places[s].layers, `started from ${names[s]}`);
+    // The cursor moved in the next column: the others (the start document's too) follow.
+    const next = (s + 1) % 4;
+    await cursorIn(page, next + 1, places[next].line, places[next].character);
+    const moved = await until(page, (cols) => cols.every((c, i) => i === next || c.lines.length > 0)
+      && linesOf(bundle, docs[s], holds(places[next].layers)).has(cols[s].lines[0]));
+    check(moved, next, places[next].layers, `started from ${names[s]}, cursor in ${names[next]}`);
+    // Focusing the start column again, its cursor unmoved: its layer is shown again.
+    await page.keyboard.press('Escape');
+    await page.keyboard.press(`Control+${s + 1}`);
+    const back = await until(page, (cols) => cols.every((c, i) => i === s || c.lines.length > 0)
+      && linesOf(bundle, docs[next], holds(places[s].layers)).has(cols[next].lines[0]));
+    await screenshot(page, `stages-1${s}-refocused-${names[s]}`);
+    check(back, s, places[s].layers, `started from ${names[s]}, its column focused again`);
+  }
 });

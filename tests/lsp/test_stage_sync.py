@@ -155,3 +155,46 @@ async def test_ranges_follow_an_edit_of_an_open_stage_document(client, int8):
         assert [lines[line - 1].split("  ")[0] for line in entries] == ["op 1 MAX_POOL_2D", "op 2 CONV_2D"]
     finally:
         client.text_document_did_close(types.DidCloseTextDocumentParams(types.TextDocumentIdentifier(model_uri)))
+
+
+def line_of(bundle, path, rng) -> str:
+    return bundle.text(path).split("\n")[rng["start"]["line"]]
+
+
+async def test_an_int8_layer_shows_its_own_kernel_and_says_where_only_its_input_dequantize_is(client, int8):
+    """CONV_2D op 2 of the int8 build: its input dequantize is fused into MAX_POOL_2D op 1's
+    kernel (``fused_max_pool2d_dequantize3``), its conv into ``fused_conv2d1_add1_quantize1_tir_clip1``.
+    A cursor on its multiply-accumulate shows the conv kernel in every column (the focus), and
+    the dequantize in the other kernel is highlighted too, with a note saying what it is."""
+    tir = [d.path for d in int8.documents if d.stage == "tir"][-1]
+    text = int8.text(tir)
+    kernel = text.index("def fused_conv2d1_add1_quantize1_tir_clip1(")
+    mac = text.index("conv2d_nhwc_intermediate[cse_v2] = conv2d_nhwc_intermediate[", kernel)
+    got = await stage_ranges(client, int8, tir, pos(text, mac))
+    assert [lay["op_index"] for lay in got["layers"]] == [2]
+    stages = by_stage(got)
+    c_lines = int8.text(C).split("\n")
+    code = stages["code"]
+    # The column shows the conv kernel at its multiply-accumulate (the same statement), not
+    # the max-pool kernel that comes first in the file and holds only the input dequantize.
+    assert "fused_conv2d1_add1_quantize1_tir_clip1(" in function_at(c_lines, code["focus"]["start"]["line"])
+    assert "conv2d_nhwc_intermediate[" in line_of(int8, C, code["focus"])
+    functions = {function_at(c_lines, r["start"]["line"]).split("(")[0].split()[-1] for r in code["ranges"]}
+    assert functions == {"__tvm_ffi_fused_conv2d1_add1_quantize1_tir_clip1", "__tvm_ffi_fused_max_pool2d_dequantize3"}
+    assert [(function_at(c_lines, n["range"]["start"]["line"]).split("(")[0].split()[-1], n["text"])
+            for n in code["notes"]] == [("__tvm_ffi_fused_max_pool2d_dequantize3",
+                                         "op 2 CONV_2D: input dequantize only — in the kernel of op 1 MAX_POOL_2D")]
+    # Relax: the binding calling the conv kernel, the other binding noted the same way.
+    relax = [d.path for d in int8.documents if d.stage == "relax"][-1]
+    assert line_of(int8, relax, stages["relax"]["focus"]).strip().startswith("fused_conv2d1_add1_quantize1_tir_clip1(")
+    assert [line_of(int8, relax, n["range"]).strip().split("(")[0] for n in stages["relax"]["notes"]] == [
+        "fused_max_pool2d_dequantize3"]
+    assert "op 2 CONV_2D" in line_of(int8, "model.tflgraph", stages["model"]["focus"])
+
+    # On the dequantize statement itself (in the max-pool kernel): the same statement in C.
+    pool = text.index("def fused_max_pool2d_dequantize3(")
+    deq = text.index("dequantized_intermediate_1[cse_v2] = ", pool)
+    got = await stage_ranges(client, int8, tir, pos(text, deq))
+    code = by_stage(got)["code"]
+    assert "fused_max_pool2d_dequantize3(" in function_at(c_lines, code["focus"]["start"]["line"])
+    assert line_of(int8, C, code["focus"]).strip().startswith("dequantized_intermediate[")

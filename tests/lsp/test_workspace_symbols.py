@@ -16,15 +16,17 @@ cnn = real_bundle("small_cnn_fp32")
 async def test_workspace_symbol_finds_a_layer_by_its_tf_name(client, cnn):
     got = await client.workspace_symbol_async(types.WorkspaceSymbolParams(query="conv2d_1_2"))
     mine = [s for s in got if s.location.uri.startswith(uri(cnn.root) + "/")]
-    # the layer named so first (looser matches, as the editor's fuzzy filter keeps, after)
-    assert mine[0].name == "small_cnn_1/conv2d_1_2 · op 2 CONV_2D", [s.name for s in got]
+    # the layer named so first (looser matches, as the editor's fuzzy filter keeps, after),
+    # named by the name typed (the whole TF name after it)
+    assert mine[0].name == "conv2d_1_2 · op 2 CONV_2D", [s.name for s in got]
     assert mine[0].kind == types.SymbolKind.Operator and cnn.root.name in mine[0].container_name
+    assert "small_cnn_1/conv2d_1_2" in mine[0].container_name
     rel, text, _ = landing(cnn, mine[0].location)
     assert rel == "model.tflgraph" and text.startswith("op 2 CONV_2D  small_cnn_1/conv2d_1_2")
     # Every bundle of the workspace answers (the int8 and CUDA builds of the same network too).
     assert len({s.location.uri.rsplit("/", 1)[0] for s in got}) >= 3
     by_opcode = await client.workspace_symbol_async(types.WorkspaceSymbolParams(query="dense_1_2"))
-    assert any(s.name.startswith("small_cnn_1/dense_1_2") and "FULLY_CONNECTED" in s.name for s in by_opcode)
+    assert any(s.name.startswith("dense_1_2 · op 6 FULLY_CONNECTED") for s in by_opcode)
     assert not await client.workspace_symbol_async(types.WorkspaceSymbolParams(query="no_such_layer_zz"))
 
 

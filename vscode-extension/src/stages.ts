@@ -15,6 +15,8 @@ import type { PassDiffSides } from './passDiffSides';
 
 /** Cursor moves closer together than this make one request (holding an arrow key). */
 const DEBOUNCE_MS = 120;
+/** How long the visible editors must stay without a stage document before the session ends. */
+const SETTLE_MS = 500;
 const COLUMNS = [vscode.ViewColumn.One, vscode.ViewColumn.Two, vscode.ViewColumn.Three, vscode.ViewColumn.Four];
 const STAGE_NAMES: Readonly<Record<ext.StageDocument['stage'], string>> = {
   model: 'model',
@@ -40,6 +42,7 @@ export class StageSync implements vscode.Disposable {
   /** The bundle shown side by side (its directory URI as the server names it), if any. */
   private bundleUri: string | undefined;
   private timer: ReturnType<typeof setTimeout> | undefined;
+  private closeCheck: ReturnType<typeof setTimeout> | undefined;
   /** Bumped by every cursor move: an answer to an older one is dropped. */
   private generation = 0;
   /** Editors painted by the last answer (cleared by the next). */
@@ -71,6 +74,8 @@ export class StageSync implements vscode.Disposable {
       this.lines,
       this.status,
       vscode.window.onDidChangeTextEditorSelection((e) => this.cursorMoved(e.textEditor)),
+      // Focusing another column shows what its cursor is on, without moving it.
+      vscode.window.onDidChangeActiveTextEditor((e) => e && this.cursorMoved(e)),
       vscode.window.onDidChangeVisibleTextEditors(() => this.stopIfClosed()),
       registry.onDidChange(() => this.bundleReloaded()),
     );
@@ -107,13 +112,18 @@ export class StageSync implements vscode.Disposable {
       return;
     }
     this.bundleUri = bundleUri;
-    const from = vscode.window.activeTextEditor?.document.uri.toString();
+    const start = vscode.window.activeTextEditor;
+    const from = start?.document.uri.toString();
     const editors: vscode.TextEditor[] = [];
     for (const [i, doc] of shown.entries()) {
-      const editor = await this.largeFiles.showDocumentAt(client.protocol2CodeConverter.asUri(doc.uri), {
+      const uri = client.protocol2CodeConverter.asUri(doc.uri);
+      // The document the command was run from opens in its column with its cursor where it was.
+      const selection = uri.toString() === from ? start?.selection : undefined;
+      const editor = await this.largeFiles.showDocumentAt(uri, {
         viewColumn: COLUMNS[i],
         preview: false,
         preserveFocus: i > 0,
+        ...(selection && { selection }),
       });
       if (editor) {
         editors.push(editor);
@@ -128,6 +138,12 @@ export class StageSync implements vscode.Disposable {
     this.status.text = '$(split-horizontal) Stages in sync';
     this.status.tooltip = `Moving the cursor in ${shown.map((d) => STAGE_NAMES[d.stage]).join(', ')} highlights the same layers in the others.`;
     this.status.show();
+    // What the cursor of the focused column is on, at once (the document the command was run
+    // from keeps its cursor: its line is the one to show).
+    const active = vscode.window.activeTextEditor;
+    if (active) {
+      this.cursorMoved(active);
+    }
   }
 
   private async chooseBundle(target?: vscode.Uri | string): Promise<string | undefined> {
@@ -226,16 +242,25 @@ export class StageSync implements vscode.Disposable {
       : '$(split-horizontal) Stages in sync';
   }
 
+  /**
+   * Ends the session once none of its documents is visible. Not while the columns open, and
+   * only once the editors have settled: replacing the editor of a column reports no visible
+   * editor for a moment (opening the stages from the generated code, the only column's
+   * editor gives way to the model document), which ended the session before it began.
+   */
   private stopIfClosed(): void {
-    if (!this.bundleUri) {
+    clearTimeout(this.closeCheck);
+    if (!this.bundleUri || this.opening) {
       return;
     }
-    const open = vscode.window.visibleTextEditors.some((e) => this.inSession(e.document.uri));
-    if (!open) {
-      this.bundleUri = undefined;
-      this.painted.clear();
-      this.status.hide();
-    }
+    this.closeCheck = setTimeout(() => {
+      const open = vscode.window.visibleTextEditors.some((e) => this.inSession(e.document.uri));
+      if (!open && !this.opening) {
+        this.bundleUri = undefined;
+        this.painted.clear();
+        this.status.hide();
+      }
+    }, SETTLE_MS);
   }
 
   private bundleReloaded(): void {
@@ -247,6 +272,7 @@ export class StageSync implements vscode.Disposable {
 
   dispose(): void {
     clearTimeout(this.timer);
+    clearTimeout(this.closeCheck);
     this.disposables.forEach((d) => d.dispose());
   }
 }

@@ -156,6 +156,7 @@ class LayerPlaceInfo:
     changed: bool
     role: str = "compute"
     function: str = ""
+    note: str = ""  # a function holding only a part of the layer (its input dequantize): what it is
 
 
 @attrs.define
@@ -331,13 +332,27 @@ class StageLayer:
 
 
 @attrs.define
+class StageNote:
+    """A range of ``tvmExplorer/stageRanges`` in a function holding only a part of the layers
+    (an int8 layer's input dequantize in the previous layer's kernel), and what it is."""
+
+    range: types.Range
+    text: str
+
+
+@attrs.define
 class StageRangesInDocument:
-    """The ranges of the position's layers in one stage document, in document order."""
+    """The ranges of the position's layers in one stage document, in document order;
+    ``focus``: what to show of them (the same statement as the position's, else the first
+    layer's own kernel, entry or binding); ``notes``: the first range of each function holding
+    only a part of the layers, and what it is."""
 
     stage: str
     uri: str
     ranges: list[types.Range]
     truncated: bool = False
+    focus: types.Range | None = None
+    notes: list[StageNote] = attrs.field(factory=list)
 
 
 @attrs.define
@@ -413,6 +428,7 @@ _PLAIN_NAMES = (
     StageDocumentInfo,
     StageDocumentsResult,
     StageLayer,
+    StageNote,
     StageRangesInDocument,
     StageRangesResult,
 )

@@ -9,6 +9,15 @@ import weakref
 from dataclasses import dataclass
 
 from tvm_explorer.bundle.reader import Document, Layer
+from tvm_explorer.navigation.kernels import (
+    KernelPart,
+    ffi_wrappers,
+    function_of,
+    kernel_parts,
+    output_functions,
+    part_note,
+    place_unit,
+)
 from tvm_explorer.navigation.passes import normalized
 from tvm_explorer.navigation.provenance import layers_at
 from tvm_explorer.navigation.stages import main_first
@@ -32,6 +41,9 @@ class StagePlace:
     module (the TIR documents show it)."""
     function: str = ""
     """The function, PrimFunc or kernel the place is in (places are grouped by it)."""
+    note: str = ""
+    """For a place in a function that computes none of the layers' outputs (an int8 layer's
+    input dequantize in the previous layer's kernel): what it is (``kernels.part_note``)."""
 
 
 def layers_of(view: BundleView, path: str, offset: int, keep: Keep = keep_all) -> list[Layer]:
@@ -93,12 +105,16 @@ def layer_places(view: BundleView, layer_ids: list[int], changes: bool = True) -
     last = _last_of_stage(view)
     out = [StagePlace(p, "model", None, None, True, False) for p in _model_entries(view, lids)]
     per_doc: dict[str, list[Place]] = {}
-    for p in view.layer_map.places_of(lids):
-        per_doc.setdefault(p.path, []).append(p)
+    everywhere = view.layer_map.places_of(lids)
+    wrappers = ffi_wrappers(view, everywhere)
+    for p in everywhere:
+        if p not in wrappers:
+            per_doc.setdefault(p.path, []).append(p)
     for doc in bundle.documents:
         found = per_doc.get(doc.path)
         if not found:
             continue
+        notes = part_notes(view, doc.path, lids) if doc.stage != "model" else {}
         index, name = _producing_pass(view, doc)
         prev = _previous_of_stage(view, doc)
         there = bundle.index(prev.path) if prev is not None else None
@@ -118,9 +134,27 @@ def layer_places(view: BundleView, layer_ids: list[int], changes: bool = True) -
                     changed,
                     _role(view, lids, doc.stage, p),
                     function_of(view, p),
+                    notes.get(place_unit(view, p), "") if notes else "",
                 )
             )
     return out
+
+
+MAX_NOTED_LAYERS = 64
+"""Most layers whose partial functions are noted at once: a position naming more (a whole-model
+function) is about no layer in particular."""
+
+
+def part_notes(view: BundleView, path: str, layer_ids) -> dict[str, str]:
+    """Per function of ``path`` holding only a part of the layers (``kernels.kernel_parts``):
+    what it is, as Layer Places and the stages side by side say it."""
+    if len(set(layer_ids)) > MAX_NOTED_LAYERS:
+        return {}
+    parts = kernel_parts(view, path, layer_ids)
+    if not parts:
+        return {}
+    homes = sorted(output_functions(view, path, layer_ids))
+    return {unit: part_note(view, part, homes[0] if homes else "") for unit, part in parts.items()}
 
 
 # What a Relax binding calls when it only serves the computation: memory planning and kills
@@ -149,23 +183,6 @@ def _role(view: BundleView, layer_ids, stage: str, place: Place) -> str:
     return "bookkeeping" if _BOOKKEEPING.match(value) else "compute"
 
 
-FUNCTION_KINDS = ("primfunc", "function")
-
-
-def function_of(view: BundleView, place: Place) -> str:
-    """Name of the innermost function, PrimFunc or kernel holding ``place`` ("" if none)."""
-    if place.kind in FUNCTION_KINDS:
-        return _function_name(place.key)
-    for rng in view.bundle.index(place.path).enclosing(place.start):
-        if rng.kind in FUNCTION_KINDS and rng.end >= place.end:
-            return _function_name(rng.key)
-    return ""
-
-
-def _function_name(key: str) -> str:
-    return key.partition(":")[2] or key
-
-
 def _model_entries(view: BundleView, lids) -> list[Place]:
     out: list[Place] = []
     for lid in lids:
@@ -186,8 +203,10 @@ def reference_map(view: BundleView, layer_ids: list[int]) -> list[Place]:
     out = []
     stage = {doc.path: doc.stage for doc in view.bundle.documents}
     # Only the last documents of each stage: not every place in every pass (layer_places).
-    for place in _model_entries(view, key) + view.layer_map.places_in(key, _last_of_stage(view)):
-        if place in seen or _role(view, key, stage[place.path], place) != "compute":
+    found = view.layer_map.places_in(key, _last_of_stage(view))
+    wrappers = ffi_wrappers(view, found)
+    for place in _model_entries(view, key) + found:
+        if place in seen or place in wrappers or _role(view, key, stage[place.path], place) != "compute":
             continue
         seen.add(place)
         out.append(place)
@@ -219,7 +238,18 @@ def places_summary(view: BundleView, layer_ids: list[int]) -> str:
     if not groups:
         return "no places in later stages"
     code = sum(1 for path, _, _ in groups if _stage(view, path) == "code")
-    return f"{code} function{'s' if code != 1 else ''} in generated code · {len(groups) - code} in IR"
+    text = f"{code} function{'s' if code != 1 else ''} in generated code · {len(groups) - code} in IR"
+    # Functions of the generated code that hold only a part of the layers (an int8 layer's
+    # input dequantize in the previous layer's kernel), said apart: they are not its kernel.
+    in_code = [(path, fn) for path, fn, _ in groups if _stage(view, path) == "code"]
+    parts: list[KernelPart] = []
+    for path in sorted({path for path, _ in in_code}):
+        found = kernel_parts(view, path, layer_ids)
+        parts.extend(found[fn] for where, fn in in_code if where == path and fn in found)
+    if parts:
+        whats = sorted({p.what for p in parts})
+        text += f" · {len(parts)} only {'/'.join(whats) if len(whats) <= 2 else 'a part'}"
+    return text
 
 
 def _stage(view: BundleView, path: str) -> str:

@@ -12,10 +12,11 @@ from __future__ import annotations
 
 import threading
 import weakref
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import PurePosixPath
 
-from tvm_explorer.navigation.places import FUNCTION_KINDS, reference_map
+from tvm_explorer.navigation.kernels import FUNCTION_KINDS, output_functions, place_unit
+from tvm_explorer.navigation.places import part_notes, reference_map
 from tvm_explorer.navigation.provenance import layers_at
 from tvm_explorer.navigation.stages import main_first
 from tvm_explorer.navigation.view import BundleView, Keep, Place, keep_all
@@ -49,6 +50,14 @@ class StageSpans:
     path: str
     places: list[Place]
     truncated: bool = False
+    focus: Place | None = None
+    """What the column shows: the same statement as the position's (an equal key), else the
+    first layer's own kernel (from its first to its last place there; its model entry, the
+    Relax binding computing its output) — never a function holding only its input dequantize,
+    nor an argument-checking wrapper."""
+    notes: list[tuple[Place, str]] = field(default_factory=list)
+    """The first place in each function that holds only a part of the layers, and what it is
+    (``kernels.part_note``)."""
 
 
 @dataclass(frozen=True)
@@ -96,16 +105,40 @@ def stage_layers(view: BundleView, path: str, offset: int, keep: Keep = keep_all
 def stage_ranges(view: BundleView, path: str, offset: int, keep: Keep = keep_all) -> StageRanges:
     """The places of the position's layers in each stage document other than ``path`` (every
     one listed, with no places when the layers left nothing there); no documents when the
-    position has no origin."""
+    position has no origin. The layers whose output the text at the position computes come
+    first (a fused kernel's own layer before the next layer's input dequantize it holds)."""
     layer_ids = stage_layers(view, path, offset, keep)
     if not layer_ids:
         return StageRanges([], [])
-    return StageRanges(layer_ids, [doc for doc in _stage_spans(view, layer_ids) if doc.path != path])
+    ranges = view.enclosing(path, offset, keep)
+    inner = next((r for r in ranges if r.origin_set), None)
+    if inner is not None and _stage(view, path) != "model":
+        own = {o.layer.id for o in view.bundle.origins(inner.origin_set) if o.is_output}
+        layer_ids = sorted(layer_ids, key=lambda lid: lid not in own)  # stable: main first within
+    docs = _stage_spans(view, layer_ids)
+    out = []
+    for doc in docs:
+        if doc.path == path:
+            continue
+        same = _same_statement(doc, inner.key) if inner is not None and inner.kind == "stmt" else None
+        out.append(replace(doc, focus=same) if same is not None else doc)
+    return StageRanges(layer_ids, out)
+
+
+def _stage(view: BundleView, path: str) -> str:
+    doc = view.bundle.document(path)
+    return doc.stage if doc else ""
+
+
+def _same_statement(doc: StageSpans, key: str) -> Place | None:
+    """The place of ``doc`` carrying the statement key ``key``: the same computation."""
+    return next((p for p in doc.places if p.key == key), None)
 
 
 def _stage_spans(view: BundleView, layer_ids: list[int]) -> list[StageSpans]:
-    """The layers' places in every stage document, remembered per set of layers."""
-    key = tuple(sorted(layer_ids))
+    """The layers' places in every stage document, remembered per set of layers and first
+    layer (whose kernel each document shows)."""
+    key = (layer_ids[0], tuple(sorted(layer_ids)))
     with _LOCK:
         cache = _CACHES.setdefault(view, {})
         got = cache.get(key)
@@ -117,14 +150,52 @@ def _stage_spans(view: BundleView, layer_ids: list[int]) -> list[StageSpans]:
     got = []
     for doc in stage_documents(view):
         places = _outermost(_tight(view, doc.path, per_path.get(doc.path, [])))
+        shown = places[:MAX_SPANS_PER_DOCUMENT]
+        notes = _notes(view, doc, layer_ids, shown)
         got.append(
-            StageSpans(doc.stage, doc.path, places[:MAX_SPANS_PER_DOCUMENT], len(places) > MAX_SPANS_PER_DOCUMENT)
+            StageSpans(
+                doc.stage,
+                doc.path,
+                shown,
+                len(places) > MAX_SPANS_PER_DOCUMENT,
+                _home(view, doc, layer_ids[0], shown),
+                notes,
+            )
         )
     with _LOCK:
         if len(cache) >= _KEPT:
             cache.clear()
         cache[key] = got
     return got
+
+
+def _home(view: BundleView, doc: StageDocument, layer_id: int, places: list[Place]) -> Place | None:
+    """Where the layer is computed in the document: its model entry; else its places in the
+    function computing its output (one span from the first to the last), else the first place."""
+    if not places:
+        return None
+    if doc.stage == "model":
+        return next((p for p in places if getattr(view.layer_of_key(p.key), "id", None) == layer_id), places[0])
+    kernels = output_functions(view, doc.path, [layer_id])
+    own = [p for p in places if p.kind not in FUNCTION_KINDS and place_unit(view, p) in kernels]
+    if not own:
+        return places[0]
+    return Place(doc.path, own[0].start, max(p.end for p in own), own[0].kind, own[0].key)
+
+
+def _notes(view: BundleView, doc: StageDocument, layer_ids: list[int], places: list[Place]) -> list[tuple[Place, str]]:
+    """The first place of each function holding only a part of the layers, with what it is."""
+    if doc.stage == "model" or not places:
+        return []
+    notes = part_notes(view, doc.path, layer_ids)
+    out: list[tuple[Place, str]] = []
+    seen: set[str] = set()
+    for p in places:
+        unit = place_unit(view, p)
+        if unit in notes and unit not in seen:
+            seen.add(unit)
+            out.append((p, notes[unit]))
+    return out
 
 
 def _tight(view: BundleView, path: str, places: list[Place]) -> list[Place]:

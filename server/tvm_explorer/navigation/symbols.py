@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 
 from tvm_explorer.bundle.index import Range
@@ -73,11 +74,14 @@ def document_symbols(view: BundleView, path: str) -> list[Symbol]:
 class LayerSymbol:
     """A layer as workspace symbol search finds it."""
 
-    name: str  # "small_cnn_1/conv2d_1_2 · op 2 CONV_2D"
-    detail: str  # module class and node name, when the model has them
+    name: str  # "small_cnn_1/conv2d_1_2 · op 2 CONV_2D"; an exact match first: "conv2d_1_2 · op 2 CONV_2D"
+    detail: str  # module class and node name, when the model has them; the whole name when cut
     layer: Layer
     start: int  # its entry in the model document
     end: int
+    rank: int = 2
+    """0: the query is the layer's name, a part of it between ``/`` or ``.``, or its ``op N``;
+    1: it contains the query as typed; 2: it has the query's characters in order."""
 
 
 def _matches(query: str, text: str) -> bool:
@@ -86,11 +90,35 @@ def _matches(query: str, text: str) -> bool:
     return all(ch in it for ch in query.lower() if not ch.isspace())
 
 
+_NAME_PARTS = re.compile(r"[/.]")
+
+
+def _exact_part(query: str, layer: Layer, label: str) -> str | None:
+    """The name the query is exactly (ignoring case): the label, the whole name, one of its
+    parts between ``/`` or ``.`` (a TF layer ``conv2d_35`` of ``model/conv2d_35``, a module
+    ``down_proj``, an FX node ``mm_16``); "" for its ``op N``; None if none."""
+    q = query.strip().lower()
+    if not q:
+        return None
+    for whole in (label, layer.name):
+        if whole and whole.lower() == q:
+            return whole
+    if q == f"op {layer.op_index}":
+        return ""
+    for part in _NAME_PARTS.split(layer.name):
+        if part and part.lower() == q:
+            return part
+    return None
+
+
 def layer_symbols(view: BundleView, query: str, limit: int = 1000) -> list[LayerSymbol]:
     """The layers matching ``query`` by TF layer name, ONNX node name, PyTorch module path,
-    opcode or op number (``op 2``), each at its model-document entry: those containing the
-    query as typed first, then the looser matches, each in layer order."""
+    opcode or op number (``op 2``), each at its model-document entry: exact matches first
+    (named by the part the query matched, so that an editor's own fuzzy ranking, which
+    favours a name starting with the query, keeps them first too), then those containing the
+    query as typed, then the looser matches, each in layer order (``rank``)."""
     out = []
+    q = query.strip().lower()
     for layer in view.bundle.layers:
         places = view.layer_map.model_places.get(layer.id)
         if not places:
@@ -111,7 +139,15 @@ def layer_symbols(view: BundleView, query: str, limit: int = 1000) -> list[Layer
         )
         if query and not (_matches(query, name) or _matches(query, layer.name)):
             continue
-        out.append(LayerSymbol(name, detail, layer, places[0].start, places[0].end))
-    q = query.strip().lower()
-    out.sort(key=lambda sym: not (q in sym.name.lower() or q in sym.layer.name.lower()))
+        exact = _exact_part(query, layer, label)
+        rank = 2
+        if exact is not None:
+            rank = 0
+            if exact and not name.lower().startswith(exact.lower()):
+                detail = " ".join(x for x in (label, detail) if x)  # the whole name, said apart
+                name = f"{exact} · op {layer.op_index} {layer.opcode}"
+        elif q in name.lower() or q in layer.name.lower():
+            rank = 1
+        out.append(LayerSymbol(name, detail, layer, places[0].start, places[0].end, rank))
+    out.sort(key=lambda sym: sym.rank)
     return out[:limit]

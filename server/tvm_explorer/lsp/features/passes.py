@@ -51,7 +51,9 @@ class PassSteps:
                 PassRef(sp.pass_index, sp.pass_name) if sp.pass_index is not None and sp.pass_name is not None else None
             )
             out.append(
-                LayerPlaceInfo(sp.stage, step, loc.uri, loc.range, sp.last_of_stage, sp.changed, sp.role, sp.function)
+                LayerPlaceInfo(
+                    sp.stage, step, loc.uri, loc.range, sp.last_of_stage, sp.changed, sp.role, sp.function, sp.note
+                )
             )
         summary = places_summary(q.view, [lay.id for lay in layers]) if layers else ""
         return LayerPlacesResult(refs, out, summary, layer_labels(layers))

@@ -11,6 +11,7 @@ from tvm_explorer.lsp.protocol import (
     StageDocumentsParams,
     StageDocumentsResult,
     StageLayer,
+    StageNote,
     StageRangesInDocument,
     StageRangesResult,
 )
@@ -45,7 +46,22 @@ class StageSync:
             # ``locations`` remembers converted places of unedited documents (a cursor moving
             # inside one kernel asks for the same hundreds of statements again and again).
             ranges = [loc.range for loc in self.session.locations(q.view, doc.places)]
-            out.append(StageRangesInDocument(doc.stage, self.session.uri(q.view, doc.path), ranges, doc.truncated))
+            focus = self.session.location(q.view, doc.focus) if doc.focus is not None else None
+            notes = [
+                StageNote(loc.range, text)
+                for place, text in doc.notes
+                if (loc := self.session.location(q.view, place)) is not None
+            ]
+            out.append(
+                StageRangesInDocument(
+                    doc.stage,
+                    self.session.uri(q.view, doc.path),
+                    ranges,
+                    doc.truncated,
+                    focus.range if focus is not None else None,
+                    notes,
+                )
+            )
         return StageRangesResult(
             [StageLayer(lay.id, lay.subgraph, lay.op_index, lay.opcode, name_of(lay)) for lay in layers], out
         )

@@ -58,26 +58,25 @@ class DocumentSymbols:
         """``workspace/symbol``: the layers of every loaded bundle matching the query (by TF
         layer name, node name, module path, opcode), at their model-document entries."""
         query = (params.query if params else "") or ""
-        out: list[types.SymbolInformation] = []
+        found: list[tuple[int, types.SymbolInformation]] = []
         for view in list(self.session.registry.bundles.values()):
             if view is None:
                 continue
             path = view.model_path
-            for sym in layer_symbols(view, query, WORKSPACE_SYMBOLS - len(out)):
+            for sym in layer_symbols(view, query, WORKSPACE_SYMBOLS):
                 rng = self.session.range(view, path, sym.start, sym.end)
                 if rng is None:
                     continue
-                out.append(
-                    types.SymbolInformation(
-                        name=sym.name,
-                        kind=types.SymbolKind.Operator,
-                        location=types.Location(self.session.uri(view, path), rng),
-                        container_name=" ".join(x for x in (view.root.name, sym.detail) if x),
-                    )
+                info = types.SymbolInformation(
+                    name=sym.name,
+                    kind=types.SymbolKind.Operator,
+                    location=types.Location(self.session.uri(view, path), rng),
+                    container_name=" ".join(x for x in (view.root.name, sym.detail) if x),
                 )
-            if len(out) >= WORKSPACE_SYMBOLS:
-                break
-        return out
+                found.append((sym.rank, info))
+        # Exact matches of every bundle before the looser ones of any (stable: bundle, layer order).
+        found.sort(key=lambda item: item[0])
+        return [info for _, info in found[:WORKSPACE_SYMBOLS]]
 
     def warm(self, view: BundleView) -> None:
         """Build the outline of every document of a freshly loaded bundle ahead of the
