@@ -150,13 +150,33 @@ def _spread(path: str, inputs, tensors: dict[str, np.ndarray], quant) -> tuple[d
     except ExplorerError:
         pass  # an operator without a reference kernel: the other engine alone
     try:
-        others.append(_outputs(_invoke(path, inputs, "AUTO", _every_output_a_graph_output(path))))
+        with _native_stderr_quiet():
+            others.append(_outputs(_invoke(path, inputs, "AUTO", _every_output_a_graph_output(path))))
         ran.append("XNNPACK delegate")
     except (ExplorerError, ValueError, RuntimeError):
         pass  # a model the delegate or the rewrite cannot take
     if not others:
         return {}, None  # no second opinion: the fixed budgets alone apply
     return measure_spread(tensors, others, quant), f"LiteRT's {' and its '.join(ran)} against its builtin kernels"
+
+
+@contextlib.contextmanager
+def _native_stderr_quiet():
+    """LiteRT's C++ prints "INFO: Created TensorFlow Lite XNNPACK delegate for CPU." on the
+    process's stderr when the delegate is made: not a line for the compile's output."""
+    try:
+        saved = os.dup(2)
+    except OSError:
+        yield
+        return
+    null = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(null, 2)
+        yield
+    finally:
+        os.dup2(saved, 2)
+        os.close(saved)
+        os.close(null)
 
 
 def _outputs(it) -> dict[str, np.ndarray]:
