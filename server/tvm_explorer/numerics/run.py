@@ -193,6 +193,7 @@ def _figures(layer, plan: KernelPlan, obs: Observation, ref: ReferenceRun, ours_
     err: Error = worst(errors)
     out = {
         "observed": True,
+        "folded": False,
         "max_abs": _finite(err.max_abs),
         "max_rel": _finite(err.max_rel),
         "cosine": err.cosine,
