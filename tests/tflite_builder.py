@@ -54,7 +54,7 @@ class GraphBuilder:
     def const(self, name: str, array: np.ndarray) -> int:
         """A constant tensor."""
         array = np.ascontiguousarray(array)
-        dtype = {"float32": "float32", "int32": "int32"}[str(array.dtype)]
+        dtype = {"float32": "float32", "int32": "int32", "float16": "float16"}[str(array.dtype)]
         return self._tensor(name, array.shape, dtype, array.tobytes())
 
     def weights(self, name: str, shape) -> int:
@@ -85,6 +85,23 @@ class GraphBuilder:
         return self._op("CONV_2D", [x, weight, bias], f"{name}/output", [n, oh, ow, filters],
                         ("Conv2DOptions", {"Padding": _PADDING[padding], "StrideW": 1, "StrideH": 1,
                                            "FusedActivationFunction": _ACT[activation],
+                                           "DilationWFactor": 1, "DilationHFactor": 1}))
+
+    def dequantize(self, t: int, name: str = "dequantize") -> int:
+        """DEQUANTIZE (a float16 constant to float32, as converters store fp16 weights)."""
+        return self._op("DEQUANTIZE", [t], f"{name}/output", self.shape(t))
+
+    def conv2d_fp16_weights(self, x: int, filters: int, kernel: int = 3, name: str = "conv") -> int:
+        """CONV_2D (RELU, valid padding) whose weights and bias are float16 constants, each
+        through a DEQUANTIZE of its own: three layers, the first two all-constant."""
+        n, h, w, c = self.shape(x)
+        w16 = self.const(f"{name}/weights_fp16", (self._rng.standard_normal([filters, kernel, kernel, c]) * 0.1)
+                         .astype(np.float16))
+        b16 = self.const(f"{name}/bias_fp16", (self._rng.standard_normal([filters]) * 0.1).astype(np.float16))
+        weight, bias = self.dequantize(w16, f"{name}/weights"), self.dequantize(b16, f"{name}/bias")
+        return self._op("CONV_2D", [x, weight, bias], f"{name}/output", [n, h - kernel + 1, w - kernel + 1, filters],
+                        ("Conv2DOptions", {"Padding": _PADDING["VALID"], "StrideW": 1, "StrideH": 1,
+                                           "FusedActivationFunction": _ACT["RELU"],
                                            "DilationWFactor": 1, "DilationHFactor": 1}))
 
     def add(self, a: int, b: int, name: str = "add") -> int:
@@ -165,7 +182,7 @@ class GraphBuilder:
             shape = int_vector(t.shape)
             tflite.TensorStart(b)
             tflite.TensorAddShape(b, shape)
-            tflite.TensorAddType(b, {"float32": 0, "int32": 2}[t.dtype])
+            tflite.TensorAddType(b, {"float32": 0, "float16": 1, "int32": 2}[t.dtype])
             tflite.TensorAddBuffer(b, buffer_of.get(i, 0))
             tflite.TensorAddName(b, name)
             tensor_offsets.append(tflite.TensorEnd(b))

@@ -127,3 +127,48 @@ def test_layer_code_is_its_computing_lines_as_the_costs_count_them(models_dir, b
     assert "num_args" not in text and "TVMFFIErrorSetRaised" not in text
     assert text.split("\n")[1].lstrip().startswith("for (")
     assert "conv2d_nhwc_intermediate[cse_v2] = (conv2d_nhwc_intermediate[cse_v2] +" in text
+
+
+def test_c_versus_llvm_compares_like_with_like(bundles):
+    """Issue 38, item 12: C lines and LLVM IR lines are not one measure. Across code kinds
+    the comparison gives kernels, time and workspace, says "different code kinds", and has no
+    layer diff; within a kind, every tool counts code lines one way."""
+    from tests.conftest import MODELS
+
+    from tvm_explorer.bundle.reader import Bundle
+    from tvm_explorer.lsp.features.compare import BundleComparisons
+    from tvm_explorer.lsp.protocol import CompareLayerCodeParams
+
+    model = MODELS / "mobilenet_v1_fp32.tflite"
+    # the session's bundles: tests/costs/test_table_names.py and test_numerics.py read them too
+    c, llvm = bundles.get(model, "c"), bundles.get(model, "llvm", "--numerics")
+    got = _json(c, llvm)
+    assert got["code_kinds"] == {"a": "c", "b": "ll"} and got["code_compared"] is False
+    assert all(row["changed"] is None for row in got["layers"])
+    text = run_cli("compare", c, llvm, check=True).stdout
+    assert "different code kinds (A: C, B: LLVM IR)" in text
+    assert "A lines" not in text and "changed" not in text
+    assert "A workspace" in text and "A kern" in text
+    # the --fail-on gate: a code rule cannot be judged; workspace still is
+    proc = run_cli("compare", c, llvm, "--fail-on", "code>+1%")
+    assert proc.returncode == 2 and "different code kinds (A: C, B: LLVM IR)" in proc.stderr
+    proc = run_cli("compare", c, llvm, "--fail-on", "workspace>+0%", "--format", "json")
+    assert proc.returncode in (0, 6), proc.stderr
+    gate = json.loads(proc.stdout)["gate"]
+    assert any("code size not compared" in note for note in gate["notes"])
+    assert all(lay["metrics"]["code"]["before"] is None for lay in gate["layers"])
+    # no layer diff between C and LLVM IR
+    code = BundleComparisons(None).layer_code(
+        CompareLayerCodeParams(a=str(c), b=str(llvm), subgraph=0, op_index=0, side="a"))
+    assert "different code kinds" in code["error"] and code["language"] == "plaintext"
+    # one count of code lines: compare's is what `costs` shows, for LLVM IR as for C
+    for bundle in (c, llvm):
+        costs = json.loads(run_cli("costs", bundle, "--json", check=True).stdout)
+        lens = {lay["op_index"]: lay["code_lines"] for lay in costs["layers"]}
+        same = _json(bundle, bundle)
+        assert same["code_compared"] is True
+        assert {r["op_index"]: r["a"]["code_lines"] for r in same["layers"]} == lens
+        gate = json.loads(run_cli("compare", bundle, bundle, "--fail-on", "code>+0%", "--format", "json",
+                                  check=True).stdout)["gate"]
+        assert {lay["op_index"]: lay["metrics"]["code"]["before"] for lay in gate["layers"]} == lens
+        assert gate["model"]["metrics"]["code"]["before"] == Bundle(bundle).costs()["totals"]["code_lines"]

@@ -32,6 +32,11 @@ try {
     await page.selectOption('select.overlay', id);
     out.fill[id] = await fills();
   }
+  if (out.overlays.includes('error')) {
+    await page.selectOption('select.overlay', 'error');
+    out.errorLegend = await page.$$eval('.legend-row > span', (els) => els.map((e) => e.textContent));
+    out.errorCaption = await page.textContent('.legend-caption');
+  }
   await page.selectOption('select.overlay', out.overlays.includes('time') ? 'time' : 'code');
   out.legend = await page.$$eval('.legend-row > span', (els) => els.map((e) => e.textContent));
   await page.screenshot({ path: `${shots}-graph.png` });

@@ -90,6 +90,9 @@ def test_overlay_colors_follow_the_data(report):
     assert found["fill"]["code"] != time  # another figure, other colors
     assert set(found["fill"]["coverage"].values()) == {"#4daf4a"}  # every layer reaches the code
     assert len(found["fill"]["error"]) == len(found["layers"])  # numerics: every layer observed
+    # error relative to each layer's budget: a faithful float build is within every budget
+    assert set(found["fill"]["error"].values()) <= {"#ffffcc", "#ffeda0", "#fed976"}
+    assert "within its budget" in found["errorLegend"] and "budget" in found["errorCaption"]
     assert any(label.endswith("ms") for label in found["legend"])
 
 

@@ -122,3 +122,27 @@ def test_quantized_model_reports_step_errors(tmp_path):
     fused = [e["fused"] for e in data["layers"]]
     assert sum(f["observed"] for f in fused) >= 5
     assert all(f["observed"] or f["hidden_in"] for f in fused)
+
+
+def test_headline_counts_compute_layers_and_folded_constants_apart(tmp_path):
+    """Issue 38, item 10: a model's fp16 weights pass through DEQUANTIZE layers the compiler
+    folds into constants; they are not compute layers left unobserved."""
+    from tests.tflite_builder import GraphBuilder
+
+    g = GraphBuilder(seed=3)
+    x = g.input("x", [1, 8, 8, 3])
+    g.output(g.conv2d_fp16_weights(x, 4, name="conv"))
+    model = tmp_path / "fp16_weights.tflite"
+    model.write_bytes(g.build())
+    out = tmp_path / "fp16.bundle"
+    proc = run_cli("compile", model, "-o", out, "--target", "llvm", "--numerics", check=True)
+    data = _numerics(out)
+    assert [(e["opcode"], e["folded"], e["observed"]) for e in data["layers"]] == [
+        ("DEQUANTIZE", True, False), ("DEQUANTIZE", True, False), ("CONV_2D", False, True)]
+    assert "folded into a constant" in _entry(data, 0)["note"]
+    headline = "1/1 layers observed (2 more folded into constants at compile time, not counted: 2 DEQUANTIZE)"
+    assert headline in proc.stdout
+    text = run_cli("numerics", out, check=True).stdout
+    assert headline in text
+    # a float model: the reference has one engine, and the budgets say they are fixed
+    assert "budgets: fixed (the reference has one engine)" in text and data["spread_engines"] is None

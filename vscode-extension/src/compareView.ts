@@ -15,6 +15,23 @@ import { untrustedMarkdown } from './tooltip';
 export const COMPARE_SCHEME = 'tvm-explorer-compare';
 
 const EXTENSIONS: Record<string, string> = { c: '.c', cuda: '.cu', llvm: '.ll' };
+const KIND_NAMES: Record<string, string> = { c: 'C', cuda: 'CUDA', ll: 'LLVM IR' };
+
+/** `A: C, B: LLVM IR` when the two sides are different kinds of code, else undefined. */
+export function differentKinds(r: CompareResult): string | undefined {
+  if (r.code_compared !== false) {
+    return undefined;
+  }
+  const name = (k: string | null | undefined) => KIND_NAMES[k ?? ''] ?? 'no code';
+  return `A: ${name(r.code_kinds?.a)}, B: ${name(r.code_kinds?.b)}`;
+}
+
+function bytes(n: number | undefined): string {
+  if (n === undefined) {
+    return '–';
+  }
+  return n >= 2 ** 20 ? `${(n / 2 ** 20).toFixed(1)} MiB` : n >= 1024 ? `${(n / 1024).toFixed(0)} KiB` : `${n} B`;
+}
 
 type Node =
   | { kind: 'summary'; text: string; tooltip: string }
@@ -54,10 +71,14 @@ export class ComparisonTree implements vscode.TreeDataProvider<Node>, vscode.Dis
     if (!node) {
       const changedCount = r.layers.filter((l) => l.changed).length;
       const how = r.matched_by === 'sha256' ? 'same model' : 'matched by layer name';
+      const kinds = differentKinds(r);
       const out: Node[] = [{
         kind: 'summary',
-        text: `${r.layers.length} layers (${how}), ${changedCount} changed`,
-        tooltip: `A: ${r.a}\nB: ${r.b}`,
+        text: kinds
+          ? `${r.layers.length} layers (${how}), different code kinds: kernels, time and workspace compared`
+          : `${r.layers.length} layers (${how}), ${changedCount} changed`,
+        tooltip: `A: ${r.a}\nB: ${r.b}`
+          + (kinds ? `\nDifferent code kinds (${kinds}): code size and code are compared only between code of one language.` : ''),
       }];
       out.push(...r.layers.map((row): Node => ({ kind: 'layer', row })));
       for (const side of ['a', 'b'] as const) {
@@ -103,6 +124,21 @@ export class ComparisonTree implements vscode.TreeDataProvider<Node>, vscode.Dis
         const sign = delta > 0 ? '+' : delta < 0 ? '−' : '±';
         const ms = (s: CompareSide) => (s.costs?.time_ms !== undefined ? `${s.costs.time_ms.toFixed(3)} ms` : undefined);
         const time = ms(row.a) || ms(row.b) ? ` · ${ms(row.a) ?? '–'} → ${ms(row.b) ?? '–'}` : '';
+        const kinds = this.result ? differentKinds(this.result) : undefined;
+        if (kinds || row.changed === null) {
+          // C lines and LLVM IR lines are not one measure: kernels, time and workspace only.
+          const ws = `${bytes(row.a.costs?.workspace_bytes)} → ${bytes(row.b.costs?.workspace_bytes)}`;
+          const kernels = `${row.a.kernels.length} → ${row.b.kernels.length} kernels`;
+          item.description = `${kernels}${time} · workspace ${ws} · ${row.name}`;
+          item.tooltip = untrustedMarkdown(
+            `**op ${md.text(where(row))} ${md.text(row.opcode)}** ${md.code(row.name)}\n\n`
+              + `A kernels: ${row.a.kernels.map((k) => md.code(k)).join(', ') || '–'}\n\n`
+              + `B kernels: ${row.b.kernels.map((k) => md.code(k)).join(', ') || '–'}\n\n`
+              + `Different code kinds (${md.text(kinds ?? '')}): code size and the layer diff are shown only between code of one language.`,
+          );
+          item.iconPath = new vscode.ThemeIcon('symbol-operator', new vscode.ThemeColor('disabledForeground'));
+          return item;
+        }
         // What changed first: the sidebar is narrow and cuts the end of the description.
         item.description = `${row.changed ? 'changed' : 'same'} · ${sign}${Math.abs(delta)} lines `
           + `(${row.a.code_lines} → ${row.b.code_lines})${time} · ${row.name}`;
@@ -232,6 +268,13 @@ export class Comparisons implements vscode.Disposable {
   async openLayerDiff(row: CompareRow): Promise<void> {
     const r = this.tree.result;
     if (!r || !row) {
+      return;
+    }
+    const kinds = differentKinds(r);
+    if (kinds) {
+      void vscode.window.showInformationMessage(
+        `TVM Explorer: no layer diff between different code kinds (${kinds}); the layer diff is shown only when both sides are code of one language.`,
+      );
       return;
     }
     const title = `op ${where(row)} ${row.opcode} ${row.name}: `

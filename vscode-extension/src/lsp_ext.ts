@@ -164,6 +164,13 @@ export interface NumericsLayer {
   location: lc.Location | null;
   /** For a layer not observed: the fused kernel that hid it and what to do. */
   hint?: string | null;
+  /** The steps allowed (null: steps not judged, or not a quantized output). */
+  step_budget?: number | null;
+  /** How far the reference's own engines are apart on this output: steps, lowest cosine. */
+  spread_steps?: number | null;
+  spread_cosine?: number | null;
+  /** False: the reference's own engines are too far apart here to judge the layer. */
+  judged?: boolean;
 }
 export interface NumericsResult {
   /** Empty when the bundle has no numerics. */
@@ -174,6 +181,10 @@ export interface NumericsResult {
   layers: NumericsLayer[];
   /** Why the bundle's numerics.json was left out (it is damaged); empty otherwise. */
   problem?: string;
+  /** "53/65 layers observed (102 more folded into constants at compile time, …)". */
+  headline?: string;
+  /** Where the budgets come from (the reference's own spread), and the layers not judged. */
+  budgets?: string[];
 }
 export const numerics = new lc.RequestType<ListPassesParams, NumericsResult, void>('tvmExplorer/numerics');
 
@@ -252,7 +263,9 @@ export interface CompareSide {
   subgraph: number;
   op_index: number;
   kernels: string[];
+  /** Code lines as `tvm-explorer costs` counts them, in the side's own kind of code. */
   code_lines: number;
+  shared_code_lines?: number;
   costs?: { time_ms?: number; share?: number; workspace_bytes?: number; flops?: number; code_lines?: number };
 }
 /** A layer matched in both bundles (named by its A side). */
@@ -263,7 +276,8 @@ export interface CompareRow {
   name: string;
   a: CompareSide;
   b: CompareSide;
-  changed: boolean;
+  /** Whether the layer's code changed; null when the two sides are different kinds of code. */
+  changed: boolean | null;
   kernels_changed: boolean;
 }
 /** `tvm-explorer compare --json` (docs/compare.md); `a` and `b` are directory paths. */
@@ -273,6 +287,10 @@ export interface CompareResult {
   matched_by: 'sha256' | 'name';
   a_info: BundleSummary;
   b_info: BundleSummary;
+  /** The kind of code each side's lines are: `c`, `cuda`, `ll` (null: no code). */
+  code_kinds?: { a: string | null; b: string | null };
+  /** False when the kinds differ (C against LLVM IR): no code sizes, no layer diff. */
+  code_compared?: boolean;
   layers: CompareRow[];
   unmatched: { a: LayerRef[]; b: LayerRef[] };
 }

@@ -99,7 +99,9 @@ export class NumericsTreeProvider implements vscode.TreeDataProvider<NumericsNod
       item.description = first
         ? `first divergence: ${layerWord(bundle.info.model)} ${first.op_index} ${first.opcode}`
         : 'no divergence';
-      item.tooltip = `against the ${result.reference}\ninputs: ${result.inputs}\nmode: ${result.mode}`;
+      item.tooltip = `against the ${result.reference}\ninputs: ${result.inputs}\nmode: ${result.mode}`
+        + (result.headline ? `\n${result.headline}` : '')
+        + (result.budgets?.length ? `\n${result.budgets.join('\n')}` : '');
       item.iconPath = first
         ? new vscode.ThemeIcon('warning', new vscode.ThemeColor('problemsWarningIcon.foreground'))
         : new vscode.ThemeIcon('pass', new vscode.ThemeColor('testing.iconPassed'));
@@ -128,7 +130,9 @@ export class NumericsTreeProvider implements vscode.TreeDataProvider<NumericsNod
         ? new vscode.ThemeIcon('error', new vscode.ThemeColor('problemsErrorIcon.foreground'))
         : layer.diverges
           ? new vscode.ThemeIcon('warning', new vscode.ThemeColor('problemsWarningIcon.foreground'))
-          : new vscode.ThemeIcon('check', new vscode.ThemeColor('testing.iconPassed'));
+          : layer.judged === false
+            ? new vscode.ThemeIcon('question', new vscode.ThemeColor('disabledForeground'))
+            : new vscode.ThemeIcon('check', new vscode.ThemeColor('testing.iconPassed'));
     item.accessibilityInformation = {
       label: `${word} ${layer.op_index} ${layer.opcode} ${layer.name}: ${layer.summary}${layer.first ? ', first divergence' : ''}`,
     };
@@ -148,9 +152,16 @@ function shortError(layer: ext.NumericsLayer): string {
   if (!layer.observed) {
     return 'not observed';
   }
-  const steps = layer.steps !== null ? `, ${layer.steps} steps` : '';
-  const verdict = layer.diverges ? 'diverges' : 'ok';
-  return `max abs ${(layer.max_abs ?? NaN).toPrecision(3)}${steps} — ${verdict}`;
+  // Error against the reference, then what the reference's own engines disagree by.
+  const budget = layer.step_budget !== null && layer.step_budget !== undefined ? ` of ${layer.step_budget}` : '';
+  const steps = layer.steps !== null ? `, ${layer.steps}${budget} steps` : '';
+  const spread = layer.spread_steps !== null && layer.spread_steps !== undefined
+    ? ` (spread ${layer.spread_steps})`
+    : layer.spread_cosine !== null && layer.spread_cosine !== undefined
+      ? ` (spread cos ${layer.spread_cosine.toFixed(4)})`
+      : '';
+  const verdict = layer.diverges ? 'diverges' : layer.judged === false ? 'not judged' : 'ok';
+  return `max abs ${(layer.max_abs ?? NaN).toPrecision(3)}${steps}${spread} — ${verdict}`;
 }
 
 /** Opens the model document at a layer's entry (the view's click). */

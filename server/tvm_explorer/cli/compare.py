@@ -15,6 +15,39 @@ def _cost(side: dict) -> str:
     return f"{ms:.3f}" if isinstance(ms, (int, float)) else "-"
 
 
+def _workspace(side: dict) -> str:
+    from tvm_explorer.costs.table import size
+
+    b = (side.get("costs") or {}).get("workspace_bytes")
+    return size(b) if isinstance(b, int) else "-"
+
+
+_KIND_NAMES = {"c": "C", "cuda": "CUDA", "ll": "LLVM IR"}
+
+
+def _across_kinds(result: dict, rows: list[dict], names: NameColumn) -> list[str]:
+    """The table of two bundles whose code is of different kinds: kernels, time and workspace
+    per layer, no code lines (C lines and LLVM IR lines are not one measure)."""
+    kinds = result["code_kinds"]
+    out = [
+        f"Code size and code not compared: different code kinds (A: {_KIND_NAMES.get(kinds['a'] or '', 'no code')}, "
+        f"B: {_KIND_NAMES.get(kinds['b'] or '', 'no code')}); compared per layer: kernels, time, workspace"
+    ]
+    out.append(
+        f"{'op':>4}  {'opcode':18} {'name':40} {'A kern':>6} {'B kern':>6} {'A ms':>8} {'B ms':>8} "
+        f"{'A workspace':>11} {'B workspace':>11}"
+    )
+    for r in rows:
+        where = f"{r['subgraph']}:{r['op_index']}" if r["subgraph"] else str(r["op_index"])
+        out.append(
+            f"{where:>4}  {r['opcode'][:18]:18} {names.show(r['name']):40} {len(r['a']['kernels']):>6} "
+            f"{len(r['b']['kernels']):>6} {_cost(r['a']):>8} {_cost(r['b']):>8} {_workspace(r['a']):>11} "
+            f"{_workspace(r['b']):>11}"
+        )
+    out.append(f"\n{len(rows)} layers matched (different code kinds: code not compared)")
+    return out
+
+
 def _table(result: dict) -> list[str]:
     """The comparison as the text table."""
     out = []
@@ -30,12 +63,18 @@ def _table(result: dict) -> list[str]:
         if result["matched_by"] == "sha256"
         else "different models: layers matched by TF layer name and opcode"
     )
-    out.append(f"Compared as {how}\n")
+    out.append(f"Compared as {how}")
+    kind = _KIND_NAMES.get((result.get("code_kinds") or {}).get("a") or "", "")
+    if result.get("code_compared") and kind:
+        out.append(f"Code lines: {kind} lines, counted as tvm-explorer costs counts them")
+    out.append("")
     rows = result["layers"]
     show_cost = any("costs" in r["a"] or "costs" in r["b"] for r in rows)
     names = NameColumn((r["name"] for r in rows), 40)
     if names.note():
         out.append(names.note())
+    if result.get("code_compared") is False:
+        return out + _across_kinds(result, rows, names) + _unmatched(result)
     head = f"{'op':>4}  {'opcode':18} {'name':40} {'A lines':>8} {'B lines':>8} {'delta':>7}"
     head += f" {'A ms':>8} {'B ms':>8}" if show_cost else ""
     out.append(head + "  code")
@@ -52,8 +91,13 @@ def _table(result: dict) -> list[str]:
         if r["kernels_changed"]:
             mark += f" (kernels {', '.join(r['a']['kernels']) or '-'} -> {', '.join(r['b']['kernels']) or '-'})"
         out.append(f"{line}  {mark}")
-    changed = sum(r["changed"] for r in rows)
+    changed = sum(bool(r["changed"]) for r in rows)
     out.append(f"\n{len(rows)} layers matched, {changed} with changed code")
+    return out + _unmatched(result)
+
+
+def _unmatched(result: dict) -> list[str]:
+    out = []
     for side in ("a", "b"):
         left = result["unmatched"][side]
         if left:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import sys
 
-from tvm_explorer.bundle.sections.numerics import NUMERICS_FILE, format_error, unit
+from tvm_explorer.bundle.sections.numerics import NUMERICS_FILE, budget_lines, format_error, headline, unit
 from tvm_explorer.errors import ExplorerError
 from tvm_explorer.tablenames import NameColumn
 
@@ -139,7 +139,9 @@ def format_table(data: dict) -> list[str]:
     lines = [
         f"{data.get('model', 'model')} ({data.get('target', '?')}) against the "
         f"{data['reference']}, inputs: {data.get('inputs', '?')}; mode: {data['mode']}"
-        + (f"; the model ran on {data['ran_on']}" if data.get("ran_on") else "")
+        + (f"; the model ran on {data['ran_on']}" if data.get("ran_on") else ""),
+        headline(data),
+        *budget_lines(data),
     ]
     first = data.get("first_divergence")
     names = NameColumn((e["name"] for e in data["layers"]), 40)

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 
 from tvm_explorer.bundle.reader import Bundle
 from tvm_explorer.compare.layers import LayerCode, layer_codes
+from tvm_explorer.costs.static import CODE_KINDS, StaticCosts, code_size, comparable_kinds
 from tvm_explorer.errors import ExplorerError
 
 
@@ -24,6 +25,28 @@ class Comparison:
     pairs: list[tuple[LayerCode, LayerCode]]
     only_a: list[LayerCode]
     only_b: list[LayerCode]
+    size_a: StaticCosts | None = None  # each side's code size (``costs.static.code_size``)
+    size_b: StaticCosts | None = None
+
+    @property
+    def code_kinds(self) -> tuple[str | None, str | None]:
+        """The kind of code each side's lines are (``c``, ``cuda``, ``ll``; None: no code)."""
+        return (
+            self.size_a.code_kind if self.size_a else None,
+            self.size_b.code_kind if self.size_b else None,
+        )
+
+    @property
+    def same_code_kind(self) -> bool:
+        """Whether code sizes and code can be compared: both sides are code of one kind
+        (C or CUDA source with C or CUDA source, LLVM IR with LLVM IR), not C lines against
+        LLVM IR lines (``costs.static.comparable_kinds``)."""
+        return comparable_kinds(*self.code_kinds)
+
+    def code_kinds_text(self) -> str:
+        """``A: C, B: LLVM IR``."""
+        a, b = (CODE_KINDS.get(k or "", "no code") for k in self.code_kinds)
+        return f"A: {a}, B: {b}"
 
     def pair(self, subgraph: int, op_index: int) -> tuple[LayerCode, LayerCode] | None:
         """The matched pair whose A layer is ``(subgraph, op_index)``."""
@@ -40,7 +63,9 @@ class Comparison:
             "matched_by": self.matched_by,
             "a_info": _info(self.a),
             "b_info": _info(self.b),
-            "layers": [_pair_json(la, lb) for la, lb in self.pairs],
+            "code_kinds": {"a": self.code_kinds[0], "b": self.code_kinds[1]},
+            "code_compared": self.same_code_kind,
+            "layers": [_pair_json(la, lb, self.same_code_kind) for la, lb in self.pairs],
             "unmatched": {"a": [_layer_ref(c) for c in self.only_a], "b": [_layer_ref(c) for c in self.only_b]},
         }
 
@@ -67,13 +92,14 @@ def _side(code: LayerCode) -> dict:
         "op_index": code.layer.op_index,
         "kernels": list(code.kernels),
         "code_lines": code.code_lines,
+        "shared_code_lines": code.shared_lines,
     }
     if code.costs:
         out["costs"] = dict(code.costs)
     return out
 
 
-def _pair_json(la: LayerCode, lb: LayerCode) -> dict:
+def _pair_json(la: LayerCode, lb: LayerCode, same_kind: bool = True) -> dict:
     lay = la.layer
     return {
         "subgraph": lay.subgraph,
@@ -82,7 +108,7 @@ def _pair_json(la: LayerCode, lb: LayerCode) -> dict:
         "name": la.name,
         "a": _side(la),
         "b": _side(lb),
-        "changed": code_changed(la, lb),
+        "changed": code_changed(la, lb) if same_kind else None,
         "kernels_changed": la.kernels != lb.kernels,
     }
 
@@ -102,7 +128,8 @@ def compare(a: str | os.PathLike | Bundle, b: str | os.PathLike | Bundle) -> Com
     equal) or of variants of one network (matched by TF layer name and opcode)."""
     ba = a if isinstance(a, Bundle) else Bundle(a)
     bb = b if isinstance(b, Bundle) else Bundle(b)
-    ca, cb = layer_codes(ba), layer_codes(bb)
+    size_a, size_b = code_size(ba), code_size(bb)
+    ca, cb = layer_codes(ba, size_a), layer_codes(bb, size_b)
     sha = _model_sha(ba)
     if sha and sha == _model_sha(bb):
         by_op = {(c.layer.subgraph, c.layer.op_index): c for c in cb}
@@ -120,7 +147,14 @@ def compare(a: str | os.PathLike | Bundle, b: str | os.PathLike | Bundle) -> Com
     got_a = {id(p[0]) for p in pairs}
     got_b = {id(p[1]) for p in pairs}
     return Comparison(
-        ba, bb, matched_by, pairs, [c for c in ca if id(c) not in got_a], [c for c in cb if id(c) not in got_b]
+        ba,
+        bb,
+        matched_by,
+        pairs,
+        [c for c in ca if id(c) not in got_a],
+        [c for c in cb if id(c) not in got_b],
+        size_a,
+        size_b,
     )
 
 

@@ -273,27 +273,30 @@ def _change(metric: str, scope: str, rules: list[Rule], before, after, runs_befo
     return change
 
 
-def _values(entry: dict | None, timed: bool) -> dict[str, tuple]:
+def _values(entry: dict | None, timed: bool, code: int | None) -> dict[str, tuple]:
     entry = entry or {}
     return {
         "time": (entry.get("time_ms"), entry.get("time_runs_ms")) if timed else (None, None),
-        "code": (entry.get("code_lines"), None),
+        "code": (code, None),
         "workspace": (entry.get("workspace_bytes"), None),
     }
 
 
-def _model_values(costs: CostsDocument, timed: bool) -> dict[str, tuple]:
+def _model_values(costs: CostsDocument, timed: bool, code: int | None) -> dict[str, tuple]:
     totals = costs.get("totals") or {}
-    code = totals.get("code_lines")
     workspace = totals.get("workspace_bytes")
     return {
         "time": (costs.get("total_ms"), costs["profile"].get("total_runs_ms")) if timed else (None, None),
-        "code": (code if code is not None else sum(lay["code_lines"] for lay in costs["layers"]), None),
+        "code": (code, None),
         "workspace": (
             workspace if workspace is not None else sum(k["workspace_bytes"] for k in costs["kernels"]),
             None,
         ),
     }
+
+
+def _total(size) -> int | None:
+    return size.attributed_lines if size is not None else None
 
 
 def _changes(scope: str, rules: list[Rule], va: dict[str, tuple], vb: dict[str, tuple]) -> dict[str, Change]:
@@ -308,23 +311,39 @@ def judge(comparison: Comparison, rules: list[Rule]) -> Gate:
     a, b = comparison.a, comparison.b
     ca, cb = _costs(a, "BASE"), _costs(b, "NEW")
     timed, notes = _timing(a, ca, b, cb, rules)
+    # Code lines are the comparison's own count (costs.static.code_size, as costs.json's),
+    # compared only between code of one kind: C lines and LLVM IR lines are not one measure.
+    same_kind = comparison.same_code_kind
+    if not same_kind:
+        if any(r.metric == "code" for r in rules):
+            raise GateError(
+                f"a code rule cannot be judged: different code kinds ({comparison.code_kinds_text()}); "
+                "code size is compared only between code of one kind (judge time and workspace)"
+            )
+        notes.append(f"code size not compared: different code kinds ({comparison.code_kinds_text()})")
     entries_a = {(e["subgraph"], e["op_index"]): e for e in ca["layers"]}
     entries_b = {(e["subgraph"], e["op_index"]): e for e in cb["layers"]}
     unit = frontend_of((a.manifest.get("model") or {}).get("kind", "tflite")).unit
     layers = []
     for la, lb in comparison.pairs:
         lay = la.layer
-        va = _values(entries_a.get((lay.subgraph, lay.op_index)), timed)
-        vb = _values(entries_b.get((lb.layer.subgraph, lb.layer.op_index)), timed)
+        va = _values(entries_a.get((lay.subgraph, lay.op_index)), timed, la.code_lines if same_kind else None)
+        vb = _values(entries_b.get((lb.layer.subgraph, lb.layer.op_index)), timed, lb.code_lines if same_kind else None)
         row = Row("layer", f"{unit} {lay.op_index}", lay.opcode, la.name, _changes("layer", rules, va, vb))
-        row.subgraph, row.op_index, row.code_changed = lay.subgraph, lay.op_index, code_changed(la, lb)
+        row.subgraph, row.op_index = lay.subgraph, lay.op_index
+        row.code_changed = code_changed(la, lb) if same_kind else False
         layers.append(row)
     model = Row(
         "model",
         "model",
         "",
         "whole model",
-        _changes("model", rules, _model_values(ca, timed), _model_values(cb, timed)),
+        _changes(
+            "model",
+            rules,
+            _model_values(ca, timed, _total(comparison.size_a) if same_kind else None),
+            _model_values(cb, timed, _total(comparison.size_b) if same_kind else None),
+        ),
     )
     if timed:
         runs = [len(c["profile"].get("total_runs_ms") or []) for c in (ca, cb)]

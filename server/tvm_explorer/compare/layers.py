@@ -7,6 +7,7 @@ from bisect import bisect_left
 from dataclasses import dataclass, field
 
 from tvm_explorer.bundle.reader import Bundle, Layer
+from tvm_explorer.costs.static import StaticCosts, code_size
 from tvm_explorer.errors import BundleError
 from tvm_explorer.frontends.tflite.names import name_of
 
@@ -17,15 +18,16 @@ _COST_KEYS = ("time_ms", "share", "workspace_bytes", "flops")
 @dataclass
 class LayerCode:
     """A layer's generated code in one bundle: in each function carrying it as an origin, its
-    own computing lines (the loops and stores whose origin is the layer, as the costs lens
-    counts them), not the function's FFI argument checks and unpacking."""
+    own computing lines (the loops and stores whose origin is the layer), not the function's
+    FFI argument checks and unpacking; and its code size as ``costs`` counts it."""
 
     layer: Layer
     name: str
     kernels: list[str] = field(default_factory=list)
     pieces: list[tuple[str, str, str]] = field(default_factory=list)  # (document, kernel, text)
     costs: dict | None = None
-    lines: int = 0  # computing lines (loops and stores) of the layer
+    lines: int = 0  # code lines of the layer (``costs.static.code_size``)
+    shared_lines: int = 0  # lines of kernels it shares, counted for another layer
 
     @property
     def code_lines(self) -> int:
@@ -85,11 +87,22 @@ def read_costs(bundle: Bundle) -> dict[tuple[int, int], dict]:
     return out
 
 
-def layer_codes(bundle: Bundle) -> list[LayerCode]:
-    """Every layer of the bundle with its generated code, in layer order."""
+def layer_codes(bundle: Bundle, size: StaticCosts | None = None) -> list[LayerCode]:
+    """Every layer of the bundle with its generated code, in layer order; its code lines are
+    ``size``'s (default: ``code_size(bundle)``), the count ``costs`` shows."""
     target = str(bundle.manifest.get("target", ""))
     costs = read_costs(bundle)
-    codes = [LayerCode(lay, name_of(lay), costs=costs.get((lay.subgraph, lay.op_index))) for lay in bundle.layers]
+    size = size or code_size(bundle)
+    codes = [
+        LayerCode(
+            lay,
+            name_of(lay),
+            costs=costs.get((lay.subgraph, lay.op_index)),
+            lines=size.layer_lines.get(lay.id, 0),
+            shared_lines=size.layer_shared_lines.get(lay.id, 0),
+        )
+        for lay in bundle.layers
+    ]
     for path in _code_documents(bundle):
         text = bundle.text(path)
         ranges = bundle.index(path).ranges
@@ -106,11 +119,9 @@ def layer_codes(bundle: Bundle) -> list[LayerCode]:
                 body = text[rng.start : rng.end]
                 for lid in lids:
                     codes[lid].pieces.append((path, rng.key[5:], body))
-                    codes[lid].lines += body.count("\n") + 1
                 continue
             for lid, lines in _computing_lines(bundle, text, ranges, rng).items():
                 codes[lid].pieces.append((path, rng.key[5:], "\n".join(lines)))
-                codes[lid].lines += len(lines)
     return codes
 
 

@@ -12,11 +12,9 @@ from tvm_explorer.costs.layer_work import kernel_work
 from tvm_explorer.costs.passclock import PassClock, align
 from tvm_explorer.costs.profile import Measured, ProfileFailed, measure, measure_on_device
 from tvm_explorer.costs.request import ProfileRequest, as_request
-from tvm_explorer.costs.static import CodeDocument, analyse
+from tvm_explorer.costs.static import CODE_DOCUMENTS, CodeDocument, analyse
 from tvm_explorer.frontends.tflite.loader import LoadedModel
 from tvm_explorer.runtime.inputs import DEFAULT_SEED, inputs_for
-
-_CODE_KINDS = {"code/module.c": "c", "code/device.cu": "cuda", "code/host.ll": "ll"}
 
 
 class CostRecorder:
@@ -126,7 +124,7 @@ class CostRecorder:
         writer = session.writer
         origin_sets = session.origins.to_json()
         code_docs = []
-        for path, kind in _CODE_KINDS.items():
+        for path, kind in CODE_DOCUMENTS.items():
             if writer.has_document(path):
                 text, ranges = writer.written(path)
                 code_docs.append(CodeDocument(kind, text, ranges))

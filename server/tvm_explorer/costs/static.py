@@ -36,6 +36,18 @@ _DTYPE_BYTES = {
     "bool": 1,
 }
 CODE_KINDS = {"c": "C", "cuda": "CUDA", "ll": "LLVM IR"}
+# Kinds whose lines are one measure: C and CUDA are both C-syntax source whose computing lines
+# (loops and stores) are counted by one rule; LLVM IR is counted per function.
+_CODE_FAMILIES = {"c": "source", "cuda": "source", "ll": "llvm"}
+
+
+def comparable_kinds(a: str | None, b: str | None) -> bool:
+    """Whether code of kind ``a`` and of kind ``b`` can be compared, line counts and text:
+    C with C or CUDA, LLVM IR with LLVM IR; never C lines with LLVM IR lines."""
+    return a is not None and b is not None and _CODE_FAMILIES.get(a, a) == _CODE_FAMILIES.get(b, b)
+
+
+CODE_DOCUMENTS = {"code/module.c": "c", "code/device.cu": "cuda", "code/host.ll": "ll"}
 
 
 def workspace_bytes(kind: str, text: str) -> int:
@@ -195,3 +207,20 @@ def analyse(code_docs: list[CodeDocument], relax_final: tuple[str, list] | None,
                 builtin_sites.setdefault(m.group(1), []).append(sid)
     code_kind = counted.kind if counted is not None else None
     return StaticCosts(code_kind, kernels, layer_lines, shared_lines, attributed, builtin_sites)
+
+
+def code_documents(bundle) -> list[CodeDocument]:
+    """The generated-code documents of a written bundle (``bundle.reader.Bundle``)."""
+    have = {d.path for d in bundle.documents}
+    return [
+        CodeDocument(kind, bundle.text(path), bundle.index(path).ranges)
+        for path, kind in CODE_DOCUMENTS.items()
+        if path in have
+    ]
+
+
+def code_size(bundle) -> StaticCosts:
+    """A written bundle's code size, counted as ``costs.json`` counts it when the bundle is
+    compiled: the one count of code lines that ``costs``, ``compare`` and ``--fail-on`` show
+    (its ``code_kind`` says what kind of lines they are)."""
+    return analyse(code_documents(bundle), None, bundle.origin_sets)

@@ -32,6 +32,18 @@ class Quantization:
         return (q.astype(np.float64) - zps) * scales
 
 
+@dataclass(frozen=True)
+class Spread:
+    """How far the reference's own engines are apart on one tensor, for one input: the
+    largest difference of any other engine from the reference run, in quantization steps
+    (``steps``, integer quantized tensors only) and in real values (``max_abs``), and the
+    lowest cosine similarity of any of them to it (real values)."""
+
+    steps: float | None
+    max_abs: float
+    cosine: float
+
+
 @dataclass
 class ReferenceRun:
     """Tensors of one reference run, by name."""
@@ -39,9 +51,52 @@ class ReferenceRun:
     path: str
     tensors: dict[str, np.ndarray]
     quantization: dict[str, Quantization]
-    # Quantized tensors: how many steps the reference's own two kernel sets differ by on
-    # this input (LiteRT's optimized builtin kernels against its reference kernels).
-    spread: dict[str, float] = field(default_factory=dict)
+    # Per tensor: how far the reference's other engines land from this run on this input
+    # (LiteRT: its reference kernels and its XNNPACK delegate against its builtin kernels);
+    # empty where the model kind has one engine only.
+    spread: dict[str, Spread] = field(default_factory=dict)
+    spread_engines: str | None = None  # what was run to measure it, for the report
+
+
+def cosine(a: np.ndarray, b: np.ndarray) -> float:
+    """Cosine similarity of two tensors as vectors (1.0 when both are all zero)."""
+    a, b = a.ravel(), b.ravel()
+    na, nb = float(np.linalg.norm(a)), float(np.linalg.norm(b))
+    if na == 0.0 and nb == 0.0:
+        return 1.0
+    if na == 0.0 or nb == 0.0:
+        return 0.0
+    return float(np.clip(np.dot(a, b) / (na * nb), -1.0, 1.0))
+
+
+def measure_spread(
+    base: dict[str, np.ndarray], others: list[dict[str, np.ndarray]], quant: dict[str, Quantization]
+) -> dict[str, Spread]:
+    """Per tensor of ``base`` (the reference run) that some other engine's run also has with
+    the same shape and finite values: how far those runs are from it (``Spread``)."""
+    out = {}
+    for name, ref in base.items():
+        seen = [o[name] for o in others if name in o and o[name].shape == ref.shape]
+        if not seen or not (np.issubdtype(ref.dtype, np.number) or ref.dtype == np.bool_):
+            continue
+        q = quant.get(name) if np.issubdtype(ref.dtype, np.integer) else None
+        real = q.dequantize(ref) if q is not None else ref.astype(np.float64)
+        if not np.all(np.isfinite(real)):
+            continue
+        steps = 0.0 if q is not None else None
+        max_abs, cos = 0.0, 1.0
+        for other in seen:
+            if q is not None:
+                steps = max(
+                    steps or 0.0, float(np.max(np.abs(other.astype(np.int64) - ref.astype(np.int64)), initial=0))
+                )
+            o = q.dequantize(other) if q is not None else other.astype(np.float64)
+            if not np.all(np.isfinite(o)):
+                continue
+            max_abs = max(max_abs, float(np.max(np.abs(o - real), initial=0.0)))
+            cos = min(cos, cosine(o, real))
+        out[name] = Spread(steps, max_abs, cos)
+    return out
 
 
 def check_same_graph_by_loading(model, reference_path: str) -> None:

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from tvm_explorer.bundle.sections.numerics import format_error, layer_entry, unit
+from tvm_explorer.bundle.sections.numerics import FLOAT_REL_TOLERANCE, format_error, layer_entry, unit
 from tvm_explorer.costs.table import flops_text, size
 from tvm_explorer.graphview.places import layer_place_entries
 from tvm_explorer.graphview.structure import edges, groups, io_id, read_structure
@@ -27,7 +27,7 @@ OVERLAYS = (
     ("code", "Code size", "linear", "lines"),
     ("workspace", "Workspace", "log", "bytes"),
     ("flops", "FLOPs", "log", "FLOP"),
-    ("error", "Numerical error", "log", "max rel"),
+    ("error", "Numerical error ÷ budget", "budget", "× budget"),
     ("kernels", "Kernels per layer", "linear", "kernels"),
     ("coverage", "Provenance coverage", "category", ""),
     ("schedule", "Schedule kind", "category", ""),
@@ -233,12 +233,21 @@ def _type(t: dict) -> str:
 
 
 def _error(entry) -> float | str | None:
-    """The overlay's error figure: max relative error of an observed layer (infinite or
-    undefined errors count as the largest)."""
-    if not entry or not entry.get("observed"):
+    """The overlay's error figure: an observed layer's error relative to its own budget (1 =
+    at the budget; an int8 layer 30 steps off within a budget of 45 steps is 0.67, not red);
+    infinite errors count as the largest, layers not judged have none. Bundles written before
+    budgets were recorded: steps over the step budget, else the max relative error over the
+    float tolerance."""
+    if not entry or not entry.get("observed") or entry.get("judged") is False:
         return None
+    if "budget_ratio" in entry:
+        ratio = entry.get("budget_ratio")
+        return float(ratio) if ratio is not None else "inf"
+    steps, budget = entry.get("steps"), entry.get("step_budget")
+    if isinstance(steps, (int, float)) and isinstance(budget, (int, float)) and budget > 0:
+        return float(steps) / float(budget)
     rel = entry.get("max_rel")
-    return float(rel) if rel is not None else "inf"
+    return float(rel) / FLOAT_REL_TOLERANCE if rel is not None else "inf"
 
 
 def _coverage(reached: list[str]) -> str:

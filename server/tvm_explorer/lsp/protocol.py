@@ -190,6 +190,10 @@ class NumericsLayer:
     steps: float | None = None
     location: types.Location | None = None
     hint: str | None = None
+    step_budget: float | None = None  # the steps allowed (null: steps not judged)
+    spread_steps: float | None = None  # how far the reference's own engines are apart, in steps
+    spread_cosine: float | None = None  # ... and their lowest cosine similarity
+    judged: bool = True  # false: the reference's own engines are too far apart to judge it
 
 
 @attrs.define
@@ -202,6 +206,8 @@ class NumericsResult:
     first_divergence: dict | None = None
     layers: list[NumericsLayer] = attrs.field(factory=list)
     problem: str = ""  # why a bundle's numerics.json was left out (it is damaged)
+    headline: str = ""  # "53/65 layers observed (102 more folded into constants …)"
+    budgets: list[str] = attrs.field(factory=list)  # where the budgets come from; layers not judged
 
 
 @attrs.define

@@ -16,16 +16,19 @@ from dataclasses import dataclass
 
 import tvm
 
-from tvm_explorer.bundle.sections.numerics import SCHEMA_VERSION, unit, validate
+from tvm_explorer.bundle.sections.numerics import SCHEMA_VERSION, budget_lines, headline, unit, validate
 from tvm_explorer.capture.c_source import export_c_library
 from tvm_explorer.errors import ExplorerError
 from tvm_explorer.frontends.tflite.loader import LoadedModel
 from tvm_explorer.numerics.compare import (
+    ABS_CAP,
+    COSINE_FLOOR,
     COSINE_MIN,
     FLOAT_ABS_FLOOR,
     FLOAT_REL_TOLERANCE,
     MAX_STEPS,
     SPREAD_FACTOR,
+    STEP_CAP,
     Error,
     compare,
     worst,
@@ -147,8 +150,9 @@ def _finite(x):
     return None if x is None or (isinstance(x, float) and not math.isfinite(x)) else x
 
 
-def _figures(layer, plan: KernelPlan, obs: Observation, ref: ReferenceRun, ours_q, ref_q) -> dict:
-    """The comparison of one layer in one mode."""
+def _figures(layer, plan: KernelPlan, obs: Observation, ref: ReferenceRun, ours_q, ref_q, folded=False) -> dict:
+    """The comparison of one layer in one mode (``folded``: every input of the layer is a
+    constant, so the compiler may compute it at compile time)."""
     kernel = plan.kernel_of.get(layer.id)
     errors, note = [], None
     if kernel is not None and kernel in obs.unmatched:
@@ -166,6 +170,8 @@ def _figures(layer, plan: KernelPlan, obs: Observation, ref: ReferenceRun, ours_
         note = (
             f"kernel {kernel} writes this output dequantized together with more work of the next layer: not comparable"
         )
+    elif kernel is None and folded:
+        note = "folded into a constant: its inputs are all constants, computed at compile time"
     elif kernel is None and layer.id not in plan.hidden_in:
         note = (
             "no kernel call of the compiled main is marked as producing this output "
@@ -174,6 +180,7 @@ def _figures(layer, plan: KernelPlan, obs: Observation, ref: ReferenceRun, ours_
     if not errors:
         return {
             "observed": False,
+            "folded": bool(folded and kernel is None),
             "max_abs": None,
             "max_rel": None,
             "cosine": None,
@@ -186,6 +193,7 @@ def _figures(layer, plan: KernelPlan, obs: Observation, ref: ReferenceRun, ours_
     err: Error = worst(errors)
     out = {
         "observed": True,
+        "folded": False,
         "max_abs": _finite(err.max_abs),
         "max_rel": _finite(err.max_rel),
         "cosine": err.cosine,
@@ -195,8 +203,36 @@ def _figures(layer, plan: KernelPlan, obs: Observation, ref: ReferenceRun, ours_
         "hidden_in": None,
         "note": err.note,
     }
-    if err.budget is not None:
-        out["step_budget"] = err.budget
+    out.update(_budgets(err))
+    return out
+
+
+def _budgets(err: Error) -> dict:
+    """What an observed layer was allowed, and the reference's own spread it came from."""
+    spread = err.spread
+    return {
+        "judged": err.judged,
+        "step_budget": err.budget,
+        "cosine_min": err.cosine_min,
+        "abs_budget": _finite(err.abs_budget),
+        "budget_ratio": _finite(err.ratio),
+        "spread": None
+        if spread is None
+        else {"steps": spread.steps, "max_abs": _finite(spread.max_abs), "cosine": spread.cosine},
+    }
+
+
+def constant_layers(model) -> set[int]:
+    """Ids of the main-graph layers whose every input is a constant or another such layer's
+    output (a weight's DEQUANTIZE): the compiler folds them into constants."""
+    made: set[str] = set()
+    out = set()
+    for layer in model.layers:
+        if layer.subgraph != 0:
+            continue
+        if all(t.is_constant or t.name in made for t in layer.inputs):
+            out.add(layer.id)
+            made.update(t.name for t in layer.outputs)
     return out
 
 
@@ -241,9 +277,11 @@ def run_numerics(
                 f"({' '.join(str(err).split())[:300]})"
             ) from None
     layers = []
+    constant = constant_layers(model)
     for layer in model.layers:
+        folded = layer.id in constant
         fused = (
-            _figures(layer, fused_plan, fused_obs, ref, ours_q, ref.quantization)
+            _figures(layer, fused_plan, fused_obs, ref, ours_q, ref.quantization, folded)
             if layer.subgraph == 0
             else _other_subgraph()
         )
@@ -253,7 +291,9 @@ def run_numerics(
             entry["observed_by"] = "fused" if fused["observed"] else None
         else:
             single = (
-                _figures(layer, *unfused, ref, ours_q, ref.quantization) if layer.subgraph == 0 else _other_subgraph()
+                _figures(layer, *unfused, ref, ours_q, ref.quantization, folded)
+                if layer.subgraph == 0
+                else _other_subgraph()
             )
             primary, by = (single, "unfused") if single["observed"] else (fused, "fused")
             entry.update(primary)
@@ -274,7 +314,11 @@ def run_numerics(
             "cosine_min": COSINE_MIN,
             "max_steps": MAX_STEPS,
             "spread_factor": SPREAD_FACTOR,
+            "step_cap": STEP_CAP,
+            "cosine_floor": COSINE_FLOOR,
+            "abs_cap": ABS_CAP,
         },
+        "spread_engines": ref.spread_engines,
         "layers": layers,
         "first_divergence": _first(layers),
     }
@@ -293,6 +337,7 @@ def run_numerics(
 def _other_subgraph() -> dict:
     return {
         "observed": False,
+        "folded": False,
         "max_abs": None,
         "max_rel": None,
         "cosine": None,
@@ -306,11 +351,11 @@ def _other_subgraph() -> dict:
 
 def summary_lines(data: dict) -> list[str]:
     """What ``compile --numerics`` prints after the bundle line."""
-    observed = sum(1 for e in data["layers"] if e["observed"])
     lines = [
-        f"  numerics ({data['mode']}): {observed}/{len(data['layers'])} layers observed against the {data['reference']}"
+        f"  numerics ({data['mode']}): {headline(data)} against the {data['reference']}"
         + (f"; the model ran on {data['ran_on']}" if data.get("ran_on") else "")
     ]
+    lines.extend(f"  {line}" for line in budget_lines(data))
     first = data["first_divergence"]
     if first is None:
         lines.append("  no layer diverges")

@@ -287,7 +287,7 @@ export class GraphApp {
     const overlay = this.doc.overlays.find((o) => o.id === this.overlay);
     // A scale is one strip of colors between its ends; categories are named one by one.
     const body =
-      overlay?.scale === 'category'
+      overlay?.scale === 'category' || overlay?.scale === 'budget'
         ? c.legend.map((e) => el('span', { class: 'legend-row' }, swatch(e.color), el('span', {}, e.label)))
         : c.legend.length
           ? [el('span', { class: 'legend-row' }, el('span', {}, c.legend[0].label), ...c.legend.map((e) => swatch(e.color)), el('span', {}, c.legend[c.legend.length - 1].label))]

@@ -30,6 +30,39 @@ export interface LegendEntry {
   label: string;
 }
 
+/** Error ÷ the layer's budget: within it pale, beyond it red (the layer diverges). */
+const BUDGET_BINS: [number, string, string][] = [
+  [0.25, '#ffffcc', '≤ ¼ of its budget'],
+  [0.5, '#ffeda0', '≤ ½ of its budget'],
+  [1, '#fed976', 'within its budget'],
+  [2, '#fc4e2a', 'up to 2× its budget (diverges)'],
+  [4, '#e31a1c', 'up to 4× its budget (diverges)'],
+  [Infinity, '#b10026', 'beyond 4× its budget (diverges)'],
+];
+
+function budgetColors(nodes: GraphNode[], overlay: Overlay): Coloring {
+  const fill = new Map<string, string>();
+  for (const n of nodes) {
+    const v = value(n, overlay);
+    const ratio = v === 'inf' ? Infinity : typeof v === 'number' ? v : null;
+    if (ratio === null || Number.isNaN(ratio)) {
+      continue;
+    }
+    const bin = BUDGET_BINS.findIndex(([upTo]) => ratio <= upTo);
+    fill.set(n.id, BUDGET_BINS[bin][1]);
+  }
+  if (!fill.size) {
+    return { fill, legend: [], caption: 'No layer has a value.' };
+  }
+  return {
+    fill,
+    legend: BUDGET_BINS.map(([, color, label]) => ({ color, label })),
+    caption:
+      "Error relative to each layer's own budget (set by the reference's own spread where measured): "
+      + 'red layers exceed theirs; grey: not observed or not judged.',
+  };
+}
+
 export function value(node: GraphNode, overlay: Overlay): number | string | null {
   const v = node.metrics[overlay.id];
   return v === undefined ? null : v;
@@ -64,6 +97,9 @@ export function colorBy(nodes: GraphNode[], overlay: Overlay | undefined): Color
   }
   if (!overlay.available) {
     return { fill, legend: [], caption: overlay.note ?? 'No data for this overlay.' };
+  }
+  if (overlay.scale === 'budget') {
+    return budgetColors(nodes, overlay);
   }
   if (overlay.scale === 'category') {
     const seen = new Map<string, string>();

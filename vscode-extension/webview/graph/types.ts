@@ -85,7 +85,8 @@ export interface Group {
 export interface Overlay {
   id: keyof Metrics;
   label: string;
-  scale: 'linear' | 'log' | 'category';
+  /** `budget`: a figure relative to each layer's own budget (1 = at it), in fixed bins. */
+  scale: 'linear' | 'log' | 'category' | 'budget';
   unit: string;
   available: boolean;
   note: string | null;

@@ -1,16 +1,20 @@
 """The TFLite reference: LiteRT's interpreter run on the same inputs, keeping every tensor.
 
 LiteRT's default XNNPACK delegate would compute whole delegated subgraphs without writing
-their intermediate tensors, so the interpreter runs with the builtin kernels only
+their intermediate tensors, so the reference runs with the builtin kernels only
 (``BUILTIN_WITHOUT_DEFAULT_DELEGATES``): every layer output is kept and readable by name.
 
-Integer kernels of two faithful engines do not agree to the step: each rounds its fixed-point
-rescaling its own way, and the differences grow layer after layer (on MobileNetV3-small int8
-LiteRT's optimized and reference kernels differ by 5 steps at op 4 and by 100+ deep in the
-net). So quantized models also run with LiteRT's reference kernels (``BUILTIN_REF``, every
-tensor kept too); per quantized tensor the largest difference between the two, in steps, is
-the reference's own *spread* on this input: a compiled layer further from the reference than
-that is a divergence, one within it is not (``compare.py``).
+Integer kernels of two faithful engines do not agree to the step: each rescales its int32
+accumulators its own way (fixed point in the builtin kernels, float in XNNPACK and in TVM),
+and the differences grow layer after layer. So a quantized model also runs on LiteRT's two
+other int8 paths: its reference kernels (``BUILTIN_REF``, every tensor kept) and the default
+XNNPACK delegate (on a copy of the model whose every operator output is a graph output, so
+that the delegate writes each of them). Per tensor, how far those runs land from the
+reference run is the reference's own *spread* on this input (``reference_run.Spread``): a
+compiled layer is judged against it (``numerics/compare.py``). On an int8 MobileNet v1 the
+builtin and reference kernels agree to the step on every layer but the last three while
+XNNPACK is 62 steps away from them by the last block: TVM, which requantizes in float as
+XNNPACK does, lands on XNNPACK's integers.
 """
 
 from __future__ import annotations
@@ -23,11 +27,16 @@ import warnings
 import numpy as np
 
 from tvm_explorer.errors import ExplorerError
-from tvm_explorer.frontends.reference_run import Quantization, ReferenceRun
+from tvm_explorer.frontends.reference_run import Quantization, ReferenceRun, Spread, measure_spread
 from tvm_explorer.frontends.tflite.loader import LoadedModel
 
+BUILTIN = "BUILTIN_WITHOUT_DEFAULT_DELEGATES"
 
-def _interpreter(path: str, resolver: str = "BUILTIN_WITHOUT_DEFAULT_DELEGATES"):
+
+def _interpreter(path: str, resolver: str = BUILTIN, content: bytes | None = None):
+    """LiteRT's interpreter on the model at ``path`` (or on ``content``, a copy of it): every
+    tensor kept, except with ``AUTO`` (the default XNNPACK delegate, which keeps only the
+    graph outputs)."""
     try:
         from ai_edge_litert.interpreter import Interpreter, OpResolverType
     except ImportError:
@@ -36,8 +45,9 @@ def _interpreter(path: str, resolver: str = "BUILTIN_WITHOUT_DEFAULT_DELEGATES")
         warnings.simplefilter("ignore")  # "preserve_all_tensors is for debugging": we are
         try:
             it = Interpreter(
-                model_path=path,
-                experimental_preserve_all_tensors=True,
+                model_path=None if content is not None else path,
+                model_content=content,
+                experimental_preserve_all_tensors=resolver != "AUTO",
                 experimental_op_resolver_type=getattr(OpResolverType, resolver),
             )
             it.allocate_tensors()
@@ -80,8 +90,8 @@ def check_same_graph(model: LoadedModel, reference_path: str) -> None:
             )
 
 
-def _invoke(path: str, inputs: dict[str, np.ndarray], resolver: str):
-    it = _interpreter(path, resolver)
+def _invoke(path: str, inputs: dict[str, np.ndarray], resolver: str, content: bytes | None = None):
+    it = _interpreter(path, resolver, content)
     for d in it.get_input_details():
         if d["name"] not in inputs:
             raise ExplorerError(f"{path}: input '{d['name']}' has no value")
@@ -111,7 +121,7 @@ def run_reference(path: str | os.PathLike, inputs: dict[str, np.ndarray]) -> Ref
     """Run the interpreter on ``inputs`` (by input tensor name) and keep every tensor; for a
     quantized model also the spread of LiteRT's reference kernels around it."""
     path = os.fspath(path)
-    it = _invoke(path, inputs, "BUILTIN_WITHOUT_DEFAULT_DELEGATES")
+    it = _invoke(path, inputs, BUILTIN)
     tensors, quant = _tensors(it), {}
     for d in _details(it):
         q = d.get("quantization_parameters") or {}
@@ -123,25 +133,79 @@ def run_reference(path: str | os.PathLike, inputs: dict[str, np.ndarray]) -> Ref
                     scales, np.asarray(q.get("zero_points", [0] * scales.size)), int(q.get("quantized_dimension", 0))
                 ),
             )
-    return ReferenceRun(path, tensors, quant, _spread(path, inputs, tensors, quant))
+    spread, engines = _spread(path, inputs, tensors, quant)
+    return ReferenceRun(path, tensors, quant, spread, engines)
 
 
-def _spread(path: str, inputs, tensors: dict[str, np.ndarray], quant) -> dict[str, float]:
-    """Steps between the optimized and the reference kernels, per quantized integer tensor."""
-    quantized = [n for n in quant if n in tensors and np.issubdtype(tensors[n].dtype, np.integer)]
-    if not quantized:
-        return {}
+def _spread(path: str, inputs, tensors: dict[str, np.ndarray], quant) -> tuple[dict[str, Spread], str | None]:
+    """For a quantized model: per tensor, how far LiteRT's reference kernels and its XNNPACK
+    delegate land from the builtin kernels' run (float models: nothing, the fixed tolerance
+    applies)."""
+    if not any(n in tensors and np.issubdtype(tensors[n].dtype, np.integer) for n in quant):
+        return {}, None
+    others, ran = [], []
     try:
-        other = _tensors(_invoke(path, inputs, "BUILTIN_REF"))
+        others.append(_tensors(_invoke(path, inputs, "BUILTIN_REF")))
+        ran.append("reference kernels")
     except ExplorerError:
-        return {}  # no second opinion: the fixed budget alone applies
-    out = {}
-    for name in quantized:
-        b = other.get(name)
-        if b is not None and b.shape == tensors[name].shape:
-            diff = np.abs(tensors[name].astype(np.int64) - b.astype(np.int64))
-            out[name] = float(diff.max(initial=0))
-    return out
+        pass  # an operator without a reference kernel: the other engine alone
+    try:
+        with _native_stderr_quiet():
+            others.append(_outputs(_invoke(path, inputs, "AUTO", _every_output_a_graph_output(path))))
+        ran.append("XNNPACK delegate")
+    except (ExplorerError, ValueError, RuntimeError):
+        pass  # a model the delegate or the rewrite cannot take
+    if not others:
+        return {}, None  # no second opinion: the fixed budgets alone apply
+    return measure_spread(tensors, others, quant), f"LiteRT's {' and its '.join(ran)} against its builtin kernels"
+
+
+@contextlib.contextmanager
+def _native_stderr_quiet():
+    """LiteRT's C++ prints "INFO: Created TensorFlow Lite XNNPACK delegate for CPU." on the
+    process's stderr when the delegate is made: not a line for the compile's output."""
+    try:
+        saved = os.dup(2)
+    except OSError:
+        yield
+        return
+    null = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(null, 2)
+        yield
+    finally:
+        os.dup2(saved, 2)
+        os.close(saved)
+        os.close(null)
+
+
+def _outputs(it) -> dict[str, np.ndarray]:
+    """The graph outputs of a run, by tensor name."""
+    return {d["name"]: np.array(it.get_tensor(d["index"]), copy=True) for d in it.get_output_details()}
+
+
+def _every_output_a_graph_output(path: str) -> bytes:
+    """A copy of the model whose main subgraph outputs every operator's outputs: a delegate
+    then writes each of them (it keeps only graph outputs). Raises ValueError when the model
+    cannot be rewritten."""
+    import flatbuffers
+    from ai_edge_litert import schema_py_generated as schema
+
+    from tvm_explorer.frontends.tflite.loader import read_model_bytes
+
+    try:
+        model = schema.ModelT.InitFromPackedBuf(read_model_bytes(path, "a TFLite model"), 0)
+        sg = model.subgraphs[0]
+        outputs = [int(t) for t in (sg.outputs if sg.outputs is not None else [])]
+        for op in sg.operators or []:
+            outputs += [int(t) for t in (op.outputs if op.outputs is not None else []) if t >= 0 and t not in outputs]
+        sg.outputs = outputs
+        model.signatureDefs = None  # they name the outputs by index: the copy has more
+        builder = flatbuffers.Builder(0)
+        builder.Finish(model.Pack(builder), file_identifier=b"TFL3")
+        return bytes(builder.Output())
+    except Exception as err:  # noqa: BLE001 - any unpacking or packing failure: no such engine
+        raise ValueError(f"cannot rewrite {path}: {err}") from None
 
 
 def quantization_of(path: str | os.PathLike) -> dict[str, Quantization]:

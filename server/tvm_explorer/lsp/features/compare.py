@@ -65,6 +65,12 @@ class BundleComparisons:
         pair = result.pair(params.subgraph, params.op_index)
         if pair is None:
             return {"error": "no such matched layer", "text": "// no such matched layer\n", "language": "plaintext"}
+        if not result.same_code_kind:
+            why = (
+                f"different code kinds ({result.code_kinds_text()}): the layer diff is shown only "
+                "between code of one language; compare kernels, time and workspace"
+            )
+            return {"error": why, "text": f"// {why}\n", "language": "plaintext"}
         side = pair[0] if params.side == "a" else pair[1]
         bundle = result.a if params.side == "a" else result.b
         target = str(bundle.manifest.get("target", ""))

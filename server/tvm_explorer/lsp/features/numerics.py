@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from lsprotocol import types
 
-from tvm_explorer.bundle.sections.numerics import format_error
+from tvm_explorer.bundle.sections.numerics import budget_lines, format_error, headline
 from tvm_explorer.lsp.protocol import ListPassesParams, NumericsLayer, NumericsResult
 from tvm_explorer.lsp.shared import Session
 from tvm_explorer.navigation.numerics import divergence_warnings, numerics_rows
@@ -31,6 +31,7 @@ class Numerics:
         layers = []
         for row in numerics_rows(view):
             e = row.entry
+            spread = e.get("spread") or None
             layers.append(
                 NumericsLayer(
                     subgraph=e["subgraph"],
@@ -48,6 +49,10 @@ class Numerics:
                     steps=e.get("steps"),
                     location=self.session.location(view, row.place) if row.place else None,
                     hint=row.hint,
+                    step_budget=e.get("step_budget"),
+                    spread_steps=spread["steps"] if spread else None,
+                    spread_cosine=spread["cosine"] if spread else None,
+                    judged=e.get("judged", True),
                 )
             )
         return NumericsResult(
@@ -56,6 +61,8 @@ class Numerics:
             inputs=str(data.get("inputs", "")),
             first_divergence=dict(first) if (first := data.get("first_divergence")) is not None else None,
             layers=layers,
+            headline=headline(data),
+            budgets=budget_lines(data),
         )
 
     def publish(self, view) -> None:
