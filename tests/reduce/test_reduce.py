@@ -92,6 +92,8 @@ def test_the_tflite_repro_fails_the_same_way_in_a_fresh_process(tflite_import):
     d, _ = tflite_import
     script = (d / "small.repro.py").read_text()
     assert "tvm_explorer" not in script
+    # the header names every package it imports (it said "stock TVM and numpy" and imported tflite)
+    assert "# Imports numpy, tvm and tflite (and Python's own modules)" in script
     proc = _repro(d / "small.repro.py")
     assert proc.returncode != 0
     assert "TypeError: Mismatched type on argument #0 when calling: `relax.ShapeExpr" in proc.stderr
@@ -123,6 +125,7 @@ def test_the_reduced_onnx_loads_in_onnxruntime_and_checks(onnx_import):
 
 def test_the_onnx_repro_fails_the_same_way_in_a_fresh_process(onnx_import):
     d, _ = onnx_import
+    assert "# Imports numpy, tvm and onnx (and Python's own modules)" in (d / "small.repro.py").read_text()
     proc = _repro(d / "small.repro.py")
     assert proc.returncode != 0
     assert "LpNormalization" in proc.stderr
