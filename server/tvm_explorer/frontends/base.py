@@ -63,6 +63,9 @@ class SubgraphWriter:
     stock_import: str
     """Python source (stock TVM only) that sets ``mod`` from the model file at ``path``: what
     a reproducer script does to import."""
+    count_ops: Callable[[Path], int] | None = None
+    """Operators over all of a model file's graphs (the main one and the bodies of loops and
+    branches), where a model kind has such graphs."""
 
 
 @dataclass(frozen=True)

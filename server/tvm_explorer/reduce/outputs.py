@@ -40,6 +40,7 @@ def report(
     pipeline,
     unit,
     reference=None,
+    all_ops=None,
 ) -> str:
     from tvm_explorer.version import __version__
 
@@ -51,6 +52,12 @@ def report(
         f"{len(ops)} → {len(kept)} {unit}s, {probes} probes in {seconds:.1f} s ({jobs} at a time).",
         "",
     ]
+    if all_ops is not None and tuple(all_ops) != (len(ops), len(kept)):
+        lines += [
+            f"Over all subgraphs (loop and branch bodies included): {all_ops[0]} → {all_ops[1]} {unit}s; "
+            "subgraphs no kept operator runs are dropped.",
+            "",
+        ]
     if minimal:
         lines.append(f"**1-minimal**: removing any single remaining {unit} makes the failure go away.")
     else:
@@ -76,7 +83,7 @@ def report(
     ]
     for i in kept:
         op = by_index[i]
-        lines.append(f"| {i} | {md.cell(op.opcode)} | {md.cell(op.name)} |")
+        lines.append(f"| {i} | {md.cell(op.opcode)} | {md.cell(op.name or '(no name)')} |")
     lines += [
         "",
         "## Environment",
