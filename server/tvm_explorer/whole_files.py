@@ -1,15 +1,42 @@
 """Files written whole or not at all: the data goes to a temporary sibling (flushed to disk),
 which is then renamed over the destination; on any failure the temporary file is removed and
-the destination keeps what it held before."""
+the destination keeps what it held before.
+
+A new file gets the mode any other program's would (0666 less the umask), a replaced one keeps
+its own: ``mkstemp``'s private 0600 would stop a shared report from being read by others."""
 
 from __future__ import annotations
 
 import contextlib
 import os
+import stat
 import tempfile
 from pathlib import Path
 
 from tvm_explorer.errors import ExplorerError
+
+
+def _umask() -> int:
+    """The process's umask, read without changing it where Linux shows it (``os.umask`` can
+    only set it, and setting it briefly would race with threads creating files)."""
+    try:
+        with open("/proc/self/status", encoding="ascii") as fh:
+            for line in fh:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except (OSError, ValueError, IndexError):
+        pass
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+def _mode_for(out: Path) -> int:
+    """The permission bits ``out`` should have: those it has, else a new file's."""
+    try:
+        return stat.S_IMODE(os.stat(out).st_mode)
+    except OSError:
+        return 0o666 & ~_umask()
 
 
 def replace_whole(path: str | os.PathLike, data: bytes) -> Path:
@@ -18,6 +45,7 @@ def replace_whole(path: str | os.PathLike, data: bytes) -> Path:
     fd, tmp = tempfile.mkstemp(dir=out.parent, prefix=f".{out.name}.", suffix=".tmp")
     try:
         with os.fdopen(fd, "wb") as fh:
+            os.fchmod(fh.fileno(), _mode_for(out))
             fh.write(data)
             fh.flush()
             os.fsync(fh.fileno())

@@ -43,3 +43,42 @@ def conv_block(path, op_for_gate: str = "Sigmoid") -> onnx.ModelProto:
     model.ir_version = 8
     onnx.save(model, str(path))
     return model
+
+
+def _save(path, nodes, inputs, inits=()) -> onnx.ModelProto:
+    graph = helper.make_graph(
+        nodes, "open_dims", inputs, [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], list(inits)
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], producer_name="tests")
+    model.ir_version = 8
+    onnx.save(model, str(path))
+    return model
+
+
+def maxpool_open_hw(path) -> onnx.ModelProto:
+    """Conv → Relu → MaxPool(auto_pad SAME_UPPER) on an input [1,3,H,W]: TVM's MaxPool computes
+    SAME padding with ``int()`` of each spatial size, which fails on a symbolic H (as a
+    published text detector with dynamic H×W does), and builds once H and W are pinned."""
+    w = numpy_helper.from_array(np.random.default_rng(0).standard_normal((4, 3, 3, 3)).astype(np.float32), "w")
+    n = helper.make_node
+    nodes = [
+        n("Conv", ["x", "w"], ["c"], "/conv", kernel_shape=[3, 3], pads=[1, 1, 1, 1]),
+        n("Relu", ["c"], ["r"], "/relu"),
+        n("MaxPool", ["r"], ["y"], "/pool", kernel_shape=[3, 3], strides=[2, 2], auto_pad="SAME_UPPER"),
+    ]
+    return _save(path, nodes, [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, "H", "W"])], [w])
+
+
+def resize_of_unshaped_input(path) -> onnx.ModelProto:
+    """A Resize (scales ×2) of an input that declares no shape: TVM's Resize asks ``len()`` of
+    its input's unknown shape."""
+    scales = numpy_helper.from_array(np.array([1, 1, 2, 2], np.float32), "scales")
+    nodes = [helper.make_node("Resize", ["x", "", "scales"], ["y"], "/up", mode="nearest")]
+    return _save(path, nodes, [helper.make_tensor_value_info("x", TensorProto.FLOAT, None)], [scales])
+
+
+def resize_without_scales_or_sizes(path) -> onnx.ModelProto:
+    """Relu → a Resize given neither scales nor sizes, on an input [1,3,H,W]."""
+    n = helper.make_node
+    nodes = [n("Relu", ["x"], ["r"], "/relu"), n("Resize", ["r", "", ""], ["y"], "/up", mode="nearest")]
+    return _save(path, nodes, [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, "H", "W"])])

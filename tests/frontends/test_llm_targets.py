@@ -149,4 +149,22 @@ def test_dynamic_sequence_length_is_named_with_node_and_dimension(llms, tmp_path
     assert "dim 1 of model input 'ids'" in message, message
     _assert_mask_line(message)
     assert "export the model with static shapes" in message and "tvm-explorer reduce" in message, message
+    assert "pin the model's open input sizes with --input-shape" in message, message
     assert "non-symbolic shape is not supported" in message
+
+
+def test_a_dynamic_sequence_length_pinned_with_input_shape_compiles(llms, tmp_path):
+    """The same program with --input-shape ids=1,6: exported again at that length, it compiles;
+    the model document says what was open; the module paths and source lines are the model's."""
+    from tvm_explorer.errors import ExplorerError
+    from tvm_explorer.frontends import load_any, pin_inputs
+    from tvm_explorer.frontends.input_shapes import parse_input_shape
+
+    with pytest.raises(ExplorerError, match=r"exported for with s\d+ in \[2, 32\]; 64 is outside"):
+        pin_inputs(load_any(llms["llama_dyn"]), [parse_input_shape("ids=1,64")])
+    out = tmp_path / "pinned.bundle"
+    proc = run_cli("compile", llms["llama_dyn"], "-o", out, "--target", "c", "--input-shape", "ids=1,6")
+    assert proc.returncode == 0, proc.stderr
+    doc = (out / "model.fxgraph").read_text()
+    assert "input  ids     int64[1,6]  (pinned by --input-shape; the model declares [1,s" in doc, doc[:600]
+    assert "module m.model.layers.0.self_attn" in doc and "source llama/modeling_llama.py:" in doc

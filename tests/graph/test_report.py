@@ -136,3 +136,25 @@ def test_bad_input_is_one_message(bundles, models_dir, tmp_path):
     assert damaged.returncode == 0, damaged.stderr
     assert "costs.json: costs file is not readable JSON" in (tmp_path / "r.html").read_text()
     assert sorted(p.name for p in tmp_path.iterdir()) == ["damaged.bundle", "r.html"]
+
+
+def _umask_run(mask, *args):
+    old = os.umask(mask)
+    try:
+        return run_cli(*args)
+    finally:
+        os.umask(old)
+
+
+def test_the_report_honours_the_umask(bundles, models_dir, tmp_path):
+    """A new report gets 0666 less the umask, as any other program's file would (it was 0600,
+    the atomic writer's private temporary file); a replaced one keeps the mode it was given."""
+    bundle = bundles.get(models_dir / "small_cnn_fp32.tflite", "c")
+    shared, group = tmp_path / "shared.html", tmp_path / "group.html"
+    assert _umask_run(0o022, "report", bundle, "-o", shared).returncode == 0
+    assert _umask_run(0o002, "report", bundle, "-o", group).returncode == 0
+    assert (shared.stat().st_mode & 0o777, group.stat().st_mode & 0o777) == (0o644, 0o664)
+    shared.chmod(0o640)
+    assert _umask_run(0o022, "report", bundle, "-o", shared).returncode == 0
+    assert shared.stat().st_mode & 0o777 == 0o640
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["group.html", "shared.html"]

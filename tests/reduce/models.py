@@ -71,3 +71,22 @@ def onnx_unsupported(path, op: str = "LpNormalization") -> onnx.ModelProto:
     model.ir_version = 8
     onnx.save(model, str(path))
     return model
+
+
+def tflite_while_with_custom_op(path, models_dir) -> None:
+    """``text_lstm_fp32.tflite`` (9 main-graph ops, a WHILE whose cond and body subgraphs hold
+    3 + 19 more) with its FULLY_CONNECTED (op 7, after the WHILE) turned into a custom op,
+    which TVM's importer refuses."""
+    import flatbuffers
+    from ai_edge_litert import schema_py_generated as schema
+
+    model = schema.ModelT.InitFromPackedBuf((models_dir / "text_lstm_fp32.tflite").read_bytes(), 0)
+    code = schema.OperatorCodeT()
+    code.builtinCode = code.deprecatedBuiltinCode = schema.BuiltinOperator.CUSTOM
+    code.customCode, code.version = "PlantedOp", 1
+    model.operatorCodes.append(code)
+    op = model.subgraphs[0].operators[7]
+    op.opcodeIndex, op.builtinOptionsType, op.builtinOptions = len(model.operatorCodes) - 1, 0, None
+    builder = flatbuffers.Builder(1024)
+    builder.Finish(model.Pack(builder), file_identifier=b"TFL3")
+    path.write_bytes(bytes(builder.Output()))

@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 from tests.conftest import run_cli
 
-from .models import onnx_unsupported, tflite_tensor_reshape
+from .models import onnx_unsupported, tflite_tensor_reshape, tflite_while_with_custom_op
 
 PLANTED = Path(__file__).with_name("planted.py")
 
@@ -92,10 +92,30 @@ def test_the_tflite_repro_fails_the_same_way_in_a_fresh_process(tflite_import):
     d, _ = tflite_import
     script = (d / "small.repro.py").read_text()
     assert "tvm_explorer" not in script
+    # the header names every package it imports (it said "stock TVM and numpy" and imported tflite)
+    assert "# Imports numpy, tvm and tflite (and Python's own modules)" in script
     proc = _repro(d / "small.repro.py")
     assert proc.returncode != 0
     assert "TypeError: Mismatched type on argument #0 when calling: `relax.ShapeExpr" in proc.stderr
     assert "reshape" in proc.stderr.lower()
+
+
+def test_subgraphs_nothing_runs_any_more_are_dropped(tmp_path, models_dir):
+    """A failing op after a WHILE: the reduced model keeps that op alone and none of the
+    WHILE's cond and body subgraphs (22 ops it carried before), and the report says the count
+    over all subgraphs."""
+    from ai_edge_litert import schema_py_generated as schema
+
+    tflite_while_with_custom_op(tmp_path / "big.tflite", models_dir)
+    proc = _reduce(tmp_path / "big.tflite", tmp_path / "small.tflite")
+    assert proc.returncode == 0, proc.stderr
+    assert "9 → 1 (1-minimal)" in proc.stdout and "over all subgraphs: 31 → 1" in proc.stdout
+    assert _kept(tmp_path / "small.report.md") == [(7, "CUSTOM:PlantedOp")]
+    assert "Over all subgraphs (loop and branch bodies included): 31 → 1 ops" in (
+        tmp_path / "small.report.md").read_text()
+    small = schema.ModelT.InitFromPackedBuf((tmp_path / "small.tflite").read_bytes(), 0)
+    assert [len(sg.operators) for sg in small.subgraphs] == [1]
+    assert "Custom operators are currently not supported" in _repro(tmp_path / "small.repro.py").stderr
 
 
 def test_an_unsupported_onnx_op_is_reduced_to_that_node(onnx_import):
@@ -123,6 +143,7 @@ def test_the_reduced_onnx_loads_in_onnxruntime_and_checks(onnx_import):
 
 def test_the_onnx_repro_fails_the_same_way_in_a_fresh_process(onnx_import):
     d, _ = onnx_import
+    assert "# Imports numpy, tvm and onnx (and Python's own modules)" in (d / "small.repro.py").read_text()
     proc = _repro(d / "small.repro.py")
     assert proc.returncode != 0
     assert "LpNormalization" in proc.stderr

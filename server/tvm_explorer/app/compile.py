@@ -223,6 +223,8 @@ def compile_model(
         options = {"spans": True, "exact_origins": exact_origins, "schedule_records": schedule_records}
         if pipeline:
             options["pipeline"] = pipeline
+        if getattr(model, "pinned", None):
+            options["input_shapes"] = {name: list(dims) for name, dims in model.pinned.items()}
         n_docs, n_passes = len(writer.documents), len(writer.passes)
         if session.progress is not None:
             session.progress.writing()

@@ -193,9 +193,9 @@ class CaptureSession:
                 return out + (
                     f", {_layer_words(unit, layers[0])}: its input has the "
                     f"{dynamic_dimension(layers[0], self.model)}, which TVM cannot lower here; "
-                    "export the model with static shapes (torch.export without dynamic_shapes, one "
-                    "fixed sequence length); tvm-explorer reduce cuts a .tflite/.onnx model down to "
-                    "the part that fails"
+                    "pin the model's open input sizes with --input-shape NAME=D1,D2,… (or export the "
+                    "model with static shapes: torch.export without dynamic_shapes, one fixed sequence "
+                    "length); tvm-explorer reduce cuts a .tflite/.onnx model down to the part that fails"
                 )
         if not found:
             culprit = bool_arithmetic(message, self.final_tir)

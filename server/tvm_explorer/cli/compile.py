@@ -21,6 +21,7 @@ from tvm_explorer.cli.options import (
 )
 from tvm_explorer.errors import EXIT_INTERRUPTED, EXIT_TIMEOUT, ExplorerError
 from tvm_explorer.errors import fail as _fail
+from tvm_explorer.frontends.input_shapes import parse_input_shape
 from tvm_explorer.supervise.supervisor import STOP_SIGNALS as _STOP_SIGNALS
 
 
@@ -75,6 +76,15 @@ def add_parser(sub) -> None:
         "tvm.transform.Pass; MODULE is imported from the current directory or "
         "PYTHONPATH (default: TVM's pipeline for the target)",
     )
+    p.add_argument(
+        "--input-shape",
+        action="append",
+        type=parse_input_shape,
+        default=[],
+        metavar="NAME=D1,D2,…",
+        help="sizes for an input whose dimensions the model leaves open (ONNX dim names, PyTorch "
+        "dynamic dims, TFLite shape_signature -1), e.g. images=1,3,640,640; repeat for each input",
+    )
     add_trust_option(p)
     p.add_argument("--in-process", action="store_true", help=argparse.SUPPRESS)
     from tvm_explorer.cli.costs import add_profile_options
@@ -127,9 +137,10 @@ def _compile_in_this_process(args) -> int:
         try:
             signal.pthread_sigmask(signal.SIG_UNBLOCK, _STOP_SIGNALS)
             apply_memory_limit(args.memory_limit)
-            from tvm_explorer.frontends import load_any
+            from tvm_explorer.frontends import load_any, pin_inputs
 
             model = load_any(args.model)  # a bad file fails fast (a .tflite before TVM is imported)
+            model = pin_inputs(model, getattr(args, "input_shape", None) or [])
             from tvm_explorer.cli.numerics import prepare as prepare_numerics
 
             numerics = prepare_numerics(args, model)  # bad --inputs/--reference fail here

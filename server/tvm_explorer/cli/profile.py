@@ -128,6 +128,7 @@ def _compile_arguments(args) -> argparse.Namespace:
         memory_limit=args.memory_limit,
         progress=args.progress,
         pipeline=args.pipeline,
+        input_shape=_input_shapes(options.get("input_shapes")),
         trust_pickle=args.trust_pickle,
         in_process=False,
         profile=True,
@@ -153,3 +154,16 @@ def _run_profile(args) -> int:
     from tvm_explorer.cli.compile import _run_compile
 
     return _run_compile(compile_args)
+
+
+def _input_shapes(recorded) -> list:
+    """The bundle's ``--input-shape`` pins, to compile it again the same way."""
+    from tvm_explorer.frontends.input_shapes import InputShape
+
+    if not isinstance(recorded, dict):
+        return []
+    return [
+        InputShape(str(name), tuple(int(d) for d in dims))
+        for name, dims in recorded.items()
+        if isinstance(dims, list) and all(isinstance(d, int) for d in dims)
+    ]

@@ -131,10 +131,12 @@ def _run(args) -> int:
         f"Reduced {args.model}: {done.original_ops} → {len(done.kept)} ({state}), {done.probes} probes in "
         f"{done.seconds:.1f} s"
     )
+    if done.all_ops is not None and done.all_ops != (done.original_ops, len(done.kept)):
+        print(f"  over all subgraphs: {done.all_ops[0]} → {done.all_ops[1]} (the subgraphs nothing runs dropped)")
     print(f"  failure: {done.original.describe()}")
     print(f"  model:   {done.output}")
     print(f"  report:  {done.report}")
-    print(f"  repro:   {done.repro}  (stock TVM + numpy)")
+    print(f"  repro:   {done.repro}  (stock TVM; its header lists what it imports)")
     if done.reference:
         print(f"  reference: {done.reference}")
     if done.bundle:

@@ -55,6 +55,24 @@ def import_any(model, origins: OriginTable | None, *, fill_spans: bool = True):
     return frontend_of(model).import_model(model, origins, fill_spans=fill_spans)
 
 
+def pin_inputs(model, given: list):
+    """The model with its open input dimensions pinned (``--input-shape``: a list of
+    ``input_shapes.InputShape``); ExplorerError names any mistake."""
+    from tvm_explorer.errors import ExplorerError
+    from tvm_explorer.frontends.input_shapes import check_input_shapes
+
+    if not given:
+        return model
+    frontend = frontend_of(model)
+    if frontend.pin_inputs is None or frontend.input_dims is None:
+        raise ExplorerError(
+            f"--input-shape: {model.path} is a {frontend.kind} model, whose input shapes are fixed where it is "
+            "written (the factory's spec); --input-shape is for .onnx, .pt2 and .tflite models"
+        )
+    shapes = check_input_shapes(str(model.path), frontend.input_dims(model), list(given))
+    return frontend.pin_inputs(model, shapes)
+
+
 def render_document(model, origins: OriginTable):
     """``(path, text, ranges)`` of the model document of a loaded model of any kind."""
     return frontend_of(model).render_document(model, origins)
@@ -105,5 +123,6 @@ __all__ = [
     "kind_of",
     "layer_table",
     "load_any",
+    "pin_inputs",
     "render_document",
 ]

@@ -63,6 +63,9 @@ class SubgraphWriter:
     stock_import: str
     """Python source (stock TVM only) that sets ``mod`` from the model file at ``path``: what
     a reproducer script does to import."""
+    count_ops: Callable[[Path], int] | None = None
+    """Operators over all of a model file's graphs (the main one and the bodies of loops and
+    branches), where a model kind has such graphs."""
 
 
 @dataclass(frozen=True)
@@ -86,6 +89,12 @@ class Frontend:
     render_document: Callable[[Any, OriginTable], tuple]
     """``(path, text, ranges)`` of the model's document in the bundle."""
     reference: ReferenceEngine
+    input_dims: Callable[[Any], list] | None = None
+    """(name, shape) of each input as the model declares it, open dimensions as strings (or
+    TFLite's ``-1``), None for an input with no shape (``frontends/input_shapes.py``)."""
+    pin_inputs: Callable[[Any, dict], Any] | None = None
+    """``pin_inputs(model, {name: sizes})``: the model to import with those input sizes
+    (``--input-shape``, checked already); None: this kind takes no ``--input-shape``."""
     subgraph_writer: SubgraphWriter | None = None
     """How ``reduce`` cuts the model (None: this kind cannot be reduced)."""
     explorer_adapter: str = ""

@@ -52,6 +52,11 @@ class GraphModel:
     document_path: str = "model.graph"
     notes: list[str] = field(default_factory=list)  # header lines of the model document
     node_ids: dict = field(default_factory=dict)  # frontend's own: which nodes a graph holds
+    declared_inputs: list = field(default_factory=list)
+    """(name, shape) of each input as the model declares it: open dimensions are strings
+    (``H``, ``s0``, ``?``), None an input with no shape at all (``frontends/input_shapes.py``)."""
+    pinned: dict = field(default_factory=dict)
+    """``--input-shape``: input name -> the sizes its open dimensions were pinned to."""
 
     @property
     def name(self) -> str:

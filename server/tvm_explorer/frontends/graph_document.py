@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from tvm_explorer.bundle.index import Range
 from tvm_explorer.frontends.graph import GraphModel, GraphNode
+from tvm_explorer.frontends.input_shapes import input_note
 from tvm_explorer.frontends.tflite.loader import TensorInfo
 from tvm_explorer.provenance import OriginTable
 
@@ -42,7 +43,9 @@ def render_graph_document(model: GraphModel, origins: OriginTable) -> tuple[str,
         offset += len(text)
         return start
 
-    def tensor_line(prefix: str, t: TensorInfo, width: int) -> None:
+    declared = dict(model.declared_inputs)
+
+    def tensor_line(prefix: str, t: TensorInfo, width: int, note: str = "") -> None:
         write(prefix)
         start = write(t.name)
         owner = producer.get(t.name)
@@ -52,7 +55,7 @@ def render_graph_document(model: GraphModel, origins: OriginTable) -> tuple[str,
             )
         )
         extra = " const" if t.is_constant else ""
-        write(f"{' ' * max(1, width - len(t.name) + 1)}{_type(t)}{extra}\n")
+        write(f"{' ' * max(1, width - len(t.name) + 1)}{_type(t)}{extra}{note}\n")
 
     write(f"# {_TITLES.get(model.kind, model.kind)} {model.name}\n")
     write(f"# sha256 {model.sha256}\n")
@@ -63,7 +66,8 @@ def render_graph_document(model: GraphModel, origins: OriginTable) -> tuple[str,
         write(f'\ngraph "{sg.name}"\n')
         width = max([len(t.name) for t in sg.inputs + sg.outputs] + [0])
         for t in sg.inputs:
-            tensor_line("  input  ", t, width)
+            note = input_note(declared.get(t.name, t.shape), t.shape, t.name in model.pinned) if sg.index == 0 else ""
+            tensor_line("  input  ", t, width, note)
         for t in sg.outputs:
             tensor_line("  output ", t, width)
     module = None

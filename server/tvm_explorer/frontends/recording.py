@@ -25,14 +25,43 @@ class NodeRecorder(Recorder):
 
 
 def node_error(model: GraphModel, node, err: Exception) -> ModelError:
-    """One message naming the model and the node (index, op type, name) that failed."""
+    """One message naming the model and the node (index, op type, name) that failed, the
+    shapes it was given, and the open input dimensions that may be why (``--input-shape``)."""
     msg = " ".join(str(err).split()) or type(err).__name__
     if isinstance(err, (KeyError, IndexError)):
         msg = f"{type(err).__name__}: {msg}"
     name = f" '{node.name}'" if node.name else ""
     return ModelError(
-        f"{model.path}: node {node.op_index} ({node.opcode}{name}) cannot be imported by TVM: {msg[:400]}"
+        f"{model.path}: node {node.op_index} ({node.opcode}{name}) cannot be imported by TVM: {msg[:400].rstrip('.')}"
+        + _node_inputs(model, node)
+        + _open_inputs(model)
     )
+
+
+def _node_inputs(model: GraphModel, node) -> str:
+    """``; its inputs: r float32[1,4,H,W] (H, W symbolic)``."""
+    from tvm_explorer.frontends.input_shapes import shape_text
+
+    shown = [t for t in node.inputs if not t.is_constant][:6]
+    if not shown:
+        return ""
+    shapeless = {n for n, s in model.declared_inputs if s is None and n not in model.pinned}
+    texts = [
+        f"{t.name} {t.dtype} (no shape)"
+        if t.name in shapeless
+        else (f"{t.name} {t.dtype}{shape_text(t.shape)}" if t.dtype != "?" else f"{t.name} (shape unknown)")
+        for t in shown
+    ]
+    symbolic = list(dict.fromkeys(d for t in shown for d in t.shape if isinstance(d, str)))
+    return "; its inputs: " + ", ".join(texts) + (f" ({', '.join(symbolic)} symbolic)" if symbolic else "")
+
+
+def _open_inputs(model: GraphModel) -> str:
+    """``. H and W of input 'x' [1,3,H,W] are open: pin them with --input-shape …``, or ''."""
+    from tvm_explorer.frontends.input_shapes import pin_suggestion
+
+    hint = pin_suggestion([(n, s) for n, s in model.declared_inputs if n not in model.pinned])
+    return f". {hint[0].upper()}{hint[1:]}" if hint else ""
 
 
 class _RecordingTable(dict):
@@ -73,14 +102,30 @@ def stamping_builder(name: str, recorder: NodeRecorder) -> property:
 
 def walk_nodes(numbered, recorder: NodeRecorder):
     """Yield the nodes of ``numbered`` ((id, node) pairs), telling ``recorder`` each one's id
-    as it is reached."""
+    as it is reached.
+
+    An importer that fails inside its loop over the nodes drops this generator while the
+    exception unwinds, which closes it before any handler runs: the node it was converting is
+    kept as ``recorder.abandoned`` (the innermost, when an ``If`` branch failed) so the
+    failure can still name it."""
     outer = recorder.current
+    finished = False
     try:
         for nid, node in numbered:
             recorder.current = nid
+            recorder.abandoned = None
             yield node
+        finished = True
     finally:
+        if not finished and recorder.abandoned is None:
+            recorder.abandoned = recorder.current
         recorder.current = outer
+
+
+def _failing_node(recorder: NodeRecorder) -> int | None:
+    if recorder.current is not None:
+        return recorder.current
+    return recorder.abandoned
 
 
 @contextlib.contextmanager
@@ -91,14 +136,16 @@ def naming_the_node(model: GraphModel, recorder: NodeRecorder):
     except ModelError:
         raise
     except Exception as err:  # noqa: BLE001 - name the node being converted
-        if recorder.current is None:
+        failing = _failing_node(recorder)
+        if failing is None:
             raise
-        raise node_error(model, model.layers[recorder.current], err) from None
+        raise node_error(model, model.layers[failing], err) from None
 
 
 def import_failure(model: GraphModel, recorder: NodeRecorder, err: Exception, importer: str) -> ModelError:
     """The message for anything else an importer raised: the node when one was converting."""
-    if recorder.current is not None:
-        return node_error(model, model.layers[recorder.current], err)
+    failing = _failing_node(recorder)
+    if failing is not None:
+        return node_error(model, model.layers[failing], err)
     text = " ".join(str(err).split()) or type(err).__name__
-    return ModelError(f"{model.path}: TVM's {importer} importer failed: {text[:400]}")
+    return ModelError(f"{model.path}: TVM's {importer} importer failed: {text[:400]}{_open_inputs(model)}")

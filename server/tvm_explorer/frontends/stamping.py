@@ -42,6 +42,7 @@ class Recorder:
     def __init__(self, model):
         self.model = model
         self.current: int | None = None  # layer id being converted
+        self.abandoned: int | None = None  # the layer an importer's failing loop left (recording.walk_nodes)
         self.var_origin: dict[int, tuple[int, bool]] = {}
         self.expr_owner: dict[int, int] = {}
         self.output_exprs: set[int] = set()

@@ -1,5 +1,6 @@
 """What ``reduce`` writes beside the small model: ``SMALL.report.md`` and ``SMALL.repro.py``
-(stock TVM and numpy only: what a user pastes into an upstream issue)."""
+(stock TVM, numpy and the model kind's own reader, no ``tvm_explorer``: what a user pastes
+into an upstream issue; its header lists what it imports)."""
 
 from __future__ import annotations
 
@@ -39,6 +40,7 @@ def report(
     pipeline,
     unit,
     reference=None,
+    all_ops=None,
 ) -> str:
     from tvm_explorer.version import __version__
 
@@ -50,6 +52,12 @@ def report(
         f"{len(ops)} → {len(kept)} {unit}s, {probes} probes in {seconds:.1f} s ({jobs} at a time).",
         "",
     ]
+    if all_ops is not None and tuple(all_ops) != (len(ops), len(kept)):
+        lines += [
+            f"Over all subgraphs (loop and branch bodies included): {all_ops[0]} → {all_ops[1]} {unit}s; "
+            "subgraphs no kept operator runs are dropped.",
+            "",
+        ]
     if minimal:
         lines.append(f"**1-minimal**: removing any single remaining {unit} makes the failure go away.")
     else:
@@ -75,7 +83,7 @@ def report(
     ]
     for i in kept:
         op = by_index[i]
-        lines.append(f"| {i} | {md.cell(op.opcode)} | {md.cell(op.name)} |")
+        lines.append(f"| {i} | {md.cell(op.opcode)} | {md.cell(op.name or '(no name)')} |")
     lines += [
         "",
         "## Environment",
@@ -123,20 +131,56 @@ _TARGETS = {
 }
 
 
+def imported_packages(source: str) -> list[str]:
+    """The top-level modules a script imports that are not Python's own, in the order it
+    first imports them: what a user must have installed to run it."""
+    import ast
+    import sys
+
+    found: list[tuple[int, str]] = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Import):
+            names = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and not node.level and node.module:
+            names = [node.module]
+        else:
+            continue
+        found += [(node.lineno, name.split(".")[0]) for name in names]
+    ordered: list[str] = []
+    for _, top in sorted(found):
+        if top not in sys.stdlib_module_names and top not in ordered:
+            ordered.append(top)
+    return ordered
+
+
+def _listed(names: list[str]) -> str:
+    return ", ".join(names[:-1]) + f" and {names[-1]}" if len(names) > 1 else "".join(names)
+
+
 def repro(*, small, stock_import, original, target, pipeline) -> str:
     """A script that fails the way ``original`` did, on the small model, with stock TVM."""
+    body = _repro_body(small=small, stock_import=stock_import, original=original, target=target, pipeline=pipeline)
     name = os.path.basename(small)
     summary = original.describe()
     if len(summary) > 600:
         summary = summary[:600] + " …"
+    needs = _listed(imported_packages(body))
     # The failure's words come from the model and from TVM: one inert comment line each.
-    parts = [
+    header = [
         "#!/usr/bin/env python3",
         f"# Reproduces a TVM {comment(_tvm_version())} failure on {comment(name)} (found by tvm-explorer reduce):",
         "#",
         *(f"#     {comment(line)}" for line in summary.splitlines() or [""]),
         "#",
-        f"# Run: python {comment(os.path.splitext(name)[0])}.repro.py  (needs stock TVM and numpy; the model beside it)",
+        f"# Run: python {comment(os.path.splitext(name)[0])}.repro.py  (the model beside it)",
+        f"# Imports {comment(needs)} (and Python's own modules); nothing of tvm-explorer",
+    ]
+    return "\n".join(header) + "\n" + body
+
+
+def _repro_body(*, small, stock_import, original, target, pipeline) -> str:
+    name = os.path.basename(small)
+    parts = [
         "",
         "import os",
         "import sys",

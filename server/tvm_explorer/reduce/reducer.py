@@ -54,6 +54,8 @@ class Reduction:
     reference: str | None = None
     bundle: str | None = None
     bundle_note: str = ""
+    all_ops: tuple[int, int] | None = None
+    """Operators over all subgraphs, original → reduced (model kinds with loop bodies)."""
 
 
 def _matches_until(outcome: Outcome, until: str | None) -> bool:
@@ -258,6 +260,7 @@ def _write(
     if reference is not None:
         reference_out = stem + ".reference" + os.path.splitext(output)[1]
         write_model(reference_out, lambda tmp: writer.write(reference, kept, tmp))
+    all_ops = (writer.count_ops(model), writer.count_ops(output)) if writer.count_ops else None
     seconds = time.monotonic() - started
     report_path, repro_path = stem + ".report.md", stem + ".repro.py"
     if reduced is not None and reduced.message:
@@ -279,6 +282,7 @@ def _write(
         pipeline=pipeline,
         unit=frontend.unit,
         reference=reference_out,
+        all_ops=all_ops,
     )
     repro_text = outputs.repro(
         small=output, stock_import=writer.stock_import, original=original, target=target, pipeline=pipeline
@@ -300,6 +304,7 @@ def _write(
         original,
         reduced,
         reference_out,
+        all_ops=all_ops,
     )
 
 

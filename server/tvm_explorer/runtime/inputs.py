@@ -77,8 +77,8 @@ def random_inputs(model: LoadedModel, seed: int = DEFAULT_SEED) -> dict[str, np.
         if inp.symbolic:
             raise ExplorerError(
                 f"{model.path}: input '{inp.name}' has a dimension of open size "
-                f"('{inp.symbolic[0]}'), which random inputs cannot choose; give "
-                "inputs with --inputs X.npz"
+                f"('{inp.symbolic[0]}'), which random inputs cannot choose; pin its size with "
+                f"--input-shape {inp.name}=… or give inputs with --inputs X.npz"
             )
         dt = np.dtype(inp.dtype) if inp.dtype in _NUMPY_DTYPES else None
         if dt is None:

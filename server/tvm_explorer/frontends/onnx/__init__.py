@@ -18,6 +18,16 @@ def _import(model, origins, *, fill_spans: bool = True):
     return import_onnx(model, origins, fill_spans=fill_spans)
 
 
+def _input_dims(model):
+    return model.declared_inputs
+
+
+def _pin(model, shapes):
+    from tvm_explorer.frontends.onnx.loader import pin_inputs
+
+    return pin_inputs(model, shapes)
+
+
 def _render(model, origins):
     from tvm_explorer.frontends.graph_document import render_graph_document
 
@@ -64,6 +74,8 @@ FRONTEND = Frontend(
     preview=_load,
     import_model=_import,
     render_document=_render,
+    input_dims=_input_dims,
+    pin_inputs=_pin,
     reference=ReferenceEngine(
         describe=_describe, run=_run, quantization_of=_quantization, check_same_graph=_check_same_graph
     ),

@@ -101,14 +101,15 @@ def import_onnx(model: GraphModel, origins: OriginTable | None, *, fill_spans: b
         # (or the bundle) says what matters.
         with warnings.catch_warnings(), contextlib.redirect_stdout(io.StringIO()):
             warnings.simplefilter("ignore")
+            shape_dict = {name: list(dims) for name, dims in model.pinned.items()}
             if not fill_spans:
-                return onnx_fe.from_onnx(proto)
+                return onnx_fe.from_onnx(proto, shape_dict=shape_dict or None)
             if proto.ir_version < 3:
                 raise ModelError(
                     f"{model.path}: ONNX IR version {proto.ir_version} is older than TVM's importer reads (3)"
                 )
             with _IMPORT_LOCK:
-                importer = _importer_class(model, recorder)({}, "float32")
+                importer = _importer_class(model, recorder)(shape_dict, "float32")
                 mod = importer.from_onnx(proto.graph, _opset(proto))
     except ModelError:
         raise

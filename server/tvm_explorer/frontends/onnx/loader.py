@@ -136,8 +136,56 @@ def _describe(path: str, data: bytes, proto, inferred) -> GraphModel:
     )
     subgraph_nodes[graph_key(graph)] = top
     model.node_ids = subgraph_nodes  # (sub)graph key -> ids of its nodes, in order
+    model.declared_inputs = declared_inputs(proto)
     _explorer_keys(graph, [nodes[i] for i in top])
     return model
+
+
+def declared_inputs(proto) -> list[tuple[str, tuple | None]]:
+    """(name, shape) of each graph input that is not an initializer, as the model declares it:
+    a named dimension is its ``dim_param``, an unnamed open one ``?``, no shape at all None."""
+    from tvm_explorer.frontends.input_shapes import OPEN
+
+    constants = {init.name for init in proto.graph.initializer}
+    out: list[tuple[str, tuple | None]] = []
+    for vi in proto.graph.input:
+        if vi.name in constants or not vi.type.HasField("tensor_type"):
+            continue
+        tt = vi.type.tensor_type
+        if not tt.HasField("shape"):
+            out.append((vi.name, None))
+            continue
+        out.append(
+            (
+                vi.name,
+                tuple(
+                    d.dim_value if d.HasField("dim_value") and d.dim_value > 0 else (d.dim_param or OPEN)
+                    for d in tt.shape.dim
+                ),
+            )
+        )
+    return out
+
+
+def pin_inputs(model: GraphModel, shapes: dict[str, tuple[int, ...]]) -> GraphModel:
+    """The model with the inputs ``shapes`` names fixed to those sizes in the graph itself (so
+    shape inference, the model document, TVM's ``from_onnx(shape_dict=…)`` and onnxruntime
+    all see them); the file's digest and declared shapes stay the original's."""
+    import onnx
+
+    proto = onnx.ModelProto()
+    proto.CopyFrom(model.payload)
+    for vi in proto.graph.input:
+        if vi.name not in shapes:
+            continue
+        shape = vi.type.tensor_type.shape
+        shape.ClearField("dim")
+        for size in shapes[vi.name]:
+            shape.dim.add().dim_value = size
+    pinned = load_onnx(model.path, proto)
+    pinned.sha256, pinned.declared_inputs = model.sha256, model.declared_inputs
+    pinned.pinned = dict(shapes)
+    return pinned
 
 
 def _explorer_keys(graph, main_nodes: list[GraphNode]) -> None:

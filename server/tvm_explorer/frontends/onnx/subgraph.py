@@ -40,6 +40,27 @@ def ops(path) -> list[GraphOp]:
     return result
 
 
+def _count_nodes(graph) -> int:
+    """Nodes (``Constant`` nodes aside) of ``graph`` and of the graphs its nodes hold (If
+    branches, Loop and Scan bodies)."""
+    from onnx import AttributeProto
+
+    total = 0
+    for node in graph.node:
+        total += node.op_type != "Constant"
+        for attr in node.attribute:
+            if attr.type == AttributeProto.GRAPH:
+                total += _count_nodes(attr.g)
+            elif attr.type == AttributeProto.GRAPHS:
+                total += sum(_count_nodes(g) for g in attr.graphs)
+    return total
+
+
+def count_ops(path) -> int:
+    """Nodes over all of the model's graphs."""
+    return _count_nodes(_proto(path).graph)
+
+
 def write(path, kept, out_path) -> None:
     """Write an ``.onnx`` holding only the nodes ``kept`` (indices in ``graph.node``)."""
     import onnx
@@ -139,4 +160,6 @@ from tvm.relax.frontend.onnx import from_onnx
 mod = from_onnx(onnx.load(path))
 """
 
-WRITER = SubgraphWriter(ops=ops, write=write, blamed_opcode=blamed_opcode, stock_import=STOCK_IMPORT)
+WRITER = SubgraphWriter(
+    ops=ops, write=write, blamed_opcode=blamed_opcode, stock_import=STOCK_IMPORT, count_ops=count_ops
+)

@@ -26,6 +26,18 @@ def _import(model, origins, *, fill_spans: bool = True):
     return import_tflite(model, origins, fill_spans=fill_spans)
 
 
+def _input_dims(model):
+    from tvm_explorer.frontends.tflite.loader import declared_inputs
+
+    return declared_inputs(model)
+
+
+def _pin(model, shapes):
+    from tvm_explorer.frontends.tflite.loader import pin_inputs
+
+    return pin_inputs(model, shapes)
+
+
 def _render(model, origins):
     from tvm_explorer.bundle.format import MODEL_DOCUMENT
     from tvm_explorer.frontends.tflite.document import render_model_document
@@ -71,6 +83,8 @@ FRONTEND = Frontend(
     preview=_preview,
     import_model=_import,
     render_document=_render,
+    input_dims=_input_dims,
+    pin_inputs=_pin,
     reference=ReferenceEngine(
         describe=_describe, run=_run, quantization_of=_quantization, check_same_graph=_check_same_graph
     ),

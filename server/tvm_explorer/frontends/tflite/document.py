@@ -10,7 +10,8 @@ from __future__ import annotations
 import re
 
 from tvm_explorer.bundle.index import Range
-from tvm_explorer.frontends.tflite.loader import LayerInfo, LoadedModel, TensorInfo
+from tvm_explorer.frontends.input_shapes import input_note
+from tvm_explorer.frontends.tflite.loader import LayerInfo, LoadedModel, TensorInfo, declared_inputs
 from tvm_explorer.provenance import OriginTable
 
 _ENUMS = {
@@ -87,7 +88,9 @@ def render_model_document(model: LoadedModel, origins: OriginTable) -> tuple[str
         "Go to definition on a tensor name reaches the layer that produces it.\n"
     )
 
-    def tensor_line(prefix: str, s: int, t: TensorInfo, width: int) -> None:
+    declared = dict(declared_inputs(model))
+
+    def tensor_line(prefix: str, s: int, t: TensorInfo, width: int, note: str = "") -> None:
         w.write(prefix)
         start = w.write(t.name)
         owner = producer.get((s, t.name))
@@ -103,13 +106,16 @@ def render_model_document(model: LoadedModel, origins: OriginTable) -> tuple[str
         pad = " " * max(1, width - len(t.name) + 1)
         extra = " const" if t.is_constant else ""
         extra += _quantization(t) if t.quantized else ""
-        w.write(f"{pad}{_type(t)}{extra}\n")
+        w.write(f"{pad}{_type(t)}{extra}{note}\n")
 
     for sg in model.subgraphs:
         w.write(f'\nsubgraph {sg.index} "{sg.name}"\n')
         width = max([len(t.name) for t in sg.inputs + sg.outputs] + [0])
         for t in sg.inputs:
-            tensor_line("  input  ", sg.index, t, width)
+            note = ""
+            if sg.index == 0 and t.name in declared:
+                note = input_note(declared[t.name], t.shape, t.name in model.pinned, frozen=True)
+            tensor_line("  input  ", sg.index, t, width, note)
         for t in sg.outputs:
             tensor_line("  output ", sg.index, t, width)
         layers: list[LayerInfo] = [lay for lay in model.layers if lay.subgraph == sg.index]

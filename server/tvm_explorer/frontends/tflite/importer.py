@@ -145,6 +145,14 @@ def _operator_error(model: LoadedModel, layer, err: Exception) -> ModelError:
                 f"{src.op_index} DENSIFY, which TVM's importer does not pass on to {layer.opcode})"
             )
             break
+    if model.pinned:
+        from tvm_explorer.frontends.tflite.loader import frozen_inputs
+
+        frozen = ", ".join(f"{n} {list(shape)}" for n, shape in frozen_inputs(model).items() if n in model.pinned)
+        msg += (
+            f" (the inputs are pinned by --input-shape, but the tensor shapes stored inside a TFLite model "
+            f"stay those of the converter's example input ({frozen}), and an operator may read them)"
+        )
     return ModelError(
         f"{model.path}: operator {layer.op_index} ({layer.opcode}, {tensor}"
         f"{', subgraph ' + str(layer.subgraph) if layer.subgraph else ''}) cannot be imported "
@@ -197,9 +205,10 @@ def import_tflite(model: LoadedModel, origins: OriginTable | None, *, fill_spans
 
     Returns the Relax IRModule. Raises ModelError naming the operator on failure.
     """
+    shape_dict = {name: tuple(dims) for name, dims in model.pinned.items()} or None
     try:
         if not fill_spans:
-            return tfl.from_tflite(model.model)
+            return tfl.from_tflite(model.model, shape_dict=shape_dict)
         recorder = TfliteRecorder(model)
         converter = type("SpanFilling", (SpanFillingConverter,), {"recorder": recorder})
         # The frontend binds through its module-level ``relax`` name; only while we import
@@ -207,7 +216,7 @@ def import_tflite(model: LoadedModel, origins: OriginTable | None, *, fill_spans
         with _IMPORT_LOCK:
             tfl.relax = _relax_shim(recorder)
             try:
-                mod = tfl.from_tflite(model.model, op_converter=converter)
+                mod = tfl.from_tflite(model.model, shape_dict=shape_dict, op_converter=converter)
             finally:
                 tfl.relax = relax
     except ModelError:

@@ -92,6 +92,19 @@ def check_same_graph(model: LoadedModel, reference_path: str) -> None:
 
 def _invoke(path: str, inputs: dict[str, np.ndarray], resolver: str, content: bytes | None = None):
     it = _interpreter(path, resolver, content)
+    resized = False
+    for d in it.get_input_details():
+        if d["name"] in inputs and tuple(d["shape"]) != np.shape(inputs[d["name"]]):
+            it.resize_tensor_input(d["index"], list(np.shape(inputs[d["name"]])))  # --input-shape
+            resized = True
+    if resized:
+        try:
+            it.allocate_tensors()
+        except (ValueError, RuntimeError) as err:
+            raise ExplorerError(
+                f"{path}: the LiteRT interpreter cannot run the model at the input sizes given "
+                f"({' '.join(str(err).split())[:300]})"
+            ) from None
     for d in it.get_input_details():
         if d["name"] not in inputs:
             raise ExplorerError(f"{path}: input '{d['name']}' has no value")

@@ -102,6 +102,8 @@ class LoadedModel:
     model: object  # tflite.Model
     subgraphs: list[SubgraphInfo]
     layers: list[LayerInfo]
+    pinned: dict = field(default_factory=dict)
+    """``--input-shape``: input name -> the sizes it is imported with (``frontends/input_shapes.py``)."""
 
     @property
     def name(self) -> str:
@@ -115,6 +117,97 @@ class LoadedModel:
 
     def __post_init__(self):
         self._by_op = {(lay.subgraph, lay.op_index): lay for lay in self.layers}
+
+
+def declared_inputs(model: LoadedModel) -> list[tuple[str, tuple]]:
+    """(name, shape) of each main-subgraph input as the converter declared it: its
+    ``shape_signature``, where ``-1`` is a dynamic dimension (TVM's importer reads ``shape``,
+    the converter's example size, instead), else its shape."""
+    out: list[tuple[str, tuple]] = []
+    if not model.subgraphs:
+        return out
+    sg = model.model.Subgraphs(0)
+    frozen = frozen_inputs(model)
+    for t in model.subgraphs[0].inputs:
+        tensor = sg.Tensors(t.index)
+        signature = tuple(int(d) for d in tensor.ShapeSignatureAsNumpy()) if tensor.ShapeSignatureLength() else ()
+        out.append((t.name, signature if len(signature) == len(frozen[t.name]) else frozen[t.name]))
+    return out
+
+
+def frozen_inputs(model: LoadedModel) -> dict[str, tuple]:
+    """Each main-subgraph input's shape as the flatbuffer stores it (the converter's example)."""
+    sg = model.model.Subgraphs(0)
+    out = {}
+    for t in model.subgraphs[0].inputs if model.subgraphs else []:
+        tensor = sg.Tensors(t.index)
+        out[t.name] = tuple(int(d) for d in tensor.ShapeAsNumpy()) if tensor.ShapeLength() else ()
+    return out
+
+
+def _propagated_shapes(model: LoadedModel, shapes: dict[str, tuple[int, ...]]) -> dict[int, tuple[int, ...]]:
+    """Every main-subgraph tensor's shape at the pinned input sizes, as LiteRT's shape
+    propagation gives it ({} without LiteRT); ModelError if LiteRT cannot take those sizes."""
+    try:
+        from ai_edge_litert.interpreter import Interpreter, OpResolverType
+    except ImportError:
+        return {}
+    import warnings
+
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            it = Interpreter(
+                model_content=model.data,
+                experimental_op_resolver_type=OpResolverType.BUILTIN_WITHOUT_DEFAULT_DELEGATES,
+            )
+            for d in it.get_input_details():
+                if d["name"] in shapes:
+                    it.resize_tensor_input(d["index"], list(shapes[d["name"]]))
+            it.allocate_tensors()
+    except (ValueError, RuntimeError) as err:
+        given = ", ".join(f"{n}={','.join(map(str, v))}" for n, v in shapes.items())
+        raise ModelError(
+            f"{model.path}: the model does not take --input-shape {given}: LiteRT cannot size its tensors "
+            f"({' '.join(str(err).split())[:300]}); the converter froze the model's inner shapes at its example input"
+        ) from None
+    return {int(d["index"]): tuple(int(x) for x in d["shape"]) for d in it.get_tensor_details()}
+
+
+def pin_inputs(model: LoadedModel, shapes: dict[str, tuple[int, ...]]) -> LoadedModel:
+    """The model, imported with the inputs ``shapes`` names at those sizes (TVM's
+    ``from_tflite(shape_dict=…)``); its main-subgraph tensors described at the sizes LiteRT
+    propagates from them (the inputs alone without LiteRT)."""
+    import dataclasses
+
+    sizes = _propagated_shapes(model, shapes)
+
+    def pinned(t: TensorInfo, s: int) -> TensorInfo:
+        if s != 0:
+            return t
+        if t.name in shapes and t.index in {i.index for i in model.subgraphs[0].inputs}:
+            return dataclasses.replace(t, shape=tuple(shapes[t.name]))
+        if t.index in sizes and len(sizes[t.index]) == len(t.shape) and not t.is_constant:
+            return dataclasses.replace(t, shape=sizes[t.index])
+        return t
+
+    subgraphs = [
+        dataclasses.replace(
+            sg, inputs=[pinned(t, sg.index) for t in sg.inputs], outputs=[pinned(t, sg.index) for t in sg.outputs]
+        )
+        for sg in model.subgraphs
+    ]
+    layers = [
+        dataclasses.replace(
+            lay,
+            inputs=[pinned(t, lay.subgraph) for t in lay.inputs],
+            outputs=[pinned(t, lay.subgraph) for t in lay.outputs],
+        )
+        for lay in model.layers
+    ]
+    for old, new in zip(model.layers, layers):
+        new.tf_name, new.explorer_key = old.tf_name, old.explorer_key
+    return LoadedModel(model.path, model.data, model.sha256, model.model, subgraphs, layers, dict(shapes))
 
 
 def _opcode_names() -> dict[int, str]:

@@ -4,10 +4,12 @@ and a valid ``.tflite`` that keeps only some of them.
 The flatbuffer is unpacked and packed again with the generated object API of the TFLite
 schema that LiteRT ships (``ai_edge_litert.schema_py_generated``: the same schema the
 ``tflite`` package reads), so every table is copied whole — builtin and custom options,
-quantization parameters, sparsity, shape signatures, operator codes, other subgraphs (the
-bodies of WHILE/IF) — and only the main subgraph's operator, tensor and input/output lists
-and the buffer list change. Signature defs and metadata, which name tensors by index, are
-left out.
+quantization parameters, sparsity, shape signatures, operator codes, the other subgraphs a
+kept operator runs (the bodies of WHILE/IF, CALL_ONCE's initializer, StableHLO bodies) — and
+only the main subgraph's operator, tensor and input/output lists, the subgraph list and the
+buffer list change. A subgraph that no kept operator runs (directly or through another
+subgraph) is dropped, and the indices that name subgraphs are renumbered. Signature defs and
+metadata, which name tensors by index, are left out.
 """
 
 from __future__ import annotations
@@ -46,6 +48,91 @@ def _is_constant(model, tensor) -> bool:
     return (buf.data is not None and len(buf.data) > 0) or bool(getattr(buf, "size", 0))
 
 
+# Option fields that name subgraphs (the schema's WHILE, IF, CALL, CALL_ONCE and StableHLO
+# options): an index, or a list of them.
+_SUBGRAPH_FIELDS = ("subgraph", "branchSubgraphIndices", "calledComputations")
+
+
+def _subgraph_fields(op):
+    """(options, field) of every option field of ``op`` that names subgraphs."""
+    for options in (op.builtinOptions, getattr(op, "builtinOptions2", None)):
+        if options is None:
+            continue
+        for field in vars(options):
+            if field.endswith("SubgraphIndex") or field in _SUBGRAPH_FIELDS:
+                yield options, field
+
+
+def _is_list(value) -> bool:
+    return isinstance(value, (list, tuple)) or getattr(value, "ndim", 0) > 0  # a numpy vector
+
+
+def _called(op) -> list[int]:
+    """The subgraphs ``op`` runs."""
+    found: list[int] = []
+    for options, field in _subgraph_fields(op):
+        value = getattr(options, field)
+        if value is not None:
+            found += [int(v) for v in value] if _is_list(value) else [int(value)]
+    return found
+
+
+def _reachable(model) -> list[int]:
+    """The subgraphs the main one runs, directly or through others: the main one first."""
+    kept, todo = [0], [0]
+    while todo:
+        for op in model.subgraphs[todo.pop()].operators or []:
+            for s in _called(op):
+                if 0 <= s < len(model.subgraphs) and s not in kept:
+                    kept.append(s)
+                    todo.append(s)
+    return sorted(kept)
+
+
+def _renumber(model, kept: list[int]) -> None:
+    """Keep only subgraphs ``kept`` (sorted, main first), renaming the indices that name them."""
+    new = {old: i for i, old in enumerate(kept)}
+    model.subgraphs = [model.subgraphs[s] for s in kept]
+    for sg in model.subgraphs:
+        for op in sg.operators or []:
+            for options, field in _subgraph_fields(op):
+                value = getattr(options, field)
+                if value is None:
+                    continue
+                if _is_list(value):
+                    setattr(options, field, [new[int(v)] for v in value])
+                else:
+                    setattr(options, field, new[int(value)])
+
+
+def count_ops(path) -> int:
+    """Operators over all subgraphs (the main one, WHILE/IF bodies, initializers)."""
+    return sum(len(sg.operators or []) for sg in _unpack(path).subgraphs)
+
+
+def _text(table) -> str:
+    """A tensor's or subgraph's name."""
+    raw = table.name
+    return raw.decode("utf-8", "replace") if isinstance(raw, bytes) else str(raw or "")
+
+
+def _op_name(model, sg, op, index: int) -> str:
+    """Its first output tensor's name; for an operator that writes no named tensor (CALL_ONCE,
+    ASSIGN_VARIABLE) what it runs or reads, so no row of a report is blank."""
+    outs = [t for t in _ints(op.outputs) if t >= 0]
+    if outs and _text(sg.tensors[outs[0]]):
+        return _text(sg.tensors[outs[0]])
+    called = [s for s in _called(op) if 0 <= s < len(model.subgraphs)]
+    if called:
+        return "runs " + ", ".join(
+            f"subgraph {s}" + (f" '{_text(model.subgraphs[s])}'" if model.subgraphs[s].name else "") for s in called
+        )
+    read = [_text(sg.tensors[t]) for t in _ints(op.inputs) if t >= 0 and _text(sg.tensors[t])]
+    if read:
+        return f"(no output tensor; first input {read[0]})"
+    return f"operator {index}"
+
+
 def _opcode_name(model, op) -> str:
     """As the loader names it (``RESHAPE``, ``CUSTOM:<code>``), so that the operator kind a
     failure message names is found among the operators."""
@@ -69,8 +156,7 @@ def ops(path) -> list[GraphOp]:
     for i, op in enumerate(sg.operators or []):
         ins = [t for t in _ints(op.inputs) if t >= 0 and not _is_constant(model, sg.tensors[t])]
         outs = [t for t in _ints(op.outputs) if t >= 0]
-        first = sg.tensors[outs[0]].name if outs else b""
-        name = first.decode("utf-8", "replace") if isinstance(first, bytes) else str(first or "")
+        name = _op_name(model, sg, op, i)
         result.append(
             GraphOp(i, _opcode_name(model, op), name, tuple(f"t{t}" for t in ins), tuple(f"t{t}" for t in outs))
         )
@@ -78,7 +164,8 @@ def ops(path) -> list[GraphOp]:
 
 
 def write(path, kept, out_path) -> None:
-    """Write a ``.tflite`` holding only the main subgraph's operators ``kept`` (indices)."""
+    """Write a ``.tflite`` holding only the main subgraph's operators ``kept`` (indices), and
+    the subgraphs they run."""
     import flatbuffers
 
     model = _unpack(path)
@@ -113,7 +200,9 @@ def write(path, kept, out_path) -> None:
     remap = {t: i for i, t in enumerate(sorted(order))}
     tensors = [sg.tensors[t] for t in sorted(order)]
 
-    # Buffers: the empty buffer 0, then those the kept tensors (and other subgraphs) use.
+    sg.operators = operators
+    _renumber(model, _reachable(model))
+    # Buffers: the empty buffer 0, then those the kept tensors (and kept subgraphs) use.
     buffers, new_buffer = [model.buffers[0]] if model.buffers else [_schema().BufferT()], {0: 0}
     every = tensors + [t for other in model.subgraphs[1:] for t in (other.tensors or [])]
     for tensor in every:
@@ -131,7 +220,6 @@ def write(path, kept, out_path) -> None:
         op.outputs = mapped(op.outputs)
         if op.intermediates is not None:
             op.intermediates = mapped(op.intermediates)
-    sg.operators = operators
     sg.tensors = tensors
     sg.inputs = [remap[t] for t in inputs]
     sg.outputs = [remap[t] for t in outputs]
@@ -163,4 +251,6 @@ with open(path, "rb") as fh:
 mod = from_tflite(tflite.Model.GetRootAsModel(buf, 0))
 """
 
-WRITER = SubgraphWriter(ops=ops, write=write, blamed_opcode=blamed_opcode, stock_import=STOCK_IMPORT)
+WRITER = SubgraphWriter(
+    ops=ops, write=write, blamed_opcode=blamed_opcode, stock_import=STOCK_IMPORT, count_ops=count_ops
+)

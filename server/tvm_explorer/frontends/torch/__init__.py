@@ -26,6 +26,16 @@ def _import(model, origins, *, fill_spans: bool = True):
     return import_torch(model, origins, fill_spans=fill_spans)
 
 
+def _input_dims(model):
+    return model.declared_inputs
+
+
+def _pin(model, shapes):
+    from tvm_explorer.frontends.torch.pinning import pin_inputs
+
+    return pin_inputs(model, shapes)
+
+
 def _render(model, origins):
     from tvm_explorer.frontends.graph_document import render_graph_document
 
@@ -64,6 +74,8 @@ FRONTEND = Frontend(
     preview=_preview,
     import_model=_import,
     render_document=_render,
+    input_dims=_input_dims,
+    pin_inputs=_pin,
     reference=ReferenceEngine(
         describe=_describe, run=_run, quantization_of=_no_quantization, check_same_graph=_check_same_graph
     ),

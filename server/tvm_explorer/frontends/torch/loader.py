@@ -125,6 +125,7 @@ def describe_program(program, path: str, sha256: str | None = None) -> GraphMode
         "torch", path, sha256, nodes, [SubgraphInfo(0, "forward", user_inputs, outputs)], program, DOCUMENT_PATH
     )
     model.notes = [f"decomposed ATen graph as TVM converts it; {len(params)} parameter(s)/buffer(s)"]
+    model.declared_inputs = [(t.name, t.shape) for t in user_inputs]
     model.node_ids = {id(node): i for i, node in enumerate(n for n in graph.nodes if n.op == "call_function")}
     return model
 
