@@ -15,7 +15,8 @@ try {
   const page = await browser.newPage({ viewport: { width: 1400, height: 900 } });
   const url = pathToFileURL(file).href;
   page.on('request', (r) => {
-    if (r.url() !== url) out.requests.push(r.url());
+    // blob: the layout worker, started from the page's own script text (nothing leaves the page)
+    if (r.url() !== url && !r.url().startsWith('blob:')) out.requests.push(r.url());
   });
   page.on('pageerror', (e) => out.errors.push(String(e)));
   page.on('console', (m) => {
@@ -70,6 +71,11 @@ try {
     await page.click('button.expand-all');
     await page.evaluate(() => window.tvmxGraph.painted);
     out.expandedLayers = (await page.$$('[data-layer]')).length;
+  }
+  // Hovering a node shows its full name (one tooltip element, filled as text).
+  if (process.env.GRAPH_HOVER) {
+    await page.hover(`[data-layer="${process.env.GRAPH_HOVER}"]`);
+    out.tip = await page.textContent('.tip');
   }
   out.text = await page.textContent('body');
   out.pwned = await page.evaluate(() => window.pwned ?? null);

@@ -58,7 +58,7 @@ def report(bundles, models_dir, tmp_path_factory):
     found = subprocess.run(
         ["node", str(HERE / "report_check.mjs"), str(out), str(ARTIFACTS / "small_cnn")],
         capture_output=True, text=True, timeout=300, cwd=HERE,
-        env={**os.environ, "GRAPH_SEARCH": "conv2d"},
+        env={**os.environ, "GRAPH_SEARCH": "conv2d", "GRAPH_HOVER": str(data["layers"][3]["id"])},
     )
     assert found.returncode == 0, found.stderr
     return bundle, json.loads((bundle / "costs.json").read_text()), out, json.loads(found.stdout)
@@ -117,7 +117,7 @@ def test_search_and_groups(report):
 def test_bundle_strings_are_text(report):
     _, _, out, found = report
     assert found["pwned"] is None and found["images"] == 0
-    assert HOSTILE in found["text"]  # shown as the name it is (the hot-layers table)
+    assert HOSTILE in found["tip"]  # shown as the name it is (the node's tooltip)
     assert "</script><script>window.pwned" not in out.read_text()
 
 

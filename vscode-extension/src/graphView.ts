@@ -113,9 +113,10 @@ export class GraphView implements vscode.Disposable {
     const nonce = randomBytes(16).toString('base64');
     const script = webview.asWebviewUri(vscode.Uri.joinPath(media, 'graph.js'));
     const style = webview.asWebviewUri(vscode.Uri.joinPath(media, 'graph.css'));
-    // Nothing but the extension's own script and stylesheet; no network.
+    // Nothing but the extension's own script and stylesheet; no network. The script reads itself
+    // back (connect-src: the extension's own files only) to start its layout worker from a blob.
     webview.html = `<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">
-<meta http-equiv="Content-Security-Policy" content="default-src 'none'; script-src 'nonce-${nonce}'; style-src ${webview.cspSource}; img-src ${webview.cspSource} data:;">
+<meta http-equiv="Content-Security-Policy" content="default-src 'none'; script-src 'nonce-${nonce}'; style-src ${webview.cspSource}; img-src ${webview.cspSource} data:; connect-src ${webview.cspSource}; worker-src blob:;">
 <link rel="stylesheet" href="${style}"><title>Model Graph</title></head>
 <body class="tvmx-webview"><div id="tvmx-graph"></div><script nonce="${nonce}" src="${script}"></script></body></html>`;
     this.ready = false;

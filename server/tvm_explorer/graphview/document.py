@@ -10,7 +10,7 @@ from typing import Any
 from tvm_explorer.bundle.sections.numerics import FLOAT_REL_TOLERANCE, format_error, layer_entry, unit
 from tvm_explorer.costs.table import flops_text, size
 from tvm_explorer.graphview.places import layer_place_entries
-from tvm_explorer.graphview.structure import edges, groups, io_id, read_structure
+from tvm_explorer.graphview.structure import edges, folds, groups, io_id, read_structure, repetitions
 from tvm_explorer.navigation.costs import cost_index
 from tvm_explorer.navigation.layer_facts import layer_facts
 from tvm_explorer.navigation.numerics import hidden_hint
@@ -102,6 +102,16 @@ def graph_document(view: BundleView, places: bool = True, encoding: str = "utf-1
         {"id": io_id(io.kind, io.subgraph, io.name), "kind": io.kind, "name": shown_name(io.name), "type": io.type}
         for io in structure.io
     ]
+    edge_list = edges(view, structure)
+    folded = folds(
+        [n["id"] for n in nodes],
+        edge_list,
+        {io["id"] for io in io_nodes if io["kind"] == "input"},
+        {e.source for e in edge_list if e.target.startswith("out:")},
+    )
+    for node in nodes:
+        node["fold"] = folded.get(node["id"])
+    repeats = repetitions(group_list, group_of, {layer.id: layer.opcode for layer in bundle.layers})
     return {
         "format": FORMAT,
         "version": VERSION,
@@ -117,11 +127,17 @@ def graph_document(view: BundleView, places: bool = True, encoding: str = "utf-1
         },
         "nodes": nodes,
         "io": io_nodes,
-        "edges": [
-            {"source": e.source, "target": e.target, "tensor": e.tensor, "type": e.type} for e in edges(view, structure)
-        ],
+        "edges": [{"source": e.source, "target": e.target, "tensor": e.tensor, "type": e.type} for e in edge_list],
         "groups": [
-            {"id": g.id, "label": g.label, "path": g.path, "parent": g.parent, "size": g.size} for g in group_list
+            {
+                "id": g.id,
+                "label": g.label,
+                "path": g.path,
+                "parent": g.parent,
+                "size": g.size,
+                "repeat": repeats.get(g.id),
+            }
+            for g in group_list
         ],
         "overlays": _overlays(costs, numerics, costs_problem(bundle)),
         "kernels": _kernels(costs, schedules),

@@ -9,6 +9,7 @@ import base64
 import hashlib
 import os
 from pathlib import Path
+from typing import Any
 
 from tvm_explorer.errors import ExplorerError
 from tvm_explorer.graphview.document import graph_document, report_sections
@@ -36,16 +37,19 @@ def _sha256(text: str) -> str:
 
 def render_report(view: BundleView) -> str:
     """The report's HTML text for a loaded bundle."""
+    return render_html(graph_document(view), report_sections(view))
+
+
+def render_html(doc: dict[str, Any], sections: dict[str, Any]) -> str:
+    """The report's HTML text for a graph document and the report's sections."""
     script, style = _asset("graph.js"), _asset("graph.css")
     if "</script" in script.lower() or "</style" in style.lower():
         raise ExplorerError(f"{ASSETS}: the built graph app cannot be inlined (it holds a closing tag)")
-    doc = graph_document(view)
-    sections = report_sections(view)
     model = doc["model"]
     csp = (
         "default-src 'none'; "
         f"script-src '{_sha256(script)}'; style-src '{_sha256(style)}'; "
-        "img-src data:; base-uri 'none'; form-action 'none'"
+        "img-src data:; worker-src blob:; base-uri 'none'; form-action 'none'"
     )
     tool = model.get("tool") or {}
     facts = " · ".join(

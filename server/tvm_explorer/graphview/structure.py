@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from tvm_explorer.bundle.reader import Layer
 from tvm_explorer.navigation.layer_facts import LayerFacts, layer_facts
 from tvm_explorer.navigation.view import BundleView
+from tvm_explorer.provenance.repeats import compress
 from tvm_explorer.tablenames import shown_name
 
 # Headings of the model documents (frontends/tflite/document.py, frontends/graph_document.py).
@@ -163,6 +164,25 @@ may nest scopes half a million deep."""
 
 
 def groups(view: BundleView, structure: Structure) -> tuple[list[Group], dict[int, str | None]]:
+    """The scope groups worth drawing and each layer's innermost group (``scope_groups``)."""
+    scoped = []
+    for layer in view.bundle.layers:
+        scopes, separator = scope_path(layer, structure)
+        scoped.append(Scoped(layer.id, layer.subgraph, scopes, separator))
+    return scope_groups(scoped, structure.subgraph_names)
+
+
+@dataclass(frozen=True)
+class Scoped:
+    """A layer and the scopes it sits in, outermost first (``scope_path``)."""
+
+    id: int
+    subgraph: int
+    scopes: list[str]
+    separator: str
+
+
+def scope_groups(layers: list[Scoped], subgraph_names: dict[int, str]) -> tuple[list[Group], dict[int, str | None]]:
     """The scope groups worth drawing and each layer's innermost group. A scope holding fewer than
     ``MIN_GROUP`` layers is no group (its nodes stand for it); a scope holding exactly what its parent
     holds is folded into the parent; several subgraphs are top-level groups of their own.
@@ -170,16 +190,13 @@ def groups(view: BundleView, structure: Structure) -> tuple[list[Group], dict[in
     Scopes are numbered as a tree (a scope is its parent's number and its own name), so that
     time and memory grow with the names' total length, not with the square of their depth (a
     46 KiB name of nested scopes took 3.4 GB as a tuple per prefix)."""
-    layers = view.bundle.layers
     several = len({layer.subgraph for layer in layers}) > 1
     paths: dict[int, list[str]] = {}
     nodes: dict[int, list[int]] = {}  # layer id -> the scope numbers of its path, outermost first
-    separator: dict[int, str] = {}
     number: dict[tuple[int, str], int] = {}  # (parent's number, name) -> number; the root is 0
     count: list[int] = [0]
     for layer in layers:
-        scopes, separator[layer.id] = scope_path(layer, structure)
-        path = ([f"#{layer.subgraph}"] if several else []) + scopes
+        path = ([f"#{layer.subgraph}"] if several else []) + layer.scopes
         paths[layer.id] = path
         at, chain = 0, []
         for name in path:
@@ -204,11 +221,11 @@ def groups(view: BundleView, structure: Structure) -> tuple[list[Group], dict[in
             if key not in made:
                 label = path[depth - 1]
                 if subgraph_group:
-                    label = f"subgraph {layer.subgraph} {structure.subgraph_names.get(layer.subgraph, '')}".strip()
+                    label = f"subgraph {layer.subgraph} {subgraph_names.get(layer.subgraph, '')}".strip()
                 made[key] = Group(
                     f"g{len(made)}",
                     shown_name(label),
-                    _joined(path, depth, separator[layer.id]),
+                    _joined(path, depth, layer.separator),
                     parent.id if parent else None,
                     n,
                 )
@@ -234,3 +251,98 @@ def _joined(path: list[str], depth: int, sep: str) -> str:
             parts.extend(reversed(tail))
             break
     return shown_name(sep.join(parts), MAX_GROUP_PATH)
+
+
+_INDEXED = re.compile(r"^(.*?)[._]?(\d+)$")
+
+
+def repetitions(group_list: list[Group], of_layer: dict[int, str | None], opcodes: dict[int, str]) -> dict[str, dict]:
+    """Repeated modules: sibling groups named alike but for an index (``layers.0`` … ``layers.31``,
+    ``block_1``, ``block_2``) that hold the same operators in the same order (decoder layers,
+    transformer blocks, identical residual stages). Group id -> ``{"pattern", "index", "count"}``:
+    ``pattern`` the paths written as one (``m.layers.{0..31}``, provenance/repeats.py), ``index``
+    the repetition's place among them (0-based), ``count`` how many there are."""
+    parent_of = {g.id: g.parent for g in group_list}
+    signature: dict[str, list[str]] = {g.id: [] for g in group_list}
+    for lid in sorted(of_layer):
+        at = of_layer[lid]
+        while at is not None:
+            signature[at].append(opcodes.get(lid, ""))
+            at = parent_of[at]
+    families: dict[tuple, list[tuple[int, Group]]] = {}
+    for group in group_list:
+        m = _INDEXED.match(group.label)
+        if m is None:
+            continue
+        key = (group.parent, m.group(1), tuple(signature[group.id]))
+        families.setdefault(key, []).append((int(m.group(2)), group))
+    out: dict[str, dict] = {}
+    for members in families.values():
+        if len(members) < 2:
+            continue
+        members.sort(key=lambda item: item[0])
+        pattern = compress([g.path.replace("/", ".") for _, g in members])
+        text = pattern[0] if len(pattern) == 1 else f"{members[0][1].path} … {members[-1][1].path}"
+        for i, (_, g) in enumerate(members):
+            out[g.id] = {"pattern": text, "index": i, "count": len(members)}
+    return out
+
+
+def folds(node_ids: list[str], edge_list: list[Edge], inputs: set[str], outputs: set[str]) -> dict[str, str]:
+    """Nodes that only prepare constants, each with the node it is folded into when drawn: a node
+    no graph input reaches (a weight's DEQUANTIZE or CAST, the RESHAPE or transpose of a weight,
+    PyTorch's ``arange``/mask plumbing computed from shapes alone) goes into the first node that
+    consumes what it makes (through other such nodes); a dead end (an assert: its result read by
+    nothing and no graph output) goes into the first node it reads from, or, joined to nothing,
+    into the next node in model order. Nothing is folded in a graph without inputs (a damaged
+    model document)."""
+    if not inputs:
+        return {}
+    succ: dict[str, list[str]] = {}
+    pred: dict[str, list[str]] = {}
+    for e in edge_list:
+        succ.setdefault(e.source, []).append(e.target)
+        pred.setdefault(e.target, []).append(e.source)
+    reached: set[str] = set()
+    stack = list(inputs)
+    while stack:
+        for t in succ.get(stack.pop(), ()):
+            if t not in reached:
+                reached.add(t)
+                stack.append(t)
+    known = set(node_ids)
+    order = {nid: i for i, nid in enumerate(node_ids)}
+    constant = {n for n in node_ids if n not in reached}
+    out: dict[str, str] = {}
+    for n in node_ids:
+        if n not in constant:
+            continue
+        # the first consumer that is drawn: breadth first through constant-only nodes
+        seen, frontier, host = {n}, [n], None
+        while frontier and host is None:
+            nxt = []
+            for x in frontier:
+                for t in sorted(succ.get(x, ()), key=lambda y: order.get(y, len(order))):
+                    if t in seen or t not in known:
+                        continue
+                    if t not in constant:
+                        host = t if host is None else host
+                        break
+                    seen.add(t)
+                    nxt.append(t)
+            frontier = nxt
+        if host is not None:
+            out[n] = host
+    for n in node_ids:
+        if n in out or any(t in known for t in succ.get(n, ())) or n in outputs:
+            continue
+        sources = sorted((s for s in pred.get(n, ()) if s in known), key=lambda y: order[y])
+        if sources:
+            out[n] = out.get(sources[0], sources[0])
+        elif not pred.get(n):
+            # joined to nothing (an assert on a weight): with the next drawn node, in model order
+            later = (m for m in node_ids[order[n] + 1 :] if m not in out and (succ.get(m) or pred.get(m)))
+            host = next(later, None)
+            if host is not None:
+                out[n] = host
+    return out

@@ -1,92 +1,161 @@
 /**
  * The model graph view: one app for both hosts (a VS Code webview, the static report). It lays
- * the graph document out with elkjs, draws it as SVG (pan with the mouse, zoom with the wheel),
- * colors it by an overlay with a legend, finds layers by name, collapses scope groups and shows
- * a layer's panel. Every node element carries ``data-layer="<layer id>"``.
+ * the graph document out with elkjs (layout.ts: one container at a time, in a web worker), draws
+ * it as SVG (pan with the mouse, zoom with the wheel; labels fade out when too small to read),
+ * colors it by an overlay with a legend (a collapsed group by its layers' rollup), finds layers
+ * by name (opening the groups that hold them), folds weight-only nodes into their consumer, and
+ * shows a layer's (or a group's) panel. Every drawn node's element carries
+ * ``data-layer="<layer id>"``, every group's ``data-group``.
  */
-import { colorBy, textOn, type Coloring } from './overlays';
+import { ElkRunner } from './elk';
+import { colorBy, formatValue, rollup, textOn, value, type Coloring } from './overlays';
 import { cut, el, svg } from './dom';
-import { boxedGroups, layOut, NODE_HEIGHT, type Box, type Layout } from './layout';
-import { renderPanel } from './panel';
+import { COLLAPSED_HEIGHT, IO_HEIGHT, Layouter, NODE_HEIGHT, nodeWidth, type Box, type Layout } from './layout';
+import { renderGroupPanel, renderPanel } from './panel';
+import { MAX_ITEMS, ViewTree } from './tree';
 import type { GraphDocument, GraphNode, Host } from './types';
 
-const MIN_SCALE = 0.03;
+const MIN_SCALE = 0.02;
 const MAX_SCALE = 4;
+/** Boxes shown when a graph opens: beyond, inner groups start collapsed. */
+export const OPEN_BUDGET = 300;
+/** At most this many layers highlighted open the collapsed groups that hold them. */
+const HIGHLIGHT_OPENS = 16;
+/** The opening zoom when the whole graph does not fit readable: labels at 13 px and 11 px. */
+const READABLE = 1;
 
 function shortName(name: string): string {
   const first = name.split(';')[0];
   return first.split('/').filter((p) => p).pop() ?? first;
+}
+/** An operator as a node shows it: PyTorch's ``aten.expand.default`` as ``expand`` (the panel
+ * and the tooltip keep the full name). */
+function opLabel(opcode: string): string {
+  return opcode.replace(/^aten\./, '').replace(/\.default$/, '');
 }
 function shapeOf(node: GraphNode): string {
   const t = node.outputs[0]?.type ?? '';
   const i = t.indexOf('[');
   return i >= 0 ? t.slice(i) : t;
 }
+function plural(n: number, word: string): string {
+  return `${n.toLocaleString('en-US')} ${word}${n === 1 ? '' : 's'}`;
+}
 
 export class GraphApp {
   readonly root: HTMLElement;
   private doc!: GraphDocument;
+  private tree!: ViewTree;
   private byId = new Map<string, GraphNode>();
   private labels = new Map<string, [string, string]>();
   private collapsed = new Set<string>();
+  private fold = true;
   private layout: Layout | undefined;
+  private layouter: Layouter | undefined;
+  private readonly runner: Promise<ElkRunner>;
   private overlay = '';
   private coloring: Coloring | undefined;
+  private values = new Map<string, number | string | null>();
   private view = { x: 0, y: 0, k: 1 };
   private selected: string | null = null;
+  private selectedGroup: string | null = null;
   private highlighted = new Set<string>();
   private matches: string[] = [];
   private matchAt = -1;
   private frame = 0;
   private layoutRun = 0;
+  private panelWidth = 340;
+  private panelOpen: boolean | null = null; // null: not chosen by the user
+  private firstPaint = true;
+  /** True until the user opens or closes a group after a graph is shown. */
+  private opening = true;
   /** Resolved after each finished layout and paint (tests and the bench wait on it). */
   painted: Promise<Layout> = new Promise(() => undefined);
   lastPaintMs = 0;
 
   private readonly svgEl: SVGSVGElement;
   private readonly viewport: SVGGElement;
+  private readonly layers: { groups: SVGGElement; edges: SVGGElement; nodes: SVGGElement };
   private readonly canvas: HTMLElement;
   private readonly panel: HTMLElement;
+  private readonly resizer: HTMLElement;
   private readonly legend: HTMLElement;
   private readonly status: HTMLElement;
+  private readonly notice: HTMLElement;
+  private readonly tip: HTMLElement;
   private readonly search: HTMLInputElement;
   private readonly overlaySelect: HTMLSelectElement;
+  private readonly foldBox: HTMLInputElement;
+  private readonly panelButton: HTMLButtonElement;
   private readonly nodeEls = new Map<string, SVGGElement>();
   private readonly groupEls = new Map<string, SVGGElement>();
+  private readonly edgeEls = new Map<string, SVGPathElement>();
 
   constructor(container: HTMLElement, private readonly host: Host) {
+    this.runner = host.workerScript().then(
+      (script) => new ElkRunner(script),
+      () => new ElkRunner(null),
+    );
     this.search = el('input', { type: 'search', class: 'search', placeholder: 'Find layer by name or op…', 'aria-label': 'Find layer' });
     this.overlaySelect = el('select', { class: 'overlay', 'aria-label': 'Overlay' });
     const fit = el('button', { class: 'fit', title: 'Fit the graph in the view' }, 'Fit');
     const collapseAll = el('button', { class: 'collapse-all', title: 'Collapse every group' }, 'Collapse all');
-    const expandAll = el('button', { class: 'expand-all', title: 'Expand every group' }, 'Expand all');
-    this.status = el('span', { class: 'status' });
-    this.svgEl = svg('svg', { class: 'graph', role: 'img' });
+    const expandAll = el('button', { class: 'expand-all', title: 'Expand every group (slow on thousands of layers)' }, 'Expand all');
+    const tidy = el('button', { class: 'tidy', title: 'Lay the open groups out afresh (opening and closing groups keeps everything else in place; this tidies up)' }, 'Tidy');
+    this.foldBox = el('input', { type: 'checkbox', class: 'show-weights' });
+    const foldLabel = el('label', { class: 'weights', title: 'Show the nodes that only prepare weights and constants (DEQUANTIZE of a weight, shape plumbing), folded into their consumer by default' }, this.foldBox, ' weights');
+    this.panelButton = el('button', { class: 'panel-toggle', title: 'Show or hide the layer panel' }, 'Details');
+    this.status = el('span', { class: 'status', role: 'status' });
+    this.svgEl = svg('svg', { class: 'graph', role: 'img', 'aria-label': 'Model graph' });
     this.viewport = svg('g', { class: 'viewport' });
+    this.layers = { groups: svg('g', { class: 'groups' }), edges: svg('g', { class: 'edges' }), nodes: svg('g', { class: 'nodes' }) };
+    const defs = svg(
+      'defs',
+      {},
+      svg('marker', { id: 'tvmx-arrow', viewBox: '0 0 10 10', refX: 9, refY: 5, markerWidth: 7, markerHeight: 7, orient: 'auto-start-reverse' }, svg('path', { d: 'M0,0L10,5L0,10z', class: 'arrow' })),
+    );
+    this.viewport.append(defs, this.layers.groups, this.layers.edges, this.layers.nodes);
     this.svgEl.append(this.viewport);
     this.legend = el('div', { class: 'legend' });
-    this.canvas = el('div', { class: 'canvas' }, this.svgEl, this.legend);
+    this.notice = el('div', { class: 'notice', role: 'alert' });
+    this.tip = el('div', { class: 'tip' });
+    this.canvas = el('div', { class: 'canvas' }, this.notice, this.svgEl, this.legend, this.tip);
     this.panel = el('aside', { class: 'panel' });
+    this.resizer = el('div', { class: 'resizer', title: 'Drag to resize the panel', role: 'separator', 'aria-orientation': 'vertical' });
     this.root = el(
       'div',
       { class: 'tvmx-graph' },
-      el('div', { class: 'toolbar' }, this.search, el('label', {}, 'Overlay ', this.overlaySelect), fit, collapseAll, expandAll, this.status),
-      el('div', { class: 'main' }, this.canvas, this.panel),
+      el('div', { class: 'toolbar' }, this.search, el('label', {}, 'Overlay ', this.overlaySelect), fit, collapseAll, expandAll, tidy, foldLabel, this.panelButton, this.status),
+      el('div', { class: 'main' }, this.canvas, this.resizer, this.panel),
     );
     container.append(this.root);
     fit.addEventListener('click', () => this.fit());
     collapseAll.addEventListener('click', () => {
-      this.collapsed = boxedGroups(this.doc);
-      void this.relayout(true);
+      this.collapsed = new Set(this.tree.groups.keys());
+      void this.relayout();
     });
     expandAll.addEventListener('click', () => {
       this.collapsed.clear();
-      void this.relayout(true);
+      void this.relayout();
+    });
+    tidy.addEventListener('click', () => {
+      this.layouter?.forget();
+      void this.relayout({ fit: true });
+    });
+    this.foldBox.addEventListener('change', () => {
+      this.fold = !this.foldBox.checked;
+      this.tree = new ViewTree(this.doc, this.fold);
+      this.collapsed = new Set([...this.collapsed].filter((g) => this.tree.groups.has(g)));
+      void this.relayout();
+    });
+    this.panelButton.addEventListener('click', () => {
+      this.panelOpen = !this.isPanelOpen();
+      this.applyPanel();
     });
     this.search.addEventListener('input', () => this.find(this.search.value));
     this.search.addEventListener('keydown', (ev) => {
       if (ev.key === 'Enter') {
-        this.nextMatch(ev.shiftKey ? -1 : 1);
+        void this.nextMatch(ev.shiftKey ? -1 : 1);
       }
     });
     this.overlaySelect.addEventListener('change', () => {
@@ -94,176 +163,342 @@ export class GraphApp {
       this.host.overlayChanged(this.overlay);
     });
     this.bindPanZoom();
+    this.bindPanel();
+    this.bindTips();
   }
 
-  /** Shows a graph document (again: a recompiled bundle keeps the view's overlay and groups). */
+  /** Shows a graph document (again: a recompiled bundle keeps the view, the overlay, the groups
+   * and every position). */
   async show(doc: GraphDocument, overlay?: string): Promise<Layout> {
-    const known = this.doc && this.doc.model.sha256 === doc.model.sha256;
+    const known = !!this.doc && this.doc.model.sha256 === doc.model.sha256 && this.doc.nodes.length === doc.nodes.length;
     this.doc = doc;
     this.byId = new Map(doc.nodes.map((n) => [n.id, n]));
-    this.labels = new Map(doc.nodes.map((n) => [n.id, [n.opcode, cut(`${shortName(n.name)} ${shapeOf(n)}`.trim(), 34)]]));
-    const groupIds = new Set(doc.groups.map((g) => g.id));
-    this.collapsed = known ? new Set([...this.collapsed].filter((g) => groupIds.has(g))) : new Set();
+    this.labels = new Map(doc.nodes.map((n) => [n.id, [opLabel(n.opcode), cut(`${shortName(n.name)} ${shapeOf(n)}`.trim(), 34)]]));
+    this.tree = new ViewTree(doc, this.fold);
+    if (!this.layouter || !known) {
+      this.layouter = new Layouter(await this.runner);
+    }
+    this.collapsed = known ? new Set([...this.collapsed].filter((g) => this.tree.groups.has(g))) : this.tree.initialCollapsed(OPEN_BUDGET);
     if (!known) {
       this.selected = null;
+      this.selectedGroup = null;
+      this.highlighted.clear();
     }
-    this.overlaySelect.replaceChildren(
-      el('option', { value: '' }, 'None'),
-      ...doc.overlays.map((o) => {
-        const opt = el('option', { value: o.id }, o.available ? o.label : `${o.label} (no data)`);
-        return opt;
-      }),
-    );
+    this.overlaySelect.replaceChildren(el('option', { value: '' }, 'None'), ...doc.overlays.map((o) => el('option', { value: o.id }, o.available ? o.label : `${o.label} (no data)`)));
     const wanted = overlay ?? this.overlay ?? '';
     const first = doc.overlays.find((o) => o.id === wanted) ?? doc.overlays.find((o) => o.available && o.id === 'time') ?? doc.overlays.find((o) => o.available && o.id === 'code');
     this.overlay = first?.id ?? '';
     this.overlaySelect.value = this.overlay;
-    return this.relayout(!known);
+    this.opening = !known || this.opening;
+    return this.relayout({ opening: !known });
   }
 
-  private async relayout(fit = false): Promise<Layout> {
+  private async relayout(opts: { opening?: boolean; fit?: boolean } = {}): Promise<Layout> {
     const run = ++this.layoutRun;
     const t0 = performance.now();
     this.status.textContent = 'Laying out…';
     let resolve!: (l: Layout) => void;
     this.painted = new Promise((r) => (resolve = r));
-    const layout = await layOut(this.doc, this.collapsed, this.labels);
+    let layout: Layout;
+    try {
+      layout = await this.layouter!.layout(this.tree, this.collapsed, (id) => this.leafSize(id), (done, of) => {
+        if (run === this.layoutRun && of > 3) {
+          this.status.textContent = `Laying out ${done} of ${of} groups…`;
+        }
+      });
+    } catch (err) {
+      // Never a blank page: say what failed, keep whatever was drawn before.
+      this.say(`The graph could not be laid out: ${String((err as Error)?.message ?? err)}. Collapse groups (Collapse all) or use the layer tables.`, true);
+      this.status.textContent = 'layout failed';
+      throw err;
+    }
     if (run !== this.layoutRun) {
       return layout;
     }
-    const anchor = this.layout ? this.centerPoint() : null;
     this.layout = layout;
     this.draw();
     this.setOverlay(this.overlay);
-    if (fit || !anchor) {
-      this.fit(true);
+    if (opts.opening) {
+      this.openingView();
+    } else if (opts.fit) {
+      this.fit();
     } else {
       this.applyView();
     }
     this.renderPanel();
+    this.applyPanel();
     await new Promise((r) => requestAnimationFrame(() => r(undefined)));
     this.lastPaintMs = performance.now() - t0;
-    const n = this.doc.nodes.length;
-    const boxed = layout.groups.size + layout.collapsed.size;
-    const inner = this.doc.groups.length > boxed ? ` (${this.doc.groups.length - boxed} inner scopes not boxed: a large model)` : '';
-    this.status.textContent = `${n} layers · ${this.doc.edges.length} tensors · ${boxed} groups${inner} · layout ${Math.round(layout.ms)} ms`;
+    if (this.firstPaint) {
+      this.firstPaint = false;
+      // milliseconds since navigation start: a bench or a test reads when the graph was first painted
+      document.documentElement.dataset.painted = String(Math.round(performance.now()));
+    }
+    this.describe(layout);
     resolve(layout);
     return layout;
   }
 
-  private draw(): void {
-    const layout = this.layout!;
-    this.nodeEls.clear();
-    this.groupEls.clear();
-    const groups = svg('g', { class: 'groups' });
-    const edges = svg('g', { class: 'edges' });
-    const nodes = svg('g', { class: 'nodes' });
-    const depth = (id: string): number => {
-      let d = 0;
-      for (let g = this.doc.groups.find((x) => x.id === id)?.parent ?? null; g; g = this.doc.groups.find((x) => x.id === g)?.parent ?? null) {
-        d++;
-      }
-      return d;
-    };
-    const groupInfo = new Map(this.doc.groups.map((g) => [g.id, g]));
-    const sortedGroups = [...layout.groups.entries()].sort((a, b) => depth(a[0]) - depth(b[0]));
-    for (const [gid, box] of sortedGroups) {
-      const g = groupInfo.get(gid)!;
-      const header = svg('text', { class: 'group-label', x: box.x + 8, y: box.y + 15 }, `▾ ${cut(g.label, Math.max(4, Math.floor(box.width / 7.5)))}`);
-      const elG = svg('g', { class: 'group', 'data-group': gid }, svg('rect', { x: box.x, y: box.y, width: box.width, height: box.height, rx: 6 }), header, svg('title', {}, `${g.path} — ${g.size} layers (click the name to collapse)`));
-      header.addEventListener('click', (ev) => {
-        ev.stopPropagation();
-        this.toggle(gid);
-      });
-      groups.append(elG);
-      this.groupEls.set(gid, elG);
-    }
-    for (const [gid, box] of layout.collapsed) {
-      const g = groupInfo.get(gid)!;
-      const rect = svg('rect', { x: box.x, y: box.y, width: box.width, height: box.height, rx: 8 });
-      const elG = svg(
-        'g',
-        { class: 'group collapsed', 'data-group': gid },
-        rect,
-        svg('text', { class: 'op', x: box.x + 10, y: box.y + 18 }, `▸ ${cut(g.label, 26)}`),
-        svg('text', { class: 'detail', x: box.x + 10, y: box.y + 34 }, `${g.size} layers`),
-        svg('title', {}, `${g.path} — ${g.size} layers (click to expand)`),
-      );
-      elG.addEventListener('click', (ev) => {
-        ev.stopPropagation();
-        this.toggle(gid);
-      });
-      nodes.append(elG);
-      this.groupEls.set(gid, elG);
-    }
-    for (const e of layout.edges) {
-      const d = e.points.map((p, i) => `${i ? 'L' : 'M'}${p.x.toFixed(1)},${p.y.toFixed(1)}`).join('');
-      edges.append(svg('path', { d, class: 'edge', 'marker-end': 'url(#tvmx-arrow)' }, svg('title', {}, e.tensors.join('\n'))));
-    }
-    for (const [id, box] of layout.nodes) {
-      const node = this.byId.get(id);
-      if (node) {
-        nodes.append(this.nodeElement(node, box));
-      } else {
-        const io = this.doc.io.find((x) => x.id === id);
-        if (io) {
-          nodes.append(
-            svg(
-              'g',
-              { class: `io ${io.kind}`, 'data-io': io.id, transform: `translate(${box.x},${box.y})` },
-              svg('rect', { width: box.width, height: box.height, rx: box.height / 2 }),
-              svg('text', { class: 'detail', x: box.width / 2, y: 17, 'text-anchor': 'middle' }, `${io.kind}: ${cut(io.name, 28)}`),
-              svg('title', {}, `${io.kind} ${io.name} ${io.type}`),
-            ),
-          );
+  /** The status line, and the notice when the graph is shown reduced (parts, collapsed groups, a
+   * failed layout): never a silent degradation. */
+  private describe(layout: Layout): void {
+    const n = this.doc.nodes.length;
+    const drawn = layout.nodes.size - this.doc.io.length;
+    const folded = this.tree.foldedInto.size;
+    const parts = [...this.tree.groups.values()].filter((g) => g.part).length;
+    const hidden = [...layout.collapsed.keys()].reduce((s, g) => s + this.tree.membersOf(g).length, 0);
+    this.status.textContent =
+      `${plural(n, 'layer')} · ${drawn} drawn` +
+      (hidden ? ` · ${hidden} in ${plural(layout.collapsed.size, 'collapsed group')}` : '') +
+      (folded ? ` · ${folded} weight-only folded` : '') +
+      ` · layout ${Math.round(layout.ms)} ms`;
+    const notes: string[] = [];
+    if (parts) {
+      const where = this.tree.partsMade.map((c) => (c ? `"${this.tree.labelOf(c)}"` : 'the top level')).slice(0, 3).join(', ');
+      notes.push(`${plural(n, 'layer')}: ${where} held too many boxes to lay out at once, so it is drawn in ${plural(parts, 'part')} of at most ${MAX_ITEMS}; click a part to open it.`);
+    } else if (hidden && this.opening) {
+      const families = new Map<string, number>();
+      for (const gid of layout.collapsed.keys()) {
+        const r = this.tree.groups.get(gid)?.repeat;
+        if (r) {
+          families.set(r.pattern, r.count);
         }
       }
+      const byBudget = [...layout.collapsed.keys()].some((g) => !this.tree.groups.get(g)?.repeat);
+      const repeated = [...families].map(([p, c]) => `${p} (${c})`).join(', ');
+      notes.push(
+        (repeated ? `Repeated modules start collapsed, one box each: ${repeated}; ×N compares them. ` : '') +
+          (byBudget ? `Beyond ${OPEN_BUDGET} boxes, inner groups start collapsed. ` : '') +
+          'Click a box to open it.',
+      );
     }
-    const defs = svg(
-      'defs',
-      {},
-      svg('marker', { id: 'tvmx-arrow', viewBox: '0 0 10 10', refX: 9, refY: 5, markerWidth: 7, markerHeight: 7, orient: 'auto-start-reverse' }, svg('path', { d: 'M0,0L10,5L0,10z', class: 'arrow' })),
-    );
-    this.viewport.replaceChildren(defs, groups, edges, nodes);
-    this.markSelection();
+    if (layout.failed.length) {
+      notes.push(`ELK could not lay out ${layout.failed.join('; ')}: packed as a grid.`);
+    }
+    void this.runner.then((r) => {
+      if (r.mode === 'page' && r.note && n > 1000) {
+        this.say([...notes, `Layout runs on the page (${r.note}).`].join(' '));
+      }
+    });
+    this.say(notes.join(' '));
   }
 
-  private nodeElement(node: GraphNode, box: Box): SVGGElement {
-    const [label, detail] = this.labels.get(node.id)!;
-    const classes = ['node'];
-    if (node.numerics?.diverges) {
-      classes.push('diverges');
+  private say(text: string, error = false): void {
+    this.notice.textContent = text;
+    this.notice.classList.toggle('error', error);
+  }
+
+  private leafSize(id: string): [number, number] {
+    const g = this.tree.groups.get(id);
+    if (g) {
+      return [nodeWidth(this.tree.labelOf(id), `${this.tree.membersOf(id).length} layers · 00.00 ms`), COLLAPSED_HEIGHT];
     }
-    const title = [`${node.opcode} ${node.name}`, node.cost ?? '', node.numerics?.summary ?? ''].filter((s) => s).join('\n');
+    const io = this.doc.io.find((x) => x.id === id);
+    if (io) {
+      return [nodeWidth(io.name, io.type), IO_HEIGHT];
+    }
+    const [label, detail] = this.labels.get(id) ?? [id, ''];
+    const folded = this.tree.folded.get(id)?.length;
+    return [nodeWidth(folded ? `${label} +${folded}` : label, detail), NODE_HEIGHT];
+  }
+
+  // -- drawing ------------------------------------------------------------------------------
+  /** Brings the SVG in line with the layout: elements are kept per node, group and edge, and
+   * only moved, added or removed (opening a group of a large graph touches what changed). */
+  private draw(): void {
+    const layout = this.layout!;
+    const keepNodes = new Set<string>();
+    for (const [id, box] of layout.nodes) {
+      keepNodes.add(id);
+      let g = this.nodeEls.get(id);
+      if (!g) {
+        g = this.byId.has(id) ? this.nodeElement(id) : this.ioElement(id);
+        this.nodeEls.set(id, g);
+        this.layers.nodes.append(g);
+      }
+      const badge = g.querySelector('.badge');
+      const folded = this.tree.folded.get(id)?.length ?? 0;
+      if (badge) {
+        badge.textContent = folded ? `+${folded}` : '';
+      }
+      g.setAttribute('transform', `translate(${box.x},${box.y})`);
+    }
+    for (const [id, g] of this.nodeEls) {
+      if (!keepNodes.has(id)) {
+        g.remove();
+        this.nodeEls.delete(id);
+      }
+    }
+    const keepGroups = new Set<string>();
+    for (const [gid, box] of layout.groups) {
+      keepGroups.add(gid);
+      this.placeGroup(gid, box, false);
+    }
+    for (const [gid, box] of layout.collapsed) {
+      keepGroups.add(gid);
+      this.placeGroup(gid, box, true);
+    }
+    for (const [gid, g] of this.groupEls) {
+      if (!keepGroups.has(gid)) {
+        g.remove();
+        this.groupEls.delete(gid);
+      }
+    }
+    // outer frames first, so that inner ones are drawn over them
+    const frames = [...layout.groups.keys()].sort((a, b) => this.tree.depth(a) - this.tree.depth(b));
+    frames.forEach((gid) => this.layers.groups.append(this.groupEls.get(gid)!));
+    const keepEdges = new Set<string>();
+    for (const e of layout.edges) {
+      const k = `${e.source}\u0000${e.target}`;
+      keepEdges.add(k);
+      const d = e.points.map((p, i) => `${i ? 'L' : 'M'}${p.x.toFixed(1)},${p.y.toFixed(1)}`).join('');
+      let path = this.edgeEls.get(k);
+      if (!path) {
+        path = svg('path', { class: 'edge', 'marker-end': 'url(#tvmx-arrow)', 'data-edge': k });
+        this.edgeEls.set(k, path);
+        this.layers.edges.append(path);
+      }
+      if (path.getAttribute('d') !== d) {
+        path.setAttribute('d', d);
+      }
+    }
+    for (const [k, p] of this.edgeEls) {
+      if (!keepEdges.has(k)) {
+        p.remove();
+        this.edgeEls.delete(k);
+      }
+    }
+    this.markSelection();
+    if (this.matches.length) {
+      this.markMatches();
+    }
+  }
+
+  private nodeElement(id: string): SVGGElement {
+    const node = this.byId.get(id)!;
+    const [label, detail] = this.labels.get(id)!;
+    const [width] = this.leafSize(id);
     const g = svg(
       'g',
-      { class: classes.join(' '), 'data-layer': node.id, transform: `translate(${box.x},${box.y})`, tabindex: 0 },
-      svg('rect', { width: box.width, height: NODE_HEIGHT, rx: 5 }),
-      svg('text', { class: 'op', x: 8, y: 17 }, cut(label, Math.floor(box.width / 7.2))),
-      svg('text', { class: 'detail', x: 8, y: 34 }, detail),
-      svg('title', {}, title),
+      { class: node.numerics?.diverges ? 'node diverges' : 'node', 'data-layer': id, tabindex: 0 },
+      svg('rect', { width, height: NODE_HEIGHT, rx: 5 }),
+      svg('text', { class: 'op', x: 9, y: 18 }, cut(label, Math.floor((width - 30) / 7.6))),
+      svg('text', { class: 'detail', x: 9, y: 35 }, detail),
+      svg('text', { class: 'badge', x: width - 6, y: 14, 'text-anchor': 'end' }),
     );
     g.addEventListener('click', (ev) => {
       ev.stopPropagation();
-      this.select(node.id, true);
+      this.select(id, true);
     });
     g.addEventListener('keydown', (ev) => {
       if (ev.key === 'Enter') {
-        this.select(node.id, true);
+        this.select(id, true);
       }
     });
-    this.nodeEls.set(node.id, g);
     return g;
+  }
+
+  private ioElement(id: string): SVGGElement {
+    const io = this.doc.io.find((x) => x.id === id)!;
+    const [width, height] = this.leafSize(id);
+    return svg(
+      'g',
+      { class: `io ${io.kind}`, 'data-io': io.id },
+      svg('rect', { width, height, rx: height / 2 }),
+      svg('text', { class: 'detail', x: width / 2, y: 17, 'text-anchor': 'middle' }, `${io.kind}: ${cut(io.name, 28)}`),
+    );
+  }
+
+  /** A group's element: an open group's frame (its name closes it) or a collapsed group's box. */
+  private placeGroup(gid: string, box: Box, collapsed: boolean): void {
+    let g = this.groupEls.get(gid);
+    if (g && g.classList.contains('collapsed') !== collapsed) {
+      g.remove();
+      g = undefined;
+    }
+    const info = this.tree.groups.get(gid)!;
+    const label = this.tree.labelOf(gid);
+    const count = this.tree.membersOf(gid).length;
+    if (!g) {
+      if (collapsed) {
+        g = svg(
+          'g',
+          { class: `group collapsed${info.repeat ? ' repeat' : ''}${info.part ? ' part' : ''}`, 'data-group': gid, tabindex: 0 },
+          svg('rect', { rx: 8 }),
+          svg('text', { class: 'op', x: 10, y: 19 }, `▸ ${cut(label, 30)}`),
+          svg('text', { class: 'detail count', x: 10, y: 36 }, `${count} layers`),
+          svg('text', { class: 'detail rollup', x: 10, y: 51 }),
+        );
+        if (info.repeat) {
+          g.append(svg('text', { class: 'compare', y: 19, 'text-anchor': 'end' }, `×${info.repeat.count}`));
+        }
+        g.addEventListener('click', (ev) => {
+          ev.stopPropagation();
+          if ((ev.target as Element).classList.contains('compare')) {
+            this.selectGroup(gid);
+          } else {
+            this.toggle(gid);
+          }
+        });
+        g.addEventListener('keydown', (ev) => ev.key === 'Enter' && this.toggle(gid));
+        this.layers.nodes.append(g);
+      } else {
+        const header = svg('text', { class: 'group-label', x: 8, y: 16 }, `▾ ${label}`);
+        g = svg('g', { class: `group${info.repeat ? ' repeat' : ''}${info.part ? ' part' : ''}`, 'data-group': gid }, svg('rect', { rx: 6 }), header);
+        header.addEventListener('click', (ev) => {
+          ev.stopPropagation();
+          this.toggle(gid);
+        });
+        const about = svg('text', { class: 'compare', y: 16, 'text-anchor': 'end' }, info.repeat ? `compare ×${info.repeat.count}` : 'Σ');
+        about.addEventListener('click', (ev) => {
+          ev.stopPropagation();
+          this.selectGroup(gid);
+        });
+        g.append(about);
+        this.layers.groups.append(g);
+      }
+      this.groupEls.set(gid, g);
+    }
+    g.setAttribute('transform', `translate(${box.x},${box.y})`);
+    const rect = g.querySelector('rect')!;
+    rect.setAttribute('width', String(box.width));
+    rect.setAttribute('height', String(box.height));
+    const compare = g.querySelector('.compare');
+    compare?.setAttribute('x', String(box.width - 8));
+    const header = g.querySelector('.group-label');
+    if (header) {
+      const full = `▾ ${label} · ${count} layers`;
+      header.textContent = full.length * 7.5 < box.width - 80 ? full : `▾ ${cut(label, Math.max(4, Math.floor((box.width - 80) / 7.5)))}`;
+    }
   }
 
   setOverlay(id: string): void {
     this.overlay = id;
     this.overlaySelect.value = id;
     const overlay = this.doc.overlays.find((o) => o.id === id);
-    this.coloring = colorBy(this.doc.nodes, overlay);
-    for (const [nid, g] of this.nodeEls) {
-      const color = this.coloring.fill.get(nid);
+    const layout = this.layout;
+    this.values = new Map();
+    if (overlay && layout) {
+      for (const nid of layout.nodes.keys()) {
+        const node = this.byId.get(nid);
+        if (node) {
+          this.values.set(nid, value(node, overlay));
+        }
+      }
+      for (const gid of layout.collapsed.keys()) {
+        this.values.set(gid, rollup(this.tree.membersOf(gid).map((m) => this.byId.get(m)!), overlay));
+      }
+    }
+    this.coloring = colorBy(this.values, overlay?.available ? overlay : overlay);
+    const paint = (g: SVGGElement, key: string) => {
+      const color = this.coloring!.fill.get(key);
       const rect = g.querySelector('rect')!;
+      const v = this.values.get(key);
+      if (v !== undefined && v !== null) {
+        g.setAttribute('data-value', String(v));
+      } else {
+        g.removeAttribute('data-value');
+      }
       if (color) {
         rect.setAttribute('fill', color);
         g.setAttribute('data-fill', color);
@@ -277,8 +512,22 @@ export class GraphApp {
           t.removeAttribute('fill');
         }
       }
+    };
+    for (const [nid, g] of this.nodeEls) {
+      if (this.byId.has(nid)) {
+        paint(g, nid);
+      }
+    }
+    for (const gid of layout?.collapsed.keys() ?? []) {
+      const g = this.groupEls.get(gid)!;
+      paint(g, gid);
+      const v = this.values.get(gid);
+      g.querySelector('.rollup')!.textContent = overlay && v !== null && v !== undefined ? `${overlay.id === 'error' ? 'max ' : overlay.scale === 'category' ? '' : 'Σ '}${formatValue(v, overlay)}` : '';
     }
     this.renderLegend();
+    if (this.selectedGroup) {
+      this.renderPanel();
+    }
   }
 
   private renderLegend(): void {
@@ -296,18 +545,47 @@ export class GraphApp {
   }
 
   private toggle(gid: string): void {
+    this.opening = false;
     if (this.collapsed.has(gid)) {
-      this.collapsed.delete(gid);
+      this.tree.openBelow(gid, this.collapsed, OPEN_BUDGET / 2);
     } else {
       this.collapsed.add(gid);
     }
     void this.relayout();
   }
 
+  /** Opens every group holding ``ids`` (and shows folded weights' hosts); true if any opened. */
+  private open(ids: string[]): boolean {
+    let changed = false;
+    for (const id of ids) {
+      for (const g of this.tree.ancestors(id)) {
+        changed = this.collapsed.delete(g) || changed;
+      }
+    }
+    this.opening &&= !changed;
+    return changed;
+  }
+
+  /** Expands the groups holding a layer, selects it and brings it into view (search, tests). */
+  async reveal(id: string): Promise<void> {
+    if (this.open([id])) {
+      await this.relayout();
+    }
+    this.select(id);
+    const box = this.boxOf(id);
+    if (box) {
+      this.bringIntoView([box], true);
+    }
+  }
+
   /** Selects a layer: marks it, shows its panel; ``fromUser``: a click (the host may jump). */
   select(id: string | null, fromUser = false): void {
     this.selected = id;
+    this.selectedGroup = null;
     this.markSelection();
+    if (id && this.panelOpen === null) {
+      this.applyPanel();
+    }
     this.renderPanel();
     const node = id ? this.byId.get(id) : undefined;
     if (node && fromUser) {
@@ -315,89 +593,228 @@ export class GraphApp {
     }
   }
 
-  /** Highlights the nodes of ``ids`` (the editor's cursor came from them) and scrolls them into view. */
-  highlight(ids: string[], reveal = true): void {
+  /** Shows a group's rollups (and, for a repeated module, its repetitions compared) in the panel. */
+  selectGroup(gid: string): void {
+    this.selected = null;
+    this.selectedGroup = gid;
+    if (this.panelOpen === false) {
+      this.panelOpen = true;
+    }
+    this.markSelection();
+    this.applyPanel();
+    this.renderPanel();
+  }
+
+  /** Highlights the nodes of ``ids`` (the editor's cursor came from them) and, when any is off
+   * screen, fits the view to them all. A few layers inside collapsed groups open those groups
+   * (a kernel's three layers inside a decoder layer are shown, not its box); many are shown by
+   * the collapsed groups holding them, outlined. */
+  async highlight(ids: string[], reveal = true): Promise<void> {
     this.highlighted = new Set(ids.filter((i) => this.byId.has(i)));
+    if (reveal && this.layout && this.highlighted.size <= HIGHLIGHT_OPENS && this.open([...this.highlighted])) {
+      await this.relayout();
+    }
     this.markSelection();
     if (!reveal || !this.layout || this.highlighted.size === 0) {
       return;
     }
     const boxes = [...this.highlighted].map((i) => this.boxOf(i)).filter((b): b is Box => !!b);
     if (boxes.length) {
-      this.reveal(boxes);
+      this.bringIntoView(boxes);
     }
   }
 
+  /** The box drawn for a layer: its node, its host's (folded), or its collapsed group's. */
   private boxOf(id: string): Box | undefined {
     const layout = this.layout!;
-    const direct = layout.nodes.get(id);
+    const host = this.tree.foldedInto.get(id) ?? id;
+    const direct = layout.nodes.get(host);
     if (direct) {
       return direct;
     }
-    for (let g = this.byId.get(id)?.group ?? null; g; g = this.doc.groups.find((x) => x.id === g)?.parent ?? null) {
-      const box = layout.collapsed.get(g);
-      if (box) {
-        return box;
-      }
-    }
-    return undefined;
+    const outer = this.tree.ancestors(host).reverse().find((g) => layout.collapsed.has(g));
+    return outer ? layout.collapsed.get(outer) : undefined;
   }
 
   private markSelection(): void {
-    const hiddenIn = new Set<string>();
+    const selectedHost = this.selected ? this.tree.foldedInto.get(this.selected) ?? this.selected : null;
+    const lit = new Set([...this.highlighted].map((i) => this.tree.foldedInto.get(i) ?? i));
     for (const [id, g] of this.nodeEls) {
-      g.classList.toggle('selected', id === this.selected);
-      g.classList.toggle('highlight', this.highlighted.has(id));
+      g.classList.toggle('selected', id === selectedHost);
+      g.classList.toggle('highlight', lit.has(id));
     }
-    for (const id of this.highlighted) {
+    const hiddenIn = new Set<string>();
+    for (const id of lit) {
       if (!this.nodeEls.has(id)) {
-        for (let g = this.byId.get(id)?.group ?? null; g; g = this.doc.groups.find((x) => x.id === g)?.parent ?? null) {
-          hiddenIn.add(g);
-        }
+        this.tree.ancestors(id).forEach((g) => hiddenIn.add(g));
       }
     }
     for (const [gid, g] of this.groupEls) {
       g.classList.toggle('highlight', g.classList.contains('collapsed') && hiddenIn.has(gid));
+      g.classList.toggle('selected', gid === this.selectedGroup);
     }
   }
 
   private renderPanel(): void {
-    renderPanel(this.panel, this.doc, this.selected ? this.byId.get(this.selected) ?? null : null, this.host);
+    if (this.selectedGroup && this.tree.groups.has(this.selectedGroup)) {
+      renderGroupPanel(this.panel, this.doc, this.tree, this.selectedGroup, this.overlay, (gid) => this.goToGroup(gid), (gid) => this.toggle(gid), this.collapsed.has(this.selectedGroup));
+    } else {
+      renderPanel(this.panel, this.doc, this.selected ? this.byId.get(this.selected) ?? null : null, this.host, this.tree, (id) => void this.reveal(id));
+    }
   }
 
-  private find(query: string): void {
+  private goToGroup(gid: string): void {
+    const box = this.layout?.collapsed.get(gid) ?? this.layout?.groups.get(gid);
+    if (box) {
+      this.bringIntoView([box], true);
+    }
+    this.selectGroup(gid);
+  }
+
+  // -- search -------------------------------------------------------------------------------
+  find(query: string): string[] {
     const q = query.trim().toLowerCase();
     this.matches = q ? this.doc.nodes.filter((n) => n.name.toLowerCase().includes(q) || n.opcode.toLowerCase().includes(q) || n.id === q).map((n) => n.id) : [];
     this.matchAt = -1;
-    const set = new Set(this.matches);
     this.svgEl.classList.toggle('searching', q.length > 0);
+    this.markMatches();
+    const inside = this.matches.filter((m) => !this.nodeEls.has(m)).length;
+    this.status.textContent = q ? `${plural(this.matches.length, 'match')}${inside ? ` (${inside} in collapsed groups or folded)` : ''} · Enter: next` : '';
+    if (this.matches.length) {
+      // the first match, without opening anything: Enter opens the groups that hold it
+      const id = this.matches[0];
+      const box = this.boxOf(id);
+      this.selected = id;
+      this.markSelection();
+      this.renderPanel();
+      if (box) {
+        this.bringIntoView([box]);
+      }
+    }
+    return this.matches;
+  }
+
+  private markMatches(): void {
+    const set = new Set(this.matches.map((m) => this.tree.foldedInto.get(m) ?? m));
+    const inGroups = new Set<string>();
+    for (const m of set) {
+      if (!this.nodeEls.has(m)) {
+        this.tree.ancestors(m).forEach((g) => inGroups.add(g));
+      }
+    }
     for (const [id, g] of this.nodeEls) {
       g.classList.toggle('match', set.has(id));
     }
-    this.status.textContent = q ? `${this.matches.length} match${this.matches.length === 1 ? '' : 'es'} (Enter: next)` : '';
-    if (this.matches.length) {
-      this.nextMatch(1);
+    for (const [gid, g] of this.groupEls) {
+      g.classList.toggle('match', inGroups.has(gid));
     }
   }
 
-  private nextMatch(step: number): void {
+  private async nextMatch(step: number): Promise<void> {
     if (!this.matches.length) {
       return;
     }
     this.matchAt = (this.matchAt + step + this.matches.length) % this.matches.length;
-    const id = this.matches[this.matchAt];
-    this.select(id);
-    const box = this.boxOf(id);
-    if (box) {
-      this.reveal([box], true);
-    }
+    await this.reveal(this.matches[this.matchAt]);
   }
 
-  // -- pan and zoom -----------------------------------------------------------------------
+  // -- the panel ----------------------------------------------------------------------------
+  private isPanelOpen(): boolean {
+    if (this.panelOpen !== null) {
+      return this.panelOpen;
+    }
+    // Not chosen: open when something is selected, or when the view is wide enough to spare it.
+    return !!(this.selected || this.selectedGroup) || this.root.clientWidth >= 1100;
+  }
+
+  /** The panel's width: never more than half of the view, so the graph keeps the other half. */
+  private applyPanel(): void {
+    const open = this.isPanelOpen();
+    const main = this.root.querySelector('.main') as HTMLElement;
+    const limit = Math.max(160, Math.floor(main.clientWidth / 2));
+    this.panel.style.width = `${Math.min(this.panelWidth, limit)}px`;
+    this.panel.classList.toggle('closed', !open);
+    this.resizer.classList.toggle('closed', !open);
+    this.panelButton.textContent = open ? 'Details ▸' : '◂ Details';
+    this.panelButton.setAttribute('aria-pressed', String(open));
+  }
+
+  private bindPanel(): void {
+    let drag: { x: number; w: number } | null = null;
+    this.resizer.addEventListener('pointerdown', (ev) => {
+      drag = { x: ev.clientX, w: this.panel.getBoundingClientRect().width };
+      this.resizer.setPointerCapture(ev.pointerId);
+    });
+    this.resizer.addEventListener('pointermove', (ev) => {
+      if (drag) {
+        this.panelWidth = Math.max(180, drag.w + drag.x - ev.clientX);
+        this.applyPanel();
+      }
+    });
+    const end = () => (drag = null);
+    this.resizer.addEventListener('pointerup', end);
+    this.resizer.addEventListener('pointercancel', end);
+    new ResizeObserver(() => this.applyPanel()).observe(this.root);
+  }
+
+  // -- tooltips: one element, filled on hover (no <title> per node) ---------------------------
+  private bindTips(): void {
+    this.svgEl.addEventListener('mousemove', (ev) => {
+      const target = ev.target as Element;
+      const text = this.tipFor(target);
+      if (!text) {
+        this.tip.classList.remove('on');
+        return;
+      }
+      const r = this.canvas.getBoundingClientRect();
+      this.tip.textContent = text;
+      this.tip.style.left = `${Math.min(ev.clientX - r.left + 14, r.width - 260)}px`;
+      this.tip.style.top = `${ev.clientY - r.top + 16}px`;
+      this.tip.classList.add('on');
+    });
+    this.svgEl.addEventListener('mouseleave', () => this.tip.classList.remove('on'));
+  }
+
+  private tipFor(target: Element): string {
+    const node = target.closest('[data-layer]');
+    if (node) {
+      const n = this.byId.get(node.getAttribute('data-layer')!)!;
+      const folded = (this.tree.folded.get(n.id) ?? []).map((f) => this.byId.get(f)!).map((f) => `${f.opcode} ${cut(f.name, 60)}`);
+      return [`${n.opcode} ${n.name}`, n.cost ?? '', n.numerics?.summary ?? '', folded.length ? `weights and constants folded in (${folded.length}):\n  ${folded.slice(0, 8).join('\n  ')}${folded.length > 8 ? '\n  …' : ''}` : '']
+        .filter((s) => s)
+        .join('\n');
+    }
+    const group = target.closest('[data-group]');
+    if (group) {
+      const gid = group.getAttribute('data-group')!;
+      const g = this.tree.groups.get(gid)!;
+      const count = this.tree.membersOf(gid).length;
+      const rep = g.repeat ? `\nrepetition ${g.repeat.index + 1} of ${g.repeat.count}: ${g.repeat.pattern}` : '';
+      const v = this.values.get(gid);
+      const overlay = this.doc.overlays.find((o) => o.id === this.overlay);
+      const fig = overlay && v !== null && v !== undefined ? `\n${overlay.label}: ${formatValue(v, overlay)} (${overlay.id === 'error' ? 'largest' : overlay.scale === 'category' ? 'all' : 'sum'} over its layers)` : '';
+      const how = group.classList.contains('collapsed') ? 'click to open' : 'click its name to collapse';
+      return `${g.path} — ${count} layers${rep}${fig}\n(${how})`;
+    }
+    const io = target.closest('[data-io]');
+    if (io) {
+      const x = this.doc.io.find((i) => i.id === io.getAttribute('data-io'));
+      return x ? `${x.kind} ${x.name} ${x.type}` : '';
+    }
+    const edge = target.closest('[data-edge]');
+    if (edge) {
+      const [s, t] = edge.getAttribute('data-edge')!.split('\u0000');
+      const route = this.layout?.edges.find((e) => e.source === s && e.target === t);
+      return route ? route.tensors.slice(0, 10).join('\n') + (route.tensors.length > 10 ? `\n… ${route.tensors.length} tensors` : '') : '';
+    }
+    return '';
+  }
+
+  // -- pan and zoom -------------------------------------------------------------------------
   private bindPanZoom(): void {
     let drag: { x: number; y: number; vx: number; vy: number } | null = null;
     this.svgEl.addEventListener('pointerdown', (ev) => {
-      if ((ev.target as Element).closest('.node, .collapsed, .group-label')) {
+      if ((ev.target as Element).closest('.node, .collapsed, .group-label, .compare')) {
         return;
       }
       drag = { x: ev.clientX, y: ev.clientY, vx: this.view.x, vy: this.view.y };
@@ -456,17 +873,79 @@ export class GraphApp {
     this.frame = requestAnimationFrame(() => {
       this.frame = 0;
       this.viewport.setAttribute('transform', `translate(${this.view.x.toFixed(1)},${this.view.y.toFixed(1)}) scale(${this.view.k.toFixed(4)})`);
-      this.svgEl.classList.toggle('far', this.view.k < 0.35);
+      // Level of detail: text too small to read is not drawn (11 px shape text below 0.6×, all
+      // node text below 0.32×), which also keeps zooming out a large graph smooth.
+      this.svgEl.classList.toggle('far', this.view.k < 0.6);
+      this.svgEl.classList.toggle('farther', this.view.k < 0.32);
     });
   }
 
-  private centerPoint(): { x: number; y: number } {
+  /** The view a graph opens with: all of it when it fits readable, else readable at the top of
+   * its main path (the longest chain from an input to an output), not at a corner of plumbing. */
+  private openingView(): void {
+    const layout = this.layout!;
     const r = this.svgEl.getBoundingClientRect();
-    return { x: (r.width / 2 - this.view.x) / this.view.k, y: (r.height / 2 - this.view.y) / this.view.k };
+    const w = Math.max(r.width, 200);
+    const h = Math.max(r.height, 200);
+    const k = Math.min(w / (layout.width + 40), h / (layout.height + 40), 1.25);
+    if (k >= 0.9) {
+      this.fit();
+      return;
+    }
+    const start = this.mainPathStart();
+    const box = start ? layout.nodes.get(start) ?? layout.collapsed.get(start) : undefined;
+    const cx = box ? box.x + box.width / 2 : layout.width / 2;
+    const top = box ? Math.max(0, box.y - 20) : 0;
+    this.view = { k: READABLE, x: w / 2 - cx * READABLE, y: 16 - top * READABLE };
+    this.applyView();
   }
 
-  /** The whole graph in view; a tall graph too small to read starts at its top, readable. */
-  fit(initial = false): void {
+  /** The first box of the longest path through the boxes shown. */
+  private mainPathStart(): string | null {
+    const layout = this.layout!;
+    const succ = new Map<string, string[]>();
+    const indegree = new Map<string, number>();
+    for (const id of [...layout.nodes.keys(), ...layout.collapsed.keys()]) {
+      indegree.set(id, 0);
+    }
+    for (const e of layout.edges) {
+      (succ.get(e.source) ?? succ.set(e.source, []).get(e.source)!).push(e.target);
+      indegree.set(e.target, (indegree.get(e.target) ?? 0) + 1);
+    }
+    const longest = new Map<string, number>();
+    const from = new Map<string, string>();
+    const queue = [...indegree].filter(([, d]) => d === 0).map(([id]) => id);
+    for (const id of queue) {
+      longest.set(id, 0);
+    }
+    for (let i = 0; i < queue.length; i++) {
+      const u = queue[i];
+      for (const v of succ.get(u) ?? []) {
+        if ((longest.get(u) ?? 0) + 1 > (longest.get(v) ?? -1)) {
+          longest.set(v, (longest.get(u) ?? 0) + 1);
+          from.set(v, u);
+        }
+        indegree.set(v, indegree.get(v)! - 1);
+        if (indegree.get(v) === 0) {
+          queue.push(v);
+        }
+      }
+    }
+    let end: string | null = null;
+    for (const [id, d] of longest) {
+      if (end === null || d > longest.get(end)!) {
+        end = id;
+      }
+    }
+    let start = end;
+    while (start && from.has(start)) {
+      start = from.get(start)!;
+    }
+    return start;
+  }
+
+  /** The whole graph in view. */
+  fit(): void {
     const layout = this.layout;
     if (!layout) {
       return;
@@ -474,34 +953,29 @@ export class GraphApp {
     const r = this.svgEl.getBoundingClientRect();
     const w = Math.max(r.width, 200);
     const h = Math.max(r.height, 200);
-    let k = Math.min(w / (layout.width + 40), h / (layout.height + 40), 1.25);
-    if (initial && k < 0.45) {
-      k = Math.min(0.8, w / (layout.width + 40));
-      k = Math.max(k, 0.45);
-      this.view = { k, x: (w - layout.width * k) / 2, y: 20 };
-    } else {
-      this.view = { k, x: (w - layout.width * k) / 2, y: (h - layout.height * k) / 2 };
-    }
+    const k = Math.min(w / (layout.width + 40), h / (layout.height + 40), 1.25);
+    this.view = { k, x: (w - layout.width * k) / 2, y: (h - layout.height * k) / 2 };
     this.applyView();
   }
 
-  /** Scrolls ``boxes`` into view (centered) unless they are already all visible. */
-  private reveal(boxes: Box[], always = false): void {
+  /** Brings ``boxes`` into view unless they are all on screen already: centered, zoomed out as
+   * far as needed to show them all (and no closer than readable when they fit readable). */
+  private bringIntoView(boxes: Box[], center = false): void {
     const r = this.svgEl.getBoundingClientRect();
+    const w = Math.max(r.width, 200);
+    const h = Math.max(r.height, 200);
     const x0 = Math.min(...boxes.map((b) => b.x));
     const y0 = Math.min(...boxes.map((b) => b.y));
     const x1 = Math.max(...boxes.map((b) => b.x + b.width));
     const y1 = Math.max(...boxes.map((b) => b.y + b.height));
-    const k = this.view.k;
-    const inView = x0 * k + this.view.x >= 0 && y0 * k + this.view.y >= 0 && x1 * k + this.view.x <= r.width && y1 * k + this.view.y <= r.height;
-    if (inView && !always) {
+    let k = this.view.k;
+    const inView = x0 * k + this.view.x >= 0 && y0 * k + this.view.y >= 0 && x1 * k + this.view.x <= w && y1 * k + this.view.y <= h;
+    if (inView && !center) {
       return;
     }
-    if (k < 0.45) {
-      this.view.k = 0.8;
-    }
-    this.view.x = r.width / 2 - ((x0 + x1) / 2) * this.view.k;
-    this.view.y = r.height / 2 - ((y0 + y1) / 2) * this.view.k;
+    const fits = Math.min((w - 60) / (x1 - x0), (h - 60) / (y1 - y0));
+    k = Math.max(MIN_SCALE, Math.min(fits, Math.max(k, READABLE), 1.25));
+    this.view = { k, x: w / 2 - ((x0 + x1) / 2) * k, y: h / 2 - ((y0 + y1) / 2) * k };
     this.applyView();
   }
 
@@ -513,5 +987,44 @@ export class GraphApp {
   /** The selected layer and the view's overlay (for hosts that remember state). */
   state(): { overlay: string; selected: string | null } {
     return { overlay: this.overlay, selected: this.selected };
+  }
+
+  /** Where things are drawn, for tests and the bench: boxes in graph coordinates, and the view
+   * (screen = graph × k + x, y). */
+  geometry(): { view: { x: number; y: number; k: number }; nodes: Record<string, Box>; collapsed: Record<string, Box>; groups: Record<string, Box> } {
+    const l = this.layout;
+    return {
+      view: { ...this.view },
+      nodes: Object.fromEntries(l?.nodes ?? []),
+      collapsed: Object.fromEntries(l?.collapsed ?? []),
+      groups: Object.fromEntries(l?.groups ?? []),
+    };
+  }
+
+  /** The element drawn for a layer (its own node, the node it is folded into, or the collapsed
+   * group holding it): ``[data-layer]`` or ``[data-group]`` selector, or null. */
+  drawnAs(id: string): string | null {
+    const host = this.tree.foldedInto.get(id) ?? id;
+    if (this.nodeEls.has(host)) {
+      return `[data-layer="${host}"]`;
+    }
+    const outer = this.tree.ancestors(host).reverse().find((g) => this.layout?.collapsed.has(g));
+    return outer ? `[data-group="${outer}"]` : null;
+  }
+
+  /** Where layouts run (``worker`` or ``page``, with why). */
+  async layoutMode(): Promise<string> {
+    const r = await this.runner;
+    return r.mode === 'worker' ? 'worker' : `page: ${r.note}`;
+  }
+
+  /** Opens or closes a group (as a click on it does); resolves when it is drawn. */
+  async setCollapsed(gid: string, closed: boolean): Promise<Layout> {
+    if (closed) {
+      this.collapsed.add(gid);
+    } else {
+      this.tree.openBelow(gid, this.collapsed, OPEN_BUDGET / 2);
+    }
+    return this.relayout();
   }
 }

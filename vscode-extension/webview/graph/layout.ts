@@ -1,10 +1,21 @@
 /**
- * Layout by elkjs (the Eclipse Layout Kernel's layered algorithm, hierarchical): nodes inside
- * their scope groups, a collapsed group one box, edges between what is visible. Nothing here
+ * Layout, one container at a time: each open group (and the root) is laid out by elkjs (the
+ * Eclipse Layout Kernel's layered algorithm) on its own, its boxes being its nodes, its collapsed
+ * groups and its open groups at their size; the containers are then put together. Nothing here
  * places a node by hand: ELK gives every position and every edge route.
+ *
+ * - Incremental: a container's layout is kept (its *base*); opening a group lays out that group
+ *   alone (and the groups open inside it).
+ * - Stable: when a box changes size (a group opened or closed), its container is not laid out
+ *   again: what lies below the box moves down by its growth, what lies beside it (to its right)
+ *   moves right, everything else stays where it was; closing it again moves them back.
+ * - Bounded: no container holds more than MAX_ITEMS boxes (tree.ts cuts larger ones into parts),
+ *   so no single ELK run grows past what it handles in a fraction of a second.
+ * - An edge between two containers is drawn through each container's entry (top) or exit
+ *   (bottom): ELK lays out an invisible entry node above and an exit node below the boxes.
  */
-import ELK from 'elkjs/lib/elk.bundled.js';
-import type { GraphDocument } from './types';
+import type { ElkGraph, ElkResult, ElkRunner } from './elk';
+import type { ViewTree } from './tree';
 
 export interface Box {
   id: string;
@@ -13,193 +24,376 @@ export interface Box {
   width: number;
   height: number;
 }
+export interface Point {
+  x: number;
+  y: number;
+}
 export interface Route {
   source: string;
   target: string;
   tensors: string[];
-  points: { x: number; y: number }[];
+  points: Point[];
 }
 export interface Layout {
   width: number;
   height: number;
+  /** Drawn nodes and graph inputs/outputs. */
   nodes: Map<string, Box>;
+  /** Open groups (a frame around their boxes). */
   groups: Map<string, Box>;
+  /** Collapsed groups (one box each). */
   collapsed: Map<string, Box>;
   edges: Route[];
+  /** Wall time of this layout, and of its ELK runs alone. */
   ms: number;
+  elkMs: number;
+  /** Containers ELK laid out this time (0: every one was kept). */
+  laidOut: number;
+  /** Containers ELK could not lay out (packed as a grid instead). */
+  failed: string[];
 }
 
 export const NODE_HEIGHT = 44;
-const IO_HEIGHT = 26;
-const GROUP_HEADER = 22;
+export const IO_HEIGHT = 26;
+export const COLLAPSED_HEIGHT = 58;
+export const GROUP_HEADER = 24;
+const IN = '__in';
+const OUT = '__out';
+const key = (a: string, b: string) => `${a}\u0000${b}`;
 
 export function nodeWidth(label: string, detail: string): number {
-  return Math.max(110, Math.min(240, 7 * Math.max(label.length, detail.length * 0.9) + 20));
+  return Math.max(120, Math.min(260, 7.6 * Math.max(label.length, detail.length * 0.92) + 22));
 }
 
-/** Most scope groups drawn as boxes: ELK's layered layout of nested boxes grows fast with their
- * number (1000 layers in 351 groups took 4× as long as in 18), so a model with more scopes
- * boxes only its outer levels (bench/graph_paint.py). */
-export const MAX_BOXED_GROUPS = 80;
-
-/** The groups drawn as boxes: every level, from the outermost, while they stay few. */
-export function boxedGroups(doc: GraphDocument): Set<string> {
-  const parentOf = new Map(doc.groups.map((g) => [g.id, g.parent]));
-  const depth = new Map<string, number>();
-  const depthOf = (id: string): number => {
-    let d = depth.get(id);
-    if (d === undefined) {
-      const parent = parentOf.get(id);
-      d = parent ? depthOf(parent) + 1 : 0;
-      depth.set(id, d);
-    }
-    return d;
-  };
-  const levels: string[][] = [];
-  for (const g of doc.groups) {
-    (levels[depthOf(g.id)] ??= []).push(g.id);
-  }
-  const out = new Set<string>();
-  for (const level of levels) {
-    if (out.size + (level?.length ?? 0) > MAX_BOXED_GROUPS) {
-      break;
-    }
-    level?.forEach((id) => out.add(id));
-  }
-  return out;
+interface Placed {
+  x: number;
+  y: number;
+  w: number;
+  h: number;
+}
+interface Arranged {
+  pos: Map<string, Placed>;
+  edges: Map<string, Point[]>;
+  width: number;
+  height: number;
 }
 
-let elk: InstanceType<typeof ELK> | undefined;
+/** One container's boxes and the edges between them (and through its entry and exit). */
+interface Level {
+  items: string[];
+  edges: Map<string, string[]>;
+  entries: Set<string>;
+  exits: Set<string>;
+}
 
-/** Lays out the graph with the groups in ``collapsed`` drawn as one box each. */
-export async function layOut(doc: GraphDocument, collapsed: Set<string>, labels: Map<string, [string, string]>): Promise<Layout> {
-  const t0 = performance.now();
-  elk ??= new ELK();
-  const boxed = boxedGroups(doc);
-  const rawParent = new Map<string, string | null>(doc.groups.map((g) => [g.id, g.parent]));
-  /** The innermost boxed group holding ``group`` (itself if boxed). */
-  const boxOf = (group: string | null): string | null => {
-    let g = group;
-    while (g && !boxed.has(g)) {
-      g = rawParent.get(g) ?? null;
+export class Layouter {
+  private readonly bases = new Map<string, Arranged>();
+
+  constructor(private readonly runner: ElkRunner) {}
+
+  /** Forget every kept layout (a different model), or those of ``containers`` (tidy up). */
+  forget(containers?: Iterable<string | null>): void {
+    if (!containers) {
+      this.bases.clear();
+      return;
     }
-    return g;
-  };
-  const parentOf = new Map<string, string | null>(doc.groups.map((g) => [g.id, boxOf(g.parent)]));
-  /** The visible box standing for a node or group: itself, or its outermost collapsed group. */
-  const visibleGroup = (group: string | null): string | null => {
-    let shown: string | null = null;
-    for (let g = group; g; g = parentOf.get(g) ?? null) {
-      if (collapsed.has(g)) {
-        shown = g;
+    const prefixes = [...containers].map((c) => `${c ?? ''}\u0001`);
+    for (const k of [...this.bases.keys()]) {
+      if (prefixes.some((p) => k.startsWith(p))) {
+        this.bases.delete(k);
       }
     }
-    return shown;
-  };
-  type ElkNode = { id: string; width?: number; height?: number; children?: ElkNode[]; layoutOptions?: Record<string, string>; labels?: { text: string }[] };
-  const elkGroups = new Map<string, ElkNode>();
-  const root: ElkNode = { id: '__root', children: [] };
-  const containerOf = (group: string | null): ElkNode => (group ? elkGroups.get(group)! : root);
-  const nodeOf = new Map<string, string>();
-  const size = doc.nodes.length;
-  for (const g of doc.groups) {
-    if (!boxed.has(g.id)) {
-      continue;
-    }
-    const shown = visibleGroup(parentOf.get(g.id) ?? null);
-    if (shown) {
-      continue; // inside a collapsed group
-    }
-    const box: ElkNode = collapsed.has(g.id)
-      ? { id: `group:${g.id}`, width: nodeWidth(g.label, `${g.size} layers`), height: NODE_HEIGHT }
-      : { id: `group:${g.id}`, children: [], layoutOptions: { 'elk.padding': `[top=${GROUP_HEADER + 6},left=10,bottom=10,right=10]` } };
-    elkGroups.set(g.id, box);
   }
-  for (const g of doc.groups) {
-    const box = elkGroups.get(g.id);
-    if (box) {
-      containerOf(parentOf.get(g.id) ?? null).children!.push(box);
+
+  /**
+   * Lays out what ``tree`` shows with the groups of ``collapsed`` closed. ``leafSize`` gives the
+   * size of a node, graph input/output or collapsed group; ``progress`` hears how many
+   * containers are laid out of how many.
+   */
+  async layout(tree: ViewTree, collapsed: Set<string>, leafSize: (id: string) => [number, number], progress?: (done: number, of: number) => void): Promise<Layout> {
+    const t0 = performance.now();
+    const open = (id: string) => tree.groups.has(id) && !collapsed.has(id);
+    // The containers shown: the root and every open group whose ancestors are open.
+    const containers: (string | null)[] = [null];
+    for (let i = 0; i < containers.length; i++) {
+      for (const item of tree.itemsOf(containers[i])) {
+        if (open(item)) {
+          containers.push(item);
+        }
+      }
     }
-  }
-  for (const n of doc.nodes) {
-    const group = boxOf(n.group);
-    const shown = visibleGroup(group);
-    if (shown) {
-      nodeOf.set(n.id, `group:${shown}`);
-      continue;
+    const shown = new Set(containers.filter((c): c is string => c !== null));
+    const parentOf = (id: string): string | null => tree.parentOf.get(id) ?? null;
+    // The box standing for a node: itself, its host when folded, or its outermost collapsed group.
+    const repOf = new Map<string, string | null>();
+    const rep = (id: string): string | null => {
+      let r = repOf.get(id);
+      if (r === undefined) {
+        r = tree.foldedInto.get(id) ?? id;
+        if (!tree.parentOf.has(r)) {
+          r = null;
+        } else {
+          for (let g = parentOf(r); g; g = parentOf(g)) {
+            if (!shown.has(g)) {
+              r = g; // ends at the outermost group not open
+            }
+          }
+        }
+        repOf.set(id, r);
+      }
+      return r;
+    };
+    const levels = new Map<string | null, Level>(containers.map((c) => [c, { items: tree.itemsOf(c), edges: new Map(), entries: new Set(), exits: new Set() }]));
+    const chain = (x: string): (string | null)[] => {
+      const out: (string | null)[] = [];
+      for (let c = parentOf(x); ; c = parentOf(c)) {
+        out.push(c);
+        if (c === null) {
+          return out;
+        }
+      }
+    };
+    const visible = new Map<string, { a: string; b: string; tensors: string[] }>();
+    for (const e of tree.doc.edges) {
+      if (tree.foldedInto.has(e.source) || tree.foldedInto.has(e.target)) {
+        continue; // a constant goes with each node it is folded into: no edge of its own
+      }
+      const a = rep(e.source);
+      const b = rep(e.target);
+      if (!a || !b || a === b) {
+        continue;
+      }
+      const k = key(a, b);
+      const seen = visible.get(k);
+      if (seen) {
+        seen.tensors.push(e.tensor);
+        continue;
+      }
+      visible.set(k, { a, b, tensors: [e.tensor] });
+      const ca = chain(a);
+      const cb = chain(b);
+      const inB = new Set(cb);
+      const li = ca.findIndex((c) => inB.has(c));
+      const lca = ca[li];
+      const lj = cb.indexOf(lca);
+      const itemA = li === 0 ? a : (ca[li - 1] as string);
+      const itemB = lj === 0 ? b : (cb[lj - 1] as string);
+      const at = levels.get(lca)!;
+      const ek = key(itemA, itemB);
+      (at.edges.get(ek) ?? at.edges.set(ek, []).get(ek)!).push(e.tensor);
+      for (let i = 0; i < li; i++) {
+        levels.get(ca[i])!.exits.add(i === 0 ? a : (ca[i - 1] as string));
+      }
+      for (let j = 0; j < lj; j++) {
+        levels.get(cb[j])!.entries.add(j === 0 ? b : (cb[j - 1] as string));
+      }
     }
-    const [label, detail] = labels.get(n.id) ?? [n.opcode, ''];
-    containerOf(group).children!.push({ id: n.id, width: nodeWidth(label, detail), height: NODE_HEIGHT });
-    nodeOf.set(n.id, n.id);
-  }
-  for (const io of doc.io) {
-    root.children!.push({ id: io.id, width: nodeWidth(io.name, io.type), height: IO_HEIGHT });
-    nodeOf.set(io.id, io.id);
-  }
-  // One edge per pair of visible boxes (a collapsed group's many tensors are one line).
-  const routes = new Map<string, { source: string; target: string; tensors: string[] }>();
-  for (const e of doc.edges) {
-    const s = nodeOf.get(e.source);
-    const t = nodeOf.get(e.target);
-    if (!s || !t || s === t) {
-      continue;
+    // Bottom-up: the deepest open groups first (their size is their parent's box).
+    const depth = (c: string | null) => (c === null ? 0 : tree.depth(c) + 1);
+    const byDepth = [...containers].sort((x, y) => depth(y) - depth(x));
+    const current = new Map<string | null, Arranged>();
+    const sizeOf = (id: string): [number, number] => {
+      const arranged = current.get(id);
+      // an open group is as wide as its boxes, and at least as its collapsed box (its name)
+      return arranged ? [Math.max(arranged.width, leafSize(id)[0] + 70), arranged.height + GROUP_HEADER] : leafSize(id);
+    };
+    let laidOut = 0;
+    let elkMs = 0;
+    const failed: string[] = [];
+    const todo = containers.filter((c) => !this.bases.has(this.baseKey(c, levels.get(c)!)));
+    let done = 0;
+    for (let i = 0; i < byDepth.length; ) {
+      const d = depth(byDepth[i]);
+      const same: (string | null)[] = [];
+      while (i < byDepth.length && depth(byDepth[i]) === d) {
+        same.push(byDepth[i++]);
+      }
+      await Promise.all(
+        same.map(async (c) => {
+          const level = levels.get(c)!;
+          const k = this.baseKey(c, level);
+          let base = this.bases.get(k);
+          if (!base) {
+            const t = performance.now();
+            base = await this.arrange(level, sizeOf, (why) => failed.push(`${c === null ? 'the top level' : tree.labelOf(c)} (${why})`));
+            elkMs += performance.now() - t;
+            this.bases.set(k, base);
+            laidOut++;
+            progress?.(++done, todo.length);
+          }
+          current.set(c, shifted(base, level.items, sizeOf));
+        }),
+      );
     }
-    const key = `${s}\u0000${t}`;
-    const r = routes.get(key);
-    if (r) {
-      r.tensors.push(e.tensor);
-    } else {
-      routes.set(key, { source: s, target: t, tensors: [e.tensor] });
+    // Top-down: absolute positions.
+    const layout: Layout = { width: 0, height: 0, nodes: new Map(), groups: new Map(), collapsed: new Map(), edges: [], ms: 0, elkMs, laidOut, failed };
+    const origin = new Map<string | null, Point>([[null, { x: 0, y: 0 }]]);
+    for (const c of containers) {
+      const o = origin.get(c)!;
+      const arranged = current.get(c)!;
+      for (const item of levels.get(c)!.items) {
+        const p = arranged.pos.get(item);
+        if (!p) {
+          continue;
+        }
+        const box = { id: item, x: o.x + p.x, y: o.y + p.y, width: p.w, height: p.h };
+        if (shown.has(item)) {
+          layout.groups.set(item, box);
+          origin.set(item, { x: box.x, y: box.y + GROUP_HEADER });
+        } else if (tree.groups.has(item)) {
+          layout.collapsed.set(item, box);
+        } else {
+          layout.nodes.set(item, box);
+        }
+      }
     }
+    const root = current.get(null)!;
+    layout.width = root.width;
+    layout.height = root.height;
+    const abs = (c: string | null, k: string): Point[] => {
+      const o = origin.get(c)!;
+      return (current.get(c)!.edges.get(k) ?? []).map((p) => ({ x: o.x + p.x, y: o.y + p.y }));
+    };
+    for (const { a, b, tensors } of visible.values()) {
+      const ca = chain(a);
+      const cb = chain(b);
+      const inB = new Set(cb);
+      const li = ca.findIndex((c) => inB.has(c));
+      const lj = cb.indexOf(ca[li]);
+      const points: Point[] = [];
+      for (let i = 0; i < li; i++) {
+        points.push(...abs(ca[i], key(i === 0 ? a : (ca[i - 1] as string), OUT)));
+      }
+      points.push(...abs(ca[li], key(li === 0 ? a : (ca[li - 1] as string), lj === 0 ? b : (cb[lj - 1] as string))));
+      for (let j = lj - 1; j >= 0; j--) {
+        points.push(...abs(cb[j], key(IN, j === 0 ? b : (cb[j - 1] as string))));
+      }
+      const ends = [layout.nodes.get(a) ?? layout.collapsed.get(a), layout.nodes.get(b) ?? layout.collapsed.get(b)];
+      if (points.length < 2 && ends[0] && ends[1]) {
+        // no route (a container packed without ELK's edge routing): a straight line
+        points.splice(0, points.length, { x: ends[0].x + ends[0].width / 2, y: ends[0].y + ends[0].height }, { x: ends[1].x + ends[1].width / 2, y: ends[1].y });
+      }
+      layout.edges.push({ source: a, target: b, tensors, points: points.filter((p, i) => i === 0 || p.x !== points[i - 1].x || p.y !== points[i - 1].y) });
+    }
+    layout.ms = performance.now() - t0;
+    return layout;
   }
-  const edgeList = [...routes.values()];
-  const big = size > 150;
-  const graph = {
-    id: '__root',
-    layoutOptions: {
+
+  private baseKey(c: string | null, level: Level): string {
+    return `${c ?? ''}\u0001${level.items.join('\u0002')}`;
+  }
+
+  /** One container laid out by ELK (packed as a grid, with a reason, if ELK fails twice). */
+  private async arrange(level: Level, sizeOf: (id: string) => [number, number], fail: (why: string) => void): Promise<Arranged> {
+    const children: ElkGraph['children'] = level.items.map((id) => {
+      const [width, height] = sizeOf(id);
+      return { id, width, height };
+    });
+    const edges: ElkGraph['edges'] = [];
+    for (const k of level.edges.keys()) {
+      const [s, t] = k.split('\u0000');
+      edges.push({ id: `e${edges.length}`, sources: [s], targets: [t] });
+    }
+    if (level.entries.size) {
+      children.push({ id: IN, width: 1, height: 1, layoutOptions: { 'elk.layered.layering.layerConstraint': 'FIRST_SEPARATE' } });
+      level.entries.forEach((t) => edges.push({ id: `e${edges.length}`, sources: [IN], targets: [t] }));
+    }
+    if (level.exits.size) {
+      children.push({ id: OUT, width: 1, height: 1, layoutOptions: { 'elk.layered.layering.layerConstraint': 'LAST_SEPARATE' } });
+      level.exits.forEach((s) => edges.push({ id: `e${edges.length}`, sources: [s], targets: [OUT] }));
+    }
+    const options: Record<string, string> = {
       'elk.algorithm': 'layered',
       'elk.direction': 'DOWN',
-      'elk.hierarchyHandling': 'INCLUDE_CHILDREN',
-      'elk.json.edgeCoords': 'ROOT',
-      'elk.json.shapeCoords': 'ROOT',
-      'elk.layered.spacing.nodeNodeBetweenLayers': '28',
-      'elk.spacing.nodeNode': '18',
-      // A large model is layered by longest path (linear; network simplex grows much faster)
-      // with one crossing-minimization sweep: 2.3× faster on 1000 layers (bench/graph_paint.py).
-      // Longest path from the sinks keeps a weight's DEQUANTIZE right above its consumer.
-      ...(big ? { 'elk.layered.thoroughness': '1', 'elk.layered.layering.strategy': 'LONGEST_PATH' } : {}),
-    },
-    children: root.children,
-    edges: edgeList.map((e, i) => ({ id: `e${i}`, sources: [e.source], targets: [e.target] })),
-  };
-  const out = (await elk.layout(graph as never)) as unknown as {
-    width: number;
-    height: number;
-    children?: (ElkNode & { x: number; y: number; width: number; height: number })[];
-    edges?: { id: string; sections?: { startPoint: { x: number; y: number }; endPoint: { x: number; y: number }; bendPoints?: { x: number; y: number }[] }[] }[];
-  };
-  const layout: Layout = { width: out.width, height: out.height, nodes: new Map(), groups: new Map(), collapsed: new Map(), edges: [], ms: 0 };
-  const visit = (items: (ElkNode & { x: number; y: number; width: number; height: number })[] | undefined): void => {
-    for (const c of items ?? []) {
-      const box = { id: c.id, x: c.x, y: c.y, width: c.width, height: c.height };
-      if (c.id.startsWith('group:')) {
-        const gid = c.id.slice('group:'.length);
-        (collapsed.has(gid) ? layout.collapsed : layout.groups).set(gid, box);
-        visit(c.children as typeof items);
-      } else {
-        layout.nodes.set(c.id, box);
+      'elk.padding': '[top=10,left=12,bottom=12,right=12]',
+      'elk.layered.spacing.nodeNodeBetweenLayers': '30',
+      'elk.spacing.nodeNode': '20',
+      'elk.layered.spacing.edgeNodeBetweenLayers': '12',
+      // Beyond a few dozen boxes: one crossing-minimization sweep and no greedy switching, which
+      // halve ELK's time on a 120-box container (bench/graph_paint.py, docs/benchmarks.md).
+      ...(children.length > 40 ? { 'elk.layered.thoroughness': '1', 'elk.layered.crossingMinimization.greedySwitch.type': 'OFF' } : {}),
+    };
+    const graph: ElkGraph = { id: 'c', layoutOptions: options, children, edges };
+    let out: ElkResult | undefined;
+    let why = '';
+    for (const attempt of [options, { ...options, 'elk.layered.thoroughness': '1', 'elk.layered.layering.strategy': 'LONGEST_PATH', 'elk.layered.nodePlacement.strategy': 'SIMPLE' }]) {
+      try {
+        out = await this.runner.layout({ ...graph, layoutOptions: attempt });
+        break;
+      } catch (err) {
+        why = String((err as Error)?.message ?? err).slice(0, 120);
       }
     }
-  };
-  visit(out.children);
-  for (const [i, e] of (out.edges ?? []).entries()) {
-    const route = edgeList[Number(e.id.slice(1))] ?? edgeList[i];
-    const s = e.sections?.[0];
-    if (!s) {
-      continue;
+    if (!out) {
+      fail(why || 'ELK failed');
+      out = await this.runner.layout({ id: 'c', layoutOptions: { 'elk.algorithm': 'rectpacking', 'elk.padding': '[top=10,left=12,bottom=12,right=12]', 'elk.spacing.nodeNode': '20' }, children: children.filter((c) => c.id !== IN && c.id !== OUT), edges: [] });
     }
-    layout.edges.push({ ...route, points: [s.startPoint, ...(s.bendPoints ?? []), s.endPoint] });
+    const pos = new Map<string, Placed>();
+    for (const c of out.children ?? []) {
+      pos.set(c.id, { x: c.x, y: c.y, w: c.width, h: c.height });
+    }
+    const routes = new Map<string, Point[]>();
+    for (const e of out.edges ?? []) {
+      const s = e.sections?.[0];
+      if (s) {
+        routes.set(key(e.sources[0], e.targets[0]), [s.startPoint, ...(s.bendPoints ?? []), s.endPoint]);
+      }
+    }
+    return { pos, edges: routes, width: out.width, height: out.height };
   }
-  layout.ms = performance.now() - t0;
-  return layout;
+}
+
+/**
+ * A container's base layout with its boxes at their current sizes: each box that grew (or shrank)
+ * pushes what lies below it down and what lies beside it to the right by as much, lowest boxes
+ * first, so that every other box keeps its place relative to its neighbours.
+ */
+function shifted(base: Arranged, items: string[], sizeOf: (id: string) => [number, number]): Arranged {
+  const changed = items.filter((id) => {
+    const p = base.pos.get(id);
+    const [w, h] = sizeOf(id);
+    return p && (Math.abs(p.w - w) > 0.5 || Math.abs(p.h - h) > 0.5);
+  });
+  if (!changed.length) {
+    return base;
+  }
+  const pos = new Map([...base.pos].map(([k, p]) => [k, { ...p }]));
+  const edges = new Map([...base.edges].map(([k, pts]) => [k, pts.map((p) => ({ ...p }))]));
+  changed.sort((a, b) => base.pos.get(b)!.y - base.pos.get(a)!.y || base.pos.get(b)!.x - base.pos.get(a)!.x);
+  for (const id of changed) {
+    const box = pos.get(id)!;
+    const [w, h] = sizeOf(id);
+    const dw = w - box.w;
+    const dh = h - box.h;
+    const bottom = box.y + box.h - 0.5;
+    const right = box.x + box.w - 0.5;
+    for (const [other, p] of pos) {
+      if (other === id) {
+        continue;
+      }
+      if (p.y >= bottom) {
+        p.y += dh;
+      } else if (p.x >= right && p.y + p.h > box.y) {
+        p.x += dw;
+      }
+    }
+    for (const pts of edges.values()) {
+      for (const p of pts) {
+        if (p.y >= bottom) {
+          p.y += dh;
+        } else if (p.x >= right && p.y >= box.y - 0.5) {
+          p.x += dw;
+        }
+      }
+    }
+    box.w = w;
+    box.h = h;
+  }
+  let width = 0;
+  let height = 0;
+  for (const p of pos.values()) {
+    width = Math.max(width, p.x + p.w + 12);
+    height = Math.max(height, p.y + p.h + 12);
+  }
+  return { pos, edges, width, height };
 }

@@ -1,5 +1,6 @@
 /**
- * Entry point of the graph app (bundled by esbuild into one script). Two hosts:
+ * Entry point of the graph app (bundled by esbuild into one script). Started as a web worker
+ * (no ``document``), the same script lays graphs out with ELK (elk.ts). Two hosts:
  * - the static report (`tvm-explorer report`): the graph document and the report's sections
  *   are JSON blocks of the page (`#tvmx-graph-data`, `#tvmx-report-data`);
  * - a VS Code webview: the extension posts the document (`{type: 'graph'}`) and the layers
@@ -7,6 +8,7 @@
  */
 import { GraphApp } from './app';
 import { el } from './dom';
+import { serveLayouts } from './elk';
 import { renderReport } from './report';
 import type { GraphDocument, GraphNode, Host, Place, ReportSections } from './types';
 
@@ -17,6 +19,10 @@ declare global {
     tvmxGraph?: GraphApp;
   }
 }
+
+/** This script's element, while it runs: its text (the report) or its address (the webview) is
+ * what the layout worker is started from. */
+const ownScript = typeof document !== 'undefined' ? (document.currentScript as HTMLScriptElement | null) : null;
 
 function readJson<T>(id: string): T | null {
   const node = document.getElementById(id);
@@ -29,6 +35,7 @@ function startStatic(doc: GraphDocument): void {
     openLayer: () => undefined,
     openPlace: () => undefined,
     overlayChanged: () => undefined,
+    workerScript: async () => (ownScript && !ownScript.src ? ownScript.textContent : null),
   };
   const mount = document.getElementById('tvmx-graph') ?? document.body;
   const app = new GraphApp(mount, host);
@@ -58,6 +65,8 @@ function startVscode(): void {
       vscode.setState({ overlay: id });
       vscode.postMessage({ type: 'overlay', id });
     },
+    // the webview's script is a resource of the extension: read back (CSP connect-src) for the worker
+    workerScript: async () => (ownScript?.src ? (await fetch(ownScript.src)).text() : null),
   };
   const app = new GraphApp(document.getElementById('tvmx-graph') ?? document.body, host);
   window.tvmxGraph = app;
@@ -75,7 +84,7 @@ function startVscode(): void {
       bundles.value = String(msg.current ?? '');
       void app.show(msg.doc as GraphDocument, (msg.overlay as string | undefined) ?? saved.overlay);
     } else if (msg.type === 'highlight') {
-      app.highlight((msg.layers as string[]) ?? []);
+      void app.highlight((msg.layers as string[]) ?? []);
     } else if (msg.type === 'overlay') {
       app.setOverlay(String(msg.id));
     } else if (msg.type === 'error') {
@@ -85,9 +94,13 @@ function startVscode(): void {
   vscode.postMessage({ type: 'ready' });
 }
 
-const doc = readJson<GraphDocument>('tvmx-graph-data');
-if (doc) {
-  startStatic(doc);
-} else if (typeof acquireVsCodeApi === 'function') {
-  startVscode();
+if (typeof document === 'undefined') {
+  serveLayouts(self as unknown as { onmessage: unknown; postMessage(msg: unknown): void });
+} else {
+  const doc = readJson<GraphDocument>('tvmx-graph-data');
+  if (doc) {
+    startStatic(doc);
+  } else if (typeof acquireVsCodeApi === 'function') {
+    startVscode();
+  }
 }

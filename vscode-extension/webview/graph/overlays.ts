@@ -68,7 +68,27 @@ export function value(node: GraphNode, overlay: Overlay): number | string | null
   return v === undefined ? null : v;
 }
 
-function format(v: number, unit: string): string {
+/** A group's figure from its layers': the sum of time, code, workspace, FLOPs and kernels, the
+ * largest error (an infinite one wins), and a category when all agree (else ``mixed``). */
+export function rollup(nodes: GraphNode[], overlay: Overlay): number | string | null {
+  if (overlay.scale === 'category') {
+    const seen = new Set(nodes.map((n) => value(n, overlay)).filter((v) => v !== null).map(String));
+    return seen.size === 0 ? null : seen.size === 1 ? [...seen][0] : 'mixed';
+  }
+  let out: number | null = null;
+  let infinite = false;
+  for (const n of nodes) {
+    const v = value(n, overlay);
+    if (v === 'inf') {
+      infinite = true;
+    } else if (typeof v === 'number' && Number.isFinite(v)) {
+      out = out === null ? v : overlay.id === 'error' ? Math.max(out, v) : out + v;
+    }
+  }
+  return infinite ? 'inf' : out;
+}
+
+export function format(v: number, unit: string): string {
   if (unit === 'bytes') {
     return v >= 2 ** 20 ? `${(v / 2 ** 20).toFixed(1)} MiB` : v >= 1024 ? `${(v / 1024).toFixed(0)} KiB` : `${v.toFixed(0)} B`;
   }
@@ -89,8 +109,14 @@ function format(v: number, unit: string): string {
   return `${Math.round(v)} ${unit}`;
 }
 
-/** The colors of every node for an overlay, and its legend. */
-export function colorBy(nodes: GraphNode[], overlay: Overlay | undefined): Coloring {
+/** A figure as the legend writes it (``inf`` and categories as they are). */
+export function formatValue(v: number | string | null, overlay: Overlay): string {
+  return v === null ? '' : typeof v === 'number' ? format(v, overlay.unit) : v === 'inf' ? 'inf' : v;
+}
+
+/** The colors of every box shown (a node, or a collapsed group with its rollup) for an overlay,
+ * and its legend: the scale spans the figures shown. */
+export function colorBy(values: Map<string, number | string | null>, overlay: Overlay | undefined): Coloring {
   const fill = new Map<string, string>();
   if (!overlay) {
     return { fill, legend: [], caption: 'No overlay: nodes show their operator only.' };
@@ -104,8 +130,7 @@ export function colorBy(nodes: GraphNode[], overlay: Overlay | undefined): Color
   if (overlay.scale === 'category') {
     const seen = new Map<string, string>();
     let extra = 0;
-    for (const n of nodes) {
-      const v = value(n, overlay);
+    for (const [id, v] of values) {
       if (v === null) {
         continue;
       }
@@ -113,22 +138,21 @@ export function colorBy(nodes: GraphNode[], overlay: Overlay | undefined): Color
       if (!seen.has(key)) {
         seen.set(key, CATEGORY_COLORS[key] ?? EXTRA[extra++ % EXTRA.length]);
       }
-      fill.set(n.id, seen.get(key)!);
+      fill.set(id, seen.get(key)!);
     }
     const legend = [...seen.entries()].map(([label, color]) => ({ color, label }));
     return { fill, legend, caption: legend.length ? `${overlay.label} per layer` : 'No layer has a value.' };
   }
-  const values: number[] = [];
-  for (const n of nodes) {
-    const v = value(n, overlay);
+  const numbers: number[] = [];
+  for (const v of values.values()) {
     if (typeof v === 'number' && Number.isFinite(v)) {
-      values.push(v);
+      numbers.push(v);
     }
   }
   const log = overlay.scale === 'log';
-  const positive = values.filter((v) => v > 0);
-  const max = Math.max(0, ...values);
-  const min = log ? Math.min(...(positive.length ? positive : [1])) : 0;
+  const positive = numbers.filter((v) => v > 0);
+  const max = numbers.reduce((m, v) => Math.max(m, v), 0);
+  const min = log ? (positive.length ? positive.reduce((m, v) => Math.min(m, v), Infinity) : 1) : 0;
   const t = (v: number): number => {
     if (max <= 0) {
       return 0;
@@ -143,12 +167,11 @@ export function colorBy(nodes: GraphNode[], overlay: Overlay | undefined): Color
     const hi = Math.log10(max);
     return hi > lo ? (Math.log10(v) - lo) / (hi - lo) : 1;
   };
-  for (const n of nodes) {
-    const v = value(n, overlay);
+  for (const [id, v] of values) {
     if (v === 'inf') {
-      fill.set(n.id, HEAT[HEAT.length - 1]);
+      fill.set(id, HEAT[HEAT.length - 1]);
     } else if (typeof v === 'number' && Number.isFinite(v)) {
-      fill.set(n.id, HEAT[Math.min(HEAT.length - 1, Math.floor(t(v) * HEAT.length))]);
+      fill.set(id, HEAT[Math.min(HEAT.length - 1, Math.floor(t(v) * HEAT.length))]);
     }
   }
   const legend: LegendEntry[] = [];
@@ -157,11 +180,11 @@ export function colorBy(nodes: GraphNode[], overlay: Overlay | undefined): Color
     const v = log ? 10 ** (Math.log10(min) + at * (Math.log10(max) - Math.log10(min))) : at * max;
     legend.push({ color: HEAT[i], label: i === 0 && log ? `≤ ${format(min, overlay.unit)}` : `~${format(v, overlay.unit)}` });
   }
-  if (values.length === 0) {
+  if (numbers.length === 0) {
     return { fill, legend: [], caption: 'No layer has a value.' };
   }
   const scale = log ? 'log scale' : 'linear scale';
-  return { fill, legend, caption: `${overlay.label}: 0 – ${format(max, overlay.unit)} (${scale}; grey: no value)` };
+  return { fill, legend, caption: `${overlay.label}: 0 – ${format(max, overlay.unit)} (${scale}; a collapsed group: ${overlay.id === 'error' ? 'largest' : 'sum'} of its layers; grey: none)` };
 }
 
 /** Black or white text, whichever reads on ``color``. */

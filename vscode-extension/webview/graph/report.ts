@@ -14,7 +14,7 @@ function layerLink(app: GraphApp, id: string | null, text: string): HTMLElement 
   a.addEventListener('click', (ev) => {
     ev.preventDefault();
     app.select(id);
-    app.highlight([id]);
+    void app.highlight([id]);
     app.root.scrollIntoView({ block: 'start' });
   });
   return a;

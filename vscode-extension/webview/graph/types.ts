@@ -58,6 +58,9 @@ export interface GraphNode {
   cost: string | null;
   numerics: Numerics | null;
   places?: Place[];
+  /** A node that only prepares a constant (a weight's DEQUANTIZE, shape plumbing) or checks one
+   * (an assert): the node it is drawn folded into; absent or null for every other node. */
+  fold?: string | null;
 }
 
 export interface IONode {
@@ -74,12 +77,22 @@ export interface Edge {
   type: string;
 }
 
+export interface Repeat {
+  /** The repetitions' paths written as one: ``model.layers.{0..31}``. */
+  pattern: string;
+  /** This one's place among them (0-based) and how many there are. */
+  index: number;
+  count: number;
+}
+
 export interface Group {
   id: string;
   label: string;
   path: string;
   parent: string | null;
   size: number;
+  /** A repeated module (a decoder layer, a transformer block): its family; absent or null otherwise. */
+  repeat?: Repeat | null;
 }
 
 export interface Overlay {
@@ -128,4 +141,6 @@ export interface Host {
   openPlace(node: GraphNode, place: Place): void;
   /** The overlay the user chose (remembered by the host). */
   overlayChanged(id: string): void;
+  /** The app's own script as text, to start the layout worker from (null: lay out on the page). */
+  workerScript(): Promise<string | null>;
 }
