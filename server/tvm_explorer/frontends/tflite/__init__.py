@@ -57,6 +57,12 @@ def _check_same_graph(model, reference_path):
     return check_same_graph(model, reference_path)
 
 
+def _arena(path):
+    from tvm_explorer.frontends.tflite.arena import arena_of
+
+    return arena_of(path)
+
+
 def _subgraph_writer():
     from tvm_explorer.frontends.tflite.subgraph import WRITER
 
@@ -72,7 +78,11 @@ FRONTEND = Frontend(
     import_model=_import,
     render_document=_render,
     reference=ReferenceEngine(
-        describe=_describe, run=_run, quantization_of=_quantization, check_same_graph=_check_same_graph
+        describe=_describe,
+        run=_run,
+        quantization_of=_quantization,
+        check_same_graph=_check_same_graph,
+        arena=_arena,
     ),
     subgraph_writer=_subgraph_writer(),
     explorer_adapter="Model Explorer's built-in TFLite adapter (flatbuffer)",

@@ -1,0 +1,67 @@
+"""``tvm-explorer memory BUNDLE [--json] [--at STEP]``: which layers' tensors are held at the
+peak (or at a step), what would lower it, and the static figures beside a measured run."""
+
+from __future__ import annotations
+
+import json
+import sys
+
+from tvm_explorer.errors import ExplorerError
+
+
+def add_parser(sub) -> None:
+    p = sub.add_parser("memory", help="memory timeline: what is held at the peak, per layer, and what would lower it")
+    p.add_argument("bundle")
+    p.add_argument("--json", action="store_true", help="the step's breakdown, advice and the whole memory.json")
+    p.add_argument("--at", type=int, metavar="STEP", help="show this step instead of the peak")
+    p.add_argument(
+        "--top", type=int, default=15, metavar="N", help="timeline rows to print, biggest first (default 15)"
+    )
+    p.set_defaults(run=run_memory)
+
+
+def _labeler(bundle, unit: str):
+    layers = bundle.layers
+
+    def label(lid: int) -> str:
+        if not 0 <= lid < len(layers):
+            return f"layer {lid}"
+        lay = layers[lid]
+        name = lay.name or ""
+        return f"{unit} {lay.op_index} {lay.opcode}" + (f" {name}" if name else "")
+
+    return label
+
+
+def run_memory(args) -> int:
+    """Print the memory report of a bundle."""
+    from tvm_explorer.bundle.reader import Bundle
+    from tvm_explorer.frontends import frontend_of
+    from tvm_explorer.memory.table import as_json, render
+
+    try:
+        bundle = Bundle(args.bundle)
+        data = bundle.memory()
+        if data is None:
+            raise ExplorerError(
+                f"{args.bundle}: the bundle has no memory.json (compiled by an older tvm-explorer); recompile it"
+            )
+        steps = len(data["steps"])
+        if args.at is not None and not 0 <= args.at < steps:
+            raise ExplorerError(
+                f"--at {args.at}: the timeline of {args.bundle} has steps 0 to {steps - 1}"
+                if steps
+                else f"--at {args.at}: the function of {args.bundle} calls nothing (no steps)"
+            )
+    except ExplorerError as err:
+        print(f"tvm-explorer: error: {err}", file=sys.stderr)
+        return 2
+    model = bundle.manifest.get("model") or {}
+    kind = model.get("kind", "tflite") if isinstance(model, dict) else "tflite"
+    label = _labeler(bundle, frontend_of(kind).unit)
+    if args.json:
+        print(json.dumps(as_json(data, label, args.at), indent=1))
+    else:
+        title = str(model.get("file") or args.bundle) if isinstance(model, dict) else str(args.bundle)
+        print(render(data, label, args.at, max(args.top, 0), title))
+    return 0
