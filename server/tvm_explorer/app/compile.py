@@ -42,6 +42,8 @@ class CompileResult:
     _coverage: dict | None = field(default_factory=dict, repr=False)
     _compute_coverage: object = field(default=None, repr=False)
     costs: dict | None = None  # costs.json as written (see costs/)
+    memory: dict | None = None  # memory.json as written (see memory/)
+    memory_failure: str | None = None  # why no memory.json was written (a bug of ours)
 
     @property
     def coverage(self) -> dict:
@@ -248,7 +250,16 @@ def compile_model(
         path = writer.commit(_manifest(model, target, options), _layer_table(model), origins)
         if session.progress is not None:
             session.progress.finish()
-        return CompileResult(path, executable, n_passes, n_docs, code_cov, costs=costs.costs)
+        return CompileResult(
+            path,
+            executable,
+            n_passes,
+            n_docs,
+            code_cov,
+            costs=costs.costs,
+            memory=memory.doc,
+            memory_failure=memory.failure,
+        )
     except BaseException:
         if writer is not None:
             writer.abort()

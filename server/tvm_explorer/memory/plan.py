@@ -171,7 +171,8 @@ class _Sizes:
         for var in free:
             name = str(var.name)
             if name not in self._bound:
-                self._analyzer.bind(var, tirx.const(self.bounds[name], var.dtype))
+                dtype = str(getattr(var.ty, "dtype", "") or "int64")
+                self._analyzer.bind(var, tirx.const(self.bounds[name], dtype))
                 self._bound.add(name)
         got = self._analyzer.simplify(expr)
         return int(got.value) if isinstance(got, tirx.IntImm) else None

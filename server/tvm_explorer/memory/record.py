@@ -58,15 +58,23 @@ class MemoryRecorder:
         self.seconds = 0.0
         self.session = None
         self.doc: dict | None = None
+        self.failure: str | None = None  # why no memory.json was written (a bug of ours)
 
     def listen(self, session) -> None:
         self.session = session
         session.listeners.append(self._after_pass)
 
     def _after_pass(self, _index, name, stage, mod) -> None:
-        if stage != "relax" or name != PLAN_PASS:
+        if stage != "relax" or name != PLAN_PASS or self.failure is not None:
             return
-        self._read(mod, name)
+        try:
+            self._read(mod, name)
+        except Exception as err:  # noqa: BLE001 - the memory timeline never fails a compile
+            self._failed(err)
+
+    def _failed(self, err: Exception) -> None:
+        self.plan = None
+        self.failure = f"{type(err).__name__}: {' '.join(str(err).split())[:300]}"
 
     def _read(self, mod, pass_name: str | None) -> None:
         started = time.perf_counter()
@@ -99,6 +107,15 @@ class MemoryRecorder:
         """Compute the timeline of the finished compile and add ``memory.json`` to the bundle
         (``allocations``: what the profiled run measured; ``why_not``: why nothing was
         measured although asked)."""
+        if self.failure is not None:
+            return None
+        try:
+            return self._finish(session, target, allocations, why_not, reference)
+        except Exception as err:  # noqa: BLE001 - the memory timeline never fails a compile
+            self._failed(err)
+            return None
+
+    def _finish(self, session, target, allocations, why_not, reference) -> dict | None:
         started = time.perf_counter()
         if self.plan is None and session.final_relax is not None:
             self._read(session.final_relax, None)  # a pipeline without KillAfterLastUse

@@ -106,7 +106,8 @@ def advice(data: MemoryDocument, step: int, label: Label) -> list[dict]:
                     f"{tensor_text(t)} ({size(t['bytes'])}, {_share(t['bytes'] or 0, total)} of step {step}), the output of "
                     f"{_layer(t, label)}, is held from step {t['first_step']} to step {t['last_step']} "
                     f"({t['steps_alive']} steps) for its last read at step {t['last_use']}{by}; "
-                    f"it is idle at step {step}: computing its consumer earlier, or it later, would free it here"
+                    f"it is idle at step {step}: producing it later or reading it earlier (another order, "
+                    f"or recomputing it) would free {size(t['bytes'])} here"
                 ),
             }
         )
