@@ -42,16 +42,26 @@ def report(doc: dict | None, failure: str | None, bundle) -> list[str]:
 
 
 def _labeler(bundle, unit: str):
+    """``op 3 CONV_2D conv_dw_1`` for a layer id, the scope most names share left out (the
+    table says so)."""
+    from tvm_explorer.tablenames import NameColumn
+
     layers = bundle.layers
+    names = NameColumn([lay.name for lay in layers], 48)
 
     def label(lid: int) -> str:
         if not 0 <= lid < len(layers):
             return f"layer {lid}"
         lay = layers[lid]
-        name = lay.name or ""
+        name = names.show(lay.name) if lay.name else ""
         return f"{unit} {lay.op_index} {lay.opcode}" + (f" {name}" if name else "")
 
-    return label
+    return label, names.note()
+
+
+def _full(bundle, lid: int) -> str:
+    lay = bundle.layers[lid] if 0 <= lid < len(bundle.layers) else None
+    return f"layer {lid}" if lay is None else f"{lay.opcode} {lay.name}".strip()
 
 
 def run_memory(args) -> int:
@@ -79,10 +89,12 @@ def run_memory(args) -> int:
         return 2
     model = bundle.manifest.get("model") or {}
     kind = model.get("kind", "tflite") if isinstance(model, dict) else "tflite"
-    label = _labeler(bundle, frontend_of(kind).unit)
+    label, note = _labeler(bundle, frontend_of(kind).unit)
     if args.json:
-        print(json.dumps(as_json(data, label, args.at), indent=1))
+        print(json.dumps(as_json(data, lambda lid: _full(bundle, lid), args.at), indent=1))
     else:
         title = str(model.get("file") or args.bundle) if isinstance(model, dict) else str(args.bundle)
+        if note:
+            print(note)
         print(render(data, label, args.at, max(args.top, 0), title))
     return 0

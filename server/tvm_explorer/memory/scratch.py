@@ -30,7 +30,7 @@ class Scratch:
     events: list[tuple[str, int | None, str]] = field(default_factory=list)
     """``("alloc", bytes, buffer)`` / ``("free", None, buffer)`` in program order."""
     stack_bytes: int = 0
-    buffers: list[dict] = field(default_factory=list)  # {"name", "bytes", "where": "heap"|"stack"}
+    buffers: list[dict] = field(default_factory=list)  # {"name", "bytes", "where": "heap"|"stack"|a GPU scope}
     per_thread: bool = False  # a workspace allocated inside a parallel loop: once per thread
     device_type: int | None = None
 
@@ -89,8 +89,12 @@ def kernel_scratch(func, name: str, bounds: dict[str, int] | None = None) -> Scr
         elif isinstance(node, tirx.AllocBuffer):
             buf = node.buffer
             nbytes = _buffer_bytes(buf)
-            out.stack_bytes += nbytes or 0
-            out.buffers.append({"name": str(buf.name), "bytes": nbytes, "where": "stack"})
+            scope = _scope(buf)
+            if scope == "global":  # left on the (CPU) thread's stack by LowerTVMBuiltin
+                out.stack_bytes += nbytes or 0
+            out.buffers.append(
+                {"name": str(buf.name), "bytes": nbytes, "where": "stack" if scope == "global" else scope}
+            )
         else:
             what = _call_name(node)
             if what == _ALLOC and handle(node) not in declared:
@@ -98,6 +102,14 @@ def kernel_scratch(func, name: str, bounds: dict[str, int] | None = None) -> Scr
             elif what == _FREE and len(node.args) > 2:
                 out.events.append(("free", None, _freed_name(node.args[2])))
     return out
+
+
+def _scope(buf) -> str:
+    """A buffer's storage scope (``global``; on a GPU ``shared``, ``local``: on chip)."""
+    try:
+        return str(buf.scope()) or "global"
+    except Exception:  # noqa: BLE001 - a buffer without a scope: the default
+        return "global"
 
 
 def _freed_name(ptr) -> str:
@@ -155,10 +167,19 @@ def _alloc(out: Scratch, call, name: str, per_thread: bool, sizes: _SymbolicSize
 def module_scratch(mod, bounds: dict[str, int] | None = None) -> dict[str, Scratch]:
     """Every PrimFunc's scratch in the final TIR module, by PrimFunc name (the name the
     Relax function calls it by)."""
-    out = {}
+    out: dict[str, Scratch] = {}
     for gv, func in mod.functions.items():
         if isinstance(func, tirx.PrimFunc):
             got = kernel_scratch(func, gv.name_hint, bounds)
             if got.events or got.buffers:
                 out[gv.name_hint] = got
+    # A GPU kernel is a device function ``<name>_kernel`` launched by the host function the
+    # Relax function calls: its on-chip buffers (shared, local) are listed under that name.
+    for name in [n for n in out if n.endswith("_kernel")]:
+        device = out.pop(name)
+        host = out.setdefault(name[: -len("_kernel")], Scratch(name[: -len("_kernel")]))
+        host.buffers.extend(device.buffers)
+        host.events.extend(device.events)
+        host.stack_bytes += device.stack_bytes
+        host.per_thread |= device.per_thread
     return out

@@ -179,6 +179,12 @@ def check_lines(data: MemoryDocument, model_inputs: int | None) -> list[str]:
     tol = data["tolerance"]
     stated = f"{100 * tol['share']:.0f} % + {size(int(tol['bytes']))}"
     lines = []
+    if p["workspace_pool_bytes"]:
+        lines.append(
+            f"  TVM's CPU workspace pool keeps the scratch pages it allocated ({size(p['workspace_pool_bytes'])} "
+            f"here) from kernel to kernel: with its allocators the run should peak at {size(p['naive_peak_bytes'])} "
+            f"(the 'replayed' column), the plan at {size(data['peak']['bytes'])}"
+        )
     if m["status"] == "measured":
         verdict = {True: f"within {stated}", False: f"NOT within {stated}", None: ""}
         lines.append(
@@ -217,8 +223,8 @@ def _step_row(s: MemoryStep, label: Label, measured: list | None) -> str:
     got = measured[s["index"]] if measured else None
     return (
         f"  {s['index']:>5}  {size(s['total_bytes']):>11}  {size(s['live_bytes']):>11}  "
-        f"{size(s['scratch_bytes']) if s['scratch_bytes'] else '-':>10}  {size(got) if got is not None else '-':>11}  "
-        f"{s['callee'][:40]:<40}  {layers}"
+        f"{size(s['scratch_bytes']) if s['scratch_bytes'] else '-':>10}  {size(s['runtime_bytes']):>11}  "
+        f"{size(got) if got is not None else '-':>11}  {s['callee'][:40]:<40}  {layers}"
     )
 
 
@@ -304,7 +310,8 @@ def render(data: MemoryDocument, label: Label, at: int | None = None, top: int =
         f"Timeline, biggest steps first ({min(top, len(data['steps']))} of {len(data['steps'])}; --at STEP for one):"
     )
     out.append(
-        f"  {'step':>5}  {'total':>11}  {'in storages':>11}  {'scratch':>10}  {'measured':>11}  {'call':<40}  layers"
+        f"  {'step':>5}  {'total':>11}  {'in storages':>11}  {'scratch':>10}  {'replayed':>11}  {'measured':>11}  "
+        f"{'call':<40}  layers"
     )
     measured = data["measured"].get("steps")
     for s in sorted(data["steps"], key=lambda s: (-s["total_bytes"], s["index"]))[:top]:
