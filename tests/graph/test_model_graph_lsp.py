@@ -49,6 +49,12 @@ async def test_the_graph_of_a_bundle(client, workspace):
         assert node.metrics.code > 0 and node.metrics.coverage == "to code"
     unmeasured = next(o for o in doc.overlays if o.id == "time")
     assert not unmeasured.available and "--profile" in unmeasured.note
+    # The memory peak is the first convolution (its 26×26×16 float32 output, held while its
+    # kernel's scratch is allocated): only that layer has bytes live there.
+    memory = next(o for o in doc.overlays if o.id == "memory")
+    assert memory.available and memory.unit == "bytes"
+    live = {n.id: n.metrics.memory for n in doc.nodes}
+    assert live["0"] == 26 * 26 * 16 * 4 and all(v is None for k, v in live.items() if k != "0"), live
 
 
 async def test_a_file_of_no_bundle(client, workspace):

@@ -102,3 +102,28 @@ async def test_trace_link_opens_at_the_step_the_hover_names(client, real_workspa
         hover = await hover_at(client, bundle, path, offset)
         step_text = re.search(r"created by schedule step \d+ of `\w+` in `[^`]+`, rule `\w+`: `(.*)`$", hover, re.M)
         assert step_text and trace_line.strip() == step_text.group(1)
+
+
+async def test_hover_on_an_allocation_says_which_layers_tensors_live_in_it_and_when(client, real_workspace):
+    bundle = Bundle(real_workspace["bundles"]["small_cnn_fp32"])
+    memory = bundle.memory()
+    analysed = memory["analysed"]["document"]
+    text = bundle.text(analysed)
+    storage = memory["storages"][0]
+    line = re.search(rf"\n\s+({storage['var']}): R\.Any = R\.memory\.alloc_storage\(R\.shape\(\[{storage['size']}\]\)", text)
+    value = await hover_at(client, bundle, analysed, line.start(1))
+    assert f"**Memory** storage #0: {storage['bytes'] / 1024:.1f} KiB (planned by StaticPlanBlockMemory)" in value
+    assert "2 tensors in turn" in value
+    # the two convolutions whose outputs it holds, each with the steps it lives
+    assert "`small_cnn_1/conv2d_1`" in value and "`small_cnn_1/conv2d_1_2`" in value
+    assert "from step 0 to step 1" in value and "Held at the peak (step 0" in value
+    # the same tensor in the last Relax document, where the VM's builtins allocate it
+    last = max((d for d in bundle.documents if d.stage == "relax"), key=lambda d: d.order).path
+    final = bundle.text(last)
+    alloc = re.search(r"\n\s+(alloc): R\.Tensor\(\(1, 26, 26, 16\)", final)
+    value = await hover_at(client, bundle, last, alloc.start(1))
+    assert "**Memory** tensor `alloc [1, 26, 26, 16] float32` 42.2 KiB, from step 0 to step 1" in value
+    assert "in storage #0 (42.2 KiB) at offset 0" in value and "the same storage holds, in turn: `alloc2`" in value
+    # a kill is no allocation: no memory lines there
+    kill = final.index("R.vm.kill_object(")
+    assert "**Memory**" not in await hover_at(client, bundle, last, kill)

@@ -20,6 +20,7 @@ from tvm_explorer.costs.record import CostRecorder
 from tvm_explorer.errors import ExplorerError
 from tvm_explorer.frontends import import_any, layer_table, load_any
 from tvm_explorer.frontends.tflite.loader import LoadedModel
+from tvm_explorer.memory.record import MemoryRecorder
 from tvm_explorer.provenance import OriginTable
 from tvm_explorer.version import __version__
 
@@ -41,6 +42,8 @@ class CompileResult:
     _coverage: dict | None = field(default_factory=dict, repr=False)
     _compute_coverage: object = field(default=None, repr=False)
     costs: dict | None = None  # costs.json as written (see costs/)
+    memory: dict | None = None  # memory.json as written (see memory/)
+    memory_failure: str | None = None  # why no memory.json was written (a bug of ours)
 
     @property
     def coverage(self) -> dict:
@@ -100,6 +103,20 @@ def _add_schedule_traces(session: CaptureSession) -> None:
     for entry, text in session.schedules.files():
         session.writer.add_file(entry["path"], text)
         session.writer.traces.append(entry)
+
+
+def _finish_memory(memory: MemoryRecorder, session: CaptureSession, costs: CostRecorder, target: str) -> None:
+    """``memory.json``: the timeline, what the profiled run allocated, and (profiled) the
+    reference engine's own arena for the model."""
+    reference = None
+    if costs.profile is not None:
+        from tvm_explorer.frontends import frontend_of
+
+        arena = frontend_of(memory.model).reference.arena
+        path = str(getattr(memory.model, "path", ""))
+        if arena is not None and os.path.isfile(path):
+            reference = arena(path)
+    memory.finish(session, target, costs.allocations, costs.allocations_why_not, reference)
 
 
 def _manifest(model: LoadedModel, target: str, options: dict) -> dict:
@@ -168,6 +185,9 @@ def compile_model(
     try:
         origins = OriginTable()
         session = CaptureSession(model, writer, origins)
+        memory = MemoryRecorder(model, costs.arrays) if costs is not None else None
+        if memory is not None:
+            memory.listen(session)
         if on_progress is not None:
             planned = plan_steps(target)
             # The runs after the build are steps too (profiling, the caller's numerics).
@@ -218,6 +238,7 @@ def compile_model(
         if profile is not None and session.progress is not None:
             session.progress.starting("run", "profile: timing every kernel call")
         costs.finish(session, executable, target)
+        _finish_memory(memory, session, costs, target)
         for extra_path, extra_text in (after_build(session, executable) if after_build else {}).items():
             writer.add_file(extra_path, extra_text)
         options = {"spans": True, "exact_origins": exact_origins, "schedule_records": schedule_records}
@@ -231,7 +252,16 @@ def compile_model(
         path = writer.commit(_manifest(model, target, options), _layer_table(model), origins)
         if session.progress is not None:
             session.progress.finish()
-        return CompileResult(path, executable, n_passes, n_docs, code_cov, costs=costs.costs)
+        return CompileResult(
+            path,
+            executable,
+            n_passes,
+            n_docs,
+            code_cov,
+            costs=costs.costs,
+            memory=memory.doc,
+            memory_failure=memory.failure,
+        )
     except BaseException:
         if writer is not None:
             writer.abort()
@@ -260,6 +290,8 @@ class Capture:
         self._writer = BundleWriter(bundle, (model_path,))
         self._origins = OriginTable()
         self._session = CaptureSession(self.model, self._writer, self._origins)
+        self._memory = MemoryRecorder(self.model, self._costs.arrays)
+        self._memory.listen(self._session)
         self._ctx = None
         self._executable = None
         self.module = None
@@ -384,6 +416,7 @@ class Capture:
             if self._executable is not None:
                 _add_generated_code(self._session, self._executable, target)
             self.costs = self._costs.finish(self._session, self._executable, target)
+            _finish_memory(self._memory, self._session, self._costs, target)
             options = {"spans": True, "exact_origins": False, "schedule_records": True}
             self.bundle = self._writer.commit(
                 _manifest(self.model, self.target or "unknown", options), _layer_table(self.model), self._origins

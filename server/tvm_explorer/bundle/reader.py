@@ -29,6 +29,7 @@ from tvm_explorer.errors import BundleError
 if TYPE_CHECKING:  # the sections are read (and their modules imported) on demand
     from tvm_explorer.bundle.sections.bisect import BisectDocument
     from tvm_explorer.bundle.sections.costs import CostsDocument
+    from tvm_explorer.bundle.sections.memory import MemoryDocument
     from tvm_explorer.bundle.sections.numerics import NumericsDocument
 
 _Section = TypeVar("_Section")
@@ -616,6 +617,25 @@ class Bundle:
 
             self._costs = read_costs(self)
         return self._costs
+
+    def memory(self) -> MemoryDocument | None:
+        """The validated ``memory.json`` (read once, on the first call: never at load), or
+        None if the bundle has none. Raises BundleError naming the file if it is damaged
+        (again on every call)."""
+        with self._lock:
+            if not hasattr(self, "_memory"):
+                from tvm_explorer.bundle.sections.memory import read_memory
+
+                try:
+                    self._memory: MemoryDocument | BundleError | None = read_memory(self)
+                except BundleTooLarge:
+                    raise
+                except BundleError as err:
+                    self._memory = err
+            got = self._memory
+        if isinstance(got, BundleError):
+            raise got
+        return got
 
     def document(self, path: str) -> Document | None:
         """The document at bundle-relative ``path``, or None."""

@@ -210,7 +210,10 @@ def _compile_in_this_process(args) -> int:
     from tvm_explorer.frontends import frontend_of
 
     unit = frontend_of(model).unit
-    for line in [*report(result.costs, unit), *(numerics.report() if numerics else ())]:
+    from tvm_explorer.cli.memory import report as memory_report
+
+    memory = memory_report(result.memory, result.memory_failure, bundle)
+    for line in [*report(result.costs, unit), *memory, *(numerics.report() if numerics else ())]:
         print(line)
     print("Open it in an editor with the TVM Explorer language server (VS Code: docs/vscode.md):")
     print(f"  code {bundle}")

@@ -15,6 +15,7 @@ SUBCOMMANDS = (
     "extract",
     "compare",
     "costs",
+    "memory",
     "profile",
     "numerics",
     "overlays",

@@ -38,6 +38,7 @@ class Measured:
     plain_wall_ms: list[float]
     clock: str = "process_cpu"  # or "device_timer" (CUDA events on CUDA)
     c_fixes: list[str] | None = None  # the ``#define`` lines TVM's C was compiled with (capture/c_source.py)
+    allocations: dict | None = None  # what two cold runs allocated (runtime/allocations.py; CPU only)
 
 
 class ProfileFailed(Exception):
@@ -70,8 +71,8 @@ def write_outcome(result_path, measure) -> None:
 
 
 def _load(executable, target: str, workdir: str):
-    """Two VMs on the same module (one to instrument, one for the plain runs), and the C
-    fixes the module was compiled with."""
+    """The loaded module, two VMs on it (one to instrument, one for the plain runs), and the
+    C fixes the module was compiled with."""
     import tvm
     from tvm import relax
 
@@ -86,7 +87,7 @@ def _load(executable, target: str, workdir: str):
         except Exception as err:  # noqa: BLE001 - the system compiler's verdict
             raise ProfileFailed(f"the system C compiler rejected the generated C: {first_line(err)}") from None
         module = tvm.runtime.load_module(lib)
-    return relax.VirtualMachine(module, tvm.cpu()), relax.VirtualMachine(module, tvm.cpu()), fixes
+    return module, relax.VirtualMachine(module, tvm.cpu()), relax.VirtualMachine(module, tvm.cpu()), fixes
 
 
 class ProcessClock:
@@ -206,8 +207,13 @@ def _run(vm, plain_vm, args, repeat: int, clock) -> dict:
 def _measure(executable, target: str, arrays, repeat: int, workdir: str) -> dict:
     import tvm
 
-    vm, plain_vm, fixes = _load(executable, target, workdir)
-    return _run(vm, plain_vm, [tvm.runtime.tensor(a) for a in arrays], repeat, ProcessClock()) | {"c_fixes": fixes}
+    from tvm_explorer.runtime.allocations import measure_allocations
+
+    module, vm, plain_vm, fixes = _load(executable, target, workdir)
+    # First, before the timed runs: the memory of two cold runs.
+    allocations = measure_allocations(module, arrays)
+    timed = _run(vm, plain_vm, [tvm.runtime.tensor(a) for a in arrays], repeat, ProcessClock())
+    return timed | {"c_fixes": fixes, "allocations": allocations}
 
 
 def measure_loaded(lib, device: str, arrays, repeat: int) -> dict:
@@ -219,9 +225,16 @@ def measure_loaded(lib, device: str, arrays, repeat: int) -> dict:
     dev = tvm.device(device)
     if not dev.exist:
         raise ProfileFailed(f"no {device} device is visible to the profiling process")
+    allocations = None
+    if device == "cpu":
+        from tvm_explorer.runtime.allocations import measure_allocations
+
+        allocations = measure_allocations(lib, arrays)  # first, before the timed runs
     vm, plain_vm = relax.VirtualMachine(lib, dev), relax.VirtualMachine(lib, dev)
     clock = DeviceTimer(lib, dev, plain_vm)
-    return _run(vm, plain_vm, [tvm.runtime.tensor(a, dev) for a in arrays], repeat, clock)
+    return _run(vm, plain_vm, [tvm.runtime.tensor(a, dev) for a in arrays], repeat, clock) | {
+        "allocations": allocations
+    }
 
 
 def measure(executable, target: str, arrays, repeat: int, timeout: float = TIMEOUT) -> Measured:
@@ -346,4 +359,5 @@ def _read_result(result_path: str) -> Measured:
         got["plain_wall_ms"],
         got.get("clock", "process_cpu"),
         got.get("c_fixes"),
+        got.get("allocations"),
     )

@@ -29,6 +29,9 @@ class CostRecorder:
         self.cuda_plan = None
         self.cuda_reason: str | None = None
         self.final_relax = None
+        # What the profiled run allocated (runtime/allocations.py), or why it was not measured.
+        self.allocations: dict | None = None
+        self.allocations_why_not: str | None = None
         if profile is not None:
             from tvm_explorer.errors import ExplorerError
 
@@ -119,6 +122,18 @@ class CostRecorder:
         }
         return [Measured(**result) for _, result in got]
 
+    def _note_allocations(self, target: str, status, measured) -> None:
+        if self.profile is None:
+            return
+        if isinstance(measured, list):
+            self.allocations_why_not = "the memory of runs on remote devices is not measured"
+        elif measured is not None and measured.allocations is not None:
+            self.allocations = measured.allocations
+        elif target == "cuda":
+            self.allocations_why_not = "the memory of a run is measured on the CPU targets (llvm, c) only"
+        else:
+            self.allocations_why_not = status.reason or "the run was not measured"
+
     def finish(self, session, executable, target: str) -> dict:
         """Compute the costs of the finished compile and add ``costs.json`` to the bundle."""
         writer = session.writer
@@ -149,6 +164,7 @@ class CostRecorder:
             {"id": lay.id, "subgraph": lay.subgraph, "op_index": lay.op_index, "opcode": lay.opcode, "name": lay.name}
             for lay in self.model.layers
         ]
+        self._note_allocations(target, status, measured)
         if isinstance(measured, list):
             try:
                 self.costs = assemble.build_on_devices(

@@ -32,6 +32,10 @@ class ReferenceEngine:
     check_same_graph: Callable[[Any, str], None]
     """``check_same_graph(model, reference_path)`` raises ExplorerError naming the first
     tensor the reference lacks or types differently."""
+    arena: Callable[[Path], dict] | None = None
+    """The engine's own memory plan of the model at a path, ``{"engine", "arena_bytes",
+    "method"}`` or ``{"error": reason}`` (``memory.json``'s reference; None: the engine
+    does not say)."""
 
 
 @dataclass(frozen=True)

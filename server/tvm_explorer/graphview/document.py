@@ -26,6 +26,7 @@ OVERLAYS = (
     ("time", "Measured time", "linear", "ms"),
     ("code", "Code size", "linear", "lines"),
     ("workspace", "Workspace", "log", "bytes"),
+    ("memory", "Live at the memory peak", "log", "bytes"),
     ("flops", "FLOPs", "log", "FLOP"),
     ("error", "Numerical error ÷ budget", "budget", "× budget"),
     ("kernels", "Kernels per layer", "linear", "kernels"),
@@ -46,6 +47,7 @@ def graph_document(view: BundleView, places: bool = True, encoding: str = "utf-1
     group_list, group_of = groups(view, structure)
     costs = cost_index(bundle)
     numerics = bundle.numerics
+    at_peak, memory_note = _live_at_peak(bundle)
     schedules = _schedules(manifest)
     docs_of = {stage: [doc.path for doc in bundle.documents if doc.stage == stage] for stage in STAGES}
     nodes = []
@@ -84,6 +86,7 @@ def graph_document(view: BundleView, places: bool = True, encoding: str = "utf-1
                 "share": cost.get("share") if cost else None,
                 "code": cost["code_lines"] + cost.get("shared_code_lines", 0) if cost else None,
                 "workspace": cost["workspace_bytes"] if cost else None,
+                "memory": at_peak.get(layer.id),
                 "flops": cost.get("flops") if cost else None,
                 "error": _error(entry),
                 "kernels": len(kernels) if cost else None,
@@ -139,7 +142,7 @@ def graph_document(view: BundleView, places: bool = True, encoding: str = "utf-1
             }
             for g in group_list
         ],
-        "overlays": _overlays(costs, numerics, costs_problem(bundle)),
+        "overlays": _overlays(costs, numerics, costs_problem(bundle), memory_note),
         "kernels": _kernels(costs, schedules),
         "costs_note": costs.status_text()
         if costs
@@ -315,9 +318,32 @@ def _kernels(costs, schedules: dict[str, str]) -> dict[str, dict[str, Any]]:
     }
 
 
-def _overlays(costs, numerics, costs_damage: str | None) -> list[dict[str, Any]]:
+def _live_at_peak(bundle) -> tuple[dict[int, int], str | None]:
+    """Bytes of each layer's tensors held at the memory peak (``memory.json``; layers with
+    none held there have no value), and why there are none (no or a damaged file)."""
+    from tvm_explorer.bundle.sections.memory import held_at
+    from tvm_explorer.errors import BundleError
+
+    try:
+        data = bundle.memory()
+    except BundleError as err:
+        return {}, str(err)
+    if data is None:
+        return {}, "no memory.json: recompile the bundle"
+    step = data["peak"]["step"]
+    if step is None:
+        return {}, "the model's function calls nothing: no memory peak"
+    out: dict[int, int] = {}
+    for t in held_at(data, step)[1]:
+        if t["layer"] is not None and t["bytes"]:
+            out[t["layer"]] = out.get(t["layer"], 0) + t["bytes"]
+    return out, None
+
+
+def _overlays(costs, numerics, costs_damage: str | None, memory_note: str | None = None) -> list[dict[str, Any]]:
     why_costs = None if costs else costs_damage or "no costs.json: recompile the bundle"
     notes = {
+        "memory": memory_note,
         "time": why_costs
         or (None if costs.measured else f"not measured: compile with --profile ({costs.status_text()})"),
         "code": why_costs,

@@ -8,6 +8,7 @@ from tvm_explorer.inert import markdown as md
 from tvm_explorer.navigation.costs import hover_lines as cost_lines
 from tvm_explorer.navigation.costs import kernel_of
 from tvm_explorer.navigation.layer_hover import container_line, layer_lines, shared_kernel_lines
+from tvm_explorer.navigation.memory import hover_lines as memory_lines
 from tvm_explorer.navigation.numerics import bisect_lines, numerics_lines
 from tvm_explorer.navigation.places import lens_summary
 from tvm_explorer.navigation.provenance import layers_at
@@ -39,6 +40,8 @@ def hover(view: BundleView, path: str, offset: int, keep: Keep = keep_all) -> tu
             lines.append("\n" + "\n\n".join(shared))
     lines.extend(numerics_lines(view, origins[:MAX_LAYERS], doc.stage == "model"))
     lines.extend(cost_lines(view.bundle, [o.layer.id for o in origins], kernel_of(ranges)))
+    if doc.stage == "relax":
+        lines.extend(memory_lines(view.bundle, path, ranges))
     lines.extend(bisect_lines(view, path, origins[:MAX_LAYERS]))
     lines.append("\n---\n" + stage_line(view, doc))
     step = _schedule_step(view, ranges)

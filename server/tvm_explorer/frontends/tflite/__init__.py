@@ -69,6 +69,12 @@ def _check_same_graph(model, reference_path):
     return check_same_graph(model, reference_path)
 
 
+def _arena(path):
+    from tvm_explorer.frontends.tflite.arena import arena_of
+
+    return arena_of(path)
+
+
 def _subgraph_writer():
     from tvm_explorer.frontends.tflite.subgraph import WRITER
 
@@ -86,7 +92,11 @@ FRONTEND = Frontend(
     input_dims=_input_dims,
     pin_inputs=_pin,
     reference=ReferenceEngine(
-        describe=_describe, run=_run, quantization_of=_quantization, check_same_graph=_check_same_graph
+        describe=_describe,
+        run=_run,
+        quantization_of=_quantization,
+        check_same_graph=_check_same_graph,
+        arena=_arena,
     ),
     subgraph_writer=_subgraph_writer(),
     explorer_adapter="Model Explorer's built-in TFLite adapter (flatbuffer)",

@@ -1,0 +1,106 @@
+"""Small models whose memory is computed by hand in the tests (built here, never downloaded).
+
+Tensors are float32 of ``ROWS`` rows: a [ROWS, 64] tensor is exactly 1 MiB, large enough that
+malloc's own bytes are far below the tolerance a measured run is held to.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+ROWS = 4096
+MiB = 2**20
+
+
+def _weights(rng, rows: int, cols: int) -> np.ndarray:
+    return (rng.standard_normal((rows, cols)) * 0.05).astype(np.float32)
+
+
+def onnx_chain(path: Path) -> Path:
+    """x[4096, 64] → MatMul → a → MatMul → b → MatMul → c → MatMul → y, every tensor 1 MiB.
+
+    Four kernels, no epilogue (no scratch). ``a`` dies after the second MatMul, so the plan
+    puts ``c`` in ``a``'s storage (reuse); ``y`` is the result (a storage of its own).
+    Held per step: 1, 2, 2, 2 MiB; the peak is 2 MiB at step 1.
+    """
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+
+    rng = np.random.default_rng(0)
+    inits = [numpy_helper.from_array(_weights(rng, 64, 64), f"w{i}") for i in range(4)]
+    nodes = [
+        helper.make_node("MatMul", ["x", "w0"], ["a"], name="mm_a"),
+        helper.make_node("MatMul", ["a", "w1"], ["b"], name="mm_b"),
+        helper.make_node("MatMul", ["b", "w2"], ["c"], name="mm_c"),
+        helper.make_node("MatMul", ["c", "w3"], ["y"], name="mm_y"),
+    ]
+    graph = helper.make_graph(
+        nodes, "chain",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [ROWS, 64])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [ROWS, 64])],
+        inits,
+    )
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), path)
+    return path
+
+
+def onnx_dynamic(path: Path) -> Path:
+    """x[N, 16] → MatMul → a → Relu → b → MatMul (+ a, a residual) → y: every tensor
+    [N, 16] float32 (64·N bytes), N symbolic.
+
+    Three kernels: ``a`` is held from step 0 to step 2, ``b`` from step 1 to step 2, ``y`` is
+    the result; the last kernel keeps its product before the add as scratch (64·N bytes).
+    """
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+
+    rng = np.random.default_rng(1)
+    w = [numpy_helper.from_array(_weights(rng, 16, 16), f"w{i}") for i in range(2)]
+    nodes = [
+        helper.make_node("MatMul", ["x", "w0"], ["a"], name="mm1"),
+        helper.make_node("Relu", ["a"], ["b"], name="relu1"),
+        helper.make_node("MatMul", ["b", "w1"], ["c"], name="mm2"),
+        helper.make_node("Add", ["c", "a"], ["y"], name="add"),
+    ]
+    graph = helper.make_graph(
+        nodes, "dyn",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 16])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["N", 16])],
+        w,
+    )
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), path)
+    return path
+
+
+def torch_residual(path: Path) -> Path:
+    """A residual branch that keeps a tensor alive (PyTorch, exported with torch.export):
+
+        a = x @ w0          [4096, 64]   1 MiB   step 0
+        b = a @ w1          [4096, 256]  4 MiB   step 1
+        c = b @ w2          [4096, 64]   1 MiB   step 2
+        y = c @ w3 + a      [4096, 64]   1 MiB   step 3 (the add fuses into the matmul)
+
+    ``a`` is read again only by the last step: it is held, idle, through the peak.
+    Held in storages per step: a=1; a+b=5; a+b+c=6; a+c+y=3 MiB (plus the fused kernel's
+    scratch: its 1 MiB product before the add). The peak is 6 MiB at step 2.
+    """
+    import torch
+
+    class Residual(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            g = torch.Generator().manual_seed(0)
+            for i, (r, c) in enumerate([(64, 64), (64, 256), (256, 64), (64, 64)]):
+                self.register_buffer(f"w{i}", torch.randn(r, c, generator=g) * 0.05)
+
+        def forward(self, x):
+            a = x @ self.w0
+            b = a @ self.w1
+            c = b @ self.w2
+            return c @ self.w3 + a
+
+    program = torch.export.export(Residual(), (torch.randn(ROWS, 64),))
+    torch.export.save(program, str(path))
+    return path

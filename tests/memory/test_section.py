@@ -1,0 +1,83 @@
+"""``memory.json`` as every reader takes it: hostile values in each field (no traceback: one
+message naming the field, or an answer), references between entries checked, and the file
+read lazily (a bundle loads and serves without touching it)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+
+import pytest
+from tests.lsp.hostile import HOSTILE_VALUES, mutated, section_fields
+
+from tvm_explorer.bundle.reader import Bundle
+from tvm_explorer.bundle.sections.memory import MEMORY_FILE, MemoryError_, validate
+from tvm_explorer.errors import BundleError
+from tvm_explorer.memory.table import as_json, render
+
+
+@pytest.fixture(scope="module")
+def real(chain_bundle) -> dict:
+    return json.loads((chain_bundle / MEMORY_FILE).read_text())
+
+
+def _label(lid: int) -> str:
+    return f"layer {lid}"
+
+
+def test_every_field_with_every_hostile_value_is_refused_by_name_or_answered(real):
+    layers = 4
+    validate(real, layers)
+    fields = section_fields(MEMORY_FILE, real)
+    assert len(fields) > 60
+    refused = 0
+    for path in fields:
+        for what, value in HOSTILE_VALUES.items():
+            data = mutated(real, path, value)
+            try:
+                validate(data, layers)
+            except MemoryError_ as err:
+                refused += 1
+                key = [k for k in path if isinstance(k, str)][-1]
+                assert key in str(err) or key.replace("_", " ") in str(err), (path, what, err)
+                continue
+            # accepted: every reader answers from it
+            for step in (None, 0):
+                assert render(data, _label, step)
+                json.dumps(as_json(data, _label, step))
+    assert refused > len(fields) * 3
+
+
+@pytest.mark.parametrize(
+    "path, value, field",
+    [
+        (("tensors", 0, "storage"), 99, "'storage'"),
+        (("tensors", 0, "layer"), 4, "'layer'"),
+        (("storages", 0, "tensors"), [0, 99], "'tensors'"),
+        (("storages", 1, "first_step"), 3, "'first_step'"),  # after its last_step (2)
+        (("steps", 1, "index"), 5, "'index'"),
+        (("peak", "step"), 4, "'step'"),
+        (("measured", "steps"), [1, 2], "'steps'"),
+        (("tensors", 0, "shape"), [1.5], "'shape'"),
+        (("schema_version",), 2, "schema version"),
+    ],
+)
+def test_references_between_entries_are_checked(real, path, value, field):
+    with pytest.raises(MemoryError_, match=field):
+        validate(mutated(real, path, value), 4)
+
+
+def test_the_bundle_loads_without_reading_it_and_a_damaged_one_is_named(chain_bundle, tmp_path):
+    copy = tmp_path / "damaged.bundle"
+    shutil.copytree(chain_bundle, copy)
+    text = (copy / MEMORY_FILE).read_text()
+    (copy / MEMORY_FILE).write_text(text.replace('"live_bytes": 1048576', '"live_bytes": NaN', 1))
+    bundle = Bundle(copy)
+    assert bundle.preload() == [] and MEMORY_FILE not in bundle.section_problems
+    assert not hasattr(bundle, "_memory")  # nothing read at load
+    with pytest.raises(BundleError, match=r"memory\.json: step entry 0: 'live_bytes'"):
+        bundle.memory()
+    with pytest.raises(BundleError):  # and again, not a half-read answer
+        bundle.memory()
+    (copy / MEMORY_FILE).unlink()
+    assert Bundle(copy).memory() is None
