@@ -125,6 +125,8 @@ def layer_code(view: BundleView, path: str, group: frozenset[int], embedded_only
             reach = rng.end
         else:
             headers.append(rng)
+    if not whole:
+        return empty_code(path, stage)  # only inside functions holding it: nothing of its own here
     bundle = view.bundle
     pieces = bundle.whole_lines(path, [(r.start, r.end) for r in whole] + [(r.start, r.start + 1) for r in headers])
     # A function's range starts at its decorator: its header is the decorator and the def line.

@@ -134,8 +134,8 @@ def _compute(view: BundleView, group: frozenset[int]) -> History:
     for before_doc, embedded, after_doc in transitions(view):
         after = code(after_doc, False)
         before = code(before_doc, embedded)
-        if (before.empty and after.empty) or (after_doc.stage == "code" and after.empty):
-            continue  # nothing of it here (a generated file it did not reach: host.ll, device.cu)
+        if after.empty and (before.empty or after_doc.stage == "code" or before_doc.stage == "model"):
+            continue  # nothing of it here (a generated file it did not reach, an op the import dropped)
         if after_doc.stage != "code" and after.same_as(before):
             continue
         index, name = producing_pass(view, after_doc)

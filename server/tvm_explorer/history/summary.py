@@ -173,7 +173,11 @@ def _fusion(before: LayerCode, after: LayerCode, group: frozenset[int], layers: 
             words = [layer_word(layers[i]) for i in sorted(group) if 0 <= i < len(layers)]
             phrases.append(f"{and_list(words)} fused into {fn.name}")
         else:
-            phrases.append(f"put into a function of its own, {fn.name}")
+            own = [u for u in after.of_kind("binding") if u.whole and u.function == fn.name]
+            if len(own) > 1:
+                phrases.append(f"its {len(own)} bindings fused into {fn.name} (no other layer)")
+            else:
+                phrases.append(f"put into a function of its own, {fn.name}")
     return "; ".join(phrases)
 
 
