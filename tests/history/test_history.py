@@ -15,6 +15,7 @@ from tvm_explorer.history.code import normalized
 from tvm_explorer.history.steps import layer_history, transitions
 from tvm_explorer.navigation.view import BundleView
 
+
 @pytest.fixture(scope="module")
 def gt(bundles, gt_model) -> BundleView:
     return BundleView(Bundle(bundles.get(gt_model, "c")))
