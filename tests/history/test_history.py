@@ -128,3 +128,23 @@ def test_cli_history_text_json_and_errors(bundles, gt_model):
     assert bad.returncode == 2 and "no op 99 in subgraph 0" in bad.stderr and "Traceback" not in bad.stderr
     vague = run_cli("history", bundle, "output")
     assert vague.returncode == 2 and "names 5 layers" in vague.stderr
+
+
+def test_the_graph_document_carries_the_pass_slider_states(gt):
+    from tvm_explorer.graphview.document import graph_document
+
+    passes = graph_document(gt, places=False)["pipeline"]["passes"]
+    by = {p["name"]: p for p in passes}
+    assert [p["document"] for p in passes] == [d.path for d in gt.bundle.documents if d.stage != "model"]
+    assert by["LegalizeOps"]["lowered"] == ["0", "1", "2", "3", "4"]
+    assert all(not p["lowered"] for p in passes if p["name"] != "LegalizeOps")
+    # FuseOps puts conv, add and relu in one box (the dense layer's function holds it alone);
+    # no later pass changes the boxes.
+    assert by["FuseOps"]["fused"] == [["0", "1", "2"]]
+    assert [p["name"] for p in passes if p["fused"] is not None] == ["FuseOps"]
+    assert set(by["FuseOps"]["touched"]) >= {"0", "1", "2"}
+    # FoldConstant folds the dense layer's weight transpose only; ToNonDataflow only re-indents.
+    assert by["FoldConstant"]["touched"] == ["4"] and by["ToNonDataflow"]["touched"] == []
+    # A pass the layer's history lists touched it.
+    for step in layer_history(gt, [3]).steps:
+        assert "3" in next(p for p in passes if p["index"] == step.pass_index)["touched"], step.pass_name
