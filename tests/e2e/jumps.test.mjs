@@ -2,11 +2,14 @@
  * Stepping through the pipeline in a real VS Code, on a bundle compiled from
  * tests/models/small_cnn_fp32.tflite at test start: the same code one pass back or forward
  * (alt+[ / alt+]), one stage back (alt+\) from the generated C to the model, all in ONE
- * preview editor; the Layer Places view with its filter and the places code lens; and pass diffs that show promptly
+ * preview editor; the Layer Places view with its filter and the places code lens; Layer History from
+ * its code lens, a step's diff of only the layer's lines; and pass diffs that show promptly
  * when stepped, hold the functions a pass changed aligned by name, and land on the first change. Screenshots in test-artifacts/vscode/jumps-*.png.
  */
 import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
 import { test } from 'node:test';
+import { PYTHON, REPO } from './lib/paths.mjs';
 import { bundleSuite, ctrlClickToModel, hoverNamingLayer, openAt as openIn } from './lib/suite.mjs';
 import { diffSides } from './lib/passDiffSides.mjs';
 import { activeTabTitle, cursorPosition, passDiffStatus, poll, runCommand, screenshot } from './lib/workbench.mjs';
@@ -267,6 +270,97 @@ test('the places code lens on a model layer opens Layer Places on that layer, gr
   assert.ok(code > 0 && Number(/(\d+) functions?/.exec(generated)?.[1]) === code, `lens "${lensText}" vs view row "${generated}"`);
   assert.ok(((await pane.textContent()) ?? '').includes(lensText), `the view's message does not say "${lensText}"`);
   console.log(`lens "${lensText}"; view: ${rows.join(' | ')}`);
+});
+
+/** The Layer History pane. */
+const historyPane = (page) => page.locator('.pane', { has: page.locator('.pane-header', { hasText: 'Layer History' }) });
+
+/** The lines a history diff side shows: the file's lines of each range, "…" between two. */
+function historySide(bundle, side) {
+  const lines = bundle.codePoints(side.path).join('').split('\n');
+  const out = [];
+  side.lines.forEach(([first, last], i) => {
+    if (i) out.push('…');
+    out.push(...lines.slice(first - 1, last));
+  });
+  return out;
+}
+
+/** The rendered lines of one side of the active diff editor (`original` or `modified`), top down. */
+async function renderedSide(page, side) {
+  return page.evaluate((side) => {
+    const d = document.querySelector('.editor-instance .monaco-diff-editor');
+    return [...(d?.querySelectorAll(`.editor.${side} .view-lines .view-line`) ?? [])]
+      .map((el) => ({ top: parseFloat(el.style.top), text: el.textContent.replace(/\u00a0/g, ' ').trimEnd() }))
+      .sort((a, b) => a.top - b.top)
+      .map((l) => l.text);
+  }, side);
+}
+
+test('the Pass history lens opens Layer History; a step opens the diff of only the layer\u2019s lines, at its change', async () => {
+  const { session, bundle } = suite;
+  const { page } = session;
+  await runCommand(page, 'View: Close All Editors');
+  const cPath = bundle.documents('code').find((p) => p.endsWith('.c'));
+  const layer = bundle.statementOf(cPath, 'CONV_2D').layers[0];
+  const entry = bundle.layerEntry(layer.id);
+  // What the server answers, as the CLI prints it (same code): the steps the view must list.
+  const expected = JSON.parse(execFileSync(PYTHON, ['-m', 'tvm_explorer', 'history', bundle.root, String(layer.op_index), '--json'],
+    { cwd: REPO, encoding: 'utf8', timeout: 120000 }));
+  await openAt(entry.path, entry.line, entry.character);
+  const lens = await poll(async () => {
+    const number = page.locator('.editor-instance .margin-view-overlays .line-numbers', { hasText: new RegExp(`^${entry.line + 1}$`) }).first();
+    const lineBox = await number.boundingBox().catch(() => null);
+    if (!lineBox) return undefined;
+    let best;
+    for (const a of await page.locator('.editor-instance .codelens-decoration a', { hasText: 'Pass history' }).all()) {
+      const box = await a.boundingBox();
+      if (box && box.y + box.height <= lineBox.y + 2 && (!best || box.y > best.box.y)) best = { a, box };
+    }
+    return best && lineBox.y - (best.box.y + best.box.height) < 30 ? best.a : undefined;
+  }, { timeoutMs: 60000, intervalMs: 300 });
+  assert.ok(lens, `no "Pass history" lens above line ${entry.line + 1} of the model document`);
+  await lens.click();
+  const pane = historyPane(page);
+  const rows = async () => (await pane.locator('.monaco-list-row').allTextContents()).map((t) => t.replace(/\u00a0/g, ' ').trim());
+  const listed = await poll(async () => {
+    const text = (await pane.textContent()) ?? '';
+    return new RegExp(`${layer.opcode} op ${layer.op_index}\\b`).test(text) && (await rows()).length > 3 ? true : undefined;
+  }, { timeoutMs: 60000, intervalMs: 300 });
+  await screenshot(page, 'jumps-13-layer-history');
+  assert.ok(listed, `Layer History does not show ${layer.opcode} op ${layer.op_index}`);
+  const message = (await pane.textContent()) ?? '';
+  assert.ok(message.includes(`${expected.steps.length} of ${expected.passes} passes changed its code`), `view message: ${message}`);
+  // The rows are the passes that changed its code, in pipeline order, each with its summary
+  // (the view scrolls: the rows on screen are the first ones).
+  const shown = await rows();
+  console.log(`layer history rows: ${shown.join(' | ')}`);
+  shown.forEach((row, i) => {
+    const step = expected.steps[i];
+    assert.ok(row.startsWith(step.pass.name) && row.includes(step.summary.slice(0, 40)), `row ${i} "${row}" is not ${step.pass.name}: ${step.summary}`);
+  });
+  const fuse = expected.steps.findIndex((s) => s.pass.name === 'FuseTIR');
+  assert.ok(fuse > 0 && /PrimFuncs → 1 \(fused_conv2d\w*\)/.test(expected.steps[fuse].summary), expected.steps[fuse]?.summary);
+  assert.ok(expected.steps.some((s) => s.pass.name === 'FuseOps' && /fused_conv2d\w*/.test(s.summary)));
+  // A step opens the split diff of only the layer's lines, landing on the first change.
+  const step = expected.steps[fuse];
+  const left = historySide(bundle, step.before);
+  const right = historySide(bundle, step.after);
+  await pane.locator('.monaco-list-row', { hasText: 'FuseTIR' }).first().click();
+  const matches = (rendered, want) => rendered.length > 0 && want.some((_, k) => rendered.every((t, i) => want[k + i]?.trimEnd() === t));
+  const opened = await poll(async () => (matches(await renderedSide(page, 'original'), left) && matches(await renderedSide(page, 'modified'), right)) || undefined,
+    { timeoutMs: 30000, intervalMs: 200 });
+  await screenshot(page, 'jumps-14-layer-history-diff');
+  assert.ok(opened, `the diff does not show the layer's lines: ${JSON.stringify(await renderedSide(page, 'modified'))}`);
+  const title = await activeTabTitle(page);
+  assert.ok(title.includes('FuseTIR'), `tab title: ${title}`);
+  // Only this layer's lines: far fewer than the documents, none of the pooling layers' code.
+  const whole = bundle.codePoints(step.after.path).join('').split('\n').length;
+  assert.ok(right.length < whole / 4, `the after side holds ${right.length} of ${whole} lines`);
+  assert.ok(!right.some((l) => /max_pool/.test(l)), 'the after side shows another layer\u2019s code');
+  const first = left.findIndex((l, i) => l !== right[i]);
+  const landed = await poll(async () => ((await cursorPosition(page))?.line === first + 1 ? true : undefined), { timeoutMs: 5000, intervalMs: 100 });
+  assert.ok(landed, `the diff opened at ${JSON.stringify(await cursorPosition(page))}, not at its first change (line ${first + 1})`);
 });
 
 test('Go to Symbol in Workspace (Ctrl+T) finds a layer by its TF name and opens its model entry', async () => {

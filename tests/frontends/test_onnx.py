@@ -108,6 +108,24 @@ def test_squeezenet_concat_kernels_are_the_concat_layers(bundles):
             assert [(o["opcode"], o["is_output"]) for o in got] == [("Concat", True)], (doc, line, got)
 
 
+def test_squeezenet_conv_history_names_its_fusion_and_kernel(bundles):
+    """Layer history (issue 41) of an ONNX node: the first Conv, fused with the Relu after it."""
+    from tvm_explorer.bundle.reader import Bundle
+    from tvm_explorer.history.steps import layer_history
+    from tvm_explorer.navigation.view import BundleView
+
+    bundle = Bundle(bundles.get(SQUEEZENET, "c"))
+    conv = next(lay for lay in bundle.layers if lay.name == "n0")
+    relu = next(lay for lay in bundle.layers if lay.name == "n1")
+    steps = {s.pass_name: s for s in layer_history(BundleView(bundle), [conv.id]).steps}
+    assert steps["import"].summary == "3 bindings: R.nn.conv2d, R.reshape, R.add"
+    assert steps["FuseOps"].summary == f"fused with op {relu.op_index} (Relu) into fused_conv2d_add_relu"
+    assert steps["FuseTIR"].summary == "3 PrimFuncs → 1 (fused_conv2d_add_relu)"
+    assert steps["codegen (c)"].summary.startswith("C: 1 function fused_conv2d_add_relu (")
+    # the import's diff: the node's entry in the model document → its Relax bindings
+    assert steps["import"].before.text.lstrip().startswith(f"node {conv.op_index} Conv n0")
+
+
 @pytest.mark.parametrize("path", [SILERO, SQUEEZENET], ids=["silero", "squeezenet"])
 def test_import_is_structurally_the_stock_import(path):
     model = load_any(path)

@@ -159,3 +159,22 @@ def test_plain_origins_say_what_json_says(programs, bundles):
     assert found["module_class"] == "Conv2d"
     assert (f"op {found['op_index']} aten.convolution.default {module} (Conv2d) — "
             f"{found['source']['file']}:{found['source']['line']} (") in text, text
+
+
+def test_resnet_history_follows_a_conv_into_its_shared_kernel(programs, bundles):
+    """Layer history (issue 41) of a PyTorch node: block1's first conv, fused with its ReLU into
+    a function that block2's identical conv + ReLU share."""
+    from tvm_explorer.history.steps import layer_history
+    from tvm_explorer.navigation.view import BundleView
+
+    bundle = Bundle(bundles.get(programs["resnet"], "c"))
+    by_name = {lay.name: lay for lay in bundle.layers}
+    conv = by_name["block1.conv1/convolution_1"]
+    others = sorted(by_name[n].op_index for n in ("block1.act/relu", "block2.conv1/convolution_3", "block2.act/relu_1"))
+    steps = {s.pass_name: s for s in layer_history(BundleView(bundle), [conv.id]).steps}
+    assert steps["import"].summary == "3 bindings: R.nn.conv2d, R.reshape, R.add"
+    assert steps["FuseOps"].summary == (
+        f"fused with op {others[0]} (aten.relu.default), op {others[1]} (aten.convolution.default) and "
+        f"op {others[2]} (aten.relu.default) into fused_conv2d1_add_relu")
+    assert steps["FuseTIR"].summary == "3 PrimFuncs → 1 (fused_conv2d1_add_relu)"
+    assert steps["codegen (c)"].summary.startswith("C: 1 function fused_conv2d1_add_relu (")

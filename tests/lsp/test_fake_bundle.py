@@ -224,10 +224,12 @@ async def test_document_symbols_nest(client, bundle):
 async def test_code_lens_counts_places_per_layer(client, bundle):
     lenses = await client.text_document_code_lens_async(
         types.CodeLensParams(doc(bundle, "model.tflgraph")))
+    # per layer: its places, then its history through the passes (at the same position)
     assert [lens.command.title for lens in lenses] == [
-        "1 function in generated code · 2 in IR", "1 function in generated code · 2 in IR",
-        "1 function in generated code · 2 in IR"]
+        "1 function in generated code · 2 in IR", "Pass history"] * 3
     assert lenses[0].command.command == "tvmExplorer.showReferences"
+    assert lenses[1].command.command == "tvmExplorer.showLayerHistory"
+    assert lenses[1].command.arguments == lenses[0].command.arguments
     assert not await client.text_document_code_lens_async(
         types.CodeLensParams(doc(bundle, "code/module.c")))
 

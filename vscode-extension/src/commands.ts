@@ -7,6 +7,7 @@ import { setShowUnchangedPasses } from './config';
 import type { CommandFactory } from './ctx';
 import { revealLayer } from './hotLayers';
 import { jump } from './jumps';
+import { showLayerHistory } from './layerHistory';
 import { showLayerPlaces } from './layerPlaces';
 import * as ext from './lsp_ext';
 import { openNumericsLayer } from './numericsView';
@@ -41,6 +42,8 @@ export const COMMANDS: Readonly<Record<string, CommandFactory>> = Object.freeze(
   'tvmExplorer.showLayerPlaces': showLayerPlaces,
   'tvmExplorer.showReferences': showLayerPlaces,
   'tvmExplorer.filterLayerPlaces': (ctx) => () => ctx.layerPlaces.chooseFilter(),
+  'tvmExplorer.showLayerHistory': showLayerHistory,
+  'tvmExplorer.openHistoryStep': (ctx) => (index: number) => ctx.layerHistory.openStep(index),
   'tvmExplorer.openPlace': (ctx) => (uri: string, range: Parameters<typeof ctx.layerPlaces.openPlace>[1]) =>
     ctx.layerPlaces.openPlace(uri, range),
   'tvmExplorer.showModelGraph': (ctx) => (target?: vscode.Uri | string) => ctx.graph.show(target),

@@ -10,6 +10,7 @@ import { Comparisons } from './compareView';
 import { GraphView } from './graphView';
 import { HotLayersProvider } from './hotLayers';
 import { LargeFiles } from './largeFiles';
+import { LayerHistoryProvider } from './layerHistory';
 import { LayerPlacesProvider, PlaceNode } from './layerPlaces';
 import { PassDiffs } from './passDiff';
 import { PassDiffSides } from './passDiffSides';
@@ -36,6 +37,7 @@ export class Ctx {
   readonly diffs: PassDiffs;
   readonly hotLayers: HotLayersProvider;
   readonly layerPlaces: LayerPlacesProvider;
+  readonly layerHistory: LayerHistoryProvider;
   readonly comparisons: Comparisons;
   readonly graph: GraphView;
   readonly stages: StageSync;
@@ -59,6 +61,8 @@ export class Ctx {
       treeDataProvider: this.layerPlaces,
       showCollapseAll: true,
     });
+    this.layerHistory = new LayerHistoryProvider(this.server, this.sides);
+    this.layerHistory.view = vscode.window.createTreeView('tvmExplorer.layerHistory', { treeDataProvider: this.layerHistory });
     this.comparisons = new Comparisons(this.server, this.registry);
     this.graph = new GraphView(this);
     this.stages = new StageSync(this.server, this.registry, this.largeFiles, this.sides);
@@ -75,6 +79,8 @@ export class Ctx {
       this.hotLayers.view,
       this.layerPlaces,
       this.layerPlaces.view,
+      this.layerHistory,
+      this.layerHistory.view,
       this.comparisons,
       this.graph,
       this.stages,

@@ -378,3 +378,45 @@ export interface StageRangesResult {
 export const stageRanges = new lc.RequestType<lc.TextDocumentPositionParams, StageRangesResult | null, void>(
   'tvmExplorer/stageRanges',
 );
+
+/** One side of a history step: a document and the whole lines of the layer's code in it, in
+ * order (a side shows a gap line between two ranges that are not next to each other). */
+export interface HistorySide {
+  uri: string;
+  ranges: lc.Range[];
+}
+/** One pass that changed the layer's code. `marks`: `size`, `cost`, `numerics` when this is
+ * the pass where that changed most. */
+export interface HistoryStep {
+  pass: { index: number; name: string } | null;
+  stage: 'relax' | 'tir' | 'code';
+  summary: string;
+  changes: ('created' | 'rewritten' | 'fused' | 'split' | 'moved' | 'deleted')[];
+  lines: { before: number; after: number; added: number; removed: number };
+  before: HistorySide;
+  after: HistorySide;
+  marks: ('size' | 'cost' | 'numerics')[];
+}
+export interface HistoryMark {
+  kind: 'size' | 'cost' | 'numerics';
+  text: string;
+  pass: { index: number; name: string } | null;
+  /** Its step in `steps`; null when that pass did not change the layer's code. */
+  step: number | null;
+}
+export interface LayerHistoryResult {
+  layers: StageLayer[];
+  steps: HistoryStep[];
+  /** Passes in the pipeline, and how many of them left the layer alone. */
+  passes: number;
+  hidden: number;
+  marks: HistoryMark[];
+  labels: string[];
+  /** The bundle's directory URI. */
+  bundle: string;
+}
+/** Every pass that changed the code of the layer(s) at a position (docs/navigation.md,
+ * "Layer history"). */
+export const layerHistory = new lc.RequestType<lc.TextDocumentPositionParams, LayerHistoryResult | null, void>(
+  'tvmExplorer/layerHistory',
+);

@@ -35,6 +35,24 @@ export function tabTitle(bundle: Bundle): string {
   return `Pass Diff · ${bundle.dir.split(/[\\/]/).pop()}`;
 }
 
+/** Puts `line` at the top of both sides of the diff `left` ↔ `right` and the cursor on it (a
+ * diff tab just opened lists its editors a moment later: waits up to a second for them). */
+export async function revealLine(left: vscode.Uri, right: vscode.Uri, line: number): Promise<void> {
+  const at = new vscode.Range(line, 0, line, 0);
+  for (let tries = 0; tries < 20; tries++) {
+    const editors = vscode.window.visibleTextEditors.filter((e) => [left.toString(), right.toString()].includes(e.document.uri.toString()));
+    const modified = editors.find((e) => e.document.uri.toString() === right.toString());
+    if (modified) {
+      for (const editor of editors) {
+        editor.selection = new vscode.Selection(at.start, at.start);
+        editor.revealRange(at, vscode.TextEditorRevealType.AtTop);
+      }
+      return;
+    }
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
 export class PassDiffs implements vscode.Disposable {
   /** The pass each open diff tab shows, by its right side's URI. */
   private readonly open = new Map<string, { bundle: Bundle; pass: PassInfo }>();
@@ -144,21 +162,7 @@ export class PassDiffs implements vscode.Disposable {
   /** Puts the first line where the sides differ at the top of both (a step would otherwise
    * leave the view where it was, on lines the pass did not touch). */
   private async revealFirstChange(left: vscode.Uri, right: vscode.Uri): Promise<void> {
-    const line = this.sides.firstChangeOf(right);
-    const at = new vscode.Range(Math.max(0, line), 0, Math.max(0, line), 0);
-    // A diff tab just opened lists its editors a moment later.
-    for (let tries = 0; tries < 20; tries++) {
-      const editors = vscode.window.visibleTextEditors.filter((e) => [left.toString(), right.toString()].includes(e.document.uri.toString()));
-      const modified = editors.find((e) => e.document.uri.toString() === right.toString());
-      if (modified) {
-        for (const editor of editors) {
-          editor.selection = new vscode.Selection(at.start, at.start);
-          editor.revealRange(at, vscode.TextEditorRevealType.AtTop);
-        }
-        return;
-      }
-      await new Promise((r) => setTimeout(r, 50));
-    }
+    await revealLine(left, right, Math.max(0, this.sides.firstChangeOf(right)));
   }
 
   /** Reads the files of the passes next to `pass` (as the pass view lists them) ahead of a step. */

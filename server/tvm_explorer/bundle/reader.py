@@ -398,6 +398,54 @@ class _Budget:
         self.left -= n
 
 
+_DOCUMENT = "document listed in the manifest"
+
+_LINE_WINDOW = 4096
+"""Bytes read before and after a span to find its lines' ends (doubled until found)."""
+
+
+def _widen(text: str, start: int, end: int) -> tuple[int, int, str]:
+    """``[start, end)`` of ``text`` widened to whole lines (see ``Bundle.whole_lines``)."""
+    lo = text.rfind("\n", 0, start) + 1
+    hi = text.find("\n", max(end - 1, start))
+    hi = len(text) if hi < 0 else hi
+    return lo, hi, text[lo:hi]
+
+
+def _piece_around(fd: int, size: int, start: int, end: int) -> tuple[int, int, str] | None:
+    """``_widen`` on the file ``fd`` of ``size`` bytes, one byte per character, reading only
+    around the span (None: the bytes are not plain ASCII without carriage returns)."""
+    window = _LINE_WINDOW
+    while True:
+        lo, hi = max(0, start - window), min(size, max(end, start + 1) + window)
+        data = os.pread(fd, hi - lo, lo)
+        if len(data) != hi - lo:
+            raise OSError(errno.EIO, "short read")
+        first = data.rfind(b"\n", 0, start - lo) + 1
+        last = data.find(b"\n", max(end - 1, start) - lo)
+        if (first > 0 or lo == 0) and (last >= 0 or hi == size):
+            break
+        window *= 4
+    last = len(data) if last < 0 else last
+    piece = data[first:last]
+    if not piece.isascii() or b"\r" in piece:
+        return None
+    return lo + first, lo + last, piece.decode("ascii")
+
+
+def _merge_pieces(pieces: list[tuple[int, int, str]]) -> list[tuple[int, int, str]]:
+    """Whole-line pieces in order, those that overlap or follow each other line after line joined."""
+    out: list[tuple[int, int, str]] = []
+    for start, end, text in sorted(pieces):
+        if out and start <= out[-1][1] + 1:  # overlapping, or on the next line
+            s0, e0, t0 = out[-1]
+            if end > e0:
+                out[-1] = (s0, end, t0 + "\n" + text[e0 + 1 - start :])
+            continue
+        out.append((start, end, text))
+    return out
+
+
 def _dup(fd: int, path: Path, what: str) -> int:
     try:
         return os.dup(fd)
@@ -691,29 +739,38 @@ class Bundle:
         finally:
             self._passing.last = None
 
-    def _read_text(self, path: str, charge: bool = False) -> str:
+    def _open_document(self, path: str) -> tuple[int, bool, Path]:
+        """A descriptor of a document's file (a copy of the one held open since the load, or
+        the file opened again inside the bundle), whether it was held, and its path."""
         if path not in self._doc_by_path:
             raise BundleError(f"{self.root}: {path!r} is not a document of this bundle")
         full = resolve_inside(self.root, path, dirs=self._dirs)
-        what = "document listed in the manifest"
-        identity = self._identities.get(path)
-        room: tuple[int, TooLarge | None] = self.budget.room(full, what) if charge else (MAX_FILE_BYTES, None)
         with self._fd_lock:
             held = self._fds.get(path)
             if held is not None:  # held open since the load checked it: that very file
                 self._fds.move_to_end(path)
                 # A copy of its own: another thread may close the held one meanwhile (and its
                 # number be reused for some other file).
-                fd = _dup(held, full, what)
-        if held is None:
-            fd = open_regular(full, what, self.root)
+                return _dup(held, full, _DOCUMENT), True, full
+        return open_regular(full, _DOCUMENT, self.root), False, full
+
+    def _keep_open(self, path: str, fd: int, held: bool, full: Path) -> int | None:
+        """After a read of a file not held open: hold it (None) or say to close it (``fd``)."""
+        if held:
+            return fd
+        if self._identities.get(path) is None:  # missing when loaded, there now: not the loaded version
+            raise BundleChanged(f"{full}: {_DOCUMENT} appeared after the bundle was loaded")
+        return self._hold(path, fd)
+
+    def _read_text(self, path: str, charge: bool = False) -> str:
+        fd, held, full = self._open_document(path)
+        what = _DOCUMENT
+        identity = self._identities.get(path)
         to_close: int | None = fd
         try:
+            room: tuple[int, TooLarge | None] = self.budget.room(full, what) if charge else (MAX_FILE_BYTES, None)
             data = read_open(fd, full, what, *room, identity=identity)
-            if held is None:
-                if identity is None:  # missing when loaded, there now: not the loaded version
-                    raise BundleChanged(f"{full}: {what} appeared after the bundle was loaded")
-                to_close = self._hold(path, fd)
+            to_close = self._keep_open(path, fd, held, full)
         finally:
             if to_close is not None:
                 os.close(to_close)
@@ -730,6 +787,53 @@ class Bundle:
         if isinstance(got, tuple) and got[1] != len(text):
             raise BundleError(f"{self.root / INDEX} ({path}): index does not match the document (stale or damaged)")
         return text
+
+    def whole_lines(self, path: str, spans: list[tuple[int, int]]) -> list[tuple[int, int, str]]:
+        """``(start, end, text)`` of each ``[start, end)`` of a document (character offsets,
+        in order) widened to whole lines: ``start`` where its line starts, ``end`` where its
+        last line ends (its line break left out). Pieces that come to overlap are merged.
+
+        A document whose text is not in the cache and whose file holds one byte per character
+        (its size is the length its index was made for: ASCII, as TVM prints) is read only
+        around the spans, from the file checked at load: a layer's few lines of each of a
+        60 MiB bundle's documents, not the 60 MiB. Other documents are read whole."""
+        spans = sorted((max(0, s), max(0, e)) for s, e in spans)
+        if not spans:
+            return []
+        with self._lock:
+            text = self._texts.get(path)
+        got = None
+        if text is None and path not in self._damaged and self._one_byte_per_character(path):
+            got = self._read_lines_around(path, spans)
+        if got is None:
+            text = self.text(path) if text is None else text
+            got = [_widen(text, s, e) for s, e in spans]
+        return _merge_pieces(got)
+
+    def _one_byte_per_character(self, path: str) -> bool:
+        identity = self._identities.get(path)
+        indexed = self._indexes.get(path)
+        return identity is not None and isinstance(indexed, tuple) and identity[2] == indexed[1]
+
+    def _read_lines_around(self, path: str, spans: list[tuple[int, int]]) -> list[tuple[int, int, str]] | None:
+        """``whole_lines`` read with ``pread`` around each span; None when a piece is not
+        plain ASCII without carriage returns (the caller then reads the whole text)."""
+        fd, held, full = self._open_document(path)
+        to_close: int | None = fd
+        try:
+            try:
+                info = os.fstat(fd)
+                if file_identity(info) != self._identities.get(path):
+                    raise BundleChanged(f"{full}: {_DOCUMENT} changed on disk since the bundle was loaded")
+                size = info.st_size
+                out = [_piece_around(fd, size, min(s, size), min(e, size)) for s, e in spans]
+            except OSError as err:
+                raise BundleError(f"{full}: cannot read {_DOCUMENT} ({describe_os_error(err)})") from None
+            to_close = self._keep_open(path, fd, held, full)
+        finally:
+            if to_close is not None:
+                os.close(to_close)
+        return None if any(p is None for p in out) else out  # type: ignore[return-value]
 
     def _hold(self, path: str, fd: int) -> int | None:
         """Keep ``fd`` (checked) open as ``path``'s, closing the document held longest unused

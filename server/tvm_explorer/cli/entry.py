@@ -11,6 +11,7 @@ SUBCOMMANDS = (
     "compile",
     "coverage",
     "origins",
+    "history",
     "bisect",
     "extract",
     "compare",

@@ -11,6 +11,7 @@ from tvm_explorer.bundle.sections.numerics import FLOAT_REL_TOLERANCE, format_er
 from tvm_explorer.costs.table import flops_text, size
 from tvm_explorer.graphview.places import layer_place_entries
 from tvm_explorer.graphview.structure import edges, folds, groups, io_id, read_structure, repetitions
+from tvm_explorer.history.pipeline import pipeline_states
 from tvm_explorer.navigation.costs import cost_index
 from tvm_explorer.navigation.layer_facts import layer_facts
 from tvm_explorer.navigation.numerics import hidden_hint
@@ -147,6 +148,8 @@ def graph_document(view: BundleView, places: bool = True, encoding: str = "utf-1
         "costs_note": costs.status_text()
         if costs
         else costs_problem(bundle) or "no costs recorded (recompile the bundle)",
+        # The pass slider's data: per pass, the layers it touched, fused together, lowered.
+        "pipeline": pipeline_states(view),
     }
 
 

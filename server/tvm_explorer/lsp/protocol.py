@@ -36,6 +36,8 @@ COMPARE_LAYER_CODE = "tvmExplorer/compareLayerCode"
 STAGE_DOCUMENTS = "tvmExplorer/stageDocuments"
 STAGE_RANGES = "tvmExplorer/stageRanges"
 MODEL_GRAPH = "tvmExplorer/modelGraph"
+LAYER_HISTORY = "tvmExplorer/layerHistory"
+SHOW_LAYER_HISTORY_COMMAND = "tvmExplorer.showLayerHistory"
 
 
 @attrs.define
@@ -377,6 +379,64 @@ class ModelGraphParams:
     bundle: str
 
 
+@attrs.define
+class HistorySide:
+    """One side of a history step: the document and the whole lines of the layer's code in it
+    (in order, none touching another: a diff shows a gap line between two)."""
+
+    uri: str
+    ranges: list[types.Range]
+
+
+@attrs.define
+class HistoryLines:
+    """How many lines the layer's code has before and after a step, and how many the step
+    added and removed (whitespace aside)."""
+
+    before: int
+    after: int
+    added: int
+    removed: int
+
+
+@attrs.define
+class HistoryStep:
+    """One pass that changed the layer's code (``pass_`` is sent as ``pass``)."""
+
+    pass_: PassRef | None
+    stage: str
+    summary: str
+    changes: list[str]
+    lines: HistoryLines
+    before: HistorySide
+    after: HistorySide
+    marks: list[str] = attrs.field(factory=list)
+
+
+@attrs.define
+class HistoryMark:
+    """A pass where the layer's code size, measured cost or numerics changed most (``step``:
+    its number in ``steps``, null when that pass did not change the layer's code)."""
+
+    kind: str
+    text: str
+    pass_: PassRef | None
+    step: int | None
+
+
+@attrs.define
+class LayerHistoryResult:
+    """``tvmExplorer/layerHistory`` result (no layers: the position has no origin)."""
+
+    layers: list[StageLayer]
+    steps: list[HistoryStep]
+    passes: int = 0
+    hidden: int = 0
+    marks: list[HistoryMark] = attrs.field(factory=list)
+    labels: list[str] = attrs.field(factory=list)
+    bundle: str = ""
+
+
 def _request(method: str, params_type: Any) -> type:
     """The JSON-RPC request message class of a custom method."""
     return attrs.make_class(
@@ -411,6 +471,7 @@ MESSAGE_TYPES = {
     STAGE_DOCUMENTS: (_request(STAGE_DOCUMENTS, StageDocumentsParams), StageDocumentsResult),
     STAGE_RANGES: (_request(STAGE_RANGES, types.TextDocumentPositionParams), StageRangesResult),
     MODEL_GRAPH: (_request(MODEL_GRAPH, ModelGraphParams), Any),
+    LAYER_HISTORY: (_request(LAYER_HISTORY, types.TextDocumentPositionParams), LayerHistoryResult),
 }
 
 _PLAIN_NAMES = (
@@ -437,6 +498,9 @@ _PLAIN_NAMES = (
     StageNote,
     StageRangesInDocument,
     StageRangesResult,
+    HistorySide,
+    HistoryLines,
+    LayerHistoryResult,
 )
 
 
@@ -444,9 +508,10 @@ def converter_factory():
     """pygls' converter, plus the custom messages with their documented field names."""
     converter = default_converter()
     # Before the classes holding it: their hooks take the item hook when they are made.
-    converter.register_unstructure_hook(
-        LayerPlaceInfo, make_dict_unstructure_fn(LayerPlaceInfo, converter, pass_=override(rename="pass"))
-    )
+    for renamed in (LayerPlaceInfo, HistoryStep, HistoryMark):
+        converter.register_unstructure_hook(
+            renamed, make_dict_unstructure_fn(renamed, converter, pass_=override(rename="pass"))
+        )
     for params in (CompareBundlesParams, CompareLayerCodeParams):  # ``op_index`` as documented
         converter.register_structure_hook(params, make_dict_structure_fn(params, converter))
     for cls in _PLAIN_NAMES:

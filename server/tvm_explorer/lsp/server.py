@@ -22,6 +22,7 @@ from tvm_explorer.lsp.features.definition import Definition
 from tvm_explorer.lsp.features.documents import DocumentTracker
 from tvm_explorer.lsp.features.graph import ModelGraph
 from tvm_explorer.lsp.features.highlights import DocumentHighlights
+from tvm_explorer.lsp.features.history import LayerHistory
 from tvm_explorer.lsp.features.hover import Hover
 from tvm_explorer.lsp.features.links import DocumentLinks
 from tvm_explorer.lsp.features.model_document import ModelDocument
@@ -41,6 +42,7 @@ from tvm_explorer.lsp.protocol import (
     COSTS,
     EXTRACT_REPRODUCER_COMMAND,
     KERNEL_HEAT,
+    LAYER_HISTORY,
     LAYER_PLACES,
     LIST_BUNDLES,
     LIST_PASSES,
@@ -56,6 +58,7 @@ from tvm_explorer.lsp.protocol import (
     CostsResult,
     ExplorerProtocol,
     KernelHeatResult,
+    LayerHistoryResult,
     LayerPlacesResult,
     ListBundlesResult,
     ListPassesResult,
@@ -214,6 +217,7 @@ def _register_answers(
         (MODEL_GRAPH, ModelGraph(session).model_graph, {"error": "the model graph could not be made (server log)"}),
         (STAGE_DOCUMENTS, stage_sync.stage_documents, StageDocumentsResult([])),
         (STAGE_RANGES, stage_sync.stage_ranges, StageRangesResult([], [])),
+        (LAYER_HISTORY, LayerHistory(session).layer_history, LayerHistoryResult([], [])),
     ]
     answering = Answering(server, watcher)
     for method, handler, empty in answers:

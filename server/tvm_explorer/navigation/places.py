@@ -62,7 +62,9 @@ def _cache(view: BundleView) -> dict:
         return _CACHES.setdefault(view, {"passes": None, "maps": {}})
 
 
-def _producing_pass(view: BundleView, doc: Document) -> tuple[int | None, str | None]:
+def producing_pass(view: BundleView, doc: Document) -> tuple[int | None, str | None]:
+    """``(index, name)`` of the pass whose output ``doc`` is (the manifest's changed pass
+    whose ``after`` it is), or ``(None, None)`` (the model document)."""
     cache = _cache(view)
     if cache["passes"] is None:
         found: dict[str, tuple[int | None, str | None]] = {}
@@ -115,7 +117,7 @@ def layer_places(view: BundleView, layer_ids: list[int], changes: bool = True) -
         if not found:
             continue
         notes = part_notes(view, doc.path, lids) if doc.stage != "model" else {}
-        index, name = _producing_pass(view, doc)
+        index, name = producing_pass(view, doc)
         prev = _previous_of_stage(view, doc)
         there = bundle.index(prev.path) if prev is not None else None
         for p in found:
@@ -177,10 +179,15 @@ def _role(view: BundleView, layer_ids, stage: str, place: Place) -> str:
     if place.kind != "binding":
         return "embedded"
     text = view.bundle.text(place.path)[place.start : place.end]
+    return "bookkeeping" if binding_is_bookkeeping(text) else "compute"
+
+
+def binding_is_bookkeeping(text: str) -> bool:
+    """Whether a Relax binding's text only serves a computation (allocation, shape checks,
+    kills, an alias of their results), as ``StagePlace.role`` counts it."""
     binding = _BINDING_VALUE.match(text)
     assert binding is not None  # every part of the pattern is optional
-    value = text[binding.end() :]
-    return "bookkeeping" if _BOOKKEEPING.match(value) else "compute"
+    return _BOOKKEEPING.match(text[binding.end() :]) is not None
 
 
 def _model_entries(view: BundleView, lids) -> list[Place]:

@@ -5,14 +5,15 @@ from __future__ import annotations
 from lsprotocol import types
 
 from tvm_explorer.lsp.features.costs import cost_lenses, module_cost_lenses
-from tvm_explorer.lsp.protocol import SHOW_REFERENCES_COMMAND
+from tvm_explorer.lsp.protocol import SHOW_LAYER_HISTORY_COMMAND, SHOW_REFERENCES_COMMAND
 from tvm_explorer.lsp.shared import Session
 from tvm_explorer.navigation.places import lens_summary
 from tvm_explorer.navigation.provenance import reach
 
 
 class CodeLenses:
-    """ "4 places in generated code · 9 in IR" above every layer of the model document."""
+    """ "4 places in generated code · 9 in IR" and "Pass history" above every layer of the
+    model document."""
 
     def __init__(self, session: Session):
         self.session = session
@@ -32,17 +33,20 @@ class CodeLenses:
             rng = self.session.range(view, path, entry.start, entry.start)
             if rng is None:
                 continue
+            at = [params.text_document.uri, {"line": rng.start.line, "character": rng.start.character}]
             out.append(
                 types.CodeLens(
                     range=types.Range(rng.start, rng.start),
                     command=types.Command(
-                        title=lens_summary(view, layer_reach.layer.id),
-                        command=SHOW_REFERENCES_COMMAND,
-                        arguments=[
-                            params.text_document.uri,
-                            {"line": rng.start.line, "character": rng.start.character},
-                        ],
+                        title=lens_summary(view, layer_reach.layer.id), command=SHOW_REFERENCES_COMMAND, arguments=at
                     ),
+                )
+            )
+            # Its history is computed when asked for (a lens per layer must stay cheap).
+            out.append(
+                types.CodeLens(
+                    range=types.Range(rng.start, rng.start),
+                    command=types.Command(title="Pass history", command=SHOW_LAYER_HISTORY_COMMAND, arguments=at),
                 )
             )
         out.extend(cost_lenses(self.session, view, path, params.text_document.uri))
