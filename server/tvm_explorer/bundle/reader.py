@@ -88,6 +88,7 @@ class Document:
     language: str
     pass_index: int | None
     order: int
+    source: str | None = None  # the document this one was compiled from (SASS: its CUDA)
 
 
 @dataclass(frozen=True)
@@ -604,6 +605,7 @@ class Bundle:
                     str(raw.get("language", "")),
                     raw.get("pass_index"),
                     order,
+                    raw["source"] if isinstance(raw.get("source"), str) else None,
                 )
             )
         return docs
@@ -805,11 +807,14 @@ class Bundle:
         """The document one stage back in the provenance chain, or None for the model.
 
         Documents are ordered model -> relax passes -> tir passes -> code. Code documents
-        (C, CUDA, host LLVM) are siblings: each one's previous stage is the last TIR document.
+        (C, CUDA, host LLVM) are siblings: each one's previous stage is the last TIR document;
+        a document compiled from another (SASS from CUDA) names it as its ``source``.
         """
         doc = self._doc_by_path.get(path)
         if doc is None or doc.order == 0:
             return None
+        if doc.source is not None and doc.source in self._doc_by_path and doc.source != path:
+            return self._doc_by_path[doc.source]
         for prev in reversed(self.documents[: doc.order]):
             if doc.stage != "code" or prev.stage != "code":
                 return prev
