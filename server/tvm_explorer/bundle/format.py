@@ -20,6 +20,6 @@ LANGUAGE_BY_SUFFIX = {
     ".c": "c",
     ".cu": "cuda-cpp",
     ".ll": "llvm",
-    ".sass": "sass",
+    ".sass": "tvm-sass",
     ".py": "python",
 }

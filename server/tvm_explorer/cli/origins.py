@@ -48,7 +48,9 @@ def _run_kernel(args) -> int:
         if not found:
             names = known_kernels(b)
             shown = ", ".join(names[:12]) + (f" and {len(names) - 12} more" if len(names) > 12 else "")
-            raise ExplorerError(f"{args.kernel!r}: no kernel or function of that name in {args.bundle} (it has {shown})")
+            raise ExplorerError(
+                f"{args.kernel!r}: no kernel or function of that name in {args.bundle} (it has {shown})"
+            )
     except ExplorerError as err:
         return _fail(str(err))
     if args.json:

@@ -68,8 +68,17 @@ def disassemble(cuda_source: str, arch: str = DEFAULT_ARCH, *, timeout: float = 
         src.write_text(cuda_source, encoding="utf-8")
         cubin = Path(tmp) / "device.cubin"
         built = _run(
-            [str(tools.nvcc), "-cubin", f"-arch={arch}", "-lineinfo", "--resource-usage", "-w",
-             "-o", str(cubin), str(src)],
+            [
+                str(tools.nvcc),
+                "-cubin",
+                f"-arch={arch}",
+                "-lineinfo",
+                "--resource-usage",
+                "-w",
+                "-o",
+                str(cubin),
+                str(src),
+            ],
             f"nvcc -cubin -arch={arch}",
             timeout,
         )
