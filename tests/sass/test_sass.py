@@ -10,11 +10,10 @@ import re
 import subprocess
 
 import pytest
+from tests.conftest import MODELS, run_cli
 
 from tvm_explorer.bundle.reader import Bundle
 from tvm_explorer.sass.tools import find_tools
-
-from tests.conftest import MODELS, run_cli
 
 SASS = "code/device.sm_90.sass"
 _LINE = re.compile(r"// device\.cu:(\d+)")

@@ -4,7 +4,6 @@ that drive TVM themselves)."""
 from __future__ import annotations
 
 import json
-
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
