@@ -119,3 +119,37 @@ def test_sass_needs_a_cuda_target(tmp_path):
     bad = run_cli("compile", MODELS / "small_cnn_fp32.tflite", "-o", tmp_path / "x.bundle", "--target", "cuda",
                   "--sass", "sm_5")
     assert bad.returncode == 2 and "expected a GPU architecture" in bad.stderr
+
+
+def test_the_costs_table_shows_the_machine_columns(bundle):
+    got = run_cli("costs", bundle.root, check=True).stdout
+    assert "Machine code for sm_90 (--sass)" in got
+    conv = next(line for line in got.splitlines() if "op 0 CONV_2D" in line)
+    facts = {k["name"]: k for k in json.loads((bundle.root / "sass.json").read_text())["kernels"]}
+    assert f" {facts['fused_conv2d_add_relu_kernel']['registers']} " in conv
+    table = json.loads(run_cli("costs", bundle.root, "--json", check=True).stdout)
+    assert table["machine"]["arch"] == "sm_90" and table["machine"]["layers"]["0"]["instructions"] > 100
+
+
+@pytest.mark.parametrize(
+    "damage",
+    [
+        lambda d: d.update(schema_version=2),
+        lambda d: d["kernels"][0].update(registers=-1),
+        lambda d: d["kernels"][0].update(occupancy=float("nan")),
+        lambda d: d["layers"].update({"999": {"instructions": 1}}),
+        lambda d: d.update(kernels="x"),
+    ],
+)
+def test_a_damaged_sass_section_is_left_out_with_its_reason(bundle, tmp_path, damage):
+    import shutil
+
+    copy = tmp_path / "b.bundle"
+    shutil.copytree(bundle.root, copy)
+    data = json.loads((copy / "sass.json").read_text())
+    damage(data)
+    (copy / "sass.json").write_text(json.dumps(data))
+    damaged = Bundle(copy)
+    assert damaged.sass() is None and "sass.json" in str(damaged.section_problems["sass.json"])
+    got = run_cli("costs", copy)
+    assert got.returncode == 0 and "Machine code for" not in got.stdout

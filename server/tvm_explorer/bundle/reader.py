@@ -30,6 +30,7 @@ if TYPE_CHECKING:  # the sections are read (and their modules imported) on deman
     from tvm_explorer.bundle.sections.bisect import BisectDocument
     from tvm_explorer.bundle.sections.costs import CostsDocument
     from tvm_explorer.bundle.sections.numerics import NumericsDocument
+    from tvm_explorer.bundle.sections.sass import SassDocument
 
 _Section = TypeVar("_Section")
 
@@ -618,6 +619,15 @@ class Bundle:
 
             self._costs = read_costs(self)
         return self._costs
+
+    def sass(self) -> SassDocument | None:
+        """The validated ``sass.json`` (``compile --sass``; read once, when first asked), or
+        None if the bundle has none or it is damaged (``section_problems`` says why)."""
+        if not hasattr(self, "_sass"):
+            from tvm_explorer.bundle.sections.sass import SASS_FILE, read_sass
+
+            self._sass = self._load_section(lambda: read_sass(self), SASS_FILE)
+        return self._sass
 
     def document(self, path: str) -> Document | None:
         """The document at bundle-relative ``path``, or None."""
