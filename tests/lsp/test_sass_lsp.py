@@ -82,3 +82,28 @@ async def test_references_of_a_layer_include_its_machine_code(client, workspace)
                               position=pos(model, at))
     )
     assert any(landing(bundle, loc)[0] == SASS for loc in got)
+
+
+async def test_stages_side_by_side_include_the_machine_code(client, workspace):
+    """From the conv's FMA the other stages show the conv; from the CUDA line it came from, the
+    SASS column shows instructions of that kernel only."""
+    from .test_stage_jumps import plain
+
+    bundle = workspace[1]
+    at, cuda_line = _conv_fma(bundle)
+    doc = types.TextDocumentIdentifier(uri(bundle.root / SASS))
+    got = plain(await client.protocol.send_request_async(
+        "tvmExplorer/stageRanges", types.TextDocumentPositionParams(doc, pos(bundle.text(SASS), at))))
+    by_doc = {d["uri"].rsplit("cnn.bundle/", 1)[1]: d["ranges"] for d in got["documents"]}
+    assert by_doc.get("model.tflgraph") and by_doc.get("code/device.cu"), list(by_doc)
+    cu = bundle.text("code/device.cu")
+    line = bundle.offset_of("code/device.cu", cuda_line - 1, 0)
+    kernel = line + len(cu[line:].split("\n")[0]) - len(cu[line:].split("\n")[0].lstrip()) - 5
+    cu_doc = types.TextDocumentIdentifier(uri(bundle.root / "code/device.cu"))
+    back = plain(await client.protocol.send_request_async(
+        "tvmExplorer/stageRanges", types.TextDocumentPositionParams(cu_doc, pos(cu, kernel + 5))))
+    sass_ranges = next(d["ranges"] for d in back["documents"] if d["uri"].endswith(SASS))
+    lines = bundle.text(SASS).split("\n")
+    start = lines.index("fused_conv2d_add_relu_kernel:")
+    end = next(i for i in range(start + 1, len(lines)) if lines[i].startswith("// "))
+    assert sass_ranges and all(start - 2 <= r["start"]["line"] <= end for r in sass_ranges)
