@@ -70,12 +70,17 @@ def test_the_conv_inner_loop_instructions_belong_to_the_conv(bundle):
         assert ("CONV_2D", 0) in {(o.layer.opcode, o.layer.op_index) for o in bundle.origins_at("code/device.cu", cu_offset)}
 
 
-def test_the_softmax_kernel_is_the_softmax(bundle):
+@pytest.mark.parametrize(
+    "kernel, opcodes",
+    [("softmax_kernel", {"SOFTMAX"}), ("fused_matmul_relu2_kernel", {"FULLY_CONNECTED"}),
+     ("max_pool2d_kernel", {"MAX_POOL_2D"})],
+)
+def test_each_kernel_is_its_layer(bundle, kernel, opcodes):
     text = bundle.text(SASS)
-    body = _kernel_lines(text, "softmax_kernel")
+    body = _kernel_lines(text, kernel)
     assert body
     ops = {o.layer.opcode for i, line in body for o in bundle.origins_at(SASS, bundle.offset_of(SASS, i, 4))}
-    assert ops == {"SOFTMAX"}
+    assert ops == opcodes
 
 
 def test_kernel_facts_agree_with_cuobjdump(bundle, tmp_path):
