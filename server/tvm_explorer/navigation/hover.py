@@ -44,6 +44,7 @@ def hover(view: BundleView, path: str, offset: int, keep: Keep = keep_all) -> tu
     lines.append("\n---\n" + stage_line(view, doc))
     step = _schedule_step(view, ranges)
     if step:
+        lines[-1] += "  "  # a line break in Markdown: the stage and the schedule are two lines
         lines.append(step)
     machine = machine_line(view.bundle, ranges)
     if machine:
@@ -59,7 +60,7 @@ def stage_line(view: BundleView, doc: Document) -> str:
         name = model.get("file", "") if isinstance(model, dict) else ""
         return f"Model document{f' of {md.code(name)}' if name else ''}"
     if doc.stage == "code" and doc.source is not None:
-        return f"Machine code of {md.code(doc.source)}, {md.code(doc.path)}"
+        return f"Machine code (SASS) compiled from {md.code(doc.source)}, {md.code(doc.path)}"
     if doc.stage == "code":
         return f"Generated code (target {md.code(manifest.get('target', '?'))}), {md.code(doc.path)}"
     passes = [
