@@ -1,14 +1,18 @@
 /**
  * The extension on a CUDA bundle (tests/models/small_cnn_fp32.tflite compiled for target cuda
- * at test start; no GPU needed): from a line of a generated kernel to the TFLite layer, and the
- * hover of a kernel statement. Screenshots in test-artifacts/vscode/ (prefix cuda-).
+ * with --sass at test start; no GPU needed): from a line of a generated kernel to the TFLite
+ * layer, the hover of a kernel statement, and the kernel's machine code (SASS): its hover and
+ * the ctrl-click to its CUDA line. Screenshots in test-artifacts/vscode/ (prefix cuda-).
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { bundleSuite, ctrlClickToModel, hoverNamingLayer, openAt } from './lib/suite.mjs';
-import { cursorPosition, screenshot } from './lib/workbench.mjs';
+import { activeTabTitle, ctrlClickRect, cursorPosition, poll, screenshot, wordRectOnCursorLine } from './lib/workbench.mjs';
 
-const suite = bundleSuite({ compile: { name: 'small_cnn_cuda', target: 'cuda', cache: true }, shots: 'cuda-' });
+const suite = bundleSuite({
+  compile: { name: 'small_cnn_cuda', target: 'cuda', extra: ['--sass'], cache: true },
+  shots: 'cuda-',
+});
 
 /** The generated CUDA source and its CONV_2D statement (kernels have no host loops around
  * their statements, so any statement whose only origin is a CONV_2D layer). */
@@ -39,4 +43,29 @@ test('hovering a CUDA kernel statement names its layer and the schedule step of 
   // The statement's loop was made by a dlight schedule step: the hover names it and its trace.
   assert.match(text, /schedule step \d+ of \w+ in traces\/\w+\.py, rule \w+/,
     'the hover does not name the schedule step that made the enclosing loop');
+});
+
+test('an FFMA of the conv kernel in SASS: the hover names the conv and its registers, ctrl-click opens its CUDA line', async () => {
+  const { page } = suite.session;
+  const sassPath = suite.bundle.documents('code').find((p) => p.endsWith('.sass'));
+  assert.ok(sassPath, 'compiled with --sass, the bundle has no .sass document');
+  const lines = suite.bundle.codePoints(sassPath).join('').split('\n');
+  const kernel = lines.indexOf('fused_conv2d_add_relu_kernel:');
+  const line = lines.findIndex((l, i) => i > kernel && / FFMA /.test(l));
+  assert.ok(kernel >= 0 && line > kernel, 'no FFMA in the conv kernel');
+  const cudaLine = Number(/device\.cu:(\d+)/.exec(lines[line])[1]);
+  await openAt(suite, sassPath, line);
+  const stmt = { word: 'FFMA', character: 0, lineText: lines[line], layers: [{ opcode: 'CONV_2D' }] };
+  const text = await hoverNamingLayer(suite, stmt);
+  await screenshot(page, 'cuda-04-sass-hover');
+  assert.match(text, /Machine code of fused_conv2d_add_relu_kernel on sm_90: \d+ registers/);
+  const landed = await poll(async () => {
+    if ((await activeTabTitle(page)).includes('.sass')) {
+      await ctrlClickRect(page, await wordRectOnCursorLine(page, 'FFMA'));
+    }
+    const p = await cursorPosition(page);
+    return (await activeTabTitle(page)).includes('device.cu') && p?.line === cudaLine ? p : undefined;
+  }, { timeoutMs: 60000, intervalMs: 1500 });
+  await screenshot(page, 'cuda-05-sass-to-cuda-line');
+  assert.ok(landed, `ctrl-click on the FFMA did not land on device.cu line ${cudaLine}: ${JSON.stringify(await cursorPosition(page))}`);
 });

@@ -29,8 +29,8 @@ pytestmark = pytest.mark.e2e
 
 # What suites compile (with `cache: true`) that other tests of the session compile too, through
 # tests/conftest.py's BundleCache: compiled once there and handed to node, which copies them.
-SHARED_BUNDLES = [("small_cnn_fp32.tflite", "c"), ("small_cnn_int8.tflite", "c"),
-                  ("small_cnn_fp32.tflite", "cuda"), ("mobilenet_v3_small_int8.tflite", "llvm")]
+SHARED_BUNDLES = [("small_cnn_fp32.tflite", "c", ()), ("small_cnn_int8.tflite", "c", ()),
+                  ("small_cnn_fp32.tflite", "cuda", ("--sass",)), ("mobilenet_v3_small_int8.tflite", "llvm", ())]
 
 
 def _node_tests() -> list[str]:
@@ -94,8 +94,8 @@ def _shared_inputs(request, bundles, models_dir: Path) -> dict[str, str]:
     (tests/e2e/lib/bundle.mjs) and the tiny Llama's exported program (llm.test.mjs)."""
     if "TVM_EXPLORER_PYTHON" in os.environ:  # another interpreter compiles for node: not ours
         return {}
-    shared = [{"model": str(models_dir / model), "target": target, "extra": [],
-               "bundle": str(bundles.get(models_dir / model, target))} for model, target in SHARED_BUNDLES]
+    shared = [{"model": str(models_dir / model), "target": target, "extra": list(extra),
+               "bundle": str(bundles.get(models_dir / model, target, *extra))} for model, target, extra in SHARED_BUNDLES]
     env = {"TVM_EXPLORER_E2E_BUNDLES": json.dumps(shared)}
     if importlib.util.find_spec("transformers"):
         env["TVM_EXPLORER_E2E_LLAMA_PT2"] = str(request.getfixturevalue("llm_bundles").program("llama"))

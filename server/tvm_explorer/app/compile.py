@@ -3,6 +3,7 @@ that drive TVM themselves)."""
 
 from __future__ import annotations
 
+import json
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -58,8 +59,9 @@ def _layer_table(model: LoadedModel) -> list[dict]:
     return layer_table(model)
 
 
-def _add_generated_code(session: CaptureSession, executable, target: str) -> dict:
-    """Write the generated source documents with line-level provenance."""
+def _add_generated_code(session: CaptureSession, executable, target: str, sass: str | None = None) -> dict:
+    """Write the generated source documents with line-level provenance (and, with ``sass``,
+    the CUDA's machine code for that GPU architecture, joined to the same provenance)."""
     coverage = {}
     sources = generated_sources(executable, target)
     index = session.pass_index
@@ -93,8 +95,37 @@ def _add_generated_code(session: CaptureSession, executable, target: str) -> dic
         index += 1
         if session.progress is not None:
             session.progress.step("code", f"codegen ({kind})")
+        if sass and kind == "cuda" and session.writer is not None:
+            _add_machine_code(session, text, ranges, path, sass, index)
+            index += 1
     session.pass_index = index
     return coverage
+
+
+def _add_machine_code(session: CaptureSession, text: str, ranges, path: str, arch: str, index: int) -> None:
+    """The SASS document of ``--sass ARCH`` (after its CUDA document) and ``sass.json``."""
+    from tvm_explorer.sass.machine import SECTION, machine_code
+
+    name = f"sass ({arch})"
+    if session.progress is not None:
+        session.progress.begin("code", f"{name}: nvcc and nvdisasm")
+    got = machine_code(text, ranges, session.origins.layers, arch, cuda_path=path)
+    session.writer.add_document(got.path, got.text, got.ranges, "code", pass_index=index, source=path)
+    session.writer.passes.append(
+        {
+            "index": index,
+            "stage": "code",
+            "name": name,
+            "changed": True,
+            "before": path,
+            "after": got.path,
+            "units": len(got.ranges),
+            "attributed": sum(1 for r in got.ranges if r.origin_set),
+        }
+    )
+    session.writer.add_file(SECTION, json.dumps(got.section, indent=1))
+    if session.progress is not None:
+        session.progress.step("code", name)
 
 
 def _add_schedule_traces(session: CaptureSession) -> None:
@@ -150,6 +181,7 @@ def compile_model(
     pipeline: str | None = None,
     on_session=None,
     after_build_steps: int = 0,
+    sass: str | None = None,
 ) -> CompileResult:
     """Import a model (``.tflite``, ``.onnx``, ``.pt2``), compile it with TVM's real pipeline,
     and write a bundle.
@@ -167,6 +199,8 @@ def compile_model(
     that the planned total counts them.
     ``pipeline``: ``MODULE:FUNCTION`` of a Relax pipeline of the user's (``--pipeline``).
     ``on_session(session)`` is called once the capture session exists (to add listeners).
+    ``sass``: a GPU architecture (``sm_90``): on ``cuda``, compile the generated CUDA to machine
+    code with NVIDIA's tools and add it, joined to layers (docs/sass.md).
     Raises ExplorerError (ModelError for bad models) with a message for the user.
     """
     if target not in TARGETS:
@@ -191,7 +225,7 @@ def compile_model(
         if on_progress is not None:
             planned = plan_steps(target)
             # The runs after the build are steps too (profiling, the caller's numerics).
-            runs = (profile is not None) + after_build_steps
+            runs = (profile is not None) + after_build_steps + bool(sass and target == "cuda")
             session.progress = Progress(on_progress, planned + runs if planned else 0)
         if user_pipeline is not None:
             session.containers.add(user_pipeline.info.name)
@@ -233,7 +267,7 @@ def compile_model(
             return CompileResult(
                 None, executable, session.pass_index, 0, None, lambda: _add_generated_code(session, executable, target)
             )
-        code_cov = _add_generated_code(session, executable, target)
+        code_cov = _add_generated_code(session, executable, target, sass)
         _add_schedule_traces(session)
         if profile is not None and session.progress is not None:
             session.progress.starting("run", "profile: timing every kernel call")
@@ -246,6 +280,8 @@ def compile_model(
             options["pipeline"] = pipeline
         if getattr(model, "pinned", None):
             options["input_shapes"] = {name: list(dims) for name, dims in model.pinned.items()}
+        if sass:
+            options["sass"] = sass
         n_docs, n_passes = len(writer.documents), len(writer.passes)
         if session.progress is not None:
             session.progress.writing()

@@ -20,5 +20,6 @@ LANGUAGE_BY_SUFFIX = {
     ".c": "c",
     ".cu": "cuda-cpp",
     ".ll": "llvm",
+    ".sass": "tvm-sass",
     ".py": "python",
 }

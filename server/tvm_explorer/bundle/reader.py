@@ -31,6 +31,7 @@ if TYPE_CHECKING:  # the sections are read (and their modules imported) on deman
     from tvm_explorer.bundle.sections.costs import CostsDocument
     from tvm_explorer.bundle.sections.memory import MemoryDocument
     from tvm_explorer.bundle.sections.numerics import NumericsDocument
+    from tvm_explorer.bundle.sections.sass import SassDocument
 
 _Section = TypeVar("_Section")
 
@@ -89,6 +90,7 @@ class Document:
     language: str
     pass_index: int | None
     order: int
+    source: str | None = None  # the document this one was compiled from (SASS: its CUDA)
 
 
 @dataclass(frozen=True)
@@ -653,6 +655,7 @@ class Bundle:
                     str(raw.get("language", "")),
                     raw.get("pass_index"),
                     order,
+                    raw["source"] if isinstance(raw.get("source"), str) else None,
                 )
             )
         return docs
@@ -684,6 +687,15 @@ class Bundle:
         if isinstance(got, BundleError):
             raise got
         return got
+
+    def sass(self) -> SassDocument | None:
+        """The validated ``sass.json`` (``compile --sass``; read once, when first asked), or
+        None if the bundle has none or it is damaged (``section_problems`` says why)."""
+        if not hasattr(self, "_sass"):
+            from tvm_explorer.bundle.sections.sass import SASS_FILE, read_sass
+
+            self._sass = self._load_section(lambda: read_sass(self), SASS_FILE)
+        return self._sass
 
     def document(self, path: str) -> Document | None:
         """The document at bundle-relative ``path``, or None."""
@@ -929,11 +941,14 @@ class Bundle:
         """The document one stage back in the provenance chain, or None for the model.
 
         Documents are ordered model -> relax passes -> tir passes -> code. Code documents
-        (C, CUDA, host LLVM) are siblings: each one's previous stage is the last TIR document.
+        (C, CUDA, host LLVM) are siblings: each one's previous stage is the last TIR document;
+        a document compiled from another (SASS from CUDA) names it as its ``source``.
         """
         doc = self._doc_by_path.get(path)
         if doc is None or doc.order == 0:
             return None
+        if doc.source is not None and doc.source in self._doc_by_path and doc.source != path:
+            return self._doc_by_path[doc.source]
         for prev in reversed(self.documents[: doc.order]):
             if doc.stage != "code" or prev.stage != "code":
                 return prev

@@ -85,6 +85,15 @@ def add_parser(sub) -> None:
         help="sizes for an input whose dimensions the model leaves open (ONNX dim names, PyTorch "
         "dynamic dims, TFLite shape_signature -1), e.g. images=1,3,640,640; repeat for each input",
     )
+    p.add_argument(
+        "--sass",
+        nargs="?",
+        const="sm_90",
+        metavar="ARCH",
+        help="with --target cuda: also compile the CUDA to machine code for GPU architecture ARCH "
+        "(default sm_90, H100/H200) with NVIDIA's nvcc and nvdisasm, every instruction joined to its "
+        "layer (docs/sass.md; needs the [sass] extra, no GPU)",
+    )
     add_trust_option(p)
     p.add_argument("--in-process", action="store_true", help=argparse.SUPPRESS)
     from tvm_explorer.cli.costs import add_profile_options
@@ -139,6 +148,10 @@ def _compile_in_this_process(args) -> int:
             apply_memory_limit(args.memory_limit)
             from tvm_explorer.frontends import load_any, pin_inputs
 
+            if args.sass:
+                from tvm_explorer.sass.build import check_sass_request
+
+                check_sass_request(args.sass, args.target)  # missing tools fail before the compile
             model = load_any(args.model)  # a bad file fails fast (a .tflite before TVM is imported)
             model = pin_inputs(model, getattr(args, "input_shape", None) or [])
             from tvm_explorer.cli.numerics import prepare as prepare_numerics
@@ -169,6 +182,7 @@ def _compile_in_this_process(args) -> int:
                     after_build=numerics.after_build if numerics else None,
                     after_build_steps=1 if numerics else 0,
                     pipeline=args.pipeline,
+                    sass=args.sass,
                 )
         finally:
             compiling["now"] = False

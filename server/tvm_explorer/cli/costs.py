@@ -180,12 +180,12 @@ def run_costs(args) -> int:
             json.dumps(rollup.as_json(costs["layers"], depth), indent=1) if args.json else rollup.render(costs, depth)
         )
     elif args.json:
-        print(json.dumps(as_json(costs, args.sort), indent=1))
+        print(json.dumps(as_json(costs, args.sort, bundle.sass()), indent=1))
     else:
         from tvm_explorer.frontends import frontend_of
 
         kind = (bundle.manifest.get("model") or {}).get("kind", "tflite")
-        print(render(costs, args.sort, unit=frontend_of(kind).unit))
+        print(render(costs, args.sort, unit=frontend_of(kind).unit, machine=bundle.sass()))
         repeated = rollup.across_repeats(rollup.by_module(costs["layers"]))
         if repeated:
             biggest = max(repeated, key=lambda r: len(r["members"]))

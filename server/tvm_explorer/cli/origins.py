@@ -1,5 +1,5 @@
 """``tvm-explorer origins BUNDLE FILE:LINE[:COL]``: the layers a position of a bundle
-document came from."""
+document came from; ``origins BUNDLE --kernel NAME``: the layers of a kernel a profiler names."""
 
 from __future__ import annotations
 
@@ -13,7 +13,12 @@ from tvm_explorer.errors import fail as _fail
 def add_parser(sub) -> None:
     p = sub.add_parser("origins", help="origin layers of a position in a bundle document")
     p.add_argument("bundle")
-    p.add_argument("position", help="FILE:LINE[:COL], FILE relative to the bundle, 1-based")
+    p.add_argument("position", nargs="?", help="FILE:LINE[:COL], FILE relative to the bundle, 1-based")
+    p.add_argument(
+        "--kernel",
+        metavar="NAME",
+        help="a kernel or function name as a profiler shows it (Nsight, perf): the layers it computes",
+    )
     p.add_argument("--json", action="store_true")
     p.set_defaults(run=_run_origins)
 
@@ -34,7 +39,51 @@ def _parse_position(text: str) -> tuple[str, int, int | None]:
     return path, line, None if col is None else int(col)
 
 
+def _run_kernel(args) -> int:
+    from tvm_explorer.navigation.kernel_names import find_kernel, known_kernels
+
+    try:
+        b = load_bundle(args.bundle)
+        found = find_kernel(b, args.kernel)
+        if not found:
+            names = known_kernels(b)
+            shown = ", ".join(names[:12]) + (f" and {len(names) - 12} more" if len(names) > 12 else "")
+            raise ExplorerError(
+                f"{args.kernel!r}: no kernel or function of that name in {args.bundle} (it has {shown})"
+            )
+    except ExplorerError as err:
+        return _fail(str(err))
+    if args.json:
+        rows = [
+            {
+                "kernel": m.name,
+                "document": m.path,
+                "line": b.text(m.path).count("\n", 0, m.start) + 1,
+                "origins": [o.to_json() for o in m.origins],
+            }
+            for m in found
+        ]
+        print(json.dumps({"kernel": args.kernel, "found": rows}, indent=1))
+        return 0
+    from tvm_explorer.navigation.sources import layer_caption
+
+    for m in found:
+        line = b.text(m.path).count("\n", 0, m.start) + 1
+        print(f"{m.name}  {m.path}:{line}")
+        for o in m.origins:
+            role = "layer output" if o.is_output else "part of layer"
+            caption = layer_caption(o.layer, full_path=True)
+            print(f"  op {o.layer.op_index} {o.layer.opcode}{' ' + caption if caption else ''} ({role})")
+    return 0
+
+
 def _run_origins(args) -> int:
+    if args.kernel:
+        if args.position:
+            return _fail("give either FILE:LINE[:COL] or --kernel NAME, not both")
+        return _run_kernel(args)
+    if not args.position:
+        return _fail("origins needs FILE:LINE[:COL] (a position in a bundle document) or --kernel NAME")
     try:
         b = load_bundle(args.bundle)
         path, line, col = _parse_position(args.position)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from tvm_explorer.bundle.sections.costs import CostLayer, CostsDocument, clock_label, measured_on
+from tvm_explorer.bundle.sections.sass import SassDocument
 from tvm_explorer.tablenames import NameColumn
 
 SORTS = ("time", "code", "memory")
@@ -21,9 +22,10 @@ def sort_layers(layers: list[CostLayer], by: str) -> list[CostLayer]:
     return sorted(layers, key=lambda lay: (-key(lay), lay["subgraph"], lay["op_index"]))
 
 
-def as_json(costs: CostsDocument, by: str) -> dict:
-    """The documented JSON of ``tvm-explorer costs --json``."""
-    return {
+def as_json(costs: CostsDocument, by: str, machine: SassDocument | None = None) -> dict:
+    """The documented JSON of ``tvm-explorer costs --json`` (with ``machine``, a bundle compiled
+    with ``--sass``: its architecture and each kernel's machine facts)."""
+    out = {
         "total_ms": costs.get("total_ms"),
         "profile": costs.get("profile"),
         "code_kind": costs.get("code_kind"),
@@ -31,6 +33,22 @@ def as_json(costs: CostsDocument, by: str) -> dict:
         "kernels": costs.get("kernels", []),
         "passes": costs.get("passes", []),
     }
+    if machine is not None:
+        out["machine"] = {"arch": machine["arch"], "layers": machine["layers"], "kernels": machine["kernels"]}
+    return out
+
+
+def machine_columns(machine: SassDocument | None, layer_id: int | None) -> str:
+    """A layer's registers (most of its kernels), spilled bytes, lowest occupancy and SASS
+    instructions, as the table's columns (``--sass`` bundles)."""
+    if machine is None:
+        return ""
+    row = machine["layers"].get(str(layer_id)) if layer_id is not None else None
+    if not row:
+        return f" {'-':>5} {'-':>6} {'-':>5} {'-':>7}"
+    occupancy = row.get("min_occupancy")
+    occ = f"{occupancy:.0%}" if occupancy is not None else "-"
+    return f" {row.get('registers', 0):>5} {size(row.get('spilled', 0)):>6} {occ:>5} {row.get('instructions', 0):>7}"
 
 
 def size(n: int) -> str:
@@ -55,8 +73,11 @@ def lines_label(costs: CostsDocument) -> str:
     return {"c": "C lines", "cuda": "CUDA lines", "ll": "LLVM IR lines"}.get(costs.get("code_kind") or "", "lines")
 
 
-def render(costs: CostsDocument, by: str, top_passes: int = 8, unit: str = "op") -> str:
-    """The table as text (``unit``: what a layer is called, ``op`` or ``node``)."""
+def render(
+    costs: CostsDocument, by: str, top_passes: int = 8, unit: str = "op", machine: SassDocument | None = None
+) -> str:
+    """The table as text (``unit``: what a layer is called, ``op`` or ``node``; ``machine``:
+    the machine-code facts of a ``--sass`` bundle, as four more columns)."""
     out = []
     profile = costs.get("profile") or {}
     total = costs.get("total_ms")
@@ -82,9 +103,15 @@ def render(costs: CostsDocument, by: str, top_passes: int = 8, unit: str = "op")
     name_col = NameColumn((lay["name"] for lay in costs["layers"]), 40)
     if name_col.note():
         out.append(name_col.note())
+    if machine is not None:
+        out.append(
+            f"Machine code for {machine['arch']} (--sass): regs = most registers per thread of the layer's "
+            "kernels, spill = bytes spilled, occ = lowest occupancy, SASS = instructions"
+        )
+    extra = f" {'regs':>5} {'spill':>6} {'occ':>5} {'SASS':>7}" if machine is not None else ""
     out.append(
         f"{'#':>3}  {'layer':<56} {'time ms':>9} {'share':>6} {lines_label(costs):>13} "
-        f"{'workspace':>10} {'MFLOP':>9}  kernels"
+        f"{'workspace':>10} {'MFLOP':>9}{extra}  kernels"
     )
     for rank, lay in enumerate(sort_layers(costs["layers"], by), 1):
         where = f"{'sg ' + str(lay['subgraph']) + ' ' if lay['subgraph'] else ''}{unit} {lay['op_index']}"
@@ -101,7 +128,7 @@ def render(costs: CostsDocument, by: str, top_passes: int = 8, unit: str = "op")
         names = ", ".join(n + ("*" if n in shared else "") for n in lay["kernels"]) or "-"
         out.append(
             f"{rank:>3}  {label[:56]:<56} {t:>9} {s:>6} {lay['code_lines']:>13} "
-            f"{size(lay['workspace_bytes']):>10} {fl:>9}  {names}"
+            f"{size(lay['workspace_bytes']):>10} {fl:>9}{machine_columns(machine, lay.get('id'))}  {names}"
         )
     if total is not None:
         attributed = sum(lay["time_ms"] or 0.0 for lay in costs["layers"])

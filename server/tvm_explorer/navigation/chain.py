@@ -4,6 +4,8 @@
 The rules, tried in order (see docs/navigation.md):
 
 0. Relax of the import -> model: the origin layer(s).
+0b. Machine code (SASS) -> the document it was compiled from: an instruction whose key is
+   ``src:N`` goes to line N of that document (its line information).
 1. TIR -> Relax: a position inside PrimFunc ``X`` goes to the Relax binding(s) of the
    previous document carrying link ``prim:X`` (the binding that calls the PrimFunc).
 2. A binding calling PrimFunc ``X`` (link ``prim:X``): the bindings of the previous
@@ -31,6 +33,7 @@ from bisect import bisect_right
 
 from tvm_explorer.bundle.index import DocumentIndex, Range
 from tvm_explorer.navigation.view import BundleView, Keep, Place, keep_all
+from tvm_explorer.sass.document import source_line
 
 
 def previous_step(view: BundleView, path: str, offset: int, keep: Keep = keep_all) -> list[Place]:
@@ -55,6 +58,10 @@ def previous_step(view: BundleView, path: str, offset: int, keep: Keep = keep_al
         if found := _narrow(there.by_link(prim.key), prim):
             return places(found)
     inner = ranges[0]
+    line = source_line(inner.key)
+    if line is not None and doc.source == prev.path:
+        if found_line := _source_line(view, prev.path, line):
+            return [found_line]
     if inner.link and inner.link.startswith("prim:"):
         if found := _narrow(there.by_link(inner.link), inner):
             return places(found)
@@ -203,3 +210,16 @@ def _outermost(ranges: list[Range]) -> list[Range]:
         if not out or r.start >= out[-1].end:
             out.append(r)
     return out
+
+
+def _source_line(view: BundleView, path: str, line: int) -> Place | None:
+    """Line ``line`` (1-based) of document ``path`` as a place, its indentation left out: where
+    machine code whose line information names that line comes from."""
+    text = view.bundle.text(path)
+    start = view.bundle.offset_of(path, line - 1, 0)
+    end = text.find("\n", start)
+    end = len(text) if end < 0 else end
+    if start >= len(text) or end <= start:
+        return None
+    first = start + len(text[start:end]) - len(text[start:end].lstrip())
+    return Place(path, first, end, "stmt", f"src:{line}")

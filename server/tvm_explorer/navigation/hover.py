@@ -8,6 +8,7 @@ from tvm_explorer.inert import markdown as md
 from tvm_explorer.navigation.costs import hover_lines as cost_lines
 from tvm_explorer.navigation.costs import kernel_of
 from tvm_explorer.navigation.layer_hover import container_line, layer_lines, shared_kernel_lines
+from tvm_explorer.navigation.machine import hover_line as machine_line
 from tvm_explorer.navigation.memory import hover_lines as memory_lines
 from tvm_explorer.navigation.numerics import bisect_lines, numerics_lines
 from tvm_explorer.navigation.places import lens_summary
@@ -46,7 +47,11 @@ def hover(view: BundleView, path: str, offset: int, keep: Keep = keep_all) -> tu
     lines.append("\n---\n" + stage_line(view, doc))
     step = _schedule_step(view, ranges)
     if step:
+        lines[-1] += "  "  # a line break in Markdown: the stage and the schedule are two lines
         lines.append(step)
+    machine = machine_line(view.bundle, ranges)
+    if machine:
+        lines.append("\n" + machine)
     return "\n".join(lines), ranges[0]
 
 
@@ -57,6 +62,8 @@ def stage_line(view: BundleView, doc: Document) -> str:
         model = manifest.get("model", {})
         name = model.get("file", "") if isinstance(model, dict) else ""
         return f"Model document{f' of {md.code(name)}' if name else ''}"
+    if doc.stage == "code" and doc.source is not None:
+        return f"Machine code (SASS) compiled from {md.code(doc.source)}, {md.code(doc.path)}"
     if doc.stage == "code":
         return f"Generated code (target {md.code(manifest.get('target', '?'))}), {md.code(doc.path)}"
     passes = [

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from tvm_explorer.bundle.reader import Layer, Origin
+from tvm_explorer.navigation.chain import previous_step
 from tvm_explorer.navigation.view import BundleView, Keep, Place, PlaceList, keep_all
 
 
@@ -79,7 +80,12 @@ def definition(view: BundleView, path: str, offset: int, keep: Keep = keep_all) 
     # computes a part of (a consumer's input dequantize fused into this kernel).
     origins = view.origins_of(ranges)
     own = {o.layer.id for o in origins if o.is_output}
-    return view.layer_places(own) + view.layer_places({o.layer.id for o in origins} - own)
+    layers = view.layer_places(own) + view.layer_places({o.layer.id for o in origins} - own)
+    doc = view.bundle.document(path)
+    if doc is not None and doc.source is not None:
+        # Machine code: the source line its line information names comes first.
+        return previous_step(view, path, offset, keep) + layers
+    return layers
 
 
 def references(

@@ -25,7 +25,7 @@ STAGE_ORDER = ("model", "relax", "tir", "code")
 
 # The generated code a side-by-side view shows: the kernels (CUDA device code, C) before the
 # host code (LLVM IR), which only launches them on CUDA.
-_CODE_SUFFIX_RANK = {".cu": 0, ".c": 1, ".cc": 1, ".ll": 2}
+_CODE_SUFFIX_RANK = {".cu": 0, ".sass": 1, ".c": 1, ".cc": 1, ".ll": 2}
 
 MAX_SPANS_PER_DOCUMENT = 5000
 """Most ranges answered in one document (a position on a whole-model function names every

@@ -83,6 +83,10 @@ def previous_stage(view: BundleView, path: str, offset: int, keep: Keep = keep_a
         return []
     layers = [o.layer.id for o in view.origins_of(ranges)]
     prim = next((r for r in ranges if r.kind == "primfunc"), None)
+    if doc.stage == "code" and doc.source is not None:
+        # Machine code: one level back is the source it was compiled from (its line information).
+        if found := previous_step(view, path, offset, keep):
+            return found
     if doc.stage == "code":
         last_tir = _last(view, "tir")
         if last_tir is not None:
