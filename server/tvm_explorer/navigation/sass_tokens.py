@@ -18,6 +18,7 @@ _OPERAND = re.compile(
     r"|(?P<label>\.L_x_[0-9]++)"
 )
 _OPERAND_KINDS = {"register": TYPE, "number": NUMBER, "label": FUNCTION}
+_OPERAND_KINDS = {"register": TYPE, "number": NUMBER, "label": FUNCTION}
 _LABEL_LINE = re.compile(r"(\.?[A-Za-z_][\w.$]*+):\s*+$")
 
 
@@ -42,12 +43,5 @@ def sass_line_tokens(line_no: int, line: str) -> list[Token]:
         if kind == "comment":
             out.append(Token(line_no, op.start(), len(line) - op.start(), COMMENT))
             break
-        out.append(
-            Token(
-                line_no,
-                op.start(),
-                op.end() - op.start(),
-                {"register": TYPE, "number": NUMBER, "label": FUNCTION}[kind],
-            )
-        )
+        out.append(Token(line_no, op.start(), op.end() - op.start(), _OPERAND_KINDS[kind or "label"]))
     return out
