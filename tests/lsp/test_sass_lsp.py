@@ -30,7 +30,7 @@ def workspace(tmp_path_factory, bundles):
 
 @pytest_lsp.fixture(config=SERVER, scope="module")
 async def client(lsp_client: LanguageClient, workspace):
-    await start_session(lsp_client, workspace[0], expect=1)
+    lsp_client.init_result = await start_session(lsp_client, workspace[0], expect=1)
     yield
     await lsp_client.shutdown_session()
 
@@ -107,3 +107,26 @@ async def test_stages_side_by_side_include_the_machine_code(client, workspace):
     start = lines.index("fused_conv2d_add_relu_kernel:")
     end = next(i for i in range(start + 1, len(lines)) if lines[i].startswith("// "))
     assert sass_ranges and all(start - 2 <= r["start"]["line"] <= end for r in sass_ranges)
+
+
+async def test_machine_code_is_colored(client, workspace):
+    """Opcode, predicate, registers, immediates and the CUDA-line comment of an instruction."""
+    bundle = workspace[1]
+    text = bundle.text(SASS)
+    doc_uri = uri(bundle.root / SASS)
+    client.text_document_did_open(
+        types.DidOpenTextDocumentParams(types.TextDocumentItem(doc_uri, "tvm-sass", 1, text)))
+    lines = text.split("\n")
+    n = next(i for i, line in enumerate(lines) if line.startswith("  /*") and "@" in line and "R" in line)
+    got = await client.text_document_semantic_tokens_range_async(types.SemanticTokensRangeParams(
+        types.TextDocumentIdentifier(doc_uri), types.Range(types.Position(n, 0), types.Position(n, 0))))
+    legend = client.init_result.capabilities.semantic_tokens_provider.legend.token_types
+    words, col = {}, 0
+    for i in range(0, len(got.data), 5):
+        dl, dc, length, kind, _ = got.data[i : i + 5]
+        col = col + dc if dl == 0 and i else dc
+        words[lines[n][col : col + length]] = legend[kind]
+    opcode = lines[n].split()[2]
+    assert words[opcode] == "keyword" and words[lines[n].split()[1]] == "macro", words
+    assert any(w.startswith("R") and k == "type" for w, k in words.items()), words
+    assert any(w.startswith("// device.cu:") and k == "comment" for w, k in words.items()), words

@@ -8,7 +8,18 @@ from __future__ import annotations
 
 import re
 
-from tvm_explorer.navigation.c_tokens import COMMENT, FUNCTION, KEYWORD, MACRO, NUMBER, TYPE, Token
+from tvm_explorer.navigation.c_tokens import (
+    COMMENT,
+    FUNCTION,
+    KEYWORD,
+    MACRO,
+    MAX_LINE_CHARS,
+    MAX_REQUEST_CHARS,
+    MAX_REQUEST_LINES,
+    NUMBER,
+    TYPE,
+    Token,
+)
 
 _INSTRUCTION = re.compile(r"(\s*+)(/\*[0-9a-f]++\*/)(\s++)(@!?+U?P[0-9T]++\s++)?+([A-Z][A-Z0-9_.]*+)")
 _OPERAND = re.compile(
@@ -44,4 +55,23 @@ def sass_line_tokens(line_no: int, line: str) -> list[Token]:
             out.append(Token(line_no, op.start(), len(line) - op.start(), COMMENT))
             break
         out.append(Token(line_no, op.start(), op.end() - op.start(), _OPERAND_KINDS[kind or "label"]))
+    return out
+
+
+def is_sass_path(path: str) -> bool:
+    """Whether a document is machine code (what these tokens are for)."""
+    return path.lower().endswith(".sass")
+
+
+def sass_range_tokens(lines: list[str], first: int, last: int) -> list[Token]:
+    """The tokens of lines ``first``..``last`` (0-based, inclusive), within the same budget as
+    generated C's (``c_tokens.range_tokens``)."""
+    out: list[Token] = []
+    budget = MAX_REQUEST_CHARS
+    for n in range(max(0, first), min(last, len(lines) - 1, first + MAX_REQUEST_LINES - 1) + 1):
+        line = lines[n][:MAX_LINE_CHARS].rstrip("\r\n")
+        budget -= len(line)
+        if budget < 0:
+            break
+        out.extend(sass_line_tokens(n, line))
     return out

@@ -1,5 +1,5 @@
-"""``textDocument/semanticTokens/range``: the colors of generated C and CUDA, for the lines the
-editor shows (navigation/c_tokens.py says why not a TextMate grammar)."""
+"""``textDocument/semanticTokens/range``: the colors of generated C and CUDA, and of machine code
+(SASS), for the lines the editor shows (navigation/c_tokens.py says why not a TextMate grammar)."""
 
 from __future__ import annotations
 
@@ -8,17 +8,19 @@ from lsprotocol import types
 from tvm_explorer.lsp.shared import Session, uri_to_path
 from tvm_explorer.navigation.c_tokens import KINDS, CommentMap, is_code_path, range_tokens
 from tvm_explorer.navigation.positions import code_units
+from tvm_explorer.navigation.sass_tokens import is_sass_path, sass_range_tokens
 
 LEGEND = types.SemanticTokensLegend(token_types=list(KINDS), token_modifiers=[])
 # The documents these tokens are for: the extension's language for generated code, and any
-# client's C/CUDA files in a bundle's code/ folder.
+# client's C/CUDA (and SASS) files in a bundle's code/ folder.
 OPTIONS = types.SemanticTokensRegistrationOptions(
     legend=LEGEND,
     range=True,
     full=False,
     document_selector=[
         types.TextDocumentFilterLanguage(language="tvm-generated-c"),
-        types.TextDocumentFilterPattern(pattern="**/code/*.{c,cu,h,cc,cpp}"),
+        types.TextDocumentFilterLanguage(language="tvm-sass"),
+        types.TextDocumentFilterPattern(pattern="**/code/*.{c,cu,h,cc,cpp,sass}"),
     ],
 )
 
@@ -34,7 +36,8 @@ class SemanticTokens:
         """The tokens of the lines ``params.range`` spans, in the negotiated encoding."""
         path = uri_to_path(params.text_document.uri)
         opened = self.session.open.get(path) if path is not None else None
-        if opened is None or not is_code_path(path.name if path else ""):
+        name = path.name if path else ""
+        if opened is None or not (is_code_path(name) or is_sass_path(name)):
             return None
         text = opened.text
         known = self._comments.get(path)
@@ -50,7 +53,10 @@ class SemanticTokens:
         # Columns in code units, counted along each line from the previous token (converting
         # each token's whole prefix would cost the square of a long line's length).
         unit_line, unit_at, units = -1, 0, 0
-        for token in range_tokens(lines, first, last, known[1]):
+        tokens = (
+            sass_range_tokens(lines, first, last) if is_sass_path(name) else range_tokens(lines, first, last, known[1])
+        )
+        for token in tokens:
             line = lines[token.line]
             start, length = token.start, token.length
             if encoding != "utf-32" and not line.isascii():
