@@ -158,3 +158,23 @@ def test_a_damaged_sass_section_is_left_out_with_its_reason(bundle, tmp_path, da
     assert damaged.sass() is None and "sass.json" in str(damaged.section_problems["sass.json"])
     got = run_cli("costs", copy)
     assert got.returncode == 0 and "Machine code for" not in got.stdout
+
+
+def test_compare_names_a_layer_whose_registers_or_spills_grew(bundle, tmp_path):
+    """B is A with the conv's kernel planted to need 40 more registers and to spill: compare says
+    so for that layer only (the same model and target: everything else is equal)."""
+    import shutil
+
+    b = tmp_path / "b.bundle"
+    shutil.copytree(bundle.root, b)
+    data = json.loads((b / "sass.json").read_text())
+    data["layers"]["0"]["registers"] += 40
+    data["layers"]["0"]["spilled"] = 128
+    (b / "sass.json").write_text(json.dumps(data))
+    got = json.loads(run_cli("compare", bundle.root, b, "--json", check=True).stdout)
+    grew = {r["op_index"]: r["machine"]["grew"] for r in got["layers"] if r.get("machine")}
+    assert grew[0] == [f"registers {data['layers']['0']['registers'] - 40} -> {data['layers']['0']['registers']}",
+                       "spilled bytes 0 -> 128"]
+    assert all(not g for op, g in grew.items() if op != 0)
+    text = run_cli("compare", bundle.root, b, check=True).stdout
+    assert "1 layers whose machine code needs more registers or spills more" in text

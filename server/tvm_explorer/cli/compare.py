@@ -90,9 +90,18 @@ def _table(result: dict) -> list[str]:
         mark = "changed" if r["changed"] else "same"
         if r["kernels_changed"]:
             mark += f" (kernels {', '.join(r['a']['kernels']) or '-'} -> {', '.join(r['b']['kernels']) or '-'})"
+        grew = (r.get("machine") or {}).get("grew")
+        if grew:
+            mark += f"; machine code: {', '.join(grew)}"
         out.append(f"{line}  {mark}")
     changed = sum(bool(r["changed"]) for r in rows)
     out.append(f"\n{len(rows)} layers matched, {changed} with changed code")
+    grown = [r for r in rows if (r.get("machine") or {}).get("grew")]
+    if grown:
+        out.append(
+            f"{len(grown)} layers whose machine code needs more registers or spills more (--sass): "
+            + "; ".join(f"op {r['op_index']} {r['opcode']} ({', '.join(r['machine']['grew'])})" for r in grown[:8])
+        )
     return out + _unmatched(result)
 
 

@@ -6,6 +6,7 @@ import os
 from dataclasses import dataclass
 
 from tvm_explorer.bundle.reader import Bundle
+from tvm_explorer.bundle.sections.sass import SassDocument, SassLayer
 from tvm_explorer.compare.layers import LayerCode, layer_codes
 from tvm_explorer.costs.static import CODE_KINDS, StaticCosts, code_size, comparable_kinds
 from tvm_explorer.errors import ExplorerError
@@ -65,7 +66,7 @@ class Comparison:
             "b_info": _info(self.b),
             "code_kinds": {"a": self.code_kinds[0], "b": self.code_kinds[1]},
             "code_compared": self.same_code_kind,
-            "layers": [_pair_json(la, lb, self.same_code_kind) for la, lb in self.pairs],
+            "layers": [_pair_json(la, lb, self.same_code_kind, self.a.sass(), self.b.sass()) for la, lb in self.pairs],
             "unmatched": {"a": [_layer_ref(c) for c in self.only_a], "b": [_layer_ref(c) for c in self.only_b]},
         }
 
@@ -99,8 +100,36 @@ def _side(code: LayerCode) -> dict:
     return out
 
 
-def _pair_json(la: LayerCode, lb: LayerCode, same_kind: bool = True) -> dict:
+def _machine(machine: SassDocument | None, code: LayerCode) -> SassLayer | None:
+    return machine["layers"].get(str(code.layer.id)) if machine is not None else None
+
+
+MACHINE_GROWTH = (("registers", "registers"), ("spilled", "spilled bytes"))
+
+
+def machine_growth(a: SassLayer | None, b: SassLayer | None) -> list[str]:
+    """What of a layer's machine code grew from A to B (``--sass`` bundles on both sides):
+    ``["registers 56 -> 64", "spilled bytes 0 -> 128"]``."""
+    if not a or not b:
+        return []
+    out = []
+    for key, label in MACHINE_GROWTH:
+        before, after = a.get(key, 0), b.get(key, 0)
+        if isinstance(before, int) and isinstance(after, int) and after > before:
+            out.append(f"{label} {before} -> {after}")
+    return out
+
+
+def _pair_json(
+    la: LayerCode,
+    lb: LayerCode,
+    same_kind: bool = True,
+    machine_a: SassDocument | None = None,
+    machine_b: SassDocument | None = None,
+) -> dict:
     lay = la.layer
+    ma, mb = _machine(machine_a, la), _machine(machine_b, lb)
+    machine = {"machine": {"a": ma, "b": mb, "grew": machine_growth(ma, mb)}} if ma or mb else {}
     return {
         "subgraph": lay.subgraph,
         "op_index": lay.op_index,
@@ -110,6 +139,7 @@ def _pair_json(la: LayerCode, lb: LayerCode, same_kind: bool = True) -> dict:
         "b": _side(lb),
         "changed": code_changed(la, lb) if same_kind else None,
         "kernels_changed": la.kernels != lb.kernels,
+        **machine,
     }
 
 

@@ -31,6 +31,7 @@ OVERLAYS = (
     ("flops", "FLOPs", "log", "FLOP"),
     ("error", "Numerical error ÷ budget", "budget", "× budget"),
     ("kernels", "Kernels per layer", "linear", "kernels"),
+    ("registers", "Registers per thread (SASS)", "linear", "registers"),
     ("coverage", "Provenance coverage", "category", ""),
     ("schedule", "Schedule kind", "category", ""),
 )
@@ -49,6 +50,8 @@ def graph_document(view: BundleView, places: bool = True, encoding: str = "utf-1
     costs = cost_index(bundle)
     numerics = bundle.numerics
     at_peak, memory_note = _live_at_peak(bundle)
+    machine = bundle.sass()
+    machine_layers: dict[str, Any] = dict(machine["layers"]) if machine else {}
     schedules = _schedules(manifest)
     docs_of = {stage: [doc.path for doc in bundle.documents if doc.stage == stage] for stage in STAGES}
     nodes = []
@@ -91,6 +94,7 @@ def graph_document(view: BundleView, places: bool = True, encoding: str = "utf-1
                 "flops": cost.get("flops") if cost else None,
                 "error": _error(entry),
                 "kernels": len(kernels) if cost else None,
+                "registers": machine_layers.get(str(layer.id), {}).get("registers"),
                 "coverage": _coverage(reached),
                 "schedule": (kinds[0] if len(kinds) == 1 else "mixed") if kinds else None,
             },
@@ -143,7 +147,7 @@ def graph_document(view: BundleView, places: bool = True, encoding: str = "utf-1
             }
             for g in group_list
         ],
-        "overlays": _overlays(costs, numerics, costs_problem(bundle), memory_note),
+        "overlays": _overlays(costs, numerics, costs_problem(bundle), memory_note, machine is not None),
         "kernels": _kernels(costs, schedules),
         "costs_note": costs.status_text()
         if costs
@@ -343,7 +347,9 @@ def _live_at_peak(bundle) -> tuple[dict[int, int], str | None]:
     return out, None
 
 
-def _overlays(costs, numerics, costs_damage: str | None, memory_note: str | None = None) -> list[dict[str, Any]]:
+def _overlays(
+    costs, numerics, costs_damage: str | None, memory_note: str | None = None, machine: bool = False
+) -> list[dict[str, Any]]:
     why_costs = None if costs else costs_damage or "no costs.json: recompile the bundle"
     notes = {
         "memory": memory_note,
@@ -356,6 +362,7 @@ def _overlays(costs, numerics, costs_damage: str | None, memory_note: str | None
         "error": None if numerics else "no numerics: compile with --numerics (targets c, llvm)",
         "coverage": None,
         "schedule": why_costs,
+        "registers": None if machine else "no machine code: compile with --target cuda --sass",
     }
     return [
         {

@@ -40,16 +40,15 @@ const BUDGET_BINS: [number, string, string][] = [
   [Infinity, '#b10026', 'beyond 4× its budget (diverges)'],
 ];
 
-function budgetColors(nodes: GraphNode[], overlay: Overlay): Coloring {
+function budgetColors(values: Map<string, number | string | null>): Coloring {
   const fill = new Map<string, string>();
-  for (const n of nodes) {
-    const v = value(n, overlay);
+  for (const [id, v] of values) {
     const ratio = v === 'inf' ? Infinity : typeof v === 'number' ? v : null;
     if (ratio === null || Number.isNaN(ratio)) {
       continue;
     }
     const bin = BUDGET_BINS.findIndex(([upTo]) => ratio <= upTo);
-    fill.set(n.id, BUDGET_BINS[bin][1]);
+    fill.set(id, BUDGET_BINS[bin][1]);
   }
   if (!fill.size) {
     return { fill, legend: [], caption: 'No layer has a value.' };
@@ -68,8 +67,12 @@ export function value(node: GraphNode, overlay: Overlay): number | string | null
   return v === undefined ? null : v;
 }
 
+/** Figures a group shows the largest of (an error, registers per thread), not the sum. */
+const MAXED = new Set(['error', 'registers']);
+
 /** A group's figure from its layers': the sum of time, code, workspace, FLOPs and kernels, the
- * largest error (an infinite one wins), and a category when all agree (else ``mixed``). */
+ * largest error (an infinite one wins) and registers, and a category when all agree (else
+ * ``mixed``). */
 export function rollup(nodes: GraphNode[], overlay: Overlay): number | string | null {
   if (overlay.scale === 'category') {
     const seen = new Set(nodes.map((n) => value(n, overlay)).filter((v) => v !== null).map(String));
@@ -82,7 +85,7 @@ export function rollup(nodes: GraphNode[], overlay: Overlay): number | string | 
     if (v === 'inf') {
       infinite = true;
     } else if (typeof v === 'number' && Number.isFinite(v)) {
-      out = out === null ? v : overlay.id === 'error' ? Math.max(out, v) : out + v;
+      out = out === null ? v : MAXED.has(overlay.id) ? Math.max(out, v) : out + v;
     }
   }
   return infinite ? 'inf' : out;
@@ -125,7 +128,7 @@ export function colorBy(values: Map<string, number | string | null>, overlay: Ov
     return { fill, legend: [], caption: overlay.note ?? 'No data for this overlay.' };
   }
   if (overlay.scale === 'budget') {
-    return budgetColors(nodes, overlay);
+    return budgetColors(values);
   }
   if (overlay.scale === 'category') {
     const seen = new Map<string, string>();

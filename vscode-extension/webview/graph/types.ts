@@ -27,6 +27,7 @@ export interface Metrics {
   flops: number | null;
   error: number | 'inf' | null;
   kernels: number | null;
+  registers?: number | null;
   coverage: string | null;
   schedule: string | null;
 }
