@@ -51,6 +51,7 @@ try {
     title: await page.textContent('.panel h2'),
     stages: await page.$$eval('.panel .place', (els) => els.map((e) => e.getAttribute('data-stage'))),
     code: await page.$$eval('.panel pre.excerpt', (els) => els.map((e) => e.textContent)),
+    functions: await page.$$eval('.panel .place .function', (els) => els.map((e) => e.textContent)),
   };
   out.selected = await page.$$eval('[data-layer].selected', (els) => els.map((e) => e.getAttribute('data-layer')));
   await page.screenshot({ path: `${shots}-panel.png` });
