@@ -11,9 +11,12 @@
  * and opens its generated code at a line of that layer; recompiled with --profile (the last
  * test: it changes the session's bundle), the graph is redrawn and its time overlay has data.
  * Screenshots prefixed graph-.
+ * Memory: hovering an `alloc_storage` line of Relax names the layers whose tensors live in that
+ * storage, when, and its share of the memory peak (nav-memory-alloc-storage-hover).
  */
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { test } from 'node:test';
 import { MODELS, PYTHON, REPO } from './lib/paths.mjs';
@@ -22,6 +25,7 @@ import {
   activeTabTitle,
   ctrlClickRect,
   cursorPosition,
+  hoverRect,
   poll,
   runCommand,
   screenshot,
@@ -115,6 +119,30 @@ const graphFrame = (page) => page.frameLocator('iframe.webview.ready').frameLoca
 async function highlighted(page) {
   return graphFrame(page).locator('[data-layer].highlight').evaluateAll((els) => els.map((e) => e.getAttribute('data-layer')));
 }
+
+test('hovering an alloc_storage line names the layers whose tensors live in it, and when', async () => {
+  const { page } = suite.session;
+  const memory = JSON.parse(readFileSync(join(suite.bundle.root, 'memory.json'), 'utf8'));
+  const doc = memory.analysed.document;
+  const storage = memory.storages[0];
+  const lines = readFileSync(join(suite.bundle.root, doc), 'utf8').split('\n');
+  const line = lines.findIndex((l) => l.trimStart().startsWith(`${storage.var}: R.Any = R.memory.alloc_storage(`));
+  assert.ok(line >= 0, `no alloc_storage of ${storage.var} in ${doc}`);
+  await openAt(suite, doc, line);
+  const hover = page.locator('.monaco-hover:visible');
+  const text = await poll(async () => {
+    await hoverRect(page, await wordRectOnCursorLine(page, 'alloc_storage'));
+    await hover.first().waitFor({ state: 'visible', timeout: 4000 }).catch(() => {});
+    const t = (await hover.allTextContents()).join('\n');
+    return t.includes('Memory') ? t : undefined;
+  }, { timeoutMs: 90000, intervalMs: 1000 });
+  await screenshot(page, 'nav-memory-alloc-storage-hover');
+  assert.ok(text, 'no memory hover over the alloc_storage line');
+  assert.match(text, /storage #0: 42\.2 KiB \(planned by StaticPlanBlockMemory\), held from step 0 to step 3; 2 tensors in turn/);
+  assert.match(text, /small_cnn_1\/conv2d_1\b/);
+  assert.match(text, /small_cnn_1\/conv2d_1_2/);
+  assert.match(text, /Held at the peak \(step 0, 87\.6 KiB\): 48 % of it/);
+});
 
 test('the graph highlights the layer of the C statement under the cursor', async () => {
   const { page } = suite.session;

@@ -81,3 +81,12 @@ def test_the_bundle_loads_without_reading_it_and_a_damaged_one_is_named(chain_bu
         bundle.memory()
     (copy / MEMORY_FILE).unlink()
     assert Bundle(copy).memory() is None
+
+
+def test_an_oversized_file_is_refused_by_name_without_being_read(chain_bundle, tmp_path):
+    copy = tmp_path / "big.bundle"
+    shutil.copytree(chain_bundle, copy)
+    with open(copy / MEMORY_FILE, "w") as fh:
+        fh.write('{"notes": [' + '"x",' * (9 * 2**20 // 2) + '"x"]}')  # ~18 MiB
+    with pytest.raises(BundleError, match=r"memory\.json: memory timeline is 18 MiB, more than the 16 MiB"):
+        Bundle(copy).memory()

@@ -507,6 +507,7 @@ class Bundle:
         weakref.finalize(self, _close_all, self._fds)
         self._texts: OrderedDict[str, str] = OrderedDict()
         self._lock = threading.Lock()
+        self._section_lock = threading.Lock()  # sections read on first use (``memory``)
         self._passing = threading.local()  # see ``passing_through``
         self._text_chars = 0
         self._layer_by_op = {(lay.subgraph, lay.op_index): lay for lay in self.layers}
@@ -673,7 +674,7 @@ class Bundle:
         """The validated ``memory.json`` (read once, on the first call: never at load), or
         None if the bundle has none. Raises BundleError naming the file if it is damaged
         (again on every call)."""
-        with self._lock:
+        with self._section_lock:
             if not hasattr(self, "_memory"):
                 from tvm_explorer.bundle.sections.memory import read_memory
 

@@ -269,7 +269,7 @@ def read_plan(mod, function: str = "main", bounds: dict[str, int] | None = None)
         storages.append(st)
         return st
 
-    def new_tensor(b, pos, storage: Storage, offset: int, ty) -> Tensor:
+    def new_tensor(b, pos, k: int, storage: Storage, offset: int, ty) -> Tensor:
         shape_values = getattr(getattr(ty, "shape", None), "values", None) if ty is not None else None
         dtype = str(getattr(ty, "dtype", "") or "") if ty is not None else ""
         if shape_values is None:
@@ -279,7 +279,7 @@ def read_plan(mod, function: str = "main", bounds: dict[str, int] | None = None)
         t = Tensor(
             len(tensors),
             b.var.name,
-            ordinal(b.var.name),
+            k,
             pos,
             shown,
             dtype,
@@ -294,19 +294,17 @@ def read_plan(mod, function: str = "main", bounds: dict[str, int] | None = None)
 
     for pos, b in enumerate(bindings):
         value = b.value
+        k = ordinal(b.var.name)  # every binding counts: the index keys them all by name
         if isinstance(b, relax.MatchCast) or isinstance(value, (relax.Var, relax.Tuple, relax.TupleGetItem)):
             bind(b.var, held(value), pos)
             continue
         if isinstance(value, relax.If):
             notes.append(f"{b.var.name}: a branch (R.If): the memory of its branches is not counted")
-            ordinal(b.var.name)
             continue
         if not isinstance(value, relax.Call):
-            ordinal(b.var.name)
             continue
         name = _op_name(value)
         if name in _ALLOC_STORAGE:
-            ordinal_ = ordinal(b.var.name)
             size_expr = value.args[0]
             shape = list(getattr(size_expr, "values", None) or ())
             shown, dims = sizes.dims(shape)
@@ -317,33 +315,31 @@ def read_plan(mod, function: str = "main", bounds: dict[str, int] | None = None)
                 nbytes = _nbytes(dims, "uint8")
                 scope = str(getattr(value.args[2], "value", "global"))
             st = new_storage(b, pos, nbytes, " * ".join(map(str, shown)), scope, "planned")
-            st.ordinal = ordinal_
+            st.ordinal = k
             bind(b.var, (frozenset({st.id}), frozenset()), pos)
         elif name in _ALLOC_TENSOR:
             base, _ = held(value.args[0])
             offset = getattr(value.args[1], "value", 0)
             if not base:
-                ordinal(b.var.name)
                 notes.append(f"{b.var.name}: a tensor in a storage the walk does not know")
                 continue
             sid = min(base)
-            t = new_tensor(b, pos, storages[sid], int(offset) if isinstance(offset, int) else 0, _tensor_type(b.var))
+            t = new_tensor(b, pos, k, storages[sid], int(offset) if isinstance(offset, int) else 0, _tensor_type(b.var))
             bind(b.var, (frozenset({sid}), frozenset({t.id})), pos)
         elif name in _OWN_ALLOC:
             ty = _tensor_type(b.var)
             st = new_storage(b, pos, None, "", str(getattr(value.args[3], "value", "global")), "own")
-            t = new_tensor(b, pos, st, 0, ty)
+            t = new_tensor(b, pos, k, st, 0, ty)
             st.bytes, st.size, st.ordinal = t.bytes, " * ".join(map(str, t.shape)) + f" {t.dtype}", t.ordinal
             bind(b.var, (frozenset({st.id}), frozenset({t.id})), pos)
         elif name in _KILLS:
-            ordinal(b.var.name)
             for arg in value.args[:1]:
                 if isinstance(arg, relax.Var):
                     kills[handle(arg)] = pos
         elif name in _BOOKKEEPING or (name == "relax.call_builtin_with_ctx" and _builtin_name(value) in _BOOKKEEPING):
-            ordinal(b.var.name)
+            continue  # a check or shape bookkeeping: no step
         else:
-            step = _step(value, name, mod, len(steps), pos, b, ordinal(b.var.name))
+            step = _step(value, name, mod, len(steps), pos, b, k)
             steps.append(step)
             used_s: set[int] = set()
             used_t: set[int] = set()
@@ -361,7 +357,7 @@ def read_plan(mod, function: str = "main", bounds: dict[str, int] | None = None)
             elif ty is not None:
                 # A call that returns a new tensor: the callee allocated it (not planned).
                 st = new_storage(b, pos, None, "", "global", "returned", returned_by=step.callee)
-                t = new_tensor(b, pos, st, 0, ty)
+                t = new_tensor(b, pos, k, st, 0, ty)
                 st.bytes, st.size, st.ordinal = t.bytes, " * ".join(map(str, t.shape)) + f" {t.dtype}", t.ordinal
                 t.uses.append(step.index)
                 bind(b.var, (frozenset({st.id}), frozenset({t.id})), pos)
