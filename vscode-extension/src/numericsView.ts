@@ -152,16 +152,17 @@ function shortError(layer: ext.NumericsLayer): string {
   if (!layer.observed) {
     return 'not observed';
   }
-  // Error against the reference, then what the reference's own engines disagree by.
-  const budget = layer.step_budget !== null && layer.step_budget !== undefined ? ` of ${layer.step_budget}` : '';
-  const steps = layer.steps !== null ? `, ${layer.steps}${budget} steps` : '';
-  const spread = layer.spread_steps !== null && layer.spread_steps !== undefined
-    ? ` (spread ${layer.spread_steps})`
-    : layer.spread_cosine !== null && layer.spread_cosine !== undefined
-      ? ` (spread cos ${layer.spread_cosine.toFixed(4)})`
-      : '';
+  // The judged figure first (the side bar is narrow): steps of a quantized output with its
+  // budget and the reference's own spread, else the max abs error.
   const verdict = layer.diverges ? 'diverges' : layer.judged === false ? 'not judged' : 'ok';
-  return `max abs ${(layer.max_abs ?? NaN).toPrecision(3)}${steps}${spread} — ${verdict}`;
+  const known = (v: number | null | undefined): v is number => v !== null && v !== undefined;
+  if (layer.steps !== null) {
+    const budget = known(layer.step_budget) ? `, budget ${layer.step_budget}` : '';
+    const spread = known(layer.spread_steps) ? `, spread ${layer.spread_steps}` : '';
+    return `${layer.steps} steps${budget}${spread} — ${verdict} · max abs ${(layer.max_abs ?? NaN).toPrecision(3)}`;
+  }
+  const spread = known(layer.spread_cosine) ? ` (spread cos ${layer.spread_cosine.toFixed(4)})` : '';
+  return `max abs ${(layer.max_abs ?? NaN).toPrecision(3)}${spread} — ${verdict}`;
 }
 
 /** Opens the model document at a layer's entry (the view's click). */

@@ -7,7 +7,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from tvm_explorer.bundle.sections.numerics import FLOAT_REL_TOLERANCE, format_error, layer_entry, unit
+from tvm_explorer.bundle.sections.numerics import (
+    FLOAT_REL_TOLERANCE,
+    budget_lines,
+    format_error,
+    headline,
+    layer_entry,
+    unit,
+)
 from tvm_explorer.costs.table import flops_text, size
 from tvm_explorer.graphview.places import layer_place_entries
 from tvm_explorer.graphview.structure import edges, folds, groups, io_id, read_structure, repetitions
@@ -204,6 +211,8 @@ def report_sections(view: BundleView) -> dict[str, Any]:
             "reference": numerics.get("reference", ""),
             "mode": numerics.get("mode", ""),
             "inputs": numerics.get("inputs", ""),
+            "headline": headline(numerics),
+            "budgets": budget_lines(numerics),
             "first_divergence": None
             if not first
             else next(

@@ -135,12 +135,13 @@ def compare(
     budget = abs_budget = None
     rounding = 0.0
     if quantized:
-        # The cosine deficit MAX_STEPS of rounding everywhere could cause at most: |e| ≤ one
-        # step per element gives 1 − cos ≤ Σ step² / (2 Σ r²) (a tensor of a few steps'
-        # magnitude, such as a flat softmax, has a large one).
+        # The cosine deficit MAX_STEPS of rounding everywhere could cause at most: with |e| ≤
+        # one step per element, 1 − cos = sin²/(1 + cos) ≤ Σ step² / ((1 + COSINE_FLOOR) Σ r²)
+        # wherever the cosine is judged (a tensor of a few steps' magnitude, such as a flat
+        # softmax, has a large one).
         unit = ref_quant.dequantize(reference.astype(np.int64) + 1) - r
         power = float(np.sum(r * r))
-        rounding = MAX_STEPS**2 * float(np.sum(unit * unit)) / (2.0 * power) if power > 0 else math.inf
+        rounding = MAX_STEPS**2 * float(np.sum(unit * unit)) / ((1.0 + COSINE_FLOOR) * power) if power > 0 else math.inf
     if quantized and steps is not None:
         wanted = MAX_STEPS + SPREAD_FACTOR * ((spread.steps or 0.0) if spread is not None else 0.0)
         if wanted <= _step_cap(reference.dtype):

@@ -75,6 +75,8 @@ export function renderReport(container: HTMLElement, app: GraphApp, doc: GraphDo
             'div',
             {},
             el('p', {}, `Against ${n.reference} (${n.mode} build; inputs: ${n.inputs}). `, n.first_divergence !== null ? el('span', { class: 'diverges' }, 'First divergence: ', layerLink(app, n.first_divergence, `layer ${n.first_divergence}`)) : 'No layer diverges.'),
+            n.headline ? el('p', {}, n.headline) : null,
+            ...(n.budgets ?? []).map((line) => el('p', { class: 'hint' }, line)),
             el(
               'table',
               { class: 'grid' },

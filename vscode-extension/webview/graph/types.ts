@@ -128,6 +128,9 @@ export interface ReportSections {
     mode: string;
     inputs: string;
     first_divergence: string | null;
+    /** "53/65 layers observed (102 more folded into constants …)"; where the budgets come from. */
+    headline?: string;
+    budgets?: string[];
     layers: { id: string | null; opcode: string; name: string; diverges: boolean; observed: boolean; summary: string }[];
   } | null;
   problems: string[];

@@ -161,6 +161,12 @@ def validate(data: object, layer_keys: set[tuple[int, int]] | None = None) -> Nu
     f.string(data.get("reference"), "'reference'", NumericsError)
     for key in ("model", "target", "inputs", "ran_on", "spread_engines"):
         f.string(data.get(key), f"'{key}'", NumericsError, nullable=True)
+    thresholds = data.get("thresholds")
+    if thresholds is not None:  # what the reports print where the budgets come from
+        if not isinstance(thresholds, dict):
+            raise NumericsError("'thresholds' must be an object")
+        for key, value in thresholds.items():
+            f.number(value, f"'thresholds.{key}'", NumericsError, nullable=False, high=f.MAX_FLOAT)
     if data.get("mode") not in MODES:
         raise NumericsError(f"'mode' must be one of {', '.join(MODES)}")
     layers = data.get("layers")
