@@ -289,6 +289,20 @@ def chain(layers: int, path=None, seed: int = 0) -> bytes:
     return _save(g.build(), path)
 
 
+def constant_chain(path=None, ops: int = 40) -> bytes:
+    """A model whose FoldConstant runs for seconds: ``ops`` ADD/MUL/SUB/MAXIMUM of constants in
+    a chain, each folded by building and running a kernel of its own, in C++ that takes no
+    Python signal until the pass returns (a long pass to interrupt)."""
+    g = GraphBuilder()
+    x = g.input("input", [1000])
+    c = g.const("c0", np.linspace(0, 1, 1000, dtype=np.float32))
+    for i in range(ops):
+        d = g.const(f"d{i}", np.full(1000, 1.0 + i / 100, dtype=np.float32))
+        c = g._op(["ADD", "MUL", "SUB", "MAXIMUM"][i % 4], [c, d], f"folded{i}", [1000])
+    g.output(g.add(x, c, name="add"))
+    return _save(g.build(), path)
+
+
 def _save(data: bytes, path) -> bytes:
     if path is not None:
         with open(path, "wb") as fh:

@@ -28,6 +28,12 @@ COMMITTED: list[Path] = []
 """Destinations this process has committed a bundle to (the CLI tells an interrupt that came
 too late to stop the commit from one that kept the previous bundle)."""
 
+COMMIT_CLAIMS: list = []
+"""Callables run as the commit begins (signals blocked, nothing moved yet): a supervised
+child claims its commit there, after which its supervisor no longer stops it at once
+(``supervise/stopping.py``); one that raises (KeyboardInterrupt: the stop came first)
+cancels the commit."""
+
 COMMIT_GUARDS: list = []
 """Callables run right before a bundle is swapped into place (signals blocked); one that
 raises ExplorerError cancels the commit (the compiling child registers "my parent is still
@@ -196,6 +202,8 @@ class BundleWriter:
         stop = {signal.SIGINT, signal.SIGTERM, signal.SIGUSR1}
         previous = signal.pthread_sigmask(signal.SIG_BLOCK, stop)
         try:
+            for claim in COMMIT_CLAIMS:
+                claim()
             self._swap_into_place()
             self._done = True
             COMMITTED.append(self.dest)

@@ -60,10 +60,10 @@ def run_supervised_bisect(args) -> int:
         return run_bisect(args)
     args.activity = ("bisect", "bisecting")
     args.memory_limit = 0
-    from tvm_explorer.bundle.writer import COMMIT_GUARDS
+    from tvm_explorer.bundle.writer import COMMIT_CLAIMS, COMMIT_GUARDS
     from tvm_explorer.supervise.supervisor import run_supervised
 
-    return run_supervised(args, _bisect_child, COMMIT_GUARDS)
+    return run_supervised(args, _bisect_child, COMMIT_GUARDS, COMMIT_CLAIMS)
 
 
 def _bisect_child(args) -> int:

@@ -257,7 +257,7 @@ def _run_compile(args) -> int:
         return _fail(str(err), exit_code_of(err))
     if args.in_process or not hasattr(os, "fork"):
         return _compile_in_this_process(args)
-    from tvm_explorer.bundle.writer import COMMIT_GUARDS
+    from tvm_explorer.bundle.writer import COMMIT_CLAIMS, COMMIT_GUARDS
     from tvm_explorer.supervise.supervisor import run_supervised
 
-    return run_supervised(args, _compile_in_this_process, COMMIT_GUARDS)
+    return run_supervised(args, _compile_in_this_process, COMMIT_GUARDS, COMMIT_CLAIMS)

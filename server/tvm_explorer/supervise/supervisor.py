@@ -15,23 +15,29 @@ from pathlib import Path
 from tvm_explorer.errors import EXIT_CRASH, EXIT_INTERRUPTED, EXIT_TIMEOUT
 from tvm_explorer.errors import fail as _fail
 
-GRACE = 10.0  # seconds a stopped compile gets to clean up before it is killed
+GRACE = 10.0  # seconds a stopped compile gets to clean up before it is killed, while it commits
+STOP_WAIT = 0.4  # seconds a stopped child that cannot commit any more gets to stop by itself
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGUSR1)  # SIGUSR1: the timeout
 
 
-def run_supervised(args, body, commit_guards: list | None = None) -> int:
+def run_supervised(args, body, commit_guards: list | None = None, commit_claims: list | None = None) -> int:
     """``body(args)`` in a child process, supervised: a crash inside TVM is reported, not
-    inherited, and a run that hangs (``args.timeout``) or ignores an interrupt is stopped; the
-    child dies with this process (``compile``, ``bisect``). In the child the lifeline's check
-    joins ``commit_guards`` (the bundle writer's), so it never commits after its parent died."""
+    inherited, and a run that hangs (``args.timeout``) or is interrupted is stopped — within
+    ``STOP_WAIT`` seconds wherever it is, unless it has begun to commit its bundle
+    (``stopping.StopLatch``); the child dies with this process (``compile``, ``bisect``). In
+    the child the lifeline's check joins ``commit_guards`` and the latch's claim joins
+    ``commit_claims`` (the bundle writer's), so it never commits after its parent died or
+    stopped it."""
     sys.stdout.flush()
     sys.stderr.flush()
     # Signals wait until each process has its handlers (no window where one is lost).
     signal.pthread_sigmask(signal.SIG_BLOCK, STOP_SIGNALS)
     err_r, err_w = os.pipe()
     from tvm_explorer.supervise.lifeline import Lifeline
+    from tvm_explorer.supervise.stopping import StopLatch
 
     lifeline = Lifeline()  # the child dies with this process and never commits after it
+    latch = StopLatch()
     pid = os.fork()
     if pid == 0:  # child
         code = 1
@@ -42,6 +48,8 @@ def run_supervised(args, body, commit_guards: list | None = None) -> int:
             lifeline.attach_child(GRACE)
             if commit_guards is not None:
                 commit_guards.append(lifeline.check)
+            if commit_claims is not None:
+                commit_claims.append(latch.claim_commit)
             _mark_tvm_logging()
             code = body(args)
         finally:
@@ -53,7 +61,7 @@ def run_supervised(args, body, commit_guards: list | None = None) -> int:
     lifeline.hold_in_parent()
     os.close(err_w)
     try:
-        return _supervise(args, pid, _ChildErrors(err_r))
+        return _supervise(args, pid, _ChildErrors(err_r), latch)
     finally:
         os.close(err_r)
 
@@ -162,15 +170,21 @@ def _lines_to_file(lines: list[bytes], prefix: str, suffix: str) -> str | None:
     return path
 
 
-def _supervise(args, pid: int, errors: _ChildErrors) -> int:
+def _supervise(args, pid: int, errors: _ChildErrors, latch) -> int:
     """Wait for the compiling child; forward interrupts, enforce the timeout, and kill it if
-    it does not stop within GRACE seconds. Exactly one message reaches the user."""
-    state = {"stop": None, "kill_at": None, "killed": False}
+    it does not stop within STOP_WAIT seconds (GRACE once it commits). Exactly one message
+    reaches the user."""
+    state = {"stop": None, "kill_at": None, "killed": False, "at_once": False}
+
+    def stop_deadline(now: float) -> float:
+        # The child stops itself where it runs Python; inside a C++ pass it cannot.
+        state["at_once"] = latch.claim_stop()
+        return now + (STOP_WAIT if state["at_once"] else GRACE)
 
     def forward(signum, _frame):
         if state["stop"] is None:
             state["stop"] = signal.Signals(signum).name
-            state["kill_at"] = time.monotonic() + GRACE
+            state["kill_at"] = stop_deadline(time.monotonic())
         _signal_child(pid, signum)
 
     signal.signal(signal.SIGTERM, forward)
@@ -186,12 +200,12 @@ def _supervise(args, pid: int, errors: _ChildErrors) -> int:
         now = time.monotonic()
         if deadline is not None and now >= deadline and not timed_out and state["stop"] is None:
             timed_out = True
-            state["kill_at"] = now + GRACE
+            state["kill_at"] = stop_deadline(now)
             _signal_child(pid, signal.SIGUSR1)
         if state["kill_at"] is not None and now >= state["kill_at"] and not state["killed"]:
             state["killed"] = True
             _signal_child(pid, signal.SIGKILL)
-        errors.pump(0.05)
+        errors.pump(0.02 if state["kill_at"] is not None else 0.05)
     errors.finish()
     if os.WIFEXITED(status):
         code = os.WEXITSTATUS(status)
@@ -210,7 +224,9 @@ def _supervise(args, pid: int, errors: _ChildErrors) -> int:
             EXIT_TIMEOUT,
         )
     if state["stop"] is not None:
-        how = " and was killed" if state["killed"] else ""
+        how = ""
+        if state["killed"]:
+            how = f", stopped within {STOP_WAIT:g} s" if state["at_once"] else " and was killed"
         return _fail(
             f"interrupted ({state['stop']}){how}; no bundle was written (a previous bundle is unchanged)",
             EXIT_INTERRUPTED,
