@@ -20,6 +20,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.conftest import run_cli
 from tests.tflite_builder import GraphBuilder
 
 # Spliced into a C function body by the #include; runs $TVMX_CMD when the model runs. It also
@@ -89,6 +90,10 @@ def test_the_original_name_stays_in_the_model_document_and_the_hover(hostile):
     offset = code.index("_type_index")  # the graph input's checks: the conv layer's kernel
     text, _ = hover(view, "code/module.c", offset)
     assert "CONV\\_2D" in text and "`conv #error tvmx" in text, text  # inert: one line
+    line = code[:offset].count("\n") + 1
+    proc = run_cli("origins", hostile["bundle"], f"code/module.c:{line}", check=True)
+    assert all(ln.startswith("op ") for ln in proc.stdout.splitlines()), proc.stdout  # no forged line
+    assert "op 0 CONV_2D conv\\n#error tvmx" in proc.stdout, proc.stdout
 
 
 def test_names_are_plain_after_import_and_nothing_else_changes(tmp_path):
