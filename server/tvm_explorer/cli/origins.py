@@ -108,6 +108,7 @@ def _run_origins(args) -> int:
         return 0
     if not origins:
         print(f"{path}:{line}: no origin recorded here")
+    from tvm_explorer.inert.text import one_line
     from tvm_explorer.navigation.sources import group_caption, layer_caption, repeated_groups
 
     # The same layer of repeated blocks (decoder layers) is one line, its path compressed:
@@ -125,5 +126,6 @@ def _run_origins(args) -> int:
             else "ops " + ", ".join(str(m.layer.op_index) for m, _ in group)
         )
         outputs = ", ".join(out for m, _ in group for out in m.layer.outputs)
-        print(f"{where}{ops} {o.layer.opcode}{caption} ({role}) -> {outputs}")
+        # the model's strings on one line, escaped: a name cannot forge a line (inert/text.py)
+        print(f"{where}{ops} {one_line(o.layer.opcode)}{one_line(caption)} ({role}) -> {one_line(outputs)}")
     return 0

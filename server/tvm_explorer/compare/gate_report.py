@@ -12,6 +12,7 @@ from tvm_explorer.compare.gate import Change, Gate, Row
 from tvm_explorer.costs.table import size
 from tvm_explorer.inert import markdown as md
 from tvm_explorer.inert import xml as inert_xml
+from tvm_explorer.inert.text import one_line
 
 MARKDOWN_ROWS = 50  # changed layers shown beyond the regressions (a PR comment has a size limit)
 METRIC_WORDS = {"time": "time", "code": "code", "workspace": "workspace"}
@@ -90,9 +91,7 @@ def _sides(gate: Gate) -> tuple[str, str]:
 def _printable(text: str) -> str:
     """One line of a terminal or CI log: a name's line breaks, escape sequences and other
     unprintable characters written as escapes (``\\n``, ``\\x1b``), so none can forge a line."""
-    if text.isprintable():
-        return text
-    return "".join(ch if ch.isprintable() else ch.encode("unicode_escape", "backslashreplace").decode() for ch in text)
+    return one_line(text)
 
 
 def summary(gate: Gate) -> list[str]:

@@ -51,8 +51,12 @@ def load_any(path: str | os.PathLike):
 
 
 def import_any(model, origins: OriginTable | None, *, fill_spans: bool = True):
-    """Import a loaded model with TVM's frontend for its kind (spans filled unless told not)."""
-    return frontend_of(model).import_model(model, origins, fill_spans=fill_spans)
+    """Import a loaded model with TVM's frontend for its kind (spans filled unless told not),
+    every name in it a plain identifier (``plain_names``: a model's names reach the generated
+    code)."""
+    from tvm_explorer.frontends.plain_names import plain_names
+
+    return plain_names(frontend_of(model).import_model(model, origins, fill_spans=fill_spans))
 
 
 def pin_inputs(model, given: list):

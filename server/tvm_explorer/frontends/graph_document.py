@@ -13,6 +13,7 @@ from tvm_explorer.bundle.index import Range
 from tvm_explorer.frontends.graph import GraphModel, GraphNode
 from tvm_explorer.frontends.input_shapes import input_note
 from tvm_explorer.frontends.tflite.loader import TensorInfo
+from tvm_explorer.inert.text import one_line
 from tvm_explorer.provenance import OriginTable
 
 _TITLES = {"onnx": "ONNX model", "torch": "PyTorch ExportedProgram", "nn": "tvm.relax.frontend.nn module"}
@@ -47,24 +48,25 @@ def render_graph_document(model: GraphModel, origins: OriginTable) -> tuple[str,
 
     def tensor_line(prefix: str, t: TensorInfo, width: int, note: str = "") -> None:
         write(prefix)
-        start = write(t.name)
+        shown = one_line(t.name)
+        start = write(shown)
         owner = producer.get(t.name)
         ranges.append(
             Range(
-                start, start + len(t.name), node_sets[owner] if owner is not None else 0, "tensor", f"tensor:0:{t.name}"
+                start, start + len(shown), node_sets[owner] if owner is not None else 0, "tensor", f"tensor:0:{t.name}"
             )
         )
         extra = " const" if t.is_constant else ""
-        write(f"{' ' * max(1, width - len(t.name) + 1)}{_type(t)}{extra}{note}\n")
+        write(f"{' ' * max(1, width - len(shown) + 1)}{one_line(_type(t))}{extra}{one_line(note)}\n")
 
-    write(f"# {_TITLES.get(model.kind, model.kind)} {model.name}\n")
+    write(f"# {_TITLES.get(model.kind, model.kind)} {one_line(model.name)}\n")
     write(f"# sha256 {model.sha256}\n")
     write(f"# {len(model.layers)} node(s). Go to definition on a tensor name reaches the node that produces it.\n")
     for note in model.notes:
-        write(f"# {note}\n")
+        write(f"# {one_line(note)}\n")
     for sg in model.subgraphs:
-        write(f'\ngraph "{sg.name}"\n')
-        width = max([len(t.name) for t in sg.inputs + sg.outputs] + [0])
+        write(f'\ngraph "{one_line(sg.name)}"\n')
+        width = max([len(one_line(t.name)) for t in sg.inputs + sg.outputs] + [0])
         for t in sg.inputs:
             note = input_note(declared.get(t.name, t.shape), t.shape, t.name in model.pinned) if sg.index == 0 else ""
             tensor_line("  input  ", t, width, note)
@@ -74,25 +76,26 @@ def render_graph_document(model: GraphModel, origins: OriginTable) -> tuple[str,
     for node in model.layers:
         if node.module != module:
             module = node.module
-            heading = module or "(top level)"
-            cls = f" ({node.module_class})" if node.module_class and module else ""
+            heading = one_line(module) or "(top level)"
+            cls = f" ({one_line(node.module_class)})" if node.module_class and module else ""
             write(f"\nmodule {heading}{cls}\n")
         write("\n")
         start = write(_node_head(node))
-        width = max([len(t.name) for t in node.inputs + node.outputs] + [0])
+        width = max([len(one_line(t.name)) for t in node.inputs + node.outputs] + [0])
         for t in node.inputs:
             tensor_line("    in   ", t, width)
         for t in node.outputs:
             tensor_line("    out  ", t, width)
         if node.source:
-            write(f"    source {_short(node.source[0])}:{node.source[1]}  ({node.source[0]})\n")
+            write(f"    source {one_line(_short(node.source[0]))}:{node.source[1]}  ({one_line(node.source[0])})\n")
         ranges.append(Range(start, offset - 1, node_sets[node.id], "layer", f"layer:0:{node.op_index}"))
     return "".join(parts), ranges
 
 
 def _node_head(node: GraphNode) -> str:
-    head = f"  node {node.op_index} {node.opcode}"
+    """Its first line; every string from the model on one line, escaped (``inert/text.py``)."""
+    head = f"  node {node.op_index} {one_line(node.opcode)}"
     if node.name:
-        head += f" {node.name}"
-    opts = " ".join(f"{k}={v}" for k, v in node.options.items())
+        head += f" {one_line(node.name)}"
+    opts = one_line(" ".join(f"{k}={v}" for k, v in node.options.items()))
     return head + (f"  {opts}\n" if opts else "\n")

@@ -12,6 +12,7 @@ import re
 from tvm_explorer.bundle.index import Range
 from tvm_explorer.frontends.input_shapes import input_note
 from tvm_explorer.frontends.tflite.loader import LayerInfo, LoadedModel, TensorInfo, declared_inputs
+from tvm_explorer.inert.text import one_line
 from tvm_explorer.provenance import OriginTable
 
 _ENUMS = {
@@ -81,7 +82,7 @@ def render_model_document(model: LoadedModel, origins: OriginTable) -> tuple[str
 
     w = _Writer()
     n_ops = len(model.layers)
-    w.write(f"# TFLite model {model.name}\n")
+    w.write(f"# TFLite model {one_line(model.name)}\n")
     w.write(f"# sha256 {model.sha256}\n")
     w.write(
         f"# {len(model.subgraphs)} subgraph(s), {n_ops} operator(s). "
@@ -92,25 +93,26 @@ def render_model_document(model: LoadedModel, origins: OriginTable) -> tuple[str
 
     def tensor_line(prefix: str, s: int, t: TensorInfo, width: int, note: str = "") -> None:
         w.write(prefix)
-        start = w.write(t.name)
+        shown = one_line(t.name)
+        start = w.write(shown)
         owner = producer.get((s, t.name))
         w.ranges.append(
             Range(
                 start,
-                start + len(t.name),
+                start + len(shown),
                 layer_sets[owner] if owner is not None else 0,
                 "tensor",
                 f"tensor:{s}:{t.name}",
             )
         )
-        pad = " " * max(1, width - len(t.name) + 1)
+        pad = " " * max(1, width - len(shown) + 1)
         extra = " const" if t.is_constant else ""
         extra += _quantization(t) if t.quantized else ""
         w.write(f"{pad}{_type(t)}{extra}{note}\n")
 
     for sg in model.subgraphs:
-        w.write(f'\nsubgraph {sg.index} "{sg.name}"\n')
-        width = max([len(t.name) for t in sg.inputs + sg.outputs] + [0])
+        w.write(f'\nsubgraph {sg.index} "{one_line(sg.name)}"\n')
+        width = max([len(one_line(t.name)) for t in sg.inputs + sg.outputs] + [0])
         for t in sg.inputs:
             note = ""
             if sg.index == 0 and t.name in declared:
@@ -121,12 +123,12 @@ def render_model_document(model: LoadedModel, origins: OriginTable) -> tuple[str
         layers: list[LayerInfo] = [lay for lay in model.layers if lay.subgraph == sg.index]
         for lay in layers:
             w.write("\n")
-            start = w.write(f"op {lay.op_index} {lay.opcode}")
+            start = w.write(f"op {lay.op_index} {one_line(lay.opcode)}")
             if lay.name:  # the TF name (Keras scope) of the layer, beside its opcode
-                w.write(f"  {lay.name}")
-            opts = _format_options(lay.options)
+                w.write(f"  {one_line(lay.name)}")
+            opts = one_line(_format_options(lay.options))
             w.write(f"  {opts}\n" if opts else "\n")
-            width = max([len(t.name) for t in lay.inputs + lay.outputs] + [0])
+            width = max([len(one_line(t.name)) for t in lay.inputs + lay.outputs] + [0])
             for t in lay.inputs:
                 tensor_line("  in   ", sg.index, t, width)
             for t in lay.outputs:
