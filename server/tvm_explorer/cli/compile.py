@@ -19,7 +19,7 @@ from tvm_explorer.cli.options import (
     seconds_argument,
     trust_from_args,
 )
-from tvm_explorer.errors import EXIT_INTERRUPTED, EXIT_TIMEOUT, ExplorerError
+from tvm_explorer.errors import EXIT_INTERRUPTED, EXIT_TIMEOUT, ExplorerError, RemoteError
 from tvm_explorer.errors import fail as _fail
 from tvm_explorer.frontends.input_shapes import parse_input_shape
 from tvm_explorer.supervise.supervisor import STOP_SIGNALS as _STOP_SIGNALS
@@ -193,7 +193,11 @@ def _compile_in_this_process(args) -> int:
             return _fail(_stopped_message(args, why, committed()), stop.get("code", EXIT_INTERRUPTED))
         from tvm_explorer.supervise import memlimit
 
-        if not isinstance(err, (KeyboardInterrupt, SystemExit)) and memlimit.hit_limit(err, args.memory_limit):
+        # A device's fault is the device's, whatever words TVM put in it ("bad_alloc" for a
+        # length it was sent): remote/relay.py bounds what a device's answer may make us hold.
+        if not isinstance(err, (KeyboardInterrupt, SystemExit, RemoteError)) and memlimit.hit_limit(
+            err, args.memory_limit
+        ):
             return _fail(memlimit.message(err, args.memory_limit, args.model))
         if isinstance(err, ExplorerError):
             return _fail(str(err), exit_code_of(err))

@@ -18,6 +18,7 @@ import numpy as np
 from tvm_explorer.errors import RemoteError
 from tvm_explorer.remote.cross import arch_of, elf_arch
 from tvm_explorer.remote.devices import Device, open_devices, reason
+from tvm_explorer.remote.relay import MAX_PACKET
 from tvm_explorer.remote.request import RemoteRequest
 
 
@@ -58,6 +59,21 @@ def check_arch(devices: list[Device], library: str, target: str) -> str | None:
                 "(and --cc its C cross compiler if it is not on PATH), or ask for devices of this architecture"
             )
     return lib_arch
+
+
+def largest_answer(steps) -> int:
+    """The most bytes one answer of a device may hold while replaying ``steps``: a tensor of
+    theirs sent back (numerics, reshapes), with room for the packet's header; at least
+    MAX_PACKET."""
+    largest = 0
+    for step in steps:
+        if step[0] == "value":
+            largest = max(largest, int(np.asarray(step[2]).nbytes))
+        elif step[0] in ("empty", "reshape"):
+            shape, dtype = (step[2], step[3]) if step[0] == "empty" else (step[3], None)
+            count = int(np.prod(shape, dtype=np.int64)) if len(shape) else 1
+            largest = max(largest, count * (np.dtype(dtype).itemsize if dtype else 8))
+    return max(MAX_PACKET, largest + (1 << 20))
 
 
 def _replay(dev: Device, kernels_lib, steps, on_call) -> None:
@@ -130,7 +146,7 @@ def observe_on_device(executable, target: str, steps, request: RemoteRequest, co
     """Run the model on the request's (first) device, one call at a time, calling
     ``after_call(symbol, ret, args)`` after each (``numerics.observe.Observer``); the device's
     record, or RemoteError naming it."""
-    devices = open_devices(request)
+    devices = open_devices(request, largest_answer(steps))
     dev = devices[0]
     with tempfile.TemporaryDirectory(prefix="tvm-explorer-remote-") as workdir:
         model, kernels = export(executable, workdir, compiler, target.split()[0] == "c", triple)
@@ -146,7 +162,7 @@ def observe_on_device(executable, target: str, steps, request: RemoteRequest, co
             _replay(dev, rkernels, steps, run_call)
         except Exception as err:  # noqa: BLE001 - said once, naming the device
             raise RemoteError(
-                f"lost {dev.name} while running the model for --numerics ({reason(err)}); nothing was "
+                f"lost {dev.name} while running the model for --numerics ({dev.failure(err)}); nothing was "
                 f"recorded and the previous bundle is unchanged: check the device ({request.where()}) and run again"
             ) from None
     return dev.record()
@@ -164,7 +180,7 @@ def measure_on_devices(
 ) -> list[tuple[dict, dict]]:
     """``[(device record, measured calls)]`` per device, or RemoteError naming the device or
     key and what to do; never a part of the devices."""
-    devices = open_devices(request)
+    devices = open_devices(request, largest_answer(steps))
     with tempfile.TemporaryDirectory(prefix="tvm-explorer-remote-") as workdir:
         model, kernels = export(executable, workdir, compiler, target.split()[0] == "c", triple)
         check_arch(devices, model, target)
@@ -175,7 +191,7 @@ def measure_on_devices(
             try:
                 results[i] = _measure_one(dev, model, kernels, steps, inputs, repeat)
             except Exception as err:  # noqa: BLE001 - said once, naming the device
-                failures[i] = f"{dev.name}: {reason(err)}"
+                failures[i] = f"{dev.name}: {dev.failure(err)}"
 
         threads = [threading.Thread(target=run, args=(i, d), daemon=True) for i, d in enumerate(devices)]
         for t in threads:
