@@ -165,6 +165,31 @@ class Session:
             return None
         return Query(view, path, offset, lambda r: drift.keeps(r.start, r.end))
 
+    def line_query(self, uri: str, position: types.Position) -> Query | None:
+        """``query``, or, on a line's indentation or past its end, the line's first character:
+        for requests about what a line is (stage sync, layer places), a cursor anywhere on a
+        line means that line (a PyTorch model document indents its node entries)."""
+        q = self.query(uri, position)
+        if q is not None:
+            return q
+        found = self.locate(uri)
+        if found is None:
+            return None
+        view, path = found
+        lines, _ = self.lines(view, path)
+        try:
+            text = lines.line_text(position.line)
+        except IndexError:
+            return None
+        first = len(text) - len(text.lstrip())
+        if first == len(text):
+            return None  # a blank line has no origin
+        start = lines.offset(position.line, 0)
+        if start is None:
+            return None
+        column = lines.position(start + first)[1]
+        return self.query(uri, types.Position(position.line, column))
+
     # -- answers -----------------------------------------------------------------------
     @staticmethod
     def uri_of_root(root: Path) -> str:

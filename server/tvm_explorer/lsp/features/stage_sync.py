@@ -15,7 +15,7 @@ from tvm_explorer.lsp.protocol import (
     StageRangesInDocument,
     StageRangesResult,
 )
-from tvm_explorer.lsp.shared import Query, Session
+from tvm_explorer.lsp.shared import Session
 from tvm_explorer.navigation.stage_sync import stage_documents, stage_ranges
 
 
@@ -36,7 +36,7 @@ class StageSync:
 
     def stage_ranges(self, params: types.TextDocumentPositionParams | None) -> StageRangesResult:
         """The layers at a position and their ranges in every other stage document."""
-        q = self._query(params) if params else None
+        q = self.session.line_query(params.text_document.uri, params.position) if params else None
         if q is None:
             return StageRangesResult([], [])
         found = stage_ranges(q.view, q.path, q.offset, q.keep)
@@ -65,27 +65,3 @@ class StageSync:
         return StageRangesResult(
             [StageLayer(lay.id, lay.subgraph, lay.op_index, lay.opcode, name_of(lay)) for lay in layers], out
         )
-
-    def _query(self, params: types.TextDocumentPositionParams) -> Query | None:
-        """The position as other requests read it, or, on a line's indentation or past its
-        end, the line's first character: a cursor anywhere on a line means that line."""
-        q = self.session.query(params.text_document.uri, params.position)
-        if q is not None:
-            return q
-        found = self.session.locate(params.text_document.uri)
-        if found is None:
-            return None
-        view, path = found
-        lines, _ = self.session.lines(view, path)
-        try:
-            text = lines.line_text(params.position.line)
-        except IndexError:
-            return None
-        first = len(text) - len(text.lstrip())
-        if first == len(text):
-            return None  # a blank line has no origin
-        start = lines.offset(params.position.line, 0)
-        if start is None:
-            return None
-        column = lines.position(start + first)[1]
-        return self.session.query(params.text_document.uri, types.Position(params.position.line, column))
