@@ -201,3 +201,38 @@ test('the stages sync from every start document, in every direction, and again o
     check(back, s, places[s].layers, `started from ${names[s]}, its column focused again`);
   }
 });
+
+/** The texts shown before lines of editor column `column` (1-based) by decorations. */
+async function beforeTexts(page, column) {
+  return page.locator('.editor-group-container').nth(column - 1).evaluate((group) =>
+    [...group.querySelectorAll('.view-lines span')]
+      .map((el) => getComputedStyle(el, '::before').content)
+      .filter((c) => c && c !== 'none' && c !== 'normal')
+      .map((c) => c.replace(/^"|"$/g, '').replace(/\\"/g, '"')));
+}
+
+test('an int8 layer shows its own kernel, and the kernel holding only its input dequantize says so', async () => {
+  const { session, bundle } = suite;
+  const { page } = session;
+  const docs = [bundle.documents('model')[0], bundle.documents('relax').at(-1), bundle.documents('tir').at(-1),
+    bundle.documents('code').find((p) => p.endsWith('.c'))];
+  // CONV_2D op 2's multiply-accumulate in the final TIR; its input dequantize lies in the kernel
+  // of MAX_POOL_2D op 1 (fused_max_pool2d_dequantize3).
+  const mac = bundle.statementOf(docs[2], 'CONV_2D', { accept: (p) => bundle.codePoints(docs[2]).join('').split('\n')[p.line].includes('conv2d_nhwc_intermediate[cse_v2] = conv2d_nhwc_intermediate[') });
+  const same = bundle.ranges(docs[3]).filter((r) => r.key === mac.key).map((r) => bundle.position(docs[3], r.start).line + 1);
+  assert.ok(same.length, `no C line carries ${mac.key}`);
+  await bundleLoaded(page);
+  await runCommand(page, 'View: Close All Editor Groups');
+  await openAt(suite, docs[2], mac.line, mac.character);
+  await runCommand(page, 'TVM Explorer: Open Stages Side by Side');
+  const cols = await until(page, (c) => c.length === 4 && same.every((l) => c[3].lines.includes(l)));
+  const notes = await poll(async () => {
+    const found = await beforeTexts(page, 2);
+    return found.length ? found : undefined;
+  }, { timeoutMs: 20000 });
+  await screenshot(page, 'stages-20-int8-own-kernel-and-noted-dequantize');
+  // The C column shows the same multiply-accumulate, in the conv kernel.
+  assert.ok(same.every((l) => cols[3].lines.includes(l)), `C column: MAC lines ${same} not shown: ${cols[3].lines}`);
+  // The Relax column notes the max-pool kernel's call: it holds only op 2's input dequantize.
+  assert.deepEqual((notes ?? []).map((n) => n.trim()), ["op 2's input dequantize only, in op 1's kernel ▸"]);
+});

@@ -97,3 +97,25 @@ async def test_lenses_and_layer_places_name_repeated_layers_once(client, llama):
         "tvmExplorer/layerPlaces", {"textDocument": {"uri": doc.uri}, "position": _q_proj_store(llama)})
     assert len(got.layers) == 8 and len(got.labels) == 4
     assert re.fullmatch(r"aten\.mm\.default ops \d+, \d+ m\.model\.layers\.\{0\.\.1\}\.self_attn\.q_proj", got.labels[0])
+
+
+async def test_every_graph_node_click_finds_its_layer(client, llama):
+    """The graph's node click asks for Layer Places at the node's model-document place: a
+    PyTorch model document indents its node entries, and the place starts at the line's
+    start (its indentation), where no layer was found (the editor said "no layer is known at
+    this position" on every node)."""
+    got = await client.protocol.send_request_async("tvmExplorer/modelGraph", {"bundle": uri(llama.root)})
+    nodes = got.document["nodes"] if isinstance(got.document, dict) else got.document.nodes
+    asked = 0
+    for node in nodes[:: max(1, len(nodes) // 40)]:  # a spread of the model's nodes
+        node = node if isinstance(node, dict) else node._asdict()
+        places = [p if isinstance(p, dict) else p._asdict() for p in node["places"]]
+        model = next(p for p in places if p["stage"] == "model")
+        assert llama.text(model["path"]).split("\n")[model["line"]][: model["character"] + 1].isspace()
+        found = await client.protocol.send_request_async("tvmExplorer/layerPlaces", {
+            "textDocument": {"uri": f"{got.root}/{model['path']}"},
+            "position": {"line": model["line"], "character": model["character"]}})
+        assert [(lay.op_index, lay.opcode) for lay in found.layers] == [(node["op_index"], node["opcode"])], node["id"]
+        assert found.places, node["id"]
+        asked += 1
+    assert asked >= 20

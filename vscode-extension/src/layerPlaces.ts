@@ -61,6 +61,9 @@ export function groupPlaces(places: ext.LayerPlace[]): ext.LayerPlace[][] {
   return [...groups.values()];
 }
 
+/** A place's note without the layer it is about (the view names the layers above):
+ * "input dequantize only — in the kernel of op 1 MAX_POOL_2D". */
+const shortNote = (note: string) => note.replace(/^op \d+ [^:]*: /, '');
 const fileOf = (uri: string) => vscode.Uri.parse(uri).path.split('/').slice(-1)[0];
 const plural = (n: number, word: string, words = `${word}s`) => `${n} ${n === 1 ? word : words}`;
 
@@ -230,6 +233,12 @@ export class LayerPlacesProvider implements vscode.TreeDataProvider<PlaceNode>, 
       item.description = `${first.function || 'outside any function'} · ${plural(node.places.length, 'statement')}`;
       item.tooltip = `${vscode.Uri.parse(first.uri).fsPath}:${Math.min(...lines)}–${Math.max(...lines)}\n${first.function ?? ''}`;
       item.iconPath = new vscode.ThemeIcon('symbol-function');
+      if (first.note) {
+        // Not the layer's kernel: another layer's kernel (or a small one) holding its input dequantize.
+        item.description = `${shortNote(first.note)} · ${item.description}`;
+        item.tooltip = `${first.note}\n${item.tooltip}`;
+        item.iconPath = new vscode.ThemeIcon('symbol-function', new vscode.ThemeColor('disabledForeground'));
+      }
       item.command = { command: 'tvmExplorer.openPlace', title: 'Open Place', arguments: [first.uri, first.range] };
       return item;
     }
@@ -251,6 +260,11 @@ export class LayerPlacesProvider implements vscode.TreeDataProvider<PlaceNode>, 
     item.description = text;
     item.tooltip = `${uri.fsPath}:${line + 1}${place.function ? ` (in ${place.function})` : ''}\n${text}`;
     item.iconPath = new vscode.ThemeIcon('location');
+    if (place.note) {
+      item.description = `${shortNote(place.note)} · ${text}`;
+      item.tooltip = `${place.note}\n${item.tooltip}`;
+      item.iconPath = new vscode.ThemeIcon('location', new vscode.ThemeColor('disabledForeground'));
+    }
     item.command = {
       command: 'tvmExplorer.openPlace',
       title: 'Open Place',

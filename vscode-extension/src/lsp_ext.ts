@@ -129,6 +129,9 @@ export interface LayerPlace {
   role?: 'compute' | 'bookkeeping' | 'embedded';
   /** The function, PrimFunc or kernel holding the place (places are grouped by it). */
   function?: string;
+  /** Set when that function computes none of the layers' outputs: what it holds of them
+   * ("op 2 CONV_2D: input dequantize only — in the kernel of op 1 MAX_POOL_2D"). */
+  note?: string;
 }
 export interface LayerPlacesResult {
   layers: LayerRef[];
@@ -368,6 +371,11 @@ export interface StageRangesInDocument {
   ranges: lc.Range[];
   /** More ranges were found than are answered (a position naming most of the model). */
   truncated?: boolean;
+  /** What the column shows: the same statement as the position's, else the first layer's own
+   * kernel (its entry, the binding computing it), never a kernel holding only its input dequantize. */
+  focus?: lc.Range | null;
+  /** The first range of each function holding only a part of the layers, and what it is. */
+  notes?: { range: lc.Range; text: string }[];
 }
 export interface StageRangesResult {
   layers: StageLayer[];

@@ -31,12 +31,27 @@ export function columnsOf(documents: readonly ext.StageDocument[]): ext.StageDoc
   return documents.filter((d) => !seen.has(d.stage) && seen.add(d.stage));
 }
 
+/**
+ * A server note in a few words, for the start of a line: "op 2 CONV_2D: input dequantize only
+ * — in the kernel of op 1 MAX_POOL_2D" → "op 2's input dequantize only, in op 1's kernel"; "…
+ * — a kernel of its own; …" → "op 5's input dequantize only, a kernel of its own".
+ */
+export function compactNote(text: string): string {
+  const m = /^op (\d+) [^:]*: (.*?) only — (?:in the kernel of op (\d+)|(a kernel of its own))/.exec(text);
+  if (!m) {
+    return text;
+  }
+  return `op ${m[1]}'s ${m[2]} only, ${m[3] ? `in op ${m[3]}'s kernel` : m[4]}`;
+}
+
 export class StageSync implements vscode.Disposable {
   /** The statement itself (theme's find-match colours: readable in light, dark and high contrast). */
   private readonly exact: vscode.TextEditorDecorationType;
   /** Its whole lines (a colour of our own, `tvmExplorer.stageSyncLineBackground`), so a
    * statement off to the right of a narrow column still shows. */
   private readonly lines: vscode.TextEditorDecorationType;
+  /** After the first range of a function holding only a part of the layers: what it is. */
+  private readonly note: vscode.TextEditorDecorationType;
   private readonly status: vscode.StatusBarItem;
   private readonly disposables: vscode.Disposable[] = [];
   /** The bundle shown side by side (its directory URI as the server names it), if any. */
@@ -67,11 +82,15 @@ export class StageSync implements vscode.Disposable {
       backgroundColor: new vscode.ThemeColor('tvmExplorer.stageSyncLineBackground'),
       isWholeLine: true,
     });
+    this.note = vscode.window.createTextEditorDecorationType({
+      before: { color: new vscode.ThemeColor('editorCodeLens.foreground'), fontStyle: 'italic' },
+    });
     this.status = vscode.window.createStatusBarItem('tvmExplorer.stageSync', vscode.StatusBarAlignment.Left, 10);
     this.status.name = 'TVM Explorer: Stages Side by Side';
     this.disposables.push(
       this.exact,
       this.lines,
+      this.note,
       this.status,
       vscode.window.onDidChangeTextEditorSelection((e) => this.cursorMoved(e.textEditor)),
       // Focusing another column shows what its cursor is on, without moving it.
@@ -217,15 +236,30 @@ export class StageSync implements vscode.Disposable {
       }
       editor.setDecorations(this.exact, ranges);
       editor.setDecorations(this.lines, ranges);
+      // At the start of the line: after the statement it lay off to the right of a narrow column.
+      const notes = (found?.notes ?? []).map((n) => {
+        const line = n.range.start.line;
+        return {
+          range: new vscode.Range(line, 0, line, 0),
+          renderOptions: { before: { contentText: `${compactNote(n.text)} ▸ ` } },
+          hoverMessage: n.text,
+        };
+      });
+      if (notes.length > 0 || this.painted.has(editor)) {
+        editor.setDecorations(this.note, notes);
+      }
       if (ranges.length > 0) {
         painted.add(editor);
-        // A column already showing one of them stays put (the cursor moving inside a kernel
-        // must not make the others jump); else it scrolls to the first. To the line's start:
-        // revealing the range itself scrolled narrow columns sideways to a deeply indented
-        // statement, hiding every line's beginning.
-        const onScreen = ranges.some((r) => editor.visibleRanges.some((v) => v.intersection(r)));
+        // The column shows the server's focus (the same statement, else the layer's own
+        // kernel; not a kernel holding only its input dequantize, which may come first in the
+        // file), or the first range. A column already showing it stays put (the cursor moving
+        // inside a kernel must not make the others jump). To the line's start: revealing the
+        // range itself scrolled narrow columns sideways to a deeply indented statement, hiding
+        // every line's beginning.
+        const focus = found?.focus ? client.protocol2CodeConverter.asRange(found.focus) : ranges[0];
+        const onScreen = editor.visibleRanges.some((v) => v.intersection(focus));
         if (!onScreen) {
-          const line = ranges[0].start.line;
+          const line = focus.start.line;
           editor.revealRange(new vscode.Range(line, 0, line, 0), vscode.TextEditorRevealType.InCenterIfOutsideViewport);
         }
       }
@@ -234,12 +268,18 @@ export class StageSync implements vscode.Disposable {
     if (this.painted.has(source)) {
       source.setDecorations(this.exact, []);
       source.setDecorations(this.lines, []);
+      source.setDecorations(this.note, []);
     }
     this.painted = painted;
     const layers = result?.layers ?? [];
     this.status.text = layers.length
       ? `$(split-horizontal) ${layers.slice(0, 2).map((l) => `${l.opcode} ${l.name}`).join(', ')}${layers.length > 2 ? ` +${layers.length - 2}` : ''}`
       : '$(split-horizontal) Stages in sync';
+    // What the highlighted functions that are not the layers' kernels hold of them.
+    const notes = [...new Set((result?.documents ?? []).flatMap((d) => (d.notes ?? []).map((n) => n.text)))];
+    this.status.tooltip = notes.length
+      ? `Stages in sync. Also highlighted, outside the layer's own kernel:\n${notes.map((n) => `• ${n}`).join('\n')}`
+      : 'Stages in sync: moving the cursor in any column highlights the same layers in the others.';
   }
 
   /**

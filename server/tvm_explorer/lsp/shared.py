@@ -165,29 +165,30 @@ class Session:
             return None
         return Query(view, path, offset, lambda r: drift.keeps(r.start, r.end))
 
-    def line_query(self, params: types.TextDocumentPositionParams) -> Query | None:
-        """The position as ``query`` reads it, or, on a line's indentation or past its end,
-        the line's first character: a cursor anywhere on a line means that line."""
-        q = self.query(params.text_document.uri, params.position)
+    def line_query(self, uri: str, position: types.Position) -> Query | None:
+        """``query``, or, on a line's indentation or past its end, the line's first character:
+        for requests about what a line is (stage sync, layer places), a cursor anywhere on a
+        line means that line (a PyTorch model document indents its node entries)."""
+        q = self.query(uri, position)
         if q is not None:
             return q
-        found = self.locate(params.text_document.uri)
+        found = self.locate(uri)
         if found is None:
             return None
         view, path = found
         lines, _ = self.lines(view, path)
         try:
-            text = lines.line_text(params.position.line)
+            text = lines.line_text(position.line)
         except IndexError:
             return None
         first = len(text) - len(text.lstrip())
         if first == len(text):
             return None  # a blank line has no origin
-        start = lines.offset(params.position.line, 0)
+        start = lines.offset(position.line, 0)
         if start is None:
             return None
         column = lines.position(start + first)[1]
-        return self.query(params.text_document.uri, types.Position(params.position.line, column))
+        return self.query(uri, types.Position(position.line, column))
 
     # -- answers -----------------------------------------------------------------------
     @staticmethod

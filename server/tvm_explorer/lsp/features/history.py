@@ -32,7 +32,7 @@ class LayerHistory:
 
     def layer_history(self, params: types.TextDocumentPositionParams | None) -> LayerHistoryResult:
         """The steps of the layers at the position (none: no layer there)."""
-        q = self.session.line_query(params) if params else None
+        q = self.session.line_query(params.text_document.uri, params.position) if params else None
         if q is None:
             return LayerHistoryResult([], [])
         layers = layers_of(q.view, q.path, q.offset, q.keep)

@@ -36,8 +36,9 @@ class PassSteps:
         return self.session.locations(q.view, next_pass(q.view, q.path, q.offset, q.keep))
 
     def layer_places(self, params: types.TextDocumentPositionParams | None) -> LayerPlacesResult:
-        """The layer(s) of a position and every place of them, in pipeline order."""
-        q = self.session.query(params.text_document.uri, params.position) if params else None
+        """The layer(s) of a position (anywhere on a line: its indentation too) and every place
+        of them, in pipeline order."""
+        q = self.session.line_query(params.text_document.uri, params.position) if params else None
         if q is None:
             return LayerPlacesResult([], [])
         layers = layers_of(q.view, q.path, q.offset, q.keep)

@@ -36,7 +36,7 @@ class StageSync:
 
     def stage_ranges(self, params: types.TextDocumentPositionParams | None) -> StageRangesResult:
         """The layers at a position and their ranges in every other stage document."""
-        q = self.session.line_query(params) if params else None
+        q = self.session.line_query(params.text_document.uri, params.position) if params else None
         if q is None:
             return StageRangesResult([], [])
         found = stage_ranges(q.view, q.path, q.offset, q.keep)
