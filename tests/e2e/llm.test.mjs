@@ -4,11 +4,13 @@
  * start. The hover of a C statement of the shared projection kernel names the repeated layers
  * once (m.model.layers.{0..1}.self_attn.q_proj) and the call chain from the wrapper to the
  * model line; go to definition opens that line of modeling_llama.py first, read-only; the Hot
- * Layers view toggles to one row per module. Screenshots in test-artifacts/vscode/ (llm-).
+ * Layers view toggles to one row per module; the model graph opens with the decoder layers
+ * collapsed (each box the sum of its layers), and the cursor on a C line of a kernel shared by
+ * several layers brings them all on screen. Screenshots in test-artifacts/vscode/ (llm-).
  */
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
-import { mkdtempSync } from 'node:fs';
+import { mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
@@ -96,4 +98,47 @@ test('Hot Layers grouped by module: the repeated decoder layers are one row', as
   await screenshot(page, 'llm-04-module-lens');
   await runCommand(page, 'TVM Explorer: Hot Layers: One Row per Layer');
   await rows.filter({ hasText: 'aten.' }).first().waitFor({ state: 'visible', timeout: 30000 });
+});
+
+/** The graph app inside the webview (code-server nests it in two iframes). */
+const graphFrame = (page) => page.frameLocator('iframe.webview.ready').frameLocator('iframe#active-frame');
+
+test('the model graph: decoder layers collapsed with their sums, a shared kernel line shows its layers', async () => {
+  const { page } = suite.session;
+  const code = 'code/module.c';
+  const layersOf = (r) => new Set(r.origins.map(([id]) => String(id))).size;
+  // the statement of a kernel computing the fewest layers, three or more (shared by both decoder layers)
+  const stmt = suite.bundle.ranges(code).filter((r) => r.kind === 'stmt' && layersOf(r) >= 3).sort((a, b) => layersOf(a) - layersOf(b))[0];
+  assert.ok(stmt, 'no statement of the generated C computes three layers or more');
+  await openAt(suite, code, 0, 0);
+  await runCommand(page, 'TVM Explorer: Show Model Graph');
+  const graph = graphFrame(page);
+  await graph.locator('[data-layer]').first().waitFor({ state: 'visible', timeout: 120000 });
+  const app = graph.locator('body');
+  assert.equal(await app.evaluate(() => window.tvmxGraph.layoutMode()), 'worker');
+  // Each decoder layer is one collapsed box carrying the sum of its layers' code lines.
+  const costs = JSON.parse(readFileSync(join(suite.bundle.root, 'costs.json'), 'utf8'));
+  await graph.locator('select.overlay').selectOption('code');
+  const boxes = await graph.locator('.group.collapsed.repeat').evaluateAll((els) => els.map((e) => [e.getAttribute('data-group'), Number(e.getAttribute('data-value')), e.querySelector('.op').textContent]));
+  await screenshot(page, 'llm-05-graph-decoder-layers');
+  assert.equal(boxes.length, 2, `decoder layers collapsed: ${JSON.stringify(boxes)}`);
+  for (const [gid, value, label] of boxes) {
+    const index = /layers\.(\d+)/.exec(label)[1];
+    const scope = new RegExp(`^m\\.model\\.layers\\.${index}[./]`);
+    const expected = costs.layers.filter((l) => scope.test(l.name)).reduce((s, l) => s + l.code_lines + (l.shared_code_lines ?? 0), 0);
+    assert.equal(value, expected, `${gid} (${label}): rollup ${value}, its layers' code lines sum to ${expected}`);
+  }
+  // The cursor on the kernel's statement: its layers (or the nodes they are folded into) are
+  // highlighted and all on screen, the decoder layers holding them opened.
+  const at = suite.bundle.position(code, stmt.start);
+  await openAt(suite, code, at.line, at.character);
+  const ids = [...new Set(stmt.origins.map(([id]) => String(id)))];
+  const shown = await poll(() => app.evaluate((_, want) => {
+    const view = document.querySelector('svg.graph').getBoundingClientRect();
+    const boxes = want.map((id) => document.querySelector(window.tvmxGraph.drawnAs(id) ?? 'none'));
+    const on = (e) => { const b = e.getBoundingClientRect(); return b.left >= view.left && b.right <= view.right && b.top >= view.top && b.bottom <= view.bottom; };
+    return boxes.every((e) => e && e.matches('[data-layer].highlight') && on(e)) ? boxes.map((e) => e.getAttribute('data-layer')) : undefined;
+  }, ids), { timeoutMs: 60000 });
+  await screenshot(page, 'llm-06-graph-kernel-highlight');
+  assert.ok(shown, `the layers ${ids} of "${suite.bundle.slice(code, stmt.start, stmt.end).split('\n')[0]}" are not all highlighted on screen`);
 });

@@ -53,6 +53,23 @@ try {
   if (spec.rollups) {
     out.rollups = await page.$$eval('.group.collapsed[data-value]', (els) => Object.fromEntries(els.map((e) => [e.getAttribute('data-group'), Number(e.getAttribute('data-value'))])));
   }
+  if (spec.compare) {
+    // ×N on a repeated module's box: its repetitions compared in the panel
+    await page.dispatchEvent(`.group.collapsed[data-group="${spec.compare}"] .compare`, 'click');
+    await page.waitForSelector('.compare-table tbody tr');
+    out.compare = await page.$$eval('.compare-table tbody tr', (rows) => rows.map((r) => [...r.querySelectorAll('td')].map((td) => td.textContent)));
+    out.compareHead = await page.$$eval('.compare-table thead th', (ths) => ths.map((th) => th.textContent));
+    await page.screenshot({ path: `${shots}-compare.png` });
+  }
+  if (spec.weights) {
+    // "weights" draws the folded nodes again
+    await page.check('input.show-weights');
+    await drawn();
+    out.withWeights = await page.$$eval('[data-layer]', (els) => els.length);
+    await page.uncheck('input.show-weights');
+    await drawn();
+    out.withoutWeights = await page.$$eval('[data-layer]', (els) => els.length);
+  }
   if (spec.highlight) {
     await page.evaluate((ids) => window.tvmxGraph.highlight(ids), spec.highlight);
     await page.waitForTimeout(150);

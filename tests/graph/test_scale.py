@@ -84,6 +84,7 @@ def test_an_llm_opens_on_its_decoder_layers(chromium_ready, tmp_path):
     found = check(html, "llm32", {
         "overlay": "time", "rollups": True, "expand": by_path["model.layers.5"], "highlight": far_apart,
         "search": "layers.30.mlp.down_proj/mm", "reveal": target, "panel": True,
+        "compare": by_path["model.layers.0"], "weights": True,
     })
     layers = [by_path[f"model.layers.{i}"] for i in range(32)]
     assert sorted(found["collapsed"]) == sorted(layers)
@@ -111,6 +112,13 @@ def test_an_llm_opens_on_its_decoder_layers(chromium_ready, tmp_path):
     assert found["highlighted"] == {i: f'[data-layer="{i}"]' for i in far_apart}
     assert found["matches"] == 1 and found["revealed"] is True and found["revealedSelected"] == [target]
     assert found["panelShare"] <= 0.5 and found["panelClosedWidth"] == 0
+    # ×32: the 32 decoder layers side by side, each with its summed time
+    assert len(found["compare"]) == 32 and found["compareHead"][1] == "Measured time"
+    assert found["compare"][7][0] == "layers.7"
+    assert found["compare"][7][1] == f"{sum(n['metrics']['time'] for n in members(doc, layers[7])):.2f} ms"
+    # "weights": the weight-only nodes outside the (collapsed) decoder layers are drawn again
+    folded_outside = [n for n in doc["nodes"] if n["fold"] and not n["name"].startswith("model.layers.")]
+    assert len(folded_outside) >= 4 and found["withWeights"] - found["withoutWeights"] == len(folded_outside)
 
 
 def test_the_tiny_llama_rollups_are_its_layers_costs(chromium_ready, llm_bundles, tmp_path):

@@ -221,7 +221,16 @@ export class ViewTree {
    * and, while the boxes shown would exceed ``budget``, the inner levels (outer levels are opened
    * first, in layer order). */
   initialCollapsed(budget: number): Set<string> {
-    const collapsed = new Set(this.groups.keys());
+    // the groups drawn (one whose every layer is folded elsewhere is not, and opens as it appears)
+    const collapsed = new Set<string>();
+    const walk = (items: string[]) =>
+      items.forEach((i) => {
+        if (this.groups.has(i)) {
+          collapsed.add(i);
+          walk(this.groups.get(i)!.items);
+        }
+      });
+    walk(this.rootItems);
     this.openWithin(this.rootItems, collapsed, budget - this.rootItems.length);
     return collapsed;
   }
