@@ -435,6 +435,38 @@ def _piece_around(fd: int, size: int, start: int, end: int) -> tuple[int, int, s
     return lo + first, lo + last, piece.decode("ascii")
 
 
+def _pieces_around(fd: int, size: int, spans: list[tuple[int, int]]) -> list[tuple[int, int, str]] | None:
+    """``_piece_around`` of each span (in order), spans near each other read in one piece."""
+    out = []
+    i = 0
+    while i < len(spans):
+        j = i
+        while j + 1 < len(spans) and spans[j + 1][0] - spans[j][1] < _LINE_WINDOW:
+            j += 1
+        lo = max(0, min(spans[i][0], size) - _LINE_WINDOW)
+        hi = min(size, max(spans[j][1], spans[i][0] + 1) + _LINE_WINDOW)
+        data = os.pread(fd, hi - lo, lo)
+        if len(data) != hi - lo:
+            raise OSError(errno.EIO, "short read")
+        for start, end in spans[i : j + 1]:
+            start, end = min(start, size), min(end, size)
+            first = data.rfind(b"\n", 0, start - lo) + 1
+            last = data.find(b"\n", max(end - 1, start) - lo)
+            if (first == 0 and lo > 0) or (last < 0 and hi < size):
+                piece = _piece_around(fd, size, start, end)  # a line longer than the window
+            else:
+                last = len(data) if last < 0 else last
+                chunk = data[first:last]
+                piece = (
+                    (lo + first, lo + last, chunk.decode("ascii")) if chunk.isascii() and b"\r" not in chunk else None
+                )
+            if piece is None:
+                return None
+            out.append(piece)
+        i = j + 1
+    return out
+
+
 def _merge_pieces(pieces: list[tuple[int, int, str]]) -> list[tuple[int, int, str]]:
     """Whole-line pieces in order, those that overlap or follow each other line after line joined."""
     out: list[tuple[int, int, str]] = []
@@ -757,14 +789,14 @@ class Bundle:
         the file opened again inside the bundle), whether it was held, and its path."""
         if path not in self._doc_by_path:
             raise BundleError(f"{self.root}: {path!r} is not a document of this bundle")
-        full = resolve_inside(self.root, path, dirs=self._dirs)
         with self._fd_lock:
             held = self._fds.get(path)
             if held is not None:  # held open since the load checked it: that very file
                 self._fds.move_to_end(path)
                 # A copy of its own: another thread may close the held one meanwhile (and its
                 # number be reused for some other file).
-                return _dup(held, full, _DOCUMENT), True, full
+                return _dup(held, self.root / path, _DOCUMENT), True, self.root / path
+        full = resolve_inside(self.root, path, dirs=self._dirs)
         return open_regular(full, _DOCUMENT, self.root), False, full
 
     def _keep_open(self, path: str, fd: int, held: bool, full: Path) -> int | None:
@@ -831,22 +863,29 @@ class Bundle:
     def _read_lines_around(self, path: str, spans: list[tuple[int, int]]) -> list[tuple[int, int, str]] | None:
         """``whole_lines`` read with ``pread`` around each span; None when a piece is not
         plain ASCII without carriage returns (the caller then reads the whole text)."""
-        fd, held, full = self._open_document(path)
+        with self._fd_lock:
+            held = self._fds.get(path)
+            if held is not None:  # read under the lock: nobody closes it meanwhile
+                self._fds.move_to_end(path)
+                return self._pieces(held, path, self.root / path, spans)
+        fd, held_copy, full = self._open_document(path)
         to_close: int | None = fd
         try:
-            try:
-                info = os.fstat(fd)
-                if file_identity(info) != self._identities.get(path):
-                    raise BundleChanged(f"{full}: {_DOCUMENT} changed on disk since the bundle was loaded")
-                size = info.st_size
-                out = [_piece_around(fd, size, min(s, size), min(e, size)) for s, e in spans]
-            except OSError as err:
-                raise BundleError(f"{full}: cannot read {_DOCUMENT} ({describe_os_error(err)})") from None
-            to_close = self._keep_open(path, fd, held, full)
+            out = self._pieces(fd, path, full, spans)
+            to_close = self._keep_open(path, fd, held_copy, full)
         finally:
             if to_close is not None:
                 os.close(to_close)
-        return None if any(p is None for p in out) else out  # type: ignore[return-value]
+        return out
+
+    def _pieces(self, fd: int, path: str, full: Path, spans: list[tuple[int, int]]):
+        try:
+            info = os.fstat(fd)
+            if file_identity(info) != self._identities.get(path):
+                raise BundleChanged(f"{full}: {_DOCUMENT} changed on disk since the bundle was loaded")
+            return _pieces_around(fd, info.st_size, spans)
+        except OSError as err:
+            raise BundleError(f"{full}: cannot read {_DOCUMENT} ({describe_os_error(err)})") from None
 
     def _hold(self, path: str, fd: int) -> int | None:
         """Keep ``fd`` (checked) open as ``path``'s, closing the document held longest unused

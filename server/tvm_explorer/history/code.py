@@ -13,7 +13,7 @@ other layers'. Lines are read with ``Bundle.whole_lines``: only around the layer
 from __future__ import annotations
 
 from bisect import bisect_right
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cached_property
 
 from tvm_explorer.bundle.index import Range
@@ -29,21 +29,42 @@ def normalized(text: str) -> str:
 
 @dataclass(frozen=True)
 class Unit:
-    """One indexed range holding the layer(s) in a document."""
+    """One indexed range holding the layer(s) in a document. Its text is cut from its piece
+    of the layer's code when asked for (a summary compares a few kinds of units only)."""
 
     kind: str
     key: str
-    text: str
-    """Its text, whitespace collapsed: the whole range, or its first line for a container."""
     function: str
     """The innermost function or PrimFunc holding it (its own name for a function)."""
     layers: frozenset[int]
     whole: bool
     """Its whole text is the layer's code (False: a container shown by its first line)."""
-    link: str | None = None
-    private: bool = False
-    """A Relax function declared ``private=True`` (FuseOps' fused functions)."""
-    lines: int = 1
+    link: str | None
+    source: str = field(repr=False, compare=False)
+    """The text of the piece holding it; it is ``source[start:end]``."""
+    start: int = 0
+    end: int = 0
+
+    @cached_property
+    def raw(self) -> str:
+        """Its text: the whole range, or its first line (with a decorator, two) for a container."""
+        return self.source[self.start : self.end]
+
+    @cached_property
+    def head(self) -> str:
+        """Its first line, indentation left out (a loop's or a block's header)."""
+        line_end = self.source.find("\n", self.start, self.end)
+        return self.source[self.start : self.end if line_end < 0 else line_end].strip()
+
+    @cached_property
+    def text(self) -> str:
+        """Its text, whitespace collapsed (made when first compared)."""
+        return normalized(self.raw)
+
+    @property
+    def private(self) -> bool:
+        """A Relax function declared ``private=True`` (FuseOps' fused functions)."""
+        return self.kind == "function" and self.head.startswith("@") and "private=True" in self.head
 
     @property
     def name(self) -> str:
@@ -59,7 +80,18 @@ class LayerCode:
     path: str
     stage: str
     pieces: tuple[tuple[int, int, str], ...]
-    units: tuple[Unit, ...]
+    ranges: tuple[Range, ...] = ()
+    """Every range holding the layers, in document order."""
+    whole: frozenset[Range] = frozenset()
+    """Those taken whole (the others: their first line)."""
+    layers_of: list[frozenset[int]] | None = field(default=None, repr=False, compare=False)
+
+    @cached_property
+    def units(self) -> tuple[Unit, ...]:
+        """Every range holding the layers as a ``Unit`` (made when a summary asks)."""
+        if not self.ranges or self.layers_of is None:
+            return ()
+        return tuple(_units(list(self.ranges), self.whole, list(self.pieces), self.layers_of))
 
     @property
     def empty(self) -> bool:
@@ -78,12 +110,16 @@ class LayerCode:
 
     @cached_property
     def normalized_lines(self) -> tuple[str, ...]:
-        """The pieces' lines, whitespace collapsed (what a change is counted on)."""
-        return tuple(normalized(line) for p in self.pieces for line in p[2].split("\n"))
+        """The pieces' lines without their indentation (what a change is counted on)."""
+        return tuple(line.strip() for p in self.pieces for line in p[2].split("\n"))
 
     def same_as(self, other: LayerCode | None) -> bool:
         """Whether ``other`` holds the same code, whitespace aside."""
-        return other is not None and self.normalized_lines == other.normalized_lines
+        if other is None:
+            return False
+        if len(self.pieces) == len(other.pieces) and all(a[2] == b[2] for a, b in zip(self.pieces, other.pieces)):
+            return True  # the same text (the usual case): nothing to collapse
+        return self.normalized_lines == other.normalized_lines
 
     def of_kind(self, *kinds: str) -> list[Unit]:
         """Its units of these kinds, in document order."""
@@ -92,7 +128,7 @@ class LayerCode:
 
 def empty_code(path: str, stage: str) -> LayerCode:
     """The code of layers a document holds nothing of."""
-    return LayerCode(path, stage, (), ())
+    return LayerCode(path, stage, ())
 
 
 def layer_code(view: BundleView, path: str, group: frozenset[int], embedded_only: bool = False) -> LayerCode:
@@ -133,8 +169,7 @@ def layer_code(view: BundleView, path: str, group: frozenset[int], embedded_only
     decorated = [end + 1 for start, end, text in pieces if _header_decorator(text, start, headers)]
     if decorated:
         pieces = bundle.whole_lines(path, [(s, e) for s, e, _ in pieces] + [(at, at + 1) for at in decorated])
-    units = _units(ranges, whole, pieces, layers_of, group)
-    return LayerCode(path, stage, tuple(pieces), tuple(units))
+    return LayerCode(path, stage, tuple(pieces), tuple(ranges), frozenset(whole), layers_of)
 
 
 def _header_decorator(text: str, start: int, headers: list[Range]) -> bool:
@@ -158,21 +193,11 @@ def _inside_primfuncs(ranges: list[Range]) -> list[Range]:
 
 def _units(
     ranges: list[Range],
-    whole: list[Range],
+    whole_set: frozenset[Range],
     pieces: list[tuple[int, int, str]],
     layers_of: list[frozenset[int]],
-    group: frozenset[int],
 ) -> list[Unit]:
     starts = [p[0] for p in pieces]
-
-    def text_at(start: int, end: int) -> str:
-        i = bisect_right(starts, start) - 1
-        if i < 0:
-            return ""
-        p_start, _, p_text = pieces[i]
-        return p_text[start - p_start : end - p_start]
-
-    whole_set = set(whole)
     out: list[Unit] = []
     stack: list[tuple[int, str]] = []  # (end, name) of the functions holding the position
     reach = -1
@@ -186,25 +211,26 @@ def _units(
         name = rng.key.partition(":")[2] if rng.kind in FUNCTION_KINDS else ""
         if rng.kind in FUNCTION_KINDS:
             stack.append((rng.end, name))
-        if is_whole:
-            raw = text_at(rng.start, rng.end)
-        else:
-            line_end = text_at(rng.start, rng.end).find("\n")
-            raw = text_at(rng.start, rng.end if line_end < 0 else rng.start + line_end)
-        private = rng.kind == "function" and raw.lstrip().startswith("@") and "private=True" in raw.split("\n", 1)[0]
-        if not is_whole and raw.lstrip().startswith("@"):
-            raw = "\n".join(text_at(rng.start, rng.end).split("\n", 2)[:2])
+        i = bisect_right(starts, rng.start) - 1
+        p_start, _, source = pieces[max(i, 0)]
+        start = max(0, rng.start - p_start)
+        end = min(len(source), rng.end - p_start)
+        if not is_whole:  # its first line; a decorator's and the def line
+            cut = source.find("\n", start, end)
+            if cut >= 0 and source[start:cut].lstrip().startswith("@"):
+                cut = source.find("\n", cut + 1, end)
+            end = end if cut < 0 else cut
         out.append(
             Unit(
                 rng.kind,
                 rng.key,
-                normalized(raw),
                 name or (stack[-1][1] if stack else ""),
                 layers_of[rng.origin_set],
                 is_whole,
                 rng.link,
-                private,
-                raw.count("\n") + 1,
+                source,
+                start,
+                end,
             )
         )
     return out

@@ -103,7 +103,9 @@ def summarize(before: LayerCode, after: LayerCode, group: frozenset[int], layers
     phrases = headline or details
     if not phrases:
         added, removed = line_changes(before, after)
-        where = _rewritten_functions(before, after)
+        where = _rewritten_functions(before, after) or list(
+            dict.fromkeys(u.function for u in after.units if u.whole and u.function)
+        )
         phrases = [f"{plural(max(added, removed), 'line')} changed" + (f" in {names(where, 3)}" if where else "")]
         changes.add(REWRITTEN)
     return Summary("; ".join(phrases), tuple(c for c in CHANGES if c in changes))
@@ -118,8 +120,9 @@ def _rewritten_functions(before: LayerCode, after: LayerCode) -> list[str]:
 def line_changes(before: LayerCode, after: LayerCode) -> tuple[int, int]:
     """Lines of ``after`` not in ``before`` and lines of ``before`` not in ``after`` (as
     multisets, whitespace aside)."""
-    a, b = Counter(before.normalized_lines), Counter(after.normalized_lines)
-    return sum((b - a).values()), sum((a - b).values())
+    count = Counter(before.normalized_lines)
+    count.subtract(after.normalized_lines)
+    return -sum(n for n in count.values() if n < 0), sum(n for n in count.values() if n > 0)
 
 
 def _imported(after: LayerCode) -> Summary:
@@ -302,6 +305,14 @@ def _by_key(code: LayerCode, kind: str) -> dict[str, list[Unit]]:
     return out
 
 
+def _differ(kind: str, old: list[Unit], new: list[Unit]) -> bool:
+    """Whether the units of one key differ: a statement's text, a loop's or a block's header
+    (a loop whose statements changed is counted by them), indentation aside."""
+    if kind == "stmt":
+        return sorted(u.raw.strip() for u in old) != sorted(u.raw.strip() for u in new)
+    return sorted(u.head for u in old) != sorted(u.head for u in new)
+
+
 def _statements(before: LayerCode, after: LayerCode, changes: set[str]) -> list[str]:
     """Counts of TIR (or generated) statements, loops and blocks changed, added, removed,
     and moved to another function."""
@@ -310,9 +321,7 @@ def _statements(before: LayerCode, after: LayerCode, changes: set[str]) -> list[
         old, new = _by_key(before, kind), _by_key(after, kind)
         if not old and not new:
             continue
-        texts = {k: sorted(u.text for u in v) for k, v in new.items()}
-        old_texts = {k: sorted(u.text for u in v) for k, v in old.items()}
-        changed = sum(1 for k in new if k in old and texts[k] != old_texts[k])
+        changed = sum(1 for k in new if k in old and _differ(kind, old[k], new[k]))
         moved = sum(1 for k in new if k in old and {u.function for u in new[k]} != {u.function for u in old[k]})
         added = sum(len(v) for k, v in new.items() if k not in old)
         removed = sum(len(v) for k, v in old.items() if k not in new)
