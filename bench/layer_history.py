@@ -85,12 +85,16 @@ def main() -> None:
         server.session.warm_lines(server.view)  # the server's warm-up after a load
         warm_s = time.perf_counter() - t0
         from tvm_explorer.lsp.features.history import LayerHistory  # after the load: not part of it
+        from tvm_explorer.lsp.shared import OffLoop
 
         history = LayerHistory(server.session)
+
+        def layer_history(p):
+            got = history.layer_history(types.TextDocumentPositionParams(p.text_document, p.position))
+            return got.finish() if isinstance(got, OffLoop) else got  # as the server's worker thread does
+
         handlers = {
-            "layerHistory": lambda p: history.layer_history(
-                types.TextDocumentPositionParams(p.text_document, p.position)
-            ),
+            "layerHistory": layer_history,
             "references": server.handlers["references"],
         }
         samples: dict[str, list[int]] = {name: [] for name in handlers}

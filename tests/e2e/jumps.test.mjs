@@ -327,8 +327,14 @@ test('the Pass history lens opens Layer History; a step opens the diff of only t
     const text = (await pane.textContent()) ?? '';
     return new RegExp(`${layer.opcode} op ${layer.op_index}\\b`).test(text) && (await rows()).length > 3 ? true : undefined;
   }, { timeoutMs: 60000, intervalMs: 300 });
-  await screenshot(page, 'jumps-13-layer-history');
   assert.ok(listed, `Layer History does not show ${layer.opcode} op ${layer.op_index}`);
+  for (const title of ['Passes', 'Layer Places', 'Hot Layers']) { // room for its rows
+    const header = page.locator('[id="workbench.view.extension.tvmExplorer"] .pane-header[aria-expanded="true"]', { hasText: title });
+    // on its twisty: the header's middle may be one of its action buttons (Compile Model…)
+    if (await header.count()) await header.first().click({ position: { x: 10, y: 10 } });
+  }
+  await poll(async () => (await rows()).length > 8 || undefined, { timeoutMs: 10000, intervalMs: 200 });
+  await screenshot(page, 'jumps-13-layer-history');
   const message = (await pane.textContent()) ?? '';
   assert.ok(message.includes(`${expected.steps.length} of ${expected.passes} passes changed its code`), `view message: ${message}`);
   // The rows are the passes that changed its code, in pipeline order, each with its summary

@@ -148,3 +148,12 @@ def test_the_graph_document_carries_the_pass_slider_states(gt):
     # A pass the layer's history lists touched it.
     for step in layer_history(gt, [3]).steps:
         assert "3" in next(p for p in passes if p["index"] == step.pass_index)["touched"], step.pass_name
+
+
+def test_a_profiled_bundle_marks_the_pass_that_made_the_measured_kernel(bundles, gt_model):
+    # the session's profiled llvm bundle (the costs and numerics tests compile it too)
+    view = BundleView(Bundle(bundles.get(gt_model, "llvm", "--numerics", "--profile")))
+    history = layer_history(view, [0])
+    cost = next(m for m in history.marks if m.kind == "cost")
+    assert cost.pass_name == "FuseTIR" and history.steps[cost.step].pass_name == "FuseTIR"
+    assert cost.text.startswith("measured ") and " ms in fused_conv2d_add_add_relu (the final code)" in cost.text

@@ -17,7 +17,7 @@ from tvm_explorer.lsp.protocol import (
     PassRef,
     StageLayer,
 )
-from tvm_explorer.lsp.shared import Session
+from tvm_explorer.lsp.shared import OffLoop, Session
 from tvm_explorer.navigation.places import layers_of
 from tvm_explorer.navigation.sources import layer_labels
 from tvm_explorer.navigation.view import BundleView
@@ -30,15 +30,19 @@ class LayerHistory:
     def __init__(self, session: Session):
         self.session = session
 
-    def layer_history(self, params: types.TextDocumentPositionParams | None) -> LayerHistoryResult:
-        """The steps of the layers at the position (none: no layer there)."""
+    def layer_history(self, params: types.TextDocumentPositionParams | None) -> LayerHistoryResult | OffLoop:
+        """The steps of the layers at the position (none: no layer there); a history asked for
+        the first time is made off the event loop (tens of milliseconds: hovers go on)."""
         q = self.session.line_query(params.text_document.uri, params.position) if params else None
         if q is None:
             return LayerHistoryResult([], [])
         layers = layers_of(q.view, q.path, q.offset, q.keep)
         if not layers:
             return LayerHistoryResult([], [])
-        history = layer_history(q.view, [lay.id for lay in layers])
+        return OffLoop(lambda: self._answer(q.view, [lay.id for lay in layers]))
+
+    def _answer(self, view: BundleView, layer_ids: list[int]) -> LayerHistoryResult:
+        history = layer_history(view, layer_ids)
         steps = []
         for i, step in enumerate(history.steps):
             steps.append(
@@ -48,8 +52,8 @@ class LayerHistory:
                     step.summary,
                     list(step.changes),
                     HistoryLines(step.before.line_count, step.after.line_count, step.added, step.removed),
-                    self._side(q.view, step.before),
-                    self._side(q.view, step.after),
+                    self._side(view, step.before),
+                    self._side(view, step.after),
                     [m.kind for m in history.marks_of(i)],
                 )
             )
@@ -60,7 +64,7 @@ class LayerHistory:
             max(0, history.passes - len(steps)),
             [HistoryMark(m.kind, m.text, _pass(m.pass_index, m.pass_name), m.step) for m in history.marks],
             layer_labels(list(history.layers)),
-            self.session.uri_of_root(q.view.root),
+            self.session.uri_of_root(view.root),
         )
 
     def _side(self, view: BundleView, code: LayerCode) -> HistorySide:
