@@ -106,7 +106,12 @@ def profile_request(args):
 
     if not getattr(args, "profile", False):
         return None
-    return ProfileRequest(repeat=args.repeat, inputs=args.inputs, remote=remote_request(args))
+    return ProfileRequest(
+        repeat=args.repeat,
+        inputs=args.inputs,
+        remote=remote_request(args),
+        required=bool(getattr(args, "profile_required", False)),
+    )
 
 
 def report(costs: dict | None, unit: str = "op") -> list[str]:

@@ -132,6 +132,7 @@ def _compile_arguments(args) -> argparse.Namespace:
         trust_pickle=args.trust_pickle,
         in_process=False,
         profile=True,
+        profile_required=True,  # the bundle is replaced only with a measurement
         repeat=args.repeat,
         inputs=args.inputs,
         rpc=args.rpc,

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 import os
 
-from tvm_explorer.bundle.sections.costs import COSTS_FILE
+from tvm_explorer.bundle.sections.costs import COSTS_FILE, validate
 from tvm_explorer.costs import assemble
 from tvm_explorer.costs.layer_work import kernel_work
 from tvm_explorer.costs.passclock import PassClock, align
@@ -178,5 +178,21 @@ class CostRecorder:
             self.costs = assemble.build(
                 layers, static, origin_sets, work, self.clock.flops, passes, target, status, measured
             )
+        self._check(status)
         writer.add_file(COSTS_FILE, json.dumps(self.costs, indent=1))
         return self.costs
+
+    def _check(self, status) -> None:
+        """Refuse costs the bundle's own reader would call damaged (a measurement that is not
+        one), and, when a measurement is required (``tvm-explorer profile``), costs without one:
+        the compile then stops, and the bundle it would replace stays as it was."""
+        from tvm_explorer.errors import ExplorerError, RemoteError
+
+        error = RemoteError if self.profile is not None and self.profile.remote is not None else ExplorerError
+        kept = "nothing was written and the previous bundle is unchanged (its costs.json kept)"
+        try:
+            validate(self.costs, len(self.model.layers))
+        except ValueError as err:
+            raise error(f"the costs measured would not pass the bundle's own check ({err}); {kept}") from None
+        if self.profile is not None and self.profile.required and status.status != "measured":
+            raise error(f"the model was not measured ({status.status}: {status.reason}); {kept}")

@@ -22,6 +22,9 @@ class ProfileRequest:
     inputs: str | None = None
     timer: str = "auto"
     remote: RemoteRequest | None = None  # measure on devices over TVM's RPC (docs/costs.md)
+    # ``tvm-explorer profile``: a bundle is replaced only with a measurement (a bundle whose
+    # costs.json says "failed" must not take the place of one that was measured).
+    required: bool = False
 
 
 def as_request(profile) -> ProfileRequest | None:

@@ -9,9 +9,11 @@ the device. Several devices are measured in parallel, one thread each.
 
 from __future__ import annotations
 
+import math
 import os
 import tempfile
 import threading
+import time
 
 import numpy as np
 
@@ -100,6 +102,41 @@ def _replay(dev: Device, kernels_lib, steps, on_call) -> None:
             on_call(symbol, functions[symbol], None, args)
 
 
+class ImpossibleTimes(ValueError):
+    """A device reported times it cannot have measured (the message names them)."""
+
+
+# How much longer than asking for them took a device's runs may claim to have taken: clocks
+# differ a little in rate, and a timer's resolution rounds up.
+_CLOCK_SLACK = 1.25
+_CLOCK_SLACK_S = 0.05
+
+
+def check_times(device: str, what: str, results, elapsed_s: float) -> list[float]:
+    """``results`` (seconds, one per run) of ``what`` as ``device`` reported them, if they can
+    be times: finite, not negative, and all the runs together no longer than the ``elapsed_s``
+    seconds it took to ask for them. ImpossibleTimes otherwise (NaN, -1 s, 1e300 s: a broken
+    or hostile device, whose figures would be written as a costs.json the reader refuses)."""
+    values = list(results)
+    for i, t in enumerate(values):
+        if isinstance(t, bool) or not isinstance(t, (int, float)) or not math.isfinite(t) or t < 0:
+            raise ImpossibleTimes(f"{device} reported {t!r} s for run {i + 1} of {len(values)} of {what}: not a time")
+    total = sum(values)
+    if total > elapsed_s * _CLOCK_SLACK + _CLOCK_SLACK_S:
+        raise ImpossibleTimes(
+            f"{device} reported {total:.3g} s for {len(values)} run(s) of {what}, which took {elapsed_s:.3g} s "
+            "to ask for: not a time it measured"
+        )
+    return [float(t) for t in values]
+
+
+def _timed(device: str, what: str, evaluate, args) -> list[float]:
+    """The runs of ``evaluate(*args)`` (a time_evaluator), in seconds, checked."""
+    started = time.monotonic()
+    results = evaluate(*args).results
+    return check_times(device, what, results, time.monotonic() - started)
+
+
 def _load(dev: Device, model: str, kernels: str):
     sess = dev.session
     sess.upload(model)
@@ -123,15 +160,20 @@ def _measure_one(dev: Device, model: str, kernels: str, steps, inputs, repeat: i
             return  # a builtin: in the whole-model runs only
         if symbol not in evaluators:
             evaluators[symbol] = rkernels.time_evaluator(symbol, rdev, number=1, repeat=repeat)
-        results = evaluators[symbol](*args).results  # runs the call: later ones see its output
+        results = _timed(dev.name, f"kernel {symbol}", evaluators[symbol], args)  # later calls see its output
         symbols.append(symbol)
         for r in range(repeat):
             times[r].append(results[r] * 1e3)
 
     _replay(dev, rkernels, steps, time_call)
     vm = relax.VirtualMachine(rmodel, rdev)
-    plain = vm.time_evaluator("main", rdev, number=1, repeat=repeat)(*[tvm.runtime.tensor(a, rdev) for a in inputs])
-    plain_ms = [t * 1e3 for t in plain.results]
+    plain = _timed(
+        dev.name,
+        "the whole model (main)",
+        vm.time_evaluator("main", rdev, number=1, repeat=repeat),
+        [tvm.runtime.tensor(a, rdev) for a in inputs],
+    )
+    plain_ms = [t * 1e3 for t in plain]
     return {
         "symbols": symbols,
         "times": times,
@@ -186,10 +228,13 @@ def measure_on_devices(
         check_arch(devices, model, target)
         results: list[dict | None] = [None] * len(devices)
         failures: list[str | None] = [None] * len(devices)
+        impossible: list[str] = []
 
         def run(i: int, dev: Device) -> None:
             try:
                 results[i] = _measure_one(dev, model, kernels, steps, inputs, repeat)
+            except ImpossibleTimes as err:
+                impossible.append(str(err))
             except Exception as err:  # noqa: BLE001 - said once, naming the device
                 failures[i] = f"{dev.name}: {dev.failure(err)}"
 
@@ -198,6 +243,11 @@ def measure_on_devices(
             t.start()
         for t in threads:
             t.join()
+    if impossible:
+        raise RemoteError(
+            f"{'; '.join(impossible)}; nothing was recorded and the previous bundle is unchanged (its costs.json "
+            f"kept): check the device's timer ({request.where()}) and run again"
+        )
     lost = [f for f in failures if f]
     if lost:
         raise RemoteError(
