@@ -19,7 +19,6 @@ import tempfile
 from pathlib import Path
 
 import pytest
-
 from tests.conftest import run_cli
 from tests.tflite_builder import GraphBuilder
 
