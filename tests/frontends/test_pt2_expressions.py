@@ -137,6 +137,7 @@ WRITTEN = [
     f"Piecewise(ExprCondPair(Integer(1), StrictGreaterThan({SYMBOL}, Integer(2))), ExprCondPair(Integer(0), true))",
     f"ModularIndexing({SYMBOL}, Integer(1), Integer(4))", f"Equality({SYMBOL}, Integer(2))", "-oo", "int_oo",
     "s0", "2*s0 + 1", "s0**2", "((s0//2))", "Eq(s0, 2)", "(s0 >= 2) & (u1 <= 5)", "Max(1, s0)", "1.5*zf0",
+    "Piecewise((1, s0 > 2), (0, True))",
 ]
 CODE = [
     "__import__('os').system('id')", f"{SYMBOL} if exec('1') else 0", "s0.__class__", "Symbol('s0')[0]",

@@ -106,7 +106,7 @@ def _tokens(text: str) -> list[tuple[str, str]]:
 class _Parser:
     """Precedence climbing over the tokens; the tree is nested tuples:
     ``("num", text)``, ``("name", text)``, ``("str", text)``, ``("neg", op, x)``,
-    ``("bin", op, a, b)``, ``("call", name, args, kwargs)``."""
+    ``("bin", op, a, b)``, ``("call", name, args, kwargs)``, ``("tuple", items)``."""
 
     def __init__(self, tokens: list[tuple[str, str]]):
         self.tokens, self.pos, self.depth = tokens, 0, 0
@@ -158,9 +158,12 @@ class _Parser:
         if kind in ("num", "str"):
             return (kind, text)
         if kind == "op" and text == "(":
-            inner = self.expression(0)
+            items = [self.expression(0)]
+            while self.peek() == ("op", ","):  # a tuple: str() of Piecewise((1, c), (0, True))
+                self.pos += 1
+                items.append(self.expression(0))
             self.take(")")
-            return inner
+            return items[0] if len(items) == 1 else ("tuple", items)
         if kind != "name":
             raise Refused(f"has {text!r} where a value was expected")
         if self.peek() != ("op", "("):
@@ -202,6 +205,9 @@ def _check_tree(tree) -> None:
             visit(node[2], in_power)
         elif kind == "bin":
             operation(node[1], [node[2], node[3]], in_power)
+        elif kind == "tuple":
+            for item in node[1]:
+                visit(item, in_power)
         else:
             call(node, in_power)
 
