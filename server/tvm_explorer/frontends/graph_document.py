@@ -10,11 +10,17 @@ tensor name is indexed so that "go to definition" on it reaches the node produci
 from __future__ import annotations
 
 from tvm_explorer.bundle.index import Range
+from tvm_explorer.errors import ModelError
 from tvm_explorer.frontends.graph import GraphModel, GraphNode
 from tvm_explorer.frontends.input_shapes import input_note
 from tvm_explorer.frontends.tflite.loader import TensorInfo
 from tvm_explorer.inert.text import one_line
 from tvm_explorer.provenance import OriginTable
+
+MAX_DOCUMENT_CHARS = 128 * 1024 * 1024
+"""Most characters a model document is rendered to (a 32-layer Llama's is ~10 MB): a graph that
+would write more (a few KB of hostile JSON can name a tensor a million times) is refused with
+one message instead of being rendered into the server's memory."""
 
 _TITLES = {"onnx": "ONNX model", "torch": "PyTorch ExportedProgram", "nn": "tvm.relax.frontend.nn module"}
 
@@ -42,6 +48,11 @@ def render_graph_document(model: GraphModel, origins: OriginTable) -> tuple[str,
         start = offset
         parts.append(text)
         offset += len(text)
+        if offset > MAX_DOCUMENT_CHARS:
+            raise ModelError(
+                f"{model.path}: its model document would be more than {MAX_DOCUMENT_CHARS // 2**20} MB of text "
+                f"({len(model.layers)} nodes): not rendered"
+            )
         return start
 
     declared = dict(model.declared_inputs)

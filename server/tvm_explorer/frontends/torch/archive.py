@@ -22,8 +22,14 @@ from tvm_explorer.frontends.tflite.loader import SubgraphInfo, TensorInfo, open_
 from tvm_explorer.frontends.torch.loader import DOCUMENT_PATH, _clean_path
 from tvm_explorer.frontends.torch.program_check import check_program, short_name
 
-# A graph's JSON is a few MB even for large models; beyond this it is not one we can show.
-MAX_PROGRAM_JSON = 256 * 1024 * 1024
+# A graph's JSON is a few MB even for large models (a 32-layer Llama's: ~10 MB); beyond this it
+# is not one we can show. Checked before anything is decompressed, as is the ratio: real graph
+# JSON compresses ~10x, a decompression bomb (a few KB of zip, hundreds of MB of JSON) 1000x.
+MAX_PROGRAM_JSON = 64 * 1024 * 1024
+MAX_RATIO = 200
+RATIO_FROM = 8 * 1024 * 1024  # below this size any ratio is fine
+MAX_LIST_SHOWN = 16  # values of a list argument the document writes (then "… N values")
+MAX_OPTION_CHARS = 200  # characters of one argument's value the document writes
 
 # torch/_export/serde/schema.py ScalarType
 _DTYPES = {
@@ -58,6 +64,8 @@ def read_pt2_archive(path: str | os.PathLike) -> GraphModel:
     program = _program_json(path)
     try:
         return _describe(path, program)
+    except RecursionError:
+        raise ModelError(f"{path}: the program's graph JSON is nested too deeply to be shown") from None
     except (KeyError, TypeError, ValueError, AttributeError) as err:
         raise ModelError(
             f"{path}: the program's graph JSON is not in the form torch.export.save "
@@ -83,9 +91,22 @@ def _program_json(path: str) -> dict:
                     f"{entry.file_size // 2**20} MB, more than the "
                     f"{MAX_PROGRAM_JSON // 2**20} MB a model document shows"
                 )
+            if entry.file_size > RATIO_FROM and entry.file_size > MAX_RATIO * max(entry.compress_size, 1):
+                raise ModelError(
+                    f"{path}: the program's graph ({entry.filename}) would decompress from "
+                    f"{entry.compress_size} bytes to {entry.file_size // 2**20} MB, more than {MAX_RATIO} times: "
+                    "not read (a decompression bomb?)"
+                )
             try:
-                data = archive.read(entry)
+                with archive.open(entry) as stream:
+                    data = stream.read(MAX_PROGRAM_JSON + 1)  # never more than declared and allowed
+                if len(data) > MAX_PROGRAM_JSON:
+                    raise ModelError(f"{path}: the program's graph ({entry.filename}) is larger than it says")
                 program = json.loads(data)
+            except RecursionError:
+                raise ModelError(
+                    f"{path}: {entry.filename} is nested too deeply to be a program's graph JSON"
+                ) from None
             except (zipfile.BadZipFile, OSError, EOFError, ValueError) as err:
                 raise ModelError(
                     f"{path}: {entry.filename} cannot be read ({type(err).__name__}: "
@@ -235,11 +256,13 @@ def _text(kind: str, value) -> str:
     if kind == "as_scalar_type":
         return _DTYPES.get(value, str(value))
     if isinstance(value, list):
-        return "[" + ",".join(_text(kind, v) for v in value) + "]"
+        shown = ",".join(_text(kind, v) for v in value[:MAX_LIST_SHOWN])
+        more = f",… {len(value)} values" if len(value) > MAX_LIST_SHOWN else ""
+        return f"[{shown}{more}]"
     if isinstance(value, float):
         return f"{value:g}"
     if isinstance(value, bool):
         return str(value)
     if isinstance(value, dict):
-        return ",".join(f"{v}" for v in value.values())
-    return str(value).replace(" ", "")
+        return ",".join(f"{v}"[:MAX_OPTION_CHARS] for v in list(value.values())[:MAX_LIST_SHOWN])[:MAX_OPTION_CHARS]
+    return str(value).replace(" ", "")[:MAX_OPTION_CHARS]
