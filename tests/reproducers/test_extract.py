@@ -14,6 +14,7 @@ import pytest
 from tests.conftest import run_cli
 
 from tvm_explorer.bundle.reader import Bundle
+from tvm_explorer.reduce.outputs import imported_packages
 from tvm_explorer.reproducers.extract import KernelFinder, extract, write
 
 RUNNER = Path(__file__).with_name("run_scripts.py")
@@ -46,6 +47,7 @@ def test_every_primfunc_reproduces_green(model, target, models_dir, bundles, tmp
         scripts.append(write(repro, tmp_path / f"{name}.py"))
         text = repro.text
         assert "tvm_explorer" not in text.split("# Run:")[1]  # needs only tvm and numpy
+        assert set(imported_packages(text)) == {"numpy", "tvm"}, imported_packages(text)  # as its header says
         assert f"# Target:    {target}" in text and "# TVM:       0.27" in text
     results = run_scripts(scripts)
     assert len(results) == len(scripts)
@@ -94,6 +96,7 @@ def test_cuda_script_builds_source_without_gpu(models_dir, bundles, tmp_path):
     repro = extract(bundle, "fused_conv2d_add_relu_kernel")
     assert repro.kernels == ["fused_conv2d_add_relu"]
     script = write(repro, tmp_path / "cuda.py")
+    assert set(imported_packages(repro.text)) == {"numpy", "tvm"} and "needs only tvm and numpy" in repro.text
     got = run_scripts([script])[str(script)]
     assert got["code"] == 0, got["output"]
     assert "no GPU found: built the CUDA source only" in got["output"]

@@ -34,7 +34,20 @@ def node_error(model: GraphModel, node, err: Exception) -> ModelError:
     return ModelError(
         f"{model.path}: node {node.op_index} ({node.opcode}{name}) cannot be imported by TVM: {msg[:400].rstrip('.')}"
         + _node_inputs(model, node)
-        + _open_inputs(model)
+        + (_open_inputs(model) if _reads_open_dims(model, node) else "")
+    )
+
+
+def _reads_open_dims(model: GraphModel, node) -> bool:
+    """Whether a size the node reads is open (symbolic, unknown, or an input without shape):
+    only then may pinning the model's inputs be the cure."""
+    from tvm_explorer.frontends.input_shapes import is_open
+
+    shapeless = {n for n, s in model.declared_inputs if s is None}
+    return any(
+        t.name in shapeless or t.dtype == "?" or any(is_open(d) for d in t.shape)
+        for t in node.inputs
+        if not t.is_constant
     )
 
 

@@ -16,7 +16,7 @@ from tvm_explorer.errors import EXIT_CRASH, EXIT_INTERRUPTED, EXIT_TIMEOUT
 from tvm_explorer.errors import fail as _fail
 
 GRACE = 10.0  # seconds a stopped compile gets to clean up before it is killed, while it commits
-STOP_WAIT = 0.4  # seconds a stopped child that cannot commit any more gets to stop by itself
+STOP_WAIT = 0.25  # seconds a stopped child that cannot commit any more gets to stop by itself
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGUSR1)  # SIGUSR1: the timeout
 
 
