@@ -130,4 +130,4 @@ def test_names_are_plain_after_import_and_nothing_else_changes(tmp_path):
         spans = [read_span(b) for block in main.body.blocks for b in block.bindings]
         assert spans == [read_span(b) for block in stock["main"].body.blocks for b in block.bindings]
     assert plain("int") == "int_" and plain("3d") == "_3d" and plain("a" * 300) != plain("a" * 301)
-    assert len(plain("a" * 300)) == 256 and plain("ok_name") == "ok_name"
+    assert len(plain("a" * 300)) == 256 and plain("ok_name") == "ok_name" and plain("__builtin_trap") == "v__builtin_trap"

@@ -9,7 +9,8 @@ TFLite tensor named ``x\\n#include "..."`` put a preprocessor line into ``module
 any pass, every variable (function parameters, bindings, symbolic sizes) and every function
 name that is not a plain ASCII identifier is renamed to one: each other character becomes
 ``_`` (what TVMScript's printer shows for it anyway), a leading digit or a C/C++/CUDA keyword
-gets ``_``, and a name longer than ``MAX_NAME`` is cut and given a hash of the original.
+gets ``_``, a leading ``__`` (the compiler's own names) a ``v``, and a name longer than
+``MAX_NAME`` is cut and given a hash of the original.
 
 The original names stay where they belong: the model document, the layer table and
 everything provenance shows come from the model file, not from the IR (and are displayed
@@ -49,11 +50,13 @@ _RESERVED = frozenset(
 def plain(name: str) -> str:
     """``name`` if it is a plain identifier, else the identifier it becomes (see above)."""
     name = str(name)
-    if len(name) <= MAX_NAME and _PLAIN.match(name) and name not in _RESERVED:
+    if len(name) <= MAX_NAME and _PLAIN.match(name) and name not in _RESERVED and not name.startswith("__"):
         return name
     out = _OTHER.sub("_", name) or "v"
     if out[0].isdigit():
         out = "_" + out
+    if out.startswith("__"):  # reserved to the compiler in C and C++ (__builtin_…)
+        out = "v" + out
     if out in _RESERVED:
         out += "_"
     if len(out) > MAX_NAME:
