@@ -97,7 +97,57 @@ test('Hot Layers grouped by module: the repeated decoder layers are one row', as
   await lens.first().waitFor({ state: 'visible', timeout: 30000 });
   await screenshot(page, 'llm-04-module-lens');
   await runCommand(page, 'TVM Explorer: Hot Layers: One Row per Layer');
-  await rows.filter({ hasText: 'aten.' }).first().waitFor({ state: 'visible', timeout: 30000 });
+  await rows.filter({ hasText: 'layers.0.mlp.down_proj' }).first().waitFor({ state: 'visible', timeout: 30000 });
+});
+
+test('Hot Layers names each layer by its module path, its figures in view at the default width', async () => {
+  const { page } = suite.session;
+  const rows = page.locator('[id="workbench.view.extension.tvmExplorer"] .monaco-list-row[aria-label^="rank "]');
+  const down = rows.filter({ hasText: 'layers.0.mlp.down_proj' }).first();
+  await down.waitFor({ state: 'visible', timeout: 30000 });
+  await screenshot(page, 'llm-05-hot-layers-module-paths');
+  // Module paths first, the scope most share (m.model.) left out; no FX name leads a row.
+  const texts = await rows.evaluateAll((els) => els.map((e) => e.querySelector('.label-name')?.textContent ?? ''));
+  assert.ok(texts.length > 10 && texts.every((t) => !t.startsWith('aten.')), texts.join(' | '));
+  assert.ok(texts.includes('layers.0.mlp.down_proj') && texts.includes('m.lm_head'), texts.join(' | '));
+  // The row's first figure (time, or code lines without a profile) lies within the row as the
+  // side bar shows it, and its graph node comes after the figures.
+  const fit = await down.evaluate((row) => {
+    const description = row.querySelector('.label-description');
+    const clip = row.querySelector('.monaco-icon-label-container') ?? row;
+    const walker = document.createTreeWalker(description, NodeFilter.SHOW_TEXT);
+    const node = walker.nextNode();
+    const at = node.data.indexOf(' · ');
+    const range = document.createRange();
+    range.setStart(node, 0);
+    range.setEnd(node, at);
+    return { text: description.textContent, right: range.getBoundingClientRect().right, clip: clip.getBoundingClientRect().right };
+  });
+  assert.match(fit.text, /^(?:[\d.]+ ms · \d+ % · )?\d+ C lines · .*mm_\d+$/);
+  assert.ok(fit.right <= fit.clip, `"${fit.text}": the first figure ends at ${fit.right}px, past the row's visible end at ${fit.clip}px`);
+  const message = await page.locator('[id="workbench.view.extension.tvmExplorer"] .pane', { has: page.locator('.pane-header', { hasText: 'Hot Layers' }) }).locator('.message').textContent();
+  assert.match(message ?? '', / · module paths leave out m\.model\.$/);
+});
+
+test('a click on a node of the graph shows its Layer Places (no "no layer is known")', async () => {
+  const { page } = suite.session;
+  await openAt(suite, 'code/module.c', projectionStatement().line);
+  await runCommand(page, 'TVM Explorer: Show Model Graph');
+  const graph = page.frameLocator('iframe.webview.ready').frameLocator('iframe#active-frame');
+  const node = graph.locator('[data-layer]').first();
+  await node.waitFor({ state: 'visible', timeout: 120000 });
+  const id = Number(await node.getAttribute('data-layer'));
+  const layer = suite.bundle.layer(id);
+  await node.click();
+  const places = page.locator('.pane', { has: page.locator('.pane-header', { hasText: 'Layer Places' }) });
+  const titled = await poll(async () => {
+    const text = (await places.locator('.message').first().textContent().catch(() => '')) ?? '';
+    return text.includes(layer.opcode) ? text : undefined;
+  }, { timeoutMs: 30000 });
+  await screenshot(page, 'llm-06-graph-node-clicked');
+  const toasts = await page.locator('.notifications-toasts').allTextContents();
+  assert.ok(!toasts.some((t) => t.includes('no layer is known')), `a click said: ${toasts.join(' | ')}`);
+  assert.ok(titled, `Layer Places does not show ${layer.opcode} (node ${id})`);
 });
 
 /** The graph app inside the webview (code-server nests it in two iframes). */

@@ -78,6 +78,14 @@ async def test_costs_grouped_by_module(client, llama):
     assert sorted(i for row in got.layers for i in row.layer_ids) == [lay.id for lay in llama.layers]
     plain = await client.protocol.send_request_async("tvmExplorer/costs", {"bundle": uri(llama.root)})
     assert len(plain.layers) == len(llama.layers) and not plain.layers[0].members
+    # One row per layer: named by its module path (the scope most share left out, said in the
+    # note), its FX node after the figures; short enough for the side bar.
+    by_name = {row.name: row for row in plain.layers}
+    down = by_name["m.model.layers.0.mlp.down_proj/mm_6"]
+    assert (down.label, down.node) == ("layers.0.mlp.down_proj", "mm_6")
+    assert by_name["m.lm_head/mm_14"].label == "m.lm_head"
+    assert all(row.label and len(row.label) <= 28 for row in plain.layers)
+    assert plain.scope == "m.model."
 
 
 async def test_lenses_and_layer_places_name_repeated_layers_once(client, llama):

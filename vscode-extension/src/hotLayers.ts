@@ -90,7 +90,8 @@ export class HotLayersProvider implements vscode.TreeDataProvider<HotNode>, vsco
     }
     if (nodes.length === 1 && nodes[0].kind === 'bundle') {
       const c = nodes[0].costs;
-      this.view.message = c.measured ? c.note : `${c.note}: ranked by generated code size`;
+      const scope = c.scope && this.group === 'layer' ? ` · module paths leave out ${c.scope}` : '';
+      this.view.message = (c.measured ? c.note : `${c.note}: ranked by generated code size`) + scope;
     } else {
       this.view.message = undefined;
     }
@@ -109,13 +110,15 @@ export class HotLayersProvider implements vscode.TreeDataProvider<HotNode>, vsco
     if (layer.members?.length) {
       return this.moduleItem(node);
     }
-    // The last part of the TF name (conv2d_1_2 of small_cnn_1/conv2d_1_2) keeps rows short;
-    // the tooltip has the whole name.
+    // The last part of the TF name (conv2d_1_2 of small_cnn_1/conv2d_1_2) keeps rows short; a
+    // PyTorch layer is its module path (layers.0.mlp.down_proj), its graph node (mm_6) after
+    // the figures, which stay in view at the side bar's default width. The tooltip has the
+    // whole name.
     const short = layer.name.split('/').filter((p) => p).pop() ?? layer.name;
-    const label = `${layer.opcode} ${short}`;
+    const label = layer.label || `${layer.opcode} ${short}`;
     const item = new vscode.TreeItem(label, vscode.TreeItemCollapsibleState.None);
     item.id = `hot:${node.bundle.info.uri}#${layer.id}`;
-    item.description = layer.summary;
+    item.description = layer.label && layer.node ? `${layer.summary} · ${layer.node}` : layer.summary;
     const where = layer.subgraph ? `subgraph ${layer.subgraph}, op ${layer.op_index}` : `op ${layer.op_index}`;
     const shared = layer.shared_kernels.length
       ? `\nShared kernels (time split by work): ${layer.shared_kernels.join(', ')}`

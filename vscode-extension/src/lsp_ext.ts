@@ -212,6 +212,11 @@ export interface LayerCost {
   layer_ids?: number[];
   /** Grouped by module: the modules summed (one per repeated decoder layer). */
   members?: string[];
+  /** A PyTorch / nn layer: its module path as the row names it ("layers.0.mlp.down_proj"),
+   * the scope most paths share left out (the result's note names it). */
+  label?: string;
+  /** ... and its graph node ("mm_6"), said after the figures. */
+  node?: string;
 }
 export interface CostsResult {
   measured: boolean;
@@ -223,6 +228,8 @@ export interface CostsResult {
   note: string;
   /** How `layers` is grouped: `layer`, or `module[:DEPTH]` (one row per module). */
   group?: string;
+  /** The module scope the layers' `label`s leave out ("m.model."). */
+  scope?: string;
 }
 export interface CostsParams {
   bundle: string;

@@ -242,6 +242,8 @@ class LayerCostInfo:
     location: types.Location | None
     layer_ids: list[int] = attrs.field(factory=list)  # grouped by module: the layers summed
     members: list[str] = attrs.field(factory=list)  # grouped by module: the modules summed
+    label: str = ""  # a PyTorch / nn layer: its module path as the row names it (layers.0.mlp.down_proj)
+    node: str = ""  # ... and its graph node (mm_6), said after the figures
 
 
 @attrs.define
@@ -256,6 +258,7 @@ class CostsResult:
     lines: str = "lines"
     note: str = ""
     group: str = "layer"  # how ``layers`` is grouped: ``layer`` or ``module[:DEPTH]``
+    scope: str = ""  # the module scope the rows' ``label`` leave out (``m.model.``)
 
 
 @attrs.define

@@ -13,6 +13,12 @@ from tvm_explorer.bundle.sections.costs import CostLayer, CostsDocument, clock_l
 from tvm_explorer.costs.rollup import ModuleCost, across_repeats, by_module, merge_repeats
 from tvm_explorer.costs.table import flops_text, lines_label, size, sort_layers
 from tvm_explorer.inert import markdown as md
+from tvm_explorer.provenance.repeats import module_of
+from tvm_explorer.tablenames import shorten
+
+MODULE_LABEL_WIDTH = 28
+"""Most characters of a module path as a Hot Layers row names it: with the figures after it,
+what a side bar of VS Code's default width shows (a longer path loses its left end)."""
 
 
 class CostIndex:
@@ -217,3 +223,37 @@ def pass_times(bundle: Bundle) -> dict[int, PassTimes]:
         p["index"]: {"ms": p.get("ms"), "changed_functions": p.get("changed_functions")}
         for p in idx.costs.get("passes", ())
     }
+
+
+def module_labels(names: list[str]) -> tuple[dict[str, str], str]:
+    """Rows named by their module path (PyTorch, nn: ``m.model.layers.0.mlp.down_proj/mm_6``
+    → ``layers.0.mlp.down_proj``): per name, its module path without the dotted scope most of
+    them share (never a whole path), cut to ``MODULE_LABEL_WIDTH`` at a ``.`` where one fits
+    (``….12.self_attn.q_proj``, as the CLI tables cut names); and that scope."""
+    paths = {name: module_of(name) for name in names}
+    distinct = sorted({p for p in paths.values() if p})
+    scope = _shared_scope(distinct)
+    out = {}
+    for name, path in paths.items():
+        if not path:
+            continue
+        shown = path[len(scope) :] if scope and path.startswith(scope) else path
+        out[name] = shorten(shown, MODULE_LABEL_WIDTH)
+    return out, scope
+
+
+def _shared_scope(paths: list[str]) -> str:
+    """The longest dotted prefix (ending in ``.``) that two thirds of ``paths`` (two at least)
+    start with, not ending before a block's index."""
+    counts: dict[str, int] = {}
+    for path in paths:
+        for i, ch in enumerate(path):
+            if ch == ".":
+                counts[path[: i + 1]] = counts.get(path[: i + 1], 0) + 1
+    need = max(2, -(-2 * len(paths) // 3))
+    scope = max((p for p, n in counts.items() if n >= need), key=len, default="")
+    # Not up to a list of repeated blocks: "layers.0.mlp" keeps its "layers" (an index alone
+    # says nothing).
+    while scope and any(p.startswith(scope) and p[len(scope) :].split(".")[0].isdigit() for p in paths):
+        scope = scope[: scope.rstrip(".").rfind(".") + 1]
+    return scope

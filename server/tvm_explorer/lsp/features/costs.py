@@ -16,7 +16,7 @@ from tvm_explorer.lsp.protocol import (
     LayerCostInfo,
 )
 from tvm_explorer.lsp.shared import Session
-from tvm_explorer.navigation.costs import CostIndex, cost_index, module_lenses
+from tvm_explorer.navigation.costs import CostIndex, cost_index, module_labels, module_lenses
 from tvm_explorer.navigation.provenance import reach
 from tvm_explorer.navigation.view import BundleView
 
@@ -103,8 +103,18 @@ class CostRequests:
                 group=params.group if params else "layer",
             )
         layers = []
-        for rank, lay in enumerate(idx.ranked(), 1):
+        ranked = idx.ranked()
+        # PyTorch and nn layers are named by their module path first (the graph node's name,
+        # mm_16, tells no one where it is); the scope they share is said once, in the note.
+        modular = [
+            lay["name"]
+            for lay in ranked
+            if lay["id"] < len(view.bundle.layers) and view.bundle.layers[lay["id"]].module_class
+        ]
+        labels, scope = module_labels(modular)
+        for rank, lay in enumerate(ranked, 1):
             entries = view.layer_map.model_places.get(lay["id"])
+            label = labels.get(lay["name"], "") if lay["name"] in modular else ""
             layers.append(
                 LayerCostInfo(
                     rank=rank,
@@ -121,6 +131,8 @@ class CostRequests:
                     shared_kernels=list(lay.get("shared_kernels") or []),
                     summary=idx.summary(lay),
                     location=self.session.location(view, entries[0]) if entries else None,
+                    label=label,
+                    node=lay["name"].rpartition("/")[2] if label else "",
                 )
             )
         return CostsResult(
@@ -131,6 +143,7 @@ class CostRequests:
             layers=layers,
             lines=idx.lines,
             note=grouping + idx.status_text(),
+            scope=scope if labels else "",
         )
 
     def _module_rows(self, view: BundleView, idx: CostIndex, depth: int | None) -> list[LayerCostInfo]:
