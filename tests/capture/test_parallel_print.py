@@ -18,7 +18,7 @@ from tvm_explorer.app.compile import compile_model
 
 def _files(bundle: Path) -> dict[str, bytes]:
     """Every file of a bundle by relative path; the manifest without its creation time, costs.json
-    without its measured compile times."""
+    without its measured compile times, memory.json without its analysis time."""
     out = {}
     for path in sorted(p for p in bundle.rglob("*") if p.is_file()):
         data = path.read_bytes()
@@ -32,6 +32,10 @@ def _files(bundle: Path) -> dict[str, bytes]:
             for entry in costs.get("passes", ()):
                 entry.pop("ms", None)
             data = json.dumps(costs, sort_keys=True).encode()
+        elif path.name == "memory.json":  # so is the analysis's own time
+            memory = json.loads(data)
+            memory.pop("analysis_ms", None)
+            data = json.dumps(memory, sort_keys=True).encode()
         out[str(path.relative_to(bundle))] = data
     return out
 
