@@ -8,7 +8,8 @@ a fresh ``tvm-explorer serve`` is started on a workspace holding the big bundle;
 written into the workspace (and ``didChangeWatchedFiles`` sent every half second, as VS
 Code's watcher would). Measured, per run:
 
-- **big listed**: from ``initialized`` until ``tvmExplorer/listBundles`` lists the big bundle;
+- **big listed**: from ``initialized`` until ``tvmExplorer/listBundles`` (sent at once, which
+  waits for the first load) answers;
 - **small answers**: from the small bundle's copy until a hover in it answers.
 
     .venv/bin/python bench/many_documents.py --documents 100000 [--distinct] [--before /work/main] [--reps 1]
@@ -20,16 +21,15 @@ import argparse
 import json
 import os
 import shutil
-import subprocess
 import sys
 import tempfile
-import threading
 import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 from tests.lsp.fake_bundle import write_fake_bundle  # noqa: E402
+from tests.lsp.hostile import RawServer  # noqa: E402
 
 COPY_AFTER_S = 1.0
 
@@ -58,62 +58,59 @@ def write_many(root: Path, count: int, distinct: bool = False) -> Path:
     return root
 
 
-class Server:
-    """``tvm-explorer serve`` on pipes (``pythonpath``: the checkout's ``server/``)."""
+class Replies:
+    """Replies of a ``RawServer`` by id, each with when it was first seen (requests may be
+    answered out of order: a listBundles sent first comes back once the first load is over)."""
 
-    def __init__(self, pythonpath: Path):
-        env = {**os.environ, "PYTHONPATH": str(pythonpath)}
-        self.proc = subprocess.Popen(
-            [sys.executable, "-m", "tvm_explorer", "serve"],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.DEVNULL,
-            env=env,
+    def __init__(self, srv: RawServer):
+        self.srv, self.seen = srv, {}
+
+    def _note(self, msg: dict) -> None:
+        if "method" not in msg and "id" in msg:
+            self.seen.setdefault(msg["id"], (time.monotonic(), msg))
+
+    def wait(self, msg_id, timeout: float = 600) -> tuple[float, dict]:
+        if msg_id not in self.seen:
+            self.srv.reply(
+                match=lambda m: self._note(m) or (m.get("id") == msg_id and "method" not in m), timeout=timeout
+            )
+        return self.seen[msg_id]
+
+
+def copied_in_while_loading(srv: RawServer, ws: Path, wait_s: float = COPY_AFTER_S) -> dict:
+    """On a server just initialized on ``ws`` (holding the big bundle): write a small bundle into
+    ``ws`` after ``wait_s`` and hover in it until it answers. Returns when it answered and when
+    the first load (the big bundle) was over, both as seconds after the copy, and the listing
+    the first load's ``listBundles`` answered."""
+    replies = Replies(srv)
+    initialized = time.monotonic()
+    first_load = srv.request("tvmExplorer/listBundles", {})  # answered once the first load is over
+    time.sleep(wait_s)  # the first look at the workspace is over: the big bundle is loading
+    small = write_fake_bundle(ws / "b-small")
+    copied = time.monotonic()
+    answered = None
+    while answered is None and time.monotonic() - copied < 600:
+        srv.notify("workspace/didChangeWatchedFiles", {"changes": []})  # as VS Code's watcher would
+        at, hover = replies.wait(
+            srv.request(
+                "textDocument/hover",
+                {
+                    "textDocument": {"uri": (small / "relax/000-import.relax").as_uri()},
+                    "position": {"line": 5, "character": 14},
+                },
+            )
         )
-        self.replies: dict[int, dict] = {}
-        self.ready = threading.Condition()
-        self.ids = iter(range(1, 10**9))
-        threading.Thread(target=self._read, daemon=True).start()
-
-    def _read(self) -> None:
-        out = self.proc.stdout
-        while True:
-            length = None
-            while True:
-                line = out.readline()
-                if not line:
-                    return
-                if not line.strip():
-                    break
-                if line.lower().startswith(b"content-length:"):
-                    length = int(line.split(b":")[1])
-            msg = json.loads(out.read(length))
-            if "id" in msg and "method" in msg:  # a request of the server's: answer null
-                self.send({"jsonrpc": "2.0", "id": msg["id"], "result": None})
-            elif "id" in msg:
-                with self.ready:
-                    self.replies[msg["id"]] = msg
-                    self.ready.notify_all()
-
-    def send(self, msg: dict) -> None:
-        body = json.dumps(msg).encode()
-        self.proc.stdin.write(b"Content-Length: %d\r\n\r\n" % len(body) + body)
-        self.proc.stdin.flush()
-
-    def request(self, method: str, params: dict, timeout: float = 600.0) -> dict:
-        msg_id = next(self.ids)
-        self.send({"jsonrpc": "2.0", "id": msg_id, "method": method, "params": params})
-        with self.ready:
-            if not self.ready.wait_for(lambda: msg_id in self.replies, timeout):
-                raise TimeoutError(f"no answer to {method} in {timeout} s")
-            return self.replies.pop(msg_id)
-
-    def notify(self, method: str, params: dict) -> None:
-        self.send({"jsonrpc": "2.0", "method": method, "params": params})
-
-    def close(self) -> None:
-        self.proc.kill()
-        self.proc.wait()
+        if hover.get("result"):
+            answered = at
+        else:
+            time.sleep(0.3)
+    loaded, listing = replies.wait(first_load)
+    return {
+        "small_answers_s": None if answered is None else answered - copied,
+        "big_listed_s": loaded - initialized,
+        "loaded_after_copy_s": loaded - copied,
+        "listing": listing,
+    }
 
 
 def run_once(checkout: Path, big: Path, work: Path) -> dict:
@@ -122,57 +119,15 @@ def run_once(checkout: Path, big: Path, work: Path) -> dict:
         shutil.rmtree(ws)
     ws.mkdir()
     os.rename(big, ws / "a-big")  # moved in for the run, and back after it
-    server = Server(checkout / "server")
+    srv = RawServer(env={**os.environ, "PYTHONPATH": str(checkout / "server")})
     try:
-        server.request(
-            "initialize",
-            {
-                "processId": os.getpid(),
-                "capabilities": {},
-                "rootUri": None,
-                "workspaceFolders": [{"uri": ws.as_uri(), "name": "ws"}],
-                "initializationOptions": {"pollInterval": 0.2},
-            },
-        )
-        server.notify("initialized", {})
-        started = time.monotonic()
-        time.sleep(COPY_AFTER_S)  # the first look at the workspace is over: the big one loads
-        small = write_fake_bundle(ws / "b-small")
-        copied = time.monotonic()
-        small_s = None
-        big_s = None
-        uri = (small / "relax/000-import.relax").as_uri()
-        listing: dict = {}
-
-        def list_until_big() -> None:
-            while True:
-                got = server.request("tvmExplorer/listBundles", {})["result"]["bundles"]
-                if any(b["root"].endswith("a-big") for b in got):
-                    listing["at"] = time.monotonic()
-                    return
-                time.sleep(0.1)
-
-        lister = threading.Thread(target=list_until_big, daemon=True)
-        lister.start()
-        last_notice = 0.0
-        while small_s is None and time.monotonic() - copied < 600:
-            if time.monotonic() - last_notice > 0.5:
-                server.notify("workspace/didChangeWatchedFiles", {"changes": []})
-                last_notice = time.monotonic()
-            got = server.request(
-                "textDocument/hover", {"textDocument": {"uri": uri}, "position": {"line": 5, "character": 14}}
-            )
-            if got.get("result"):
-                small_s = time.monotonic() - copied
-            else:
-                time.sleep(0.1)
-        lister.join(timeout=600)
-        big_s = listing["at"] - started if "at" in listing else None
-        return {"big_listed_s": big_s, "small_answers_s": small_s}
+        srv.initialize(ws)
+        got = copied_in_while_loading(srv, ws)
+        del got["listing"]
+        return got
     finally:
-        server.close()
-        if (ws / "a-big").exists():
-            os.rename(ws / "a-big", big)
+        srv.close()
+        os.rename(ws / "a-big", big)
 
 
 def main() -> int:

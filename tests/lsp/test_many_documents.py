@@ -11,66 +11,30 @@ one is listed, and within seconds of its copy."""
 from __future__ import annotations
 
 import sys
-import time
 from pathlib import Path
 
-from .fake_bundle import write_fake_bundle
 from .hostile import RawServer
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
-from many_documents import write_many  # noqa: E402
+from many_documents import copied_in_while_loading, write_many  # noqa: E402
 
 DOCUMENTS = 60_000
-
-
-class _Replies:
-    """Replies by id, each with when the test first saw it (requests may be answered out of
-    order: a listBundles sent first comes back once the first load is over)."""
-
-    def __init__(self, srv: RawServer):
-        self.srv, self.seen = srv, {}
-
-    def _note(self, msg: dict) -> None:
-        if "method" not in msg and "id" in msg:
-            self.seen.setdefault(msg["id"], (time.monotonic(), msg))
-
-    def wait(self, msg_id, timeout: float = 120) -> tuple[float, dict]:
-        if msg_id not in self.seen:
-            self.srv.reply(match=lambda m: self._note(m) or m.get("id") == msg_id and "method" not in m,
-                           timeout=timeout)
-        return self.seen[msg_id]
 
 
 def test_a_bundle_copied_in_while_a_huge_one_loads_answers_first(tmp_path):
     ws = tmp_path / "ws"
     big = write_many(ws / "a-big", DOCUMENTS)
     srv = RawServer()
-    replies = _Replies(srv)
     try:
         srv.initialize(ws)
-        # Answered once the first load (the big bundle) is over.
-        first_load = srv.request("tvmExplorer/listBundles", {})
-        time.sleep(0.5)  # the first look at the workspace is over: the big bundle is loading
-        small = write_fake_bundle(ws / "b-small")
-        copied = time.monotonic()
-        answered = None
-        while answered is None and time.monotonic() - copied < 120:
-            srv.notify("workspace/didChangeWatchedFiles", {"changes": []})  # as VS Code's watcher
-            at, hover = replies.wait(srv.request("textDocument/hover", {
-                "textDocument": {"uri": (small / "relax/000-import.relax").as_uri()},
-                "position": {"line": 5, "character": 14}}))
-            if hover.get("result"):
-                answered = at
-            else:
-                time.sleep(0.3)
-        assert answered is not None, "the small bundle never answered"
-        loaded, listing = replies.wait(first_load, timeout=300)
-        assert [Path(b["root"]).name for b in listing["result"]["bundles"]][:1] == ["a-big"], listing
-        assert answered < loaded, f"the small bundle answered {answered - loaded:.1f} s after the big one loaded"
-        assert answered - copied < 15, answered - copied
-        _, hover = replies.wait(srv.request("textDocument/hover", {
+        got = copied_in_while_loading(srv, ws, wait_s=0.5)
+        assert got["small_answers_s"] is not None, "the small bundle never answered"
+        assert [Path(b["root"]).name for b in got["listing"]["result"]["bundles"]][:1] == ["a-big"], got
+        assert got["small_answers_s"] < got["loaded_after_copy_s"], got
+        assert got["small_answers_s"] < 15, got
+        hover = srv.reply(srv.request("textDocument/hover", {
             "textDocument": {"uri": (big / "relax/000-import.relax").as_uri()},
-            "position": {"line": 5, "character": 14}}))
+            "position": {"line": 5, "character": 14}}), timeout=120)
         assert hover.get("result"), hover
     finally:
         srv.close()
