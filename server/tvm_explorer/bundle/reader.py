@@ -167,6 +167,13 @@ def open_documents_cap() -> int:
     return max(8, min(MAX_OPEN_DOCUMENTS, soft // 16))
 
 
+EAGER_DOCUMENTS = 2000
+"""Documents a load reads and checks before the bundle answers (``preload``); a bundle with
+more is checked in its index, names and file identities at load, and its documents' texts as
+they are first read and by ``check_rest`` in the background. Reading every document of a
+bundle of 100,000 took most of a minute, during which none of it answered."""
+
+
 TEXT_CACHE_CHARS = 8 * 1024**2
 """Most characters of document text a loaded bundle keeps in memory (the texts read last);
 others are read again from disk when asked for (a 4 MB document in ~1.5 ms here, from the
@@ -352,11 +359,8 @@ def resolve_inside(root: Path, rel: object, what: str = "document", dirs: dict |
     ``dirs`` (a dict kept across calls) remembers resolved directories: a load of 20,000
     documents spent 7 s resolving every component of every path again. This is a check of
     names only; what is opened is checked again on the descriptor (``safe_open``)."""
-    if not isinstance(rel, str) or not rel or rel.startswith(("/", "\\")) or "\x00" in rel:
-        raise BundleError(f"{root}: {what} path {rel!r} is not a relative path")
-    parts = rel.split("/")
-    if any(p in ("", ".", "..") for p in parts) or os.path.isabs(rel) or "\\" in rel:
-        raise BundleError(f"{root}: {what} path {rel!r} leaves the bundle")
+    _check_name(root, rel, what)
+    assert isinstance(rel, str)  # _check_name refused any other
     try:
         full = _resolve(root, rel, dirs)
     except (OSError, RuntimeError) as err:  # symlink loops
@@ -365,6 +369,16 @@ def resolve_inside(root: Path, rel: object, what: str = "document", dirs: dict |
     if named != str(root) and not named.startswith(str(root).rstrip("/") + "/"):
         raise BundleError(f"{root}: {what} path {rel!r} leads outside the bundle")
     return full
+
+
+def _check_name(root: Path, rel: object, what: str = "document") -> None:
+    """BundleError unless ``rel`` is a relative path that stays inside as written (no ``..``,
+    no absolute or empty part): the check of ``resolve_inside`` before any symlink."""
+    if not isinstance(rel, str) or not rel or rel.startswith(("/", "\\")) or "\x00" in rel:
+        raise BundleError(f"{root}: {what} path {rel!r} is not a relative path")
+    parts = rel.split("/")
+    if any(p in ("", ".", "..") for p in parts) or os.path.isabs(rel) or "\\" in rel:
+        raise BundleError(f"{root}: {what} path {rel!r} leaves the bundle")
 
 
 def _resolve(root: Path, rel: str, dirs: dict | None) -> Path:
@@ -376,6 +390,34 @@ def _resolve(root: Path, rel: str, dirs: dict | None) -> Path:
         real = dirs[parent] = (root / parent).resolve() if parent else root
     candidate = real / name
     return candidate.resolve() if candidate.is_symlink() else candidate
+
+
+def _resolve_and_stat(root: Path, rel: str, dirs: dict) -> os.stat_result | None:
+    """``resolve_inside(root, rel, dirs=dirs)``'s check (BundleError if ``rel`` leaves the
+    bundle) and the status of the file it names (None: missing or unreadable), with one
+    ``lstat`` for a name that is not a symlink: a load of 100,000 documents resolved, then
+    identified, then measured every document, each a system call."""
+    parent, _, name = rel.rpartition("/")
+    real = dirs.get(parent)
+    if real is None:
+        try:
+            real = dirs[parent] = (root / parent).resolve() if parent else root
+        except (OSError, RuntimeError) as err:
+            raise BundleError(f"{root}: document path {rel!r} cannot be resolved ({err})") from None
+        named = str(real)
+        if named != str(root) and not named.startswith(str(root).rstrip("/") + "/"):
+            raise BundleError(f"{root}: document path {rel!r} leads outside the bundle")
+    try:
+        info = os.lstat(real / name)
+    except (OSError, ValueError):
+        return None
+    if not stat.S_ISLNK(info.st_mode):
+        return info
+    full = resolve_inside(root, rel, dirs=dirs)
+    try:
+        return os.stat(full)
+    except (OSError, ValueError):
+        return None
 
 
 class _Budget:
@@ -514,9 +556,12 @@ class Bundle:
         self.budget = _Budget(self.root, budget)
         self._dirs: dict | None = {}  # resolved directories, while loading (``resolve_inside``)
         self.manifest = self._load_manifest()
+        # The identity of every document file now (None: missing or not a regular file; its
+        # read reports why), and (device, inode, size) of each for the budget.
+        self._identities: dict[str, tuple | None] = {}
+        self._stats: list[tuple[int, int, int]] = []
         self.documents = self._load_documents()
         self._doc_by_path = {d.path: d for d in self.documents}
-        self._identities = self._identify_documents()
         parsed = load_index(_read_file(self.root, INDEX, "provenance index", self.budget), self.root / INDEX, prepare)
         self.layers = self._load_layers(parsed.layers)
         self.origin_sets = self._load_origin_sets(parsed.origin_sets)
@@ -529,6 +574,10 @@ class Bundle:
         self._prepared = (parsed.prepared, parsed.parts)
         del parsed
         self._damaged: dict[str, BundleError] = {}
+        # Documents whose text no read has checked yet (a bundle of more than EAGER_DOCUMENTS:
+        # see ``preload``): the first read of one that is damaged marks it as such.
+        self._unchecked: set[str] = set()
+        self.late_problems: list[BundleError] = []  # damage found by such first reads
         # Documents held open since ``preload`` checked them (the last ``MAX_OPEN_DOCUMENTS``
         # read): later reads come from these very files, even after a recompile renamed or
         # deleted them (closed with the bundle). Others are opened again by name and must be
@@ -555,19 +604,6 @@ class Bundle:
         document's index (by path), handed over once: (None, {}) afterwards."""
         got, self._prepared = self._prepared, (None, {})
         return got
-
-    def _identify_documents(self) -> dict[str, tuple | None]:
-        """The identity of every document file now (None: missing or not a file; its read
-        reports why)."""
-        out: dict[str, tuple | None] = {}
-        for doc in self.documents:
-            try:
-                info = os.stat(self.root / doc.path)
-            except (OSError, ValueError):
-                out[doc.path] = None
-                continue
-            out[doc.path] = file_identity(info) if stat.S_ISREG(info.st_mode) else None
-        return out
 
     def _load_section(self, read: Callable[[], _Section | None], name: str) -> _Section | None:
         try:
@@ -679,8 +715,14 @@ class Bundle:
             if not isinstance(raw, dict) or raw.get("stage") not in STAGES:
                 raise BundleError(f"{self.root / MANIFEST}: document entry {order} is malformed")
             path = raw.get("path")
-            resolve_inside(self.root, path, dirs=self._dirs)
-            assert isinstance(path, str)  # resolve_inside refused any other
+            _check_name(self.root, path)
+            assert isinstance(path, str)  # _check_name refused any other
+            info = _resolve_and_stat(self.root, path, self._dirs if self._dirs is not None else {})
+            if info is not None and stat.S_ISREG(info.st_mode):
+                self._identities[path] = file_identity(info)
+                self._stats.append((info.st_dev, info.st_ino, info.st_size))
+            else:
+                self._identities[path] = None
             docs.append(
                 Document(
                     path,
@@ -749,7 +791,7 @@ class Bundle:
         if passing is not None:
             if passing[0] == path:
                 return passing[1]
-            text = self._read_text(path)
+            text = self._read_first(path) if path in self._unchecked else self._read_text(path)
             self._passing.last = (path, text)
             return text
         identity = self._identities.get(path)
@@ -757,12 +799,28 @@ class Bundle:
         # text) never all live at once (a 4 MB document read into a full cache held 8 MB
         # more for a moment). Its size in bytes is at least its characters.
         self._evict(identity[2] if identity else 0, keep=0)
-        text = self._read_text(path)
+        text = self._read_first(path) if path in self._unchecked else self._read_text(path)
         with self._lock:  # requests and the load's warm-up read texts from several threads
             if path not in self._texts:
                 self._texts[path] = text
                 self._text_chars += len(text)
         self._evict(0, keep=1)  # other threads' texts may have come in meanwhile
+        return text
+
+    def _read_first(self, path: str) -> str:
+        """The first read of a document no load checked: a damaged one answers empty from now
+        on (as ``preload`` would have made it), and is listed in ``late_problems``."""
+        try:
+            text = self._read_text(path)
+        except BundleChanged:
+            raise
+        except BundleError as err:
+            if path in self._unchecked:
+                self._unchecked.discard(path)
+                self._damaged[path] = err
+                self.late_problems.append(err)
+            return ""
+        self._unchecked.discard(path)
         return text
 
     def _evict(self, coming: int, keep: int) -> None:
@@ -930,10 +988,22 @@ class Bundle:
 
         A document whose text or index is damaged answers empty from then on; its error is
         returned instead of raised. ``on_document(i, n, path)`` is called before each document.
+
+        A bundle of more than EAGER_DOCUMENTS documents has its indexes checked here and its
+        texts on their first read (``check_rest`` reads the others, in the background).
         """
         problems = []
         self._check_total_size()
-        for i, doc in enumerate(self.documents):
+        eager = len(self.documents) <= EAGER_DOCUMENTS
+        if not eager:
+            for doc in self.documents:
+                got = self._indexes.get(doc.path)
+                if isinstance(got, BundleError):
+                    problems.append(got)
+                    self._damaged[doc.path] = got
+                else:
+                    self._unchecked.add(doc.path)
+        for i, doc in enumerate(self.documents if eager else ()):
             if on_document is not None:
                 on_document(i, len(self.documents), doc.path)
             try:
@@ -955,21 +1025,33 @@ class Bundle:
         self._dirs = None
         return problems
 
+    def check_rest(self, checkpoint: Callable[[], bool] = lambda: True) -> list[BundleError]:
+        """Read and check every document no read has checked yet (see ``preload``), as long
+        as ``checkpoint()`` says to go on; the problems found, each document once (also those
+        requests found first, in ``late_problems``). Texts are not kept."""
+        for doc in self.documents:
+            if not self._unchecked or not checkpoint():
+                break
+            if doc.path in self._unchecked:
+                try:
+                    with self.passing_through():
+                        self.text(doc.path)
+                except BundleChanged:
+                    break  # replaced on disk: the watcher loads it again
+        found, self.late_problems[:] = list(self.late_problems), []
+        return found
+
     def _check_total_size(self) -> None:
         """Refuse a bundle whose documents together exceed the budget before reading any
         (the reads are charged too: this only spares reading the first few)."""
         total, seen = 0, set()
-        for doc in self.documents:
-            try:
-                info = os.stat(self.root / doc.path)
-            except OSError:
-                continue  # reported as a missing document by the read
-            if (info.st_dev, info.st_ino) in seen or not stat.S_ISREG(info.st_mode):
+        for dev, ino, size in self._stats:  # regular files, as they were at load
+            if (dev, ino) in seen:
                 continue
-            if info.st_size > MAX_FILE_BYTES:
+            if size > MAX_FILE_BYTES:
                 continue  # never read: that document alone is reported as damaged
-            seen.add((info.st_dev, info.st_ino))
-            total += info.st_size
+            seen.add((dev, ino))
+            total += size
             if total > self.budget.left:
                 raise BundleTooLarge(
                     f"{self.root}: bundle is too large: its documents hold more than the "

@@ -208,13 +208,15 @@ class Registry:
         self.signatures = {r: s for r, s in self.signatures.items() if r != root}
         self.failures = {r: e for r, e in self.failures.items() if r != root}
 
-    def changed(self) -> list[Path]:
+    def changed(self, skip=()) -> list[Path]:
         """Known roots whose bundle on disk differs from the one last loaded (or tried) and
         has settled: it looked the same at the previous call (calls are a poll interval apart,
         so files still being written are waited for). A bundle that disappeared is reported
-        at once."""
+        at once. Roots in ``skip`` (being loaded now) are not looked at."""
         out = []
         for root, sig in self.signatures.items():
+            if root in skip:
+                continue
             now = signature(root)
             if now == sig:
                 self._last_seen.pop(root, None)

@@ -21,6 +21,9 @@ from tvm_explorer.navigation import registry as reg
 
 logger = logging.getLogger(__name__)
 RESCAN_EVERY = 5  # polls between two walks of the workspace folders
+MAX_PARALLEL_LOADS = 3
+"""Bundles loaded at once, each on a thread of its own: a bundle of 100,000 documents takes
+most of a minute, and one found meanwhile (copied in, opened) must not wait for it."""
 
 
 class BundleWatcher:
@@ -36,6 +39,10 @@ class BundleWatcher:
         self._tokens = itertools.count(1)
         self._initial: asyncio.Task | None = None
         self._opening: dict[Path, asyncio.Task] = {}
+        # Roots being (re)loaded now, each by a task of its own (``_load_root``); a refresh
+        # only decides what to load and never waits for another bundle's load.
+        self._loads: dict[Path, asyncio.Task] = {}
+        self._load_slots = asyncio.Semaphore(MAX_PARALLEL_LOADS)
         # Roots found but not loaded yet, each with a future done when its load ends: a
         # request waits for its own bundle only, never for another (large) one.
         self._pending: dict[Path, asyncio.Future] = {}
@@ -162,18 +169,22 @@ class BundleWatcher:
 
     # -- loading -----------------------------------------------------------------------
     async def refresh(self, rescan: bool = False, extra: list[Path] | None = None) -> None:
-        """Load new bundles, reload changed ones, forget vanished ones."""
-        async with self._lock:
+        """Load new bundles, reload changed ones, forget vanished ones. Each load is a task of
+        its own: the first refresh (and one for an opened document) waits for its loads, the
+        polls do not, so a bundle found while a large one loads is loaded beside it."""
+        async with self._lock:  # the looking only, never the loading
             registry = self.session.registry
             todo = set(extra or ())
             if rescan and self.folders:
                 found = await asyncio.to_thread(reg.discover, self.folders)
-                new = [r for r in found if r not in registry.signatures]
+                new = [r for r in found if r not in registry.signatures and r not in self._loads]
                 if asyncio.current_task() is not self._initial:
                     # found later: maybe still being copied in; loaded once it has settled
                     new = await asyncio.to_thread(registry.settled, new)
                 todo.update(new)
-            todo.update(await asyncio.to_thread(registry.changed))
+            loading = set(self._loads)  # looked at again once their load is done
+            todo.update(await asyncio.to_thread(registry.changed, loading))
+            todo -= loading
             loop = asyncio.get_running_loop()
             for root in todo:
                 if root not in registry.bundles and root not in self._pending:
@@ -182,15 +193,39 @@ class BundleWatcher:
                 self._discovered.set()
             if not todo:
                 return
-            # Small bundles first: a large one must not hold up the others' first answers.
+            # Small bundles first (the load slots are taken in this order).
             order = await asyncio.to_thread(lambda: sorted(todo, key=lambda r: (reg.size_hint(r), r)))
-            changed = await self._load_all(order)
-            if changed:
-                # A full collection takes tens of milliseconds on the event loop: the requests
-                # that waited for these bundles go first.
+            tasks = [self._start_load(root) for root in order]
+        if asyncio.current_task() is self._initial or extra:
+            await asyncio.wait(tasks)
+
+    def _start_load(self, root: Path) -> asyncio.Task:
+        task = asyncio.get_running_loop().create_task(self._load_root(root))
+        self._loads[root] = task
+
+        def done(_task: asyncio.Task, root: Path = root) -> None:
+            if self._loads.get(root) is task:
+                del self._loads[root]
+
+        task.add_done_callback(done)
+        return task
+
+    async def _load_root(self, root: Path) -> None:
+        """(Re)load one bundle when a load slot is free; then tell the client."""
+        try:
+            async with self._load_slots:
+                changed = await self._load_all([root])
+        except Exception:  # a load that dies silently would leave its requests waiting
+            logger.exception("loading %s failed", root)
+            return
+        if changed:
+            loop = asyncio.get_running_loop()
+            # A full collection takes tens of milliseconds on the event loop: the requests
+            # that waited for this bundle go first, and it is made once the loads are done.
+            if all(task is asyncio.current_task() for task in self._loads.values()):
                 self._keep(loop.create_task(self._when_none_waiting(heap.settle)))
-                uris = [self.session.uri_of_root(r) for r in changed]
-                self.server.protocol.notify(BUNDLES_CHANGED, BundlesChangedParams(uris))
+            uris = [self.session.uri_of_root(r) for r in changed]
+            self.server.protocol.notify(BUNDLES_CHANGED, BundlesChangedParams(uris))
 
     async def _load_all(self, roots: list[Path]) -> list[Path]:
         try:
@@ -211,7 +246,7 @@ class BundleWatcher:
         progress = await self._progress_begin(len(roots))
         changed = []
         for i, root in enumerate(roots):
-            sig = reg.signature(root)
+            sig = await asyncio.to_thread(reg.signature, root)  # a walk of the bundle: off the loop
             if sig is None:
                 if root in registry.bundles:
                     changed.append(root)
@@ -260,20 +295,41 @@ class BundleWatcher:
                     logger.exception("after loading %s", root)
             for work in self.after_load:
                 self._in_background(work, view)
+            # A large bundle's documents its load did not read (the warm-ups above read most).
+            self._in_background(lambda v, loop=loop: self._check_rest(v, loop), view)
             if view.problems:
-                # One message per bundle, however many documents are damaged (the list is
-                # in tvmExplorer/listBundles and the log).
-                for problem in view.problems:
-                    logger.warning("damaged document in %s: %s", root, problem)
-                shown = "; ".join(str(p) for p in view.problems[:3])
-                more = len(view.problems) - 3
-                self._report(
-                    f"TVM Explorer: {len(view.problems)} damaged document(s) in "
-                    f"{root.name}: {shown}" + (f"; and {more} more" if more > 0 else ""),
-                    types.MessageType.Warning,
-                )
+                self._report_damaged(view, view.problems)
         self._progress_end(progress, f"{len(self.session.registry.bundles)} bundle(s) loaded")
         return changed
+
+    def _report_damaged(self, view: reg.BundleView, problems: list) -> None:
+        """One message per bundle, however many documents are damaged (the list is in
+        tvmExplorer/listBundles and the log)."""
+        for problem in problems:
+            logger.warning("damaged document in %s: %s", view.root, problem)
+        shown = "; ".join(str(p) for p in problems[:3])
+        more = len(problems) - 3
+        self._report(
+            f"TVM Explorer: {len(problems)} damaged document(s) in "
+            f"{view.root.name}: {shown}" + (f"; and {more} more" if more > 0 else ""),
+            types.MessageType.Warning,
+        )
+
+    def _check_rest(self, view: reg.BundleView, loop: asyncio.AbstractEventLoop) -> None:
+        """Check the documents of a large bundle that its load left to their first read
+        (``Bundle.check_rest``), giving way to requests; damage found is listed with the
+        bundle's problems and said in one message, as a load's is."""
+        from tvm_explorer.navigation.background import REQUESTS
+
+        def go_on() -> bool:
+            REQUESTS.checkpoint()
+            return self.session.registry.is_current(view)
+
+        with REQUESTS.yielding():
+            found = view.bundle.check_rest(go_on)
+        if found and self.session.registry.is_current(view):
+            view.problems.extend(found)
+            loop.call_soon_threadsafe(self._report_damaged, view, found)
 
     def _load_and_prepare(self, root: Path, on_document) -> reg.BundleView:
         started = time.perf_counter()
