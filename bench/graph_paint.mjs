@@ -1,16 +1,20 @@
-// First paint and pan/zoom of `tvm-explorer report` pages in headless chromium (playwright-core):
-// opens each REPORT.html from disk REPS times in a fresh page and prints one JSON line per
-// report: time from navigation start to the first painted graph (HTML and data parsed, elkjs
-// layout, SVG drawn, one frame), the layout alone, and the frame intervals while zooming and
-// panning with the mouse. Driven by bench/graph_paint.py. Usage: node graph_paint.mjs REPS FILE...
+// The model graph (`tvm-explorer report` pages) in headless chromium (playwright-core): opens
+// each REPORT.html from disk REPS times in a fresh page and prints one JSON line per report:
+// first paint (the page's own mark, documentElement.dataset.painted: ms from navigation start to
+// the first complete graph), the main thread's busy time and the JS heap then, the frame
+// intervals while zooming and panning with the mouse, the time to open one collapsed group (a
+// decoder layer, a part), and with EXPAND_ALL=1 the time to open every group and the frames with
+// everything drawn. Driven by bench/graph_paint.py. Usage: node graph_paint.mjs REPS FILE...
 import { chromium } from 'playwright-core';
 import { pathToFileURL } from 'node:url';
+import { frames } from './graph_paint_frames.mjs';
 
 const [reps, ...files] = process.argv.slice(2);
 const browser = await chromium.launch({
   executablePath: process.env.TVM_EXPLORER_CHROMIUM || '/usr/bin/chromium',
-  args: ['--no-sandbox', '--disable-background-networking', '--disable-component-update'],
+  args: ['--no-sandbox', '--disable-background-networking', '--disable-component-update', '--enable-precise-memory-info'],
 });
+
 try {
   for (const file of files) {
     const runs = [];
@@ -21,34 +25,49 @@ try {
       const cdp = await page.context().newCDPSession(page);
       await cdp.send('Performance.enable');
       await page.goto(pathToFileURL(file).href, { waitUntil: 'commit' });
-      await page.waitForFunction(() => window.tvmxGraph !== undefined, null, { timeout: 120000 });
-      const paint = await page.evaluate(async () => {
+      await page.waitForFunction(() => document.documentElement.dataset.painted, null, { timeout: 300000, polling: 50 });
+      const run = await page.evaluate(async () => {
         const layout = await window.tvmxGraph.painted;
-        return { first_paint_ms: performance.now(), layout_ms: layout.ms, nodes: layout.nodes.size };
-      });
-      const metrics = (await cdp.send('Performance.getMetrics')).metrics;
-      paint.main_thread_ms = 1000 * metrics.find((m) => m.name === 'TaskDuration').value;
-      // Zoom in and out with the wheel, then drag: frame intervals while the view moves.
-      const box = await page.locator('svg.graph').boundingBox();
-      await page.mouse.move(box.x + box.width / 2, box.y + box.height / 2);
-      await page.evaluate(() => {
-        window.__frames = [];
-        let last = performance.now();
-        const tick = (t) => {
-          window.__frames.push(t - last);
-          last = t;
-          if (window.__frames.length < 400) requestAnimationFrame(tick);
+        return {
+          first_paint_ms: Number(document.documentElement.dataset.painted),
+          layout_ms: layout.ms,
+          elk_ms: layout.elkMs,
+          nodes: layout.nodes.size + layout.collapsed.size,
+          mode: await window.tvmxGraph.layoutMode(),
         };
-        requestAnimationFrame(tick);
       });
-      for (let k = 0; k < 20; k++) await page.mouse.wheel(0, k < 10 ? -120 : 120);
-      await page.mouse.down();
-      for (let k = 0; k < 30; k++) await page.mouse.move(box.x + box.width / 2 + 10 * k, box.y + box.height / 2 + 5 * k);
-      await page.mouse.up();
-      const frames = (await page.evaluate(() => window.__frames)).slice(1).sort((a, b) => a - b);
-      paint.frame_p50_ms = frames[Math.floor(frames.length * 0.5)];
-      paint.frame_p95_ms = frames[Math.floor(frames.length * 0.95)];
-      runs.push(paint);
+      const metrics = Object.fromEntries((await cdp.send('Performance.getMetrics')).metrics.map((m) => [m.name, m.value]));
+      run.main_thread_ms = 1000 * metrics.TaskDuration;
+      run.heap_mib = metrics.JSHeapUsedSize / 2 ** 20;
+      const box = await page.locator('svg.graph').boundingBox();
+      const f = await frames(page, box);
+      run.frame_p50_ms = f.p50;
+      run.frame_p95_ms = f.p95;
+      // Open one collapsed group (the first drawn: a decoder layer, a part), as a click does.
+      const gid = await page.evaluate(() => document.querySelector('.group.collapsed')?.getAttribute('data-group') ?? null);
+      if (gid) {
+        run.expand_ms = await page.evaluate(async (g) => {
+          const t = performance.now();
+          await window.tvmxGraph.setCollapsed(g, false);
+          return performance.now() - t;
+        }, gid);
+      }
+      if (process.env.EXPAND_ALL) {
+        run.expand_all_ms = await page.evaluate(async () => {
+          const t = performance.now();
+          document.querySelector('button.expand-all').click();
+          await new Promise((r) => setTimeout(r, 0));
+          await window.tvmxGraph.painted;
+          return performance.now() - t;
+        });
+        run.all_nodes = await page.evaluate(() => document.querySelectorAll('[data-layer]').length);
+        const g = await frames(page, box);
+        run.all_frame_p50_ms = g.p50;
+        run.all_frame_p95_ms = g.p95;
+        const m = Object.fromEntries((await cdp.send('Performance.getMetrics')).metrics.map((x) => [x.name, x.value]));
+        run.all_heap_mib = m.JSHeapUsedSize / 2 ** 20;
+      }
+      runs.push(run);
       await page.close();
     }
     process.stdout.write(`${JSON.stringify({ file, runs })}\n`);

@@ -1,12 +1,16 @@
-"""First paint of the model graph (issue 29: a 1000-layer model paints within 2 s and pans and
-zooms smoothly). Builds synthetic-but-real TFLite models of 100, 300 and 1000 layers (residual
-blocks — CONV_2D, ADD of the block's input, RELU — in Keras-like scopes ``stageS/blockB/...``,
-so the graph has skip edges and two levels of groups), compiles each with the real CLI
-(target c), writes its ``tvm-explorer report`` and opens it in headless chromium
-(``graph_paint.mjs``): time to the first painted graph, the ELK layout alone, frame intervals
-while zooming and panning. Optionally also real bundles (``--bundle``).
+"""The model graph at real and LLM size (issues 29, 39): first paint, opening a group, zoom/pan
+frames and page memory of ``tvm-explorer report`` pages in headless chromium
+(``graph_paint.mjs``), and the same model files opened side by side in **Netron** and **Model
+Explorer** (``graph_peers.mjs``, with ``--peers``).
 
-    .venv/bin/python bench/graph_paint.py [--layers 100,300,1000] [--reps 3] [--bundle B...] [--json FILE]
+Graphs: graph documents of any size without a compile (tests/graph/synthetic.py: an LLM-shaped
+graph of N decoder layers, ``llmN``, with real branching — attention, residual adds, weights —,
+and a flat chain, ``chainN``); real bundles (``--bundle``); a 32-decoder-layer Llama-style
+``.pt2`` exported from a config and compiled (``--llama32``, as bench/llm_scale.py builds it);
+and the older synthetic residual TFLite models compiled with the real CLI (``--layers``).
+
+    .venv/bin/python bench/graph_paint.py [--synthetic llm32,llm170,chain10000] [--bundle B...]
+        [--llama32] [--layers 1000] [--reps 3] [--expand-all] [--peers MODEL...] [--json FILE]
 """
 
 from __future__ import annotations
@@ -22,6 +26,7 @@ from pathlib import Path
 BENCH = Path(__file__).resolve().parent
 ROOT = BENCH.parent
 sys.path.insert(0, str(ROOT))
+NO_SECTIONS = {"hot_layers": [], "passes": [], "numerics": None, "problems": []}
 
 
 def residual_model(layers: int, path: Path) -> Path:
@@ -48,50 +53,122 @@ def cli(*args: str) -> None:
     subprocess.run([sys.executable, "-m", "tvm_explorer", *args], check=True, stdout=subprocess.DEVNULL)
 
 
+def synthetic_report(name: str, out: Path) -> tuple[str, Path]:
+    from tests.graph.synthetic import chain_document, llm_document
+
+    from tvm_explorer.graphview.report import render_html
+
+    n = int(name.lstrip("abcdefghijklmnopqrstuvwxyz"))
+    doc = llm_document(n) if name.startswith("llm") else chain_document(n)
+    out.write_text(render_html(doc, NO_SECTIONS))
+    label = (
+        f"LLM-shaped, {n} decoder layers (synthetic)" if name.startswith("llm") else "chain without scopes (synthetic)"
+    )
+    return f"{label}, {len(doc['nodes'])} layers", out
+
+
+def llama32(work: Path) -> tuple[Path, Path]:
+    """The 32-decoder-layer Llama of bench/llm_scale.py, exported and compiled for c."""
+    from llm_scale import export_llama  # type: ignore[import-not-found]
+
+    pt2 = work / "llama32.pt2"
+    export_llama(pt2, 32)
+    bundle = work / "llama32.bundle"
+    cli("compile", str(pt2), "-o", str(bundle), "--target", "c")
+    return pt2, bundle
+
+
+def median_row(label: str, f: Path, runs: list[dict]) -> dict:
+    row: dict = {"label": label, "html_mib": f.stat().st_size / 2**20, "mode": runs[0]["mode"]}
+    for k in runs[0]:
+        if k != "mode" and all(isinstance(r.get(k), int | float) for r in runs):
+            row[k] = statistics.median(r[k] for r in runs)
+    row["best_paint_ms"] = min(r["first_paint_ms"] for r in runs)
+    return row
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--layers", default="100,300,1000")
-    ap.add_argument("--reps", type=int, default=3)
+    ap.add_argument("--synthetic", default="llm32,llm170,chain10000", help="llmN / chainN graph documents")
+    ap.add_argument("--layers", default="", help="residual TFLite models to compile (e.g. 100,1000)")
     ap.add_argument("--bundle", nargs="*", default=[], help="real bundles to measure too")
+    ap.add_argument("--llama32", action="store_true", help="export and compile the 32-decoder-layer Llama")
+    ap.add_argument("--reps", type=int, default=3)
+    ap.add_argument("--expand-all", action="store_true", help="also open every group, and measure frames then")
+    ap.add_argument(
+        "--peers",
+        nargs="*",
+        default=None,
+        metavar="MODEL=BUNDLE",
+        help="model files to open in Netron and Model Explorer too, each with its bundle (our report)",
+    )
     ap.add_argument("--json", help="write the results here")
     args = ap.parse_args()
+    sys.path.insert(0, str(BENCH))
     work = Path(tempfile.mkdtemp(prefix="graph-paint-"))
+    from tvm_explorer.cli.options import load_bundle
+    from tvm_explorer.graphview.report import render_report
+    from tvm_explorer.navigation.view import BundleView
+
     reports: list[tuple[str, Path]] = []
+    bundles: list[tuple[str, Path]] = [(Path(b).name, Path(b)) for b in args.bundle]
+    peer_models = [(Path(m), Path(b)) for m, _, b in (spec.partition("=") for spec in args.peers or [])]
+    if args.llama32:
+        pt2, bundle = llama32(work)
+        bundles.append(("Llama-style, 32 decoder layers (.pt2, c)", bundle))
+        if args.peers is not None:
+            peer_models.append((pt2, bundle))
     for n in (int(x) for x in args.layers.split(",") if x):
         model = residual_model(n, work / f"residual{n}.tflite")
         bundle = work / f"residual{n}.bundle"
         cli("compile", str(model), "-o", str(bundle), "--target", "c")
-        reports.append((f"residual {n}", bundle))
-    for b in args.bundle:
-        reports.append((Path(b).name, Path(b)))
-    files = []
-    for label, bundle in reports:
+        bundles.append((f"residual {n} layers (TFLite, c)", bundle))
+    for label, bundle in bundles:
         out = work / f"{bundle.stem}.html"
-        cli("report", str(bundle), "-o", str(out))
-        files.append((label, out))
+        view = BundleView(load_bundle(str(bundle)))
+        out.write_text(render_report(view))
+        reports.append((f"{label}, {len(view.bundle.layers)} layers", out))
+    for name in (x for x in args.synthetic.split(",") if x):
+        reports.append(synthetic_report(name, work / f"{name}.html"))
     proc = subprocess.run(
-        ["node", str(BENCH / "graph_paint.mjs"), str(args.reps), *(str(f) for _, f in files)],
+        ["node", str(BENCH / "graph_paint.mjs"), str(args.reps), *(str(f) for _, f in reports)],
         check=True,
         capture_output=True,
         text=True,
         cwd=ROOT / "tests" / "graph",  # where node finds playwright-core (the repo's node_modules)
+        env={**__import__("os").environ, **({"EXPAND_ALL": "1"} if args.expand_all else {})},
     )
-    rows = []
-    for (label, f), line in zip(files, proc.stdout.splitlines()):
-        runs = json.loads(line)["runs"]
-        med = {k: statistics.median(r[k] for r in runs) for k in runs[0]}
-        med.update(label=label, html_mib=f.stat().st_size / 2**20, best_paint_ms=min(r["first_paint_ms"] for r in runs))
-        rows.append(med)
-    print(
-        "| graph | nodes | report | first paint (wall) | main thread busy | ELK layout | frame p50 / p95 zooming, panning |"
-    )
-    print("|---|---|---|---|---|---|---|")
+    rows = [
+        median_row(label, f, json.loads(line)["runs"]) for (label, f), line in zip(reports, proc.stdout.splitlines())
+    ]
+    print("| graph | report | boxes drawn | first paint (best) | main thread | heap | open a group | frame p50 / p95 |")
+    print("|---|---|---|---|---|---|---|---|")
     for r in rows:
+        expand = f"{r['expand_ms']:.0f} ms" if "expand_ms" in r else "—"
         print(
-            f"| {r['label']} | {r['nodes']:.0f} | {r['html_mib']:.1f} MiB | {r['first_paint_ms']:.0f} ms "
-            f"(best {r['best_paint_ms']:.0f}) | {r['main_thread_ms']:.0f} ms | {r['layout_ms']:.0f} ms "
+            f"| {r['label']} | {r['html_mib']:.1f} MiB | {r['nodes']:.0f} | {r['first_paint_ms']:.0f} ms "
+            f"({r['best_paint_ms']:.0f}) | {r['main_thread_ms']:.0f} ms | {r['heap_mib']:.0f} MiB | {expand} "
             f"| {r['frame_p50_ms']:.0f} / {r['frame_p95_ms']:.0f} ms |"
         )
+    if args.expand_all:
+        print("\n| graph | open every group | nodes drawn | frame p50 / p95 | heap |")
+        print("|---|---|---|---|---|")
+        for r in rows:
+            print(
+                f"| {r['label']} | {r['expand_all_ms']:.0f} ms | {r['all_nodes']:.0f} "
+                f"| {r['all_frame_p50_ms']:.0f} / {r['all_frame_p95_ms']:.0f} ms | {r['all_heap_mib']:.0f} MiB |"
+            )
+    if args.peers is not None:
+        from graph_peers import compare  # type: ignore[import-not-found]
+
+        peers = []
+        for model, bundle in peer_models:
+            view = BundleView(load_bundle(str(bundle)))
+            out = work / f"{bundle.stem}.peer.html"
+            out.write_text(render_report(view))
+            peers.append((f"{model.name} ({len(view.bundle.layers)} layers)", model, out))
+        rows.append({"peers": compare(peers, args.reps, work)})
+        print(f"screenshots: {work}/*-ours.png, *-netron.png, *-explorer.png")
     if args.json:
         Path(args.json).write_text(json.dumps(rows, indent=1))
     return 0

@@ -20,14 +20,22 @@ def test_weights_fold_into_their_consumer_and_dead_ends_into_their_producer():
 
 
 def test_decoder_layers_are_repetitions_and_lookalike_names_are_not():
-    layers = []
-    for i in range(3):  # three identical decoder layers
-        layers += [Scoped(len(layers) + k, 0, ["model", "layers", str(i)], ".") for k in range(3)]
-    for name, n in (("block_1", 3), ("block_2", 4)):  # named alike, not the same operators
-        layers += [Scoped(len(layers) + k, 0, ["model", name], ".") for k in range(n)]
+    layers: list[Scoped] = []
+    ops: dict[int, str] = {}
+
+    def scope(path: list[str], opcodes: list[str]) -> None:
+        for op in opcodes:
+            ops[len(layers)] = op
+            layers.append(Scoped(len(layers), 0, path, "."))
+
+    for i in range(3):  # three identical decoder layers, numbered 0, 1, 2
+        scope(["model", "layers", str(i)], ["MATMUL", "ADD", "SOFTMAX", "ADD"])
+    scope(["model", "block_1"], ["CONV", "ADD", "RELU", "ADD"])  # named alike, other operators
+    scope(["model", "block_2"], ["CONV", "RELU", "RELU", "ADD"])
+    scope(["model", "conv2d_3"], ["CONV", "ADD", "RELU", "ADD"])  # Keras numbering: gaps
+    scope(["model", "conv2d_7"], ["CONV", "ADD", "RELU", "ADD"])
     group_list, of_layer = scope_groups(layers, {})
-    opcodes = {lay.id: ("MATMUL", "ADD", "ADD", "ADD")[lay.id % 3] if lay.id < 9 else "CONV" for lay in layers}
-    got = repetitions(group_list, of_layer, opcodes)
+    got = repetitions(group_list, of_layer, ops)
     paths = {g.id: g.path for g in group_list}
     assert {paths[g]: r for g, r in got.items()} == {
         f"model.layers.{i}": {"pattern": "model.layers.{0..2}", "index": i, "count": 3} for i in range(3)

@@ -254,12 +254,16 @@ def _joined(path: list[str], depth: int, sep: str) -> str:
 
 
 _INDEXED = re.compile(r"^(.*?)[._]?(\d+)$")
+MIN_REPEAT = 4
+"""Layers a repetition holds at least (a decoder layer holds dozens; a lone layer and its weights
+three)."""
 
 
 def repetitions(group_list: list[Group], of_layer: dict[int, str | None], opcodes: dict[int, str]) -> dict[str, dict]:
     """Repeated modules: sibling groups named alike but for an index (``layers.0`` … ``layers.31``,
-    ``block_1``, ``block_2``) that hold the same operators in the same order (decoder layers,
-    transformer blocks, identical residual stages). Group id -> ``{"pattern", "index", "count"}``:
+    ``block_1``, ``block_2``), numbered consecutively, that hold the same operators in the same
+    order and at least ``MIN_REPEAT`` of them (decoder layers, transformer blocks, identical
+    residual stages). Group id -> ``{"pattern", "index", "count"}``:
     ``pattern`` the paths written as one (``m.layers.{0..31}``, provenance/repeats.py), ``index``
     the repetition's place among them (0-based), ``count`` how many there are."""
     parent_of = {g.id: g.parent for g in group_list}
@@ -278,9 +282,14 @@ def repetitions(group_list: list[Group], of_layer: dict[int, str | None], opcode
         families.setdefault(key, []).append((int(m.group(2)), group))
     out: dict[str, dict] = {}
     for members in families.values():
-        if len(members) < 2:
-            continue
         members.sort(key=lambda item: item[0])
+        indices = [i for i, _ in members]
+        # A module list numbers its repetitions 0, 1, 2…; Keras numbers every layer it makes
+        # (conv2d_3, conv2d_7): lookalike one-layer scopes with gaps are not repetitions.
+        if len(members) < 2 or indices != list(range(indices[0], indices[0] + len(indices))):
+            continue
+        if members[0][1].size < MIN_REPEAT:
+            continue
         pattern = compress([g.path.replace("/", ".") for _, g in members])
         text = pattern[0] if len(pattern) == 1 else f"{members[0][1].path} … {members[-1][1].path}"
         for i, (_, g) in enumerate(members):

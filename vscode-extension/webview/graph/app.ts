@@ -19,6 +19,8 @@ const MIN_SCALE = 0.02;
 const MAX_SCALE = 4;
 /** Boxes shown when a graph opens: beyond, inner groups start collapsed. */
 export const OPEN_BUDGET = 300;
+/** Elements drawn beyond which zooming and panning move the painted picture until the mouse rests. */
+const HEAVY = 2500;
 /** At most this many layers highlighted open the collapsed groups that hold them. */
 const HIGHLIGHT_OPENS = 16;
 /** The opening zoom when the whole graph does not fit readable: labels at 13 px and 11 px. */
@@ -57,6 +59,9 @@ export class GraphApp {
   private coloring: Coloring | undefined;
   private values = new Map<string, number | string | null>();
   private view = { x: 0, y: 0, k: 1 };
+  /** The view the SVG was last drawn at (the compositor moves that picture while zooming). */
+  private committed = { x: 0, y: 0, k: 1 };
+  private settle: ReturnType<typeof setTimeout> | undefined;
   private selected: string | null = null;
   private selectedGroup: string | null = null;
   private highlighted = new Set<string>();
@@ -236,7 +241,24 @@ export class GraphApp {
     }
     this.describe(layout);
     resolve(layout);
+    void this.warmRepetitions(run);
     return layout;
+  }
+
+  /** In the background, lays out one collapsed repetition of each repeated module as a click would
+   * open it: its layout then serves all of them, and opening any decoder layer is immediate. */
+  private async warmRepetitions(run: number): Promise<void> {
+    const seen = new Set<string>();
+    for (const gid of this.layout?.collapsed.keys() ?? []) {
+      const pattern = this.tree.groups.get(gid)?.repeat?.pattern;
+      if (!pattern || seen.has(pattern) || run !== this.layoutRun) {
+        continue;
+      }
+      seen.add(pattern);
+      const opened = new Set(this.collapsed);
+      this.tree.openBelow(gid, opened, OPEN_BUDGET / 2);
+      await this.layouter!.warm(this.tree, gid, opened, (id) => this.leafSize(id)).catch(() => undefined);
+    }
   }
 
   /** The status line, and the notice when the graph is shown reduced (parts, collapsed groups, a
@@ -825,7 +847,7 @@ export class GraphApp {
       if (drag) {
         this.view.x = drag.vx + ev.clientX - drag.x;
         this.view.y = drag.vy + ev.clientY - drag.y;
-        this.applyView();
+        this.applyView(true);
       }
     });
     const end = () => {
@@ -838,13 +860,13 @@ export class GraphApp {
       'wheel',
       (ev) => {
         ev.preventDefault();
-        const rect = this.svgEl.getBoundingClientRect();
+        const rect = this.viewRect();
         if (ev.ctrlKey || !ev.shiftKey) {
           const factor = Math.exp(-ev.deltaY * (ev.deltaMode === 1 ? 0.05 : 0.0015));
           this.zoomAt(ev.clientX - rect.left, ev.clientY - rect.top, factor);
         } else {
           this.view.x -= ev.deltaY;
-          this.applyView();
+          this.applyView(true);
         }
       },
       { passive: false },
@@ -857,21 +879,43 @@ export class GraphApp {
     new ResizeObserver(() => this.applyView()).observe(this.canvas);
   }
 
+  /** Where the graph is shown on the page (the SVG's box, whatever transform the compositor has
+   * on it while zooming). */
+  private viewRect(): { left: number; top: number; width: number; height: number } {
+    const r = this.canvas.getBoundingClientRect();
+    const above = this.notice.offsetHeight;
+    return { left: r.left, top: r.top + above, width: r.width, height: r.height - above };
+  }
+
   private zoomAt(px: number, py: number, factor: number): void {
     const k = Math.min(MAX_SCALE, Math.max(MIN_SCALE, this.view.k * factor));
     const f = k / this.view.k;
     this.view.x = px - (px - this.view.x) * f;
     this.view.y = py - (py - this.view.y) * f;
     this.view.k = k;
-    this.applyView();
+    this.applyView(true);
   }
 
-  private applyView(): void {
+  /** Shows the view. ``live``: the mouse is zooming or panning: with thousands of elements drawn,
+   * the picture already painted is moved and scaled by the compositor (no repaint of the SVG)
+   * until the mouse rests, then drawn anew at the new view. */
+  private applyView(live = false): void {
     if (this.frame) {
       return;
     }
     this.frame = requestAnimationFrame(() => {
       this.frame = 0;
+      const heavy = this.nodeEls.size + this.edgeEls.size + this.groupEls.size > HEAVY;
+      clearTimeout(this.settle);
+      if (live && heavy) {
+        const c = this.committed;
+        const f = this.view.k / c.k;
+        this.svgEl.style.transform = `translate(${(this.view.x - c.x * f).toFixed(1)}px,${(this.view.y - c.y * f).toFixed(1)}px) scale(${f.toFixed(4)})`;
+        this.settle = setTimeout(() => this.applyView(), 160);
+        return;
+      }
+      this.svgEl.style.transform = '';
+      this.committed = { ...this.view };
       this.viewport.setAttribute('transform', `translate(${this.view.x.toFixed(1)},${this.view.y.toFixed(1)}) scale(${this.view.k.toFixed(4)})`);
       // Level of detail: text too small to read is not drawn (11 px shape text below 0.6×, all
       // node text below 0.32×), which also keeps zooming out a large graph smooth.
@@ -884,7 +928,7 @@ export class GraphApp {
    * its main path (the longest chain from an input to an output), not at a corner of plumbing. */
   private openingView(): void {
     const layout = this.layout!;
-    const r = this.svgEl.getBoundingClientRect();
+    const r = this.viewRect();
     const w = Math.max(r.width, 200);
     const h = Math.max(r.height, 200);
     const k = Math.min(w / (layout.width + 40), h / (layout.height + 40), 1.25);
@@ -950,7 +994,7 @@ export class GraphApp {
     if (!layout) {
       return;
     }
-    const r = this.svgEl.getBoundingClientRect();
+    const r = this.viewRect();
     const w = Math.max(r.width, 200);
     const h = Math.max(r.height, 200);
     const k = Math.min(w / (layout.width + 40), h / (layout.height + 40), 1.25);
@@ -961,7 +1005,7 @@ export class GraphApp {
   /** Brings ``boxes`` into view unless they are all on screen already: centered, zoomed out as
    * far as needed to show them all (and no closer than readable when they fit readable). */
   private bringIntoView(boxes: Box[], center = false): void {
-    const r = this.svgEl.getBoundingClientRect();
+    const r = this.viewRect();
     const w = Math.max(r.width, 200);
     const h = Math.max(r.height, 200);
     const x0 = Math.min(...boxes.map((b) => b.x));

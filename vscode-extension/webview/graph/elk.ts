@@ -57,6 +57,8 @@ export class ElkRunner {
         ev.preventDefault?.();
         this.toPage(`the layout worker failed: ${ev.message || 'it could not start'}`);
       };
+      // ELK's code is compiled and warmed up in the worker while the page reads its graph
+      void this.layout({ id: 'warm', layoutOptions: { 'elk.algorithm': 'layered' }, children: [{ id: 'a', width: 10, height: 10 }, { id: 'b', width: 10, height: 10 }], edges: [{ id: 'e', sources: ['a'], targets: ['b'] }] }).catch(() => undefined);
     } catch (err) {
       this.worker = undefined;
       this.note = `no web worker here (${String((err as Error).message ?? err)})`;

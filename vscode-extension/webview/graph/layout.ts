@@ -86,23 +86,92 @@ interface Level {
   exits: Set<string>;
 }
 
+/** A container's layout by the place of its boxes (``IN`` and ``OUT`` after them), shared by every
+ * container of the same structure: the 32 decoder layers of an LLM are laid out once. */
+interface Shape {
+  pos: Placed[];
+  edges: Map<string, Point[]>;
+  width: number;
+  height: number;
+}
+
 export class Layouter {
-  private readonly bases = new Map<string, Arranged>();
+  /** Container (by its boxes) -> the structure its kept layout was made for. */
+  private readonly pinned = new Map<string, string>();
+  private readonly shapes = new Map<string, Shape>();
 
   constructor(private readonly runner: ElkRunner) {}
 
-  /** Forget every kept layout (a different model), or those of ``containers`` (tidy up). */
-  forget(containers?: Iterable<string | null>): void {
-    if (!containers) {
-      this.bases.clear();
-      return;
+  /** Forget every kept layout (Tidy, a different model). */
+  forget(): void {
+    this.pinned.clear();
+    this.shapes.clear();
+  }
+
+  /** A container's kept layout (by its boxes' ids), or undefined. */
+  private kept(c: string | null, level: Level, open: (id: string) => boolean): Arranged | undefined {
+    const sig = this.pinned.get(baseKey(c, level)) ?? signature(level, open);
+    const shape = this.shapes.get(sig);
+    if (!shape) {
+      return undefined;
     }
-    const prefixes = [...containers].map((c) => `${c ?? ''}\u0001`);
-    for (const k of [...this.bases.keys()]) {
-      if (prefixes.some((p) => k.startsWith(p))) {
-        this.bases.delete(k);
+    this.pinned.set(baseKey(c, level), sig);
+    const ids = [...level.items, IN, OUT];
+    const pos = new Map<string, Placed>();
+    shape.pos.forEach((p, i) => p && pos.set(ids[i], p));
+    const edges = new Map<string, Point[]>();
+    for (const [k, pts] of shape.edges) {
+      const [i, j] = k.split('\u0000').map(Number);
+      edges.set(key(ids[i], ids[j]), pts);
+    }
+    return { pos, edges, width: shape.width, height: shape.height };
+  }
+
+  private keep(c: string | null, level: Level, open: (id: string) => boolean, arranged: Arranged): void {
+    const sig = signature(level, open);
+    const index = new Map([...level.items, IN, OUT].map((id, i) => [id, i]));
+    const pos: Placed[] = [];
+    for (const [id, p] of arranged.pos) {
+      pos[index.get(id)!] = p;
+    }
+    const edges = new Map<string, Point[]>();
+    for (const [k, pts] of arranged.edges) {
+      const [a, b] = k.split('\u0000');
+      edges.set(`${index.get(a)}\u0000${index.get(b)}`, pts);
+    }
+    this.shapes.set(sig, { pos, edges, width: arranged.width, height: arranged.height });
+    this.pinned.set(baseKey(c, level), sig);
+  }
+
+  /** Lays out, in the background, the groups a click on ``gid`` would open (a repetition's
+   * layout then serves every other repetition: opening any decoder layer is immediate). */
+  async warm(tree: ViewTree, gid: string, collapsed: Set<string>, leafSize: (id: string) => [number, number]): Promise<void> {
+    const open = (id: string) => tree.groups.has(id) && !collapsed.has(id);
+    const containers: string[] = [gid];
+    for (let i = 0; i < containers.length; i++) {
+      containers.push(...tree.itemsOf(containers[i]).filter(open));
+    }
+    const shown = new Set([...containers, ...tree.ancestors(gid)]);
+    const { levels } = levelsOf(tree, containers, shown);
+    const current = new Map<string | null, Arranged>();
+    const sizeOf = this.sizer(current, leafSize);
+    for (const c of containers.reverse()) {
+      const level = levels.get(c)!;
+      let base = this.kept(c, level, open);
+      if (!base) {
+        base = await this.arrange(level, sizeOf, () => undefined);
+        this.keep(c, level, open, base);
       }
+      current.set(c, shifted(base, level.items, sizeOf));
     }
+  }
+
+  private sizer(current: Map<string | null, Arranged>, leafSize: (id: string) => [number, number]): (id: string) => [number, number] {
+    return (id: string) => {
+      const arranged = current.get(id);
+      // an open group is as wide as its boxes, and at least as its collapsed box (its name)
+      return arranged ? [Math.max(arranged.width, leafSize(id)[0] + 70), arranged.height + GROUP_HEADER] : leafSize(id);
+    };
   }
 
   /**
@@ -123,84 +192,17 @@ export class Layouter {
       }
     }
     const shown = new Set(containers.filter((c): c is string => c !== null));
-    const parentOf = (id: string): string | null => tree.parentOf.get(id) ?? null;
-    // The box standing for a node: itself, its host when folded, or its outermost collapsed group.
-    const repOf = new Map<string, string | null>();
-    const rep = (id: string): string | null => {
-      let r = repOf.get(id);
-      if (r === undefined) {
-        r = tree.foldedInto.get(id) ?? id;
-        if (!tree.parentOf.has(r)) {
-          r = null;
-        } else {
-          for (let g = parentOf(r); g; g = parentOf(g)) {
-            if (!shown.has(g)) {
-              r = g; // ends at the outermost group not open
-            }
-          }
-        }
-        repOf.set(id, r);
-      }
-      return r;
-    };
-    const levels = new Map<string | null, Level>(containers.map((c) => [c, { items: tree.itemsOf(c), edges: new Map(), entries: new Set(), exits: new Set() }]));
-    const chain = (x: string): (string | null)[] => {
-      const out: (string | null)[] = [];
-      for (let c = parentOf(x); ; c = parentOf(c)) {
-        out.push(c);
-        if (c === null) {
-          return out;
-        }
-      }
-    };
-    const visible = new Map<string, { a: string; b: string; tensors: string[] }>();
-    for (const e of tree.doc.edges) {
-      if (tree.foldedInto.has(e.source) || tree.foldedInto.has(e.target)) {
-        continue; // a constant goes with each node it is folded into: no edge of its own
-      }
-      const a = rep(e.source);
-      const b = rep(e.target);
-      if (!a || !b || a === b) {
-        continue;
-      }
-      const k = key(a, b);
-      const seen = visible.get(k);
-      if (seen) {
-        seen.tensors.push(e.tensor);
-        continue;
-      }
-      visible.set(k, { a, b, tensors: [e.tensor] });
-      const ca = chain(a);
-      const cb = chain(b);
-      const inB = new Set(cb);
-      const li = ca.findIndex((c) => inB.has(c));
-      const lca = ca[li];
-      const lj = cb.indexOf(lca);
-      const itemA = li === 0 ? a : (ca[li - 1] as string);
-      const itemB = lj === 0 ? b : (cb[lj - 1] as string);
-      const at = levels.get(lca)!;
-      const ek = key(itemA, itemB);
-      (at.edges.get(ek) ?? at.edges.set(ek, []).get(ek)!).push(e.tensor);
-      for (let i = 0; i < li; i++) {
-        levels.get(ca[i])!.exits.add(i === 0 ? a : (ca[i - 1] as string));
-      }
-      for (let j = 0; j < lj; j++) {
-        levels.get(cb[j])!.entries.add(j === 0 ? b : (cb[j - 1] as string));
-      }
-    }
+    const { levels, visible } = levelsOf(tree, containers, shown);
+    const chain = (x: string): (string | null)[] => chainOf(tree, x);
     // Bottom-up: the deepest open groups first (their size is their parent's box).
     const depth = (c: string | null) => (c === null ? 0 : tree.depth(c) + 1);
     const byDepth = [...containers].sort((x, y) => depth(y) - depth(x));
     const current = new Map<string | null, Arranged>();
-    const sizeOf = (id: string): [number, number] => {
-      const arranged = current.get(id);
-      // an open group is as wide as its boxes, and at least as its collapsed box (its name)
-      return arranged ? [Math.max(arranged.width, leafSize(id)[0] + 70), arranged.height + GROUP_HEADER] : leafSize(id);
-    };
+    const sizeOf = this.sizer(current, leafSize);
     let laidOut = 0;
     let elkMs = 0;
     const failed: string[] = [];
-    const todo = containers.filter((c) => !this.bases.has(this.baseKey(c, levels.get(c)!)));
+    const todo = containers.filter((c) => !this.shapes.has(this.pinned.get(baseKey(c, levels.get(c)!)) ?? signature(levels.get(c)!, open)));
     let done = 0;
     for (let i = 0; i < byDepth.length; ) {
       const d = depth(byDepth[i]);
@@ -211,13 +213,12 @@ export class Layouter {
       await Promise.all(
         same.map(async (c) => {
           const level = levels.get(c)!;
-          const k = this.baseKey(c, level);
-          let base = this.bases.get(k);
+          let base = this.kept(c, level, open);
           if (!base) {
             const t = performance.now();
             base = await this.arrange(level, sizeOf, (why) => failed.push(`${c === null ? 'the top level' : tree.labelOf(c)} (${why})`));
             elkMs += performance.now() - t;
-            this.bases.set(k, base);
+            this.keep(c, level, open, base);
             laidOut++;
             progress?.(++done, todo.length);
           }
@@ -279,10 +280,6 @@ export class Layouter {
     return layout;
   }
 
-  private baseKey(c: string | null, level: Level): string {
-    return `${c ?? ''}\u0001${level.items.join('\u0002')}`;
-  }
-
   /** One container laid out by ELK (packed as a grid, with a reason, if ELK fails twice). */
   private async arrange(level: Level, sizeOf: (id: string) => [number, number], fail: (why: string) => void): Promise<Arranged> {
     const children: ElkGraph['children'] = level.items.map((id) => {
@@ -341,6 +338,98 @@ export class Layouter {
     }
     return { pos, edges: routes, width: out.width, height: out.height };
   }
+}
+
+/** The boxes of each container shown and the edges between them, through its entry and exit;
+ * and the edges drawn, between the boxes standing for their ends. ``shown``: the open groups. */
+function levelsOf(tree: ViewTree, containers: (string | null)[], shown: Set<string>): { levels: Map<string | null, Level>; visible: Map<string, { a: string; b: string; tensors: string[] }> } {
+  const parentOf = (id: string): string | null => tree.parentOf.get(id) ?? null;
+  // The box standing for a node: itself, its host when folded, or its outermost collapsed group.
+  const repOf = new Map<string, string | null>();
+  const rep = (id: string): string | null => {
+    let r = repOf.get(id);
+    if (r === undefined) {
+      r = tree.foldedInto.get(id) ?? id;
+      if (!tree.parentOf.has(r)) {
+        r = null;
+      } else {
+        for (let g = parentOf(r); g; g = parentOf(g)) {
+          if (!shown.has(g)) {
+            r = g; // ends at the outermost group not open
+          }
+        }
+      }
+      repOf.set(id, r);
+    }
+    return r;
+  };
+  const levels = new Map<string | null, Level>(containers.map((c) => [c, { items: tree.itemsOf(c), edges: new Map(), entries: new Set(), exits: new Set() }]));
+  const visible = new Map<string, { a: string; b: string; tensors: string[] }>();
+  for (const e of tree.doc.edges) {
+    if (tree.foldedInto.has(e.source) || tree.foldedInto.has(e.target)) {
+      continue; // a constant goes with each node it is folded into: no edge of its own
+    }
+    const a = rep(e.source);
+    const b = rep(e.target);
+    if (!a || !b || a === b) {
+      continue;
+    }
+    const k = key(a, b);
+    const seen = visible.get(k);
+    if (seen) {
+      seen.tensors.push(e.tensor);
+      continue;
+    }
+    visible.set(k, { a, b, tensors: [e.tensor] });
+    const ca = chainOf(tree, a);
+    const cb = chainOf(tree, b);
+    const inB = new Set(cb);
+    const li = ca.findIndex((c) => inB.has(c));
+    const lca = ca[li];
+    const lj = cb.indexOf(lca);
+    const itemA = li === 0 ? a : (ca[li - 1] as string);
+    const itemB = lj === 0 ? b : (cb[lj - 1] as string);
+    const at = levels.get(lca);
+    if (at) {
+      const ek = key(itemA, itemB);
+      (at.edges.get(ek) ?? at.edges.set(ek, []).get(ek)!).push(e.tensor);
+    }
+    for (let i = 0; i < li; i++) {
+      levels.get(ca[i])?.exits.add(i === 0 ? a : (ca[i - 1] as string));
+    }
+    for (let j = 0; j < lj; j++) {
+      levels.get(cb[j])?.entries.add(j === 0 ? b : (cb[j - 1] as string));
+    }
+  }
+  return { levels, visible };
+}
+
+/** The containers holding an item, innermost first, ending with the root (null). */
+function chainOf(tree: ViewTree, x: string): (string | null)[] {
+  const out: (string | null)[] = [];
+  for (let c = tree.parentOf.get(x) ?? null; ; c = tree.parentOf.get(c) ?? null) {
+    out.push(c);
+    if (c === null) {
+      return out;
+    }
+  }
+}
+
+/** A container's boxes, as its kept layout is found again. */
+function baseKey(c: string | null, level: Level): string {
+  return `${c ?? ''}\u0001${level.items.join('\u0002')}`;
+}
+
+/** What a container's layout depends on, its boxes named by their place: the kind of each box
+ * (node, graph input/output, open or collapsed group), the edges between them, which boxes an
+ * edge enters or leaves by. Sizes are not part of it (a box of another size is moved around). */
+function signature(level: Level, open: (id: string) => boolean): string {
+  const index = new Map(level.items.map((id, i) => [id, i]));
+  const kinds = level.items.map((id) => (id.startsWith('in:') ? 'i' : id.startsWith('out:') ? 'o' : open(id) ? 'G' : /^\d+$/.test(id) ? 'n' : 'g')).join('');
+  const edges = [...level.edges.keys()].map((k) => k.split('\u0000').map((id) => index.get(id)).join('>')).sort().join(',');
+  const entries = [...level.entries].map((id) => index.get(id)).sort().join(',');
+  const exits = [...level.exits].map((id) => index.get(id)).sort().join(',');
+  return `${kinds}|${edges}|${entries}|${exits}`;
 }
 
 /**

@@ -29,7 +29,7 @@ function readJson<T>(id: string): T | null {
   return node?.textContent ? (JSON.parse(node.textContent) as T) : null;
 }
 
-function startStatic(doc: GraphDocument): void {
+function startStatic(): void {
   const host: Host = {
     kind: 'static',
     openLayer: () => undefined,
@@ -38,8 +38,10 @@ function startStatic(doc: GraphDocument): void {
     workerScript: async () => (ownScript && !ownScript.src ? ownScript.textContent : null),
   };
   const mount = document.getElementById('tvmx-graph') ?? document.body;
+  // the app (and its layout worker) first: the worker starts while the page reads the graph
   const app = new GraphApp(mount, host);
   window.tvmxGraph = app;
+  const doc = readJson<GraphDocument>('tvmx-graph-data')!;
   const sections = readJson<ReportSections>('tvmx-report-data');
   const extra = document.getElementById('tvmx-report');
   if (sections && extra) {
@@ -97,9 +99,8 @@ function startVscode(): void {
 if (typeof document === 'undefined') {
   serveLayouts(self as unknown as { onmessage: unknown; postMessage(msg: unknown): void });
 } else {
-  const doc = readJson<GraphDocument>('tvmx-graph-data');
-  if (doc) {
-    startStatic(doc);
+  if (document.getElementById('tvmx-graph-data')?.textContent) {
+    startStatic();
   } else if (typeof acquireVsCodeApi === 'function') {
     startVscode();
   }
