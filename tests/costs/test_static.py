@@ -90,15 +90,15 @@ def test_given_inputs_are_used(tmp_path, gt_model):
     assert profile["status"] == "measured" and profile["inputs"] == "in.npz" and profile["repeat"] == 2
 
 
-def test_c_the_compiler_rejects_writes_the_bundle_without_profile(tmp_path, models_dir):
+def test_c_of_a_model_with_odd_names_compiles_and_is_profiled(tmp_path, models_dir):
+    """text_lstm's names (`;`, `/`, `:` in its tensor names) once reached TVM's C as written and the
+    system C compiler rejected it (the bundle was kept, without a profile). Names are plain
+    identifiers before codegen now (frontends/plain_names.py, issue 37): the C builds and runs."""
     out = tmp_path / "lstm.bundle"
     proc = run_cli("compile", models_dir / "text_lstm_fp32.tflite", "-o", out, "--profile", "--repeat", "1")
     assert proc.returncode == 0, proc.stderr
-    line = next(ln for ln in proc.stdout.splitlines() if "profile" in ln)
-    assert "the system C compiler rejected the generated C" in line and "error" in line, line
     costs = Bundle(out).costs()
-    assert costs["profile"]["status"] == "failed" and costs["total_ms"] is None
-    assert "\n" not in costs["profile"]["reason"]
+    assert costs["profile"]["status"] == "measured" and costs["total_ms"] is not None
     assert sum(lay["code_lines"] for lay in costs["layers"]) > 0
 
 

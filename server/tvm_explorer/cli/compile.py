@@ -148,7 +148,7 @@ def _compile_in_this_process(args) -> int:
             apply_memory_limit(args.memory_limit)
             from tvm_explorer.frontends import load_any, pin_inputs
 
-            if args.sass:
+            if getattr(args, "sass", None):
                 from tvm_explorer.sass.build import check_sass_request
 
                 check_sass_request(args.sass, args.target)  # missing tools fail before the compile
@@ -182,7 +182,7 @@ def _compile_in_this_process(args) -> int:
                     after_build=numerics.after_build if numerics else None,
                     after_build_steps=1 if numerics else 0,
                     pipeline=args.pipeline,
-                    sass=args.sass,
+                    sass=getattr(args, "sass", None),
                 )
         finally:
             compiling["now"] = False

@@ -129,6 +129,7 @@ def _compile_arguments(args) -> argparse.Namespace:
         progress=args.progress,
         pipeline=args.pipeline,
         input_shape=_input_shapes(options.get("input_shapes")),
+        sass=options.get("sass") if isinstance(options.get("sass"), str) else None,
         trust_pickle=args.trust_pickle,
         in_process=False,
         profile=True,
