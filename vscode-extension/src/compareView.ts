@@ -273,7 +273,9 @@ export class Comparisons implements vscode.Disposable {
     const kinds = differentKinds(r);
     if (kinds) {
       void vscode.window.showInformationMessage(
-        `TVM Explorer: no layer diff between different code kinds (${kinds}); the layer diff is shown only when both sides are code of one language.`,
+        md.plain(
+          `TVM Explorer: no layer diff between different code kinds (${kinds}); the layer diff is shown only when both sides are code of one language.`,
+        ),
       );
       return;
     }
