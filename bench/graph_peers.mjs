@@ -16,9 +16,10 @@ const browser = await chromium.launch({
 const DRAWN = {
   ours: () => !!document.documentElement.dataset.painted,
   // Netron shows its graph page (body.default) once the SVG of the layout is in place
-  netron: () => document.body.classList.contains('default') && document.querySelectorAll('#canvas .node').length > 0,
+  netron: () => !!document.body && document.body.classList.contains('default') && document.querySelectorAll('#canvas .node').length > 0,
   // Model Explorer draws with WebGL: its renderer's canvas is there and nothing says Processing
   explorer: () => {
+    if (!document.body) return false;
     const canvas = document.querySelector('webgl-renderer canvas');
     const busy = [...document.querySelectorAll('body *')].some((e) => e.children.length === 0 && /Processing/.test(e.textContent ?? '') && e.getBoundingClientRect().height > 0);
     return !!canvas && canvas.width > 0 && !busy;
@@ -31,6 +32,16 @@ try {
     const u = new URL(route.request().url());
     return ['127.0.0.1', 'localhost'].includes(u.hostname) || ['file:', 'blob:', 'data:'].includes(u.protocol) ? route.continue() : route.abort();
   });
+  if (kind === 'netron') {
+    // Netron replaces window.eval with a function that throws, and playwright evaluates through it:
+    // keep the browser's own (a setter that ignores the replacement; nothing else changes)
+    // Netron asks for consent to its cookies before it shows anything: answered beforehand
+    await page.context().addCookies([{ name: 'consent', value: String(Date.now()), url }]);
+    await page.addInitScript(() => {
+      const own = window.eval;
+      Object.defineProperty(window, 'eval', { get: () => own, set: () => undefined, configurable: false });
+    });
+  }
   const cdp = await page.context().newCDPSession(page);
   await cdp.send('Performance.enable');
   await page.goto(url, { waitUntil: 'commit' });
@@ -39,14 +50,14 @@ try {
   const metrics = Object.fromEntries((await cdp.send('Performance.getMetrics')).metrics.map((m) => [m.name, m.value]));
   out.main_thread_ms = 1000 * metrics.TaskDuration;
   out.heap_mib = metrics.JSHeapUsedSize / 2 ** 20;
+  if (process.env.SHOT) {
+    await page.screenshot({ path: process.env.SHOT }); // the first view, as it opened
+  }
   const target = { ours: 'svg.graph', netron: '#target', explorer: 'webgl-renderer canvas' }[kind];
   const box = await page.locator(target).first().boundingBox();
   const f = await frames(page, box);
   out.frame_p50_ms = f.p50;
   out.frame_p95_ms = f.p95;
-  if (process.env.SHOT) {
-    await page.screenshot({ path: process.env.SHOT });
-  }
 } finally {
   await browser.close();
 }

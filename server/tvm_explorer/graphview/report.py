@@ -75,9 +75,10 @@ def render_html(doc: dict[str, Any], sections: dict[str, Any]) -> str:
         f"<header><h1>{html.text(model['file'] or 'model')}</h1>"
         f'<div class="hint">{html.text(facts)}</div></header>\n'
         '<div id="tvmx-graph"></div>\n<div id="tvmx-report"></div>\n'
+        # the app before its data: it starts its layout worker while the browser reads the graph
+        f"<script>{script}</script>\n"
         f'<script type="application/json" id="tvmx-graph-data">{html.json_block(doc)}</script>\n'
         f'<script type="application/json" id="tvmx-report-data">{html.json_block(sections)}</script>\n'
-        f"<script>{script}</script>\n"
         "</body>\n</html>\n"
     )
 

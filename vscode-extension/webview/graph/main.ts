@@ -38,16 +38,28 @@ function startStatic(): void {
     workerScript: async () => (ownScript && !ownScript.src ? ownScript.textContent : null),
   };
   const mount = document.getElementById('tvmx-graph') ?? document.body;
-  // the app (and its layout worker) first: the worker starts while the page reads the graph
+  // The app (and its layout worker) first: the report's script comes before its data, so that
+  // the worker starts (and compiles ELK) while the browser is still reading the graph.
   const app = new GraphApp(mount, host);
   window.tvmxGraph = app;
-  const doc = readJson<GraphDocument>('tvmx-graph-data')!;
-  const sections = readJson<ReportSections>('tvmx-report-data');
-  const extra = document.getElementById('tvmx-report');
-  if (sections && extra) {
-    renderReport(extra, app, doc, sections);
+  const start = () => {
+    const doc = readJson<GraphDocument>('tvmx-graph-data');
+    if (!doc) {
+      mount.append(el('p', { class: 'message' }, 'This report holds no graph document.'));
+      return;
+    }
+    const sections = readJson<ReportSections>('tvmx-report-data');
+    const extra = document.getElementById('tvmx-report');
+    if (sections && extra) {
+      renderReport(extra, app, doc, sections);
+    }
+    void app.show(doc);
+  };
+  if (document.readyState === 'loading') {
+    document.addEventListener('DOMContentLoaded', start, { once: true });
+  } else {
+    start();
   }
-  void app.show(doc);
 }
 
 interface BundleChoice {
@@ -99,9 +111,9 @@ function startVscode(): void {
 if (typeof document === 'undefined') {
   serveLayouts(self as unknown as { onmessage: unknown; postMessage(msg: unknown): void });
 } else {
-  if (document.getElementById('tvmx-graph-data')?.textContent) {
-    startStatic();
-  } else if (typeof acquireVsCodeApi === 'function') {
+  if (typeof acquireVsCodeApi === 'function') {
     startVscode();
+  } else if (document.getElementById('tvmx-graph')) {
+    startStatic();
   }
 }
