@@ -24,6 +24,8 @@ export const COMMANDS: Readonly<Record<string, CommandFactory>> = Object.freeze(
   'tvmExplorer.openPassDiff': (ctx) => (bundleUri: string, index: number) => ctx.diffs.openPass(bundleUri, index),
   'tvmExplorer.nextPass': (ctx) => () => ctx.diffs.step(1),
   'tvmExplorer.previousPass': (ctx) => () => ctx.diffs.step(-1),
+  'tvmExplorer.nextPassDiffPage': (ctx) => () => ctx.diffs.stepPage(1),
+  'tvmExplorer.previousPassDiffPage': (ctx) => () => ctx.diffs.stepPage(-1),
   'tvmExplorer.openPassDocument': (ctx) => () => ctx.diffs.openDocument(),
   'tvmExplorer.revealInModel': (ctx) => () => revealInModel(ctx),
   'tvmExplorer.showPlaces': () => showPlaces,

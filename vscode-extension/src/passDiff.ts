@@ -13,6 +13,9 @@ import { PassTreeProvider, visiblePasses } from './passView';
 import * as md from './markdown';
 import { LargeFiles } from './largeFiles';
 
+/** How many characters from the first change on are brought into view with it. */
+const REVEAL_CHARACTERS = 40;
+
 /** The files of a pass's diff (`before` undefined: the pass has nothing before it). */
 export function passFiles(pass: PassInfo): { before: vscode.Uri | undefined; after: vscode.Uri } {
   return { before: pass.before ? vscode.Uri.parse(pass.before) : undefined, after: vscode.Uri.parse(pass.after) };
@@ -35,17 +38,20 @@ export function tabTitle(bundle: Bundle): string {
   return `Pass Diff · ${bundle.dir.split(/[\\/]/).pop()}`;
 }
 
-/** Puts `line` at the top of both sides of the diff `left` ↔ `right` and the cursor on it (a
- * diff tab just opened lists its editors a moment later: waits up to a second for them). */
-export async function revealLine(left: vscode.Uri, right: vscode.Uri, line: number): Promise<void> {
-  const at = new vscode.Range(line, 0, line, 0);
+/** Puts `line` at the top of both sides of the diff `left` ↔ `right` and the cursor on it at
+ * `character`, with the characters from there in view (revealing only the line left a change at
+ * column 200 off to the right of a side). A diff tab just opened lists its editors a moment
+ * later: waits up to a second for them. */
+export async function revealLine(left: vscode.Uri, right: vscode.Uri, line: number, character = 0): Promise<void> {
+  const at = new vscode.Range(line, character, line, character);
+  const changed = new vscode.Range(line, character, line, character + REVEAL_CHARACTERS);
   for (let tries = 0; tries < 20; tries++) {
     const editors = vscode.window.visibleTextEditors.filter((e) => [left.toString(), right.toString()].includes(e.document.uri.toString()));
     const modified = editors.find((e) => e.document.uri.toString() === right.toString());
     if (modified) {
       for (const editor of editors) {
         editor.selection = new vscode.Selection(at.start, at.start);
-        editor.revealRange(at, vscode.TextEditorRevealType.AtTop);
+        editor.revealRange(changed, vscode.TextEditorRevealType.AtTop);
       }
       return;
     }
@@ -54,9 +60,9 @@ export async function revealLine(left: vscode.Uri, right: vscode.Uri, line: numb
 }
 
 export class PassDiffs implements vscode.Disposable {
-  /** The pass each open diff tab shows, by its right side's URI. */
-  private readonly open = new Map<string, { bundle: Bundle; pass: PassInfo }>();
-  private current: { bundle: Bundle; pass: PassInfo } | undefined;
+  /** The pass (and page of it) each open diff tab shows, by its right side's URI. */
+  private readonly open = new Map<string, { bundle: Bundle; pass: PassInfo; page: number }>();
+  private current: { bundle: Bundle; pass: PassInfo; page: number } | undefined;
   private readonly status = vscode.window.createStatusBarItem('tvmExplorer.passDiff', vscode.StatusBarAlignment.Left, 50);
   private readonly disposables: vscode.Disposable[] = [];
 
@@ -112,6 +118,26 @@ export class PassDiffs implements vscode.Disposable {
     await this.show(cur.bundle, next);
   }
 
+  /** Shows the next (`delta` 1) or previous page of a pass diff too big for one page
+   * (passDiffAlign.ts: `PAGE_COST`), in the same tab. */
+  async stepPage(delta: 1 | -1): Promise<void> {
+    const cur = this.current;
+    if (!cur) {
+      void vscode.window.showInformationMessage('TVM Explorer: open a pass diff from the Passes view first.');
+      return;
+    }
+    const { right } = diffUris(cur.bundle, cur.pass);
+    const { page, pages } = this.sides.pageOf(right);
+    const next = page + delta;
+    if (next < 0 || next >= pages) {
+      void vscode.window.showInformationMessage(
+        `TVM Explorer: ${pages > 1 ? `this is page ${page + 1} of ${pages}` : 'this pass diff has one page'}.`,
+      );
+      return;
+    }
+    await this.show(cur.bundle, cur.pass, next);
+  }
+
   /**
    * Opens the bundle file of the focused side of the pass diff (the right one if neither is
    * focused) at the same selection: "Open This Pass's Document".
@@ -132,16 +158,16 @@ export class PassDiffs implements vscode.Disposable {
     this.disposables.forEach((d) => d.dispose());
   }
 
-  private async show(bundle: Bundle, pass: PassInfo): Promise<void> {
+  private async show(bundle: Bundle, pass: PassInfo, page = 0): Promise<void> {
     const { left, right } = diffUris(bundle, pass);
     const files = passFiles(pass);
-    this.open.set(right.toString(), { bundle, pass });
-    this.current = { bundle, pass };
+    this.open.set(right.toString(), { bundle, pass, page });
+    this.current = { bundle, pass, page };
     const input = vscode.window.tabGroups.activeTabGroup.activeTab?.input;
     const showing = input instanceof vscode.TabInputTextDiff
       && input.original.toString() === left.toString() && input.modified.toString() === right.toString();
     if (files.before) {
-      this.sides.prepare(files.before, files.after);
+      this.sides.prepare(files.before, files.after, page);
     }
     if (!showing) {
       // A new diff input stays blank until VS Code has diffed its two texts (seconds for a
@@ -150,7 +176,7 @@ export class PassDiffs implements vscode.Disposable {
       await this.sides.show([[left, undefined], [right, undefined]]);
       await vscode.commands.executeCommand('vscode.diff', left, right, tabTitle(bundle), { preview: true });
     }
-    await this.sides.show([[left, files.before], [right, files.after]], () => this.revealFirstChange(left, right));
+    await this.sides.show([[left, files.before], [right, files.after]], () => this.revealFirstChange(left, right), page);
     this.updateActive();
     void this.loadNeighbours(bundle, pass);
     const node = this.tree.nodeOf(bundle, pass);
@@ -160,9 +186,10 @@ export class PassDiffs implements vscode.Disposable {
   }
 
   /** Puts the first line where the sides differ at the top of both (a step would otherwise
-   * leave the view where it was, on lines the pass did not touch). */
+   * leave the view where it was, on lines the pass did not touch), scrolled sideways to the
+   * first character that differs when that lies off to the right. */
   private async revealFirstChange(left: vscode.Uri, right: vscode.Uri): Promise<void> {
-    await revealLine(left, right, Math.max(0, this.sides.firstChangeOf(right)));
+    await revealLine(left, right, Math.max(0, this.sides.firstChangeOf(right)), this.sides.firstColumnOf(right));
   }
 
   /** Reads the files of the passes next to `pass` (as the pass view lists them) ahead of a step. */
@@ -188,7 +215,7 @@ export class PassDiffs implements vscode.Disposable {
   /** Sets `tvmExplorer.passDiffActive` and the status bar item; makes the active pass diff current. */
   private updateActive(): void {
     const input = vscode.window.tabGroups.activeTabGroup.activeTab?.input;
-    let found: { bundle: Bundle; pass: PassInfo } | undefined;
+    let found: { bundle: Bundle; pass: PassInfo; page: number } | undefined;
     if (input instanceof vscode.TabInputTextDiff && input.modified.scheme === PASSDIFF_SCHEME) {
       found = this.open.get(input.modified.toString());
     }
@@ -197,13 +224,19 @@ export class PassDiffs implements vscode.Disposable {
       const { pass, bundle } = found;
       const { before, after } = passFiles(pass);
       const base = (u: vscode.Uri | undefined) => (u ? u.path.split('/').pop() : '(nothing)');
-      this.status.text = `$(git-compare) ${diffTitle(pass)}`;
-      this.status.tooltip = `Pass diff of ${bundle.dir.split(/[\\/]/).pop()}: ${base(before)} → ${base(after)}\nClick to open this pass's document`;
+      const { page, pages } = this.sides.pageOf(diffUris(bundle, pass).right);
+      const paged = pages > 1 ? ` · page ${page + 1}/${pages}` : '';
+      this.status.text = `$(git-compare) ${diffTitle(pass)}${paged}`;
+      this.status.tooltip = `Pass diff of ${bundle.dir.split(/[\\/]/).pop()}: ${base(before)} → ${base(after)}${
+        pages > 1 ? `\nPage ${page + 1} of ${pages} of the functions it changed (Alt+PageDown / Alt+PageUp)` : ''
+      }\nClick to open this pass's document`;
       this.status.accessibilityInformation = { label: `Pass diff: ${diffTitle(pass)}` };
       this.status.show();
     } else {
       this.status.hide();
     }
     void vscode.commands.executeCommand('setContext', 'tvmExplorer.passDiffActive', !!found);
+    const paged = !!found && this.sides.pageOf(diffUris(found.bundle, found.pass).right).pages > 1;
+    void vscode.commands.executeCommand('setContext', 'tvmExplorer.passDiffPaged', paged);
   }
 }

@@ -10,6 +10,7 @@
  * A side's lines map back to its file by segments (`Segment`), so that hovers, definitions and
  * "Open This Pass's Document" answer for the file's own lines.
  */
+import { lineEdits } from './lineEdits';
 
 /** Lines [side, side + count) of a side are lines [file, file + count) of its file. */
 export interface Segment {
@@ -30,6 +31,75 @@ export interface Aligned {
   unchanged: number;
   /** The first line (0-based, on both sides) where the sides differ; -1 when they do not. */
   firstChange: number;
+  /** The first character (0-based) of that line where they differ (0 when they do not). */
+  firstColumn: number;
+  /** The page shown (0-based) and how many there are (see `PAGE_COST`). */
+  page: number;
+  pages: number;
+  /** The changed, added or removed functions, each with the first page showing it. */
+  functions: { name: string; page: number }[];
+  /** What one page of every change would cost (see `PAGE_COST`). */
+  cost: number;
+}
+
+/**
+ * What VS Code's diff of one page may cost, in the units of `changeCost`. Its diff editor lines
+ * the two texts up, then works out the characters that differ within every change, and gives
+ * up after 5 s ("the diff algorithm was stopped early"); the characters are most of the work:
+ * a change costs about its characters times the characters that differ. A pass diff over
+ * this, or longer than `SMALL_LINES`, is shown in pages (Next/Previous Page of Pass Diff): its
+ * changed functions, then the functions it added, then those it removed, each on pages of
+ * their own (lines of a function on one side only, beside another function's, were paired
+ * with them: FuseOps' new fused functions hold the very bindings it took out of `main`), and
+ * a change costing more than `SPLIT_COST` is shown as a deletion and an insertion, not
+ * compared character by character. `bench/pass_diff_pages.mjs` measures VS Code's own diff on
+ * the pages against one page of it all (tirx.MakePackedAPI replaces each function's 7 lines
+ * by 95 lines of argument checks: one page took VS Code past its 5 s limit, each page ~0.2 s).
+ */
+export const PAGE_COST = 40_000_000;
+
+/** Most lines of a side of one page (VS Code lines the sides up in time growing with both). */
+export const PAGE_LINES = 4000;
+
+/** A pass diff this short, and within `PAGE_COST`, is one page whatever it holds. */
+export const SMALL_LINES = 1000;
+
+/** A change costing more than this is split when the diff is paged (see `PAGE_COST`). */
+export const SPLIT_COST = 2_000_000;
+
+/** A cell of VS Code's dynamic-programming comparison of short texts, in `changeCost` units. */
+const DP_CELL = 5;
+
+/**
+ * What VS Code's diff spends on comparing the characters of old text `a` with new text `b` (see
+ * `PAGE_COST`): their length times the characters that differ, counted as the characters one
+ * holds more of than the other (a lower bound of the edit that turns one into the other, close
+ * to it for code: `T.round(` → `T.call_llvm_pure_intrin("float32", "llvm.nearbyint", ` differs
+ * by 45 characters of a 280-character line). A pure insertion or deletion costs nothing.
+ */
+export function changeCost(a: string, b: string): number {
+  if (!a.length || !b.length) {
+    return 0;
+  }
+  if (a.length + b.length < 500) {
+    // VS Code compares short texts cell by cell (dynamic programming, the clock read at each):
+    // every pair of characters, whatever differs.
+    return a.length * b.length * DP_CELL;
+  }
+  const counts = new Map<number, number>();
+  for (let i = 0; i < a.length; i++) {
+    const c = a.charCodeAt(i);
+    counts.set(c, (counts.get(c) ?? 0) + 1);
+  }
+  for (let i = 0; i < b.length; i++) {
+    const c = b.charCodeAt(i);
+    counts.set(c, (counts.get(c) ?? 0) - 1);
+  }
+  let differ = 0;
+  for (const n of counts.values()) {
+    differ += Math.abs(n);
+  }
+  return (a.length + b.length) * Math.max(differ, 1);
 }
 
 interface Block {
@@ -112,8 +182,141 @@ class SideBuilder {
   }
 }
 
-/** The aligned sides of `before` → `after`, or undefined when either has no functions. */
-export function alignByFunction(before: string, after: string): Aligned | undefined {
+/** Which page of a pass diff, and the limits pages are cut by (benchmarks and tests change them;
+ * `Infinity` turns paging or the splitting of big changes off). */
+export interface AlignOptions {
+  page?: number;
+  cost?: number;
+  pageLines?: number;
+  smallLines?: number;
+  split?: number;
+}
+
+/** A run of lines of a function on each side: copied as they are, or (`split`) a change too
+ * costly to compare character by character, shown as its old lines, then a note line on both
+ * sides, then its new lines (a deletion and an insertion). */
+interface Piece {
+  x: [number, number];
+  y: [number, number];
+  split?: boolean;
+}
+
+type Kind = 'changed' | 'added' | 'removed';
+
+/** Some pieces of one function, what they cost VS Code's diff and how many lines they hold. */
+interface Part {
+  key: string;
+  kind: Kind;
+  pieces: Piece[];
+  cost: number;
+  lines: number;
+  /** Part `index` of `of` of a function cut between its changes (`of` 1: whole). */
+  index: number;
+  of: number;
+}
+
+const chars = (lines: string[], start: number, end: number) => {
+  let n = 0;
+  for (let i = start; i < end; i++) {
+    n += lines[i].length + 1;
+  }
+  return n;
+};
+
+interface Hunk {
+  aStart: number;
+  aEnd: number;
+  bStart: number;
+  bEnd: number;
+  cost: number;
+}
+
+/** The changes of function `x` into `y` as VS Code's diff finds them (relative lines): lines
+ * compared without their indentation, and two changes with only a few characters of unchanged
+ * text between them (a blank line, a closing bracket) joined, as its
+ * removeVeryShortMatchingLinesBetweenDiffs does. */
+function hunksOf(a: string[], x: Block, b: string[], y: Block): Hunk[] {
+  const trim = (l: string) => l.trim();
+  let shift = 0;
+  const found = lineEdits(a.slice(x.start, x.end).map(trim), b.slice(y.start, y.end).map(trim)).map((e) => {
+    const h = { aStart: e.start, aEnd: e.end, bStart: e.start + shift, bEnd: e.start + shift + e.lines.length };
+    shift += e.lines.length - (e.end - e.start);
+    return h;
+  });
+  const joined: typeof found = [];
+  const big = (g: (typeof found)[number]) => g.aEnd - g.aStart + g.bEnd - g.bStart > 5;
+  for (const h of found) {
+    const last = joined[joined.length - 1];
+    const between = last ? a.slice(x.start + last.aEnd, x.start + h.aStart).join('').replace(/\s/g, '').length : Infinity;
+    if (last && between <= 4 && (big(last) || big(h))) {
+      joined[joined.length - 1] = { aStart: last.aStart, aEnd: h.aEnd, bStart: last.bStart, bEnd: h.bEnd };
+    } else {
+      joined.push(h);
+    }
+  }
+  // Lines that differ only in their indentation cost nothing: VS Code's diff editor ignores
+  // leading and trailing whitespace by default (diffEditor.ignoreTrimWhitespace).
+  return joined.map((h) => {
+    const [ta, tb] = [a.slice(x.start + h.aStart, x.start + h.aEnd), b.slice(y.start + h.bStart, y.start + h.bEnd)];
+    return { ...h, cost: changeCost(ta.map(trim).join('\n'), tb.map(trim).join('\n')) };
+  });
+}
+
+
+/**
+ * A changed, added or removed function as parts: whole, or, when `paged`, cut between two
+ * changes (in the middle of the same lines between them) where its cost reaches `budget`,
+ * its changes costing more than `split` shown as a deletion and an insertion.
+ */
+function partsOf(key: string, a: string[], x: Block | undefined, b: string[], y: Block | undefined, paged: boolean, budget: number, split: number): Part[] {
+  if (!x || !y) {
+    const piece: Piece = x ? { x: [x.start, x.end], y: [0, 0] } : { x: [0, 0], y: [y!.start, y!.end] };
+    const block = (x ?? y)!;
+    return [{ key, kind: x ? 'removed' : 'added', pieces: [piece], cost: 0, lines: block.end - block.start, index: 1, of: 1 }];
+  }
+  const hunks = hunksOf(a, x, b, y).map((h) => ({ ...h, split: paged && h.cost > split }));
+  const cuts: [number, number][] = [[0, 0]];
+  let cost = 0;
+  for (let i = 0; i < hunks.length; i++) {
+    const own = hunks[i].split ? 0 : hunks[i].cost;
+    if (paged && i > 0 && cost + own > budget) {
+      const prev = hunks[i - 1];
+      const gap = Math.floor((hunks[i].aStart - prev.aEnd) / 2); // the same lines on both sides
+      cuts.push([prev.aEnd + gap, prev.bEnd + gap]);
+      cost = 0;
+    }
+    cost += own;
+  }
+  cuts.push([x.end - x.start, y.end - y.start]);
+  const parts: Part[] = [];
+  for (let k = 0; k + 1 < cuts.length; k++) {
+    const [[fromA, fromB], [toA, toB]] = [cuts[k], cuts[k + 1]];
+    const inside = hunks.filter((h) => h.aStart >= fromA && h.aStart < Math.max(toA, fromA + 1) && h.aEnd <= toA);
+    const pieces: Piece[] = [];
+    let [atA, atB] = [fromA, fromB];
+    for (const h of inside.filter((g) => g.split)) {
+      pieces.push({ x: [x.start + atA, x.start + h.aStart], y: [y.start + atB, y.start + h.bStart] });
+      pieces.push({ x: [x.start + h.aStart, x.start + h.aEnd], y: [y.start + h.bStart, y.start + h.bEnd], split: true });
+      [atA, atB] = [h.aEnd, h.bEnd];
+    }
+    pieces.push({ x: [x.start + atA, x.start + toA], y: [y.start + atB, y.start + toB] });
+    parts.push({
+      key,
+      kind: 'changed',
+      pieces,
+      cost: inside.reduce((n, h) => n + (h.split ? 0 : h.cost), 0),
+      lines: Math.max(toA - fromA, toB - fromB),
+      index: k + 1,
+      of: cuts.length - 1,
+    });
+  }
+  return parts;
+}
+
+/** The aligned sides of `before` → `after`, or undefined when either has no functions; one
+ * page of them when they hold more than a page (`PAGE_COST`). */
+export function alignByFunction(before: string, after: string, options: AlignOptions = {}): Aligned | undefined {
+  const { page = 0, cost: budget = PAGE_COST, pageLines = PAGE_LINES, smallLines = SMALL_LINES, split = SPLIT_COST } = options;
   const a = before.split('\n');
   const b = after.split('\n');
   const sa = splitFunctions(a);
@@ -127,35 +330,100 @@ export function alignByFunction(before: string, after: string): Aligned | undefi
   // left among the others would stand beside a new one, and VS Code's line diff would pair
   // their look-alike loops instead of the same-named pair next to them.
   const order = [...sb.blocks.map((y) => y.key), ...sa.blocks.filter((x) => !inB.has(x.key)).map((x) => x.key)];
-  const left = new SideBuilder(a);
-  const right = new SideBuilder(b);
-  left.copy(0, sa.header);
-  right.copy(0, sb.header);
   const shown = order.filter((key) => {
     const x = inA.get(key);
     const y = inB.get(key);
     return !(x && y && same(a, x, b, y));
   });
   const unchanged = order.length - shown.length;
-  const note = `    # ${unchanged} function(s) this pass left unchanged are not shown; ${shown.length} changed, added or removed`
-    + " (Open This Pass's Document shows the whole file)";
+  const partsIn = (paged: boolean) => shown.flatMap((key) => partsOf(key, a, inA.get(key), b, inB.get(key), paged, budget, split));
+  const whole = partsIn(false);
+  const wholeCost = whole.reduce((n, p) => n + p.cost, 0);
+  const wholeLines = whole.reduce((n, p) => n + p.lines, 0);
+  let pages: Part[][];
+  if (wholeCost <= budget && wholeLines <= smallLines) {
+    pages = [whole];
+  } else {
+    // Changed functions, then added ones, then removed ones, each kind on pages of its own.
+    const parts = partsIn(true);
+    const kinds: Kind[] = ['changed', 'added', 'removed'];
+    pages = [];
+    for (const kind of kinds) {
+      let cost = Infinity;
+      let lines = Infinity;
+      for (const part of parts.filter((p) => p.kind === kind)) {
+        if (cost + part.cost > budget || lines + part.lines > pageLines) {
+          pages.push([]);
+          cost = 0;
+          lines = 0;
+        }
+        pages[pages.length - 1].push(part);
+        cost += part.cost;
+        lines += part.lines;
+      }
+    }
+    if (!pages.length) {
+      pages = [[]];
+    }
+  }
+  const at = Math.max(0, Math.min(page, pages.length - 1));
+  const functions: { name: string; page: number }[] = [];
+  pages.forEach((parts, k) => parts.forEach((p) => p.index === 1 && functions.push({ name: p.key, page: k })));
+  let note = `    # ${unchanged} function(s) this pass left unchanged are not shown; ${shown.length} changed, added or removed`;
+  if (pages.length > 1) {
+    const names = new Set(pages[at].map((p) => p.key));
+    const kind = pages[at][0]?.kind ?? 'changed';
+    note += `; page ${at + 1} of ${pages.length} shows ${names.size} ${kind} (Next/Previous Page of Pass Diff: Alt+PageDown / Alt+PageUp)`;
+  }
+  note += " (Open This Pass's Document shows the whole file)";
+  const left = new SideBuilder(a);
+  const right = new SideBuilder(b);
+  left.copy(0, sa.header);
+  right.copy(0, sb.header);
   left.note(note);
   right.note(note);
-  for (const key of shown) {
-    const x = inA.get(key);
-    const y = inB.get(key);
-    left.note('');
-    right.note('');
-    if (x) {
-      left.copy(x.start, x.end);
-    }
-    if (y) {
-      right.copy(y.start, y.end);
+  for (const part of pages[at]) {
+    // A line of its own before each function, the same on both sides: VS Code's diff pairs it,
+    // so that what it finds changed stays within a function.
+    const kind = part.kind === 'changed' ? '' : ` (${part.kind})`;
+    const head = `    # ── ${part.key}${kind}${part.of > 1 ? `, part ${part.index} of ${part.of}` : ''} ──`;
+    left.note(head);
+    right.note(head);
+    for (const piece of part.pieces) {
+      left.copy(...piece.x);
+      if (piece.split) {
+        const lines = `${piece.x[1] - piece.x[0]} line(s) replaced by ${piece.y[1] - piece.y[0]}`;
+        const note = `        # ↑ ${lines} ↓ (too big a change to compare character by character)`;
+        left.note(note);
+        right.note(note);
+      }
+      right.copy(...piece.y);
     }
   }
   const l = left.done();
   const rt = right.done();
-  return { left: l, right: rt, unchanged, firstChange: firstDifference(left.lines, right.lines) };
+  const firstChange = firstDifference(left.lines, right.lines);
+  return {
+    left: l,
+    right: rt,
+    unchanged,
+    firstChange,
+    firstColumn: firstChange >= 0 ? firstColumnOf(left.lines[firstChange] ?? '', right.lines[firstChange] ?? '') : 0,
+    page: at,
+    pages: pages.length,
+    functions,
+    cost: wholeCost,
+  };
+}
+
+/** The first character where two lines differ (their common length when one extends the other). */
+export function firstColumnOf(a: string, b: string): number {
+  const n = Math.min(a.length, b.length);
+  let i = 0;
+  while (i < n && a[i] === b[i]) {
+    i++;
+  }
+  return i;
 }
 
 /** The first line where two texts' lines differ; -1 when they are the same. */

@@ -17,7 +17,7 @@ import * as vscode from 'vscode';
 import * as lc from 'vscode-languageclient/node';
 import { ServerManager } from './client';
 import { LineEdit, lineEdits } from './lineEdits';
-import { alignByFunction, firstDifference, Segment, toFileLine, toSideLine } from './passDiffAlign';
+import { alignByFunction, firstColumnOf, firstDifference, Segment, toFileLine, toSideLine } from './passDiffAlign';
 
 export const PASSDIFF_SCHEME = 'tvm-explorer-passdiff';
 
@@ -54,8 +54,9 @@ export class PassDiffSides implements vscode.TextDocumentContentProvider, vscode
   private readonly shownFiles = new Map<string, vscode.Uri | undefined>();
   /** How each open side's lines map to its file (undefined: line n is line n). */
   private readonly shownSegments = new Map<string, Segment[] | undefined>();
-  /** The first line where the two sides of a bundle's diff differ, by the right side's URI. */
-  private readonly firstChanges = new Map<string, number>();
+  /** Where the two sides of a bundle's diff first differ (line, character), and its pages, by
+   * the right side's URI. */
+  private readonly firstChanges = new Map<string, { line: number; character: number; page: number; pages: number }>();
 
   /** The bundle file a document stands for: itself, or the file a pass diff side shows now. */
   bundleFileOf(uri: vscode.Uri): vscode.Uri | undefined {
@@ -90,7 +91,18 @@ export class PassDiffSides implements vscode.TextDocumentContentProvider, vscode
 
   /** The first line where the sides of the diff whose right side is `right` differ (-1: none). */
   firstChangeOf(right: vscode.Uri): number {
-    return this.firstChanges.get(right.toString()) ?? -1;
+    return this.firstChanges.get(right.toString())?.line ?? -1;
+  }
+
+  /** The first character of that line where they differ. */
+  firstColumnOf(right: vscode.Uri): number {
+    return this.firstChanges.get(right.toString())?.character ?? 0;
+  }
+
+  /** The page the diff whose right side is `right` shows (0-based) and how many it has. */
+  pageOf(right: vscode.Uri): { page: number; pages: number } {
+    const got = this.firstChanges.get(right.toString());
+    return { page: got?.page ?? 0, pages: got?.pages ?? 1 };
   }
 
   /** Request parameters for the cursor of `editor`, on the bundle file it shows. */
@@ -110,38 +122,44 @@ export class PassDiffSides implements vscode.TextDocumentContentProvider, vscode
    * `onDidChange` instead would have VS Code compute a character diff of each whole text in
    * its editor worker first, for up to a second. Updates run one after the other.
    */
-  show(sides: [vscode.Uri, vscode.Uri | undefined][], onHead?: () => Promise<void>): Promise<void> {
-    const run = this.updates.then(() => this.update(sides, onHead));
+  show(sides: [vscode.Uri, vscode.Uri | undefined][], onHead?: () => Promise<void>, page = 0): Promise<void> {
+    const run = this.updates.then(() => this.update(sides, onHead, page));
     this.updates = run.catch(() => undefined);
     return run;
   }
 
   /** The texts and line maps of the sides `[left, right]` showing `before` → `after`. */
-  private async sideContents(sides: [vscode.Uri, vscode.Uri | undefined][]): Promise<{ text: string; segments?: Segment[] }[]> {
+  private async sideContents(sides: [vscode.Uri, vscode.Uri | undefined][], page: number): Promise<{ text: string; segments?: Segment[] }[]> {
     if (sides.length !== 2) {
       return Promise.all(sides.map(async ([, file]) => ({ text: file ? await this.text(file) : '' })));
     }
-    const pair = await this.pairOf(sides[0][1], sides[1][1]);
-    this.firstChanges.set(sides[1][0].toString(), pair.firstChange);
+    const pair = await this.pairOf(sides[0][1], sides[1][1], page);
+    this.firstChanges.set(sides[1][0].toString(), { line: pair.firstChange, character: pair.firstColumn, page: pair.page, pages: pair.pages });
     return pair.sides;
   }
 
   /** Starts working out the sides of `before` → `after` (while a diff tab opens). */
-  prepare(before: vscode.Uri | undefined, after: vscode.Uri | undefined): void {
-    this.pairOf(before, after).catch(() => undefined);
+  prepare(before: vscode.Uri | undefined, after: vscode.Uri | undefined, page = 0): void {
+    this.pairOf(before, after, page).catch(() => undefined);
   }
 
-  /** The sides of the diff `before` → `after` (worked out once; `keep` does it ahead of a step). */
-  private pairOf(before: vscode.Uri | undefined, after: vscode.Uri | undefined): Promise<PairContents> {
-    const key = transition(before, after);
+  /** The sides of page `page` of the diff `before` → `after` (worked out once; `keep` does it
+   * ahead of a step). */
+  private pairOf(before: vscode.Uri | undefined, after: vscode.Uri | undefined, page = 0): Promise<PairContents> {
+    const key = `${transition(before, after)}|${page}`;
     let got = this.pairs.get(key);
     if (!got) {
       got = Promise.all([before ? this.text(before) : '', after ? this.text(after) : '']).then(([a, b]) => {
         const aligned = isIr(before) && isIr(after) && path.extname(before!.path) === path.extname(after!.path)
-          ? alignByFunction(a, b) : undefined;
-        return aligned
-          ? { sides: [aligned.left, aligned.right], firstChange: aligned.firstChange }
-          : { sides: [{ text: a }, { text: b }], firstChange: firstDifference(a.split('\n'), b.split('\n')) };
+          ? alignByFunction(a, b, { page }) : undefined;
+        if (aligned) {
+          const { firstChange, firstColumn, pages } = aligned;
+          return { sides: [aligned.left, aligned.right], firstChange, firstColumn, page: aligned.page, pages };
+        }
+        const [left, right] = [a.split('\n'), b.split('\n')];
+        const firstChange = firstDifference(left, right);
+        const firstColumn = firstChange >= 0 ? firstColumnOf(left[firstChange] ?? '', right[firstChange] ?? '') : 0;
+        return { sides: [{ text: a }, { text: b }], firstChange, firstColumn, page: 0, pages: 1 };
       });
       got.catch(() => this.pairs.delete(key));
       this.pairs.set(key, got);
@@ -155,13 +173,13 @@ export class PassDiffSides implements vscode.TextDocumentContentProvider, vscode
    * in a second, so that VS Code paints and diffs the first changes without waiting for
    * megabytes of text below them.
    */
-  private async update(sides: [vscode.Uri, vscode.Uri | undefined][], onHead?: () => Promise<void>): Promise<void> {
+  private async update(sides: [vscode.Uri, vscode.Uri | undefined][], onHead?: () => Promise<void>, page = 0): Promise<void> {
     const edit = new vscode.WorkspaceEdit();
     const rest = new vscode.WorkspaceEdit();
     let staged = false;
     const rewritten: [vscode.TextDocument, string][] = [];
-    const contents = await this.sideContents(sides);
-    const firstChange = sides.length === 2 ? Math.max(0, this.firstChanges.get(sides[1][0].toString()) ?? 0) : 0;
+    const contents = await this.sideContents(sides, page);
+    const firstChange = sides.length === 2 ? Math.max(0, this.firstChangeOf(sides[1][0])) : 0;
     for (const [k, [side, file]] of sides.entries()) {
       const { text, segments } = contents[k];
       const key = side.toString();
@@ -226,8 +244,8 @@ export class PassDiffSides implements vscode.TextDocumentContentProvider, vscode
   async keep(files: vscode.Uri[], steps: [vscode.Uri | undefined, vscode.Uri | undefined][], pairs: [vscode.Uri | undefined, vscode.Uri][] = []): Promise<void> {
     const wantedPairs = new Set(pairs.map(([b, a]) => transition(b, a)));
     for (const key of [...this.pairs.keys()]) {
-      if (!wantedPairs.has(key)) {
-        this.pairs.delete(key);
+      if (!wantedPairs.has(key.slice(0, key.lastIndexOf('|')))) {
+        this.pairs.delete(key); // every page of a wanted pair is kept
       }
     }
     for (const [b, a] of pairs) {
@@ -305,6 +323,9 @@ export class PassDiffSides implements vscode.TextDocumentContentProvider, vscode
 interface PairContents {
   sides: { text: string; segments?: Segment[] }[];
   firstChange: number;
+  firstColumn: number;
+  page: number;
+  pages: number;
 }
 
 function transition(from: vscode.Uri | undefined, to: vscode.Uri | undefined): string {

@@ -17,24 +17,30 @@ const align = await import(pathToFileURL(out).href);
 const IR = /\.(relax|tir)$/;
 
 /** `{left, right}` (lines), the right side's line map (`toSide(fileLine)` → side line or
- * undefined) and `firstChange` (0-based) of the diff of `pass` in `bundle` (a BundleView). */
-export function diffSides(bundle, pass) {
+ * undefined), `firstChange` and `firstColumn` (0-based), `page` and `pages` of page `page` of
+ * the diff of `pass` in `bundle` (a BundleView). */
+export function diffSides(bundle, pass, page = 0) {
   const text = (p) => (p ? bundle.codePoints(p).join('') : '');
   const before = text(pass.before);
   const after = text(pass.after);
   const ext = (p) => (p ?? '').split('.').pop();
   const aligned = pass.before && IR.test(pass.before) && IR.test(pass.after) && ext(pass.before) === ext(pass.after)
-    ? align.alignByFunction(before, after) : undefined;
+    ? align.alignByFunction(before, after, { page }) : undefined;
   if (!aligned) {
     const left = before.split('\n');
     const right = after.split('\n');
-    return { left, right, toSide: (l) => l, firstChange: align.firstDifference(left, right), aligned: false };
+    const firstChange = align.firstDifference(left, right);
+    const firstColumn = firstChange >= 0 ? align.firstColumnOf(left[firstChange] ?? '', right[firstChange] ?? '') : 0;
+    return { left, right, toSide: (l) => l, firstChange, firstColumn, page: 0, pages: 1, aligned: false };
   }
   return {
     left: aligned.left.text.split('\n'),
     right: aligned.right.text.split('\n'),
     toSide: (l) => align.toSideLine(aligned.right.segments, l),
     firstChange: aligned.firstChange,
+    firstColumn: aligned.firstColumn,
+    page: aligned.page,
+    pages: aligned.pages,
     aligned: true,
   };
 }
