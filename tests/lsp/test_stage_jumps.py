@@ -208,4 +208,4 @@ def test_layer_place_is_sent_with_a_field_named_pass():
     sent = converter_factory().unstructure(LayerPlacesResult([], [place]))["places"][0]
     assert sent == {"stage": "tir", "pass": {"index": 3, "name": "FuseOps"}, "uri": "file:///x",
                     "range": {"start": {"line": 1, "character": 2}, "end": {"line": 1, "character": 5}},
-                    "last_of_stage": True, "changed": False, "role": "compute", "function": ""}
+                    "last_of_stage": True, "changed": False, "role": "compute", "function": "", "note": ""}

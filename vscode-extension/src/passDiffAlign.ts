@@ -47,7 +47,7 @@ export interface Aligned {
  * the two texts up, then works out the characters that differ within every change, and gives
  * up after 5 s ("the diff algorithm was stopped early"); the characters are most of the work:
  * a change costs about its characters times the characters that differ. A pass diff over
- * this, or longer than `SMALL_LINES`, is shown in pages (Next/Previous Page of Pass Diff): its
+ * this, or longer than `SMALL_LINES`, is shown in pages (Pass Diff: Page Forward / Back): its
  * changed functions, then the functions it added, then those it removed, each on pages of
  * their own (lines of a function on one side only, beside another function's, were paired
  * with them: FuseOps' new fused functions hold the very bindings it took out of `main`), and
@@ -373,7 +373,7 @@ export function alignByFunction(before: string, after: string, options: AlignOpt
   if (pages.length > 1) {
     const names = new Set(pages[at].map((p) => p.key));
     const kind = pages[at][0]?.kind ?? 'changed';
-    note += `; page ${at + 1} of ${pages.length} shows ${names.size} ${kind} (Next/Previous Page of Pass Diff: Alt+PageDown / Alt+PageUp)`;
+    note += `; page ${at + 1} of ${pages.length} shows ${names.size} ${kind} (Alt+PageDown / Alt+PageUp: Pass Diff: Page Forward / Back)`;
   }
   note += " (Open This Pass's Document shows the whole file)";
   const left = new SideBuilder(a);

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import TypedDict
 
+from tvm_explorer.navigation.kernels import FUNCTION_KINDS
 from tvm_explorer.navigation.places import place_groups, reference_map
 from tvm_explorer.navigation.view import BundleView
 
@@ -48,6 +49,12 @@ def layer_place_entries(view: BundleView, layer_id: int, encoding: str = "utf-16
             wanted = sorted({lines.position(p.start)[0] for p in found})[:EXCERPT_LINES]
             if len(wanted) == 1:  # one statement (a binding): the lines it spans
                 wanted = list(range(line, min(end_line + 1, line + EXCERPT_LINES)))
+        if stage in ("tir", "code") and wanted:
+            # The line defining the function comes first (LLVM's kernel is its
+            # ``<name>_compute_`` function, far below the line naming the kernel).
+            head = _function_head(view, path, first.start)
+            if head is not None and lines.position(head)[0] < wanted[0]:
+                wanted = [lines.position(head)[0], *wanted[: EXCERPT_LINES - 1]]
         excerpt = []
         for n in wanted:
             try:
@@ -68,3 +75,11 @@ def layer_place_entries(view: BundleView, layer_id: int, encoding: str = "utf-16
             )
         )
     return out
+
+
+def _function_head(view: BundleView, path: str, offset: int) -> int | None:
+    """Start of the innermost function, PrimFunc or kernel holding ``offset``, if any."""
+    for rng in view.bundle.index(path).enclosing(offset):
+        if rng.kind in FUNCTION_KINDS:
+            return rng.start
+    return None
