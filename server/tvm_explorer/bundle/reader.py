@@ -326,6 +326,19 @@ def _parse_json(data: bytes, path: Path, what: str):
         raise BundleError(f"{path}: {what} is not readable JSON ({err})") from None
 
 
+def read_validated_section(bundle: Bundle, name: str, what: str, validate: Callable, error: type[Exception]):
+    """The optional section ``name`` of ``bundle`` read (``read_section``) and checked by
+    ``validate(data, number of layers)``, or None when the bundle has none; a check that fails
+    (``error``) is a BundleError naming the file."""
+    data = read_section(bundle.root, name, what, bundle.budget)
+    if data is None:
+        return None
+    try:
+        return validate(data, len(bundle.layers))
+    except error as err:
+        raise BundleError(f"{bundle.root / name}: {err}") from None
+
+
 def read_section(root: Path, name: str, what: str, budget=None):
     """The parsed JSON of the optional section file ``name`` (``numerics.json``, …), or None
     when the bundle has none. Opened and checked in one step (inside the bundle, a regular

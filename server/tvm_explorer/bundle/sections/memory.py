@@ -395,16 +395,9 @@ def validate(data, layer_count: int) -> MemoryDocument:
 def read_memory(bundle: Bundle) -> MemoryDocument | None:
     """A bundle's validated ``memory.json``, or None if it has none (compiled before the
     memory timeline was recorded). Raises BundleError naming the file if it is damaged."""
-    from tvm_explorer.bundle.reader import read_section
-    from tvm_explorer.errors import BundleError
+    from tvm_explorer.bundle.reader import read_validated_section
 
-    data = read_section(bundle.root, MEMORY_FILE, "memory timeline", bundle.budget)
-    if data is None:
-        return None
-    try:
-        return validate(data, len(bundle.layers))
-    except MemoryError_ as err:
-        raise BundleError(f"{bundle.root / MEMORY_FILE}: {err}") from None
+    return read_validated_section(bundle, MEMORY_FILE, "memory timeline", validate, MemoryError_)
 
 
 # -- reading ------------------------------------------------------------------------------

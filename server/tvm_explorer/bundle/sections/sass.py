@@ -102,16 +102,9 @@ def validate(data: object, n_layers: int) -> SassDocument:
 def read_sass(bundle: Bundle) -> SassDocument | None:
     """A bundle's validated ``sass.json``, or None if it has none. Raises BundleError naming
     the file if it is damaged."""
-    from tvm_explorer.bundle.reader import read_section
-    from tvm_explorer.errors import BundleError
+    from tvm_explorer.bundle.reader import read_validated_section
 
-    data = read_section(bundle.root, SASS_FILE, "machine-code facts", bundle.budget)
-    if data is None:
-        return None
-    try:
-        return validate(data, len(bundle.layers))
-    except SassError as err:
-        raise BundleError(f"{bundle.root / SASS_FILE}: {err}") from None
+    return read_validated_section(bundle, SASS_FILE, "machine-code facts", validate, SassError)
 
 
 def kernel_facts(data: SassDocument, name: str) -> SassKernel | None:
