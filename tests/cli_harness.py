@@ -2,8 +2,11 @@
 has no such hook). ``python cli_harness.py MODE MARKER -- ARGS...``
 
 MODE:
-  segv            a real TVM crash: ``copy.copy`` of the Relax module (segfaults in TVM 0.27)
-                  when the pipeline is about to run
+  segv            a real TVM crash when the pipeline is about to run: a method of an IRModule
+                  object with no C++ object behind it (a null dereference in TVM's C++; with
+                  apache-tvm-ffi 0.1.15 ``copy.copy`` crashed too, but no longer with the pinned 0.1.14)
+  term-at-fork    when the pipeline is about to run: fork, and in the parent's after-fork
+                  callback (where Python can only print an exception) the process gets SIGTERM
   hang            when the pipeline is about to run: block every stop signal and sleep, like
                   C++ code that never returns to Python
   sleep           when the pipeline is about to run: sleep (interruptible)
@@ -15,7 +18,6 @@ MARKER is a file created when the point is reached (the test waits for it before
 
 from __future__ import annotations
 
-import copy
 import os
 import signal
 import sys
@@ -45,7 +47,22 @@ def main() -> int:
     def build(mod, *a, **k):
         if mode == "segv":
             reached()
-            copy.copy(mod)
+            type(mod).__new__(type(mod)).get_global_vars()
+        elif mode == "term-at-fork":
+            sent = []
+
+            def after_fork() -> None:
+                if not sent:
+                    sent.append(os.kill(os.getpid(), signal.SIGTERM))
+                    for _ in range(200_000):  # the handler runs here, inside the callback
+                        pass
+
+            os.register_at_fork(after_in_parent=after_fork)
+            pid = os.fork()
+            if pid == 0:
+                os._exit(0)
+            os.waitpid(pid, 0)
+            reached()
         elif mode == "hang":
             signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM, signal.SIGUSR1})
             reached()

@@ -146,7 +146,7 @@ def test_signals_at_random_moments_of_a_real_compile(tmp_path, models_dir, previ
 
 
 def test_tvm_crash_is_reported_and_keeps_the_previous_bundle(tmp_path, models_dir, previous):
-    """A real segfault inside TVM (copy.copy of IR) in the compiling child."""
+    """A real segfault inside TVM (a null IRModule's method) in the compiling child."""
     proc, out, _ = start(tmp_path, "segv", models_dir / "small_cnn_fp32.tflite")
     shutil.copytree(previous, out)
     before = tree(out)
@@ -158,6 +158,17 @@ def test_tvm_crash_is_reported_and_keeps_the_previous_bundle(tmp_path, models_di
     report = Path(message.rsplit("TVM's crash report: ", 1)[1])
     assert "Segfault" in report.read_text()
     report.unlink()
+    no_leftovers(out)
+
+
+def test_a_stop_arriving_in_an_at_fork_callback_still_stops_the_compile(tmp_path, models_dir):
+    """CI: SIGTERM landed in logging's after-fork callback while a printer forked; Python
+    printed the lost KeyboardInterrupt as a traceback beside the one message."""
+    proc, out, _ = start(tmp_path, "term-at-fork", models_dir / "sine_float.tflite")
+    _, stderr = proc.communicate(timeout=120)
+    assert proc.returncode == 130, stderr
+    assert "interrupted (SIGTERM); no bundle was written" in one_error(stderr)
+    assert not out.exists()
     no_leftovers(out)
 
 

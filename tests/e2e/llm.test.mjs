@@ -134,9 +134,19 @@ test('a click on a node of the graph shows its Layer Places (no "no layer is kno
   await openAt(suite, 'code/module.c', projectionStatement().line);
   await runCommand(page, 'TVM Explorer: Show Model Graph');
   const graph = page.frameLocator('iframe.webview.ready').frameLocator('iframe#active-frame');
-  const node = graph.locator('[data-layer]').first();
-  await node.waitFor({ state: 'visible', timeout: 120000 });
-  const id = Number(await node.getAttribute('data-layer'));
+  await graph.locator('[data-layer]').first().waitFor({ state: 'visible', timeout: 120000 });
+  // A node the user can see: the graph opens on the cursor's kernel, not on the first layer.
+  const onScreen = await poll(() => graph.locator('body').evaluate(() => {
+    const view = document.querySelector('svg.graph').getBoundingClientRect();
+    const seen = [...document.querySelectorAll('[data-layer]')].find((e) => {
+      const b = e.getBoundingClientRect();
+      return b.width > 0 && b.left >= view.left && b.right <= view.right && b.top >= view.top && b.bottom <= view.bottom;
+    });
+    return seen?.getAttribute('data-layer') ?? undefined;
+  }), { timeoutMs: 30000 });
+  assert.ok(onScreen, 'no layer node of the graph is on screen');
+  const node = graph.locator(`[data-layer="${onScreen}"]`).first();
+  const id = Number(onScreen);
   const layer = suite.bundle.layer(id);
   await node.click();
   const places = page.locator('.pane', { has: page.locator('.pane-header', { hasText: 'Layer Places' }) });

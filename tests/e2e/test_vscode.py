@@ -35,7 +35,9 @@ SHARED_BUNDLES = [("small_cnn_fp32.tflite", "c", ()), ("small_cnn_int8.tflite", 
 
 def _node_tests() -> list[str]:
     """Names of the node tests, read from the suites (so that each is a pytest test)."""
-    return [name for suite in SUITES for name in TEST_NAME.findall((HERE / suite).read_text())]
+    names = [name for suite in SUITES for name in TEST_NAME.findall((HERE / suite).read_text())]
+    # as node names them: a JavaScript \uXXXX escape in the source is its character
+    return [re.sub(r"\\u([0-9a-fA-F]{4})", lambda m: chr(int(m.group(1), 16)), name) for name in names]
 
 
 def _missing_tools() -> str | None:

@@ -130,9 +130,8 @@ export class PassDiffs implements vscode.Disposable {
     const { page, pages } = this.sides.pageOf(right);
     const next = page + delta;
     if (next < 0 || next >= pages) {
-      void vscode.window.showInformationMessage(
-        `TVM Explorer: ${pages > 1 ? `this is page ${page + 1} of ${pages}` : 'this pass diff has one page'}.`,
-      );
+      const where = pages > 1 ? `this is page ${page + 1} of ${pages}` : 'this pass diff has one page';
+      void vscode.window.showInformationMessage('TVM Explorer: ' + where + '.');
       return;
     }
     await this.show(cur.bundle, cur.pass, next);

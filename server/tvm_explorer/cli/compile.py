@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import os
 import signal
+import sys
 from pathlib import Path
 
 from tvm_explorer.cli.options import (
@@ -122,16 +123,36 @@ def _compile_in_this_process(args) -> int:
     compiling = {"now": False}
 
     def on_signal(signum, _frame):
-        if stop:
+        if stop and not stop.pop("lost", False):
             return  # already stopping: let the cleanup finish
-        stop["why"] = (
-            f"{args.model}: compile did not finish within {args.timeout:g} s (--timeout)"
-            if signum == signal.SIGUSR1
-            else f"interrupted ({signal.Signals(signum).name})"
-        )
-        stop["code"] = EXIT_TIMEOUT if signum == signal.SIGUSR1 else EXIT_INTERRUPTED
+        if not stop:
+            stop["why"] = (
+                f"{args.model}: compile did not finish within {args.timeout:g} s (--timeout)"
+                if signum == signal.SIGUSR1
+                else f"interrupted ({signal.Signals(signum).name})"
+            )
+            stop["code"] = EXIT_TIMEOUT if signum == signal.SIGUSR1 else EXIT_INTERRUPTED
+            stop["signum"] = signum
         if compiling["now"]:
             raise KeyboardInterrupt(stop["why"])
+
+    previous_hook = sys.unraisablehook
+
+    def on_unraisable(unraisable) -> None:
+        # An interrupt raised where Python cannot propagate it (an at-fork callback while a
+        # printer forks) is lost and printed as a traceback: deliver it again instead, so it
+        # lands in the compile once that callback has returned.
+        if isinstance(unraisable.exc_value, KeyboardInterrupt) and stop:
+            import _thread
+
+            stop["lost"] = True
+            # From a bare thread, not waited for: a signal this thread sent itself would be
+            # handled before the call returned, still inside the callback.
+            _thread.start_new_thread(os.kill, (os.getpid(), stop["signum"]))
+            return
+        previous_hook(unraisable)
+
+    sys.unraisablehook = on_unraisable
 
     def committed() -> bool:
         return bool(args.output) and Path(args.output).absolute() in writer.COMMITTED
