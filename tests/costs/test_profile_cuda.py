@@ -38,6 +38,23 @@ def test_device_timer_path_on_the_cpu(tmp_path, dense_model):
         c["layers"] for c in builtins if c["kernel"].startswith("vm.builtin.alloc"))
     assert "Measured: " in run_cli("costs", result.bundle, check=True).stdout
     assert "(wall time (device timer), median of 3 runs" in run_cli("costs", result.bundle).stdout
+    # Issue 43: every call of a kernel computing layers ran inside an NVTX range named after
+    # them (a warm-up run with the instrument, then the timed runs).
+    nvtx = costs["profile"]["nvtx"]
+    assert nvtx["domain"] == "tvm-explorer" and nvtx["library"] == "nvtx 0.2.17", nvtx
+    per_run = [c for c in costs["calls"] if not c["builtin"] and c["layers"]]
+    assert nvtx["kernels"] >= 1 and nvtx["ranges"] == (3 + 1) * len(per_run), (nvtx, per_run)
+
+
+def test_nvtx_range_names_are_the_layers_of_each_kernel(dense_model):
+    from tvm_explorer.costs.nvtx_ranges import MAX_LABEL, layer_labels
+    from tvm_explorer.frontends import load_any
+
+    layers = load_any(dense_model).layers
+    labels = layer_labels({"fused_dense_add": [layers[0].id], "nothing": [], "many": [lay.id for lay in layers] * 40},
+                          layers)
+    assert labels["fused_dense_add"] == f"{layers[0].label} {layers[0].name}"
+    assert "nothing" not in labels and len(labels["many"]) <= MAX_LABEL
 
 
 @pytest.mark.skipif(tvm.cuda(0).exist, reason="checks the message of a machine without a GPU")

@@ -200,6 +200,8 @@ def build(
     }
     if measured is not None and measured.c_fixes:
         profile["c_fixes"] = list(measured.c_fixes)
+    if measured is not None and measured.nvtx is not None:
+        profile["nvtx"] = measured.nvtx
     return {
         "schema_version": SCHEMA_VERSION,
         "target": target,

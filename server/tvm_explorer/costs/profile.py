@@ -39,6 +39,7 @@ class Measured:
     clock: str = "process_cpu"  # or "device_timer" (CUDA events on CUDA)
     c_fixes: list[str] | None = None  # the ``#define`` lines TVM's C was compiled with (capture/c_source.py)
     allocations: dict | None = None  # what two cold runs allocated (runtime/allocations.py; CPU only)
+    nvtx: dict | None = None  # the NVTX ranges the device timer opened per layer call (costs/nvtx_ranges.py)
 
 
 class ProfileFailed(Exception):
@@ -131,8 +132,8 @@ class DeviceTimer:
     name = "device_timer"
     SKIP_RUN = 1
 
-    def __init__(self, lib, dev, plain_vm):
-        self.lib, self.dev = lib, dev
+    def __init__(self, lib, dev, plain_vm, ranges=None):
+        self.lib, self.dev, self.ranges = lib, dev, ranges
         self.evaluators: dict[str, object] = {}
         self._plain = plain_vm.time_evaluator("main", dev, number=1, repeat=1)
 
@@ -156,7 +157,12 @@ class DeviceTimer:
             if evaluator is None:
                 started.append(wall())
                 return 0
-            ns = int(evaluator(*args).results[0] * 1e9)
+            opened = self.ranges is not None and self.ranges.push(symbol)
+            try:
+                ns = int(evaluator(*args).results[0] * 1e9)
+            finally:
+                if opened:
+                    self.ranges.pop()
             stamps.append((symbol, ns, ns))
             return self.SKIP_RUN
 
@@ -216,9 +222,10 @@ def _measure(executable, target: str, arrays, repeat: int, workdir: str) -> dict
     return timed | {"c_fixes": fixes, "allocations": allocations}
 
 
-def measure_loaded(lib, device: str, arrays, repeat: int) -> dict:
+def measure_loaded(lib, device: str, arrays, repeat: int, labels: dict[str, str] | None = None) -> dict:
     """Time every kernel call of a loaded library on ``device`` with TVM's device timer (what
-    the profiling process of ``measure_on_device`` runs)."""
+    the profiling process of ``measure_on_device`` runs); each call of a kernel named in
+    ``labels`` runs inside an NVTX range of that name (``costs/nvtx_ranges.py``)."""
     import tvm
     from tvm import relax
 
@@ -230,10 +237,14 @@ def measure_loaded(lib, device: str, arrays, repeat: int) -> dict:
         from tvm_explorer.runtime.allocations import measure_allocations
 
         allocations = measure_allocations(lib, arrays)  # first, before the timed runs
+    from tvm_explorer.costs.nvtx_ranges import LayerRanges
+
     vm, plain_vm = relax.VirtualMachine(lib, dev), relax.VirtualMachine(lib, dev)
-    clock = DeviceTimer(lib, dev, plain_vm)
+    ranges = LayerRanges(labels or {})
+    clock = DeviceTimer(lib, dev, plain_vm, ranges)
     return _run(vm, plain_vm, [tvm.runtime.tensor(a, dev) for a in arrays], repeat, clock) | {
-        "allocations": allocations
+        "allocations": allocations,
+        "nvtx": ranges.summary(),
     }
 
 
@@ -262,12 +273,19 @@ def measure(executable, target: str, arrays, repeat: int, timeout: float = TIMEO
 
 
 def measure_on_device(
-    executable, device: str, arrays, repeat: int, timeout: float = TIMEOUT, options: list[str] | None = None
+    executable,
+    device: str,
+    arrays,
+    repeat: int,
+    timeout: float = TIMEOUT,
+    options: list[str] | None = None,
+    labels: dict[str, str] | None = None,
 ) -> Measured:
     """Time every kernel call of ``repeat`` runs on ``device`` (``cuda``; ``cpu`` runs the
     same path on the host) with TVM's device timer, in a fresh Python process: the model is
     exported with ``export_library`` into a temporary directory and loaded there (a CUDA
     context does not survive ``fork``, and a fresh process needs none of the compile's).
+    ``labels``: kernel name -> the NVTX range of its calls (``costs/nvtx_ranges.py``).
     Raises ProfileFailed with a reason."""
     import subprocess
 
@@ -284,7 +302,10 @@ def measure_on_device(
             raise ProfileFailed(f"the system compiler rejected the generated code: {first_line(err)}") from None
         inputs, result = os.path.join(workdir, "inputs.npz"), os.path.join(workdir, "result.json")
         np.savez(inputs, *arrays)
-        cmd = python_module_command("tvm_explorer.costs.runner", lib, inputs, str(repeat), device, result)
+        names = os.path.join(workdir, "labels.json")
+        with open(names, "w", encoding="utf-8") as fh:
+            json.dump(labels or {}, fh)
+        cmd = python_module_command("tvm_explorer.costs.runner", lib, inputs, str(repeat), device, result, names)
         try:
             proc = subprocess.run(
                 cmd,
@@ -360,4 +381,5 @@ def _read_result(result_path: str) -> Measured:
         got.get("clock", "process_cpu"),
         got.get("c_fixes"),
         got.get("allocations"),
+        got.get("nvtx"),
     )

@@ -57,7 +57,7 @@ class CostRecorder:
         self.cuda_plan, self.cuda_reason = cuda_plan()
         return self.cuda_plan
 
-    def _profile(self, executable, target: str):
+    def _profile(self, executable, target: str, labels: dict[str, str] | None = None):
         if self.profile is None:
             return assemble.ProfileStatus("not_requested", "compiled without --profile"), None
         inputs = os.path.basename(self.profile.inputs) if self.profile.inputs else f"random (seed {DEFAULT_SEED})"
@@ -84,10 +84,12 @@ class CostRecorder:
                     status.status, status.reason = "unavailable", self.cuda_reason
                     return status, None
                 status.device_name = f"{self.cuda_plan.name} ({self.cuda_plan.arch})"
-                return status, measure_on_device(executable, "cuda", self.arrays, self.profile.repeat)
+                return status, measure_on_device(executable, "cuda", self.arrays, self.profile.repeat, labels=labels)
             if self.profile.timer == "device":
                 options = ["-O2"] if target == "c" else None
-                return status, measure_on_device(executable, "cpu", self.arrays, self.profile.repeat, options=options)
+                return status, measure_on_device(
+                    executable, "cpu", self.arrays, self.profile.repeat, options=options, labels=labels
+                )
             return status, measure(executable, target, self.arrays, self.profile.repeat)
         except ProfileFailed as err:
             status.status, status.reason = "failed", str(err)
@@ -159,7 +161,9 @@ class CostRecorder:
             for p in writer.passes
         ]
         self.final_relax = session.final_relax
-        status, measured = self._profile(executable, target)
+        from tvm_explorer.costs.nvtx_ranges import layer_labels
+
+        status, measured = self._profile(executable, target, layer_labels(work, self.model.layers))
         layers = [
             {"id": lay.id, "subgraph": lay.subgraph, "op_index": lay.op_index, "opcode": lay.opcode, "name": lay.name}
             for lay in self.model.layers

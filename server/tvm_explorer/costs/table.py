@@ -98,6 +98,14 @@ def render(
                 out.append(f"    device {d.get('address')}: {d.get('description')}{t}")
     else:
         out.append(f"Run time not measured: {profile.get('reason') or profile.get('status')}")
+    nvtx = profile.get("nvtx")
+    if nvtx and profile.get("device") == "cuda":
+        out.append(
+            f"  NVTX: each call of {nvtx['kernels']} kernels ran in a range named after its layers "
+            f"(domain {nvtx['domain']}, {nvtx['library']}): profile with nsys --trace=cuda,nvtx"
+            if nvtx.get("library")
+            else f"  NVTX: no ranges, {nvtx.get('reason')}"
+        )
     shared_note = False
     spreads: list[float] = []
     name_col = NameColumn((lay["name"] for lay in costs["layers"]), 40)

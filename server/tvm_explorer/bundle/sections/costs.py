@@ -44,6 +44,16 @@ class CostRemote(TypedDict, total=False):
     combined: str | None  # "median" over several devices
 
 
+class CostNvtx(TypedDict):
+    """``profile.nvtx``: the NVTX ranges named after layers that a device-timer run opened."""
+
+    domain: str
+    library: str | None  # "nvtx 0.2.17"; None: not installed (``reason`` says so)
+    ranges: int  # over every instrumented run
+    kernels: int  # kernels whose calls carry their layers' names
+    reason: str | None
+
+
 class _ProfileRequired(TypedDict):
     status: str
 
@@ -71,6 +81,7 @@ class CostProfile(_ProfileRequired, total=False):
     remote: CostRemote | None
     device_total_ms: list[float | None] | None  # several devices: each one's total
     c_fixes: list[str]
+    nvtx: CostNvtx  # device timer runs: the NVTX ranges opened per layer call
     """The ``#define`` lines TVM's C was compiled with (target ``c``; absent when none)."""
 
 
@@ -215,6 +226,13 @@ def _check_profile(profile) -> None:
             f.integer(d.get("threads"), f"{where}: 'threads'", nullable=True)
     if "c_fixes" in profile:
         f.strings(profile["c_fixes"], "'profile': 'c_fixes'")
+    if "nvtx" in profile:
+        nvtx = f.obj(profile["nvtx"], "'profile': 'nvtx'")
+        f.string(nvtx.get("domain"), "'profile': 'nvtx': 'domain'")
+        for key in ("library", "reason"):
+            f.string(nvtx.get(key), f"'profile': 'nvtx': '{key}'", nullable=True)
+        for key in ("ranges", "kernels"):
+            f.integer(nvtx.get(key), f"'profile': 'nvtx': '{key}'")
 
 
 def _check_runs(runs, where: str) -> None:
