@@ -3,7 +3,7 @@
 // first paint (the page's own mark, documentElement.dataset.painted: ms from navigation start to
 // the first complete graph), the main thread's busy time and the JS heap then, the frame
 // intervals while zooming and panning with the mouse, the time to open one collapsed group (a
-// decoder layer, a part), and with EXPAND_ALL=1 the time to open every group and the frames with
+// decoder layer, a part), a pass slider step (median and slowest), and with EXPAND_ALL=1 the time to open every group and the frames with
 // everything drawn. Driven by bench/graph_paint.py. Usage: node graph_paint.mjs REPS FILE...
 import { chromium } from 'playwright-core';
 import { pathToFileURL } from 'node:url';
@@ -43,6 +43,25 @@ try {
       const f = await frames(page, box);
       run.frame_p50_ms = f.p50;
       run.frame_p95_ms = f.p95;
+      // The pass slider (real bundles carry a pipeline): each of up to 24 positions across the
+      // pipeline, from the call to the next painted frame; the median and the slowest.
+      const steps = await page.evaluate(async () => {
+        const max = Number(document.querySelector('input.pass-slider')?.getAttribute('max') ?? -1);
+        if (max < 1 || document.querySelector('.passes')?.hidden) return null;
+        const out = [];
+        for (let k = 0; k <= 24; k++) {
+          const t = performance.now();
+          window.tvmxGraph.setPass(Math.round((k * max) / 24));
+          await new Promise((r) => requestAnimationFrame(() => r(undefined)));
+          out.push(performance.now() - t);
+        }
+        window.tvmxGraph.setPass(null);
+        return out.sort((a, b) => a - b);
+      });
+      if (steps) {
+        run.slider_step_ms = steps[Math.floor(steps.length / 2)];
+        run.slider_step_max_ms = steps[steps.length - 1];
+      }
       // Open one collapsed group (the first drawn: a decoder layer, a part), as a click does.
       const gid = await page.evaluate(() => document.querySelector('.group.collapsed')?.getAttribute('data-group') ?? null);
       if (gid) {

@@ -141,14 +141,18 @@ def main() -> int:
     rows = [
         median_row(label, f, json.loads(line)["runs"]) for (label, f), line in zip(reports, proc.stdout.splitlines())
     ]
-    print("| graph | report | boxes drawn | first paint (best) | main thread | heap | open a group | frame p50 / p95 |")
-    print("|---|---|---|---|---|---|---|---|")
+    print(
+        "| graph | report | boxes drawn | first paint (best) | main thread | heap | open a group | frame p50 / p95 "
+        "| pass slider step (slowest; target 100 ms) |"
+    )
+    print("|---|---|---|---|---|---|---|---|---|")
     for r in rows:
         expand = f"{r['expand_ms']:.0f} ms" if "expand_ms" in r else "—"
+        slider = f"{r['slider_step_ms']:.0f} ms ({r['slider_step_max_ms']:.0f})" if "slider_step_ms" in r else "—"
         print(
             f"| {r['label']} | {r['html_mib']:.1f} MiB | {r['nodes']:.0f} | {r['first_paint_ms']:.0f} ms "
             f"({r['best_paint_ms']:.0f}) | {r['main_thread_ms']:.0f} ms | {r['heap_mib']:.0f} MiB | {expand} "
-            f"| {r['frame_p50_ms']:.0f} / {r['frame_p95_ms']:.0f} ms |"
+            f"| {r['frame_p50_ms']:.0f} / {r['frame_p95_ms']:.0f} ms | {slider} |"
         )
     if args.expand_all:
         print("\n| graph | open every group | nodes drawn | frame p50 / p95 | heap |")

@@ -202,3 +202,37 @@ test('the model graph: decoder layers collapsed with their sums, a shared kernel
   await screenshot(page, 'llm-06-graph-kernel-highlight');
   assert.ok(shown, `the layers ${ids} of "${suite.bundle.slice(code, stmt.start, stmt.end).split('\n')[0]}" are not all highlighted on screen`);
 });
+
+test('the pass slider scrubs the Llama through its pipeline: touched layers marked, fused ones framed, nothing moves', async () => {
+  const { page } = suite.session;
+  const graph = graphFrame(page);
+  await graph.locator('[data-layer]').first().waitFor({ state: 'visible', timeout: 120000 });
+  const app = graph.locator('body');
+  const before = await app.evaluate(() => JSON.stringify(window.tvmxGraph.geometry()));
+  const slider = graph.locator('input.pass-slider');
+  await slider.focus();
+  await page.keyboard.press('Home');
+  const caption = () => graph.locator('.pass-caption').textContent();
+  // → until FuseOps, as a user scrubs
+  let fuse;
+  for (let i = 0; i < 200 && !fuse; i++) {
+    const text = (await caption()) ?? '';
+    if (/ FuseOps \(relax\)/.test(text)) fuse = text;
+    else await page.keyboard.press('ArrowRight');
+  }
+  assert.ok(fuse, `the slider never reached FuseOps: ${await caption()}`);
+  const marks = await app.evaluate(() => ({
+    touched: document.querySelectorAll('.pass-touched').length,
+    frames: document.querySelectorAll('rect.fusion').length,
+    dashed: document.querySelectorAll('svg.scrubbing [data-layer]:not(.pass-lowered)').length,
+  }));
+  await screenshot(page, 'llm-07-pass-slider-fuseops');
+  const groups = Number(/(\d+) fused groups?/.exec(fuse)[1]);
+  assert.ok(groups > 0 && marks.touched > 0, `FuseOps: ${fuse}; ${JSON.stringify(marks)}`);
+  assert.ok(marks.frames > 0, `no fused layers framed at FuseOps: ${JSON.stringify(marks)}`);
+  await page.keyboard.press('End');
+  assert.match((await caption()) ?? '', /codegen/);
+  assert.equal(await app.evaluate(() => JSON.stringify(window.tvmxGraph.geometry())), before, 'a box moved while scrubbing');
+  await graph.locator('.passes .pass-off').click();
+  assert.equal(await app.evaluate(() => document.querySelectorAll('.pass-touched, rect.fusion').length), 0);
+});

@@ -55,6 +55,38 @@ try {
   };
   out.selected = await page.$$eval('[data-layer].selected', (els) => els.map((e) => e.getAttribute('data-layer')));
   await page.screenshot({ path: `${shots}-panel.png` });
+  // The pass slider, by keyboard as a user scrubs: Home (the first pass), then → until FuseOps,
+  // then → once more; what each position marks, and that nothing moved.
+  if (await page.$('.passes:not([hidden]) input.pass-slider')) {
+    const geometry = () => page.evaluate(() => JSON.stringify(window.tvmxGraph.geometry().nodes));
+    const marks = () => page.evaluate(() => ({
+      caption: document.querySelector('.pass-caption').textContent,
+      touched: [...document.querySelectorAll('[data-layer].pass-touched')].map((e) => e.getAttribute('data-layer')),
+      lowered: [...document.querySelectorAll('[data-layer].pass-lowered')].map((e) => e.getAttribute('data-layer')),
+      frames: [...document.querySelectorAll('rect.fusion')].map((e) => e.getAttribute('data-fused').split(' ')),
+    }));
+    const before = await geometry();
+    const slider = page.locator('input.pass-slider');
+    await slider.focus();
+    await page.keyboard.press('Home');
+    out.slider = { first: await marks(), steps: [] };
+    const count = Number(await slider.getAttribute('max')) + 1;
+    for (let i = 1; i < count; i++) {
+      const t0 = await page.evaluate(() => performance.now());
+      await page.keyboard.press('ArrowRight');
+      const ms = await page.evaluate((t) => new Promise((r) => requestAnimationFrame(() => r(performance.now() - t))), t0);
+      out.slider.steps.push(ms);
+      const m = await marks();
+      if (m.caption.includes(' FuseOps ') && !out.slider.fuse) {
+        out.slider.fuse = m;
+        await page.screenshot({ path: `${shots}-pass-slider-fuseops.png` });
+      }
+    }
+    out.slider.last = await marks();
+    out.slider.still = (await geometry()) === before;
+    await page.click('.passes .pass-off');
+    out.slider.off = await marks();
+  }
   // Search: typing a layer's name dims the others and selects the first match.
   const query = process.env.GRAPH_SEARCH;
   if (query) {

@@ -159,3 +159,50 @@ def test_the_report_honours_the_umask(bundles, models_dir, tmp_path):
     assert _umask_run(0o022, "report", bundle, "-o", shared).returncode == 0
     assert shared.stat().st_mode & 0o777 == 0o640
     assert sorted(p.name for p in tmp_path.iterdir()) == ["group.html", "shared.html"]
+
+
+@pytest.fixture(scope="module")
+def gt_report(bundles, gt_model, tmp_path_factory):
+    """(bundle, the report's findings) for the conv → add → relu → reshape → dense model, whose
+    conv, add and relu FuseOps fuses into one function."""
+    missing = _browser_missing()
+    if missing:
+        if os.environ.get("CI"):
+            pytest.fail(f"{missing}: run scripts/setup-test.sh")
+        pytest.skip(missing)
+    bundle = bundles.get(gt_model, "c")
+    out = tmp_path_factory.mktemp("gt-report") / "report.html"
+    assert run_cli("report", bundle, "-o", out).returncode == 0
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    found = subprocess.run(["node", str(HERE / "report_check.mjs"), str(out), str(ARTIFACTS / "gt")],
+                           capture_output=True, text=True, timeout=300, cwd=HERE)
+    assert found.returncode == 0, found.stderr
+    return bundle, json.loads(found.stdout)
+
+
+def test_the_pass_slider_scrubs_the_pipeline_with_the_layout_still(gt_report):
+    """Issue 41: scrubbed by keyboard from the first pass to the last, the graph marks what each
+    pass touched, frames the layers fused together and marks what is lowered, and no box moves."""
+    from tvm_explorer.bundle.reader import Bundle
+    from tvm_explorer.graphview.document import graph_document
+    from tvm_explorer.navigation.view import BundleView
+
+    bundle, found = gt_report
+    assert not found["errors"], found["errors"]
+    passes = graph_document(BundleView(Bundle(bundle)), places=False)["pipeline"]["passes"]
+    slider = found["slider"]
+    print(f"slider steps: {len(slider['steps'])}, slowest {max(slider['steps']):.1f} ms (a target is in bench/)")
+    first = slider["first"]
+    assert first["caption"].startswith(f"1/{len(passes)} import (relax): ") and first["lowered"] == []
+    assert sorted(first["touched"]) == sorted(passes[0]["touched"])
+    fuse = slider["fuse"]
+    fuse_pass = next(p for p in passes if p["name"] == "FuseOps")
+    assert sorted(fuse["touched"], key=int) == fuse_pass["touched"]
+    assert fuse["frames"] == [["0", "1", "2"]], "FuseOps' group is framed"
+    assert sorted(fuse["lowered"], key=int) == ["0", "1", "2", "3", "4"], "LegalizeOps came before"
+    assert " 1 fused group " in fuse["caption"]
+    last = slider["last"]
+    assert last["caption"].startswith(f"{len(passes)}/{len(passes)} codegen") and last["frames"] == [["0", "1", "2"]]
+    assert slider["still"], "a box moved while scrubbing"
+    off = slider["off"]
+    assert off["touched"] == [] and off["frames"] == [] and off["lowered"] == []

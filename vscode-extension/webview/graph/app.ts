@@ -4,7 +4,8 @@
  * it as SVG (pan with the mouse, zoom with the wheel; labels fade out when too small to read),
  * colors it by an overlay with a legend (a collapsed group by its layers' rollup), finds layers
  * by name (opening the groups that hold them), folds weight-only nodes into their consumer, and
- * shows a layer's (or a group's) panel. Every drawn node's element carries
+ * shows a layer's (or a group's) panel; the pass slider (passSlider.ts) scrubs the pipeline over
+ * the same layout. Every drawn node's element carries
  * ``data-layer="<layer id>"``, every group's ``data-group``.
  */
 import { ElkRunner } from './elk';
@@ -12,6 +13,7 @@ import { colorBy, formatValue, rollup, textOn, value, type Coloring } from './ov
 import { cut, el, svg } from './dom';
 import { COLLAPSED_HEIGHT, IO_HEIGHT, Layouter, NODE_HEIGHT, nodeWidth, type Box, type Layout } from './layout';
 import { renderGroupPanel, renderPanel } from './panel';
+import { PassSlider, type PassState } from './passSlider';
 import { MAX_ITEMS, ViewTree } from './tree';
 import type { GraphDocument, GraphNode, Host } from './types';
 
@@ -95,6 +97,8 @@ export class GraphApp {
   private readonly nodeEls = new Map<string, SVGGElement>();
   private readonly groupEls = new Map<string, SVGGElement>();
   private readonly edgeEls = new Map<string, SVGPathElement>();
+  private readonly slider: PassSlider;
+  private passState: PassState | null = null;
 
   constructor(container: HTMLElement, private readonly host: Host) {
     this.runner = host.workerScript().then(
@@ -119,7 +123,11 @@ export class GraphApp {
       {},
       svg('marker', { id: 'tvmx-arrow', viewBox: '0 0 10 10', refX: 9, refY: 5, markerWidth: 7, markerHeight: 7, orient: 'auto-start-reverse' }, svg('path', { d: 'M0,0L10,5L0,10z', class: 'arrow' })),
     );
-    this.viewport.append(defs, this.layers.groups, this.layers.edges, this.layers.nodes);
+    this.slider = new PassSlider((state) => {
+      this.passState = state;
+      this.markPass();
+    });
+    this.viewport.append(defs, this.layers.groups, this.slider.frames, this.layers.edges, this.layers.nodes);
     this.svgEl.append(this.viewport);
     this.legend = el('div', { class: 'legend' });
     this.notice = el('div', { class: 'notice', role: 'alert' });
@@ -130,7 +138,7 @@ export class GraphApp {
     this.root = el(
       'div',
       { class: 'tvmx-graph' },
-      el('div', { class: 'toolbar' }, this.search, el('label', {}, 'Overlay ', this.overlaySelect), fit, collapseAll, expandAll, tidy, foldLabel, this.panelButton, this.status),
+      el('div', { class: 'toolbar' }, this.search, el('label', {}, 'Overlay ', this.overlaySelect), fit, collapseAll, expandAll, tidy, foldLabel, this.panelButton, this.slider.control, this.status),
       el('div', { class: 'main' }, this.canvas, this.resizer, this.panel),
     );
     container.append(this.root);
@@ -195,7 +203,9 @@ export class GraphApp {
     this.overlay = first?.id ?? '';
     this.overlaySelect.value = this.overlay;
     this.opening = !known || this.opening;
-    return this.relayout({ opening: !known });
+    const shown = this.relayout({ opening: !known });
+    this.slider.load(doc.pipeline?.passes);
+    return shown;
   }
 
   private async relayout(opts: { opening?: boolean; fit?: boolean } = {}): Promise<Layout> {
@@ -393,6 +403,37 @@ export class GraphApp {
     this.markSelection();
     if (this.matches.length) {
       this.markMatches();
+    }
+    this.markPass();
+  }
+
+  /** The pass slider's marks on what is drawn: touched and lowered layers, fusion frames
+   * (a collapsed group shows what any of its layers has). */
+  private markPass(): void {
+    const s = this.passState;
+    const host = (id: string) => this.tree.foldedInto.get(id) ?? id;
+    const touched = new Set([...(s?.touched ?? [])].map(host));
+    const lowered = new Set([...(s?.lowered ?? [])].map(host));
+    for (const [id, g] of this.nodeEls) {
+      g.classList.toggle('pass-touched', touched.has(id));
+      g.classList.toggle('pass-lowered', lowered.has(id));
+    }
+    const inGroups = (ids: Set<string>) => {
+      const out = new Set<string>();
+      for (const id of ids) {
+        if (!this.nodeEls.has(id)) {
+          this.tree.ancestors(id).forEach((g) => out.add(g));
+        }
+      }
+      return out;
+    };
+    const touchedIn = inGroups(touched);
+    for (const [gid, g] of this.groupEls) {
+      g.classList.toggle('pass-touched', g.classList.contains('collapsed') && touchedIn.has(gid));
+    }
+    this.svgEl.classList.toggle('scrubbing', s !== null);
+    if (this.layout) {
+      this.slider.drawFrames(s, (id) => this.boxOf(id));
     }
   }
 
@@ -1054,6 +1095,12 @@ export class GraphApp {
     }
     const outer = this.tree.ancestors(host).reverse().find((g) => this.layout?.collapsed.has(g));
     return outer ? `[data-group="${outer}"]` : null;
+  }
+
+  /** Moves the pass slider to a position in the pipeline (null: off); what it now shows. */
+  setPass(at: number | null): { name: string; touched: string[]; fused: string[][]; lowered: string[] } | null {
+    const s = this.slider.set(at);
+    return s && { name: s.pass.name, touched: [...s.touched], fused: s.fused, lowered: [...s.lowered] };
   }
 
   /** Where layouts run (``worker`` or ``page``, with why). */

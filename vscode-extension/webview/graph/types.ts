@@ -106,6 +106,20 @@ export interface Overlay {
   note: string | null;
 }
 
+/** One pass of the pipeline as the pass slider shows it (history/pipeline.py; docs/graph.md). */
+export interface PipelinePass {
+  index: number;
+  name: string;
+  stage: string;
+  document: string;
+  /** The layers whose code this pass changed. */
+  touched: string[];
+  /** The groups of layers one fused call computes; null: those of the pass before. */
+  fused: string[][] | null;
+  /** The layers this pass lowered to TIR. */
+  lowered: string[];
+}
+
 export interface GraphDocument {
   format: string;
   version: number;
@@ -117,6 +131,8 @@ export interface GraphDocument {
   overlays: Overlay[];
   kernels: Record<string, { layers: string[]; summary: string; schedule: string }>;
   costs_note: string;
+  /** Every layer's state at every pass (absent in documents of older servers). */
+  pipeline?: { passes: PipelinePass[] };
 }
 
 /** What the report adds beside the graph (graphview/document.py `report_sections`). */
