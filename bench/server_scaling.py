@@ -139,7 +139,7 @@ async def _first_answer(root: Path, path: str, line: int, col: int, timeout: flo
 def measure(base: Path, factors: list[int], workdir: Path, reps: int = 1) -> list[dict]:
     """First answer and server memory for ``base`` tiled by each factor: the run with the
     median first answer of ``reps`` fresh servers (``first_answers`` lists them all)."""
-    from tvm_explorer.bundle.reader import MAX_BUNDLE_BYTES
+    from tvm_explorer.bundle.files import MAX_BUNDLE_BYTES
 
     path, line, col = probe(base)
     rows = []

@@ -81,9 +81,10 @@ def _costs(status: str) -> str:
 
 
 def _status_by_costs(bundle: Bundle) -> str:
-    from tvm_explorer.bundle.sections.costs import read_costs
+    from tvm_explorer.bundle.sections import read_checked
+    from tvm_explorer.bundle.sections.costs import SECTION
 
-    return read_costs(bundle)["profile"]["status"]
+    return read_checked(bundle.root, SECTION, bundle.layers, bundle.budget)["profile"]["status"]
 
 
 def _status_by_compare(bundle: Bundle) -> str:

@@ -175,7 +175,10 @@ def test_origins_command_reports_the_damaged_document(good, tmp_path):
 LOADER_MODULES = ("bundle/reader.py", "bundle/index.py", "bundle/index_load.py", "bundle/format.py",
                   "supervise/child_python.py",
                   "navigation/registry.py", "navigation/view.py", "bundle/sections/costs.py", "navigation/costs.py",
-                  "costs/table.py", "bundle/fields.py", "bundle/sections/numerics.py", "bundle/sections/bisect.py")
+                  "costs/table.py", "bundle/fields.py", "bundle/sections/numerics.py", "bundle/sections/bisect.py",
+                  "bundle/files.py", "bundle/types.py", "bundle/manifest.py", "bundle/line_pieces.py",
+                  "bundle/safe_open.py", "bundle/sections/__init__.py", "bundle/sections/memory.py",
+                  "bundle/sections/sass.py")
 # The one process a loader starts: this interpreter, parsing index.json (``index_load``), with
 # a fixed command; the bundle's bytes reach it on stdin, its answer is read with json.loads.
 # (child_python keeps the working directory off sys.path: tests/lsp/test_workspace_isolation.py)

@@ -11,7 +11,8 @@ import random
 import pytest
 
 from lsp.fake_bundle import write_fake_bundle
-from tvm_explorer.bundle.reader import Bundle, BundleChanged
+from tvm_explorer.bundle.files import BundleChanged
+from tvm_explorer.bundle.reader import Bundle
 
 C = "code/module.c"
 

@@ -17,6 +17,7 @@ import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from tvm_explorer.bundle.files import read_regular
 from tvm_explorer.bundle.format import FORMAT_NAME, INDEX, MANIFEST
 from tvm_explorer.errors import ExplorerError
 
@@ -62,7 +63,6 @@ def _bundle_files(dest: Path) -> frozenset[str] | None:
     """The files a bundle manifest at ``dest`` says the tool wrote; None if there is no
     manifest of ours there."""
     path = dest / MANIFEST
-    from tvm_explorer.bundle.reader import read_regular  # (reader needs nothing of this module)
 
     try:
         if not stat.S_ISREG(path.lstat().st_mode):

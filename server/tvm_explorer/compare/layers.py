@@ -6,7 +6,8 @@ import re
 from bisect import bisect_left
 from dataclasses import dataclass, field
 
-from tvm_explorer.bundle.reader import Bundle, Layer
+from tvm_explorer.bundle.reader import Bundle
+from tvm_explorer.bundle.types import Layer
 from tvm_explorer.costs.static import StaticCosts, code_size
 from tvm_explorer.errors import BundleError
 from tvm_explorer.frontends.tflite.names import name_of

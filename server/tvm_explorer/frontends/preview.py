@@ -11,7 +11,7 @@ from tvm_explorer.provenance import OriginTable
 
 MAX_PREVIEW_BYTES = 256 * 1024**2
 """Largest model shown as a model document (the largest file a bundle may hold,
-``bundle.reader.MAX_FILE_BYTES``; the server reads it whole, and renders its text)."""
+``bundle.files.MAX_FILE_BYTES``; the server reads it whole, and renders its text)."""
 
 
 def model_document_text(path: str | os.PathLike) -> str:

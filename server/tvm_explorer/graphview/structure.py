@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from tvm_explorer.bundle.reader import Layer
+from tvm_explorer.bundle.types import Layer
 from tvm_explorer.navigation.layer_facts import LayerFacts, layer_facts
 from tvm_explorer.navigation.view import BundleView
 from tvm_explorer.provenance.repeats import compress

@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import re
 
-from tvm_explorer.bundle.reader import Bundle, Layer
+from tvm_explorer.bundle.reader import Bundle
+from tvm_explorer.bundle.types import Layer
 from tvm_explorer.errors import ExplorerError
 
 _OP = re.compile(r"(?:(\d+):)?(\d+)")

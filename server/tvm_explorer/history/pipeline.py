@@ -22,7 +22,7 @@ import threading
 import weakref
 from typing import Any
 
-from tvm_explorer.bundle.reader import Document
+from tvm_explorer.bundle.types import Document
 from tvm_explorer.history.steps import transitions
 from tvm_explorer.navigation.places import producing_pass
 from tvm_explorer.navigation.view import BundleView

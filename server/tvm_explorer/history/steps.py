@@ -17,7 +17,7 @@ import weakref
 from collections import OrderedDict
 from dataclasses import dataclass, replace
 
-from tvm_explorer.bundle.reader import Document, Layer
+from tvm_explorer.bundle.types import Document, Layer
 from tvm_explorer.history.code import LayerCode, layer_code
 from tvm_explorer.history.summary import line_changes, summarize
 from tvm_explorer.navigation.places import producing_pass

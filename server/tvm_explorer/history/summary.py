@@ -8,7 +8,7 @@ import re
 from collections import Counter
 from dataclasses import dataclass
 
-from tvm_explorer.bundle.reader import Layer
+from tvm_explorer.bundle.types import Layer
 from tvm_explorer.history.code import LayerCode, Unit
 from tvm_explorer.navigation.places import binding_is_bookkeeping
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import shlex
 
-from tvm_explorer.bundle.reader import Layer
+from tvm_explorer.bundle.types import Layer
 from tvm_explorer.inert import markdown as md
 from tvm_explorer.interop.model_explorer import Overlay, Overlays
 

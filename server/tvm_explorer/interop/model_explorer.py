@@ -14,9 +14,10 @@ from __future__ import annotations
 import sys
 from dataclasses import dataclass, field
 
-from tvm_explorer.bundle.reader import Bundle, Layer
+from tvm_explorer.bundle.reader import Bundle
 from tvm_explorer.bundle.sections.costs import CostLayer, CostsDocument, clock_label
 from tvm_explorer.bundle.sections.numerics import NumericsDocument, NumericsLayer
+from tvm_explorer.bundle.types import Layer
 from tvm_explorer.costs.table import lines_label
 
 Key = tuple[str, str]  # (graph id, node id)

@@ -13,7 +13,7 @@ from typing import Any
 
 from pygls.lsp.server import LanguageServer
 
-from tvm_explorer.bundle.reader import BundleChanged
+from tvm_explorer.bundle.files import BundleChanged
 from tvm_explorer.lsp.features.bundles import BundleWatcher
 from tvm_explorer.lsp.heap import QuietTrim
 from tvm_explorer.lsp.shared import OffLoop

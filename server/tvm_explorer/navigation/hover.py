@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from tvm_explorer.bundle.index import Range
-from tvm_explorer.bundle.reader import Document
+from tvm_explorer.bundle.types import Document
 from tvm_explorer.inert import markdown as md
 from tvm_explorer.navigation.costs import hover_lines as cost_lines
 from tvm_explorer.navigation.costs import kernel_of

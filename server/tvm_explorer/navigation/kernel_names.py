@@ -8,7 +8,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from tvm_explorer.bundle.reader import Bundle, Origin
+from tvm_explorer.bundle.reader import Bundle
+from tvm_explorer.bundle.types import Origin
 
 _ARGUMENTS = re.compile(r"\(.*\)\s*$")
 

@@ -7,7 +7,7 @@ import os
 from bisect import bisect_left
 
 from tvm_explorer.bundle.index import Range
-from tvm_explorer.bundle.reader import Origin
+from tvm_explorer.bundle.types import Origin
 from tvm_explorer.frontends.tflite.names import name_of
 from tvm_explorer.inert.markdown import code
 from tvm_explorer.inert.markdown import text as md

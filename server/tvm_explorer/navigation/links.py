@@ -6,7 +6,7 @@ import re
 import weakref
 from dataclasses import dataclass
 
-from tvm_explorer.bundle.reader import MAX_SECTION_BYTES, read_regular, resolve_inside
+from tvm_explorer.bundle.files import MAX_SECTION_BYTES, read_regular, resolve_inside
 from tvm_explorer.errors import BundleError
 from tvm_explorer.navigation.hover import trace_entry
 from tvm_explorer.navigation.irsymbols.navigate import definition_offset

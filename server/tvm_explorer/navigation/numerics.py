@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from tvm_explorer.bundle.reader import Origin
 from tvm_explorer.bundle.sections.bisect import culprit_documents, layer_change
 from tvm_explorer.bundle.sections.numerics import NumericsDocument, NumericsLayer, format_error, layer_entry, unit
+from tvm_explorer.bundle.types import Origin
 from tvm_explorer.inert import markdown as md
 from tvm_explorer.navigation.view import BundleView, Place
 

@@ -8,7 +8,7 @@ import threading
 import weakref
 from dataclasses import dataclass
 
-from tvm_explorer.bundle.reader import Document, Layer
+from tvm_explorer.bundle.types import Document, Layer
 from tvm_explorer.navigation.kernels import (
     KernelPart,
     ffi_wrappers,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from tvm_explorer.bundle.reader import Layer, Origin
+from tvm_explorer.bundle.types import Layer, Origin
 from tvm_explorer.navigation.chain import previous_step
 from tvm_explorer.navigation.view import BundleView, Keep, Place, PlaceList, keep_all
 

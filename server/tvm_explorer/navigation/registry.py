@@ -13,8 +13,9 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from tvm_explorer.bundle.files import read_regular
 from tvm_explorer.bundle.format import FORMAT_NAME, MANIFEST
-from tvm_explorer.bundle.reader import Bundle, read_regular
+from tvm_explorer.bundle.reader import Bundle
 from tvm_explorer.errors import BundleError
 from tvm_explorer.navigation.view import BundleView, DocumentParts
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 
-from tvm_explorer.bundle.reader import Layer, Origin
+from tvm_explorer.bundle.types import Layer, Origin
 from tvm_explorer.frontends.tflite.names import name_of
 from tvm_explorer.navigation.provenance import layers_at
 from tvm_explorer.navigation.view import BundleView, Keep, keep_all

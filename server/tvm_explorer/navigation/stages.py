@@ -7,7 +7,7 @@ stepping is ``passes.py``.
 
 from __future__ import annotations
 
-from tvm_explorer.bundle.reader import Document
+from tvm_explorer.bundle.types import Document
 from tvm_explorer.navigation.chain import previous_step
 from tvm_explorer.navigation.view import BundleView, Keep, Place, keep_all
 

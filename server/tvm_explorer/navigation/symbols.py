@@ -6,7 +6,7 @@ import re
 from dataclasses import dataclass, field
 
 from tvm_explorer.bundle.index import Range
-from tvm_explorer.bundle.reader import Layer
+from tvm_explorer.bundle.types import Layer
 from tvm_explorer.frontends.tflite.names import layer_name
 from tvm_explorer.navigation.background import REQUESTS
 from tvm_explorer.navigation.view import BundleView

@@ -13,7 +13,8 @@ from pathlib import Path
 
 from tvm_explorer.bundle.format import MODEL_DOCUMENT
 from tvm_explorer.bundle.index import Range
-from tvm_explorer.bundle.reader import Bundle, Layer, Origin
+from tvm_explorer.bundle.reader import Bundle
+from tvm_explorer.bundle.types import Layer, Origin
 from tvm_explorer.errors import BundleError
 from tvm_explorer.navigation.positions import LineIndex
 

@@ -8,7 +8,8 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from tvm_explorer.bundle.reader import Bundle, Layer
+from tvm_explorer.bundle.reader import Bundle
+from tvm_explorer.bundle.types import Layer
 from tvm_explorer.capture.c_source import script_source
 from tvm_explorer.errors import ExplorerError
 from tvm_explorer.frontends.tflite.names import name_of

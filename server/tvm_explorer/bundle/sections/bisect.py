@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Literal, TypedDict, cast
 
 from tvm_explorer.bundle import fields as f
+from tvm_explorer.bundle.sections import Section
 from tvm_explorer.bundle.sections.numerics import LayerPosition
 
 BISECT_FILE = "bisect.json"
@@ -122,3 +123,6 @@ def layer_change(data: BisectDocument, subgraph: int, op_index: int) -> BisectLa
         if row["subgraph"] == subgraph and row["op_index"] == op_index:
             return row
     return None
+
+
+SECTION = Section(BISECT_FILE, "bisect report", lambda data, _layers: validate(data), at_load=True)

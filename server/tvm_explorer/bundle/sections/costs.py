@@ -6,12 +6,10 @@ is documented in docs/bundle-format.md; docs/costs.md says what each number meas
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, TypedDict, cast
+from typing import TypedDict, cast
 
 from tvm_explorer.bundle import fields as f
-
-if TYPE_CHECKING:
-    from tvm_explorer.bundle.reader import Bundle
+from tvm_explorer.bundle.sections import Section
 
 COSTS_FILE = "costs.json"
 SCHEMA_VERSION = 1
@@ -327,18 +325,9 @@ def validate(data, layer_count: int) -> None:
         _check_pass(p, f"pass entry {i}")
 
 
-def read_costs(bundle: Bundle) -> CostsDocument | None:
-    """A bundle's validated ``costs.json``, or None if it has none (compiled before costs
-    were recorded). Raises BundleError naming the file if it is damaged."""
-    from tvm_explorer.bundle.reader import read_section
-    from tvm_explorer.errors import BundleError
-
-    path = bundle.root / COSTS_FILE
-    data = read_section(bundle.root, COSTS_FILE, "costs file", bundle.budget)
-    if data is None:
-        return None
-    try:
-        validate(data, len(bundle.layers))
-    except ValueError as err:
-        raise BundleError(f"{path}: {err}") from None
+def _check(data, layers) -> CostsDocument:
+    validate(data, len(layers))
     return cast(CostsDocument, data)
+
+
+SECTION = Section(COSTS_FILE, "costs file", _check, damage_raises=True)

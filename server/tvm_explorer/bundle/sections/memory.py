@@ -8,12 +8,10 @@ docs/bundle-format.md; docs/memory.md says what each number counts.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, TypedDict, cast
+from typing import TypedDict, cast
 
 from tvm_explorer.bundle import fields as f
-
-if TYPE_CHECKING:
-    from tvm_explorer.bundle.reader import Bundle
+from tvm_explorer.bundle.sections import Section
 
 MEMORY_FILE = "memory.json"
 SCHEMA_VERSION = 1
@@ -392,12 +390,7 @@ def validate(data, layer_count: int) -> MemoryDocument:
     return cast(MemoryDocument, data)
 
 
-def read_memory(bundle: Bundle) -> MemoryDocument | None:
-    """A bundle's validated ``memory.json``, or None if it has none (compiled before the
-    memory timeline was recorded). Raises BundleError naming the file if it is damaged."""
-    from tvm_explorer.bundle.reader import read_validated_section
-
-    return read_validated_section(bundle, MEMORY_FILE, "memory timeline", validate, MemoryError_)
+SECTION = Section(MEMORY_FILE, "memory timeline", lambda data, layers: validate(data, len(layers)), damage_raises=True)
 
 
 # -- reading ------------------------------------------------------------------------------

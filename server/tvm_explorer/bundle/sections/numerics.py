@@ -9,6 +9,7 @@ from collections.abc import Callable
 from typing import Literal, TypedDict, cast
 
 from tvm_explorer.bundle import fields as f
+from tvm_explorer.bundle.sections import Section
 
 NUMERICS_FILE = "numerics.json"
 SCHEMA_VERSION = 1
@@ -314,3 +315,11 @@ def budget_lines(data: NumericsDocument) -> list[str]:
             f"cosine ≥ {thresholds.get('cosine_min', 0):g}"
         ]
     return budgets + tail
+
+
+SECTION = Section(
+    NUMERICS_FILE,
+    "numerics",
+    lambda data, layers: validate(data, {(lay.subgraph, lay.op_index) for lay in layers}),
+    at_load=True,
+)

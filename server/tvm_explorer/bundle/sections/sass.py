@@ -3,12 +3,10 @@ layer's share of the machine code; validation on load and what the editor reads.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, TypedDict, cast
+from typing import TypedDict, cast
 
 from tvm_explorer.bundle import fields as f
-
-if TYPE_CHECKING:
-    from tvm_explorer.bundle.reader import Bundle
+from tvm_explorer.bundle.sections import Section
 
 SASS_FILE = "sass.json"
 
@@ -99,12 +97,7 @@ def validate(data: object, n_layers: int) -> SassDocument:
     return cast(SassDocument, data)
 
 
-def read_sass(bundle: Bundle) -> SassDocument | None:
-    """A bundle's validated ``sass.json``, or None if it has none. Raises BundleError naming
-    the file if it is damaged."""
-    from tvm_explorer.bundle.reader import read_validated_section
-
-    return read_validated_section(bundle, SASS_FILE, "machine-code facts", validate, SassError)
+SECTION = Section(SASS_FILE, "machine-code facts", lambda data, layers: validate(data, len(layers)))
 
 
 def kernel_facts(data: SassDocument, name: str) -> SassKernel | None:
