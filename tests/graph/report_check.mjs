@@ -55,6 +55,27 @@ try {
   };
   out.selected = await page.$$eval('[data-layer].selected', (els) => els.map((e) => e.getAttribute('data-layer')));
   await page.screenshot({ path: `${shots}-panel.png` });
+  // The memory timeline: the peak said, the storages held there listed; a click on the band of
+  // storage MEMORY_STORAGE at the peak selects its tensor's layer and names its allocation line.
+  if (await page.$('#memory canvas')) {
+    await page.locator('#memory').scrollIntoViewIfNeeded();
+    out.memory = {
+      heading: await page.textContent('#memory .tvmx-mem-heading'),
+      listed: await page.$$eval('#memory button[data-storage]', (els) => els.map((e) => Number(e.getAttribute('data-storage')))),
+    };
+    const [storage, step] = (process.env.MEMORY_CLICK || '0,0').split(',').map(Number);
+    const at = await page.evaluate(([id, s]) => window.tvmxMemory.barAt(window.tvmxMemory.bandOf(id), s), [storage, step]);
+    await page.locator('#memory').screenshot({ path: `${shots}-memory.png` });
+    if (at) {
+      await page.locator('#memory canvas').click({ position: { x: at.x, y: at.y } });
+      out.memory.alloc = await page.getAttribute('#memory [data-alloc]', 'data-alloc');
+      out.memory.details = await page.textContent('#memory .tvmx-mem-details');
+      out.memory.selected = await page.$$eval('[data-layer].selected', (els) => els.map((e) => e.getAttribute('data-layer')));
+      await page.locator('#memory').screenshot({ path: `${shots}-memory-clicked.png` });
+    }
+  } else {
+    out.memory = await page.textContent('#memory').catch(() => null);
+  }
   // Search: typing a layer's name dims the others and selects the first match.
   const query = process.env.GRAPH_SEARCH;
   if (query) {
