@@ -141,7 +141,9 @@ def test_the_memory_timeline_marks_the_peak_and_a_band_opens_its_layer(report):
     lines = (bundle / path).read_text().split("\n")
     line = next(i for i, text in enumerate(lines) if text.strip().startswith(f"{tensor['var']}: ") and "alloc_tensor(" in text)
     assert got["alloc"] == f"{path}:{line + 1}"
-    assert f"Storage #0 " in got["details"] and tensor["var"] not in ("",)
+    # the clicked storage's tensors, each named with its layer (text, whatever the name holds)
+    assert f"Storage #0 ({memory['storages'][0]['bytes'] / 1024:.1f} KiB" in got["details"]
+    assert f"{tensor['var']} [" in got["details"] and "output of CONV_2D" in got["details"]
 
 
 def test_bad_input_is_one_message(bundles, models_dir, tmp_path):

@@ -220,7 +220,11 @@ def _register_answers(
         (STAGE_DOCUMENTS, stage_sync.stage_documents, StageDocumentsResult([])),
         (STAGE_RANGES, stage_sync.stage_ranges, StageRangesResult([], [])),
         (LAYER_HISTORY, LayerHistory(session).layer_history, LayerHistoryResult([], [])),
-        (MEMORY_TIMELINE, MemoryTimeline(session).memory_timeline, {"error": "the memory timeline could not be made (server log)"}),
+        (
+            MEMORY_TIMELINE,
+            MemoryTimeline(session).memory_timeline,
+            {"error": "the memory timeline could not be made (server log)"},
+        ),
     ]
     answering = Answering(server, watcher)
     for method, handler, empty in answers:

@@ -57,8 +57,8 @@ def _ranked(data: MemoryDocument) -> list[MemoryStorage]:
     peak = data["peak"]["step"]
 
     def key(s: MemoryStorage) -> tuple:
-        first, last, size = s["first_step"], s["last_step"], s["bytes"] or 0
-        at_peak = peak is not None and first is not None and first <= peak <= last
+        first, last, size = s["first_step"] or 0, s["last_step"] or 0, s["bytes"] or 0
+        at_peak = peak is not None and first <= peak <= last
         return (not at_peak, -size if at_peak else -size * (last - first + 1), s["id"])
 
     drawable = [s for s in data["storages"] if s["bytes"] and s["first_step"] is not None]
@@ -105,7 +105,7 @@ def timeline(view: BundleView, locate: Locate, *, bands: int = DEFAULT_BANDS) ->
     banded = [0] * len(steps)
     out_bands = []
     for s in chosen:
-        for i in range(s["first_step"], s["last_step"] + 1):
+        for i in range(s["first_step"] or 0, (s["last_step"] or 0) + 1):  # drawable: both set
             banded[i] += s["bytes"] or 0
         tensors = [data["tensors"][tid] for tid in s["tensors"]]
         out_bands.append(
