@@ -64,15 +64,25 @@ try {
       listed: await page.$$eval('#memory button[data-storage]', (els) => els.map((e) => Number(e.getAttribute('data-storage')))),
     };
     const [storage, step] = (process.env.MEMORY_CLICK || '0,0').split(',').map(Number);
-    const at = await page.evaluate(([id, s]) => window.tvmxMemory.barAt(window.tvmxMemory.bandOf(id), s), [storage, step]);
     await page.locator('#memory').screenshot({ path: `${shots}-memory.png` });
-    if (at) {
+    // Where Chart.js drew the band: asked again after a resize of the page (the graph's panel
+    // opening narrows it, and Chart.js redraws on its next frame).
+    for (let attempt = 0; attempt < 5; attempt++) {
+      await page.evaluate(() => new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(r))));
+      const at = await page.evaluate(([id, s]) => window.tvmxMemory.barAt(window.tvmxMemory.bandOf(id), s), [storage, step]);
+      if (!at) {
+        break;
+      }
       await page.locator('#memory canvas').click({ position: { x: at.x, y: at.y } });
-      out.memory.alloc = await page.getAttribute('#memory [data-alloc]', 'data-alloc');
       out.memory.details = await page.textContent('#memory .tvmx-mem-details');
-      out.memory.selected = await page.$$eval('[data-layer].selected', (els) => els.map((e) => e.getAttribute('data-layer')));
-      await page.locator('#memory').screenshot({ path: `${shots}-memory-clicked.png` });
+      if (out.memory.details.startsWith('Storage #')) {
+        break;
+      }
+      await page.waitForTimeout(300);
     }
+    out.memory.alloc = await page.getAttribute('#memory [data-alloc]', 'data-alloc');
+    out.memory.selected = await page.$$eval('[data-layer].selected', (els) => els.map((e) => e.getAttribute('data-layer')));
+    await page.locator('#memory').screenshot({ path: `${shots}-memory-clicked.png` });
   } else {
     out.memory = await page.textContent('#memory').catch(() => null);
   }

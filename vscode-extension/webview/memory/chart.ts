@@ -43,18 +43,34 @@ const PALETTE = [
 const SCRATCH = '#b0b0b0';
 const OTHER = '#6e7681';
 
+/** `v` with `digits` decimals, an exact tie rounded to even as Python's format does (the
+ * CLI, the hover and the report's tables say the same figure). */
+function fixed(v: number, digits: number): string {
+  const scale = 10 ** digits;
+  const scaled = v * scale;
+  const floor = Math.floor(scaled);
+  const rest = scaled - floor;
+  const whole = rest > 0.5 || (rest === 0.5 && floor % 2 === 1) ? floor + 1 : floor;
+  return (whole / scale).toFixed(digits);
+}
+
+/** Bytes as the memory table writes them (server/tvm_explorer/memory/table.py `size`):
+ * `576 B`, `12.5 KiB`, `3.06 MiB`, `1.20 GiB`. */
 export function size(bytes: number | null): string {
   if (bytes === null || bytes === undefined) {
-    return '? B';
+    return '?';
   }
-  const units = ['B', 'KiB', 'MiB', 'GiB', 'TiB'];
-  let v = bytes;
-  let u = 0;
-  while (v >= 1024 && u < units.length - 1) {
-    v /= 1024;
-    u += 1;
+  const n = Math.abs(bytes);
+  if (n >= 2 ** 30) {
+    return `${fixed(bytes / 2 ** 30, 2)} GiB`;
   }
-  return u === 0 ? `${bytes} B` : `${v.toFixed(1)} ${units[u]}`;
+  if (n >= 2 ** 20) {
+    return `${fixed(bytes / 2 ** 20, 2)} MiB`;
+  }
+  if (n >= 1024) {
+    return `${fixed(bytes / 1024, 1)} KiB`;
+  }
+  return `${bytes} B`;
 }
 
 /** One band of the picture and what it is made of. */
@@ -124,6 +140,13 @@ export class MemoryTimeline {
       { kind: 'scratch', label: 'kernel scratch (workspace)' },
       { kind: 'other', label: `other: ${data.other_storages} smaller storage${data.other_storages === 1 ? '' : 's'}` },
     ];
+    // The axis in the unit of the peak (KiB, MiB…), so that its ticks are round numbers of it.
+    const unit = [
+      { name: 'GiB', scale: 2 ** 30 },
+      { name: 'MiB', scale: 2 ** 20 },
+      { name: 'KiB', scale: 1024 },
+    ].find((u) => peak.bytes >= u.scale) ?? { name: 'B', scale: 1 };
+    this.scale = unit.scale;
     const datasets: ChartDataset<'bar', number[]>[] = this.series.map((s, i) => {
       let values: number[];
       if (s.kind === 'storage') {
@@ -133,6 +156,7 @@ export class MemoryTimeline {
       } else {
         values = data.steps.map((st) => st.other);
       }
+      values = values.map((v) => v / unit.scale);
       const color = s.kind === 'storage' ? PALETTE[i % PALETTE.length] : s.kind === 'scratch' ? SCRATCH : OTHER;
       return { label: s.label, data: values, backgroundColor: color, borderWidth: 0, stack: 'bytes', categoryPercentage: 1, barPercentage: 1 };
     });
@@ -148,7 +172,7 @@ export class MemoryTimeline {
         interaction: { mode: 'point', intersect: true },
         scales: {
           x: { stacked: true, title: { display: true, text: 'step (call of the function, in order)', color: fg }, ticks: { color: fg, autoSkip: true, maxRotation: 0 }, grid: { display: false } },
-          y: { stacked: true, beginAtZero: true, title: { display: true, text: 'bytes held', color: fg }, ticks: { color: fg, callback: (v) => size(Number(v)) }, grid: { color: grid } },
+          y: { stacked: true, beginAtZero: true, title: { display: true, text: `${unit.name} held`, color: fg }, ticks: { color: fg, callback: (v) => `${Number(v)} ${unit.name}` }, grid: { color: grid } },
         },
         plugins: {
           legend: { position: 'bottom', labels: { color: fg, boxWidth: 12, font: { size: 11 } } },
@@ -179,6 +203,8 @@ export class MemoryTimeline {
   }
 
   private data: Timeline | null = null;
+  /** Bytes per unit of the y axis. */
+  private scale = 1;
 
   private stepTitle(k: number): string {
     const st = this.data?.steps[k];
@@ -187,7 +213,7 @@ export class MemoryTimeline {
 
   private tooltipLine(item: TooltipItem<'bar'>): string {
     const s = this.series[item.datasetIndex];
-    const bytes = size(item.raw as number);
+    const bytes = size(Math.round((item.raw as number) * this.scale));
     if (s?.kind !== 'storage') {
       return `${s?.label ?? ''}: ${bytes}`;
     }
