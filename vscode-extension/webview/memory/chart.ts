@@ -107,8 +107,17 @@ export class MemoryTimeline {
   }
 
   private bandLabel(b: TimelineBand): string {
-    const names = [...new Set(b.tensors.map((t) => this.layers.get(t.layer ?? -1)?.name || this.layers.get(t.layer ?? -1)?.opcode || t.var))];
-    const shown = names.slice(0, 2).map((n) => cut(n.split('/').pop() || n, 28));
+    // Each tensor's layer by the last part of its name (`…/conv2d_1` → conv2d_1), once.
+    const names = [
+      ...new Set(
+        b.tensors.map((t) => {
+          const lay = this.layers.get(t.layer ?? -1);
+          const name = lay?.name || lay?.opcode || t.var;
+          return name.split('/').pop() || name;
+        }),
+      ),
+    ];
+    const shown = names.slice(0, 2).map((n) => cut(n, 28));
     const more = names.length + b.more_tensors > 2 ? ` +${names.length + b.more_tensors - 2}` : '';
     return `#${b.storage} ${shown.join(', ')}${more} (${size(b.bytes)})`;
   }
