@@ -145,6 +145,7 @@ test('hovering an alloc_storage line names the layers whose tensors live in it, 
   assert.match(text, /small_cnn_1\/conv2d_1\b/);
   assert.match(text, /small_cnn_1\/conv2d_1_2/);
   assert.match(text, /Held at the peak \(step 0, 87\.6 KiB\): 48 % of it/);
+  assert.match(text, /Show Memory Timeline/); // the extension's link to the picture, beside it
 });
 
 test('the graph highlights the layer of the C statement under the cursor', async () => {

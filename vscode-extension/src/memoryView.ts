@@ -6,6 +6,8 @@
  * the Relax document the plan was read from. A recompiled bundle is drawn again.
  */
 import { randomBytes } from 'crypto';
+import { existsSync } from 'fs';
+import * as path from 'path';
 import * as vscode from 'vscode';
 import type { Ctx } from './ctx';
 import { loadedBundles } from './graphView';
@@ -23,7 +25,28 @@ export class MemoryView implements vscode.Disposable {
   private readonly disposables: vscode.Disposable[] = [];
 
   constructor(private readonly ctx: Ctx) {
-    this.disposables.push(ctx.registry.onDidChange(() => void this.reload()));
+    this.disposables.push(
+      ctx.registry.onDidChange(() => void this.reload()),
+      // Beside the server's memory hover on an allocation line of Relax: a link to the picture.
+      vscode.languages.registerHoverProvider({ language: 'tvm-relax', scheme: 'file' }, { provideHover: (doc, pos) => this.hoverLink(doc, pos) }),
+    );
+  }
+
+  /** "Show Memory Timeline" as a hover on an `alloc_storage` / `alloc_tensor` line of a bundle
+   * whose memory was recorded; the link runs that one command and holds no bundle text. */
+  private hoverLink(document: vscode.TextDocument, position: vscode.Position): vscode.Hover | undefined {
+    const line = document.lineAt(position.line).text;
+    if (!/R\.memory\.alloc_(storage|tensor)\(/.test(line)) {
+      return undefined;
+    }
+    const bundle = this.ctx.registry.bundleOf(document.uri);
+    if (!bundle || !existsSync(path.join(bundle.dir, 'memory.json'))) {
+      return undefined;
+    }
+    const args = encodeURIComponent(JSON.stringify([bundle.info.uri]));
+    const md = new vscode.MarkdownString(`[Show Memory Timeline](command:tvmExplorer.showMemoryTimeline?${args})`);
+    md.isTrusted = { enabledCommands: ['tvmExplorer.showMemoryTimeline'] };
+    return new vscode.Hover(md);
   }
 
   /** Opens (or reveals) the timeline of the bundle holding `target` or the active editor's
