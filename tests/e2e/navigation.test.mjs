@@ -12,7 +12,10 @@
  * test: it changes the session's bundle), the graph is redrawn and its time overlay has data.
  * Screenshots prefixed graph-.
  * Memory: hovering an `alloc_storage` line of Relax names the layers whose tensors live in that
- * storage, when, and its share of the memory peak (nav-memory-alloc-storage-hover).
+ * storage, when, and its share of the memory peak (nav-memory-alloc-storage-hover). "Show Memory
+ * Timeline" draws bytes over steps with the peak marked; clicking the peak's band of a storage
+ * shows its tensor's layer in Layer Places and opens the tensor's allocation line in Relax
+ * (the last test: nav-memory-timeline-*).
  */
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
@@ -142,6 +145,7 @@ test('hovering an alloc_storage line names the layers whose tensors live in it, 
   assert.match(text, /small_cnn_1\/conv2d_1\b/);
   assert.match(text, /small_cnn_1\/conv2d_1_2/);
   assert.match(text, /Held at the peak \(step 0, 87\.6 KiB\): 48 % of it/);
+  assert.match(text, /Show Memory Timeline/); // the extension's link to the picture, beside it
 });
 
 test('the graph highlights the layer of the C statement under the cursor', async () => {
@@ -209,4 +213,62 @@ test('a recompiled bundle is drawn again, with the data it gained', async () => 
   const fills = await graphFrame(page).locator('[data-layer]').evaluateAll((els) => els.filter((e) => e.getAttribute('data-fill')).length);
   assert.equal(fills, suite.bundle.index.layers.length, 'not every layer is colored by its measured time');
   await screenshot(page, 'graph-04-recompiled-profiled');
+});
+
+/** The memory timeline's frame (code-server nests each webview in two iframes; the graph's is
+ * open too). */
+async function memoryFrame(page) {
+  return poll(async () => {
+    for (const f of page.frames()) {
+      if (await f.locator('#tvmx-memory canvas').count().catch(() => 0)) {
+        return f;
+      }
+    }
+    return undefined;
+  }, { timeoutMs: 60000, intervalMs: 500 });
+}
+
+test('the memory timeline marks the peak, and a click on a band opens its layer and allocation line', async () => {
+  const { page } = suite.session;
+  const memory = JSON.parse(readFileSync(join(suite.bundle.root, 'memory.json'), 'utf8'));
+  const doc = memory.analysed.document;
+  await openAt(suite, doc, 0);
+  await runCommand(page, 'TVM Explorer: Show Memory Timeline');
+  const frame = await memoryFrame(page);
+  assert.ok(frame, 'the memory timeline did not open');
+  const heading = frame.locator('.tvmx-mem-heading');
+  const peakKiB = (memory.peak.bytes / 1024).toFixed(1); // 87.6: no tie to round
+  await heading.getByText(`Peak ${peakKiB} KiB`).waitFor({ state: 'visible', timeout: 60000 });
+  assert.match(await heading.textContent(), new RegExp(`at step ${memory.peak.step} \\(`));
+  // The storages held at the peak are listed below it, largest first, each a button.
+  const held = memory.storages.filter((s) => s.first_step !== null && s.first_step <= memory.peak.step && memory.peak.step <= s.last_step);
+  const listed = await frame.locator('.tvmx-mem-details button[data-storage]').evaluateAll((els) => els.map((e) => Number(e.getAttribute('data-storage'))));
+  assert.deepEqual([...listed].sort(), held.map((s) => s.id).sort());
+  await screenshot(page, 'nav-memory-timeline-01-open');
+  // A click on storage #0's band at the peak: its tensor there is the first convolution's output.
+  const storage = memory.storages[0];
+  const tensor = memory.tensors.find((t) => t.storage === storage.id && t.first_step <= memory.peak.step && memory.peak.step <= t.last_step);
+  // Where Chart.js drew the band (asked again if the click landed before a redraw).
+  const clicked = await poll(async () => {
+    const at = await frame.evaluate(([id, step]) => window.tvmxMemory.barAt(window.tvmxMemory.bandOf(id), step), [storage.id, memory.peak.step]);
+    if (!at) return undefined;
+    await frame.locator('#tvmx-memory canvas').click({ position: { x: at.x, y: at.y } });
+    return (await frame.locator('.tvmx-mem-details').textContent()).startsWith('Storage #') || undefined;
+  }, { timeoutMs: 20000, intervalMs: 500 });
+  assert.ok(clicked, 'no band of storage #0 at the peak to click');
+  const relax = readFileSync(join(suite.bundle.root, doc), 'utf8').split('\n');
+  const allocLine = relax.findIndex((l) => l.trimStart().startsWith(`${tensor.var}: `) && l.includes('alloc_tensor('));
+  assert.ok(allocLine >= 0, `no alloc_tensor of ${tensor.var} in ${doc}`);
+  const pos = await poll(async () => {
+    const p = await cursorPosition(page);
+    return (await activeTabTitle(page)).includes(fileName(doc)) && p?.line === allocLine + 1 ? p : undefined;
+  }, { timeoutMs: 30000 });
+  assert.ok(pos, `not on the allocation line ${doc}:${allocLine + 1}: ${await activeTabTitle(page)} ${JSON.stringify(await cursorPosition(page))}`);
+  const layer = suite.bundle.index.layers[tensor.layer];
+  const places = page.locator('.pane', { has: page.locator('.pane-header', { hasText: 'Layer Places' }) });
+  await places.getByText(new RegExp(`${layer.opcode} op ${layer.op_index}\\b`)).first().waitFor({ state: 'visible', timeout: 30000 });
+  const details = await frame.locator('.tvmx-mem-details').textContent();
+  assert.match(details, new RegExp(`Storage #${storage.id} .* at step ${memory.peak.step}`));
+  assert.ok(details.includes(layer.name), `the clicked band does not name ${layer.name}: ${details}`);
+  await screenshot(page, 'nav-memory-timeline-02-band-clicked');
 });

@@ -87,6 +87,37 @@ try {
     await page.click('.passes .pass-off');
     out.slider.off = await marks();
   }
+  // The memory timeline: the peak said, the storages held there listed; a click on the band of
+  // storage MEMORY_STORAGE at the peak selects its tensor's layer and names its allocation line.
+  if (await page.$('#memory canvas')) {
+    await page.locator('#memory').scrollIntoViewIfNeeded();
+    out.memory = {
+      heading: await page.textContent('#memory .tvmx-mem-heading'),
+      listed: await page.$$eval('#memory button[data-storage]', (els) => els.map((e) => Number(e.getAttribute('data-storage')))),
+    };
+    const [storage, step] = (process.env.MEMORY_CLICK || '0,0').split(',').map(Number);
+    await page.locator('#memory').screenshot({ path: `${shots}-memory.png` });
+    // Where Chart.js drew the band: asked again after a resize of the page (the graph's panel
+    // opening narrows it, and Chart.js redraws on its next frame).
+    for (let attempt = 0; attempt < 5; attempt++) {
+      await page.evaluate(() => new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(r))));
+      const at = await page.evaluate(([id, s]) => window.tvmxMemory.barAt(window.tvmxMemory.bandOf(id), s), [storage, step]);
+      if (!at) {
+        break;
+      }
+      await page.locator('#memory canvas').click({ position: { x: at.x, y: at.y } });
+      out.memory.details = await page.textContent('#memory .tvmx-mem-details');
+      if (out.memory.details.startsWith('Storage #')) {
+        break;
+      }
+      await page.waitForTimeout(300);
+    }
+    out.memory.alloc = await page.getAttribute('#memory [data-alloc]', 'data-alloc');
+    out.memory.selected = await page.$$eval('[data-layer].selected', (els) => els.map((e) => e.getAttribute('data-layer')));
+    await page.locator('#memory').screenshot({ path: `${shots}-memory-clicked.png` });
+  } else {
+    out.memory = await page.textContent('#memory').catch(() => null);
+  }
   // Search: typing a layer's name dims the others and selects the first match.
   const query = process.env.GRAPH_SEARCH;
   if (query) {

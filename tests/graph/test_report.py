@@ -58,7 +58,8 @@ def report(bundles, models_dir, tmp_path_factory):
     found = subprocess.run(
         ["node", str(HERE / "report_check.mjs"), str(out), str(ARTIFACTS / "small_cnn")],
         capture_output=True, text=True, timeout=300, cwd=HERE,
-        env={**os.environ, "GRAPH_SEARCH": "conv2d", "GRAPH_HOVER": str(data["layers"][3]["id"])},
+        env={**os.environ, "GRAPH_SEARCH": "conv2d", "GRAPH_HOVER": str(data["layers"][3]["id"]),
+             "MEMORY_CLICK": f"0,{json.loads((bundle / 'memory.json').read_text())['peak']['step']}"},
     )
     assert found.returncode == 0, found.stderr
     return bundle, json.loads((bundle / "costs.json").read_text()), out, json.loads(found.stdout)
@@ -120,6 +121,29 @@ def test_bundle_strings_are_text(report):
     assert found["pwned"] is None and found["images"] == 0
     assert HOSTILE in found["tip"]  # shown as the name it is (the node's tooltip)
     assert "</script><script>window.pwned" not in out.read_text()
+
+
+def test_the_memory_timeline_marks_the_peak_and_a_band_opens_its_layer(report):
+    """The report's memory timeline (memory.json): the peak in its heading, the storages held
+    there listed; a click on storage #0's band at the peak selects the layer whose tensor it
+    holds then and names that tensor's allocation line in Relax."""
+    bundle, _, _, found = report
+    memory = json.loads((bundle / "memory.json").read_text())
+    peak = memory["peak"]
+    got = found["memory"]
+    assert isinstance(got, dict), got
+    assert got["heading"].startswith(f"Peak {peak['bytes'] / 1024:.1f} KiB at step {peak['step']} (")
+    held = [s["id"] for s in memory["storages"] if s["first_step"] is not None and s["first_step"] <= peak["step"] <= s["last_step"]]
+    assert sorted(got["listed"]) == sorted(held)
+    tensor = next(t for t in memory["tensors"] if t["storage"] == 0 and t["first_step"] <= peak["step"] <= t["last_step"])
+    assert got["selected"] == [str(tensor["layer"])]
+    path = memory["analysed"]["document"]
+    lines = (bundle / path).read_text().split("\n")
+    line = next(i for i, text in enumerate(lines) if text.strip().startswith(f"{tensor['var']}: ") and "alloc_tensor(" in text)
+    assert got["alloc"] == f"{path}:{line + 1}"
+    # the clicked storage's tensors, each named with its layer (text, whatever the name holds)
+    assert f"Storage #0 ({memory['storages'][0]['bytes'] / 1024:.1f} KiB" in got["details"]
+    assert f"{tensor['var']} [" in got["details"] and "output of CONV_2D" in got["details"]
 
 
 def test_bad_input_is_one_message(bundles, models_dir, tmp_path):

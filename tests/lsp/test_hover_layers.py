@@ -13,7 +13,7 @@ from pytest_lsp import LanguageClient
 from tvm_explorer.bundle.reader import Bundle
 from tvm_explorer.frontends.tflite.loader import load_model
 
-from .conftest import MODELS_DIR, SERVER, start_session
+from .conftest import MODELS_DIR, SERVER, start_session, uri
 from .real import pos, td
 
 
@@ -127,3 +127,53 @@ async def test_hover_on_an_allocation_says_which_layers_tensors_live_in_it_and_w
     # a kill is no allocation: no memory lines there
     kill = final.index("R.vm.kill_object(")
     assert "**Memory**" not in await hover_at(client, bundle, last, kill)
+
+
+def _plain(x):
+    """A result as JSON has it (the client hands objects back as named tuples)."""
+    if hasattr(x, "_asdict"):
+        return {k: _plain(v) for k, v in x._asdict().items()}
+    if isinstance(x, dict):
+        return {k: _plain(v) for k, v in x.items()}
+    return [_plain(v) for v in x] if isinstance(x, list) else x
+
+
+async def timeline(client, root, bands):
+    return _plain(await client.protocol.send_request_async("tvmExplorer/memoryTimeline", {"bundle": uri(root), "bands": bands}))
+
+
+async def test_memory_timeline_request_bands_sum_to_each_step_and_link_to_alloc_lines_and_layers(client, real_workspace):
+    """``tvmExplorer/memoryTimeline``: the bands (one storage here, the rest summed as other)
+    and the scratch add up to every step's bytes; the band is the storage held at the peak,
+    its allocation line is its ``alloc_storage`` binding, its tensors' layers are located in
+    the model document."""
+    root = real_workspace["bundles"]["small_cnn_fp32"]
+    bundle = Bundle(root)
+    memory = bundle.memory()
+    got = await timeline(client, root, 1)
+    assert "error" not in got, got
+    assert got["peak"]["step"] == memory["peak"]["step"] and got["peak"]["bytes"] == memory["peak"]["bytes"]
+    assert len(got["steps"]) == len(memory["steps"]) and len(got["bands"]) == 1
+    drawable = [s for s in memory["storages"] if s["bytes"] and s["first_step"] is not None]
+    assert got["other_storages"] == len(drawable) - 1
+    for i, step in enumerate(got["steps"]):
+        held = sum(b["bytes"] for b in got["bands"] if b["first_step"] <= i <= b["last_step"])
+        assert held + step["other"] + step["scratch"] == step["total"] == memory["steps"][i]["total_bytes"]
+    band = got["bands"][0]
+    peak = got["peak"]["step"]
+    assert band["first_step"] <= peak <= band["last_step"]
+    assert band["bytes"] == max(s["bytes"] for s in drawable if s["first_step"] <= peak <= s["last_step"])
+    # the allocation line: the storage's alloc_storage binding in the analysed Relax document
+    assert band["alloc"]["uri"].endswith(got["document"])
+    line = bundle.text(got["document"]).split("\n")[band["alloc"]["range"]["start"]["line"]]
+    assert line.strip().startswith(f"{band['var']}: R.Any = R.memory.alloc_storage(")
+    layers = {lay["id"]: lay for lay in got["layers"]}
+    assert band["tensors"] and all(t["layer"] in layers for t in band["tensors"])
+    for t in band["tensors"]:
+        lay = layers[t["layer"]]
+        assert lay["location"]["uri"].endswith(".tflgraph") and lay["opcode"] == "CONV_2D"
+    # the whole picture, every storage a band: nothing is left for "other"
+    whole = await timeline(client, root, 64)
+    assert whole["other_storages"] == 0 and all(s["other"] == 0 for s in whole["steps"])
+    missing = await timeline(client, root.parent / "nowhere", 8)
+    assert "error" in missing

@@ -5,6 +5,7 @@ read lazily (a bundle loads and serves without touching it)."""
 from __future__ import annotations
 
 import json
+import re
 import shutil
 
 import pytest
@@ -90,3 +91,30 @@ def test_an_oversized_file_is_refused_by_name_without_being_read(chain_bundle, t
         fh.write('{"notes": [' + '"x",' * (9 * 2**20 // 2) + '"x"]}')  # ~18 MiB
     with pytest.raises(BundleError, match=r"memory\.json: memory timeline is 18 MiB, more than the 16 MiB"):
         Bundle(copy).memory()
+
+
+def test_the_timeline_picture_and_the_report_say_why_there_is_none(chain_bundle, tmp_path):
+    """``tvmExplorer/memoryTimeline``'s answer and the report's section: drawn from a sound
+    file (bands + other + scratch = each step's bytes), one message naming a damaged file's
+    field, and no section at all without the file."""
+    from tvm_explorer.graphview.document import report_sections
+    from tvm_explorer.navigation import registry
+    from tvm_explorer.navigation.memory_timeline import timeline
+
+    copy = tmp_path / "pictured.bundle"
+    shutil.copytree(chain_bundle, copy)
+    got = timeline(registry.load(copy), lambda place: place.path, bands=1)
+    memory = json.loads((copy / MEMORY_FILE).read_text())
+    for i, step in enumerate(got["steps"]):
+        held = sum(b["bytes"] for b in got["bands"] if b["first_step"] <= i <= b["last_step"])
+        assert held + step["other"] + step["scratch"] == step["total"] == memory["steps"][i]["total_bytes"]
+    assert got["bands"][0]["alloc"] == memory["analysed"]["document"]
+    text = (copy / MEMORY_FILE).read_text()
+    (copy / MEMORY_FILE).write_text(text.replace('"live_bytes": 1048576', '"live_bytes": NaN', 1))
+    damaged = registry.load(copy)
+    assert re.search(r"memory\.json: step entry 0: 'live_bytes'", timeline(damaged, str)["error"])
+    assert re.search(r"memory\.json: step entry 0: 'live_bytes'", report_sections(damaged)["memory"]["error"])
+    (copy / MEMORY_FILE).unlink()
+    gone = registry.load(copy)
+    assert "no memory timeline (memory.json)" in timeline(gone, str)["error"]
+    assert report_sections(gone)["memory"] is None

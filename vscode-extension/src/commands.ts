@@ -49,6 +49,7 @@ export const COMMANDS: Readonly<Record<string, CommandFactory>> = Object.freeze(
   'tvmExplorer.openPlace': (ctx) => (uri: string, range: Parameters<typeof ctx.layerPlaces.openPlace>[1]) =>
     ctx.layerPlaces.openPlace(uri, range),
   'tvmExplorer.showModelGraph': (ctx) => (target?: vscode.Uri | string) => ctx.graph.show(target),
+  'tvmExplorer.showMemoryTimeline': (ctx) => (target?: vscode.Uri | string) => ctx.memory.show(target),
   'tvmExplorer.compileModel': compileModel,
   'tvmExplorer.bisectModel': bisectModel,
   'tvmExplorer.reduceModel': reduceModel,

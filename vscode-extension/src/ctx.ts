@@ -12,6 +12,7 @@ import { HotLayersProvider } from './hotLayers';
 import { LargeFiles } from './largeFiles';
 import { LayerHistoryProvider } from './layerHistory';
 import { LayerPlacesProvider, PlaceNode } from './layerPlaces';
+import { MemoryView } from './memoryView';
 import { PassDiffs } from './passDiff';
 import { PassDiffSides } from './passDiffSides';
 import { PassNode, PassTreeProvider } from './passView';
@@ -40,6 +41,7 @@ export class Ctx {
   readonly layerHistory: LayerHistoryProvider;
   readonly comparisons: Comparisons;
   readonly graph: GraphView;
+  readonly memory: MemoryView;
   readonly stages: StageSync;
 
   constructor(readonly extCtx: vscode.ExtensionContext) {
@@ -65,6 +67,7 @@ export class Ctx {
     this.layerHistory.view = vscode.window.createTreeView('tvmExplorer.layerHistory', { treeDataProvider: this.layerHistory });
     this.comparisons = new Comparisons(this.server, this.registry);
     this.graph = new GraphView(this);
+    this.memory = new MemoryView(this);
     this.stages = new StageSync(this.server, this.registry, this.largeFiles, this.sides);
     this.pushCleanup(
       this.server, // before its output channel: stopping it may still log
@@ -83,6 +86,7 @@ export class Ctx {
       this.layerHistory.view,
       this.comparisons,
       this.graph,
+      this.memory,
       this.stages,
     );
   }

@@ -44,7 +44,7 @@ export class GraphView implements vscode.Disposable {
   /** Opens (or reveals) the graph of the bundle holding the active editor's file, or asks
    * which bundle when it holds none. */
   async show(target?: vscode.Uri | string): Promise<void> {
-    const bundles = await this.loadedBundles();
+    const bundles = await loadedBundles(this.ctx);
     let uri: string | undefined = typeof target === 'string' ? target : target?.toString();
     if (!uri) {
       const active = vscode.window.activeTextEditor?.document.uri;
@@ -72,33 +72,6 @@ export class GraphView implements vscode.Disposable {
       this.panel = this.createPanel();
     }
     await this.reload();
-  }
-
-  /** The loaded bundles; right after start-up, once the server has listed them (at most a minute). */
-  private async loadedBundles(): Promise<readonly Bundle[]> {
-    if (this.ctx.registry.list().length) {
-      return this.ctx.registry.list();
-    }
-    if (!(await this.ctx.server.ready())) {
-      return [];
-    }
-    await vscode.window.withProgress(
-      { location: vscode.ProgressLocation.Window, title: 'TVM Explorer: waiting for the bundles to load' },
-      () =>
-        new Promise<void>((resolve) => {
-          const done = () => {
-            clearTimeout(timer);
-            listener.dispose();
-            resolve();
-          };
-          const timer = setTimeout(done, 60000);
-          const listener = this.ctx.registry.onDidChange(() => this.ctx.registry.list().length && done());
-          if (this.ctx.registry.list().length) {
-            done();
-          }
-        }),
-    );
-    return this.ctx.registry.list();
   }
 
   private createPanel(): vscode.WebviewPanel {
@@ -246,4 +219,31 @@ export class GraphView implements vscode.Disposable {
     this.panel?.dispose();
     this.disposables.forEach((d) => d.dispose());
   }
+}
+
+/** The loaded bundles; right after start-up, once the server has listed them (at most a minute). */
+export async function loadedBundles(ctx: Ctx): Promise<readonly Bundle[]> {
+  if (ctx.registry.list().length) {
+    return ctx.registry.list();
+  }
+  if (!(await ctx.server.ready())) {
+    return [];
+  }
+  await vscode.window.withProgress(
+    { location: vscode.ProgressLocation.Window, title: 'TVM Explorer: waiting for the bundles to load' },
+    () =>
+      new Promise<void>((resolve) => {
+        const done = () => {
+          clearTimeout(timer);
+          listener.dispose();
+          resolve();
+        };
+        const timer = setTimeout(done, 60000);
+        const listener = ctx.registry.onDidChange(() => ctx.registry.list().length && done());
+        if (ctx.registry.list().length) {
+          done();
+        }
+      }),
+  );
+  return ctx.registry.list();
 }

@@ -341,6 +341,16 @@ export interface GraphDocumentWire {
 }
 export const modelGraph = new lc.RequestType<ModelGraphParams, ModelGraphResult, void>('tvmExplorer/modelGraph');
 
+/** A bundle's memory timeline (docs/memory.md, "The timeline picture"), drawn by "Show Memory
+ * Timeline": at most `bands` storages as bands of their own, the rest summed as other. */
+export interface MemoryTimelineParams {
+  bundle: string;
+  bands?: number;
+}
+/** `timeline` is typed by the webview (webview/memory/types.ts); `root` is the bundle's URI. */
+export type MemoryTimelineResult = ({ root: string; peak: { step: number | null; bytes: number } } & Record<string, unknown>) | { error: string };
+export const memoryTimeline = new lc.RequestType<MemoryTimelineParams, MemoryTimelineResult, void>('tvmExplorer/memoryTimeline');
+
 /** The server's command behind the "Extract Reproducer" code action (`workspace/executeCommand`). */
 export const EXTRACT_REPRODUCER_COMMAND = 'tvmExplorer.extractReproducer';
 /** What it answers: the script written, or why not (the server has shown the message). */

@@ -22,7 +22,7 @@ from tvm_explorer.history.pipeline import pipeline_states
 from tvm_explorer.navigation.costs import cost_index
 from tvm_explorer.navigation.layer_facts import layer_facts
 from tvm_explorer.navigation.numerics import hidden_hint
-from tvm_explorer.navigation.view import BundleView
+from tvm_explorer.navigation.view import BundleView, Place
 from tvm_explorer.tablenames import shown_name
 
 FORMAT = "tvm-explorer-graph"
@@ -164,6 +164,26 @@ def graph_document(view: BundleView, places: bool = True, encoding: str = "utf-1
     }
 
 
+def _memory_timeline(view: BundleView) -> dict[str, Any] | None:
+    """The memory timeline picture's data (``navigation/memory_timeline.py``), its places as
+    document paths and 0-based lines; None when the bundle has no memory.json (a damaged one
+    says why)."""
+    from tvm_explorer.errors import BundleError
+    from tvm_explorer.navigation.memory_timeline import timeline
+
+    try:
+        if view.bundle.memory() is None:
+            return None
+    except BundleError as err:
+        return {"error": str(err)}
+
+    def locate(place: Place) -> dict[str, Any]:
+        line, _ = view.line_index(place.path, "utf-16").position(place.start)
+        return {"path": place.path, "line": line}
+
+    return timeline(view, locate)
+
+
 def report_sections(view: BundleView) -> dict[str, Any]:
     """What the report shows beside the graph: hot layers, numerics, and per pass its
     compile time and provenance coverage."""
@@ -238,6 +258,7 @@ def report_sections(view: BundleView) -> dict[str, Any]:
             ],
         }
     return {
+        "memory": _memory_timeline(view),
         "hot_layers": hot,
         "passes": passes,
         "numerics": num,

@@ -37,6 +37,7 @@ STAGE_DOCUMENTS = "tvmExplorer/stageDocuments"
 STAGE_RANGES = "tvmExplorer/stageRanges"
 MODEL_GRAPH = "tvmExplorer/modelGraph"
 LAYER_HISTORY = "tvmExplorer/layerHistory"
+MEMORY_TIMELINE = "tvmExplorer/memoryTimeline"
 SHOW_LAYER_HISTORY_COMMAND = "tvmExplorer.showLayerHistory"
 
 
@@ -383,6 +384,15 @@ class ModelGraphParams:
 
 
 @attrs.define
+class MemoryTimelineParams:
+    """``tvmExplorer/memoryTimeline`` params: the bundle's URI (its directory, or any of its
+    documents) and how many storages get a band of their own (the rest are summed as other)."""
+
+    bundle: str
+    bands: int = 16
+
+
+@attrs.define
 class HistorySide:
     """One side of a history step: the document and the whole lines of the layer's code in it
     (in order, none touching another: a diff shows a gap line between two)."""
@@ -474,6 +484,7 @@ MESSAGE_TYPES = {
     STAGE_DOCUMENTS: (_request(STAGE_DOCUMENTS, StageDocumentsParams), StageDocumentsResult),
     STAGE_RANGES: (_request(STAGE_RANGES, types.TextDocumentPositionParams), StageRangesResult),
     MODEL_GRAPH: (_request(MODEL_GRAPH, ModelGraphParams), Any),
+    MEMORY_TIMELINE: (_request(MEMORY_TIMELINE, MemoryTimelineParams), Any),
     LAYER_HISTORY: (_request(LAYER_HISTORY, types.TextDocumentPositionParams), LayerHistoryResult),
 }
 

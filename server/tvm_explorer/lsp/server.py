@@ -25,6 +25,7 @@ from tvm_explorer.lsp.features.highlights import DocumentHighlights
 from tvm_explorer.lsp.features.history import LayerHistory
 from tvm_explorer.lsp.features.hover import Hover
 from tvm_explorer.lsp.features.links import DocumentLinks
+from tvm_explorer.lsp.features.memory import MemoryTimeline
 from tvm_explorer.lsp.features.model_document import ModelDocument
 from tvm_explorer.lsp.features.numerics import Numerics
 from tvm_explorer.lsp.features.passes import PassSteps
@@ -46,6 +47,7 @@ from tvm_explorer.lsp.protocol import (
     LAYER_PLACES,
     LIST_BUNDLES,
     LIST_PASSES,
+    MEMORY_TIMELINE,
     MODEL_DOCUMENT,
     MODEL_GRAPH,
     NEXT_PASS,
@@ -218,6 +220,11 @@ def _register_answers(
         (STAGE_DOCUMENTS, stage_sync.stage_documents, StageDocumentsResult([])),
         (STAGE_RANGES, stage_sync.stage_ranges, StageRangesResult([], [])),
         (LAYER_HISTORY, LayerHistory(session).layer_history, LayerHistoryResult([], [])),
+        (
+            MEMORY_TIMELINE,
+            MemoryTimeline(session).memory_timeline,
+            {"error": "the memory timeline could not be made (server log)"},
+        ),
     ]
     answering = Answering(server, watcher)
     for method, handler, empty in answers:

@@ -1,10 +1,19 @@
 /**
- * The report's sections below the graph: hot layers, numerics, and per pass its compile time
- * and provenance coverage. Rows naming a layer select it in the graph.
+ * The report's sections below the graph: the memory timeline (when the bundle has memory.json),
+ * hot layers, numerics, and per pass its compile time and provenance coverage. Rows naming a
+ * layer, and bands of the memory timeline, select it in the graph.
  */
+import { MemoryTimeline } from '../memory/chart';
+import type { Timeline } from '../memory/types';
 import type { GraphApp } from './app';
 import { cut, el } from './dom';
 import type { GraphDocument, ReportSections } from './types';
+
+function goTo(app: GraphApp, id: string): void {
+  app.select(id);
+  void app.highlight([id]);
+  app.root.scrollIntoView({ block: 'start' });
+}
 
 function layerLink(app: GraphApp, id: string | null, text: string): HTMLElement {
   if (id === null) {
@@ -13,11 +22,33 @@ function layerLink(app: GraphApp, id: string | null, text: string): HTMLElement 
   const a = el('a', { href: '#', 'data-goto': id }, text);
   a.addEventListener('click', (ev) => {
     ev.preventDefault();
-    app.select(id);
-    void app.highlight([id]);
-    app.root.scrollIntoView({ block: 'start' });
+    goTo(app, id);
   });
   return a;
+}
+
+/** The memory timeline section: the picture (drawn once the section is in the page), a click
+ * on a band selecting its layer in the graph and saying its allocation line in Relax. */
+function memorySection(app: GraphApp, data: Timeline | { error: string }): { section: HTMLElement; draw: () => void } {
+  const heading = el('h2', {}, 'Memory timeline');
+  if ('error' in data) {
+    return { section: el('section', { id: 'memory' }, heading, el('p', { class: 'tvmx-mem-error' }, data.error)), draw: () => undefined };
+  }
+  const mount = el('div', { class: 'tvmx-memory in-report' });
+  const where = el('p', { class: 'hint', 'data-alloc': '' }, 'Click a band: its layer is selected in the graph, its allocation line in Relax is named here.');
+  const hint = el('p', { class: 'hint' }, `Bytes held at each call of ${data.function} (as planned by StaticPlanBlockMemory; docs/memory.md), stacked by storage: the ${data.bands.length} largest, each named by the layers whose tensors it holds, the kernels' scratch, and the rest summed as other.`);
+  const view = new MemoryTimeline(mount, {
+    open: (pick) => {
+      const line = pick.alloc?.path !== undefined && pick.alloc.line !== undefined ? `${pick.alloc.path}:${pick.alloc.line + 1}` : '';
+      where.textContent = line ? `Allocated at ${line}` : 'No allocation line in Relax.';
+      where.setAttribute('data-alloc', line);
+      if (pick.layer) {
+        goTo(app, String(pick.layer.id));
+      }
+    },
+  });
+  window.tvmxMemory = view;
+  return { section: el('section', { id: 'memory' }, heading, hint, mount, where), draw: () => view.show(data) };
 }
 
 function num(v: number | null, digits = 3): string {
@@ -29,6 +60,10 @@ export function renderReport(container: HTMLElement, app: GraphApp, doc: GraphDo
   const parts: HTMLElement[] = [];
   if (sections.problems.length) {
     parts.push(el('section', { class: 'problems' }, el('h2', {}, 'Problems'), el('ul', {}, ...sections.problems.map((p) => el('li', {}, p)))));
+  }
+  const memory = sections.memory ? memorySection(app, sections.memory) : null;
+  if (memory) {
+    parts.push(memory.section);
   }
   const hot = sections.hot_layers;
   parts.push(
@@ -127,4 +162,5 @@ export function renderReport(container: HTMLElement, app: GraphApp, doc: GraphDo
     ),
   );
   container.append(...parts);
+  memory?.draw();
 }

@@ -137,6 +137,8 @@ export interface GraphDocument {
 
 /** What the report adds beside the graph (graphview/document.py `report_sections`). */
 export interface ReportSections {
+  /** The memory timeline (webview/memory/types.ts); absent or null without memory.json. */
+  memory?: import('../memory/types').Timeline | { error: string } | null;
   hot_layers: { id: string; opcode: string; name: string; time_ms: number | null; share: number | null; code_lines: number; workspace: string; kernels: string[]; summary: string }[];
   passes: { index: number; stage: string; name: string; changed: boolean; ms: number | null; units: number; attributed: number }[];
   numerics: {

@@ -1,0 +1,158 @@
+"""The memory timeline as a picture draws it: bytes held at every step of the model's function,
+split into bands — the largest storages (each with the tensors it holds in turn, their layers
+and their allocation lines in Relax), the kernels' scratch, and everything else summed as
+"other" — and the peak. Protocol-free: the editor's request (``lsp/features/memory.py``) and
+the static report (``graphview/document.py``) turn the places into their own links.
+
+Bounded for big models: at most ``bands`` storages (the ones held at the peak first, largest
+first), ``MAX_TENSORS`` tensors per storage; the steps themselves are three numbers each."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from tvm_explorer.bundle.reader import Bundle
+from tvm_explorer.bundle.sections.memory import MemoryDocument, MemoryStorage
+from tvm_explorer.errors import BundleError
+from tvm_explorer.memory.table import tensor_text
+from tvm_explorer.navigation.view import BundleView, Place
+
+DEFAULT_BANDS = 16
+MAX_BANDS = 64
+MAX_TENSORS = 32
+
+Locate = Callable[[Place], Any]
+"""Turns a place (a document path and its text offsets) into what the reader links to."""
+
+
+def _analysed_path(bundle: Bundle, data: MemoryDocument) -> str | None:
+    """The Relax document the plan was read from (the last Relax document when not said)."""
+    path = data["analysed"].get("document")
+    if path and bundle.document(path) is not None:
+        return path
+    relax = [d for d in bundle.documents if d.stage == "relax"]
+    return max(relax, key=lambda d: d.order).path if relax else None
+
+
+def _bindings(bundle: Bundle, path: str | None, function: str) -> Callable[[str, int], Place | None]:
+    """The place of the ``ordinal``-th binding of a variable in ``function`` of ``path`` (the
+    allocating line the alloc hover answers on)."""
+    if path is None:
+        return lambda _var, _ordinal: None
+    index = bundle.index(path)
+
+    def find(var: str, ordinal: int) -> Place | None:
+        found = sorted(index.by_key(f"bind:{function}:{var}"), key=lambda r: r.start)
+        if not 0 <= ordinal < len(found):
+            return None
+        r = found[ordinal]
+        return Place(path, r.start, r.end, r.kind, r.key)
+
+    return find
+
+
+def _ranked(data: MemoryDocument) -> list[MemoryStorage]:
+    """Storages worth a band of their own: held at the peak first, then by bytes × steps held."""
+    peak = data["peak"]["step"]
+
+    def key(s: MemoryStorage) -> tuple:
+        first, last, size = s["first_step"] or 0, s["last_step"] or 0, s["bytes"] or 0
+        at_peak = peak is not None and first <= peak <= last
+        return (not at_peak, -size if at_peak else -size * (last - first + 1), s["id"])
+
+    drawable = [s for s in data["storages"] if s["bytes"] and s["first_step"] is not None]
+    return sorted(drawable, key=key)
+
+
+def timeline(view: BundleView, locate: Locate, *, bands: int = DEFAULT_BANDS) -> dict[str, Any]:
+    """The picture's data, or ``{"error": why}`` when the bundle has no usable memory.json."""
+    bundle = view.bundle
+    try:
+        data = bundle.memory()
+    except BundleError as err:
+        return {"error": str(err)}
+    if data is None:
+        return {"error": "this bundle has no memory timeline (memory.json): recompile it with this tvm-explorer"}
+    if not data["steps"]:
+        return {"error": "the model's function calls nothing: no memory timeline"}
+    bands = max(1, min(int(bands), MAX_BANDS))
+    path = _analysed_path(bundle, data)
+    binding = _bindings(bundle, path, data["function"])
+    layers: dict[int, dict[str, Any]] = {}
+
+    def layer(lid: int | None) -> int | None:
+        if lid is None or not 0 <= lid < len(bundle.layers):
+            return None
+        if lid not in layers:
+            lay = bundle.layers[lid]
+            entries = view.layer_map.model_places.get(lid)
+            layers[lid] = {
+                "id": lid,
+                "opcode": lay.opcode,
+                "name": lay.name,
+                "location": locate(entries[0]) if entries else None,
+            }
+        return lid
+
+    def alloc(var: str, ordinal: int) -> Any:
+        place = binding(var, ordinal)
+        return locate(place) if place is not None else None
+
+    ranked = _ranked(data)
+    chosen = ranked[:bands]
+    steps = data["steps"]
+    banded = [0] * len(steps)
+    out_bands = []
+    for s in chosen:
+        for i in range(s["first_step"] or 0, (s["last_step"] or 0) + 1):  # drawable: both set
+            banded[i] += s["bytes"] or 0
+        tensors = [data["tensors"][tid] for tid in s["tensors"]]
+        out_bands.append(
+            {
+                "storage": s["id"],
+                "var": s["var"],
+                "kind": s["kind"],
+                "bytes": s["bytes"],
+                "first_step": s["first_step"],
+                "last_step": s["last_step"],
+                "to_end": s["to_end"],
+                "alloc": alloc(s["var"], s["ordinal"]),
+                "layers": [lid for lid in (layer(x) for x in s["layers"]) if lid is not None],
+                "tensors": [
+                    {
+                        "var": t["var"],
+                        "text": tensor_text(t),
+                        "bytes": t["bytes"],
+                        "first_step": t["first_step"],
+                        "last_step": t["last_step"],
+                        "layer": layer(t["layer"]),
+                        "alloc": alloc(t["var"], t["ordinal"]),
+                    }
+                    for t in tensors[:MAX_TENSORS]
+                ],
+                "more_tensors": max(0, len(tensors) - MAX_TENSORS),
+            }
+        )
+    return {
+        "function": data["function"],
+        "document": path,
+        "peak": dict(data["peak"]),
+        "steps": [
+            {
+                "callee": s["callee"],
+                "kind": s["kind"],
+                "layer": layer(s["layers"][0]) if s["layers"] else None,
+                "total": s["total_bytes"],
+                "scratch": s["scratch_bytes"],
+                "other": max(0, s["live_bytes"] - banded[i]),
+            }
+            for i, s in enumerate(steps)
+        ],
+        "bands": out_bands,
+        "other_storages": len(ranked) - len(chosen),
+        "unsized_storages": sum(1 for s in data["storages"] if s["bytes"] is None),
+        "constants_bytes": data["constants"]["bytes"],
+        "layers": [layers[k] for k in sorted(layers)],
+        "notes": list(data["notes"]),
+    }
