@@ -107,6 +107,15 @@ def test_an_unreachable_tracker_and_a_missing_cross_compiler(small_dense, tmp_pa
     assert not (tmp_path / "x.bundle").exists()
 
 
+def test_a_host_name_idna_cannot_encode_is_one_message():
+    # a label over 63 characters: Python raises UnicodeError (no strerror) before any lookup
+    from tvm_explorer.errors import RemoteError
+    from tvm_explorer.remote.devices import _reachable
+
+    with pytest.raises(RemoteError, match=r"cannot reach the RPC tracker \(encoding with 'idna'"):
+        _reachable("a" * 70 + ".example", 9190, 1.0, "the RPC tracker")
+
+
 def test_a_device_lost_mid_run_leaves_the_bundle(remote_bundle, tmp_path):
     bundle = tmp_path / "kept.bundle"
     shutil.copytree(remote_bundle[0], bundle)

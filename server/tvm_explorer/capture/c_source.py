@@ -61,7 +61,7 @@ def export_c_library(executable, lib_path, options=None, fcompile=None):
     from tvm.support import cc
 
     link = fcompile or cc.create_shared
-    applied = []
+    applied: list[str] = []
 
     def compile_fixed(output, files, **kwargs):
         for path in files:

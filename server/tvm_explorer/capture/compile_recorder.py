@@ -178,7 +178,7 @@ class CaptureSession:
         running = [n for n in recorder.stack if n not in self.containers] if recorder else []
         if running:
             out += f" in pass {running[-1]}"
-        names = set()
+        names: set[str] = set()
         for funcs in self._last_funcs.values():
             names.update(funcs)
         found = [

@@ -76,6 +76,7 @@ def _load_file(path: str):
         # Registered under its own name, as an import would: its classes pickle and its
         # dataclasses find their module.
         module_spec = importlib.util.spec_from_file_location(name, full)
+        assert module_spec is not None and module_spec.loader is not None  # a .py file (load_pipeline_function)
         module = importlib.util.module_from_spec(module_spec)
         sys.modules[name] = module
         try:

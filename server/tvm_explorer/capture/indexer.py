@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import NamedTuple
+from typing import Any, NamedTuple, Protocol
 
 from tvm import relax, s_tir, tirx
 
@@ -10,7 +10,6 @@ from tvm_explorer.bundle.index import Range
 from tvm_explorer.capture.codegen import loop_keys_of
 from tvm_explorer.capture.node_collect import collect
 from tvm_explorer.capture.printer import FunctionText, PlacedFunction
-from tvm_explorer.capture.tracker import ProvenanceTracker
 from tvm_explorer.provenance import OriginTable
 from tvm_explorer.provenance.spans import handle, read_span
 
@@ -22,7 +21,7 @@ class _Mark(NamedTuple):
     first: int
     last: int
     kind: str  # "stmt" | "loop" | "block" | "binding"
-    node: object
+    node: Any  # the TIR statement or Relax binding (TVM is untyped)
     key: str = ""  # loops, blocks, bindings (a store's key is its unit)
     loop_var: str | None = None
     refs: tuple[str, ...] = ()  # bindings: the global functions their value uses, in order
@@ -52,11 +51,17 @@ def _marks(ftext: FunctionText) -> list[_Mark]:
     return marks
 
 
+class FunctionSets(Protocol):
+    """What the indexer reads of the tracker (``ProvenanceTracker``, or one pass's sets)."""
+
+    def function_set(self, name: str) -> int: ...
+
+
 def index_module(
     placed: list[PlacedFunction],
     starts: list[int],
     mod,
-    tracker: ProvenanceTracker,
+    tracker: FunctionSets,
     origins: OriginTable,
     trace_link=None,
     read=read_span,

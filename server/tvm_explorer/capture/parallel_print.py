@@ -27,8 +27,10 @@ import pickle
 import select
 import signal
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from types import SimpleNamespace
+from typing import Any
 
 from tvm import tirx
 
@@ -42,7 +44,7 @@ from tvm_explorer.capture.printer import (
     nodes_of,
     print_lines,
 )
-from tvm_explorer.capture.schedules import ScheduleRecorder
+from tvm_explorer.capture.schedules import ScheduleLinks
 from tvm_explorer.provenance.spans import read_span
 
 ENV_WORKERS = "TVMX_PRINT_WORKERS"
@@ -84,12 +86,19 @@ def print_workers() -> int:
 class _Kept:
     """A function kept for printing after the compile, with its anchored nodes."""
 
-    gv: object
-    func: object
+    gv: Any  # a tvm.ir.GlobalVar (TVM is untyped)
+    func: Any  # its function
     nodes: list
     spanned: list[int]  # indexes of the nodes whose spans the index reads
     is_relax: bool
     last_spans: tuple | None = None
+
+
+@dataclass
+class _SetsThen:
+    """The tracker as the indexer reads it (``FunctionSets``), as it was when the pass ran."""
+
+    function_set: Callable[[str], int]
 
 
 @dataclass
@@ -101,18 +110,12 @@ class _Document:
     keys: list[tuple[tuple, str]]
     spans: list[tuple]  # per function (as keys), the spans of its spanned nodes then
     function_sets: dict[str, int]
-    links: object | None
+    links: _FrozenLinks | None
 
 
-class _FrozenLinks:
+class _FrozenLinks(ScheduleLinks):
     """The schedule records as they were when a pass ran (later records must not link
     functions of earlier documents)."""
-
-    record_for = ScheduleRecorder.record_for
-    trace_link = ScheduleRecorder.trace_link
-
-    def __init__(self, records: dict):
-        self.records = records
 
 
 class DeferredDocuments:
@@ -199,7 +202,7 @@ class DeferredDocuments:
                 then[id(nodes[i])] = span
         # What the indexer reads of the module: which of its functions are PrimFuncs.
         module_then = SimpleNamespace(functions={self._kept[key].gv: self._kept[key].func for key in doc.keys})
-        tracker_then = SimpleNamespace(function_set=doc.function_sets.__getitem__)
+        tracker_then = _SetsThen(doc.function_sets.__getitem__)
         link = doc.links.trace_link if doc.links is not None else None
         ranges = index_module(
             placed, starts, module_then, tracker_then, self.origins, link, read=lambda node: then.get(id(node))

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field, replace
+from typing import Any
 
 import tvm
 from tvm import relax, s_tir, tirx
@@ -36,7 +37,7 @@ class Anchor:
 
     first: int
     last: int
-    node: object
+    node: Any  # a TIR statement or a Relax binding (TVM is untyped)
 
 
 @dataclass

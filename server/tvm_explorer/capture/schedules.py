@@ -10,6 +10,7 @@ program) and, for every loop of the scheduled function, the trace step that crea
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 import tvm
 from tvm import s_tir
@@ -49,13 +50,41 @@ def _loop_steps(sch) -> dict[str, int]:
     return out
 
 
-class ScheduleRecorder:
+class ScheduleLinks:
+    """Schedule records by PrimFunc, and the links from functions and loops to their steps."""
+
+    def __init__(self, records: dict[str, ScheduleRecord]):
+        self.records = records
+
+    def record_for(self, function_name: str) -> ScheduleRecord | None:
+        """The record of a PrimFunc, or of the PrimFunc a kernel was split from."""
+        if function_name in self.records:
+            return self.records[function_name]
+        for suffix in ("_kernel", "_kernel0", "_compute_"):
+            if function_name.endswith(suffix) and function_name[: -len(suffix)] in self.records:
+                return self.records[function_name[: -len(suffix)]]
+        return None
+
+    def trace_link(self, function_name: str, loop_var: str | None = None) -> str | None:
+        """``trace:<primfunc>:<step>`` for a loop a schedule step created; for a whole
+        function (``loop_var`` None) ``trace:<primfunc>:`` if it was scheduled; else None."""
+        rec = self.record_for(function_name)
+        if rec is None:
+            return None
+        if loop_var is None:
+            return f"trace:{rec.primfunc}:"
+        if loop_var not in rec.loop_steps:
+            return None
+        return f"trace:{rec.primfunc}:{rec.loop_steps[loop_var]}"
+
+
+class ScheduleRecorder(ScheduleLinks):
     """While active (a context manager), records every schedule dlight applies."""
 
     def __init__(self):
-        self.records: dict[str, ScheduleRecord] = {}
+        super().__init__({})
         self._names: dict[int, str] = {}
-        self._saved = None
+        self._saved: tuple[Any, Any] | None = None  # dlight's module, its own _apply_rules
 
     def __enter__(self) -> ScheduleRecorder:
         from tvm.s_tir.dlight.base import transform as dl_transform
@@ -79,6 +108,7 @@ class ScheduleRecorder:
         return self
 
     def __exit__(self, *exc):
+        assert self._saved is not None  # set by __enter__
         module, original_apply = self._saved
         module._apply_rules = original_apply
         return False
@@ -97,27 +127,6 @@ class ScheduleRecorder:
         first = next((i + 2 for i, line in enumerate(lines) if line.startswith("def apply_trace")), 1)
         steps = lines[first - 1 : first - 1 + len(sch.trace.insts)]
         self.records[name] = ScheduleRecord(name, type(rule).__name__, program, steps, first, _loop_steps(sch))
-
-    def record_for(self, function_name: str) -> ScheduleRecord | None:
-        """The record of a PrimFunc, or of the PrimFunc a kernel was split from."""
-        if function_name in self.records:
-            return self.records[function_name]
-        for suffix in ("_kernel", "_kernel0", "_compute_"):
-            if function_name.endswith(suffix) and function_name[: -len(suffix)] in self.records:
-                return self.records[function_name[: -len(suffix)]]
-        return None
-
-    def trace_link(self, function_name: str, loop_var: str | None = None) -> str | None:
-        """``trace:<primfunc>:<step>`` for a loop a schedule step created; for a whole
-        function (``loop_var`` None) ``trace:<primfunc>:`` if it was scheduled; else None."""
-        rec = self.record_for(function_name)
-        if rec is None:
-            return None
-        if loop_var is None:
-            return f"trace:{rec.primfunc}:"
-        if loop_var not in rec.loop_steps:
-            return None
-        return f"trace:{rec.primfunc}:{rec.loop_steps[loop_var]}"
 
     def files(self) -> list[tuple[dict, str]]:
         """``(manifest entry, file text)`` for every recorded schedule."""

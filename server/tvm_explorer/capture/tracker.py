@@ -37,7 +37,7 @@ from tvm_explorer.provenance.spans import handle, origin_span, read_span, set_sp
 class StoreInfo:
     """What the tracker knows about one TIR store in the current module."""
 
-    node: object
+    node: tirx.BufferStore
     func: str
     origin_set: int
     _writes: str | None = None
@@ -88,7 +88,8 @@ def _stores(func) -> list:
 
 def _refs(expr) -> tuple[list, list]:
     """The variables and the global functions ``expr`` uses (one walk), each in walk order."""
-    variables, functions = [], []
+    variables: list = []
+    functions: list = []
     for node in collect(expr, (relax.Var, relax.GlobalVar)):
         (functions if isinstance(node, relax.GlobalVar) else variables).append(node)
     return variables, functions
@@ -109,7 +110,7 @@ def _constants(value) -> list:
     """Constants passed directly to a call (weights, biases), not nested deeper."""
     if not isinstance(value, relax.Call):
         return []
-    out = []
+    out: list = []
     for arg in value.args:
         items = arg.fields if isinstance(arg, relax.Tuple) else [arg]
         out.extend(a for a in items if isinstance(a, tvm.ir.GenericConst))
@@ -220,7 +221,7 @@ class ProvenanceTracker:
         prim_funcs = [(gv, f) for gv, f in mod.functions.items() if isinstance(f, tirx.PrimFunc)]
         cov = PassCoverage()
         self._binding_lists = {}
-        binding_sets: dict[tuple[str, str], int] = {}
+        binding_sets: dict[tuple[str, str], tuple[int, str]] = {}
         call_sites: dict[str, list[int]] = {}
         relax_key = tuple(sorted((gv.name_hint, handle(f)) for gv, f in relax_funcs))
         if relax_funcs and relax_key == self._relax_key:
@@ -261,9 +262,9 @@ class ProvenanceTracker:
             self._relax_units = (cov.units, cov.attributed)
             self._relax_funcs_alive = relax_funcs  # their handles stay unique while remembered
         for gv, _func in prim_funcs:
-            sites = call_sites.get(gv.name_hint)
-            if sites:
-                self.func_origin[gv.name_hint] = self.origins.union(sites)
+            prim_sites = call_sites.get(gv.name_hint)
+            if prim_sites:
+                self.func_origin[gv.name_hint] = self.origins.union(prim_sites)
         self._attribute_tir(prim_funcs)
         stores = [s for s in self._stores.values()]
         cov.extra["stores"] = len(stores)
@@ -348,7 +349,7 @@ class ProvenanceTracker:
                 continue
             body = [self._facts_for(x).kind for x in self._bindings_of(mod[callee])]
             available = {alias.get(v, v) for v in self._facts_for(b).var_refs}
-            group = []
+            group: list[_PrevBinding] = []
             for kind in body:
                 k, found = next(
                     (
@@ -361,6 +362,7 @@ class ProvenanceTracker:
                 if found is None:
                     group = []
                     break
+                assert k is not None  # found with its index
                 claimed.add(k)
                 available.add(found.var)
                 group.append(found)
@@ -506,11 +508,11 @@ class ProvenanceTracker:
     def _attribute_tir(self, prim_funcs) -> None:
         previous = self._stores
         current: dict[int, StoreInfo] = {}
-        fresh: list[tuple[str, object]] = []
+        fresh: list[tuple[str, tirx.BufferStore]] = []
         spanned: dict[str, int] = {}
         occurrences: dict[tuple[str, int], int] = {}
         params: dict[str, set[str]] = {}
-        funcs: dict[str, object] = {}
+        funcs: dict[str, tirx.PrimFunc] = {}
         store_lists: dict[int, tuple[object, list]] = {}
         fsets: dict[str, int] = {}
         for gv, func in sorted(prim_funcs, key=lambda gf: gf[0].name_hint):
@@ -643,4 +645,6 @@ class ProvenanceTracker:
                 merged = self.origins.union([info.origin_set, given])
                 if merged != info.origin_set:
                     info.origin_set = merged
-                    set_span(info.node, origin_span(merged, read_span(info.node)[1]))
+                    stamped = read_span(info.node)
+                    assert stamped is not None  # every store of the module was stamped above
+                    set_span(info.node, origin_span(merged, stamped[1]))

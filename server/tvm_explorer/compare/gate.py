@@ -18,6 +18,7 @@ runs can tell from a change (docs/compare.md).
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from tvm_explorer.bundle.reader import Bundle
@@ -273,7 +274,7 @@ def _change(metric: str, scope: str, rules: list[Rule], before, after, runs_befo
     return change
 
 
-def _values(entry: dict | None, timed: bool, code: int | None) -> dict[str, tuple]:
+def _values(entry: Mapping[str, object] | None, timed: bool, code: int | None) -> dict[str, tuple]:
     entry = entry or {}
     return {
         "time": (entry.get("time_ms"), entry.get("time_runs_ms")) if timed else (None, None),

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 from bisect import bisect_left
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from tvm_explorer.bundle.reader import Bundle
@@ -80,10 +81,11 @@ def read_costs(bundle: Bundle) -> dict[tuple[int, int], dict]:
         raw = bundle.costs()
     except BundleError:
         return {}
-    out = {}
-    for entry in (raw or {}).get("layers", ()):
+    out: dict[tuple[int, int], dict] = {}
+    for entry in raw.get("layers", ()) if raw else ():
         key = (entry["subgraph"], entry["op_index"])
-        out[key] = {k: entry[k] for k in _COST_KEYS if entry.get(k) is not None}
+        fields: Mapping[str, object] = entry  # read by name
+        out[key] = {k: fields[k] for k in _COST_KEYS if fields.get(k) is not None}
         out[key]["code_lines"] = entry["code_lines"]
     return out
 

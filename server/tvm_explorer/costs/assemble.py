@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import statistics
 from dataclasses import dataclass
+from typing import Any, TypedDict
 
 from tvm_explorer.bundle.sections.costs import PROFILE_NUMBERS, SCHEMA_VERSION, SPLIT_RULE
 from tvm_explorer.costs.profile import WARMUP, Measured
@@ -23,6 +24,16 @@ class ProfileStatus:
     device: str = "cpu"
     device_name: str | None = None  # the GPU's name and architecture, when one ran the model
     remote: dict | None = None  # where on remote devices it ran (``profile.remote``)
+
+
+class _LayerRow(TypedDict):
+    """What the kernels and measured calls add up to for one layer."""
+
+    kernels: list[str]
+    flops: float
+    has_flops: bool
+    time: float
+    runs: list[float]
 
 
 def _split(kernel_work: dict[int, float], members: list[int]) -> dict[int, float]:
@@ -69,7 +80,7 @@ def build(
             seen.extend(lid for lid in sorted(split) if lid not in seen)
         kernel_layers[name] = seen
 
-    per_layer = {
+    per_layer: dict[int, _LayerRow] = {
         lay["id"]: {"kernels": [], "flops": 0.0, "has_flops": False, "time": 0.0, "runs": []} for lay in layers
     }
     for name in kernels:
@@ -84,7 +95,10 @@ def build(
                     row["flops"] += flops[name] * frac
                     row["has_flops"] = True
 
-    calls, total_ms, runtime_ms, plain = [], None, None, None
+    calls: list[dict[str, Any]] = []
+    total_ms: float | None = None
+    runtime_ms: float | None = None
+    plain: list[float] | None = None
     kernel_time: dict[str, float] = {}
     if measured is not None and measured.times:
         total_ms = statistics.median(sum(run) for run in measured.times)
@@ -96,14 +110,14 @@ def build(
         for i, symbol in enumerate(measured.symbols):
             samples = [run[i] for run in measured.times]
             med = statistics.median(samples)
-            k = seen_count.get(symbol, 0)
-            seen_count[symbol] = k + 1
-            split: dict[int, float] = {}
+            call_no = seen_count.get(symbol, 0)
+            seen_count[symbol] = call_no + 1
+            split = {}
             builtin = symbol not in kernels
             if not builtin:
                 splits = site_splits[symbol]
-                if k < len(splits):
-                    split = splits[k]
+                if call_no < len(splits):
+                    split = splits[call_no]
                 elif splits:
                     split = _split(work.get(symbol, {}), kernel_layers[symbol])
                 kernel_time[symbol] = kernel_time.get(symbol, 0.0) + med
@@ -111,8 +125,8 @@ def build(
                 # A builtin counts for a layer only where it computes the layer's output
                 # (a reshape); checks and allocations are the runtime's.
                 sites = static.builtin_sites.get(symbol, [])
-                if k < len(sites) and any(out for _, out in origin_sets[sites[k]]):
-                    split = _split({}, members(sites[k]))
+                if call_no < len(sites) and any(out for _, out in origin_sets[sites[call_no]]):
+                    split = _split({}, members(sites[call_no]))
             split = {lid: f for lid, f in split.items() if lid in per_layer}
             if not split:
                 runtime_ms += med
@@ -179,7 +193,7 @@ def build(
                 "share": share(t),
             }
         )
-    profile = {
+    profile: dict[str, Any] = {
         "status": status.status,
         "reason": status.reason,
         "device": status.device,

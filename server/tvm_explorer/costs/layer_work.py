@@ -62,6 +62,6 @@ def kernel_work(final_tir, layers_of_set) -> dict[str, dict[int, float]]:
         # A CUDA kernel (``<PrimFunc>_kernel``) does its PrimFunc's work.
         name = gv.name_hint[: -len("_kernel")] if gv.name_hint.endswith("_kernel") else gv.name_hint
         merged = out.setdefault(name, {})
-        for lid, units in work.items():
-            merged[lid] = merged.get(lid, 0.0) + units
+        for lid, layer_units in work.items():
+            merged[lid] = merged.get(lid, 0.0) + layer_units
     return out

@@ -46,7 +46,7 @@ class ProfileFailed(Exception):
     """The model could not be profiled; the message is the reason (one line)."""
 
 
-def first_line(text: str) -> str:
+def first_line(text: str | BaseException) -> str:
     """The line of a compiler or TVM message that says what went wrong."""
     lines = [ln.strip() for ln in str(text).splitlines() if ln.strip()]
     for ln in lines:  # a compiler's diagnostic: FILE:LINE[:COL]: error: ...

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+from typing import TYPE_CHECKING
 
 from tvm_explorer.bundle.sections.costs import COSTS_FILE, validate
 from tvm_explorer.costs import assemble
@@ -16,6 +17,9 @@ from tvm_explorer.costs.static import CODE_DOCUMENTS, CodeDocument, analyse
 from tvm_explorer.frontends.tflite.loader import LoadedModel
 from tvm_explorer.runtime.inputs import DEFAULT_SEED, inputs_for
 
+if TYPE_CHECKING:
+    from tvm_explorer.costs.gpu import CudaPlan
+
 
 class CostRecorder:
     """Follows one compile; ``finish`` writes ``costs.json``."""
@@ -26,7 +30,7 @@ class CostRecorder:
         self.clock = PassClock()
         self.arrays = None
         self.costs: dict | None = None
-        self.cuda_plan = None
+        self.cuda_plan: CudaPlan | None = None
         self.cuda_reason: str | None = None
         self.final_relax = None
         # What the profiled run allocated (runtime/allocations.py), or why it was not measured.
@@ -103,6 +107,8 @@ class CostRecorder:
         from tvm_explorer.remote.measure import measure_on_devices
         from tvm_explorer.remote.plan import ReplayError, replay_steps
 
+        # _profile calls this only for a request with ``remote``
+        assert self.profile is not None and self.profile.remote is not None
         request = self.profile.remote
         compiler, triple = resolve(target, request.cc)
         if self.final_relax is None:

@@ -153,11 +153,11 @@ def analyse(code_docs: list[CodeDocument], relax_final: tuple[str, list] | None,
             # that older bundles' indexes do not list (newer ones do: counted above).
             indexed = {rng[0] for rng in doc.ranges if rng[3] == "primfunc"}
             for name, start, body in _ll_functions(doc.text):
-                k = kernels.get(name[: -len("_compute_")]) if name.endswith("_compute_") else None
-                if k is not None and start not in indexed:
-                    k.workspace_bytes += workspace_bytes("ll", body)
+                computed = kernels.get(name[: -len("_compute_")]) if name.endswith("_compute_") else None
+                if computed is not None and start not in indexed:
+                    computed.workspace_bytes += workspace_bytes("ll", body)
                     if doc is counted:
-                        k.total_lines += body.count("\n") + 1
+                        computed.total_lines += body.count("\n") + 1
     if counted is not None:
         # LLVM IR lines are counted per function: its located instructions are few and
         # stand for the TIR stores, not for the IR's computing lines.
@@ -166,6 +166,7 @@ def analyse(code_docs: list[CodeDocument], relax_final: tuple[str, list] | None,
             for k in kernels.values():
                 if k.function_set and k.total_lines:
                     lid = owner(origin_sets[k.function_set])
+                    assert lid is not None  # only set id 0 is empty (provenance/__init__.py)
                     layer_lines[lid] = layer_lines.get(lid, 0) + k.total_lines
                     attributed += k.total_lines
                     k.code_lines = k.total_lines
@@ -185,6 +186,7 @@ def analyse(code_docs: list[CodeDocument], relax_final: tuple[str, list] | None,
                 continue
             members = origin_sets[sid]
             lid = owner(members)
+            assert lid is not None  # only set id 0 is empty (provenance/__init__.py)
             layer_lines[lid] = layer_lines.get(lid, 0) + 1
             attributed += 1
             if len(members) > 1:

@@ -25,7 +25,7 @@ def sort_layers(layers: list[CostLayer], by: str) -> list[CostLayer]:
 def as_json(costs: CostsDocument, by: str, machine: SassDocument | None = None) -> dict:
     """The documented JSON of ``tvm-explorer costs --json`` (with ``machine``, a bundle compiled
     with ``--sass``: its architecture and each kernel's machine facts)."""
-    out = {
+    out: dict[str, object] = {
         "total_ms": costs.get("total_ms"),
         "profile": costs.get("profile"),
         "code_kind": costs.get("code_kind"),
@@ -109,8 +109,8 @@ def render(
     shared_note = False
     spreads: list[float] = []
     name_col = NameColumn((lay["name"] for lay in costs["layers"]), 40)
-    if name_col.note():
-        out.append(name_col.note())
+    if note := name_col.note():
+        out.append(note)
     if machine is not None:
         out.append(
             f"Machine code for {machine['arch']} (--sass): regs = most registers per thread of the layer's "
@@ -129,8 +129,9 @@ def render(
         spread = [v for v in lay.get("device_time_ms") or [] if v is not None]
         if len(spread) > 1:
             spreads.append(max(spread) - min(spread))
-        s = f"{100 * lay['share']:.1f}%" if lay.get("share") is not None else "-"
-        fl = f"{lay['flops'] / 1e6:.2f}" if lay.get("flops") is not None else "-"
+        share, flops = lay.get("share"), lay.get("flops")
+        s = f"{100 * share:.1f}%" if share is not None else "-"
+        fl = f"{flops / 1e6:.2f}" if flops is not None else "-"
         shared = set(lay.get("shared_kernels", []))
         shared_note = shared_note or bool(shared)
         names = ", ".join(n + ("*" if n in shared else "") for n in lay["kernels"]) or "-"
@@ -156,9 +157,9 @@ def render(
         )
     passes = [p for p in costs.get("passes", []) if p.get("ms") is not None]
     if passes:
-        total_compile = sum(p["ms"] for p in passes)
+        total_compile = sum(p["ms"] or 0.0 for p in passes)  # all set: filtered above
         out.append(f"\nCompile time: {total_compile / 1e3:.2f} s in {len(passes)} passes; slowest:")
-        for p in sorted(passes, key=lambda p: -p["ms"])[:top_passes]:
+        for p in sorted(passes, key=lambda p: -(p["ms"] or 0.0))[:top_passes]:
             out.append(
                 f"  {p['index']:>4}  {p['name'][:40]:<40} {p['ms']:>9.1f} ms  "
                 f"{p.get('changed_functions') or 0} functions changed"

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
+from typing import Any
 
 from tvm_explorer.frontends.tflite.loader import SubgraphInfo, TensorInfo
 
@@ -48,7 +49,7 @@ class GraphModel:
     sha256: str
     layers: list[GraphNode]
     subgraphs: list[SubgraphInfo]
-    payload: object = None  # the onnx.ModelProto / torch.export.ExportedProgram
+    payload: Any = None  # the onnx.ModelProto / torch.export.ExportedProgram (untyped libraries)
     document_path: str = "model.graph"
     notes: list[str] = field(default_factory=list)  # header lines of the model document
     node_ids: dict = field(default_factory=dict)  # frontend's own: which nodes a graph holds

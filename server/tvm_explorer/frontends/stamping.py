@@ -185,9 +185,9 @@ def stamp_module(mod, recorder: Recorder, origins: OriginTable) -> None:
         bindings = [(b, b.var, b.value) for block in func.body.blocks for b in block.bindings]
         found: list[list[tuple[int, bool]]] = []
         for _b, var, value in bindings:
-            owner = recorder.owner_of(var) or recorder.owner_of(value)
-            if owner is not None:
-                found.append([owner])
+            owned = recorder.owner_of(var) or recorder.owner_of(value)
+            if owned is not None:
+                found.append([owned])
             elif isinstance(value, relax.Tuple):
                 # A tuple of results (e.g. a graph's outputs) serves every layer it gathers.
                 parts = (recorder.owner_of(f) for f in value.fields)

@@ -17,7 +17,9 @@ Positions are binding indices in the function; a *step* is a binding that calls 
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import tvm
 from tvm import relax, tirx
@@ -147,7 +149,7 @@ class _Sizes:
     def __init__(self, bounds: dict[str, int]):
         self.bounds = bounds
         self.symbols: dict[str, int | None] = {}
-        self._analyzer = None
+        self._analyzer: Any = None  # a tvm.sym.Analyzer, made on first use
 
     def value(self, expr) -> int | None:
         if isinstance(expr, int):
@@ -182,7 +184,7 @@ class _Sizes:
         return shown, [self.value(v) for v in values]
 
 
-def _nbytes(dims: list[int | None], dtype: str) -> int | None:
+def _nbytes(dims: Sequence[int | None], dtype: str) -> int | None:
     if any(d is None for d in dims):
         return None
     t = tvm.runtime.DataType(dtype)
@@ -272,6 +274,7 @@ def read_plan(mod, function: str = "main", bounds: dict[str, int] | None = None)
     def new_tensor(b, pos, k: int, storage: Storage, offset: int, ty) -> Tensor:
         shape_values = getattr(getattr(ty, "shape", None), "values", None) if ty is not None else None
         dtype = str(getattr(ty, "dtype", "") or "") if ty is not None else ""
+        dims: list[int | None]
         if shape_values is None:
             shown, dims = ["?"], [None]
         else:
@@ -344,9 +347,9 @@ def read_plan(mod, function: str = "main", bounds: dict[str, int] | None = None)
             used_s: set[int] = set()
             used_t: set[int] = set()
             for arg in value.args:
-                s, t = held(arg)
-                used_s |= s
-                used_t |= t
+                held_s, held_t = held(arg)
+                used_s |= held_s
+                used_t |= held_t
             for tid in used_t:
                 tensors[tid].uses.append(step.index)
             ty = _tensor_type(b.var)
@@ -368,10 +371,10 @@ def read_plan(mod, function: str = "main", bounds: dict[str, int] | None = None)
     tensor_release: dict[int, int] = {}
     for var_handle, _pos in holders:
         released = kills.get(var_handle, END)
-        s, t = holds[var_handle]
-        for sid in s:
+        held_s, held_t = holds[var_handle]
+        for sid in held_s:
             storage_release[sid] = max(storage_release.get(sid, -1), released)
-        for tid in t:
+        for tid in held_t:
             tensor_release[tid] = max(tensor_release.get(tid, -1), released)
     for st in storages:
         st.released = storage_release.get(st.id, END)
@@ -417,10 +420,10 @@ def _constants(func) -> list[Resident]:
     from tvm_explorer.capture.node_collect import collect
 
     seen: set[int] = set()
-    out = []
+    out: list[Resident] = []
     for c in collect(func, (tvm.ir.GenericConst,), order="pre"):
         value = getattr(c, "value", None)
-        if not hasattr(value, "shape") or not hasattr(value, "dtype"):
+        if value is None or not hasattr(value, "shape") or not hasattr(value, "dtype"):
             continue  # a data type or another non-tensor constant
         key = handle(value)
         if key in seen:

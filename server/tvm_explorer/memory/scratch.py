@@ -11,6 +11,7 @@ workspace pool sees (``allocators.py``).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 import tvm
 from tvm import tirx
@@ -127,7 +128,7 @@ class _SymbolicSizes:
     def __init__(self, func, bounds: dict[str, int]):
         self.func = func
         self.bounds = bounds
-        self._analyzer = None
+        self._analyzer: Any = None  # a tvm.sym.Analyzer, made on first use
 
     def value(self, expr) -> int | None:
         if isinstance(expr, tirx.IntImm):

@@ -10,6 +10,7 @@ from __future__ import annotations
 import bisect
 from collections.abc import Callable
 
+from tvm_explorer.bundle.sections.memory import MemoryTensor
 from tvm_explorer.memory.allocators import PooledAllocator, WorkspacePool
 from tvm_explorer.memory.plan import END, Plan, Storage, Tensor
 from tvm_explorer.memory.scratch import Scratch
@@ -59,7 +60,7 @@ def build(
 
     steps_by_index = {s.index: s for s in plan.steps}
     positions = [s.position for s in plan.steps]
-    tensors = []
+    tensors: list[MemoryTensor] = []
     for t in plan.tensors:
         first, last, to_end = _held_steps(positions, t.position, t.released)
         uses = sorted(set(t.uses))
@@ -104,7 +105,7 @@ def build(
                 "last_step": last,
                 "to_end": to_end,
                 "tensors": list(st.tensors),
-                "layers": sorted({tensors[tid]["layer"] for tid in st.tensors if tensors[tid]["layer"] is not None}),
+                "layers": sorted({lid for tid in st.tensors if (lid := tensors[tid]["layer"]) is not None}),
                 "returned_by": st.returned_by,
             }
         )

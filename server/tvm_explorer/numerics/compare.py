@@ -105,7 +105,9 @@ def compare(
         )
     value = value.reshape(reference.shape)
     quantized = quant is not None and np.issubdtype(reference.dtype, np.integer)
+    steps: float | None
     if quantized:
+        assert quant is not None  # quantized says so
         ref_quant = ref_quant or quant
         steps = float(np.max(np.abs(value.astype(np.int64) - reference.astype(np.int64)), initial=0))
         if ref_quant is not quant and not _same(quant, ref_quant):
@@ -135,6 +137,7 @@ def compare(
     budget = abs_budget = None
     rounding = 0.0
     if quantized:
+        assert ref_quant is not None  # set above
         # The cosine deficit MAX_STEPS of rounding everywhere could cause at most: with |e| ≤
         # one step per element, 1 − cos = sin²/(1 + cos) ≤ Σ step² / ((1 + COSINE_FLOOR) Σ r²)
         # wherever the cosine is judged (a tensor of a few steps' magnitude, such as a flat

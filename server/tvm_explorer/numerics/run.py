@@ -16,7 +16,14 @@ from dataclasses import dataclass
 
 import tvm
 
-from tvm_explorer.bundle.sections.numerics import SCHEMA_VERSION, budget_lines, headline, unit, validate
+from tvm_explorer.bundle.sections.numerics import (
+    SCHEMA_VERSION,
+    NumericsDocument,
+    budget_lines,
+    headline,
+    unit,
+    validate,
+)
 from tvm_explorer.capture.c_source import export_c_library
 from tvm_explorer.errors import ExplorerError
 from tvm_explorer.frontends.tflite.loader import LoadedModel
@@ -246,7 +253,7 @@ def _first(entries: list[dict], key=lambda e: e) -> dict | None:
 
 def run_numerics(
     model: LoadedModel, target: str, executable, final_relax, origins: OriginTable, options: NumericsOptions
-) -> dict:
+) -> NumericsDocument:
     """Compare every observable layer output with the reference; the ``numerics.json`` data.
     Raises ExplorerError when the model (or the reference) cannot run."""
     inputs = inputs_for(model, options.inputs, options.seed)
@@ -349,7 +356,7 @@ def _other_subgraph() -> dict:
     }
 
 
-def summary_lines(data: dict) -> list[str]:
+def summary_lines(data: NumericsDocument) -> list[str]:
     """What ``compile --numerics`` prints after the bundle line."""
     lines = [
         f"  numerics ({data['mode']}): {headline(data)} against the {data['reference']}"

@@ -83,7 +83,10 @@ def group_repeated(paths: Sequence[str]) -> list[tuple[str, list[int]]]:
                     merged.append((segs, members))
                     continue
                 have, had = merged[at]
-                joined = frozenset(have[pos]) | frozenset(segs[pos])
+                have_at, segs_at = have[pos], segs[pos]
+                # both index sets: a str segment was kept apart above, and the key holds the rest
+                assert not isinstance(have_at, str) and not isinstance(segs_at, str)
+                joined = frozenset(have_at) | frozenset(segs_at)
                 merged[at] = ((*have[:pos], joined, *have[pos + 1 :]), had + members)
                 changed = True
             items = merged

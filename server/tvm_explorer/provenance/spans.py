@@ -7,6 +7,8 @@ changes neither the printed IR nor what is computed.
 
 from __future__ import annotations
 
+from typing import Any
+
 import tvm
 
 SOURCE_NAME = "tvmx"
@@ -58,4 +60,4 @@ def set_span(node, span: tvm.ir.Span) -> None:
     prop.set(node, span)
 
 
-_SPAN_FIELDS: dict[type, object] = {}  # node type -> its settable ``span`` field
+_SPAN_FIELDS: dict[type, Any] = {}  # node type -> its settable ``span`` field (a TVM FFI property)

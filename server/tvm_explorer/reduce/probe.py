@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Mapping
 
 
 def _say(**fields) -> None:
@@ -123,7 +124,9 @@ def _diverge(spec: dict, model, where, user) -> int:
         _say(outcome="ok", stage="numerics")
         return 0
     layer = next(e for e in data["layers"] if (e["subgraph"], e["op_index"]) == (first["subgraph"], first["op_index"]))
-    figures = layer if layer.get("observed") and layer.get("diverges") else layer.get("fused") or layer
+    figures: Mapping[str, object] = (
+        layer if layer.get("observed") and layer.get("diverges") else layer.get("fused") or layer
+    )
     error = ", ".join(
         f"{label} {figures[key]:.4g}"
         for key, label in (("max_abs", "max abs error"), ("cosine", "cosine"))

@@ -9,6 +9,7 @@ import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TypedDict
 
 from tvm_explorer.errors import ExplorerError
 from tvm_explorer.frontends import frontend_for
@@ -37,6 +38,13 @@ class Flaky(ExplorerError):
     """The failure did not happen again on a re-run."""
 
 
+class _SearchState(TypedDict):
+    """The best set of operators so far, and the size of the sets being tried."""
+
+    best: list[int]
+    size: int
+
+
 @dataclass
 class Reduction:
     output: str
@@ -56,6 +64,14 @@ class Reduction:
     bundle_note: str = ""
     all_ops: tuple[int, int] | None = None
     """Operators over all subgraphs, original → reduced (model kinds with loop bodies)."""
+
+
+class ReductionInterrupted(KeyboardInterrupt):
+    """A Ctrl-C during the search, after the best so far was written (``reduction``)."""
+
+    def __init__(self, reduction: Reduction):
+        super().__init__()
+        self.reduction = reduction
 
 
 def _matches_until(outcome: Outcome, until: str | None) -> bool:
@@ -128,7 +144,7 @@ def reduce_model(
         until=stage_only,
         reference=reference,
     )
-    state = {"best": [op.index for op in ops], "size": len(ops)}
+    state: _SearchState = {"best": [op.index for op in ops], "size": len(ops)}
 
     def progress(phase: str) -> None:
         if on_progress is not None:
@@ -147,13 +163,15 @@ def reduce_model(
         progress("original")
         # The original twice (at once when jobs allow): a failure that does not happen again
         # is flaky.
-        runs = prober.run([None, None] if jobs > 1 else [None])
+        ran = prober.run([None, None] if jobs > 1 else [None])
+        runs = [r for r in ran if r is not None]  # all of them: nothing stops a run without stop_when
         first = next((r for r in runs if _matches_until(r, until)), runs[0])
         if not _matches_until(first, until):
             if first.failed:
                 raise ExplorerError(f"{model}: TVM fails on it, but not at --until {until}: {first.describe()}")
             raise NothingToReduce(f"{model}: TVM does not fail on it (nothing to reduce); nothing written")
         again = next((r for r in runs if r is not first), None) or prober.run([None])[0]
+        assert again is not None  # as above
         if signature(again, until) != signature(first, until):
             raise Flaky(
                 f"{model}: the failure is flaky: one run: {first.describe()}; another: {again.describe()}; "
@@ -220,9 +238,7 @@ def reduce_model(
                 report_text = fh.read()
             write_whole(done.report, (report_text + outputs_bundle_section(done)).encode("utf-8"), "report")
         if interrupted:
-            err = KeyboardInterrupt()
-            err.reduction = done
-            raise err
+            raise ReductionInterrupted(done)
         progress("done")
         return done
     finally:

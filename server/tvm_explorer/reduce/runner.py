@@ -15,6 +15,7 @@ import signal
 import subprocess
 import time
 from dataclasses import dataclass
+from typing import BinaryIO
 
 from tvm_explorer.errors import ModelError
 
@@ -125,8 +126,8 @@ class Prober:
             json.dump(spec, fh)
         from tvm_explorer.supervise.child_python import python_module_command
 
-        out = open(base + ".out", "wb")  # noqa: SIM115 - closed when the probe is read
-        err = open(base + ".err", "wb")  # noqa: SIM115
+        out_file = open(base + ".out", "wb")  # noqa: SIM115 - closed when the probe is read
+        err_file = open(base + ".err", "wb")  # noqa: SIM115
         if self.spec.get("until") in BISECTING:
             # bisect's own command (its search, its thresholds), run in this child
             extra = ["--pipeline", self.spec["pipeline"]] if self.spec.get("pipeline") else []
@@ -146,12 +147,12 @@ class Prober:
             command = python_module_command("tvm_explorer.reduce.probe", base + ".json")
         proc = subprocess.Popen(
             command,
-            stdout=out,
-            stderr=err,
+            stdout=out_file,
+            stderr=err_file,
             stdin=subprocess.DEVNULL,
             start_new_session=True,  # a Ctrl-C at the terminal is the parent's to handle
         )
-        return _Running(proc, base, out, err, time.monotonic())
+        return _Running(proc, base, out_file, err_file, time.monotonic())
 
     def _finish(self, run: _Running, timed_out: bool) -> Outcome:
         run.out.close()
@@ -309,8 +310,8 @@ class Prober:
 class _Running:
     proc: subprocess.Popen
     base: str
-    out: object
-    err: object
+    out: BinaryIO
+    err: BinaryIO
     started: float
 
 

@@ -11,7 +11,7 @@ search was stopped (probe budget, interrupt): ``Result.minimal`` and ``Result.wh
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 
@@ -31,7 +31,7 @@ def ddmin(
     ops: list[int],
     first_failing: Callable[[list[frozenset]], int | None],
     *,
-    hints: list[list[int]] = (),
+    hints: Sequence[list[int]] = (),
     on_best: Callable[[list[int]], None] = lambda kept: None,
 ) -> Result:
     """The smallest failing subset of ``ops`` found. ``first_failing(candidates)`` returns the

@@ -8,6 +8,7 @@ import os
 import platform
 import shutil
 import subprocess
+from typing import Literal
 
 from tvm_explorer.errors import RemoteError
 
@@ -50,7 +51,7 @@ def elf_arch(path: str) -> str | None:
         head = fh.read(20)
     if len(head) < 20 or head[:4] != b"\x7fELF":
         return None
-    order = "little" if head[5] == 1 else "big"
+    order: Literal["little", "big"] = "little" if head[5] == 1 else "big"
     return ELF_MACHINES.get(int.from_bytes(head[18:20], order), f"e_machine {int.from_bytes(head[18:20], order)}")
 
 

@@ -8,6 +8,7 @@ import re
 import socket
 import time
 from dataclasses import dataclass, field
+from typing import Any
 
 from tvm_explorer.errors import RemoteError
 from tvm_explorer.remote.relay import MAX_PACKET, Relay, shown, size_text
@@ -29,7 +30,7 @@ _DESCRIBE = (
 class Device:
     """One RPC session and what the device reported about itself."""
 
-    session: object
+    session: Any  # a tvm.rpc RPCSession (TVM is untyped)
     address: str  # host:port of its RPC server
     key: str | None
     info: dict = field(default_factory=dict)  # triple, cpu, threads (None where not reported)
@@ -103,7 +104,7 @@ def _reachable(host: str, port: int, timeout: float, what: str) -> None:
         socket.create_connection((host, port), timeout=min(timeout, 10.0)).close()
     except (OSError, UnicodeError, ValueError) as err:  # a host name IDNA cannot encode too
         raise RemoteError(
-            f"cannot reach {what} ({err.strerror or err}): is it running, and is the address right?"
+            f"cannot reach {what} ({(err.strerror if isinstance(err, OSError) else None) or err}): is it running, and is the address right?"
         ) from None
 
 

@@ -14,6 +14,7 @@ import os
 import tempfile
 import threading
 import time
+from typing import Any
 
 import numpy as np
 
@@ -84,7 +85,7 @@ def _replay(dev: Device, kernels_lib, steps, on_call) -> None:
     import tvm
 
     rdev = dev.session.cpu(0)
-    env: dict[int, object] = {}
+    env: dict[int, Any] = {}  # slot -> a tvm.runtime.Tensor on the device
     functions: dict[str, object] = {}
     for step in steps:
         kind = step[0]

@@ -66,7 +66,7 @@ def replay_steps(mod, arrays: list[np.ndarray]) -> list[tuple]:
             return ("slot", slots[expr])
         if isinstance(expr, tvm.ir.Constant):
             value = getattr(expr, "value", None)
-            if hasattr(value, "numpy"):
+            if value is not None and hasattr(value, "numpy"):
                 n = len(steps)
                 steps.append(("value", n, value.numpy()))
                 return ("slot", n)

@@ -253,10 +253,12 @@ class _Forwarder:
                 ready = sel.select(timeout=max(0.0, min(wait, _POLL)))
                 now = time.monotonic()
                 for key, events in ready:
-                    sock = key.fileobj
+                    fileobj = key.fileobj
+                    assert isinstance(fileobj, socket.socket)  # only sockets are registered
+                    sock = fileobj
                     if events & selectors.EVENT_READ:
                         try:
-                            data = sock.recv(_CHUNK)  # type: ignore[union-attr]
+                            data = sock.recv(_CHUNK)
                         except BlockingIOError:
                             data = None
                         except OSError as err:
@@ -286,7 +288,7 @@ class _Forwarder:
                     if events & selectors.EVENT_WRITE:
                         buffer = to_device if sock is device else to_client
                         try:
-                            sent = sock.send(buffer)  # type: ignore[union-attr]
+                            sent = sock.send(buffer)
                         except BlockingIOError:
                             sent = 0
                         except OSError as err:

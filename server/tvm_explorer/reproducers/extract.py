@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from tvm_explorer.bundle.reader import Bundle
-from tvm_explorer.bundle.types import Layer
+from tvm_explorer.bundle.types import Document, Layer
 from tvm_explorer.capture.c_source import script_source
 from tvm_explorer.errors import ExplorerError
 from tvm_explorer.frontends.tflite.names import name_of
@@ -85,7 +85,7 @@ class KernelFinder:
         """The first TIR document printing ``prim`` (else the first Relax one: a PrimFunc
         that fusion replaced, as LegalizeOps wrote it)."""
         docs = self._prims.get(prim, [])
-        tir = [p for p in docs if self.bundle.document(p).stage == "tir"]
+        tir = [p for p in docs if _known(self.bundle, p).stage == "tir"]
         return tir[0] if tir else docs[0]
 
     def documents_of(self, prim: str) -> list[str]:
@@ -144,6 +144,13 @@ class KernelFinder:
         if not found:
             return []
         return [self.bundle.layers[lid] for lid, _ in self.bundle.origin_sets[found[0].origin_set]]
+
+
+def _known(bundle: Bundle, path: str) -> Document:
+    """The document at ``path``, a path the bundle's own documents gave."""
+    doc = bundle.document(path)
+    assert doc is not None
+    return doc
 
 
 def _pass_entry(bundle: Bundle, index: int) -> dict:
@@ -237,7 +244,7 @@ def extract(
         path = entry.get("after")
         missing = [k for k in kernels if path not in finder.documents_of(k)]
         if missing:
-            where = [bundle.document(p).pass_index for p in finder.documents_of(missing[0])]
+            where = [_known(bundle, p).pass_index for p in finder.documents_of(missing[0])]
             known = [w for w in where if w is not None]
             span = f"passes {min(known)}–{max(known)}" if known else "no pass document"
             raise ExplorerError(
@@ -246,10 +253,11 @@ def extract(
             )
     else:
         docs = {finder.default_document(k) for k in kernels}
-        path = min(docs, key=lambda p: bundle.document(p).order)
+        path = min(docs, key=lambda p: _known(bundle, p).order)
         missing = [k for k in kernels if path not in finder.documents_of(k)]
         if missing:
             raise ExplorerError(f"{', '.join(missing)}: not printed in {path} with the others; extract them one by one")
+    assert path is not None  # every kernel is printed there (checked above)
     pidx, pname = _pass_of_document(bundle, path)
 
     builder = ReferenceBuilder(bundle)

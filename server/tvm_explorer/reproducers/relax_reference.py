@@ -93,20 +93,30 @@ class ReferenceBuilder:
                 f"{self.bundle.root}: the bundle has no import and LegalizeOps documents to build a reference from"
             )
 
+    @property
+    def _imported(self) -> str:
+        assert self.import_doc is not None  # build() checked (_need)
+        return self.import_doc
+
+    @property
+    def _legalized(self) -> str:
+        assert self.legalized_doc is not None  # build() checked (_need)
+        return self.legalized_doc
+
     def _text(self, path: str, rng) -> str:
         return self.bundle.text(path)[rng.start : rng.end]
 
     def _import_op(self, function: str, var: str) -> str | None:
-        found = self.bundle.index(self.import_doc).by_key(f"bind:{function}:{var}")
+        found = self.bundle.index(self._imported).by_key(f"bind:{function}:{var}")
         if not found:
             return None
-        _, sep, rhs = self._text(self.import_doc, found[0]).partition(" = ")
+        _, sep, rhs = self._text(self._imported, found[0]).partition(" = ")
         return rhs.strip() if sep else None
 
     def _legalized_calls(self, prim: str) -> list[tuple[str, _CallTir]]:
         out = []
-        for rng in self.bundle.index(self.legalized_doc).by_link(f"prim:{prim}"):
-            call = _parse_call_tir(self._text(self.legalized_doc, rng))
+        for rng in self.bundle.index(self._legalized).by_link(f"prim:{prim}"):
+            call = _parse_call_tir(self._text(self._legalized, rng))
             if call is not None and rng.key.startswith("bind:"):
                 out.append((rng.key.split(":")[1], call))
         return out
@@ -132,17 +142,19 @@ class ReferenceBuilder:
             raise ReferenceError(
                 f"{kernel}: binding {call.var} of {self.legalized_doc} has no counterpart in {self.import_doc}"
             )
-        prim = self.bundle.index(self.legalized_doc).by_key(f"prim:{kernel}")
+        prim = self.bundle.index(self._legalized).by_key(f"prim:{kernel}")
         if not prim:
             raise ReferenceError(f"{kernel}: not printed in {self.legalized_doc}")
-        _, sig = read_signature(self._text(self.legalized_doc, prim[0]))
+        _, sig = read_signature(self._text(self._legalized, prim[0]))
         if len(sig) < len(call.args) or not all(a.is_buffer for a in sig[: len(call.args)]):
             raise ReferenceError(f"{kernel}: its arguments do not match its call in {self.legalized_doc}")
         taken: set[str] = set()
-        mapping, params = {}, []
+        mapping: dict[str, str] = {}
+        params: list[str] = []
         for token, arg in zip(call.args, sig):
             if token not in mapping:
                 mapping[token] = _safe_name(token, taken)
+            assert arg.shape is not None  # a buffer (checked above)
             params.append(f'{mapping[token]}: R.Tensor({_shape(arg.shape)}, dtype="{arg.dtype}")')
         if len(set(call.args)) != len(call.args):
             raise ReferenceError(f"{kernel}: passes one value twice; not supported")
@@ -155,6 +167,7 @@ class ReferenceBuilder:
         return Reference(kernel, text, len(call.args), call.var)
 
     def _fused(self, kernel: str, func_range) -> Reference:
+        assert self.fused_doc is not None  # build() calls this only with FuseOps's document
         index = self.bundle.index(self.fused_doc)
         doc_text = self.bundle.text(self.fused_doc)
         inner = [
@@ -179,7 +192,7 @@ class ReferenceBuilder:
                     f"{kernel}: binding {main.var} of {self.legalized_doc} has no counterpart in {self.import_doc}"
                 )
             inner_map[call.var] = main.var
-            mapping = {}
+            mapping: dict[str, str] = {}
             for main_tok, inner_tok in zip(main.args, call.args):
                 if mapping.setdefault(main_tok, inner_tok) != inner_tok:
                     raise ReferenceError(f"{kernel}: ambiguous arguments of {main.var}")

@@ -24,7 +24,10 @@ class Argument:
 
 def split_top(text: str, sep: str = ",") -> list[str]:
     """``text`` split at ``sep`` outside brackets and strings."""
-    out, depth, cur, quote = [], 0, [], None
+    out: list[str] = []
+    cur: list[str] = []
+    depth = 0
+    quote: str | None = None
     for ch in text:
         if quote:
             cur.append(ch)

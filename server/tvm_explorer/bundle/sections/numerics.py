@@ -99,6 +99,8 @@ class NumericsDocument(_NumericsRequired, total=False):
     model: str | None
     target: str | None
     inputs: str | None
+    ran_on: str | None  # the remote device the model ran on (the reference ran here)
+    spread_engines: str | None
     first_divergence: LayerPosition | None
     fused_first_divergence: LayerPosition | None
     c_fixes: list[str]

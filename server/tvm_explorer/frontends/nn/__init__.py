@@ -19,7 +19,9 @@ def _load(path):
     from tvm_explorer.frontends.nn.factory import run_factory, split_factory
 
     module, spec = run_factory(os.fspath(path))
-    file, factory = split_factory(os.fspath(path))
+    parts = split_factory(os.fspath(path))
+    assert parts is not None  # run_factory accepted the path
+    file, factory = parts
     return describe_nn(module, spec, os.fspath(path), sha256_of(file, factory))
 
 

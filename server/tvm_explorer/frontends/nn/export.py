@@ -14,6 +14,7 @@ import hashlib
 import os
 import sys
 import threading
+from types import FrameType
 
 import numpy as np
 
@@ -72,7 +73,7 @@ class _Site:
     def __call__(self):
         module = source = None
         stack: list[tuple[str, int, str]] = []
-        frame = sys._getframe(2)
+        frame: FrameType | None = sys._getframe(2)
         while frame is not None:
             code = frame.f_code
             file = os.path.abspath(code.co_filename)
@@ -263,7 +264,8 @@ def parameter_arrays(params, label: str) -> dict[str, np.ndarray]:
             raise ModelError(f"{label}: parameter {name} has a symbolic shape {list(param.shape)}; give it data")
         data = param.data
         if data is None:
-            array = (rng.standard_normal(shape) * 0.02).astype(param.dtype)
+            sizes = [d for d in shape if d is not None]  # all of them (checked above)
+            array = (rng.standard_normal(sizes) * 0.02).astype(param.dtype)
         else:
             array = data.numpy()
         out[name] = array
@@ -283,7 +285,13 @@ def describe_nn(module, spec, label: str, sha256: str | None) -> GraphModel:
     if first is not None and isinstance(getattr(first.body, "body", None), relax.Var):
         outputs = recording.tensors(first.body.body)
     model = GraphModel(
-        "nn", label, sha256, recording.nodes, [SubgraphInfo(0, "main", inputs, outputs)], (module, spec), DOCUMENT_PATH
+        "nn",
+        label,
+        sha256 or "",
+        recording.nodes,
+        [SubgraphInfo(0, "main", inputs, outputs)],
+        (module, spec),
+        DOCUMENT_PATH,
     )
     n_params = len(params)
     with_data = sum(1 for _, p in params if p.data is not None)

@@ -12,6 +12,7 @@ import importlib.util
 import os
 import re
 import sys
+from typing import Any
 
 from tvm_explorer.errors import ModelError
 
@@ -47,7 +48,7 @@ def run_factory(text: str):
         code = importlib.util.module_from_spec(spec)
         try:
             spec.loader.exec_module(code)
-            target = code
+            target: Any = code  # then the factory, looked up by name
             for part in factory.split("."):
                 target = getattr(target, part)
             made = target()

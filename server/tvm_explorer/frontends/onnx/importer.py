@@ -115,5 +115,6 @@ def import_onnx(model: GraphModel, origins: OriginTable | None, *, fill_spans: b
         raise
     except Exception as err:  # noqa: BLE001 - anything else the importer raises
         raise import_failure(model, recorder, err, "ONNX") from None
+    assert origins is not None  # None only for a plain import (fill_spans=False)
     stamp_module(mod, recorder, origins)
     return mod

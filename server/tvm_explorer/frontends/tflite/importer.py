@@ -71,9 +71,9 @@ class SpanFillingConverter(tfl.OperatorConverter):
 
     def __init__(self, model, subgraph, exp_tab, ctx, conversion_state=None):
         super().__init__(model, subgraph, exp_tab, ctx, conversion_state)
-        rec = type(self).recorder
+        rec = self._recorder()
         self._sg_index = _subgraph_index(model, subgraph)
-        self.convert_map = _WrappedConverters(self.convert_map, self._wrap)
+        self.convert_map: _WrappedConverters = _WrappedConverters(self.convert_map, self._wrap)
         original_set_expr = exp_tab.set_expr
 
         def set_expr(name, expr, force_override=False):
@@ -82,10 +82,15 @@ class SpanFillingConverter(tfl.OperatorConverter):
 
         exp_tab.set_expr = set_expr
 
+    def _recorder(self) -> Recorder:
+        rec = type(self).recorder
+        assert rec is not None  # set by import_tflite on the subclass it makes
+        return rec
+
     def _wrap(self, opcode, fn):
         @functools.wraps(fn)
         def convert(*args, op, **kwargs):
-            rec = type(self).recorder
+            rec = self._recorder()
             index = self._op_index(op)
             layer = rec.model.layer(self._sg_index, index)
             rec.current = layer.id
@@ -108,7 +113,7 @@ class SpanFillingConverter(tfl.OperatorConverter):
         return self._op_positions[op._tab.Pos]
 
     def convert_op_to_relax(self):
-        rec = type(self).recorder
+        rec = self._recorder()
         outer = rec.current
         try:
             super().convert_op_to_relax()
@@ -120,7 +125,7 @@ class SpanFillingConverter(tfl.OperatorConverter):
         try:
             super().check_unsupported_ops()
         except Exception as err:  # noqa: BLE001
-            rec = type(self).recorder
+            rec = self._recorder()
             raise _first_unsupported(rec.model, self, self._sg_index, err) from None
 
 
@@ -195,8 +200,7 @@ def _relax_shim(recorder: Recorder):
         current = staticmethod(relax.BlockBuilder.current)
 
     shim = types.ModuleType("relax")
-    shim.__getattr__ = lambda name: getattr(relax, name)
-    shim.BlockBuilder = BlockBuilder
+    vars(shim).update(__getattr__=lambda name: getattr(relax, name), BlockBuilder=BlockBuilder)
     return shim
 
 
@@ -224,5 +228,6 @@ def import_tflite(model: LoadedModel, origins: OriginTable | None, *, fill_spans
     except Exception as err:  # noqa: BLE001 - anything else the importer raises
         text = " ".join(str(err).split()) or type(err).__name__
         raise ModelError(f"{model.path}: TVM's TFLite importer failed: {text}") from None
+    assert origins is not None  # None only for a plain import (fill_spans=False)
     stamp_module(mod, recorder, origins)
     return mod

@@ -120,7 +120,7 @@ def _invoke(path: str, inputs: dict[str, np.ndarray], resolver: str, content: by
 
 
 def _tensors(it) -> dict[str, np.ndarray]:
-    out = {}
+    out: dict[str, np.ndarray] = {}
     for d in _details(it):
         try:
             value = it.get_tensor(d["index"])
@@ -135,7 +135,8 @@ def run_reference(path: str | os.PathLike, inputs: dict[str, np.ndarray]) -> Ref
     quantized model also the spread of LiteRT's reference kernels around it."""
     path = os.fspath(path)
     it = _invoke(path, inputs, BUILTIN)
-    tensors, quant = _tensors(it), {}
+    tensors = _tensors(it)
+    quant: dict[str, Quantization] = {}
     for d in _details(it):
         q = d.get("quantization_parameters") or {}
         scales = np.asarray(q.get("scales", []))
@@ -224,7 +225,7 @@ def _every_output_a_graph_output(path: str) -> bytes:
 def quantization_of(path: str | os.PathLike) -> dict[str, Quantization]:
     """Every quantized tensor's parameters in the model at ``path`` (nothing is run)."""
     it = _interpreter(os.fspath(path))
-    out = {}
+    out: dict[str, Quantization] = {}
     for d in _details(it):
         q = d.get("quantization_parameters") or {}
         scales = np.asarray(q.get("scales", []))

@@ -10,6 +10,7 @@ import hashlib
 import numbers
 import os
 from dataclasses import dataclass, field
+from typing import Any
 
 from tvm_explorer.errors import ModelError
 
@@ -43,7 +44,7 @@ class TensorInfo:
 
     index: int
     name: str
-    shape: tuple[int, ...]
+    shape: tuple[int | str, ...]  # str: a symbolic dimension (ONNX, PyTorch)
     dtype: str
     is_constant: bool
     quantized: bool = False
@@ -99,7 +100,7 @@ class LoadedModel:
     path: str
     data: bytes
     sha256: str
-    model: object  # tflite.Model
+    model: Any  # tflite.Model (the tflite package is untyped)
     subgraphs: list[SubgraphInfo]
     layers: list[LayerInfo]
     pinned: dict = field(default_factory=dict)
@@ -462,7 +463,8 @@ def _parse_at(path: str, data: bytes, where: _Where) -> LoadedModel:
     where.text = "the operator code table"
     for c in range(model.OperatorCodesLength()):
         model.OperatorCodes(c).CustomCode()
-    subgraphs, layers = [], []
+    subgraphs: list[SubgraphInfo] = []
+    layers: list[LayerInfo] = []
     for s in range(n_sub):
         where.text = f"subgraph {s}"
         sg = model.Subgraphs(s)

@@ -15,6 +15,7 @@ import hashlib
 import json
 import os
 import zipfile
+from typing import Any
 
 from tvm_explorer.errors import ModelError
 from tvm_explorer.frontends.graph import GraphModel, GraphNode, source_and_stack
@@ -32,7 +33,7 @@ MAX_LIST_SHOWN = 16  # values of a list argument the document writes (then "… 
 MAX_OPTION_CHARS = 200  # characters of one argument's value the document writes
 
 # torch/_export/serde/schema.py ScalarType
-_DTYPES = {
+_DTYPES: dict[object, str] = {  # looked up with whatever the archive holds
     1: "uint8",
     2: "int8",
     3: "int16",
@@ -150,12 +151,12 @@ def _describe(path: str, program: dict) -> GraphModel:
     }
 
     def tensor(name: str) -> TensorInfo:
-        meta = values.get(name) or {}
+        meta: dict[str, Any] = values.get(name) or {}
         shape = tuple(_size(s) for s in meta.get("sizes", ()))
         dtype = _DTYPES.get(meta.get("dtype"), "?") if meta else "?"
         return TensorInfo(index.setdefault(name, len(index)), name, shape, dtype, name in params)
 
-    nodes = []
+    nodes: list[GraphNode] = []
     for raw in graph.get("nodes", []):
         nid = len(nodes)
         inputs = [tensor(n) for arg in raw.get("inputs", []) for n in _tensor_names(arg.get("arg", {}))]

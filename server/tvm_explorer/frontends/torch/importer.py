@@ -71,5 +71,6 @@ def import_torch(model: GraphModel, origins: OriginTable | None, *, fill_spans: 
         raise
     except Exception as err:  # noqa: BLE001 - anything else the importer raises
         raise import_failure(model, recorder, err, "PyTorch") from None
+    assert origins is not None  # None only for a plain import (fill_spans=False)
     stamp_module(mod, recorder, origins)
     return mod
