@@ -19,6 +19,17 @@ def test_a_profiled_tflite_bundle_has_the_run_and_litert_s_arena(bundles, gt_mod
     assert 768 + 3888 <= ref["arena_bytes"] <= 768 + 3 * 576 + 20 + 3888 + 6 * 64  # + alignment
     assert m["measured"]["status"] == "measured" and m["measured"]["naive_within"], m["measured"]
     assert m["measured"]["steps"][1] is None  # the reshape is no kernel call
+    # TFLite Micro's plan: the input and the conv's output live together (768 + 576 B), the
+    # add and the relu run in place over them; what persists (tensor structs, kernels' data)
+    # is its tail. It ran the model once.
+    micro = ref["micro"]
+    assert micro["engine"].startswith("TFLite Micro ") and "error" not in micro, micro
+    assert micro["head_bytes"] == 768 + 576 and micro["arena_bytes"] == micro["head_bytes"] + micro["tail_bytes"]
+    from tvm_explorer.memory.table import check_lines
+
+    lines = check_lines(m, None)
+    assert any(line.startswith("  TFLite Micro ") and "(1.3 KiB planned for tensors and scratch" in line
+               for line in lines), lines
 
 
 def test_cuda_plans_the_same_and_lists_on_chip_buffers(bundles, models_dir):

@@ -208,6 +208,15 @@ def check_lines(data: MemoryDocument, model_inputs: int | None) -> list[str]:
                 f"  {ref.get('engine')}: arena {size(ref.get('arena_bytes'))} (inputs, activations, kernel "
                 f"temporaries) beside TVM's peak + inputs {size(tvm_side)}"
             )
+        micro = ref.get("micro")
+        if micro and micro.get("error"):
+            lines.append(f"  TFLite Micro: {micro['error']}")
+        elif micro:
+            lines.append(
+                f"  {micro.get('engine')}: arena {size(micro.get('arena_bytes'))} "
+                f"({size(micro.get('head_bytes'))} planned for tensors and scratch, "
+                f"{size(micro.get('tail_bytes'))} persistent)"
+            )
     return lines
 
 

@@ -141,12 +141,24 @@ class MemoryMeasured(_MeasuredRequired, total=False):
     truncated: bool
 
 
+class MicroReference(TypedDict, total=False):
+    """TFLite Micro's arena for the same model (``frontends/tflite/arena.py``)."""
+
+    engine: str
+    arena_bytes: int
+    head_bytes: int  # the non-persistent plan: activations and scratch
+    tail_bytes: int  # what persists: tensor structs, kernels' data
+    method: str
+    error: str
+
+
 class MemoryReference(TypedDict, total=False):
     engine: str
     arena_bytes: int
     tensors: int
     method: str
     error: str
+    micro: MicroReference
 
 
 class MemorySymbol(TypedDict):
@@ -318,16 +330,18 @@ def _check_measured(m, steps: int) -> None:
             f.integer(v, f"'measured': 'steps'[{i}]", E, nullable=True, low=-f.MAX_INT)
 
 
-def _check_reference(r) -> None:
+def _check_reference(r, where: str = "'reference'") -> None:
     if r is None:
         return
-    f.obj(r, "'reference'", E)
+    f.obj(r, where, E)
     for key in ("engine", "method", "error"):
         if key in r:
-            f.string(r[key], f"'reference': '{key}'", E)
-    for key in ("arena_bytes", "tensors"):
+            f.string(r[key], f"{where}: '{key}'", E)
+    for key in ("arena_bytes", "tensors", "head_bytes", "tail_bytes"):
         if key in r:
-            _int(r[key], f"'reference': '{key}'")
+            _int(r[key], f"{where}: '{key}'")
+    if "micro" in r and where == "'reference'":
+        _check_reference(r["micro"], "'reference': 'micro'")
 
 
 def validate(data, layer_count: int) -> MemoryDocument:
