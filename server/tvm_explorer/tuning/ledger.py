@@ -61,8 +61,8 @@ def _state(entry: KernelTuning, trials_requested: int) -> tuple[str, str | None]
         return "untuned", "not among the layers of --tune-only"
     if entry.trials and entry.build_failures == entry.trials:
         return "build_failed", f"all {entry.trials} candidates failed to build"
-    if not entry.workload and trials_requested == 0:
-        return "untuned", "no trials (--tune 0) and the database does not know this PrimFunc"
+    if trials_requested > 0 and not entry.in_database_before and entry.trials == 0:
+        return "untuned", f"no trials left for it (--tune {trials_requested} ran out before this kernel)"
     if not entry.workload:
         return "miss", _MISS_NO_WORKLOAD
     if entry.trials and entry.build_failures + entry.run_failures == entry.trials:

@@ -61,6 +61,24 @@ class KernelTuning:
     scheduled: object = field(default=None, repr=False)  # the PrimFunc the database gave
 
 
+def tuning_target(target: tvm.target.Target) -> tvm.target.Target:
+    """The target MetaSchedule tunes for: the compile's, with the number of physical cores
+    (MetaSchedule refuses a CPU target without ``num-cores``)."""
+    config = dict(target.export())
+    if config.get("kind") != "llvm" or config.get("num-cores"):
+        return target
+    try:
+        import psutil
+
+        cores = psutil.cpu_count(logical=False) or os.cpu_count() or 1
+    except ImportError:
+        cores = os.cpu_count() or 1
+    config["num-cores"] = int(cores)
+    return tvm.target.Target(
+        {k: v for k, v in config.items() if k in ("kind", "mtriple", "mcpu", "mattr", "num-cores")}
+    )
+
+
 class TuningRun:
     """One ``--tune`` compile: the pipeline to run and what it found, per kernel."""
 
@@ -105,7 +123,7 @@ class TuningRun:
 
         @tvm.transform.module_pass(opt_level=0, name="MetaScheduleTune")
         def tune(mod, _ctx):
-            return run._tune(mod, target)
+            return run._tune(mod, tuning_target(target))
 
         @tvm.transform.module_pass(opt_level=0, name="TuningLedger")
         def note(mod, _ctx):
@@ -219,7 +237,7 @@ def record_traces(run: TuningRun, recorder) -> None:
 def _ledger_callback(ms, run: TuningRun, names: list[str]):
     """A measure callback: per batch of candidates, the kernel's trials, build and run failures
     (with the builder's own text) and best time; progress per task."""
-    from tvm.s_tir.meta_schedule.utils import derived_object
+    from tvm.ir.utils import derived_object
 
     @derived_object
     class _Ledger(ms.measure_callback.PyMeasureCallback):

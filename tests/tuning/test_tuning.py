@@ -1,0 +1,120 @@
+"""``compile --tune``: MetaSchedule after FuseTIR, the tuning ledger and ``tvm-explorer tuning``
+(docs/tuning.md). Cheap on purpose: the tuned bundle applies tests/models/tuning-db-mlp/ (built
+once by scripts/make_tuning_db.py with compile --tune itself) and is shared; MetaSchedule tunes
+for real once, one kernel whose candidates all fail to build (the builder's own error kept)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+from tests.conftest import run_cli
+from tests.tuning.mlp import write_mlp
+
+SHIPPED = Path(__file__).parent.parent / "models" / "tuning-db-mlp"
+DB_FILES = ("database_workload.json", "database_tuning_record.json")
+
+
+def _ledger(bundle) -> dict:
+    return json.loads((bundle / "tuning.json").read_text())
+
+
+@pytest.fixture(scope="session")
+def tuned(tmp_path_factory):
+    """The MLP compiled with --tune 4 and the shipped database, which knows every kernel."""
+    root = tmp_path_factory.mktemp("tuning")
+    model = write_mlp(root / "mlp.onnx")
+    db = root / "db"
+    db.mkdir()
+    for name in DB_FILES:
+        shutil.copyfile(SHIPPED / name, db / name)
+    before = {name: (db / name).read_bytes() for name in DB_FILES}
+    out = root / "mlp.bundle"
+    proc = run_cli("compile", model, "--target", "llvm", "--tune", "4", "--tuning-db", db, "-o", out, check=True)
+    return SimpleNamespace(model=model, db=db, before=before, bundle=out, stdout=proc.stdout)
+
+
+def test_a_database_that_knows_every_kernel_is_applied_not_retuned(tuned):
+    ledger = _ledger(tuned.bundle)
+    assert sorted(k["kernel"] for k in ledger["kernels"]) == ["fused_matmul_relu", "matmul1"]
+    for k in ledger["kernels"]:
+        assert (k["state"], k["reused"], k["trials"]) == ("tuned", True, 0), k
+        # timed side by side in this compile, on the same inputs
+        assert k["default_us"] > 0 and k["tuned_us"] > 0 and k["speedup"] > 0, k
+        trace = (tuned.bundle / k["trace"]).read_text()
+        assert trace.startswith(f"# MetaSchedule tuned PrimFunc {k['kernel']}") and "def apply_trace" in trace
+    assert ledger["verdict"]["level"] == "ok" and ledger["tuning_seconds"] == 0
+    assert {name: (tuned.db / name).read_bytes() for name in DB_FILES} == tuned.before
+    assert "tuning: 2 tuned" in tuned.stdout
+
+
+def test_tuned_kernels_keep_their_provenance(tuned):
+    passes = json.loads(run_cli("coverage", tuned.bundle, "--json", check=True).stdout)["passes"]
+    names = [p["name"] for p in passes]
+    # tuned after FuseOps/FuseTIR, on the fused PrimFuncs
+    assert names.index("FuseTIR") < names.index("MetaScheduleTune") < names.index("MetaScheduleApplyDatabase")
+    for p in passes:
+        assert p["attributed"] == p["units"], p
+        if p["stage"] == "relax":
+            assert p["tir_attributed"] == p["tir_units"], p
+    applied = next(p for p in passes if p["name"] == "MetaScheduleApplyDatabase")
+    assert applied["changed"] and applied["tir_units"] > 0
+    document = tuned.bundle / "relax" / f"{applied['index']:03d}-MetaScheduleApplyDatabase.relax"
+    assert '"tirx.is_scheduled": True' in document.read_text()
+
+
+def test_tuning_command_names_layers(tuned):
+    proc = run_cli("tuning", tuned.bundle)
+    assert proc.returncode == 0, proc.stderr
+    row = next(line for line in proc.stdout.splitlines() if line.startswith("fused_matmul_relu"))
+    assert "tuned (reused)" in row and "MatMul fc1" in row and "Relu relu1" in row
+    data = json.loads(run_cli("tuning", tuned.bundle, "--json", check=True).stdout)
+    by_name = {k["kernel"]: k for k in data["kernels"]}
+    assert by_name["matmul1"]["layer_names"] == ["MatMul fc2"]
+
+
+def test_a_database_built_for_another_shape_is_a_loud_miss(tuned, tmp_path):
+    model = write_mlp(tmp_path / "mlp8.onnx", rows=8)
+    out = tmp_path / "mlp8.bundle"
+    proc = run_cli("compile", model, "--target", "llvm", "--tune", "0", "--tuning-db", tuned.db, "-o", out, check=True)
+    assert "tuning ERROR" in proc.stdout and "matched none" in proc.stdout
+    for k in _ledger(out)["kernels"]:
+        assert k["state"] == "miss" and "another shape" in k["reason"], k
+    shown = run_cli("tuning", out)
+    assert shown.returncode == 1
+    assert shown.stdout.startswith("TUNING FAILED: the database") and "another shape" in shown.stdout
+    assert "DATABASE MISS" in shown.stdout
+
+
+def test_builder_failures_keep_the_builders_own_error(tmp_path):
+    """A real MetaSchedule run (one kernel, one candidate) whose builder times out."""
+    model = write_mlp(tmp_path / "mlp.onnx")
+    out, db = tmp_path / "mlp.bundle", tmp_path / "db"
+    proc = run_cli("compile", model, "--target", "llvm", "--tune", "1", "--tune-only", "fc2", "--tuning-db", db,
+                   "--tune-builder-timeout", "1", "--progress", "json", "-o", out, check=True)
+    tune_events = [json.loads(line) for line in proc.stdout.splitlines() if '"stage": "tune"' in line]
+    assert any(e["name"].startswith("tuning matmul1: 1 trials") for e in tune_events), tune_events
+    kernels = {k["kernel"]: k for k in _ledger(out)["kernels"]}
+    failed = kernels["matmul1"]
+    assert (failed["state"], failed["trials"], failed["build_failures"]) == ("build_failed", 1, 1)
+    assert any("LocalBuilder: Timeout" in e for e in failed["errors"]), failed
+    assert kernels["fused_matmul_relu"]["state"] == "untuned"
+    assert "--tune-only" in kernels["fused_matmul_relu"]["reason"]
+    shown = run_cli("tuning", out)
+    assert shown.returncode == 1 and "builder timed out" in shown.stdout and "LocalBuilder: Timeout" in shown.stdout
+    assert (db / "database_workload.json").is_file()
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (["--target", "c", "--tune", "2"], "tuning is supported for --target llvm"),
+    (["--target", "llvm", "--tuning-db", "x"], "--tuning-db and --tune-only need --tune"),
+    (["--target", "llvm", "--tune", "-1"], "--tune -1"),
+    (["--target", "llvm", "--tune", "0", "--tune-only", "nosuch"], "no layer named 'nosuch'"),
+])
+def test_bad_tuning_requests_are_one_message(tuned, tmp_path, args, message):
+    proc = run_cli("compile", tuned.model, *args, "-o", tmp_path / "b")
+    assert proc.returncode != 0 and message in proc.stderr, proc.stderr
+    assert "Traceback" not in proc.stderr and not (tmp_path / "b").exists()
