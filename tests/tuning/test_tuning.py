@@ -118,3 +118,26 @@ def test_bad_tuning_requests_are_one_message(tuned, tmp_path, args, message):
     proc = run_cli("compile", tuned.model, *args, "-o", tmp_path / "b")
     assert proc.returncode != 0 and message in proc.stderr, proc.stderr
     assert "Traceback" not in proc.stderr and not (tmp_path / "b").exists()
+
+
+def test_a_tuned_loop_hovers_with_the_trace_step_that_made_it(tuned):
+    """Every loop of a tuned kernel links to the MetaSchedule trace step that created it, from
+    the IR MetaScheduleApplyDatabase printed on (as dlight's schedules do on CUDA)."""
+    import re
+
+    from tvm_explorer.bundle.reader import Bundle
+    from tvm_explorer.navigation.hover import hover
+    from tvm_explorer.navigation.view import BundleView
+
+    bundle = Bundle(tuned.bundle)
+    view = BundleView(bundle)
+    applied = next(p for p in bundle.manifest["passes"] if p["name"] == "MetaScheduleApplyDatabase")
+    text = (tuned.bundle / applied["after"]).read_text()
+    steps = []
+    for loop in re.finditer(r"for (\w+)", text):
+        value, _ = hover(view, applied["after"], loop.start(1))
+        steps += re.findall(r"Loop created by schedule step (\d+) of `(\w+)` in `(traces/\w+\.py)`, "
+                            r"tuned by MetaSchedule: `(.*)`", value)
+    assert {kernel for _, kernel, _, _ in steps} == {"fused_matmul_relu", "matmul1"}, steps
+    for _, _, path, text_of_step in steps:
+        assert text_of_step.replace("\\", "") in (tuned.bundle / path).read_text()

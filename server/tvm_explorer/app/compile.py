@@ -253,7 +253,7 @@ def compile_model(
             tuning = TuningRun(tune, target, origins, model.layers, session.progress)
             user_pipeline = tuning.pipeline(make_target(target))
             if writer is not None and schedule_records:
-                session.schedules = ScheduleRecorder()
+                session.schedules = tuning.schedules = ScheduleRecorder()
         if user_pipeline is not None:
             session.containers.add(user_pipeline.info.name)
         if on_session is not None:
@@ -286,10 +286,6 @@ def compile_model(
             raise ExplorerError(
                 f"{model.path}: TVM failed to compile the model for {target}{how}{where}: {first}"
             ) from None
-        if tuning is not None and session.schedules is not None:
-            from tvm_explorer.tuning.pipeline import record_traces
-
-            record_traces(tuning, session.schedules)
         if session.progress is not None:
             session.progress.begin("code", "printing the IR of every pass")
         session.flush_documents()  # the IR of every pass, printed now that TVM is idle

@@ -313,11 +313,13 @@ def _numerics(view: BundleView, data, entry) -> dict[str, Any]:
 
 def _schedules(manifest: dict) -> dict[str, str]:
     """Kernel (PrimFunc) -> how it was scheduled: ``dlight <Rule>`` for GPU kernels dlight
-    scheduled (the bundle's schedule traces); others keep TVM's default schedule."""
+    scheduled, ``MetaSchedule (tuned)`` for kernels a tuning database scheduled (the bundle's
+    schedule traces); others keep TVM's default schedule."""
     out = {}
     for trace in manifest.get("traces", ()) or ():
         if isinstance(trace, dict) and isinstance(trace.get("primfunc"), str):
-            out[trace["primfunc"]] = f"dlight {trace.get('rule', '')}".strip()
+            rule = trace.get("rule", "")
+            out[trace["primfunc"]] = "MetaSchedule (tuned)" if rule == "MetaSchedule" else f"dlight {rule}".strip()
     return out
 
 

@@ -92,6 +92,7 @@ class TuningRun:
         self.tuning_seconds = 0.0
         self.interrupted = False
         self.only_layers = self._resolve_only()
+        self.schedules = None  # a capture.schedules.ScheduleRecorder told each tuned kernel's trace
 
     def _resolve_only(self) -> set[int] | None:
         if not self.request.only:
@@ -168,7 +169,28 @@ class TuningRun:
                 todo.append(task)
         if todo:
             self._run_tuner(ms, todo, database)
+        self._record_traces(database, target)
         return mod
+
+    def _record_traces(self, database, target) -> None:
+        """Each kernel's best record, its trace replayed on the task so that every loop it made
+        is linked to the step that made it (``capture.schedules``, as for dlight's schedules).
+        Recorded before ``MetaScheduleApplyDatabase`` runs: the IR it prints links to them."""
+        from tvm import s_tir
+
+        from tvm_explorer.capture.schedules import METASCHEDULE
+
+        for name, entry in sorted(self.kernels.items()):
+            if entry.task_mod is None:
+                continue
+            record = database.query_tuning_record(entry.task_mod, target, name)
+            if record is None:
+                continue
+            entry.trace = record.trace
+            if self.schedules is not None:
+                sch = s_tir.Schedule(entry.task_mod)
+                record.trace.apply_to_schedule(sch, remove_postproc=False)
+                self.schedules.add(name, METASCHEDULE, sch)
 
     def _run_tuner(self, ms, todo, database) -> None:
         require_metaschedule()
@@ -201,37 +223,16 @@ class TuningRun:
     def _note_applied(self, mod) -> None:
         from tvm.s_tir import meta_schedule as ms
 
-        target = tvm.target.Target.current()
         database = ms.database.JSONDatabase(work_dir=self.request.database)
         for gv, func in mod.functions.items():
             entry = self.kernels.get(gv.name_hint)
             if entry is None or not isinstance(func, tvm.tirx.PrimFunc):
                 continue
             entry.applied = bool(func.attrs is not None and func.attrs.get("tirx.is_scheduled", False))
-            if entry.task_mod is None:
-                continue
-            task_mod = entry.task_mod
-            entry.workload = database.has_workload(task_mod)
+            if entry.task_mod is not None:
+                entry.workload = database.has_workload(entry.task_mod)
             if entry.applied:
                 entry.scheduled = func
-                record = database.query_tuning_record(task_mod, target, gv.name_hint)
-                if record is not None:
-                    entry.trace = record.trace
-
-
-def record_traces(run: TuningRun, recorder) -> None:
-    """Each tuned kernel's trace, replayed on its task so that every loop it made is linked to
-    the step that made it (``capture.schedules``, as for dlight's schedules)."""
-    from tvm import s_tir
-
-    from tvm_explorer.capture.schedules import METASCHEDULE
-
-    for name, entry in sorted(run.kernels.items()):
-        if entry.trace is None or entry.task_mod is None:
-            continue
-        sch = s_tir.Schedule(entry.task_mod)
-        entry.trace.apply_to_schedule(sch, remove_postproc=False)
-        recorder.add(name, METASCHEDULE, sch)
 
 
 def _ledger_callback(ms, run: TuningRun, names: list[str]):
