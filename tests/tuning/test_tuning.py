@@ -6,6 +6,7 @@ for real once, one kernel whose candidates all fail to build (the builder's own 
 from __future__ import annotations
 
 import json
+import re
 import shutil
 from pathlib import Path
 from types import SimpleNamespace
@@ -123,7 +124,6 @@ def test_bad_tuning_requests_are_one_message(tuned, tmp_path, args, message):
 def test_a_tuned_loop_hovers_with_the_trace_step_that_made_it(tuned):
     """Every loop of a tuned kernel links to the MetaSchedule trace step that created it, from
     the IR MetaScheduleApplyDatabase printed on (as dlight's schedules do on CUDA)."""
-    import re
 
     from tvm_explorer.bundle.reader import Bundle
     from tvm_explorer.navigation.hover import hover
@@ -141,3 +141,33 @@ def test_a_tuned_loop_hovers_with_the_trace_step_that_made_it(tuned):
     assert {kernel for _, kernel, _, _ in steps} == {"fused_matmul_relu", "matmul1"}, steps
     for _, _, path, text_of_step in steps:
         assert text_of_step.replace("\\", "") in (tuned.bundle / path).read_text()
+
+
+def test_costs_and_the_graph_show_what_tuning_did_per_layer(tuned):
+    from tvm_explorer.bundle.reader import Bundle
+    from tvm_explorer.graphview.document import graph_document
+    from tvm_explorer.navigation.view import BundleView
+
+    table = run_cli("costs", tuned.bundle, check=True).stdout
+    assert "tuning" in next(line for line in table.splitlines() if "layer" in line and "kernels" in line)
+    row = next(line for line in table.splitlines() if "MatMul fc2" in line)
+    assert re.search(r"tuned \d+\.\d\dx\s+matmul1", row), row
+    data = json.loads(run_cli("costs", tuned.bundle, "--json", check=True).stdout)
+    assert set(data["tuning"]) == {"0", "1", "2"}
+    graph = graph_document(BundleView(Bundle(tuned.bundle)), places=False)
+    overlay = next(o for o in graph["overlays"] if o["id"] == "tuning")
+    assert overlay["available"] and overlay["scale"] == "category"
+    assert {n["metrics"]["tuning"] for n in graph["nodes"]} == {"tuned"}
+    assert {k["schedule"] for k in graph["kernels"].values()} == {"MetaSchedule (tuned)"}
+
+
+def test_an_untuned_bundle_says_how_to_tune(bundles, gt_model):
+    from tvm_explorer.bundle.reader import Bundle
+    from tvm_explorer.graphview.document import graph_document
+    from tvm_explorer.navigation.view import BundleView
+
+    out = bundles.get(gt_model, "c")
+    overlay = next(o for o in graph_document(BundleView(Bundle(out)), places=False)["overlays"] if o["id"] == "tuning")
+    assert not overlay["available"] and "--tune" in overlay["note"]
+    proc = run_cli("tuning", out)
+    assert proc.returncode == 2 and "compiled without --tune" in proc.stderr

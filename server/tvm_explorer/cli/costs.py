@@ -163,6 +163,7 @@ def add_parser(sub) -> None:
 def run_costs(args) -> int:
     """Print the costs table of a bundle."""
     from tvm_explorer.bundle.reader import Bundle
+    from tvm_explorer.bundle.sections.tuning import read_tuning
     from tvm_explorer.costs import rollup
 
     try:
@@ -177,6 +178,7 @@ def run_costs(args) -> int:
             raise ExplorerError(
                 f"{args.bundle}: the bundle has no costs.json (compiled by an older tvm-explorer); recompile it"
             )
+        tuning = read_tuning(bundle)
     except ExplorerError as err:
         print(f"tvm-explorer: error: {err}", file=sys.stderr)
         return 2
@@ -185,12 +187,12 @@ def run_costs(args) -> int:
             json.dumps(rollup.as_json(costs["layers"], depth), indent=1) if args.json else rollup.render(costs, depth)
         )
     elif args.json:
-        print(json.dumps(as_json(costs, args.sort, bundle.sass()), indent=1))
+        print(json.dumps(as_json(costs, args.sort, bundle.sass(), tuning), indent=1))
     else:
         from tvm_explorer.frontends import frontend_of
 
         kind = (bundle.manifest.get("model") or {}).get("kind", "tflite")
-        print(render(costs, args.sort, unit=frontend_of(kind).unit, machine=bundle.sass()))
+        print(render(costs, args.sort, unit=frontend_of(kind).unit, machine=bundle.sass(), tuning=tuning))
         repeated = rollup.across_repeats(rollup.by_module(costs["layers"]))
         if repeated:
             biggest = max(repeated, key=lambda r: len(r["members"]))

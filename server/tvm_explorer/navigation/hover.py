@@ -83,7 +83,7 @@ def _schedule_step(view: BundleView, ranges: list[Range]) -> str | None:
             trace = trace_entry(view, primfunc)
             rule = f", rule {md.code(trace['rule'])}" if trace and trace.get("rule") else ""
             where = f" in {md.code(trace['path'])}" if trace and trace.get("path") else ""
-            tuned = bool(trace) and trace.get("rule") == "MetaSchedule"
+            tuned = trace is not None and trace.get("rule") == "MetaSchedule"
             if tuned:
                 rule = ", tuned by MetaSchedule"
             if not step:

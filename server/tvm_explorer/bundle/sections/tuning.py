@@ -142,6 +142,29 @@ def validate(data, layer_count: int) -> TuningDocument:
     return cast(TuningDocument, data)
 
 
+STATE_WORDS = {"tuned": "tuned", "untuned": "untuned", "miss": "database miss", "build_failed": "build failed"}
+
+
+def layer_states(doc: TuningDocument) -> dict[int, tuple[str, float | None]]:
+    """Layer id -> what tuning did to its kernels (``tuned``, ``untuned``, ``database miss``,
+    ``build failed``, or ``mixed`` when its kernels differ) and, tuned, the smallest speedup
+    of its kernels (default time ÷ tuned time, measured side by side)."""
+    kernels_of: dict[int, list[TunedKernel]] = {}
+    for k in doc["kernels"]:
+        for lid in k["layers"]:
+            kernels_of.setdefault(lid, []).append(k)
+    out: dict[int, tuple[str, float | None]] = {}
+    for lid, kernels in kernels_of.items():
+        states = {k["state"] for k in kernels}
+        if len(states) > 1:
+            out[lid] = ("mixed", None)
+            continue
+        speedups = [k["speedup"] for k in kernels if k["speedup"] is not None]
+        state = states.pop()
+        out[lid] = (STATE_WORDS[state], min(speedups) if state == "tuned" and speedups else None)
+    return out
+
+
 def read_tuning(bundle: Bundle) -> TuningDocument | None:
     """A bundle's validated ``tuning.json``, or None if it was compiled without ``--tune``.
     Raises BundleError naming the file if it is damaged."""
