@@ -90,7 +90,6 @@ class TuningRun:
         self.progress = progress
         self.kernels: dict[str, KernelTuning] = {}
         self.tuning_seconds = 0.0
-        self.interrupted = False
         self.only_layers = self._resolve_only()
         self.schedules = None  # a capture.schedules.ScheduleRecorder told each tuned kernel's trace
 
@@ -161,7 +160,9 @@ class TuningRun:
             entry = KernelTuning(task.task_name, self._layers_of(func) if func is not None else [])
             entry.unscheduled = func
             entry.task_mod = task.dispatched[0]
-            entry.in_database_before = database.has_workload(task.dispatched[0])
+            # Known = a record that built and ran: a workload alone (every build failed, or a
+            # run interrupted before any record) is tuned again.
+            entry.in_database_before = database.query_tuning_record(entry.task_mod, target, task.task_name) is not None
             if self.only_layers is not None and not (set(entry.layers) & self.only_layers):
                 entry.selected = False
             self.kernels[task.task_name] = entry
@@ -211,7 +212,8 @@ class TuningRun:
                 work_dir=self.request.database,
                 max_trials_global=self.request.trials,
                 max_trials_per_task=per_task,
-                num_trials_per_iter=min(64, per_task),
+                # at least two batches per kernel past 8 trials: progress, and records kept on Ctrl-C
+                num_trials_per_iter=per_task if per_task <= 8 else min(64, math.ceil(per_task / 2)),
                 builder=ms.builder.LocalBuilder(timeout_sec=self.request.builder_timeout, max_workers=1),
                 runner=ms.runner.LocalRunner(timeout_sec=max(30.0, self.request.builder_timeout)),
                 database=database,
