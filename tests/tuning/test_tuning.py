@@ -171,3 +171,16 @@ def test_an_untuned_bundle_says_how_to_tune(bundles, gt_model):
     assert not overlay["available"] and "--tune" in overlay["note"]
     proc = run_cli("tuning", out)
     assert proc.returncode == 2 and "compiled without --tune" in proc.stderr
+
+
+def test_a_damaged_ledger_is_one_message_naming_the_file(tuned, tmp_path):
+    copy = tmp_path / "copy.bundle"
+    shutil.copytree(tuned.bundle, copy)
+    ledger = _ledger(copy)
+    ledger["kernels"][0]["state"] = "great"
+    (copy / "tuning.json").write_text(json.dumps(ledger))
+    proc = run_cli("tuning", copy)
+    assert proc.returncode == 2 and str(copy / "tuning.json") in proc.stderr and "'state'" in proc.stderr
+    assert "Traceback" not in proc.stderr
+    costs = run_cli("costs", copy)  # the ledger is optional: the costs still print
+    assert costs.returncode == 0 and "the tuning column is left out" in costs.stderr and "MatMul fc2" in costs.stdout

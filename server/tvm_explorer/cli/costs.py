@@ -178,10 +178,14 @@ def run_costs(args) -> int:
             raise ExplorerError(
                 f"{args.bundle}: the bundle has no costs.json (compiled by an older tvm-explorer); recompile it"
             )
-        tuning = read_tuning(bundle)
     except ExplorerError as err:
         print(f"tvm-explorer: error: {err}", file=sys.stderr)
         return 2
+    try:  # the ledger is optional: a damaged one is reported, the costs still print
+        tuning = read_tuning(bundle)
+    except ExplorerError as err:
+        print(f"tvm-explorer: warning: {err}; the tuning column is left out", file=sys.stderr)
+        tuning = None
     if by == "module":
         print(
             json.dumps(rollup.as_json(costs["layers"], depth), indent=1) if args.json else rollup.render(costs, depth)
