@@ -98,7 +98,7 @@ def add_parser(sub) -> None:
         "--tune",
         type=int,
         metavar="TRIALS",
-        help="with --target llvm or c: tune the fused kernels with MetaSchedule, TRIALS candidates in all "
+        help="with --target llvm: tune the fused kernels with MetaSchedule, TRIALS candidates in all "
         "(0: apply the database only); kernels the database already knows are reused, not re-tuned "
         "(docs/tuning.md; needs the [tune] extra)",
     )
