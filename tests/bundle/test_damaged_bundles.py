@@ -178,7 +178,7 @@ LOADER_MODULES = ("bundle/reader.py", "bundle/index.py", "bundle/index_load.py",
                   "costs/table.py", "bundle/fields.py", "bundle/sections/numerics.py", "bundle/sections/bisect.py",
                   "bundle/files.py", "bundle/types.py", "bundle/manifest.py", "bundle/line_pieces.py",
                   "bundle/safe_open.py", "bundle/sections/__init__.py", "bundle/sections/memory.py",
-                  "bundle/sections/sass.py")
+                  "bundle/sections/sass.py", "bundle/sections/tuning.py")
 # The one process a loader starts: this interpreter, parsing index.json (``index_load``), with
 # a fixed command; the bundle's bytes reach it on stdin, its answer is read with json.loads.
 # (child_python keeps the working directory off sys.path: tests/lsp/test_workspace_isolation.py)

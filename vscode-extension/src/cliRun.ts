@@ -196,7 +196,7 @@ function parseProgress(line: string): ProgressLine | undefined {
 }
 
 function stageLabel(stage: string): string {
-  return ({ import: 'Import', relax: 'Relax', tir: 'TIR', code: 'Codegen', run: 'Running', write: 'Writing' } as Record<string, string>)[stage] ?? stage;
+  return ({ import: 'Import', relax: 'Relax', tune: 'Tuning', tir: 'TIR', code: 'Codegen', run: 'Running', write: 'Writing' } as Record<string, string>)[stage] ?? stage;
 }
 
 /** What a run with `--progress json` shows: `onLine` moves the notification on each progress

@@ -45,6 +45,7 @@ class CompileResult:
     costs: dict | None = None  # costs.json as written (see costs/)
     memory: dict | None = None  # memory.json as written (see memory/)
     memory_failure: str | None = None  # why no memory.json was written (a bug of ours)
+    tuning: dict | None = None  # tuning.json as written (compile --tune; see tuning/)
 
     @property
     def coverage(self) -> dict:
@@ -136,6 +137,19 @@ def _add_schedule_traces(session: CaptureSession) -> None:
         session.writer.traces.append(entry)
 
 
+def _add_tuning_ledger(session: CaptureSession, tuning) -> dict:
+    """``tuning.json``: per kernel tuned / untuned / miss / build failed, default and tuned time
+    measured side by side now (docs/tuning.md)."""
+    from tvm_explorer.tuning.ledger import SECTION, document
+
+    if session.progress is not None:
+        session.progress.begin("run", "tuning ledger: timing default and tuned kernels")
+    traces = {entry["primfunc"]: entry["path"] for entry in session.writer.traces} if session.writer else {}
+    doc = document(tuning, traces)
+    session.writer.add_file(SECTION, json.dumps(doc, indent=1))
+    return doc
+
+
 def _finish_memory(memory: MemoryRecorder, session: CaptureSession, costs: CostRecorder, target: str) -> None:
     """``memory.json``: the timeline, what the profiled run allocated, and (profiled) the
     reference engine's own arena for the model."""
@@ -182,6 +196,7 @@ def compile_model(
     on_session=None,
     after_build_steps: int = 0,
     sass: str | None = None,
+    tune=None,
 ) -> CompileResult:
     """Import a model (``.tflite``, ``.onnx``, ``.pt2``), compile it with TVM's real pipeline,
     and write a bundle.
@@ -201,6 +216,8 @@ def compile_model(
     ``on_session(session)`` is called once the capture session exists (to add listeners).
     ``sass``: a GPU architecture (``sm_90``): on ``cuda``, compile the generated CUDA to machine
     code with NVIDIA's tools and add it, joined to layers (docs/sass.md).
+    ``tune``: a ``tuning.request.TuneRequest`` (``--tune``): MetaSchedule after FuseTIR, the
+    database applied, the ledger written as ``tuning.json`` (docs/tuning.md).
     Raises ExplorerError (ModelError for bad models) with a message for the user.
     """
     if target not in TARGETS:
@@ -211,6 +228,8 @@ def compile_model(
         from tvm_explorer.capture.custom_pipeline import make_pipeline
 
         user_pipeline = make_pipeline(pipeline, make_target(target))
+    if tune is not None and pipeline:
+        raise ExplorerError("--tune and --pipeline: tuning runs TVM's own CPU pipeline; choose one")
     if not fill_spans:
         mod = import_any(model, None, fill_spans=False)
         return CompileResult(None, build(mod, target, pipeline=user_pipeline), 0, 0)
@@ -227,6 +246,14 @@ def compile_model(
             # The runs after the build are steps too (profiling, the caller's numerics).
             runs = (profile is not None) + after_build_steps + bool(sass and target == "cuda")
             session.progress = Progress(on_progress, planned + runs if planned else 0)
+        tuning = None
+        if tune is not None:
+            from tvm_explorer.tuning.pipeline import TuningRun
+
+            tuning = TuningRun(tune, target, origins, model.layers, session.progress)
+            user_pipeline = tuning.pipeline(make_target(target))
+            if writer is not None and schedule_records:
+                session.schedules = tuning.schedules = ScheduleRecorder()
         if user_pipeline is not None:
             session.containers.add(user_pipeline.info.name)
         if on_session is not None:
@@ -244,7 +271,7 @@ def compile_model(
             instruments = costs.wrap(instruments)
         plan = costs.plan_build(target) if costs is not None else None
         try:
-            if session.schedules is not None:
+            if session.schedules is not None and tuning is None:
                 with session.schedules:
                     executable = build(mod, target, instruments, user_pipeline, plan)
             else:
@@ -254,7 +281,7 @@ def compile_model(
         except Exception as err:  # noqa: BLE001 - TVM failures reach the user as one message
             text = " ".join(str(err).split())
             first = text[:500] or type(err).__name__
-            how = f" with --pipeline {pipeline}" if pipeline else ""
+            how = f" with --pipeline {pipeline}" if pipeline else " with --tune" if tuning is not None else ""
             where = session.failure_context(text)
             raise ExplorerError(
                 f"{model.path}: TVM failed to compile the model for {target}{how}{where}: {first}"
@@ -269,6 +296,7 @@ def compile_model(
             )
         code_cov = _add_generated_code(session, executable, target, sass)
         _add_schedule_traces(session)
+        ledger = _add_tuning_ledger(session, tuning) if tuning is not None else None
         if profile is not None and session.progress is not None:
             session.progress.starting("run", "profile: timing every kernel call")
         costs.finish(session, executable, target)
@@ -282,6 +310,8 @@ def compile_model(
             options["input_shapes"] = {name: list(dims) for name, dims in model.pinned.items()}
         if sass:
             options["sass"] = sass
+        if tune is not None:
+            options["tune"] = {"trials": tune.trials, "database": tune.database, "only": list(tune.only)}
         n_docs, n_passes = len(writer.documents), len(writer.passes)
         if session.progress is not None:
             session.progress.writing()
@@ -297,6 +327,7 @@ def compile_model(
             costs=costs.costs,
             memory=memory.doc,
             memory_failure=memory.failure,
+            tuning=ledger,
         )
     except BaseException:
         if writer is not None:

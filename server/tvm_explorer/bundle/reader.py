@@ -49,6 +49,7 @@ from tvm_explorer.bundle.sections import costs as costs_section
 from tvm_explorer.bundle.sections import memory as memory_section
 from tvm_explorer.bundle.sections import numerics as numerics_section
 from tvm_explorer.bundle.sections import sass as sass_section
+from tvm_explorer.bundle.sections import tuning as tuning_section
 from tvm_explorer.bundle.types import Document, Layer, Origin, explorer_key_of, source_of, stack_of
 from tvm_explorer.errors import BundleError
 
@@ -58,6 +59,7 @@ if TYPE_CHECKING:
     from tvm_explorer.bundle.sections.memory import MemoryDocument
     from tvm_explorer.bundle.sections.numerics import NumericsDocument
     from tvm_explorer.bundle.sections.sass import SassDocument
+    from tvm_explorer.bundle.sections.tuning import TuningDocument
 
 SECTIONS: dict[str, Section] = {
     "numerics": numerics_section.SECTION,
@@ -65,6 +67,7 @@ SECTIONS: dict[str, Section] = {
     "costs": costs_section.SECTION,
     "memory": memory_section.SECTION,
     "sass": sass_section.SECTION,
+    "tuning": tuning_section.SECTION,
 }
 """The optional sections, each read the same way (``Bundle.section``) as its ``SECTION`` in
 ``bundle/sections/`` says."""
@@ -246,6 +249,12 @@ class Bundle:
         """The validated ``sass.json`` (``compile --sass``; read when first asked), or None if
         the bundle has none or it is damaged (``section_problems`` says why)."""
         return self.section("sass")
+
+    def tuning(self) -> TuningDocument | None:
+        """The validated ``tuning.json`` (``compile --tune``'s ledger; read when first asked), or
+        None if the bundle was compiled without tuning; raises BundleError naming the file if it
+        is damaged."""
+        return self.section("tuning")
 
     def document(self, path: str) -> Document | None:
         """The document at bundle-relative ``path``, or None."""

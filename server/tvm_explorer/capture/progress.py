@@ -24,7 +24,7 @@ from tvm import relax
 
 from tvm_explorer.capture.compile_recorder import CONTAINERS
 
-STAGES = ("import", "relax", "tir", "code", "run", "write")
+STAGES = ("import", "relax", "tune", "tir", "code", "run", "write")
 
 
 @dataclass(frozen=True)

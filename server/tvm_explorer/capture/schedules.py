@@ -17,6 +17,8 @@ from tvm import s_tir
 
 from tvm_explorer.provenance.spans import handle
 
+METASCHEDULE = "MetaSchedule"  # the rule of a schedule a tuning database gave (compile --tune)
+
 
 @dataclass
 class ScheduleRecord:
@@ -121,18 +123,27 @@ class ScheduleRecorder(ScheduleLinks):
         name = self._names.get(handle(func))
         if name is None or len(space) != 1:
             return
-        sch = space[0]
+        self.add(name, type(rule).__name__, space[0])
+
+    def add(self, name: str, rule: str, sch) -> None:
+        """Record ``sch`` (a ``s_tir.Schedule`` whose trace made PrimFunc ``name``) as made by
+        ``rule`` (a dlight rule's class name, or ``MetaSchedule`` for a tuned kernel)."""
         program = str(sch.trace)
         lines = program.split("\n")
         first = next((i + 2 for i, line in enumerate(lines) if line.startswith("def apply_trace")), 1)
         steps = lines[first - 1 : first - 1 + len(sch.trace.insts)]
-        self.records[name] = ScheduleRecord(name, type(rule).__name__, program, steps, first, _loop_steps(sch))
+        self.records[name] = ScheduleRecord(name, rule, program, steps, first, _loop_steps(sch))
 
     def files(self) -> list[tuple[dict, str]]:
         """``(manifest entry, file text)`` for every recorded schedule."""
         out = []
         for name, rec in sorted(self.records.items()):
-            header = f"# dlight rule {rec.rule} scheduled PrimFunc {name}; replay with apply_trace(sch)\n"
+            if rec.rule == METASCHEDULE:
+                header = (
+                    f"# MetaSchedule tuned PrimFunc {name} (the database's best record); replay with apply_trace(sch)\n"
+                )
+            else:
+                header = f"# dlight rule {rec.rule} scheduled PrimFunc {name}; replay with apply_trace(sch)\n"
             entry = {
                 "primfunc": name,
                 "rule": rec.rule,

@@ -95,6 +95,31 @@ def add_parser(sub) -> None:
         "(default sm_90, H100/H200) with NVIDIA's nvcc and nvdisasm, every instruction joined to its "
         "layer (docs/sass.md; needs the [sass] extra, no GPU)",
     )
+    p.add_argument(
+        "--tune",
+        type=int,
+        metavar="TRIALS",
+        help="with --target llvm: tune the fused kernels with MetaSchedule, TRIALS candidates in all "
+        "(0: apply the database only); kernels the database already knows are reused, not re-tuned "
+        "(docs/tuning.md; needs the [tune] extra)",
+    )
+    p.add_argument(
+        "--tuning-db",
+        metavar="DIR",
+        help="the MetaSchedule database folder to read and extend (default: tuning-db beside the bundle)",
+    )
+    p.add_argument(
+        "--tune-only",
+        metavar="LAYERS",
+        help="tune only the kernels of these layers (names, output tensors or ids, comma-separated)",
+    )
+    p.add_argument(
+        "--tune-builder-timeout",
+        type=float,
+        metavar="SECONDS",
+        help="seconds a candidate may take to build (default 600: each builder worker imports TVM's "
+        "tensor intrinsics first, 30-40 s on a loaded machine; MetaSchedule's own default of 30 fails them)",
+    )
     add_trust_option(p)
     p.add_argument("--in-process", action="store_true", help=argparse.SUPPRESS)
     from tvm_explorer.cli.costs import add_profile_options
@@ -173,6 +198,11 @@ def _compile_in_this_process(args) -> int:
                 from tvm_explorer.sass.build import check_sass_request
 
                 check_sass_request(args.sass, args.target)  # missing tools fail before the compile
+            tune = _tune_request(args)
+            if tune is not None and tune.trials > 0:
+                from tvm_explorer.tuning.pipeline import require_metaschedule
+
+                require_metaschedule()
             model = load_any(args.model)  # a bad file fails fast (a .tflite before TVM is imported)
             model = pin_inputs(model, getattr(args, "input_shape", None) or [])
             from tvm_explorer.cli.numerics import prepare as prepare_numerics
@@ -204,6 +234,7 @@ def _compile_in_this_process(args) -> int:
                     after_build_steps=1 if numerics else 0,
                     pipeline=args.pipeline,
                     sass=getattr(args, "sass", None),
+                    tune=tune,
                 )
         finally:
             compiling["now"] = False
@@ -252,7 +283,10 @@ def _compile_in_this_process(args) -> int:
     from tvm_explorer.cli.memory import report as memory_report
 
     memory = memory_report(result.memory, result.memory_failure, bundle)
-    for line in [*report(result.costs, unit), *memory, *(numerics.report() if numerics else ())]:
+    from tvm_explorer.cli.tuning import compile_report
+
+    tuning = compile_report(result.tuning, bundle)
+    for line in [*report(result.costs, unit), *memory, *tuning, *(numerics.report() if numerics else ())]:
         print(line)
     print("Open it in an editor with the TVM Explorer language server (VS Code: docs/vscode.md):")
     print(f"  code {bundle}")
@@ -260,6 +294,19 @@ def _compile_in_this_process(args) -> int:
     if code:
         print(f"Ask where a line came from:\n  tvm-explorer origins {bundle} {code}:LINE")
     return 0
+
+
+def _tune_request(args):
+    from tvm_explorer.tuning.request import tune_request
+
+    return tune_request(
+        getattr(args, "tune", None),
+        getattr(args, "tuning_db", None),
+        getattr(args, "tune_only", None),
+        getattr(args, "tune_builder_timeout", None),
+        args.target,
+        args.output,
+    )
 
 
 def _run_compile(args) -> int:
@@ -274,6 +321,10 @@ def _run_compile(args) -> int:
             check_destination(args.output, (args.model,))
         except ExplorerError as err:
             return _fail(str(err))
+    try:  # --tune's flags, before anything is compiled
+        _tune_request(args)
+    except ExplorerError as err:
+        return _fail(str(err), exit_code_of(err))
     from tvm_explorer.cli.costs import remote_request
 
     try:  # remote flags and the cross compiler, before anything is compiled

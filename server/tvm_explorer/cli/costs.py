@@ -180,17 +180,22 @@ def run_costs(args) -> int:
     except ExplorerError as err:
         print(f"tvm-explorer: error: {err}", file=sys.stderr)
         return 2
+    try:  # the ledger is optional: a damaged one is reported, the costs still print
+        tuning = bundle.tuning()
+    except ExplorerError as err:
+        print(f"tvm-explorer: warning: {err}; the tuning column is left out", file=sys.stderr)
+        tuning = None
     if by == "module":
         print(
             json.dumps(rollup.as_json(costs["layers"], depth), indent=1) if args.json else rollup.render(costs, depth)
         )
     elif args.json:
-        print(json.dumps(as_json(costs, args.sort, bundle.sass()), indent=1))
+        print(json.dumps(as_json(costs, args.sort, bundle.sass(), tuning), indent=1))
     else:
         from tvm_explorer.frontends import frontend_of
 
         kind = (bundle.manifest.get("model") or {}).get("kind", "tflite")
-        print(render(costs, args.sort, unit=frontend_of(kind).unit, machine=bundle.sass()))
+        print(render(costs, args.sort, unit=frontend_of(kind).unit, machine=bundle.sass(), tuning=tuning))
         repeated = rollup.across_repeats(rollup.by_module(costs["layers"]))
         if repeated:
             biggest = max(repeated, key=lambda r: len(r["members"]))

@@ -17,6 +17,7 @@ SUBCOMMANDS = (
     "compare",
     "costs",
     "memory",
+    "tuning",
     "profile",
     "numerics",
     "overlays",

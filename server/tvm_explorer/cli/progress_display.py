@@ -16,7 +16,15 @@ from collections.abc import Iterator
 from typing import TextIO
 
 MODES = ("auto", "bar", "json", "none")
-STAGE_LABELS = {"import": "import", "relax": "Relax", "tir": "TIR", "code": "codegen", "run": "run", "write": "write"}
+STAGE_LABELS = {
+    "import": "import",
+    "relax": "Relax",
+    "tir": "TIR",
+    "code": "codegen",
+    "tune": "tune",
+    "run": "run",
+    "write": "write",
+}
 
 
 def resolve_mode(mode: str, stream: TextIO) -> str:

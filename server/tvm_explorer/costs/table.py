@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from tvm_explorer.bundle.sections.costs import CostLayer, CostsDocument, clock_label, measured_on
 from tvm_explorer.bundle.sections.sass import SassDocument
+from tvm_explorer.bundle.sections.tuning import TuningDocument, layer_states
 from tvm_explorer.tablenames import NameColumn
 
 SORTS = ("time", "code", "memory")
@@ -22,7 +23,9 @@ def sort_layers(layers: list[CostLayer], by: str) -> list[CostLayer]:
     return sorted(layers, key=lambda lay: (-key(lay), lay["subgraph"], lay["op_index"]))
 
 
-def as_json(costs: CostsDocument, by: str, machine: SassDocument | None = None) -> dict:
+def as_json(
+    costs: CostsDocument, by: str, machine: SassDocument | None = None, tuning: TuningDocument | None = None
+) -> dict:
     """The documented JSON of ``tvm-explorer costs --json`` (with ``machine``, a bundle compiled
     with ``--sass``: its architecture and each kernel's machine facts)."""
     out: dict[str, object] = {
@@ -35,6 +38,8 @@ def as_json(costs: CostsDocument, by: str, machine: SassDocument | None = None) 
     }
     if machine is not None:
         out["machine"] = {"arch": machine["arch"], "layers": machine["layers"], "kernels": machine["kernels"]}
+    if tuning is not None:
+        out["tuning"] = {str(lid): text for lid, text in sorted(layer_tuning(tuning).items())}
     return out
 
 
@@ -49,6 +54,14 @@ def machine_columns(machine: SassDocument | None, layer_id: int | None) -> str:
     occupancy = row.get("min_occupancy")
     occ = f"{occupancy:.0%}" if occupancy is not None else "-"
     return f" {row.get('registers', 0):>5} {size(row.get('spilled', 0)):>6} {occ:>5} {row.get('instructions', 0):>7}"
+
+
+def layer_tuning(tuning: TuningDocument | None) -> dict[int, str]:
+    """Layer id -> what tuning did to its kernels, with the smallest speedup of its tuned ones
+    (``tuned 1.80x``)."""
+    if tuning is None:
+        return {}
+    return {lid: f"{word} {speedup:.2f}x" if speedup else word for lid, (word, speedup) in layer_states(tuning).items()}
 
 
 def size(n: int) -> str:
@@ -74,10 +87,17 @@ def lines_label(costs: CostsDocument) -> str:
 
 
 def render(
-    costs: CostsDocument, by: str, top_passes: int = 8, unit: str = "op", machine: SassDocument | None = None
+    costs: CostsDocument,
+    by: str,
+    top_passes: int = 8,
+    unit: str = "op",
+    machine: SassDocument | None = None,
+    tuning: TuningDocument | None = None,
 ) -> str:
     """The table as text (``unit``: what a layer is called, ``op`` or ``node``; ``machine``:
-    the machine-code facts of a ``--sass`` bundle, as four more columns)."""
+    the machine-code facts of a ``--sass`` bundle, as four more columns; ``tuning``: the ledger
+    of a ``--tune`` bundle, as a column of what tuning did to each layer's kernels)."""
+    tuned = layer_tuning(tuning)
     out = []
     profile = costs.get("profile") or {}
     total = costs.get("total_ms")
@@ -117,6 +137,7 @@ def render(
             "kernels, spill = bytes spilled, occ = lowest occupancy, SASS = instructions"
         )
     extra = f" {'regs':>5} {'spill':>6} {'occ':>5} {'SASS':>7}" if machine is not None else ""
+    extra += f" {'tuning':>13}" if tuning is not None else ""
     out.append(
         f"{'#':>3}  {'layer':<56} {'time ms':>9} {'share':>6} {lines_label(costs):>13} "
         f"{'workspace':>10} {'MFLOP':>9}{extra}  kernels"
@@ -137,7 +158,8 @@ def render(
         names = ", ".join(n + ("*" if n in shared else "") for n in lay["kernels"]) or "-"
         out.append(
             f"{rank:>3}  {label[:56]:<56} {t:>9} {s:>6} {lay['code_lines']:>13} "
-            f"{size(lay['workspace_bytes']):>10} {fl:>9}{machine_columns(machine, lay.get('id'))}  {names}"
+            f"{size(lay['workspace_bytes']):>10} {fl:>9}{machine_columns(machine, lay.get('id'))}"
+            f"{(' ' + format(tuned.get(lay.get('id'), '-'), '>13')) if tuning is not None else ''}  {names}"
         )
     if total is not None:
         attributed = sum(lay["time_ms"] or 0.0 for lay in costs["layers"])

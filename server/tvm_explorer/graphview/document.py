@@ -41,6 +41,7 @@ OVERLAYS = (
     ("registers", "Registers per thread (SASS)", "linear", "registers"),
     ("coverage", "Provenance coverage", "category", ""),
     ("schedule", "Schedule kind", "category", ""),
+    ("tuning", "Tuning (MetaSchedule)", "category", ""),
 )
 
 
@@ -60,6 +61,7 @@ def graph_document(view: BundleView, places: bool = True, encoding: str = "utf-1
     machine = bundle.sass()
     machine_layers: dict[str, Any] = dict(machine["layers"]) if machine else {}
     schedules = _schedules(manifest)
+    tuning, tuning_note = _tuning(bundle)
     docs_of = {stage: [doc.path for doc in bundle.documents if doc.stage == stage] for stage in STAGES}
     nodes = []
     for layer in bundle.layers:
@@ -104,6 +106,7 @@ def graph_document(view: BundleView, places: bool = True, encoding: str = "utf-1
                 "registers": machine_layers.get(str(layer.id), {}).get("registers"),
                 "coverage": _coverage(reached),
                 "schedule": (kinds[0] if len(kinds) == 1 else "mixed") if kinds else None,
+                "tuning": tuning[layer.id][0] if layer.id in tuning else None,
             },
             "cost": costs.summary(cost) + (f" · {flops_text(flops)}" if (flops := cost.get("flops")) else "")
             if costs and cost
@@ -154,7 +157,7 @@ def graph_document(view: BundleView, places: bool = True, encoding: str = "utf-1
             }
             for g in group_list
         ],
-        "overlays": _overlays(costs, numerics, costs_problem(bundle), memory_note, machine is not None),
+        "overlays": _overlays(costs, numerics, costs_problem(bundle), memory_note, machine is not None, tuning_note),
         "kernels": _kernels(costs, schedules),
         "costs_note": costs.status_text()
         if costs
@@ -334,11 +337,13 @@ def _numerics(view: BundleView, data, entry) -> dict[str, Any]:
 
 def _schedules(manifest: dict) -> dict[str, str]:
     """Kernel (PrimFunc) -> how it was scheduled: ``dlight <Rule>`` for GPU kernels dlight
-    scheduled (the bundle's schedule traces); others keep TVM's default schedule."""
+    scheduled, ``MetaSchedule (tuned)`` for kernels a tuning database scheduled (the bundle's
+    schedule traces); others keep TVM's default schedule."""
     out = {}
     for trace in manifest.get("traces", ()) or ():
         if isinstance(trace, dict) and isinstance(trace.get("primfunc"), str):
-            out[trace["primfunc"]] = f"dlight {trace.get('rule', '')}".strip()
+            rule = trace.get("rule", "")
+            out[trace["primfunc"]] = "MetaSchedule (tuned)" if rule == "MetaSchedule" else f"dlight {rule}".strip()
     return out
 
 
@@ -377,8 +382,27 @@ def _live_at_peak(bundle) -> tuple[dict[int, int], str | None]:
     return out, None
 
 
+def _tuning(bundle) -> tuple[dict[int, tuple[str, float | None]], str | None]:
+    """Each layer's tuning state (``tuning.json``), and why there are none."""
+    from tvm_explorer.bundle.sections.tuning import layer_states
+    from tvm_explorer.errors import BundleError
+
+    try:
+        doc = bundle.tuning()
+    except BundleError as err:
+        return {}, str(err)
+    if doc is None:
+        return {}, "not tuned: compile with --target llvm --tune TRIALS (docs/tuning.md)"
+    return layer_states(doc), None
+
+
 def _overlays(
-    costs, numerics, costs_damage: str | None, memory_note: str | None = None, machine: bool = False
+    costs,
+    numerics,
+    costs_damage: str | None,
+    memory_note: str | None = None,
+    machine: bool = False,
+    tuning_note: str | None = "not tuned",
 ) -> list[dict[str, Any]]:
     why_costs = None if costs else costs_damage or "no costs.json: recompile the bundle"
     notes = {
@@ -393,6 +417,7 @@ def _overlays(
         "coverage": None,
         "schedule": why_costs,
         "registers": None if machine else "no machine code: compile with --target cuda --sass",
+        "tuning": tuning_note,
     }
     return [
         {

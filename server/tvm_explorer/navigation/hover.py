@@ -83,7 +83,12 @@ def _schedule_step(view: BundleView, ranges: list[Range]) -> str | None:
             trace = trace_entry(view, primfunc)
             rule = f", rule {md.code(trace['rule'])}" if trace and trace.get("rule") else ""
             where = f" in {md.code(trace['path'])}" if trace and trace.get("path") else ""
+            tuned = trace is not None and trace.get("rule") == "MetaSchedule"
+            if tuned:
+                rule = ", tuned by MetaSchedule"
             if not step:
+                if tuned:
+                    return f"Tuned by MetaSchedule (the tuning database's best schedule); trace{where}"
                 return f"Scheduled by dlight{rule.replace(', rule', ' rule')}; trace{where}"
             what = "Loop" if rng is ranges[0] else "Enclosing loop"
             text = ""

@@ -15,6 +15,10 @@ const CATEGORY_COLORS: Record<string, string> = {
   default: '#8da0cb',
   mixed: '#e78ac3',
   tuned: '#1b9e77',
+  'MetaSchedule (tuned)': '#1b9e77',
+  untuned: '#8da0cb',
+  'database miss': '#e41a1c',
+  'build failed': '#7f0000',
 };
 const EXTRA = ['#66c2a5', '#fc8d62', '#a6d854', '#e5c494', '#b3b3b3', '#8dd3c7', '#bebada', '#80b1d3'];
 

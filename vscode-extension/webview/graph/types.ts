@@ -30,6 +30,7 @@ export interface Metrics {
   registers?: number | null;
   coverage: string | null;
   schedule: string | null;
+  tuning?: string | null;
 }
 
 export interface Numerics {
