@@ -20,27 +20,6 @@ def add_parser(sub) -> None:
     p.set_defaults(run=run_memory)
 
 
-def report(doc: dict | None, failure: str | None, bundle) -> list[str]:
-    """What ``compile`` prints about the memory timeline it recorded."""
-    from tvm_explorer.memory.table import size
-
-    if doc is None:
-        return [f"  memory.json: not written ({failure})"] if failure else []
-    peak = doc["peak"]
-    where = ""
-    if peak["step"] is not None:
-        where = f" at step {peak['step']} of {len(doc['steps'])} ({doc['steps'][peak['step']]['callee']})"
-    lines = [f"  memory: peak {size(peak['bytes'])}{where}; tvm-explorer memory {bundle} says what makes it up"]
-    m = doc["measured"]
-    if m["status"] == "measured":
-        verdict = "agrees" if m.get("naive_within") else "DISAGREES"
-        lines.append(
-            f"  memory measured: {size(m['naive_peak_bytes'])} at the run's peak, "
-            f"{size(doc['predicted']['naive_peak_bytes'])} replayed ({verdict})"
-        )
-    return lines
-
-
 def _labeler(bundle, unit: str):
     """``op 3 CONV_2D conv_dw_1`` for a layer id, the scope most names share left out (the
     table says so)."""
