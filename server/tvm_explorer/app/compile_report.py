@@ -3,7 +3,12 @@ documents, coverage, costs, the memory timeline and numerics, and where to go ne
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, cast
+
 from tvm_explorer.app.jobs import CompileJob
+
+if TYPE_CHECKING:
+    from tvm_explorer.bundle.sections.costs import CostProfile
 
 
 def compile_report(job: CompileJob, result, unit: str, numerics=None) -> list[str]:
@@ -46,7 +51,7 @@ def costs_report(costs: dict | None, unit: str = "op") -> list[str]:
     top = max(costs["layers"], key=lambda lay: lay.get("time_ms") or 0.0, default=None)
     from tvm_explorer.bundle.sections.costs import measured_on
 
-    on = measured_on(profile)
+    on = measured_on(cast("CostProfile", profile))
     lines = [
         f"  profile: {costs['total_ms']:.3f} ms per run (median of {profile.get('repeat')})" + (f", {on}" if on else "")
     ]

@@ -159,7 +159,7 @@ def _compile_in_this_process(job: CompileJob) -> int:
             raise KeyboardInterrupt(stop["why"])
 
     def committed() -> bool:
-        return bool(job.output) and Path(job.output).absolute() in writer.COMMITTED
+        return job.output is not None and Path(job.output).absolute() in writer.COMMITTED
 
     for sig in _STOP_SIGNALS:
         signal.signal(sig, on_signal)

@@ -5,10 +5,9 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 
 from tvm_explorer.app.jobs import MeasureOptions, RemoteOptions
-from tvm_explorer.cli.options import add_inputs_option
+from tvm_explorer.cli.options import add_inputs_option, fail
 from tvm_explorer.costs.table import SORTS, as_json, render
 from tvm_explorer.errors import ExplorerError
 
@@ -118,8 +117,7 @@ def run_costs(args) -> int:
     try:
         by, depth = rollup.parse_by(args.by)
     except ValueError as err:
-        print(f"tvm-explorer: error: {err}", file=sys.stderr)
-        return 2
+        return fail(str(err))
     try:
         bundle = Bundle(args.bundle)
         costs = bundle.costs()
@@ -128,8 +126,7 @@ def run_costs(args) -> int:
                 f"{args.bundle}: the bundle has no costs.json (compiled by an older tvm-explorer); recompile it"
             )
     except ExplorerError as err:
-        print(f"tvm-explorer: error: {err}", file=sys.stderr)
-        return 2
+        return fail(str(err))
     if by == "module":
         print(
             json.dumps(rollup.as_json(costs["layers"], depth), indent=1) if args.json else rollup.render(costs, depth)

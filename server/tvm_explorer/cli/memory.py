@@ -4,8 +4,8 @@ peak (or at a step), what would lower it, and the static figures beside a measur
 from __future__ import annotations
 
 import json
-import sys
 
+from tvm_explorer.cli.options import fail
 from tvm_explorer.errors import ExplorerError
 
 
@@ -64,8 +64,7 @@ def run_memory(args) -> int:
                 else f"--at {args.at}: the function of {args.bundle} calls nothing (no steps)"
             )
     except ExplorerError as err:
-        print(f"tvm-explorer: error: {err}", file=sys.stderr)
-        return 2
+        return fail(str(err))
     model = bundle.manifest.get("model") or {}
     kind = model.get("kind", "tflite") if isinstance(model, dict) else "tflite"
     label, note = _labeler(bundle, frontend_of(kind).unit)

@@ -3,10 +3,16 @@
 from __future__ import annotations
 
 import json
-import sys
 
-from tvm_explorer.bundle.sections.numerics import NUMERICS_FILE, budget_lines, format_error, headline, unit
-from tvm_explorer.cli.options import add_reference_option
+from tvm_explorer.bundle.sections.numerics import (
+    NUMERICS_FILE,
+    NumericsDocument,
+    budget_lines,
+    format_error,
+    headline,
+    unit,
+)
+from tvm_explorer.cli.options import add_reference_option, fail
 from tvm_explorer.errors import ExplorerError
 from tvm_explorer.tablenames import NameColumn
 
@@ -48,15 +54,12 @@ def run_query(args) -> int:
     try:
         bundle = Bundle(args.bundle)
     except ExplorerError as err:
-        print(f"tvm-explorer: error: {err}", file=sys.stderr)
-        return 2
+        return fail(str(err))
     data = bundle.numerics
     if data is None and NUMERICS_FILE in bundle.section_problems:
-        print(f"tvm-explorer: error: {bundle.section_problems[NUMERICS_FILE]}", file=sys.stderr)
-        return 2
+        return fail(f"{bundle.section_problems[NUMERICS_FILE]}")
     if data is None:
-        print(f"tvm-explorer: error: {args.bundle}: no numerics recorded (compile with --numerics)", file=sys.stderr)
-        return 2
+        return fail(f"{args.bundle}: no numerics recorded (compile with --numerics)")
     if args.json:
         print(json.dumps(data, indent=1))
         return 0
@@ -65,7 +68,7 @@ def run_query(args) -> int:
     return 0
 
 
-def format_table(data: dict) -> list[str]:
+def format_table(data: NumericsDocument) -> list[str]:
     """The text report: one line per layer in graph order, the first divergence marked."""
     lines = [
         f"{data.get('model', 'model')} ({data.get('target', '?')}) against the "
@@ -76,8 +79,9 @@ def format_table(data: dict) -> list[str]:
     ]
     first = data.get("first_divergence")
     names = NameColumn((e["name"] for e in data["layers"]), 40)
-    if names.note():
-        lines.append(names.note())
+    note = names.note()
+    if note:
+        lines.append(note)
     lines.append(f"{'':2}{unit(data):>4}  {'opcode':22} {'name':40} {'seen in':8} error")
     for e in data["layers"]:
         is_first = first is not None and (e["subgraph"], e["op_index"]) == (first["subgraph"], first["op_index"])
@@ -93,8 +97,8 @@ def format_table(data: dict) -> list[str]:
     else:
         e = next(x for x in data["layers"] if (x["subgraph"], x["op_index"]) == (first["subgraph"], first["op_index"]))
         lines.append(f"First divergence: {unit(data)} {e['op_index']} {e['opcode']} {e['name']}")
-    fused_first = data.get("fused_first_divergence", "absent")
-    if fused_first != "absent" and fused_first != first:
+    fused_first = data.get("fused_first_divergence")
+    if "fused_first_divergence" in data and fused_first != first:
         what = (
             "none"
             if fused_first is None

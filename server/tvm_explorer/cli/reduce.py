@@ -125,12 +125,12 @@ def run_reduce_job(job: ReduceJob) -> int:
     except ExplorerError as err:  # Flaky too
         return fail(str(err))
     except KeyboardInterrupt as err:
-        done = getattr(err, "reduction", None)
-        if done is None:
+        best = getattr(err, "reduction", None)
+        if best is None:
             return fail("interrupted; nothing written", EXIT_INTERRUPTED)
         return fail(
-            f"interrupted after {done.probes} probes; the best so far ({len(done.kept)} of "
-            f"{done.original_ops}) is in {done.output} (partial), with {done.report} and {done.repro}",
+            f"interrupted after {best.probes} probes; the best so far ({len(best.kept)} of "
+            f"{best.original_ops}) is in {best.output} (partial), with {best.report} and {best.repro}",
             EXIT_INTERRUPTED,
         )
     state = "1-minimal" if done.minimal else f"not shown 1-minimal: {done.why}"

@@ -67,8 +67,9 @@ def _peak_bytes() -> int | None:
     return None
 
 
-def _allocation_failed(err: BaseException) -> bool:
+def _allocation_failed(first: BaseException) -> bool:
     seen = set()
+    err: BaseException | None = first
     while err is not None and id(err) not in seen:
         seen.add(id(err))
         if isinstance(err, MemoryError) or (isinstance(err, OSError) and err.errno == errno.ENOMEM):

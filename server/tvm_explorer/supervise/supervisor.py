@@ -13,7 +13,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
 
 from tvm_explorer.errors import EXIT_CRASH, EXIT_INTERRUPTED, EXIT_TIMEOUT
 from tvm_explorer.errors import fail as _fail
@@ -204,7 +204,7 @@ def _supervise(timeout: float, work: Work, pid: int, errors: _ChildErrors, latch
     """Wait for the compiling child; forward interrupts, enforce the timeout, and kill it if
     it does not stop within STOP_WAIT seconds (GRACE once it commits). Exactly one message
     reaches the user."""
-    state = {"stop": None, "kill_at": None, "killed": False, "at_once": False}
+    state: dict[str, Any] = {"stop": None, "kill_at": None, "killed": False, "at_once": False}
 
     def stop_deadline(now: float) -> float:
         # The child stops itself where it runs Python; inside a C++ pass it cannot.

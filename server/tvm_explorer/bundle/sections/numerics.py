@@ -98,6 +98,7 @@ class NumericsDocument(_NumericsRequired, total=False):
     model: str | None
     target: str | None
     inputs: str | None
+    ran_on: str | None
     first_divergence: LayerPosition | None
     fused_first_divergence: LayerPosition | None
     c_fixes: list[str]
