@@ -7,11 +7,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from tvm_explorer.costs.request import DEFAULT_REPEAT
 from tvm_explorer.frontends.input_shapes import InputShape
+from tvm_explorer.remote.request import DEFAULT_TIMEOUT as DEFAULT_RPC_TIMEOUT
 
 DEFAULT_TIMEOUT = 1800.0  # seconds; a compile of the largest test model takes well under 60 s
-DEFAULT_REPEAT = 10  # timed runs of --profile (costs/request.py's default)
-DEFAULT_RPC_TIMEOUT = 60.0  # seconds to wait for a device (remote/request.py's default)
 
 
 @dataclass(frozen=True)
