@@ -71,8 +71,9 @@ def _table(result: dict) -> list[str]:
     rows = result["layers"]
     show_cost = any("costs" in r["a"] or "costs" in r["b"] for r in rows)
     names = NameColumn((r["name"] for r in rows), 40)
-    if names.note():
-        out.append(names.note())
+    note = names.note()
+    if note:
+        out.append(note)
     if result.get("code_compared") is False:
         return out + _across_kinds(result, rows, names) + _unmatched(result)
     head = f"{'op':>4}  {'opcode':18} {'name':40} {'A lines':>8} {'B lines':>8} {'delta':>7}"
@@ -157,11 +158,11 @@ def _run_compare(args) -> int:
         if gate is not None:
             result["gate"] = gate.to_json()
         text = json.dumps(result, indent=1) + "\n"
-    elif fmt == "markdown":
+    elif fmt == "markdown" and gate is not None:  # judged above for these two formats
         from tvm_explorer.compare.gate_report import markdown
 
         text = markdown(gate)
-    elif fmt == "junit":
+    elif fmt == "junit" and gate is not None:
         from tvm_explorer.compare.gate_report import junit
 
         text = junit(gate)

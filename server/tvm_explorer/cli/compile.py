@@ -1,5 +1,6 @@
-"""``tvm-explorer compile MODEL -o BUNDLE``: compile in a supervised child process
-(``supervise.supervisor``), with progress, costs and numerics, and report the bundle."""
+"""``tvm-explorer compile MODEL -o BUNDLE``: parse the command line into a CompileJob
+(``app.jobs``) and compile it in a supervised child process (``supervise.supervisor``), with
+progress, costs and numerics, and report the bundle. ``profile`` runs its rebuild here too."""
 
 from __future__ import annotations
 
@@ -9,35 +10,45 @@ import signal
 import sys
 from pathlib import Path
 
+from tvm_explorer.app.jobs import CompileJob, TuneOptions
 from tvm_explorer.cli.options import (
     DEFAULT_TIMEOUT,
+    add_in_process_option,
+    add_limit_options,
     add_pipeline_option,
+    add_progress_option,
+    add_target_option,
     add_trust_option,
     apply_memory_limit,
-    default_memory_limit,
-    exit_code_of,
-    memory_limit_argument,
-    seconds_argument,
-    trust_from_args,
+    apply_trust,
+    fail,
+    fail_with,
+    input_shape_argument,
+    limits_of,
 )
 from tvm_explorer.errors import EXIT_INTERRUPTED, EXIT_TIMEOUT, ExplorerError, RemoteError
-from tvm_explorer.errors import fail as _fail
-from tvm_explorer.frontends.input_shapes import parse_input_shape
 from tvm_explorer.supervise.supervisor import STOP_SIGNALS as _STOP_SIGNALS
 
 
 def add_parser(sub) -> None:
     p = sub.add_parser("compile", help="compile a model into an explorer bundle")
+    add_options(p)
+    p.set_defaults(run=run)
+
+
+def add_options(p: argparse.ArgumentParser) -> None:
+    """The options of ``compile``; ``job_of`` reads them into the CompileJob (an option added
+    here gets its field in ``app.jobs.CompileJob`` and its line in ``job_of``)."""
     p.add_argument(
         "model",
         help="the model: .tflite, .onnx, .pt2 (a saved torch.export program) or FILE.py:FACTORY "
         "(a tvm.relax.frontend.nn model; FILE.py is code and is run)",
     )
     p.add_argument("-o", "--output", help="bundle directory to write")
-    p.add_argument(
-        "--target",
-        default="c",
-        help="c (default), llvm or cuda; 'llvm -mtriple=TRIPLE [-mcpu=CPU]' builds for another machine (--rpc)",
+    add_target_option(
+        p,
+        "c",
+        "c (default), llvm or cuda; 'llvm -mtriple=TRIPLE [-mcpu=CPU]' builds for another machine (--rpc)",
     )
     p.add_argument(
         "--exact-origins",
@@ -51,25 +62,13 @@ def add_parser(sub) -> None:
         help="span filling off: a plain stock TVM compile that records nothing and "
         "writes no bundle (to compare overhead)",
     )
-    p.add_argument(
-        "--timeout",
-        type=seconds_argument,
-        default=DEFAULT_TIMEOUT,
-        metavar="SECONDS",
-        help=f"stop a compile that runs longer (default {DEFAULT_TIMEOUT:g}; 0: never)",
+    add_limit_options(
+        p,
+        timeout_help=f"stop a compile that runs longer (default {DEFAULT_TIMEOUT:g}; 0: never)",
+        memory_help="address-space limit of the compile (default: 3/4 of the memory, at least 4 GiB; 0: none)",
     )
-    p.add_argument(
-        "--memory-limit",
-        type=memory_limit_argument,
-        default=default_memory_limit(),
-        metavar="GIB",
-        help="address-space limit of the compile (default: 3/4 of the memory, at least 4 GiB; 0: none)",
-    )
-    p.add_argument(
-        "--progress",
-        choices=("auto", "bar", "json", "none"),
-        default="auto",
-        help="progress: a bar on a terminal (auto, the default), JSON lines on stdout (json), or none",
+    add_progress_option(
+        p, help="progress: a bar on a terminal (auto, the default), JSON lines on stdout (json), or none"
     )
     add_pipeline_option(
         p,
@@ -80,7 +79,7 @@ def add_parser(sub) -> None:
     p.add_argument(
         "--input-shape",
         action="append",
-        type=parse_input_shape,
+        type=input_shape_argument,
         default=[],
         metavar="NAME=D1,D2,…",
         help="sizes for an input whose dimensions the model leaves open (ONNX dim names, PyTorch "
@@ -121,25 +120,52 @@ def add_parser(sub) -> None:
         "tensor intrinsics first, 30-40 s on a loaded machine; MetaSchedule's own default of 30 fails them)",
     )
     add_trust_option(p)
-    p.add_argument("--in-process", action="store_true", help=argparse.SUPPRESS)
+    add_in_process_option(p)
     from tvm_explorer.cli.costs import add_profile_options
     from tvm_explorer.cli.numerics import add_compile_options
 
     add_profile_options(p)
     add_compile_options(p)
-    p.set_defaults(run=_run_compile)
 
 
-def _stopped_message(args, why: str, committed: bool) -> str:
+def job_of(args: argparse.Namespace) -> CompileJob:
+    """The CompileJob of ``compile``'s parsed command line."""
+    from tvm_explorer.cli.costs import measure_of
+
+    return CompileJob(
+        model=args.model,
+        output=args.output,
+        target=args.target,
+        limits=limits_of(args),
+        exact_origins=args.exact_origins,
+        schedule_records=not args.no_schedule_records,
+        fill_spans=not args.no_spans,
+        progress=args.progress,
+        pipeline=args.pipeline,
+        input_shapes=tuple(args.input_shape),
+        sass=args.sass,
+        tune=TuneOptions(args.tune, args.tuning_db, args.tune_only, args.tune_builder_timeout),
+        trust_pickle=args.trust_pickle,
+        in_process=args.in_process,
+        measure=measure_of(args, profile=args.profile),
+    )
+
+
+def run(args: argparse.Namespace) -> int:
+    """``tvm-explorer compile``."""
+    return run_compile_job(job_of(args))
+
+
+def _stopped_message(job: CompileJob, why: str, committed: bool) -> str:
     if committed:
-        return f"{why} after the bundle was written; {args.output} is complete"
+        return f"{why} after the bundle was written; {job.output} is complete"
     return f"{why}; no bundle was written (a previous bundle is unchanged)"
 
 
-def _compile_in_this_process(args) -> int:
+def _compile_in_this_process(job: CompileJob) -> int:
     from tvm_explorer.bundle import writer
 
-    trust_from_args(args)
+    apply_trust(job.trust_pickle)
 
     stop: dict = {}
     # Interrupts are raised into the code only while it compiles; one arriving later (or
@@ -152,7 +178,7 @@ def _compile_in_this_process(args) -> int:
             return  # already stopping: let the cleanup finish
         if not stop:
             stop["why"] = (
-                f"{args.model}: compile did not finish within {args.timeout:g} s (--timeout)"
+                f"{job.model}: compile did not finish within {job.limits.timeout:g} s (--timeout)"
                 if signum == signal.SIGUSR1
                 else f"interrupted ({signal.Signals(signum).name})"
             )
@@ -180,7 +206,7 @@ def _compile_in_this_process(args) -> int:
     sys.unraisablehook = on_unraisable
 
     def committed() -> bool:
-        return bool(args.output) and Path(args.output).absolute() in writer.COMMITTED
+        return job.output is not None and Path(job.output).absolute() in writer.COMMITTED
 
     for sig in _STOP_SIGNALS:
         signal.signal(sig, on_signal)
@@ -191,26 +217,26 @@ def _compile_in_this_process(args) -> int:
         compiling["now"] = False
         try:
             signal.pthread_sigmask(signal.SIG_UNBLOCK, _STOP_SIGNALS)
-            apply_memory_limit(args.memory_limit)
+            apply_memory_limit(job.limits.memory_limit)
             from tvm_explorer.frontends import load_any, pin_inputs
 
-            if getattr(args, "sass", None):
+            if job.sass:
                 from tvm_explorer.sass.build import check_sass_request
 
-                check_sass_request(args.sass, args.target)  # missing tools fail before the compile
-            tune = _tune_request(args)
+                check_sass_request(job.sass, job.target)  # missing tools fail before the compile
+            tune = _tune_request(job)
             if tune is not None and tune.trials > 0:
                 from tvm_explorer.tuning.pipeline import require_metaschedule
 
                 require_metaschedule()
-            model = load_any(args.model)  # a bad file fails fast (a .tflite before TVM is imported)
-            model = pin_inputs(model, getattr(args, "input_shape", None) or [])
-            from tvm_explorer.cli.numerics import prepare as prepare_numerics
+            model = load_any(job.model)  # a bad file fails fast (a .tflite before TVM is imported)
+            model = pin_inputs(model, list(job.input_shapes))
+            from tvm_explorer.app.numerics_step import prepare as prepare_numerics
 
-            numerics = prepare_numerics(args, model)  # bad --inputs/--reference fail here
+            numerics = prepare_numerics(job, model)  # bad --inputs/--reference fail here
             from tvm_explorer.app.compile import compile_model
+            from tvm_explorer.app.requests import profile_request
             from tvm_explorer.capture.parallel_print import ENV_WORKERS
-            from tvm_explorer.cli.costs import profile_request
 
             # This process only compiles: it may fork printers onto idle cores (the Python
             # API prints inline unless asked: a host program's threads make forking unsafe).
@@ -220,20 +246,20 @@ def _compile_in_this_process(args) -> int:
             compiling["now"] = True
             if stop:
                 raise KeyboardInterrupt(stop["why"])
-            with progress_display("none" if args.no_spans else args.progress) as on_progress:
+            with progress_display(job.progress if job.fill_spans else "none") as on_progress:
                 result = compile_model(
                     model,
-                    None if args.no_spans else args.output,
-                    args.target,
-                    fill_spans=not args.no_spans,
-                    exact_origins=args.exact_origins,
-                    schedule_records=not args.no_schedule_records,
+                    job.output if job.fill_spans else None,
+                    job.target,
+                    fill_spans=job.fill_spans,
+                    exact_origins=job.exact_origins,
+                    schedule_records=job.schedule_records,
                     on_progress=on_progress,
-                    profile=profile_request(args),
+                    profile=profile_request(job),
                     after_build=numerics.after_build if numerics else None,
                     after_build_steps=1 if numerics else 0,
-                    pipeline=args.pipeline,
-                    sass=getattr(args, "sass", None),
+                    pipeline=job.pipeline,
+                    sass=job.sass,
                     tune=tune,
                 )
         finally:
@@ -242,98 +268,70 @@ def _compile_in_this_process(args) -> int:
         if stop or isinstance(err, KeyboardInterrupt):
             # An interrupt may also surface as a TVM error raised around a Python callback.
             why = stop.get("why", "interrupted")
-            return _fail(_stopped_message(args, why, committed()), stop.get("code", EXIT_INTERRUPTED))
+            return fail(_stopped_message(job, why, committed()), stop.get("code", EXIT_INTERRUPTED))
         from tvm_explorer.supervise import memlimit
 
         # A device's fault is the device's, whatever words TVM put in it ("bad_alloc" for a
         # length it was sent): remote/relay.py bounds what a device's answer may make us hold.
         if not isinstance(err, (KeyboardInterrupt, SystemExit, RemoteError)) and memlimit.hit_limit(
-            err, args.memory_limit
+            err, job.limits.memory_limit
         ):
-            return _fail(memlimit.message(err, args.memory_limit, args.model))
+            return fail(memlimit.message(err, job.limits.memory_limit, job.model))
         if isinstance(err, ExplorerError):
-            return _fail(str(err), exit_code_of(err))
+            return fail_with(err)
         if isinstance(err, SystemExit):
             raise
         import traceback
 
         traceback.print_exc()
-        return _fail(
-            f"{args.model}: internal error ({type(err).__name__}: {err}); no bundle was written; please report this"
+        return fail(
+            f"{job.model}: internal error ({type(err).__name__}: {err}); no bundle was written; please report this"
         )
     for sig in _STOP_SIGNALS:
         signal.signal(sig, signal.SIG_IGN)  # the bundle is in place: finish the report
     if stop:  # arrived just as the compile finished: it stands, and the user hears of both
-        return _fail(_stopped_message(args, stop["why"], committed()), stop["code"])
-    if args.no_spans:
-        print(
-            f"{args.model}: compiled for {args.target} with stock TVM (span filling off); "
-            "nothing recorded, no bundle written"
-        )
-        return 0
-    bundle = result.bundle
-    print(f"Bundle written: {bundle}")
-    print(f"  {result.passes} passes recorded, {result.documents} documents")
-    for kind, cov in sorted(result.coverage.items()):
-        print(f"  generated {kind}: {cov['attributed']}/{cov['units']} computing lines attributed")
-    from tvm_explorer.cli.costs import report
+        return fail(_stopped_message(job, stop["why"], committed()), stop["code"])
+    from tvm_explorer.app.compile_report import compile_report
     from tvm_explorer.frontends import frontend_of
 
-    unit = frontend_of(model).unit
-    from tvm_explorer.cli.memory import report as memory_report
-
-    memory = memory_report(result.memory, result.memory_failure, bundle)
-    from tvm_explorer.cli.tuning import compile_report
-
-    tuning = compile_report(result.tuning, bundle)
-    for line in [*report(result.costs, unit), *memory, *tuning, *(numerics.report() if numerics else ())]:
+    for line in compile_report(job, result, frontend_of(model).unit, numerics):
         print(line)
-    print("Open it in an editor with the TVM Explorer language server (VS Code: docs/vscode.md):")
-    print(f"  code {bundle}")
-    code = {"c": "code/module.c", "cuda": "code/device.cu"}.get(args.target)
-    if code:
-        print(f"Ask where a line came from:\n  tvm-explorer origins {bundle} {code}:LINE")
     return 0
 
 
-def _tune_request(args):
+def _tune_request(job: CompileJob):
     from tvm_explorer.tuning.request import tune_request
 
-    return tune_request(
-        getattr(args, "tune", None),
-        getattr(args, "tuning_db", None),
-        getattr(args, "tune_only", None),
-        getattr(args, "tune_builder_timeout", None),
-        args.target,
-        args.output,
-    )
+    t = job.tune
+    return tune_request(t.trials, t.database, t.only, t.builder_timeout, job.target, job.output)
 
 
-def _run_compile(args) -> int:
+def run_compile_job(job: CompileJob) -> int:
     """Compile in a child process so that a crash inside TVM is reported, not inherited, and
     a compile that hangs (``--timeout``) or ignores an interrupt can be stopped."""
-    if not args.output and not args.no_spans:
-        return _fail("compile: -o/--output BUNDLE is required (unless --no-spans)")
-    if args.output and not args.no_spans:
+    if not job.output and job.fill_spans:
+        return fail("compile: -o/--output BUNDLE is required (unless --no-spans)")
+    if job.output and job.fill_spans:
         from tvm_explorer.bundle.writer import check_destination
 
         try:  # before anything is compiled: only a bundle the tool wrote is replaced
-            check_destination(args.output, (args.model,))
+            check_destination(job.output, (job.model,))
         except ExplorerError as err:
-            return _fail(str(err))
+            return fail(str(err))
     try:  # --tune's flags, before anything is compiled
-        _tune_request(args)
+        _tune_request(job)
     except ExplorerError as err:
-        return _fail(str(err), exit_code_of(err))
-    from tvm_explorer.cli.costs import remote_request
+        return fail_with(err)
+    from tvm_explorer.app.requests import remote_request
 
     try:  # remote flags and the cross compiler, before anything is compiled
-        remote_request(args)
+        remote_request(job)
     except ExplorerError as err:
-        return _fail(str(err), exit_code_of(err))
-    if args.in_process or not hasattr(os, "fork"):
-        return _compile_in_this_process(args)
+        return fail_with(err)
+    if job.in_process or not hasattr(os, "fork"):
+        return _compile_in_this_process(job)
     from tvm_explorer.bundle.writer import COMMIT_CLAIMS, COMMIT_GUARDS
-    from tvm_explorer.supervise.supervisor import run_supervised
+    from tvm_explorer.supervise.supervisor import Work, run_supervised
 
-    return run_supervised(args, _compile_in_this_process, COMMIT_GUARDS, COMMIT_CLAIMS)
+    work = Work(subject=job.model, target=job.target, output=job.output)
+    return run_supervised(lambda: _compile_in_this_process(job), job.limits, work, COMMIT_GUARDS, COMMIT_CLAIMS)

@@ -1,5 +1,5 @@
-"""Command-line parts of costs: the ``--profile`` options of ``compile`` and the ``costs``
-command."""
+"""Command-line parts of costs: the ``--profile`` options of ``compile`` and ``profile``, and
+the ``costs`` command."""
 
 from __future__ import annotations
 
@@ -7,6 +7,8 @@ import argparse
 import json
 import sys
 
+from tvm_explorer.app.jobs import MeasureOptions, RemoteOptions
+from tvm_explorer.cli.options import add_inputs_option, fail
 from tvm_explorer.costs.table import SORTS, as_json, render
 from tvm_explorer.errors import ExplorerError
 
@@ -31,11 +33,7 @@ def add_profile_options(p: argparse.ArgumentParser, flag: bool = True) -> None:
         metavar="N",
         help=f"timed runs with --profile (default {DEFAULT_REPEAT})",
     )
-    p.add_argument(
-        "--inputs",
-        metavar="FILE.npz",
-        help="model inputs for --profile and --numerics, by input name (default: seeded random values)",
-    )
+    add_inputs_option(p, "model inputs for --profile and --numerics, by input name (default: seeded random values)")
     add_remote_options(p)
 
 
@@ -71,74 +69,26 @@ def add_remote_options(p: argparse.ArgumentParser) -> None:
     )
 
 
-def remote_request(args):
-    """The RemoteRequest of the parsed arguments (None: measure here); raises ExplorerError
-    (RemoteError for a missing cross compiler) before anything is compiled."""
-    from tvm_explorer.remote.request import DEFAULT_TIMEOUT, from_options
-
-    def arg(name, default=None):  # a caller's own namespace may not have the remote flags
-        return getattr(args, name, default)
-
-    request = from_options(
-        arg("rpc"),
-        arg("rpc_tracker"),
-        arg("rpc_key"),
-        arg("rpc_timeout", DEFAULT_TIMEOUT),
-        arg("devices", 1),
-        arg("cc"),
-    )
-    if request is None:
-        return None
-    numerics = getattr(args, "numerics", False) or getattr(args, "numerics_unfused", False)
-    if not getattr(args, "profile", False) and not numerics:
-        raise ExplorerError(
-            "--rpc/--rpc-tracker run the model on a device: add --profile (run time) and/or --numerics (error per layer)"
-        )
-    from tvm_explorer.remote.cross import resolve
-
-    resolve(args.target, request.cc)  # a missing cross compiler is said now, not after the build
-    return request
-
-
-def profile_request(args):
-    """The ProfileRequest of the parsed ``compile`` arguments, or None."""
-    from tvm_explorer.costs.request import ProfileRequest
-
-    if not getattr(args, "profile", False):
-        return None
-    return ProfileRequest(
+def measure_of(args: argparse.Namespace, profile: bool, required: bool = False) -> MeasureOptions:
+    """What the options of ``add_profile_options`` and ``numerics.add_compile_options`` ask to
+    measure (``profile``: ``--profile`` given, or the ``profile`` command)."""
+    return MeasureOptions(
+        profile=profile,
+        profile_required=required,
         repeat=args.repeat,
         inputs=args.inputs,
-        remote=remote_request(args),
-        required=bool(getattr(args, "profile_required", False)),
+        numerics=bool(args.numerics or args.numerics_unfused),
+        numerics_unfused=bool(args.numerics_unfused),
+        reference=args.reference,
+        remote=RemoteOptions(
+            rpc=args.rpc,
+            rpc_tracker=args.rpc_tracker,
+            rpc_key=args.rpc_key,
+            rpc_timeout=args.rpc_timeout,
+            devices=args.devices,
+            cc=args.cc,
+        ),
     )
-
-
-def report(costs: dict | None, unit: str = "op") -> list[str]:
-    """What ``compile`` prints about the costs it recorded (``unit``: what a layer is called,
-    ``op`` for TFLite, ``node`` for ONNX and PyTorch)."""
-    if not costs:
-        return []
-    profile = costs.get("profile") or {}
-    if profile.get("status") == "not_requested":
-        return [
-            "  costs.json: static costs (code lines, workspace, FLOPs, compile time); add --profile to measure run time"
-        ]
-    if costs.get("total_ms") is None:
-        return [f"  profile: not measured ({profile.get('reason')}); costs.json has static costs only"]
-    top = max(costs["layers"], key=lambda lay: lay.get("time_ms") or 0.0, default=None)
-    from tvm_explorer.bundle.sections.costs import measured_on
-
-    on = measured_on(profile)
-    lines = [
-        f"  profile: {costs['total_ms']:.3f} ms per run (median of {profile.get('repeat')})" + (f", {on}" if on else "")
-    ]
-    if top is not None and top.get("share") is not None:
-        lines.append(
-            f"  slowest layer: {unit} {top['op_index']} {top['opcode']} {top['name']} "
-            f"{top['time_ms']:.3f} ms ({100 * top['share']:.0f} %)"
-        )
-    return lines
 
 
 def add_parser(sub) -> None:
@@ -168,8 +118,7 @@ def run_costs(args) -> int:
     try:
         by, depth = rollup.parse_by(args.by)
     except ValueError as err:
-        print(f"tvm-explorer: error: {err}", file=sys.stderr)
-        return 2
+        return fail(str(err))
     try:
         bundle = Bundle(args.bundle)
         costs = bundle.costs()
@@ -178,8 +127,7 @@ def run_costs(args) -> int:
                 f"{args.bundle}: the bundle has no costs.json (compiled by an older tvm-explorer); recompile it"
             )
     except ExplorerError as err:
-        print(f"tvm-explorer: error: {err}", file=sys.stderr)
-        return 2
+        return fail(str(err))
     try:  # the ledger is optional: a damaged one is reported, the costs still print
         tuning = bundle.tuning()
     except ExplorerError as err:

@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-import sys
-
+from tvm_explorer.cli.options import fail
 from tvm_explorer.errors import ExplorerError
 
 
@@ -18,8 +17,7 @@ def _run_extract(args) -> int:
         repro = extract(args.bundle, args.name, layer=args.layer, subgraph=args.subgraph, pass_index=args.pass_index)
         out = write(repro, args.output or default_output(args.bundle, repro))
     except ExplorerError as err:
-        print(f"tvm-explorer: error: {err}", file=sys.stderr)
-        return 2
+        return fail(str(err))
     print(f"Reproducer written: {out}")
     print(f"  kernels: {', '.join(repro.kernels)}; pass {repro.pass_index} {repro.pass_name}")
     print(f"Run it (needs only tvm and numpy):\n  python {out}")

@@ -4,8 +4,8 @@ peak (or at a step), what would lower it, and the static figures beside a measur
 from __future__ import annotations
 
 import json
-import sys
 
+from tvm_explorer.cli.options import fail
 from tvm_explorer.errors import ExplorerError
 
 
@@ -18,27 +18,6 @@ def add_parser(sub) -> None:
         "--top", type=int, default=15, metavar="N", help="timeline rows to print, biggest first (default 15)"
     )
     p.set_defaults(run=run_memory)
-
-
-def report(doc: dict | None, failure: str | None, bundle) -> list[str]:
-    """What ``compile`` prints about the memory timeline it recorded."""
-    from tvm_explorer.memory.table import size
-
-    if doc is None:
-        return [f"  memory.json: not written ({failure})"] if failure else []
-    peak = doc["peak"]
-    where = ""
-    if peak["step"] is not None:
-        where = f" at step {peak['step']} of {len(doc['steps'])} ({doc['steps'][peak['step']]['callee']})"
-    lines = [f"  memory: peak {size(peak['bytes'])}{where}; tvm-explorer memory {bundle} says what makes it up"]
-    m = doc["measured"]
-    if m["status"] == "measured":
-        verdict = "agrees" if m.get("naive_within") else "DISAGREES"
-        lines.append(
-            f"  memory measured: {size(m['naive_peak_bytes'])} at the run's peak, "
-            f"{size(doc['predicted']['naive_peak_bytes'])} replayed ({verdict})"
-        )
-    return lines
 
 
 def _labeler(bundle, unit: str):
@@ -85,8 +64,7 @@ def run_memory(args) -> int:
                 else f"--at {args.at}: the function of {args.bundle} calls nothing (no steps)"
             )
     except ExplorerError as err:
-        print(f"tvm-explorer: error: {err}", file=sys.stderr)
-        return 2
+        return fail(str(err))
     model = bundle.manifest.get("model") or {}
     kind = model.get("kind", "tflite") if isinstance(model, dict) else "tflite"
     label, note = _labeler(bundle, frontend_of(kind).unit)

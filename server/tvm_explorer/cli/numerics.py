@@ -3,9 +3,16 @@
 from __future__ import annotations
 
 import json
-import sys
 
-from tvm_explorer.bundle.sections.numerics import NUMERICS_FILE, budget_lines, format_error, headline, unit
+from tvm_explorer.bundle.sections.numerics import (
+    NUMERICS_FILE,
+    NumericsDocument,
+    budget_lines,
+    format_error,
+    headline,
+    unit,
+)
+from tvm_explorer.cli.options import add_reference_option, fail
 from tvm_explorer.errors import ExplorerError
 from tvm_explorer.tablenames import NameColumn
 
@@ -25,81 +32,11 @@ def add_compile_options(parser) -> None:
         help="with --numerics: also build a variant without operator fusion, "
         "to see the layers fusion hides (implies --numerics)",
     )
-    parser.add_argument(
-        "--reference",
-        metavar="REF",
-        help="with --numerics: compare with this model of the same kind and graph "
+    add_reference_option(
+        parser,
+        "with --numerics: compare with this model of the same kind and graph "
         "(.tflite, .onnx or .pt2; default: the model itself)",
     )
-
-
-class NumericsStep:
-    """The numerics part of one compile: checked before, run after the build."""
-
-    def __init__(self, args, model):
-        from tvm_explorer.cli.costs import remote_request
-        from tvm_explorer.numerics.run import NumericsOptions, check_request
-
-        self.options = NumericsOptions(
-            reference=args.reference,
-            inputs=args.inputs,
-            unfused=args.numerics_unfused,
-            pipeline=getattr(args, "pipeline", None),
-            remote=remote_request(args),
-        )
-        self.target = args.target
-        check_request(model, args.target, self.options)
-        self.data: dict | None = None
-        self.failure: str | None = None
-
-    def after_build(self, session, executable) -> dict:
-        """``compile_model``'s hook: ``{"numerics.json": text}``, or nothing if the model
-        cannot run (then the bundle is written without numerics and the reason is told)."""
-        from tvm_explorer.numerics.run import run_numerics
-
-        if session.progress is not None:
-            session.progress.starting(
-                "run",
-                "numerics: running the model and the reference"
-                + (", fused and unfused" if self.options.unfused else ""),
-            )
-        from tvm_explorer.errors import RemoteError
-
-        try:
-            self.data = run_numerics(
-                session.model, self.target, executable, session.final_relax, session.origins, self.options
-            )
-        except RemoteError:
-            raise  # a device fault stops the compile: the previous bundle stays
-        except ExplorerError as err:
-            self.failure = str(err)
-            return {}
-        return {NUMERICS_FILE: json.dumps(self.data, indent=1)}
-
-    def report(self) -> list[str]:
-        """Lines for the compile summary."""
-        from tvm_explorer.numerics.run import summary_lines
-
-        if self.data is not None:
-            return summary_lines(self.data) + ["  per layer: tvm-explorer numerics BUNDLE"]
-        return [f"  numerics not recorded: {self.failure}"]
-
-
-def prepare(args, model) -> NumericsStep | None:
-    """The numerics step if the command line asks for one (raises ExplorerError on bad input)."""
-    for name in ("numerics", "numerics_unfused", "reference", "inputs"):
-        if not hasattr(args, name):  # a caller that builds its own argument namespace
-            setattr(args, name, None)
-    if args.numerics_unfused:
-        args.numerics = True
-    if args.numerics and getattr(args, "no_spans", False):
-        raise ExplorerError("--numerics needs provenance to find each layer's kernel: drop --no-spans")
-    if not args.numerics:
-        for flag, value in (("--reference", args.reference),):
-            if value:
-                raise ExplorerError(f"{flag} is only used with --numerics")
-        return None
-    return NumericsStep(args, model)
 
 
 def add_parser(sub) -> None:
@@ -117,15 +54,12 @@ def run_query(args) -> int:
     try:
         bundle = Bundle(args.bundle)
     except ExplorerError as err:
-        print(f"tvm-explorer: error: {err}", file=sys.stderr)
-        return 2
+        return fail(str(err))
     data = bundle.numerics
     if data is None and NUMERICS_FILE in bundle.section_problems:
-        print(f"tvm-explorer: error: {bundle.section_problems[NUMERICS_FILE]}", file=sys.stderr)
-        return 2
+        return fail(f"{bundle.section_problems[NUMERICS_FILE]}")
     if data is None:
-        print(f"tvm-explorer: error: {args.bundle}: no numerics recorded (compile with --numerics)", file=sys.stderr)
-        return 2
+        return fail(f"{args.bundle}: no numerics recorded (compile with --numerics)")
     if args.json:
         print(json.dumps(data, indent=1))
         return 0
@@ -134,7 +68,7 @@ def run_query(args) -> int:
     return 0
 
 
-def format_table(data: dict) -> list[str]:
+def format_table(data: NumericsDocument) -> list[str]:
     """The text report: one line per layer in graph order, the first divergence marked."""
     lines = [
         f"{data.get('model', 'model')} ({data.get('target', '?')}) against the "
@@ -145,8 +79,9 @@ def format_table(data: dict) -> list[str]:
     ]
     first = data.get("first_divergence")
     names = NameColumn((e["name"] for e in data["layers"]), 40)
-    if names.note():
-        lines.append(names.note())
+    note = names.note()
+    if note:
+        lines.append(note)
     lines.append(f"{'':2}{unit(data):>4}  {'opcode':22} {'name':40} {'seen in':8} error")
     for e in data["layers"]:
         is_first = first is not None and (e["subgraph"], e["op_index"]) == (first["subgraph"], first["op_index"])
@@ -162,8 +97,8 @@ def format_table(data: dict) -> list[str]:
     else:
         e = next(x for x in data["layers"] if (x["subgraph"], x["op_index"]) == (first["subgraph"], first["op_index"]))
         lines.append(f"First divergence: {unit(data)} {e['op_index']} {e['opcode']} {e['name']}")
-    fused_first = data.get("fused_first_divergence", "absent")
-    if fused_first != "absent" and fused_first != first:
+    fused_first = data.get("fused_first_divergence")
+    if "fused_first_divergence" in data and fused_first != first:
         what = (
             "none"
             if fused_first is None

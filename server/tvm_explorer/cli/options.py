@@ -1,5 +1,8 @@
-"""What several subcommands share: options (``--trust-pickle``, ``--timeout``,
-``--memory-limit``), their effects, and loading a bundle for a query."""
+"""What several subcommands share: the options declared by more than one command
+(``--timeout``, ``--memory-limit``, ``--progress``, ``--target``, ``--pipeline``, ``--inputs``,
+``--reference``, ``--trust-pickle``), each declared and checked here once; turning them into
+the parts of a job (``app.jobs``); the one way a command fails with a message; and loading a
+bundle for a query."""
 
 from __future__ import annotations
 
@@ -7,9 +10,10 @@ import argparse
 import os
 import sys
 
-from tvm_explorer.errors import EXIT_ERROR, EXIT_REMOTE, EXIT_UNTRUSTED, RemoteError
+from tvm_explorer.app.jobs import DEFAULT_TIMEOUT, RunLimits
+from tvm_explorer.errors import EXIT_ERROR, EXIT_REMOTE, EXIT_UNTRUSTED, RemoteError, fail
 
-DEFAULT_TIMEOUT = 1800.0  # seconds; a compile of the largest test model takes well under 60 s
+__all__ = ["DEFAULT_TIMEOUT", "fail"]
 
 
 def default_memory_limit() -> float:
@@ -28,11 +32,11 @@ def apply_memory_limit(gib: float) -> None:
     memlimit.apply(gib)
 
 
-def trust_from_args(args) -> None:
+def apply_trust(trust_pickle: bool) -> None:
     """``--trust-pickle``: this process may run the pickles of the .pt2 files it reads."""
     from tvm_explorer.frontends.torch.safe_load import trust_pickles
 
-    trust_pickles(getattr(args, "trust_pickle", False))
+    trust_pickles(trust_pickle)
 
 
 def exit_code_of(err: BaseException) -> int:
@@ -42,6 +46,11 @@ def exit_code_of(err: BaseException) -> int:
     if isinstance(err, RemoteError):
         return EXIT_REMOTE
     return EXIT_UNTRUSTED if isinstance(err, PickleRefused) else EXIT_ERROR
+
+
+def fail_with(err: BaseException) -> int:
+    """The one message of a failure raised as an error (an ExplorerError); its exit code."""
+    return fail(str(err), exit_code_of(err))
 
 
 def load_bundle(bundle: str):
@@ -55,10 +64,13 @@ def load_bundle(bundle: str):
 
 
 def memory_limit_argument(text: str) -> float:
-    """argparse type of ``--memory-limit``."""
+    """argparse type of ``--memory-limit``: a finite number of GiB, 0 for none."""
     from tvm_explorer.supervise.memlimit import gib_argument
 
-    return gib_argument(text)
+    try:
+        return gib_argument(text)
+    except ValueError as err:
+        raise argparse.ArgumentTypeError(str(err)) from None
 
 
 def seconds_argument(text: str) -> float:
@@ -72,6 +84,66 @@ def seconds_argument(text: str) -> float:
     if not math.isfinite(value) or value < 0:
         raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds (0: no timeout)")
     return value
+
+
+def input_shape_argument(text: str):
+    """argparse type of ``--input-shape NAME=D1,D2,…``."""
+    from tvm_explorer.frontends.input_shapes import parse_input_shape
+
+    try:
+        return parse_input_shape(text)
+    except ValueError as err:
+        raise argparse.ArgumentTypeError(str(err)) from None
+
+
+def add_limit_options(
+    p,
+    timeout: float = DEFAULT_TIMEOUT,
+    timeout_help: str | None = None,
+    memory_help: str | None = None,
+    memory: bool = True,
+) -> None:
+    """``--timeout SECONDS`` (default ``timeout``; 0: never) and, with ``memory``, ``--memory-limit
+    GIB`` (default: 3/4 of the machine's memory): read back with ``limits_of``."""
+    p.add_argument("--timeout", type=seconds_argument, default=timeout, metavar="SECONDS", help=timeout_help)
+    if memory:
+        p.add_argument(
+            "--memory-limit",
+            type=memory_limit_argument,
+            default=default_memory_limit(),
+            metavar="GIB",
+            help=memory_help,
+        )
+
+
+def limits_of(args: argparse.Namespace) -> RunLimits:
+    """The RunLimits of ``add_limit_options``'s options (no ``--memory-limit``: none)."""
+    return RunLimits(timeout=args.timeout, memory_limit=getattr(args, "memory_limit", 0.0))
+
+
+def add_progress_option(p, choices: tuple[str, ...] = ("auto", "bar", "json", "none"), help: str | None = None) -> None:
+    """``--progress``: how a long run shows how far it is (``cli/progress_display.py``)."""
+    p.add_argument("--progress", choices=choices, default="auto", help=help)
+
+
+def add_target_option(p, default: str | None, help: str | None = None) -> None:
+    """``--target``: what to build for."""
+    p.add_argument("--target", default=default, help=help)
+
+
+def add_inputs_option(p, help: str, metavar: str = "FILE.npz") -> None:
+    """``--inputs``: the model's inputs, by input name (default: seeded random values)."""
+    p.add_argument("--inputs", metavar=metavar, help=help)
+
+
+def add_reference_option(p, help: str) -> None:
+    """``--reference REF``: a model of the same graph whose results are compared with ours."""
+    p.add_argument("--reference", metavar="REF", help=help)
+
+
+def add_in_process_option(p) -> None:
+    """``--in-process`` (hidden, for tests): run in this process, not a supervised child."""
+    p.add_argument("--in-process", action="store_true", help=argparse.SUPPRESS)
 
 
 def add_pipeline_option(p, help: str) -> None:

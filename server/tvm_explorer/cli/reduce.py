@@ -3,13 +3,22 @@ sub-model that breaks it the same way (docs/reduce.md), with its report and a re
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import sys
 
-from tvm_explorer.cli.options import default_memory_limit, memory_limit_argument, seconds_argument
+from tvm_explorer.app.jobs import ReduceJob
+from tvm_explorer.cli.options import (
+    add_limit_options,
+    add_pipeline_option,
+    add_progress_option,
+    add_reference_option,
+    add_target_option,
+    fail,
+    limits_of,
+)
 from tvm_explorer.errors import EXIT_INTERRUPTED, ExplorerError
-from tvm_explorer.errors import fail as _fail
 
 DEFAULT_TIMEOUT = 300.0
 
@@ -24,37 +33,41 @@ def add_parser(sub) -> None:
         help="which failure to keep (default: the one the model has; diverge compares each probe with the "
         "reference per layer, culprit runs bisect on every probe)",
     )
-    p.add_argument("--target", default="c", help="c (default), llvm or cuda")
-    p.add_argument("--pipeline", metavar="MODULE:FUNCTION", help="compile with your own Relax pipeline (as compile)")
-    p.add_argument(
-        "--reference",
-        metavar="REF",
-        help="with --until diverge: compare with this model of the same graph (as compile --numerics "
+    add_target_option(p, "c", "c (default), llvm or cuda")
+    add_pipeline_option(p, "compile with your own Relax pipeline (as compile)")
+    add_reference_option(
+        p,
+        "with --until diverge: compare with this model of the same graph (as compile --numerics "
         "--reference), cut the same way; written as SMALL.reference.EXT",
     )
     p.add_argument("--jobs", type=int, default=os.cpu_count() or 1, help="probes at once (default: all cores)")
-    p.add_argument(
-        "--timeout",
-        type=seconds_argument,
-        default=DEFAULT_TIMEOUT,
-        metavar="SECONDS",
-        help=f"time limit of each probe; a probe over it hangs (default {DEFAULT_TIMEOUT:g}; 0: never)",
-    )
-    p.add_argument(
-        "--memory-limit",
-        type=memory_limit_argument,
-        default=default_memory_limit(),
-        metavar="GIB",
-        help="address-space limit of each probe (default: 3/4 of the memory, at least 4 GiB; 0: none)",
+    add_limit_options(
+        p,
+        DEFAULT_TIMEOUT,
+        timeout_help=f"time limit of each probe; a probe over it hangs (default {DEFAULT_TIMEOUT:g}; 0: never)",
+        memory_help="address-space limit of each probe (default: 3/4 of the memory, at least 4 GiB; 0: none)",
     )
     p.add_argument("--max-probes", type=int, default=1000, help="stop the search after this many probes")
-    p.add_argument(
-        "--progress",
-        choices=("auto", "json", "none"),
-        default="auto",
-        help="progress: a line on a terminal (auto), JSON lines on stdout (json), or none",
+    add_progress_option(
+        p, ("auto", "json", "none"), "progress: a line on a terminal (auto), JSON lines on stdout (json), or none"
     )
-    p.set_defaults(run=_run)
+    p.set_defaults(run=run)
+
+
+def job_of(args: argparse.Namespace) -> ReduceJob:
+    """The ReduceJob of ``reduce``'s parsed command line."""
+    return ReduceJob(
+        model=args.model,
+        output=args.output,
+        until=args.until,
+        target=args.target,
+        pipeline=args.pipeline,
+        reference=args.reference,
+        jobs=args.jobs,
+        limits=limits_of(args),
+        max_probes=args.max_probes,
+        progress=args.progress,
+    )
 
 
 def _display(mode: str):
@@ -83,13 +96,19 @@ def _display(mode: str):
     return None
 
 
-def _run(args) -> int:
-    from tvm_explorer.reduce.reducer import NothingToReduce, reduce_model
+def run(args: argparse.Namespace) -> int:
+    """``tvm-explorer reduce``."""
+    return run_reduce_job(job_of(args))
 
-    if args.jobs < 1:
-        return _fail(f"--jobs {args.jobs}: give at least 1")
-    if not os.path.isfile(args.model):
-        return _fail(f"{args.model}: no such model file")
+
+def run_reduce_job(job: ReduceJob) -> int:
+    """Reduce, and say where the reduced model, its report and its reproducer are."""
+    from tvm_explorer.reduce.reducer import NothingToReduce, reduce_job
+
+    if job.jobs < 1:
+        return fail(f"--jobs {job.jobs}: give at least 1")
+    if not os.path.isfile(job.model):
+        return fail(f"{job.model}: no such model file")
     import signal
 
     def stop(signum, _frame):
@@ -99,36 +118,24 @@ def _run(args) -> int:
 
     signal.signal(signal.SIGTERM, stop)
     try:
-        done = reduce_model(
-            args.model,
-            args.output,
-            until=args.until,
-            target=args.target,
-            pipeline=args.pipeline,
-            reference=args.reference,
-            jobs=args.jobs,
-            timeout=args.timeout,
-            memory_limit=args.memory_limit,
-            max_probes=args.max_probes,
-            on_progress=_display(args.progress),
-        )
+        done = reduce_job(job, _display(job.progress))
     except NothingToReduce as err:
         print(str(err))
         return 0
     except ExplorerError as err:  # Flaky too
-        return _fail(str(err))
+        return fail(str(err))
     except KeyboardInterrupt as err:
-        done = getattr(err, "reduction", None)
-        if done is None:
-            return _fail("interrupted; nothing written", EXIT_INTERRUPTED)
-        return _fail(
-            f"interrupted after {done.probes} probes; the best so far ({len(done.kept)} of "
-            f"{done.original_ops}) is in {done.output} (partial), with {done.report} and {done.repro}",
+        best = getattr(err, "reduction", None)
+        if best is None:
+            return fail("interrupted; nothing written", EXIT_INTERRUPTED)
+        return fail(
+            f"interrupted after {best.probes} probes; the best so far ({len(best.kept)} of "
+            f"{best.original_ops}) is in {best.output} (partial), with {best.report} and {best.repro}",
             EXIT_INTERRUPTED,
         )
     state = "1-minimal" if done.minimal else f"not shown 1-minimal: {done.why}"
     print(
-        f"Reduced {args.model}: {done.original_ops} → {len(done.kept)} ({state}), {done.probes} probes in "
+        f"Reduced {job.model}: {done.original_ops} → {len(done.kept)} ({state}), {done.probes} probes in "
         f"{done.seconds:.1f} s"
     )
     if done.all_ops is not None and done.all_ops != (done.original_ops, len(done.kept)):

@@ -4,8 +4,9 @@ and its layers tuned / untuned / database miss / build failed, trials, default v
 from __future__ import annotations
 
 import json
-import sys
 
+from tvm_explorer.bundle.sections.tuning import TuningDocument
+from tvm_explorer.cli.options import fail
 from tvm_explorer.errors import ExplorerError
 from tvm_explorer.inert.text import one_line as plain
 
@@ -17,21 +18,6 @@ def add_parser(sub) -> None:
     p.add_argument("bundle")
     p.add_argument("--json", action="store_true", help="tuning.json with each kernel's layer names")
     p.set_defaults(run=run_tuning)
-
-
-def compile_report(doc: dict | None, bundle) -> list[str]:
-    """What ``compile --tune`` prints about its ledger: the verdict, loud when tuning did nothing."""
-    if doc is None:
-        return []
-    counts: dict[str, int] = {}
-    for k in doc["kernels"]:
-        counts[k["state"]] = counts.get(k["state"], 0) + 1
-    summary = ", ".join(f"{n} {_STATE_WORDS[s].lower()}" for s, n in sorted(counts.items()))
-    lines = [f"  tuning: {summary or 'no kernels'}; tvm-explorer tuning {bundle} shows each"]
-    verdict = doc["verdict"]
-    if verdict["level"] != "ok":
-        lines.append(f"  tuning {verdict['level'].upper()}: {plain(verdict['message'])}")
-    return lines
 
 
 def _layer_names(bundle, ids: list[int]) -> list[str]:
@@ -46,7 +32,7 @@ def _us(value) -> str:
     return "-" if value is None else f"{value:.2f}"
 
 
-def render(doc: dict, bundle) -> str:
+def render(doc: TuningDocument, bundle) -> str:
     """The ledger as a table, the verdict first when tuning did nothing, errors after."""
     lines = []
     verdict = doc["verdict"]
@@ -92,8 +78,7 @@ def run_tuning(args) -> int:
         if doc is None:
             raise ExplorerError(f"{args.bundle}: the bundle has no tuning.json (it was compiled without --tune)")
     except ExplorerError as err:
-        print(f"tvm-explorer: error: {err}", file=sys.stderr)
-        return 2
+        return fail(str(err))
     if args.json:
         out = dict(doc)
         out["kernels"] = [dict(k, layer_names=_layer_names(bundle, k["layers"])) for k in doc["kernels"]]

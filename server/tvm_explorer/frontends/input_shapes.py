@@ -12,7 +12,6 @@ and failure messages use for open dimensions, are here.
 
 from __future__ import annotations
 
-import argparse
 from dataclasses import dataclass
 
 from tvm_explorer.errors import ExplorerError
@@ -33,16 +32,16 @@ class InputShape:
 
 
 def parse_input_shape(text: str) -> InputShape:
-    """argparse type of ``--input-shape``: ``NAME=1,3,640,640`` (the last ``=`` splits, so a
-    name may hold one)."""
+    """``--input-shape NAME=1,3,640,640`` (the last ``=`` splits, so a name may hold one);
+    ValueError saying what is wrong with ``text``."""
     name, sep, dims = text.rpartition("=")
     if not sep or not name:
-        raise argparse.ArgumentTypeError(f"{text!r}: give NAME=D1,D2,… (an input's name and its sizes)")
+        raise ValueError(f"{text!r}: give NAME=D1,D2,… (an input's name and its sizes)")
     values = []
     for part in dims.split(","):
         part = part.strip()
         if not part.isdigit() or int(part) < 1:
-            raise argparse.ArgumentTypeError(
+            raise ValueError(
                 f"{text!r}: {part or 'an empty size'!r} is not a size; give whole numbers of at least 1 (NAME=1,3,640,640)"
             )
         values.append(int(part))

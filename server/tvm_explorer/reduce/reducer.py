@@ -11,6 +11,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TypedDict
 
+from tvm_explorer.app.jobs import ReduceJob
 from tvm_explorer.errors import ExplorerError
 from tvm_explorer.frontends import frontend_for
 from tvm_explorer.inert import markdown as md
@@ -84,6 +85,23 @@ def _matches_until(outcome: Outcome, until: str | None) -> bool:
     if until == "diverge":
         return outcome.kind == "diverge" and bool(outcome.opcode)
     return outcome.kind == until
+
+
+def reduce_job(job: ReduceJob, on_progress: Callable[[dict], None] | None = None) -> Reduction:
+    """``tvm-explorer reduce``: ``reduce_model`` of the job (its limits hold for each probe)."""
+    return reduce_model(
+        job.model,
+        job.output,
+        until=job.until,
+        target=job.target,
+        pipeline=job.pipeline,
+        reference=job.reference,
+        jobs=job.jobs,
+        timeout=job.limits.timeout,
+        memory_limit=job.limits.memory_limit,
+        max_probes=job.max_probes,
+        on_progress=on_progress,
+    )
 
 
 def reduce_model(

@@ -11,7 +11,6 @@ chain, or when the process's peak address space reached the limit.
 
 from __future__ import annotations
 
-import argparse
 import errno
 import math
 
@@ -23,15 +22,16 @@ _NEAR = 0.97  # a peak this close to the limit means the limit was reached
 
 
 def gib_argument(text: str) -> float:
-    """argparse type of ``--memory-limit``: a finite number of GiB, 0 for none."""
+    """``--memory-limit``: a finite number of GiB, 0 for none; ValueError saying what is wrong
+    with ``text``."""
     try:
         value = float(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number of GiB (use 0 for no limit)") from None
+        raise ValueError(f"{text!r} is not a number of GiB (use 0 for no limit)") from None
     if not math.isfinite(value) or value < 0:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a limit: give a finite number of GiB, or 0 for no limit")
+        raise ValueError(f"{text!r} is not a limit: give a finite number of GiB, or 0 for no limit")
     if 0 < value < MIN_GIB:
-        raise argparse.ArgumentTypeError(
+        raise ValueError(
             f"{text} GiB is too small: Python with TVM loaded alone takes about 0.46 GiB of "
             f"address space; give at least {MIN_GIB:g}, or 0 for no limit"
         )
@@ -67,8 +67,9 @@ def _peak_bytes() -> int | None:
     return None
 
 
-def _allocation_failed(err: BaseException) -> bool:
+def _allocation_failed(first: BaseException) -> bool:
     seen = set()
+    err: BaseException | None = first
     while err is not None and id(err) not in seen:
         seen.add(id(err))
         if isinstance(err, MemoryError) or (isinstance(err, OSError) and err.errno == errno.ENOMEM):

@@ -10,7 +10,10 @@ import re
 import signal
 import sys
 import time
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any, Protocol
 
 from tvm_explorer.errors import EXIT_CRASH, EXIT_INTERRUPTED, EXIT_TIMEOUT
 from tvm_explorer.errors import fail as _fail
@@ -20,9 +23,36 @@ STOP_WAIT = 0.25  # seconds a stopped child that cannot commit any more gets to 
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGUSR1)  # SIGUSR1: the timeout
 
 
-def run_supervised(args, body, commit_guards: list | None = None, commit_claims: list | None = None) -> int:
-    """``body(args)`` in a child process, supervised: a crash inside TVM is reported, not
-    inherited, and a run that hangs (``args.timeout``) or is interrupted is stopped — within
+class Limits(Protocol):
+    """The limits a supervisor enforces (``app.jobs.RunLimits``): ``timeout`` in seconds, 0 for
+    never (a memory limit is the child's own to apply)."""
+
+    @property
+    def timeout(self) -> float: ...
+
+
+@dataclass(frozen=True)
+class Work:
+    """What the supervised child does, for the messages and the cleanup: ``subject`` (the
+    model) and ``target`` are named in messages, ``activity`` says what it does (``("compile",
+    "compiling")``), and the partial directory of ``output`` (a bundle) is removed if it is
+    killed."""
+
+    subject: str
+    target: str
+    output: str | None = None
+    activity: tuple[str, str] = ("compile", "compiling")
+
+
+def run_supervised(
+    body: Callable[[], int],
+    limits: Limits,
+    work: Work,
+    commit_guards: list | None = None,
+    commit_claims: list | None = None,
+) -> int:
+    """``body()`` in a child process, supervised: a crash inside TVM is reported, not
+    inherited, and a run that hangs (``limits.timeout``) or is interrupted is stopped — within
     ``STOP_WAIT`` seconds wherever it is, unless it has begun to commit its bundle
     (``stopping.StopLatch``); the child dies with this process (``compile``, ``bisect``). In
     the child the lifeline's check joins ``commit_guards`` and the latch's claim joins
@@ -51,7 +81,7 @@ def run_supervised(args, body, commit_guards: list | None = None, commit_claims:
             if commit_claims is not None:
                 commit_claims.append(latch.claim_commit)
             _mark_tvm_logging()
-            code = body(args)
+            code = body()
         finally:
             try:
                 sys.stdout.flush()
@@ -61,7 +91,7 @@ def run_supervised(args, body, commit_guards: list | None = None, commit_claims:
     lifeline.hold_in_parent()
     os.close(err_w)
     try:
-        return _supervise(args, pid, _ChildErrors(err_r), latch)
+        return _supervise(limits.timeout, work, pid, _ChildErrors(err_r), latch)
     finally:
         os.close(err_r)
 
@@ -170,11 +200,11 @@ def _lines_to_file(lines: list[bytes], prefix: str, suffix: str) -> str | None:
     return path
 
 
-def _supervise(args, pid: int, errors: _ChildErrors, latch) -> int:
+def _supervise(timeout: float, work: Work, pid: int, errors: _ChildErrors, latch) -> int:
     """Wait for the compiling child; forward interrupts, enforce the timeout, and kill it if
     it does not stop within STOP_WAIT seconds (GRACE once it commits). Exactly one message
     reaches the user."""
-    state = {"stop": None, "kill_at": None, "killed": False, "at_once": False}
+    state: dict[str, Any] = {"stop": None, "kill_at": None, "killed": False, "at_once": False}
 
     def stop_deadline(now: float) -> float:
         # The child stops itself where it runs Python; inside a C++ pass it cannot.
@@ -191,7 +221,7 @@ def _supervise(args, pid: int, errors: _ChildErrors, latch) -> int:
     signal.signal(signal.SIGINT, forward)  # from a terminal the child gets Ctrl-C as well
     signal.signal(signal.SIGUSR1, signal.SIG_IGN)
     signal.pthread_sigmask(signal.SIG_UNBLOCK, STOP_SIGNALS)
-    deadline = time.monotonic() + args.timeout if args.timeout and args.timeout > 0 else None
+    deadline = time.monotonic() + timeout if timeout and timeout > 0 else None
     timed_out = False
     while True:
         done, status = os.waitpid(pid, os.WNOHANG)
@@ -216,10 +246,10 @@ def _supervise(args, pid: int, errors: _ChildErrors, latch) -> int:
             print(f"note: TVM's own log lines ({len(errors.chatter)}) are in {chatter}", file=sys.stderr)
         return code
     sig = signal.Signals(os.WTERMSIG(status)).name
-    _remove_partial(args.output, pid)
+    _remove_partial(work.output, pid)
     if timed_out:
         return _fail(
-            f"{args.model}: {_activity(args)[0]} did not finish within {args.timeout:g} s (--timeout) "
+            f"{work.subject}: {work.activity[0]} did not finish within {timeout:g} s (--timeout) "
             f"and was killed; no bundle was written (a previous bundle is unchanged)",
             EXIT_TIMEOUT,
         )
@@ -237,21 +267,16 @@ def _supervise(args, pid: int, errors: _ChildErrors, latch) -> int:
         # Not a fault of TVM's: someone (or the kernel) killed the child.
         oom = " (possibly the kernel's out-of-memory killer)" if sig == "SIGKILL" else ""
         return _fail(
-            f"{args.model}: the compiling process was killed by {sig}, a signal from "
-            f"outside tvm-explorer{oom}, while {_activity(args)[1]} for {args.target}; no bundle "
+            f"{work.subject}: the compiling process was killed by {sig}, a signal from "
+            f"outside tvm-explorer{oom}, while {work.activity[1]} for {work.target}; no bundle "
             "was written (a previous bundle is unchanged)",
             EXIT_CRASH,
         )
     return _fail(
-        f"{args.model}: TVM crashed ({sig}) while {_activity(args)[1]} for {args.target}; "
+        f"{work.subject}: TVM crashed ({sig}) while {work.activity[1]} for {work.target}; "
         f"no bundle was written (a previous bundle is unchanged){where}",
         EXIT_CRASH,
     )
-
-
-def _activity(args) -> tuple[str, str]:
-    """What the supervised child does, for messages: ``("compile", "compiling")``."""
-    return getattr(args, "activity", ("compile", "compiling"))
 
 
 _CRASH_SIGNALS = ("SIGSEGV", "SIGBUS", "SIGILL", "SIGFPE", "SIGABRT", "SIGSYS", "SIGTRAP")
