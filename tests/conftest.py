@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+
+from tests import bundle_store
 
 MODELS = Path(__file__).parent / "models"
 
@@ -36,7 +39,9 @@ def gt_model(tmp_path_factory) -> Path:
 
 
 class BundleCache:
-    """Compile each (model, target, options) once per session through the real CLI."""
+    """Compile each (model, target, options) once through the real CLI: kept between runs in
+    tests/bundle_store.py's content-keyed store (shared with the editor tests), copied once per
+    session into this session's folder, which the tests share."""
 
     def __init__(self, root: Path):
         self.root = root
@@ -46,7 +51,11 @@ class BundleCache:
         key = (str(model), target, extra)
         if key not in self._done:
             out = self.root / f"{Path(model).stem}.{target}{''.join(extra).replace('-', '_')}.bundle"
-            run_cli("compile", model, "-o", out, "--target", target, *extra, check=True)
+
+            def build(to: Path) -> None:
+                run_cli("compile", model, "-o", to, "--target", target, *extra, check=True)
+
+            shutil.copytree(bundle_store.stored(bundle_store.compile_key(model, target, extra), build), out)
             self._done[key] = out
         return self._done[key]
 

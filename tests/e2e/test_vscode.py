@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import html
 import importlib.util
-import json
 import os
 import re
 import shutil
@@ -27,10 +26,8 @@ TEST_NAME = re.compile(r"^test\(\s*'([^']+)'", re.M)
 
 pytestmark = pytest.mark.e2e
 
-# What suites compile (with `cache: true`) that other tests of the session compile too, through
-# tests/conftest.py's BundleCache: compiled once there and handed to node, which copies them.
-SHARED_BUNDLES = [("small_cnn_fp32.tflite", "c", ()), ("small_cnn_int8.tflite", "c", ()),
-                  ("small_cnn_fp32.tflite", "cuda", ("--sass",)), ("mobilenet_v3_small_int8.tflite", "llvm", ())]
+# What suites compile with `cache: true` they take from tests/bundle_store.py's store, which
+# tests/conftest.py's BundleCache fills too: a compile either side made is not made again.
 
 
 def _node_tests() -> list[str]:
@@ -49,7 +46,7 @@ def _missing_tools() -> str | None:
 
 
 @pytest.fixture(scope="session")
-def node_results(tmp_path_factory, request, bundles, models_dir) -> dict[str, str | None]:
+def node_results(tmp_path_factory, request) -> dict[str, str | None]:
     """Package the extension, run the node suites once; test name -> failure text or None."""
     missing = _missing_tools()
     if missing:
@@ -61,7 +58,7 @@ def node_results(tmp_path_factory, request, bundles, models_dir) -> dict[str, st
                    stdin=subprocess.DEVNULL, timeout=600)
     junit = tmp_path_factory.mktemp("e2e") / "junit.xml"
     env = {**os.environ, "TVM_EXPLORER_PYTHON": os.environ.get("TVM_EXPLORER_PYTHON", sys.executable),
-           **_shared_inputs(request, bundles, models_dir)}
+           **_shared_inputs(request)}
     proc = subprocess.run(
         ["node", "--test", "--test-concurrency=1",
          "--test-reporter=spec", "--test-reporter-destination=stdout",
@@ -89,17 +86,14 @@ def node_results(tmp_path_factory, request, bundles, models_dir) -> dict[str, st
     return results
 
 
-def _shared_inputs(request, bundles, models_dir: Path) -> dict[str, str]:
-    """The environment that hands node what this session builds anyway: SHARED_BUNDLES
-    (tests/e2e/lib/bundle.mjs) and the tiny Llama's exported program (llm.test.mjs)."""
+def _shared_inputs(request) -> dict[str, str]:
+    """The environment that hands node what this session builds anyway: the tiny Llama's
+    exported program (llm.test.mjs)."""
     if "TVM_EXPLORER_PYTHON" in os.environ:  # another interpreter compiles for node: not ours
         return {}
-    shared = [{"model": str(models_dir / model), "target": target, "extra": list(extra),
-               "bundle": str(bundles.get(models_dir / model, target, *extra))} for model, target, extra in SHARED_BUNDLES]
-    env = {"TVM_EXPLORER_E2E_BUNDLES": json.dumps(shared)}
     if importlib.util.find_spec("transformers"):
-        env["TVM_EXPLORER_E2E_LLAMA_PT2"] = str(request.getfixturevalue("llm_bundles").program("llama"))
-    return env
+        return {"TVM_EXPLORER_E2E_LLAMA_PT2": str(request.getfixturevalue("llm_bundles").program("llama"))}
+    return {}
 
 
 @pytest.mark.parametrize("name", _node_tests())
