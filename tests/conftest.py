@@ -8,7 +8,6 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from tests import bundle_store
 
 MODELS = Path(__file__).parent / "models"

@@ -11,7 +11,6 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from tests import bundle_store
 from tests.conftest import MODELS
 
