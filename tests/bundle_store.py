@@ -74,3 +74,17 @@ def stored(key: str, build: Callable[[Path], None], root: Path | None = None) ->
         if not (path / "manifest.json").exists():
             raise
     return path
+
+
+def built_model(name: str, data: bytes) -> Path:
+    """A model a test builds, at a fixed place beside the store (its path is part of a bundle's
+    key): written when missing or different, whole (renamed in), so that later runs find the
+    bundles compiled from it."""
+    path = store_dir().parent / "models" / name
+    if path.exists() and path.read_bytes() == data:
+        return path
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f"{name}.tmp-{os.getpid()}")
+    tmp.write_bytes(data)
+    os.replace(tmp, path)
+    return path

@@ -28,13 +28,12 @@ def models_dir() -> Path:
 
 
 @pytest.fixture(scope="session")
-def gt_model(tmp_path_factory) -> Path:
-    """CONV_2D → ADD → RELU → RESHAPE → FULLY_CONNECTED, built by the test (ground truth)."""
+def gt_model() -> Path:
+    """CONV_2D → ADD → RELU → RESHAPE → FULLY_CONNECTED, built by the test (ground truth), at
+    a fixed place (test-artifacts/models/gt.tflite): its bundles are kept between runs."""
     from tests.tflite_builder import conv_add_relu_dense
 
-    path = tmp_path_factory.mktemp("models") / "gt.tflite"
-    conv_add_relu_dense(path)
-    return path
+    return bundle_store.built_model("gt.tflite", conv_add_relu_dense())
 
 
 class BundleCache:

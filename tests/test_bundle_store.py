@@ -68,3 +68,12 @@ def test_a_bundle_is_built_once_and_only_whole(tmp_path):
     again = bundle_store.stored("k", build, tmp_path)
     assert first == again == tmp_path / "k.bundle" and len(builds) == 1
     assert (first / "manifest.json").exists() and not (first / "half").exists()
+
+
+def test_a_built_model_keeps_its_place_and_follows_its_bytes(monkeypatch, tmp_path):
+    monkeypatch.setenv("TVM_EXPLORER_ARTIFACTS", str(tmp_path))
+    first = bundle_store.built_model("m.tflite", b"one")
+    again = bundle_store.built_model("m.tflite", b"one")
+    assert first == again == tmp_path / "models" / "m.tflite"
+    assert bundle_store.built_model("m.tflite", b"two").read_bytes() == b"two"
+    assert sorted(p.name for p in first.parent.iterdir()) == ["m.tflite"]  # no temporary left
