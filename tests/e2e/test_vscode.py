@@ -21,7 +21,9 @@ import pytest
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parents[1]
-SUITES = sorted(p.name for p in HERE.glob("*.test.mjs"))  # every suite in this folder
+SUITES = sorted(p.name for p in HERE.glob("*.test.mjs"))  # every test file in this folder
+# Suites that a test file imports to run them in its session (small_cnn.test.mjs).
+IMPORTED = sorted(p.name for p in HERE.glob("*.suite.mjs"))
 TEST_NAME = re.compile(r"^test\(\s*'([^']+)'", re.M)
 
 pytestmark = pytest.mark.e2e
@@ -32,7 +34,7 @@ pytestmark = pytest.mark.e2e
 
 def _node_tests() -> list[str]:
     """Names of the node tests, read from the suites (so that each is a pytest test)."""
-    return [name for suite in SUITES for name in TEST_NAME.findall((HERE / suite).read_text())]
+    return [name for suite in SUITES + IMPORTED for name in TEST_NAME.findall((HERE / suite).read_text())]
 
 
 def _missing_tools() -> str | None:

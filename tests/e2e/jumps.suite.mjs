@@ -59,6 +59,7 @@ test('alt+[ and alt+] step the same code through the passes that changed it, in 
   const cPath = bundle.documents('code').find((p) => p.endsWith('.c'));
   const stmt = bundle.statementOf(cPath, 'CONV_2D');
   const layer = stmt.layers[0];
+  await runCommand(page, 'View: Close All Editors'); // a suite before it in the session left its own
   // Wait until the server has loaded the bundle (the pass view lists it).
   await runCommand(page, 'TVM Explorer: Focus on Passes View');
   const passesPane = page.locator('.pane', { has: page.locator('.pane-header', { hasText: 'Passes' }) });
