@@ -6,7 +6,8 @@ The pytest session (tests/conftest.py's ``BundleCache``) and the editor tests
 (a bundle's manifest names the model's path), the target and options, the interpreter, every ``.py`` file of ``server/tvm_explorer`` and ``pyproject.toml``
 (the pinned TVM and its neighbours): any change of code or pins compiles afresh. A bundle enters
 the store whole (compiled aside, then renamed in), so a run stopped half way leaves no bundle
-that looks good; two runs compiling the same key at once both succeed and keep one.
+that looks good; two runs compiling the same key at once both succeed and keep one. Bundles
+unused for a week are removed when a new one is stored.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import json
 import os
 import shutil
 import sys
+import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -51,6 +53,22 @@ def compile_key(model: Path, target: str, extra: tuple[str, ...], python: str = 
     return digest.hexdigest()[:16]
 
 
+KEEP_DAYS = 7
+
+
+def prune(root: Path, keep_days: float = KEEP_DAYS) -> None:
+    """Removes stored bundles (and leftovers of stopped runs) unused for ``keep_days``: every
+    change of the package makes new keys, and a CUDA bundle of mobilenet is 60 MB."""
+    cutoff = time.time() - keep_days * 86400
+    for entry in root.iterdir():
+        try:
+            old = entry.stat().st_mtime < cutoff
+        except FileNotFoundError:
+            continue
+        if old and entry.is_dir() and not entry.is_symlink():
+            shutil.rmtree(entry, ignore_errors=True)
+
+
 def stored(key: str, build: Callable[[Path], None], root: Path | None = None) -> Path:
     """The stored bundle of ``key``; ``build(out)`` compiles it into ``out`` first if it is not
     there. Callers copy it: a stored bundle is never changed in place."""
@@ -58,7 +76,9 @@ def stored(key: str, build: Callable[[Path], None], root: Path | None = None) ->
     root.mkdir(parents=True, exist_ok=True)
     path = root / f"{key}.bundle"
     if (path / "manifest.json").exists():
+        os.utime(path)  # used: kept by prune()
         return path
+    prune(root)
     tmp = root / f"{key}.tmp-{os.getpid()}"
     shutil.rmtree(tmp, ignore_errors=True)
     try:

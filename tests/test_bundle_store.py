@@ -8,6 +8,7 @@ import os
 import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -77,3 +78,18 @@ def test_a_built_model_keeps_its_place_and_follows_its_bytes(monkeypatch, tmp_pa
     assert first == again == tmp_path / "models" / "m.tflite"
     assert bundle_store.built_model("m.tflite", b"two").read_bytes() == b"two"
     assert sorted(p.name for p in first.parent.iterdir()) == ["m.tflite"]  # no temporary left
+
+
+def test_bundles_unused_for_a_week_are_pruned_and_a_used_one_is_kept(tmp_path):
+    def build(out: Path) -> None:
+        out.mkdir()
+        (out / "manifest.json").write_text("{}")
+
+    used = bundle_store.stored("used", build, tmp_path)
+    stale = bundle_store.stored("stale", build, tmp_path)
+    month_ago = time.time() - 30 * 86400
+    for path in (used, stale):
+        os.utime(path, (month_ago, month_ago))
+    bundle_store.stored("used", build, tmp_path)  # a hit: used again now
+    bundle_store.stored("new", build, tmp_path)  # a miss prunes
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["new.bundle", "used.bundle"]
