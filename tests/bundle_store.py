@@ -2,9 +2,10 @@
 
 The pytest session (tests/conftest.py's ``BundleCache``) and the editor tests
 (tests/e2e/lib/bundle.mjs, which computes the same key) share one store:
-``test-artifacts/bundle-cache/<key>.bundle``. The key hashes the model's bytes and where it lies
-(a bundle's manifest names the model's path), the target and options, the interpreter, every ``.py`` file of ``server/tvm_explorer`` and ``pyproject.toml``
-(the pinned TVM and its neighbours): any change of code or pins compiles afresh. A bundle enters
+``test-artifacts/bundle-cache/<key>.bundle``. The key hashes the model's bytes and where it
+lies (a bundle's manifest names the model's path), the target and options, the interpreter,
+every ``.py`` file of ``server/tvm_explorer`` and ``pyproject.toml`` (the pinned TVM and its
+neighbours): any change of code or pins compiles afresh. A bundle enters
 the store whole (compiled aside, then renamed in), so a run stopped half way leaves no bundle
 that looks good; two runs compiling the same key at once both succeed and keep one. Bundles
 unused for a week are removed when a new one is stored.
