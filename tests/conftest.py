@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from tests import bundle_store
 
 MODELS = Path(__file__).parent / "models"
 
@@ -26,17 +28,18 @@ def models_dir() -> Path:
 
 
 @pytest.fixture(scope="session")
-def gt_model(tmp_path_factory) -> Path:
-    """CONV_2D → ADD → RELU → RESHAPE → FULLY_CONNECTED, built by the test (ground truth)."""
+def gt_model() -> Path:
+    """CONV_2D → ADD → RELU → RESHAPE → FULLY_CONNECTED, built by the test (ground truth), at
+    a fixed place (test-artifacts/models/gt.tflite): its bundles are kept between runs."""
     from tests.tflite_builder import conv_add_relu_dense
 
-    path = tmp_path_factory.mktemp("models") / "gt.tflite"
-    conv_add_relu_dense(path)
-    return path
+    return bundle_store.built_model("gt.tflite", conv_add_relu_dense())
 
 
 class BundleCache:
-    """Compile each (model, target, options) once per session through the real CLI."""
+    """Compile each (model, target, options) once through the real CLI: kept between runs in
+    tests/bundle_store.py's content-keyed store (shared with the editor tests), copied once per
+    session into this session's folder, which the tests share."""
 
     def __init__(self, root: Path):
         self.root = root
@@ -46,7 +49,11 @@ class BundleCache:
         key = (str(model), target, extra)
         if key not in self._done:
             out = self.root / f"{Path(model).stem}.{target}{''.join(extra).replace('-', '_')}.bundle"
-            run_cli("compile", model, "-o", out, "--target", target, *extra, check=True)
+
+            def build(to: Path) -> None:
+                run_cli("compile", model, "-o", to, "--target", target, *extra, check=True)
+
+            shutil.copytree(bundle_store.stored(bundle_store.compile_key(model, target, extra), build), out)
             self._done[key] = out
         return self._done[key]
 
@@ -76,11 +83,19 @@ class LLMBundles:
 
     def get(self, name: str) -> Path:
         """Its bundle for target c, profiled and with numerics (one compile serves the source,
-        rollup and C-target tests alike)."""
+        rollup and C-target tests alike), beside its program. Compiled from a copy of the
+        program at a fixed place (test-artifacts/models), through tests/bundle_store.py's store:
+        the same export compiled before is not compiled again."""
         if name not in self._done:
             program = self.program(name)
+            kept = bundle_store.built_model(program.name, program.read_bytes())
+            extra = ("--profile", "--numerics")
+
+            def build(to: Path) -> None:
+                run_cli("compile", kept, "-o", to, "--target", "c", *extra, check=True)
+
             out = program.with_suffix(".bundle")
-            run_cli("compile", program, "-o", out, "--target", "c", "--profile", "--numerics", check=True)
+            shutil.copytree(bundle_store.stored(bundle_store.compile_key(kept, "c", extra), build), out)
             self._done[name] = out
         return self._done[name]
 

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import html
 import importlib.util
-import json
 import os
 import re
 import shutil
@@ -22,20 +21,20 @@ import pytest
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parents[1]
-SUITES = sorted(p.name for p in HERE.glob("*.test.mjs"))  # every suite in this folder
+SUITES = sorted(p.name for p in HERE.glob("*.test.mjs"))  # every test file in this folder
+# Suites that a test file imports to run them in its session (small_cnn.test.mjs).
+IMPORTED = sorted(p.name for p in HERE.glob("*.suite.mjs"))
 TEST_NAME = re.compile(r"^test\(\s*'([^']+)'", re.M)
 
 pytestmark = pytest.mark.e2e
 
-# What suites compile (with `cache: true`) that other tests of the session compile too, through
-# tests/conftest.py's BundleCache: compiled once there and handed to node, which copies them.
-SHARED_BUNDLES = [("small_cnn_fp32.tflite", "c", ()), ("small_cnn_int8.tflite", "c", ()),
-                  ("small_cnn_fp32.tflite", "cuda", ("--sass",)), ("mobilenet_v3_small_int8.tflite", "llvm", ())]
+# What suites compile with `cache: true` they take from tests/bundle_store.py's store, which
+# tests/conftest.py's BundleCache fills too: a compile either side made is not made again.
 
 
 def _node_tests() -> list[str]:
     """Names of the node tests, read from the suites (so that each is a pytest test)."""
-    names = [name for suite in SUITES for name in TEST_NAME.findall((HERE / suite).read_text())]
+    names = [name for suite in SUITES + IMPORTED for name in TEST_NAME.findall((HERE / suite).read_text())]
     # as node names them: a JavaScript \uXXXX escape in the source is its character
     return [re.sub(r"\\u([0-9a-fA-F]{4})", lambda m: chr(int(m.group(1), 16)), name) for name in names]
 
@@ -51,7 +50,7 @@ def _missing_tools() -> str | None:
 
 
 @pytest.fixture(scope="session")
-def node_results(tmp_path_factory, request, bundles, models_dir) -> dict[str, str | None]:
+def node_results(tmp_path_factory, request) -> dict[str, str | None]:
     """Package the extension, run the node suites once; test name -> failure text or None."""
     missing = _missing_tools()
     if missing:
@@ -63,7 +62,7 @@ def node_results(tmp_path_factory, request, bundles, models_dir) -> dict[str, st
                    stdin=subprocess.DEVNULL, timeout=600)
     junit = tmp_path_factory.mktemp("e2e") / "junit.xml"
     env = {**os.environ, "TVM_EXPLORER_PYTHON": os.environ.get("TVM_EXPLORER_PYTHON", sys.executable),
-           **_shared_inputs(request, bundles, models_dir)}
+           **_shared_inputs(request)}
     proc = subprocess.run(
         ["node", "--test", "--test-concurrency=1",
          "--test-reporter=spec", "--test-reporter-destination=stdout",
@@ -91,17 +90,14 @@ def node_results(tmp_path_factory, request, bundles, models_dir) -> dict[str, st
     return results
 
 
-def _shared_inputs(request, bundles, models_dir: Path) -> dict[str, str]:
-    """The environment that hands node what this session builds anyway: SHARED_BUNDLES
-    (tests/e2e/lib/bundle.mjs) and the tiny Llama's exported program (llm.test.mjs)."""
+def _shared_inputs(request) -> dict[str, str]:
+    """The environment that hands node what this session builds anyway: the tiny Llama's
+    exported program (llm.test.mjs)."""
     if "TVM_EXPLORER_PYTHON" in os.environ:  # another interpreter compiles for node: not ours
         return {}
-    shared = [{"model": str(models_dir / model), "target": target, "extra": list(extra),
-               "bundle": str(bundles.get(models_dir / model, target, *extra))} for model, target, extra in SHARED_BUNDLES]
-    env = {"TVM_EXPLORER_E2E_BUNDLES": json.dumps(shared)}
     if importlib.util.find_spec("transformers"):
-        env["TVM_EXPLORER_E2E_LLAMA_PT2"] = str(request.getfixturevalue("llm_bundles").program("llama"))
-    return env
+        return {"TVM_EXPLORER_E2E_LLAMA_PT2": str(request.getfixturevalue("llm_bundles").program("llama"))}
+    return {}
 
 
 @pytest.mark.parametrize("name", _node_tests())

