@@ -371,6 +371,30 @@ test('the Pass history lens opens Layer History; a step opens the diff of only t
   assert.ok(landed, `the diff opened at ${JSON.stringify(await cursorPosition(page))}, not at its first change (line ${first + 1})`);
 });
 
+test('the hover of a C conv line offers its pass history; the link opens Layer History on that layer', async () => {
+  const { session, bundle } = suite;
+  const { page } = session;
+  await runCommand(page, 'View: Close All Editors');
+  const cPath = bundle.documents('code').find((p) => p.endsWith('.c'));
+  const stmt = bundle.statementOf(cPath, 'CONV_2D');
+  const layer = stmt.layers[0];
+  await openAt(cPath, stmt.line, stmt.character);
+  const link = page.locator('.monaco-hover:visible a', { hasText: /^Pass history of (this layer|these \d+ layers)$/ });
+  const shown = await poll(async () => {
+    if ((await link.count()) > 0) return true;
+    await hoverNamingLayer(suite, stmt);
+    return (await link.count()) > 0 || undefined;
+  }, { timeoutMs: 60000, intervalMs: 500 });
+  await screenshot(page, 'jumps-15-hover-pass-history');
+  assert.ok(shown, 'the hover of a conv statement offers no pass history');
+  await link.first().click();
+  const pane = historyPane(page);
+  const listed = await poll(async () => (new RegExp(`${layer.opcode} op ${layer.op_index}\\b`).test((await pane.textContent()) ?? '') || undefined),
+    { timeoutMs: 60000, intervalMs: 300 });
+  await screenshot(page, 'jumps-16-hover-opened-history');
+  assert.ok(listed, `Layer History does not show ${layer.opcode} op ${layer.op_index} after the hover's link`);
+});
+
 test('Go to Symbol in Workspace (Ctrl+T) finds a layer by its TF name and opens its model entry', async () => {
   const { session, bundle } = suite;
   const { page } = session;

@@ -10,6 +10,7 @@ import { Comparisons } from './compareView';
 import { GraphView } from './graphView';
 import { HotLayersProvider } from './hotLayers';
 import { LargeFiles } from './largeFiles';
+import { registerHistoryHover } from './historyHover';
 import { LayerHistoryProvider } from './layerHistory';
 import { LayerPlacesProvider, PlaceNode } from './layerPlaces';
 import { MemoryView } from './memoryView';
@@ -88,6 +89,7 @@ export class Ctx {
       this.graph,
       this.memory,
       this.stages,
+      registerHistoryHover(this.server, this.sides),
     );
   }
 
