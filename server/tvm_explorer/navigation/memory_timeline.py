@@ -17,6 +17,7 @@ from tvm_explorer.bundle.sections.memory import MemoryDocument, MemoryStorage
 from tvm_explorer.errors import BundleError
 from tvm_explorer.memory.table import tensor_text
 from tvm_explorer.navigation.view import BundleView, Place
+from tvm_explorer.tablenames import shown_name
 
 DEFAULT_BANDS = 16
 MAX_BANDS = 64
@@ -90,7 +91,7 @@ def timeline(view: BundleView, locate: Locate, *, bands: int = DEFAULT_BANDS) ->
             layers[lid] = {
                 "id": lid,
                 "opcode": lay.opcode,
-                "name": lay.name,
+                "name": shown_name(lay.name),  # a hostile model may give a name of megabytes
                 "location": locate(entries[0]) if entries else None,
             }
         return lid
