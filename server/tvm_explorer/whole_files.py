@@ -16,7 +16,7 @@ from pathlib import Path
 from tvm_explorer.errors import ExplorerError
 
 
-def _umask() -> int:
+def current_umask() -> int:
     """The process's umask, read without changing it where Linux shows it (``os.umask`` can
     only set it, and setting it briefly would race with threads creating files)."""
     try:
@@ -36,7 +36,7 @@ def _mode_for(out: Path) -> int:
     try:
         return stat.S_IMODE(os.stat(out).st_mode)
     except OSError:
-        return 0o666 & ~_umask()
+        return 0o666 & ~current_umask()
 
 
 def replace_whole(path: str | os.PathLike, data: bytes) -> Path:

@@ -25,6 +25,7 @@ import stat
 import tempfile
 
 from tvm_explorer.errors import ExplorerError
+from tvm_explorer.whole_files import current_umask
 
 _RECORD = "<!-- tvm-explorer reduce wrote: "
 _RULE = "reduce writes only new files or the files a previous reduce wrote there"
@@ -124,19 +125,6 @@ def _recorded(report: str) -> set[str]:
     return {f for f in files if isinstance(f, str)} if isinstance(files, list) else set()
 
 
-def _umask() -> int:
-    """The process's umask, read without setting it (``os.umask`` would change it for every
-    thread for a moment)."""
-    try:
-        with open("/proc/self/status", encoding="ascii") as fh:
-            for line in fh:
-                if line.startswith("Umask:"):
-                    return int(line.split()[1], 8)
-    except (OSError, ValueError, IndexError):
-        pass
-    return 0o022
-
-
 def write_model(path: str, write) -> None:
     """``write(tmp)`` writes a model file; it is renamed to ``path`` only when complete."""
     folder = os.path.dirname(os.path.abspath(path))
@@ -144,7 +132,7 @@ def write_model(path: str, write) -> None:
     os.close(fd)
     try:
         write(tmp)
-        os.chmod(tmp, 0o666 & ~_umask())  # as open() would have made it, not mkstemp's 0600
+        os.chmod(tmp, 0o666 & ~current_umask())  # as open() would have made it, not mkstemp's 0600
         os.replace(tmp, path)
     except BaseException:
         with contextlib.suppress(OSError):
