@@ -40,6 +40,7 @@ import argparse
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -115,32 +116,29 @@ def measure_compile(
     peak = {v: [r["peak"] for r in res[v]] for v in VARIANTS}
     growth = {v: [r["growth"] for r in res[v]] for v in VARIANTS}
     bundle = (res["capture"] or res["capture_inline"] or [{}])[0]
+    measures = {"cpu": cpu, "wall": wall, "process": process, "peak": peak}
+    # Which variants each measure compares with stock; a ratio's key is ``{variant}_{measure}``.
+    vs_stock = {
+        "cpu": ("reader", "printer", "kept", "capture", "capture_inline", "dumpir", BASELINE),
+        "wall": ("kept", "capture", "capture_inline", "dumpir", BASELINE),
+        "process": ("capture", "capture_inline", "dumpir"),
+        "peak": ("kept", "capture"),
+    }
+    short = {"capture_inline": "inline", BASELINE: "baseline"}
     return {
         "stock_cpu": bl.Summary.of(cpu["stock"]),
         "stock_wall": bl.Summary.of(wall["stock"]),
-        "reader_cpu": bl.paired_ratios(cpu["stock"], cpu["reader"]),
-        "printer_cpu": bl.paired_ratios(cpu["stock"], cpu["printer"]),
-        "kept_cpu": bl.paired_ratios(cpu["stock"], cpu["kept"]),
-        "kept_wall": bl.paired_ratios(wall["stock"], wall["kept"]),
-        "capture_cpu": bl.paired_ratios(cpu["stock"], cpu["capture"]),
-        "capture_wall": bl.paired_ratios(wall["stock"], wall["capture"]),
-        "inline_cpu": bl.paired_ratios(cpu["stock"], cpu["capture_inline"]),
-        "inline_wall": bl.paired_ratios(wall["stock"], wall["capture_inline"]),
-        "dumpir_cpu": bl.paired_ratios(cpu["stock"], cpu["dumpir"]),
-        "dumpir_wall": bl.paired_ratios(wall["stock"], wall["dumpir"]),
+        "stock_process": bl.Summary.of(process["stock"]),
+        **{
+            f"{short.get(v, v)}_{m}": bl.paired_ratios(measures[m]["stock"], measures[m][v])
+            for m, variants_compared in vs_stock.items()
+            for v in variants_compared
+        },
         "vs_dumpir_wall": bl.paired_ratios(wall["dumpir"], wall["capture"]),
         "vs_inline_wall": bl.paired_ratios(wall["capture_inline"], wall["capture"]),
-        "stock_process": bl.Summary.of(process["stock"]),
-        "capture_process": bl.paired_ratios(process["stock"], process["capture"]),
-        "inline_process": bl.paired_ratios(process["stock"], process["capture_inline"]),
-        "dumpir_process": bl.paired_ratios(process["stock"], process["dumpir"]),
-        "baseline_cpu": bl.paired_ratios(cpu["stock"], cpu[BASELINE]),
-        "baseline_wall": bl.paired_ratios(wall["stock"], wall[BASELINE]),
         "inline_vs_baseline_cpu": bl.paired_ratios(cpu[BASELINE], cpu["capture_inline"]),
         "inline_vs_baseline_wall": bl.paired_ratios(wall[BASELINE], wall["capture_inline"]),
         "workers_cpu": bl.Summary.of(r.get("children_cpu", 0) for r in res["capture"]),
-        "kept_peak": bl.paired_ratios(peak["stock"], peak["kept"]),
-        "capture_peak": bl.paired_ratios(peak["stock"], peak["capture"]),
         "growth": {v: bl.Summary.of(growth[v]) for v in VARIANTS},
         "peak": {v: bl.Summary.of(peak[v]) for v in VARIANTS},
         "bundle_bytes": bundle.get("bundle_bytes", 0),
@@ -153,6 +151,20 @@ def _pairs(models: list[str], targets: list[str], results: dict):
     for name in models:
         for target in targets:
             yield name, target, results[(name, "import")], results[(name, target)]
+
+
+# A column's cell: a result's ratio (``key``), with ``fmt`` arguments (``(key, args)``), or
+# computed from the import and compile results.
+Cell = str | tuple[str, tuple] | Callable[[dict, dict], str]
+
+
+def _cell(how: Cell, imp: dict, r: dict) -> str:
+    if isinstance(how, str):
+        return r[how].fmt()
+    if isinstance(how, tuple):
+        key, args = how
+        return r[key].fmt(*args)
+    return how(imp, r)
 
 
 def main(argv=None) -> int:
@@ -196,168 +208,81 @@ def main(argv=None) -> int:
                 print(f"## {name} / {target}: compile", flush=True)
                 results[(name, target)] = measure_compile(model, target, reps, Path(tmp), variants, args.baseline)
 
-    print("\n### Time (CPU-time ratio vs stock: median of paired repetitions, (min–max))\n")
-    rows = []
-    for name, target, imp, r in _pairs(models, targets, results):
-        rows.append(
-            [
-                name,
-                target,
-                imp["ratio_cpu"].fmt(),
-                r["stock_cpu"].fmt(2, " s"),
-                r["reader_cpu"].fmt(),
-                r["kept_cpu"].fmt(),
-                r["printer_cpu"].fmt(),
-                r["capture_cpu"].fmt(),
-                f"{r['kept_wall'].median:.2f} / {r['capture_wall'].median:.2f}",
-            ]
-        )
-    print(
-        bl.table(
-            [
-                "model",
-                "target",
-                f"import ≤{GOALS['import']}",
-                "stock compile CPU",
-                "reader floor",
-                f"kept ≤{GOALS['kept']}",
-                "printer floor",
-                f"capture ≤{GOALS['capture']}",
-                "wall kept / capture",
-            ],
-            rows,
-        )
-    )
+    def table(heading: str, columns: list[tuple[str, Cell]]) -> None:
+        """One row for each (model, target): its name, its target, then a cell for each column."""
+        print(heading)
+        rows = [
+            [name, target, *(_cell(how, imp, r) for _, how in columns)]
+            for name, target, imp, r in _pairs(models, targets, results)
+        ]
+        print(bl.table(["model", "target", *(title for title, _ in columns)], rows))
 
-    print(
+    seconds = (2, " s")
+    table(
+        "\n### Time (CPU-time ratio vs stock: median of paired repetitions, (min–max))\n",
+        [
+            (f"import ≤{GOALS['import']}", lambda imp, r: imp["ratio_cpu"].fmt()),
+            ("stock compile CPU", ("stock_cpu", seconds)),
+            ("reader floor", "reader_cpu"),
+            (f"kept ≤{GOALS['kept']}", "kept_cpu"),
+            ("printer floor", "printer_cpu"),
+            (f"capture ≤{GOALS['capture']}", "capture_cpu"),
+            ("wall kept / capture", lambda imp, r: f"{r['kept_wall'].median:.2f} / {r['capture_wall'].median:.2f}"),
+        ],
+    )
+    table(
         "\n### Wall time (the import and compile step, fresh process each): ratio vs stock, median of paired "
-        "repetitions (min–max); CPU ratio beside it\n"
+        "repetitions (min–max); CPU ratio beside it\n",
+        [
+            ("stock wall", ("stock_wall", seconds)),
+            (f"capture wall ≤{GOALS['capture_wall']}", "capture_wall"),
+            ("capture CPU", "capture_cpu"),
+            ("of it workers' CPU", ("workers_cpu", seconds)),
+            ("inline wall", "inline_wall"),
+            ("inline CPU", "inline_cpu"),
+            ("DumpIR wall", "dumpir_wall"),
+            ("DumpIR CPU", "dumpir_cpu"),
+            (f"capture / DumpIR wall ≤{GOALS['vs_dumpir']}", "vs_dumpir_wall"),
+            ("capture / inline wall", "vs_inline_wall"),
+        ],
     )
-    rows = []
-    for name, target, _imp, r in _pairs(models, targets, results):
-        rows.append(
-            [
-                name,
-                target,
-                r["stock_wall"].fmt(2, " s"),
-                r["capture_wall"].fmt(),
-                r["capture_cpu"].fmt(),
-                r["workers_cpu"].fmt(2, " s"),
-                r["inline_wall"].fmt(),
-                r["inline_cpu"].fmt(),
-                r["dumpir_wall"].fmt(),
-                r["dumpir_cpu"].fmt(),
-                r["vs_dumpir_wall"].fmt(),
-                r["vs_inline_wall"].fmt(),
-            ]
-        )
-    print(
-        bl.table(
-            [
-                "model",
-                "target",
-                "stock wall",
-                f"capture wall ≤{GOALS['capture_wall']}",
-                "capture CPU",
-                "of it workers' CPU",
-                "inline wall",
-                "inline CPU",
-                "DumpIR wall",
-                "DumpIR CPU",
-                f"capture / DumpIR wall ≤{GOALS['vs_dumpir']}",
-                "capture / inline wall",
-            ],
-            rows,
-        )
-    )
-
-    print(
+    table(
         "\n### Whole process (a fresh Python process from start to exit: interpreter, importing "
-        "TVM, the compile, writing): ratio vs the same for stock, median of paired repetitions\n"
+        "TVM, the compile, writing): ratio vs the same for stock, median of paired repetitions\n",
+        [
+            ("stock process", ("stock_process", seconds)),
+            (f"capture ≤{GOALS['capture_wall']}", "capture_process"),
+            ("inline capture", "inline_process"),
+            ("DumpIR", "dumpir_process"),
+        ],
     )
-    rows = []
-    for name, target, _imp, r in _pairs(models, targets, results):
-        rows.append(
-            [
-                name,
-                target,
-                r["stock_process"].fmt(2, " s"),
-                r["capture_process"].fmt(),
-                r["inline_process"].fmt(),
-                r["dumpir_process"].fmt(),
-            ]
-        )
-    print(
-        bl.table(
-            ["model", "target", "stock process", f"capture ≤{GOALS['capture_wall']}", "inline capture", "DumpIR"], rows
-        )
-    )
-
     if args.baseline:
-        print(
+        table(
             f"\n### Inline capture now vs before ({args.baseline}): ratio vs stock, median of paired "
-            "repetitions (min–max)\n"
-        )
-        rows = []
-        for name, target, _imp, r in _pairs(models, targets, results):
-            rows.append(
-                [
-                    name,
-                    target,
-                    r["stock_cpu"].fmt(2, " s"),
-                    r["baseline_cpu"].fmt(),
-                    r["inline_cpu"].fmt(),
-                    r["inline_vs_baseline_cpu"].fmt(),
-                    r["baseline_wall"].fmt(),
-                    r["inline_wall"].fmt(),
-                    r["inline_vs_baseline_wall"].fmt(),
-                ]
-            )
-        print(
-            bl.table(
-                [
-                    "model",
-                    "target",
-                    "stock CPU",
-                    "before: CPU",
-                    "now: CPU",
-                    "now / before CPU",
-                    "before: wall",
-                    "now: wall",
-                    "now / before wall",
-                ],
-                rows,
-            )
-        )
-
-    print("\n### Memory (peak RSS ratio vs stock, fresh process each) and bundle size\n")
-    rows = []
-    for name, target, imp, r in _pairs(models, targets, results):
-        g = r["growth"]
-        rows.append(
+            "repetitions (min–max)\n",
             [
-                name,
-                target,
-                f"{imp['peak_ratio']:.3f}",
-                r["kept_peak"].fmt(3),
-                r["capture_peak"].fmt(3),
-                f"{bl.mib(g['stock'].median)} / {bl.mib(g['kept'].median)} / {bl.mib(g['capture'].median)}",
-                f"{bl.mib(r['bundle_bytes'])} ({r['bundle_files']} files)",
-            ]
-        )
-    print(
-        bl.table(
-            [
-                "model",
-                "target",
-                f"import ≤{GOALS['memory']}",
-                "kept",
-                "capture",
-                "growth during compile: stock / kept / capture",
-                "bundle",
+                ("stock CPU", ("stock_cpu", seconds)),
+                ("before: CPU", "baseline_cpu"),
+                ("now: CPU", "inline_cpu"),
+                ("now / before CPU", "inline_vs_baseline_cpu"),
+                ("before: wall", "baseline_wall"),
+                ("now: wall", "inline_wall"),
+                ("now / before wall", "inline_vs_baseline_wall"),
             ],
-            rows,
         )
+    growth = ("stock", "kept", "capture")
+    table(
+        "\n### Memory (peak RSS ratio vs stock, fresh process each) and bundle size\n",
+        [
+            (f"import ≤{GOALS['memory']}", lambda imp, r: f"{imp['peak_ratio']:.3f}"),
+            ("kept", ("kept_peak", (3,))),
+            ("capture", ("capture_peak", (3,))),
+            (
+                "growth during compile: stock / kept / capture",
+                lambda imp, r: " / ".join(bl.mib(r["growth"][k].median) for k in growth),
+            ),
+            ("bundle", lambda imp, r: f"{bl.mib(r['bundle_bytes'])} ({r['bundle_files']} files)"),
+        ],
     )
 
     misses = []

@@ -4,7 +4,10 @@
 // the first complete graph), the main thread's busy time and the JS heap then, the frame
 // intervals while zooming and panning with the mouse, the time to open one collapsed group (a
 // decoder layer, a part), a pass slider step (median and slowest), and with EXPAND_ALL=1 the time to open every group and the frames with
-// everything drawn. Driven by bench/graph_paint.py. Usage: node graph_paint.mjs REPS FILE...
+// everything drawn. The reports take turns (each repetition opens every report once), so that
+// a shared machine's load falls alike on each; with PAINT_ONLY=1 only the first paint is measured,
+// and the first paint of the report opened again in the same profile (its layouts kept by the
+// first page: reopen_paint_ms) (bench/graph_paint.py --before). Driven by bench/graph_paint.py. Usage: node graph_paint.mjs REPS FILE...
 import { chromium } from 'playwright-core';
 import { pathToFileURL } from 'node:url';
 import { frames } from './graph_paint_frames.mjs';
@@ -15,11 +18,31 @@ const browser = await chromium.launch({
   args: ['--no-sandbox', '--disable-background-networking', '--disable-component-update', '--enable-precise-memory-info'],
 });
 
+/** The same report opened again in the same browser profile, once the first page has kept its
+ * layouts (the app's layout cache: the browser's storage), until its first paint (ms from
+ * navigation start). A version without the cache lays out afresh. */
+async function reopen(context, first, file) {
+  await first
+    .waitForFunction(
+      () => typeof window.tvmxGraph.saveLayouts !== 'function' || Object.keys(localStorage).some((k) => k.startsWith('tvmx-layouts:')),
+      null,
+      { timeout: 60000, polling: 100 },
+    )
+    .catch(() => undefined);
+  await first.close();
+  const page = await context.newPage();
+  await page.goto(pathToFileURL(file).href, { waitUntil: 'commit' });
+  await page.waitForFunction(() => document.documentElement.dataset.painted, null, { timeout: 300000, polling: 50 });
+  return Number(await page.evaluate(() => document.documentElement.dataset.painted));
+}
+
+const runsOf = new Map(files.map((f) => [f, []]));
 try {
-  for (const file of files) {
-    const runs = [];
-    for (let i = 0; i < Number(reps); i++) {
-      const page = await browser.newPage({ viewport: { width: 1400, height: 900 } });
+  for (let i = 0; i < Number(reps); i++) {
+    for (const file of files) {
+      const runs = runsOf.get(file);
+      const context = await browser.newContext({ viewport: { width: 1400, height: 900 } });
+      const page = await context.newPage();
       // The main thread's busy time (CDP TaskDuration): what the page costs the CPU, which other
       // jobs on a shared machine do not inflate the way they inflate the wall time.
       const cdp = await page.context().newCDPSession(page);
@@ -39,6 +62,12 @@ try {
       const metrics = Object.fromEntries((await cdp.send('Performance.getMetrics')).metrics.map((m) => [m.name, m.value]));
       run.main_thread_ms = 1000 * metrics.TaskDuration;
       run.heap_mib = metrics.JSHeapUsedSize / 2 ** 20;
+      if (process.env.PAINT_ONLY) {
+        run.reopen_paint_ms = await reopen(context, page, file);
+        runs.push(run);
+        await context.close();
+        continue;
+      }
       const box = await page.locator('svg.graph').boundingBox();
       const f = await frames(page, box);
       run.frame_p50_ms = f.p50;
@@ -87,8 +116,10 @@ try {
         run.all_heap_mib = m.JSHeapUsedSize / 2 ** 20;
       }
       runs.push(run);
-      await page.close();
+      await context.close();
     }
+  }
+  for (const [file, runs] of runsOf) {
     process.stdout.write(`${JSON.stringify({ file, runs })}\n`);
   }
 } finally {

@@ -11,12 +11,18 @@ and the older synthetic residual TFLite models compiled with the real CLI (``--l
 
     .venv/bin/python bench/graph_paint.py [--synthetic llm32,llm170,chain10000] [--bundle B...]
         [--llama32] [--layers 1000] [--reps 3] [--expand-all] [--peers MODEL...] [--json FILE]
+        [--before DIR]
+
+``--before DIR``: first paint only, of each report as this checkout renders it and as the code in
+DIR renders it (DIR/server: a copy of another version's ``server/``, its built assets included),
+the two pages taking turns in the same run; medians, ratios and the load average.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
 import subprocess
 import sys
@@ -78,6 +84,73 @@ def llama32(work: Path) -> tuple[Path, Path]:
     return pt2, bundle
 
 
+BEFORE_RENDER = """
+import json, sys
+from pathlib import Path
+kind, arg, out = sys.argv[1:4]
+if kind == "bundle":
+    from tvm_explorer.cli.options import load_bundle
+    from tvm_explorer.graphview.report import render_report
+    from tvm_explorer.navigation.view import BundleView
+    Path(out).write_text(render_report(BundleView(load_bundle(arg))))
+else:
+    from tvm_explorer.graphview.report import render_html
+    Path(out).write_text(render_html(json.loads(Path(arg).read_text()), json.loads(sys.argv[4])))
+"""
+
+
+def render_before(before: Path, report: Path, bundle: Path | None) -> Path:
+    """The same report as the code in ``before`` renders it (a subprocess with its ``server/``)."""
+    out = report.with_name(report.stem + ".before.html")
+    if bundle is not None:
+        argv = ["bundle", str(bundle), str(out)]
+    else:
+        from tests.graph.synthetic import chain_document, llm_document
+
+        name = report.stem
+        n = int(name.lstrip("abcdefghijklmnopqrstuvwxyz"))
+        doc_path = report.with_suffix(".json")
+        doc_path.write_text(json.dumps(llm_document(n) if name.startswith("llm") else chain_document(n)))
+        argv = ["synthetic", str(doc_path), str(out), json.dumps(NO_SECTIONS)]
+    env = {**os.environ, "PYTHONPATH": str(before / "server")}
+    subprocess.run([sys.executable, "-c", BEFORE_RENDER, *argv], check=True, env=env, cwd=before)
+    return out
+
+
+def compare_before(reports: list[tuple[str, Path, Path | None]], before: Path, reps: int) -> list[dict]:
+    """First paint of each report beside its ``before`` rendering, the pages taking turns."""
+    pairs = [(label, f, render_before(before, f, bundle)) for label, f, bundle in reports]
+    load = os.getloadavg()
+    proc = subprocess.run(
+        ["node", str(BENCH / "graph_paint.mjs"), str(reps), *(str(x) for _, a, b in pairs for x in (b, a))],
+        check=True,
+        capture_output=True,
+        text=True,
+        cwd=ROOT / "tests" / "graph",
+        env={**os.environ, "PAINT_ONLY": "1"},
+    )
+    runs = {json.loads(line)["file"]: json.loads(line)["runs"] for line in proc.stdout.splitlines()}
+    load_after = os.getloadavg()
+    print(f"load average (1 min) {load[0]:.1f} before the runs, {load_after[0]:.1f} after; {reps} repetitions")
+    print(
+        "| graph | report before / after | first paint before (best) | after (best) | after ÷ before (best) "
+        "| opened again: before / after |"
+    )
+    print("|---|---|---|---|---|---|")
+    rows = []
+    for label, after, before_f in pairs:
+        a = median_row(label, after, runs[str(after)])
+        b = median_row(label, before_f, runs[str(before_f)])
+        rows.append({"label": label, "before": b, "after": a})
+        print(
+            f"| {label} | {b['html_mib']:.1f} / {a['html_mib']:.1f} MiB | {b['first_paint_ms']:.0f} ms "
+            f"({b['best_paint_ms']:.0f}) | {a['first_paint_ms']:.0f} ms ({a['best_paint_ms']:.0f}) "
+            f"| {a['first_paint_ms'] / b['first_paint_ms']:.2f}× ({a['best_paint_ms'] / b['best_paint_ms']:.2f}×) "
+            f"| {b['reopen_paint_ms']:.0f} / {a['reopen_paint_ms']:.0f} ms |"
+        )
+    return rows
+
+
 def median_row(label: str, f: Path, runs: list[dict]) -> dict:
     row: dict = {"label": label, "html_mib": f.stat().st_size / 2**20, "mode": runs[0]["mode"]}
     for k in runs[0]:
@@ -103,6 +176,9 @@ def main() -> int:
         help="model files to open in Netron and Model Explorer too, each with its bundle (our report)",
     )
     ap.add_argument("--json", help="write the results here")
+    ap.add_argument(
+        "--before", type=Path, help="a copy of another version's server/ is DIR/server: compare first paint"
+    )
     args = ap.parse_args()
     sys.path.insert(0, str(BENCH))
     work = Path(tempfile.mkdtemp(prefix="graph-paint-"))
@@ -111,6 +187,7 @@ def main() -> int:
     from tvm_explorer.navigation.view import BundleView
 
     reports: list[tuple[str, Path]] = []
+    bundle_of: dict[Path, Path] = {}
     bundles: list[tuple[str, Path]] = [(Path(b).name, Path(b)) for b in args.bundle]
     peer_models = [(Path(m), Path(b)) for m, _, b in (spec.partition("=") for spec in args.peers or [])]
     if args.llama32:
@@ -128,8 +205,14 @@ def main() -> int:
         view = BundleView(load_bundle(str(bundle)))
         out.write_text(render_report(view))
         reports.append((f"{label}, {len(view.bundle.layers)} layers", out))
+        bundle_of[out] = bundle
     for name in (x for x in args.synthetic.split(",") if x):
         reports.append(synthetic_report(name, work / f"{name}.html"))
+    if args.before:
+        rows = compare_before([(label, f, bundle_of.get(f)) for label, f in reports], args.before.resolve(), args.reps)
+        if args.json:
+            Path(args.json).write_text(json.dumps(rows, indent=1))
+        return 0
     proc = subprocess.run(
         ["node", str(BENCH / "graph_paint.mjs"), str(args.reps), *(str(f) for _, f in reports)],
         check=True,

@@ -21,7 +21,6 @@ Usage:
 
 from __future__ import annotations
 
-import argparse
 import sys
 import tempfile
 import time
@@ -29,56 +28,32 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import benchlib as bl  # noqa: E402
-from lsp_latency import InProcess, answer_size  # noqa: E402
+import lsp_latency as lat  # noqa: E402
 
 GOAL_P99_MS = 200.0
 
 
-def positions(server: InProcess, per_document: int, seed: int = 0) -> list[tuple[str, int, int]]:
+def positions(server: lat.InProcess, per_document: int, seed: int = 0) -> list[tuple[str, int, int]]:
     """Every layer entry of the model document, then random non-blank positions of the final
     TIR and the generated code (shuffled)."""
-    import random
-
     from tvm_explorer.navigation.stage_sync import stage_documents
 
     view = server.view
     model = view.model_path
     lines = view.line_index(model, "utf-16")
     out = [(model, *lines.position(p.start)) for places in view.layer_map.model_places.values() for p in places]
-    rng = random.Random(seed)
-    rest = []
-    for doc in stage_documents(view)[2:]:
-        text = view.bundle.text(doc.path)
-        index = view.line_index(doc.path, "utf-16")
-        picked = 0
-        while picked < per_document:
-            offset = rng.randrange(len(text))
-            if not text[offset].isspace() and view.bundle.origins_at(doc.path, offset):
-                rest.append((doc.path, *index.position(offset)))
-                picked += 1
-    rng.shuffle(rest)
-    return out + rest
+    documents = [doc.path for doc in stage_documents(view)[2:]]
+    return out + lat.random_positions(view, per_document, seed, documents, keep=view.bundle.origins_at)
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--bundle", type=Path)
-    ap.add_argument("--positions", type=int, default=100, help="random positions per code/TIR stage document")
-    ap.add_argument("--json")
-    args = ap.parse_args()
+    args = lat.bundle_bench_args(__doc__, 100, "random positions per code/TIR stage document")
     from lsprotocol import types
 
     with tempfile.TemporaryDirectory(prefix="tvmx-history-") as tmp:
-        root = args.bundle
-        if root is None:
-            from tvm_explorer.app.compile import compile_model
-
-            root = Path(tmp) / "mobilenet_v3_small_int8.cuda.bundle"
-            compile_model(bl.MODELS / "mobilenet_v3_small_int8.tflite", root, "cuda")
-        print(bl.machine_note())
-        print(f"bundle {root} ({bl.mib(bl.dir_size(root))})")
+        root = lat.bundle_or_mobilenet_cuda(args.bundle, tmp)
         t0 = time.perf_counter()
-        server = InProcess(root)  # load, layer map, as the server before its first answer
+        server = lat.InProcess(root)  # load, layer map, as the server before its first answer
         load_s = time.perf_counter() - t0
         history_at_load = sorted(m for m in sys.modules if m.startswith("tvm_explorer.history"))
         t0 = time.perf_counter()
@@ -117,7 +92,7 @@ def main() -> None:
                     steps.append(len(got.steps))
                     sizes[name].append(sum(len(s.before.ranges) + len(s.after.ranges) for s in got.steps))
                 else:
-                    sizes[name].append(answer_size(got))
+                    sizes[name].append(lat.answer_size(got))
                 samples[name].append(elapsed)
                 cpu[name].append(used)
         summary = {name: bl.latency_summary(s) for name, s in samples.items()}

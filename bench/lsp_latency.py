@@ -115,27 +115,54 @@ class InProcess:
         return types.DocumentSymbolParams(text_document=doc)
 
 
-def random_positions(view, per_document: int, seed: int = 0) -> list[tuple[str, int, int]]:
-    """``(path, line, utf16 column)`` at random non-blank characters of every document."""
+def random_positions(
+    view, per_document: int, seed: int = 0, documents: list[str] | None = None, keep=None
+) -> list[tuple[str, int, int]]:
+    """``(path, line, utf16 column)`` at random non-blank characters of every document (or of
+    ``documents``; ``keep(path, offset)``: which characters count), shuffled."""
     rng = random.Random(seed)
     out = []
-    for doc in view.bundle.documents:
-        text = view.bundle.text(doc.path)
+    for path in [d.path for d in view.bundle.documents] if documents is None else documents:
+        text = view.bundle.text(path)
         if not text.strip():
             continue
-        lines = view.line_index(doc.path, "utf-16")
+        lines = view.line_index(path, "utf-16")
         picked = 0
         tries = 0
         while picked < per_document and tries < per_document * 50:
             tries += 1
             offset = rng.randrange(len(text))
-            if text[offset].isspace():
+            if text[offset].isspace() or (keep is not None and not keep(path, offset)):
                 continue
             line, col = lines.position(offset)
-            out.append((doc.path, line, col))
+            out.append((path, line, col))
             picked += 1
     rng.shuffle(out)
     return out
+
+
+def bundle_bench_args(doc: str, positions: int, positions_help: str) -> argparse.Namespace:
+    """The command line of a latency bench on one bundle: ``--bundle DIR``, ``--positions N``,
+    ``--json OUT``."""
+    ap = argparse.ArgumentParser(description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--bundle", type=Path)
+    ap.add_argument("--positions", type=int, default=positions, help=positions_help)
+    ap.add_argument("--json")
+    return ap.parse_args()
+
+
+def bundle_or_mobilenet_cuda(bundle: Path | None, tmp: str) -> Path:
+    """``--bundle``, else tests/models/mobilenet_v3_small_int8.tflite compiled for cuda (60 MiB)
+    in ``tmp``; the machine and the bundle's size printed."""
+    root = bundle
+    if root is None:
+        from tvm_explorer.app.compile import compile_model
+
+        root = Path(tmp) / "mobilenet_v3_small_int8.cuda.bundle"
+        compile_model(bl.MODELS / "mobilenet_v3_small_int8.tflite", root, "cuda")
+    print(bl.machine_note())
+    print(f"bundle {root} ({bl.mib(bl.dir_size(root))})")
+    return root
 
 
 def answer_size(result) -> int:

@@ -29,6 +29,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import benchlib as bl  # noqa: E402
 from llm_scale import export_llama  # noqa: E402
+from tvm_explorer.bundle.manifest import read_manifest  # noqa: E402
 
 
 def _linked_copy(src: Path, dst: Path, leave_out: str) -> Path:
@@ -39,7 +40,7 @@ def _linked_copy(src: Path, dst: Path, leave_out: str) -> Path:
         for name in files:
             if str(rel / name) not in (leave_out, "manifest.json"):
                 os.link(Path(here) / name, dst / rel / name)
-    manifest = json.loads((src / "manifest.json").read_text())
+    manifest = read_manifest(src)
     manifest["files"] = [f for f in manifest.get("files", []) if f != leave_out]
     (dst / "manifest.json").write_text(json.dumps(manifest))
     return dst

@@ -1,6 +1,7 @@
 /**
  * Pass diffs against VS Code's own diff: for every pass of a bundle whose diff the extension
- * aligns by function (passDiffAlign.ts), the time VS Code's diff algorithm (the one its diff
+ * aligns by function (the server's tvmExplorer/passDiffAlignment, worked out without a server by
+ * tests/pass_diff_alignment.py, laid out by passDiffAlign.ts), the time VS Code's diff algorithm (the one its diff
  * editor runs, taken from code-server's source map, with its 5 s limit and default options:
  * whitespace at the ends of lines ignored) takes on
  *   - "one page": every changed function on one page, no change split (what a pass diff
@@ -11,6 +12,7 @@
  *
  *   node bench/pass_diff_pages.mjs BUNDLE [--repeat 3] [--passes NAME,NAME] [--json FILE]
  */
+import { execFileSync } from 'node:child_process';
 import { buildSync } from 'esbuild';
 import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -80,17 +82,21 @@ async function main() {
     const got = new DefaultLinesDiffComputer().computeDiff(a, b, { ignoreTrimWhitespace: true, maxComputationTimeMs: 5000, computeMoves: false, extendToSubwords: false });
     return { ms: performance.now() - t, stopped: got.hitTimeout, lines: b.length };
   };
-  const IR = /\.(relax|tir)$/;
+  const python = process.env.TVM_EXPLORER_PYTHON || join(REPO, '.venv', 'bin', 'python');
+  const alignments = JSON.parse(
+    execFileSync(python, ['-m', 'tests.pass_diff_alignment', resolve(opts.bundle)], { cwd: REPO, encoding: 'utf8', maxBuffer: 1 << 30 }),
+  );
   const rows = [];
   const wholeOptions = { cost: Infinity, pageLines: Infinity, smallLines: Infinity, split: Infinity };
   for (const pass of manifest.passes) {
-    if (!pass.changed || !pass.before || !IR.test(pass.before) || !IR.test(pass.after)) continue;
+    const alignment = pass.before ? alignments[`${pass.before}|${pass.after}`] : null;
+    if (!pass.changed || !alignment) continue;
     if (opts.passes && !opts.passes.includes(pass.name)) continue;
     const [before, after] = [read(pass.before), read(pass.after)];
-    const first = alignByFunction(before, after);
+    const first = alignByFunction(before, after, alignment);
     if (!first) continue;
-    const whole = alignByFunction(before, after, wholeOptions);
-    const pages = Array.from({ length: first.pages }, (_, page) => alignByFunction(before, after, { page }));
+    const whole = alignByFunction(before, after, alignment, wholeOptions);
+    const pages = Array.from({ length: first.pages }, (_, page) => alignByFunction(before, after, alignment, { page }));
     const runs = { whole: [], pages: pages.map(() => []) };
     let stoppedWhole = false;
     let stoppedPages = 0;

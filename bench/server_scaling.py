@@ -28,6 +28,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import benchlib as bl  # noqa: E402
+from tvm_explorer.bundle.manifest import read_manifest  # noqa: E402
 
 FIRST_ANSWER_TIMEOUT_S = 300.0
 REFUSED_TIMEOUT_S = 20.0  # a bundle over the reader's size limit never answers: do not wait long
@@ -158,7 +159,7 @@ def measure(base: Path, factors: list[int], workdir: Path, reps: int = 1) -> lis
             bundle_bytes=size,
             over_limit=over,
             first_answers=[x["first_answer_s"] for x in runs],
-            documents=len(json.loads((root / "manifest.json").read_text())["documents"]),
+            documents=len(read_manifest(root)["documents"]),
         )
         if k > 1:
             shutil.rmtree(root)

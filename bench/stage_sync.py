@@ -14,7 +14,6 @@ Usage:
 
 from __future__ import annotations
 
-import argparse
 import sys
 import tempfile
 import time
@@ -22,53 +21,28 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import benchlib as bl  # noqa: E402
-from lsp_latency import InProcess, answer_size  # noqa: E402
+import lsp_latency as lat  # noqa: E402
 
 GOAL_P99_MS = 20.0
 GOAL_RATIO = 1.5
 
 
-def stage_positions(server: InProcess, per_document: int, seed: int = 0) -> list[tuple[str, int, int]]:
+def stage_positions(server: lat.InProcess, per_document: int, seed: int = 0) -> list[tuple[str, int, int]]:
     """Random non-blank positions of the stage documents (what a side-by-side cursor is on)."""
-    import random
-
     from tvm_explorer.navigation.stage_sync import stage_documents
 
-    rng = random.Random(seed)
-    out = []
-    for doc in stage_documents(server.view)[:4]:
-        text = server.view.bundle.text(doc.path)
-        lines = server.view.line_index(doc.path, "utf-16")
-        picked = 0
-        while picked < per_document:
-            offset = rng.randrange(len(text))
-            if not text[offset].isspace():
-                out.append((doc.path, *lines.position(offset)))
-                picked += 1
-    rng.shuffle(out)
-    return out
+    return lat.random_positions(server.view, per_document, seed, [doc.path for doc in stage_documents(server.view)[:4]])
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--bundle", type=Path)
-    ap.add_argument("--positions", type=int, default=500, help="per stage document")
-    ap.add_argument("--json")
-    args = ap.parse_args()
+    args = lat.bundle_bench_args(__doc__, 500, "per stage document")
     from lsprotocol import types
 
     from tvm_explorer.lsp.features.stage_sync import StageSync
 
     with tempfile.TemporaryDirectory(prefix="tvmx-stages-") as tmp:
-        root = args.bundle
-        if root is None:
-            from tvm_explorer.app.compile import compile_model
-
-            root = Path(tmp) / "mobilenet_v3_small_int8.cuda.bundle"
-            compile_model(bl.MODELS / "mobilenet_v3_small_int8.tflite", root, "cuda")
-        print(bl.machine_note())
-        print(f"bundle {root} ({bl.mib(bl.dir_size(root))})")
-        server = InProcess(root)
+        root = lat.bundle_or_mobilenet_cuda(args.bundle, tmp)
+        server = lat.InProcess(root)
         stages = StageSync(server.session)
         handlers = {
             "stageRanges": lambda p: stages.stage_ranges(types.TextDocumentPositionParams(p.text_document, p.position)),
@@ -84,7 +58,7 @@ def main() -> None:
                 got = handlers[name](params)
                 samples[name].append(time.perf_counter_ns() - t0)
                 sizes[name].append(
-                    sum(len(d.ranges) for d in got.documents) if name == "stageRanges" else answer_size(got)
+                    sum(len(d.ranges) for d in got.documents) if name == "stageRanges" else lat.answer_size(got)
                 )
         summary = {name: bl.latency_summary(s) for name, s in samples.items()}
         ratio = {q: summary["stageRanges"][q] / summary["references"][q] for q in ("p50", "p99")}

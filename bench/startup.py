@@ -126,18 +126,29 @@ def main(argv=None) -> int:
     if args.before:
         variants = {"before": args.before.resolve(), "this": None}
     with tempfile.TemporaryDirectory() as tmp:
-        workspace = Path(tmp) / "ws"
-        workspace.mkdir()
-        bundle = workspace / "small.bundle"
-        _timed(
-            [sys.executable, "-m", "tvm_explorer", "compile", str(SMALL_MODEL), "-o", str(bundle)],
-            _env(None),
-        )
+        # Each checkout reads the bundle it compiles itself (their bundle schemas may differ).
+        workspaces = {name: Path(tmp) / name for name in variants}
+        for name, workspace in workspaces.items():
+            workspace.mkdir()
+            _timed(
+                [
+                    sys.executable,
+                    "-m",
+                    "tvm_explorer",
+                    "compile",
+                    str(SMALL_MODEL),
+                    "-o",
+                    str(workspace / "small.bundle"),
+                ],
+                _env(variants[name]),
+            )
         figures = ("version_s", "coverage_s", "initialize_s", "first_answer_s", "rss")
         got: dict[str, dict[str, list[float]]] = {v: {f: [] for f in figures} for v in variants}
         for _rep, order in bl.rotations(list(variants), args.reps):
             for name in order:
                 env = _env(variants[name])
+                workspace = workspaces[name]
+                bundle = workspace / "small.bundle"
                 got[name]["version_s"].append(_timed([sys.executable, "-m", "tvm_explorer", "--version"], env))
                 got[name]["coverage_s"].append(
                     _timed([sys.executable, "-m", "tvm_explorer", "coverage", str(bundle)], env)

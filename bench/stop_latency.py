@@ -40,16 +40,10 @@ def _env(checkout: Path | None) -> dict:
     return env
 
 
-def _gone(pid: int) -> bool:
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except (FileNotFoundError, ProcessLookupError):
-        return True
-    return stat.rsplit(")", 1)[1].split()[0] in ("Z", "X")
-
-
 def _stop_once(model: Path, out: Path, env: dict, stage: str, name: str | None, delay: float) -> float:
     """Seconds from SIGTERM to the child gone (the child is killed at 30 s if still there)."""
+    from tests.processes import gone
+
     proc = subprocess.Popen(
         [sys.executable, "-m", "tvm_explorer", "compile", str(model), "-o", str(out), "--progress", "json"],
         stdout=subprocess.PIPE,
@@ -68,7 +62,7 @@ def _stop_once(model: Path, out: Path, env: dict, stage: str, name: str | None, 
     time.sleep(delay)
     t0 = time.perf_counter()
     proc.send_signal(signal.SIGTERM)
-    while child is not None and not _gone(child):
+    while child is not None and not gone(child):
         if time.perf_counter() - t0 > 30:
             os.kill(child, signal.SIGKILL)
         time.sleep(0.005)

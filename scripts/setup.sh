@@ -36,7 +36,7 @@ if ! toolchain_ready; then
   touch node_modules/.extension-installed
 fi
 # (The build also writes the graph app that `tvm-explorer report` inlines: graphview/assets/.)
-if [ ! -f dist/tvm-explorer.vsix ] || [ ! -f server/tvm_explorer/graphview/assets/graph.js ] || [ -n "$(find vscode-extension -newer dist/tvm-explorer.vsix -not -path '*/node_modules/*' -not -path '*/out/*' -print -quit)" ]; then
+if [ ! -f dist/tvm-explorer.vsix ] || [ ! -f server/tvm_explorer/graphview/assets/graph.js ] || [ ! -f server/tvm_explorer/graphview/assets/elk.js ] || [ -n "$(find vscode-extension -newer dist/tvm-explorer.vsix -not -path '*/node_modules/*' -not -path '*/out/*' -print -quit)" ]; then
   log "building dist/tvm-explorer.vsix"
   npm run --silent package >/dev/null
 fi

@@ -7,20 +7,29 @@ lies (a bundle's manifest names the model's path), the target and options, the i
 every ``.py`` file of ``server/tvm_explorer`` and ``pyproject.toml`` (the pinned TVM and its
 neighbours): any change of code or pins compiles afresh. A bundle enters
 the store whole (compiled aside, then renamed in), so a run stopped half way leaves no bundle
-that looks good; two runs compiling the same key at once both succeed and keep one. Bundles
-unused for a week are removed when a new one is stored.
+that looks good; a run that wants a key another run (a parallel pytest worker, the editor tests)
+is compiling waits for it instead of compiling it again. Bundles unused for a week are removed
+when a new one is stored.
+
+``python -m tests.bundle_store MODEL TARGET [OPTION...]`` prints the stored bundle of that
+compile, compiling it first if need be: how the editor tests (tests/e2e/lib/bundle.mjs) use the
+store, so that there is one key and one lock.
 """
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import json
 import os
 import shutil
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
+
+from tests.cli_runner import run_cli
 
 REPO = Path(__file__).resolve().parents[1]
 PACKAGE = REPO / "server" / "tvm_explorer"
@@ -66,8 +75,20 @@ def prune(root: Path, keep_days: float = KEEP_DAYS) -> None:
             old = entry.stat().st_mtime < cutoff
         except FileNotFoundError:
             continue
-        if old and entry.is_dir() and not entry.is_symlink():
+        if not old or entry.is_symlink():
+            continue
+        if entry.is_dir():
             shutil.rmtree(entry, ignore_errors=True)
+        elif entry.suffix == ".lock":
+            entry.unlink(missing_ok=True)
+
+
+@contextmanager
+def _building(root: Path, key: str) -> Iterator[None]:
+    """Held while ``key`` is compiled: another process asking for it waits, then finds it."""
+    with open(root / f"{key}.lock", "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes, or the process dies
+        yield
 
 
 def stored(key: str, build: Callable[[Path], None], root: Path | None = None) -> Path:
@@ -79,22 +100,30 @@ def stored(key: str, build: Callable[[Path], None], root: Path | None = None) ->
     if (path / "manifest.json").exists():
         os.utime(path)  # used: kept by prune()
         return path
-    prune(root)
-    tmp = root / f"{key}.tmp-{os.getpid()}"
-    shutil.rmtree(tmp, ignore_errors=True)
-    try:
-        build(tmp)
-    except BaseException:
+    with _building(root, key):
+        if (path / "manifest.json").exists():  # compiled by whoever held the lock before
+            os.utime(path)
+            return path
+        prune(root)
+        tmp = root / f"{key}.tmp-{os.getpid()}"
         shutil.rmtree(tmp, ignore_errors=True)
-        raise
-    shutil.rmtree(path, ignore_errors=True)  # a half-written one (no manifest) from a stopped run
-    try:
-        os.rename(tmp, path)
-    except OSError:  # another run stored the same key meanwhile: theirs is as good
-        shutil.rmtree(tmp, ignore_errors=True)
-        if not (path / "manifest.json").exists():
+        try:
+            build(tmp)
+        except BaseException:
+            shutil.rmtree(tmp, ignore_errors=True)
             raise
+        shutil.rmtree(path, ignore_errors=True)  # a half-written one (no manifest) from a stopped run
+        os.rename(tmp, path)
     return path
+
+
+def compiled(model: Path, target: str, extra: tuple[str, ...]) -> Path:
+    """The stored bundle of ``tvm-explorer compile MODEL --target TARGET EXTRA...``."""
+
+    def build(to: Path) -> None:
+        run_cli("compile", model, "-o", to, "--target", target, *extra, check=True)
+
+    return stored(compile_key(model, target, extra), build)
 
 
 def built_model(name: str, data: bytes) -> Path:
@@ -109,3 +138,8 @@ def built_model(name: str, data: bytes) -> Path:
     tmp.write_bytes(data)
     os.replace(tmp, path)
     return path
+
+
+if __name__ == "__main__":
+    model, target, *options = sys.argv[1:]
+    print(compiled(Path(model), target, tuple(options)))

@@ -29,7 +29,7 @@ PAUSE = float(os.environ.get("TVMX_HARNESS_PAUSE", "1.5"))
 
 def main() -> int:
     mode, marker = sys.argv[1], Path(sys.argv[2])
-    args = sys.argv[sys.argv.index("--") + 1:]
+    args = sys.argv[sys.argv.index("--") + 1 :]
 
     from tvm_explorer import cli, frontends
     from tvm_explorer.app import compile as api

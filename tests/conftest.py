@@ -2,24 +2,32 @@
 
 from __future__ import annotations
 
+import json
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 from tests import bundle_store
 
+# The tests import the CLI's runners from here.
+from tests.cli_runner import CLI as CLI
+from tests.cli_runner import run_cli as run_cli
+
 MODELS = Path(__file__).parent / "models"
+# Seconds each test file took (scripts/test-durations.py writes it from a run's report).
+FILE_SECONDS = Path(__file__).parent / "file_seconds.json"
 
 
-def run_cli(*args, check=False, timeout=900):
-    """Run ``python -m tvm_explorer ARGS`` in a real subprocess."""
-    proc = subprocess.run([sys.executable, "-m", "tvm_explorer", *map(str, args)],
-                          capture_output=True, text=True, timeout=timeout)
-    if check and proc.returncode != 0:
-        raise AssertionError(f"tvm-explorer {' '.join(map(str, args))} failed:\n{proc.stderr}")
-    return proc
+def pytest_collection_modifyitems(config, items):
+    """The longest test files first: scripts/test.sh hands whole files to parallel workers
+    (pytest-xdist's loadfile, in this order), and a long file started last would run alone at
+    the end. Within a file the order is the file's own."""
+    try:
+        seconds = json.loads(FILE_SECONDS.read_text())
+    except (OSError, ValueError):
+        return
+    rank = {path: -cost for path, cost in seconds.items()}
+    items.sort(key=lambda item: rank.get(item.nodeid.split("::", 1)[0], 0))
 
 
 @pytest.fixture(scope="session")
@@ -49,11 +57,7 @@ class BundleCache:
         key = (str(model), target, extra)
         if key not in self._done:
             out = self.root / f"{Path(model).stem}.{target}{''.join(extra).replace('-', '_')}.bundle"
-
-            def build(to: Path) -> None:
-                run_cli("compile", model, "-o", to, "--target", target, *extra, check=True)
-
-            shutil.copytree(bundle_store.stored(bundle_store.compile_key(model, target, extra), build), out)
+            shutil.copytree(bundle_store.compiled(model, target, extra), out)
             self._done[key] = out
         return self._done[key]
 
@@ -89,13 +93,8 @@ class LLMBundles:
         if name not in self._done:
             program = self.program(name)
             kept = bundle_store.built_model(program.name, program.read_bytes())
-            extra = ("--profile", "--numerics")
-
-            def build(to: Path) -> None:
-                run_cli("compile", kept, "-o", to, "--target", "c", *extra, check=True)
-
             out = program.with_suffix(".bundle")
-            shutil.copytree(bundle_store.stored(bundle_store.compile_key(kept, "c", extra), build), out)
+            shutil.copytree(bundle_store.compiled(kept, "c", ("--profile", "--numerics")), out)
             self._done[name] = out
         return self._done[name]
 

@@ -46,8 +46,11 @@ def main() -> int:
                 os.close(saved[1])
             out.seek(0)
             err.seek(0)
-            reply = {"rc": rc, "stdout": out.read().decode("utf-8", "replace"),
-                     "stderr": err.read().decode("utf-8", "replace")}
+            reply = {
+                "rc": rc,
+                "stdout": out.read().decode("utf-8", "replace"),
+                "stderr": err.read().decode("utf-8", "replace"),
+            }
         proto.write(json.dumps(reply) + "\n")
         proto.flush()
     return 0

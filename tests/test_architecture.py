@@ -7,7 +7,9 @@
   imports no TVM at run time;
 - which model kind a model is, is decided in ``frontends/`` only;
 - the version is written once;
-- every room is described in docs/architecture.md, and every contract is named there.
+- every room is described in docs/architecture.md, and every contract is named there;
+- mypy checks the whole package: no module excluded or its errors ignored, every
+  ``# type: ignore`` names its error code.
 """
 
 from __future__ import annotations
@@ -33,8 +35,9 @@ def _contracts() -> list[dict]:
 
 
 def test_import_contracts_are_kept():
-    proc = subprocess.run([str(BIN / "lint-imports"), "--no-cache"], cwd=REPO, capture_output=True, text=True,
-                          timeout=300)
+    proc = subprocess.run(
+        [str(BIN / "lint-imports"), "--no-cache"], cwd=REPO, capture_output=True, text=True, timeout=300
+    )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "0 broken" in proc.stdout, proc.stdout
 
@@ -71,17 +74,22 @@ print("TVM MODULES:", loaded)
 
 def test_serving_a_bundle_imports_no_tvm(bundles, gt_model):
     bundle = bundles.get(gt_model, "c")
-    proc = subprocess.run([sys.executable, "-c", SERVE_WITHOUT_TVM, str(bundle)], capture_output=True, text=True,
-                          timeout=300)
+    proc = subprocess.run(
+        [sys.executable, "-c", SERVE_WITHOUT_TVM, str(bundle)], capture_output=True, text=True, timeout=300
+    )
     assert proc.returncode == 0, proc.stderr
     assert "TVM MODULES: []" in proc.stdout, proc.stdout
 
 
 def test_the_model_kind_is_decided_in_frontends_only():
     kind_branch = re.compile(r"""(kind\s*[!=]=\s*["'](tflite|onnx|torch)["'])|(["'](tflite|onnx|torch)["']\s*[!=]=)""")
-    found = [f"{p.relative_to(PACKAGE)}:{i}: {line.strip()}"
-             for p in PACKAGE.rglob("*.py") if "frontends" not in p.relative_to(PACKAGE).parts
-             for i, line in enumerate(p.read_text().splitlines(), 1) if kind_branch.search(line)]
+    found = [
+        f"{p.relative_to(PACKAGE)}:{i}: {line.strip()}"
+        for p in PACKAGE.rglob("*.py")
+        if "frontends" not in p.relative_to(PACKAGE).parts
+        for i, line in enumerate(p.read_text().splitlines(), 1)
+        if kind_branch.search(line)
+    ]
     assert not found, "decide through frontends.frontend_of/frontend_for:\n" + "\n".join(found)
 
 
@@ -105,6 +113,25 @@ def test_docs_describe_every_room_and_contract():
         assert f"`{room}`" in doc or f"`{room}/`" in doc, f"docs/architecture.md does not describe {room}"
     for contract in _contracts():
         assert contract["name"] in doc, f"docs/architecture.md does not name the contract {contract['name']!r}"
+
+
+def test_mypy_ignores_no_module():
+    with open(REPO / "pyproject.toml", "rb") as fh:
+        config = tomllib.load(fh)["tool"]["mypy"]
+    assert config["files"] == ["server/tvm_explorer"] and "exclude" not in config
+    assert config.get("check_untyped_defs") and not config.get("ignore_errors")
+    lax = [
+        o["module"] for o in config.get("overrides", ()) if o.get("ignore_errors") or o.get("follow_imports") == "skip"
+    ]
+    assert not lax, f"pyproject.toml keeps mypy from checking {lax}"
+    bare = re.compile(r"#\s*type:\s*ignore(?!\[)|#\s*mypy:\s*ignore-errors")
+    found = [
+        f"{p.relative_to(PACKAGE)}:{i}: {line.strip()}"
+        for p in PACKAGE.rglob("*.py")
+        for i, line in enumerate(p.read_text().splitlines(), 1)
+        if bare.search(line)
+    ]
+    assert not found, "a type: ignore names its code ([attr-defined]) and says why:\n" + "\n".join(found)
 
 
 @pytest.mark.parametrize("kind", ["tflite", "onnx", "torch"])

@@ -8,6 +8,7 @@ import os
 import shutil
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -19,16 +20,57 @@ MODEL = MODELS / "sine_float.tflite"
 E2E_BUNDLE_LIB = Path(__file__).parent / "e2e" / "lib" / "bundle.mjs"
 
 
-def test_node_computes_the_same_key():
+def _plant(artifacts: Path, key: str) -> Path:
+    """A stored bundle under ``key`` that no compile made (so that a lookup must find it)."""
+    bundle = artifacts / "bundle-cache" / f"{key}.bundle"
+    bundle.mkdir(parents=True)
+    (bundle / "manifest.json").write_text('{"planted": true}')
+    return bundle
+
+
+def test_the_editor_tests_take_bundles_from_the_same_store(tmp_path):
+    """tests/e2e/lib/bundle.mjs asks this module (``python -m tests.bundle_store``) for a
+    bundle: the one key, the one lock."""
     if not shutil.which("node"):
         pytest.skip("node not found")
-    script = ("const { compileKey } = await import(process.argv[1]);"
-              "console.log(compileKey(process.argv[2], 'cuda', ['--sass', '--repeat', 3]));")
-    proc = subprocess.run(["node", "--input-type=module", "-e", script, E2E_BUNDLE_LIB.as_uri(), str(MODEL)],
-                          capture_output=True, text=True, timeout=60,
-                          env={**os.environ, "TVM_EXPLORER_PYTHON": sys.executable})
+    planted = _plant(tmp_path, bundle_store.compile_key(MODEL, "cuda", ("--sass", "--repeat", "3")))
+    script = (
+        "const { compileBundle } = await import(process.argv[1]);"
+        "console.log(compileBundle(process.argv[2], { model: process.argv[3], target: 'cuda',"
+        " extra: ['--sass', '--repeat', 3], cache: true }));"
+    )
+    proc = subprocess.run(
+        ["node", "--input-type=module", "-e", script, E2E_BUNDLE_LIB.as_uri(), str(tmp_path / "ws"), str(MODEL)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**os.environ, "TVM_EXPLORER_PYTHON": sys.executable, "TVM_EXPLORER_ARTIFACTS": str(tmp_path)},
+    )
     assert proc.returncode == 0, proc.stderr
-    assert proc.stdout.strip() == bundle_store.compile_key(MODEL, "cuda", ("--sass", "--repeat", "3"))
+    copy = Path(proc.stdout.strip())
+    assert copy == tmp_path / "ws" / "small_cnn.bundle" and copy != planted
+    assert (copy / "manifest.json").read_text() == '{"planted": true}'
+
+
+def test_a_key_being_compiled_is_waited_for_not_compiled_again(tmp_path):
+    """Parallel pytest workers (and the editor tests) asking for one bundle compile it once."""
+    builds: list[int] = []
+    started = threading.Event()
+
+    def build(out: Path) -> None:
+        builds.append(1)
+        started.set()
+        time.sleep(0.5)  # still compiling when the second asks
+        out.mkdir()
+        (out / "manifest.json").write_text("{}")
+
+    found: list[Path] = []
+    first = threading.Thread(target=lambda: found.append(bundle_store.stored("k", build, tmp_path)))
+    first.start()
+    started.wait(10)
+    found.append(bundle_store.stored("k", build, tmp_path))
+    first.join(10)
+    assert found == [tmp_path / "k.bundle"] * 2 and builds == [1]
 
 
 def test_the_key_moves_with_model_place_options_and_interpreter(tmp_path):
@@ -36,9 +78,12 @@ def test_the_key_moves_with_model_place_options_and_interpreter(tmp_path):
     assert key == bundle_store.compile_key(MODEL, "c", ())
     copy = tmp_path / MODEL.name
     shutil.copyfile(MODEL, copy)  # same bytes elsewhere: its manifest would name another path
-    others = {bundle_store.compile_key(copy, "c", ()), bundle_store.compile_key(MODEL, "llvm", ()),
-              bundle_store.compile_key(MODEL, "c", ("--profile",)),
-              bundle_store.compile_key(MODEL, "c", (), python="/usr/bin/env")}
+    others = {
+        bundle_store.compile_key(copy, "c", ()),
+        bundle_store.compile_key(MODEL, "llvm", ()),
+        bundle_store.compile_key(MODEL, "c", ("--profile",)),
+        bundle_store.compile_key(MODEL, "c", (), python="/usr/bin/env"),
+    }
     assert key not in others and len(others) == 4
 
 
@@ -92,4 +137,4 @@ def test_bundles_unused_for_a_week_are_pruned_and_a_used_one_is_kept(tmp_path):
         os.utime(path, (month_ago, month_ago))
     bundle_store.stored("used", build, tmp_path)  # a hit: used again now
     bundle_store.stored("new", build, tmp_path)  # a miss prunes
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["new.bundle", "used.bundle"]
+    assert sorted(p.name for p in tmp_path.glob("*.bundle")) == ["new.bundle", "used.bundle"]

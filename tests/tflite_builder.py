@@ -75,17 +75,38 @@ class GraphBuilder:
         return out
 
     # -- operators -------------------------------------------------------------------
-    def conv2d(self, x: int, filters: int, kernel: int = 3, name: str = "conv", *,
-               activation: str = "NONE", padding: str = "VALID") -> int:
+    def conv2d(
+        self,
+        x: int,
+        filters: int,
+        kernel: int = 3,
+        name: str = "conv",
+        *,
+        activation: str = "NONE",
+        padding: str = "VALID",
+    ) -> int:
         """CONV_2D with bias (stride 1)."""
         n, h, w, c = self.shape(x)
         weight = self.weights(f"{name}/weights", [filters, kernel, kernel, c])
         bias = self.weights(f"{name}/bias", [filters])
         oh, ow = (h, w) if padding == "SAME" else (h - kernel + 1, w - kernel + 1)
-        return self._op("CONV_2D", [x, weight, bias], f"{name}/output", [n, oh, ow, filters],
-                        ("Conv2DOptions", {"Padding": _PADDING[padding], "StrideW": 1, "StrideH": 1,
-                                           "FusedActivationFunction": _ACT[activation],
-                                           "DilationWFactor": 1, "DilationHFactor": 1}))
+        return self._op(
+            "CONV_2D",
+            [x, weight, bias],
+            f"{name}/output",
+            [n, oh, ow, filters],
+            (
+                "Conv2DOptions",
+                {
+                    "Padding": _PADDING[padding],
+                    "StrideW": 1,
+                    "StrideH": 1,
+                    "FusedActivationFunction": _ACT[activation],
+                    "DilationWFactor": 1,
+                    "DilationHFactor": 1,
+                },
+            ),
+        )
 
     def dequantize(self, t: int, name: str = "dequantize") -> int:
         """DEQUANTIZE (a float16 constant to float32, as converters store fp16 weights)."""
@@ -95,24 +116,36 @@ class GraphBuilder:
         """CONV_2D (RELU, valid padding) whose weights and bias are float16 constants, each
         through a DEQUANTIZE of its own: three layers, the first two all-constant."""
         n, h, w, c = self.shape(x)
-        w16 = self.const(f"{name}/weights_fp16", (self._rng.standard_normal([filters, kernel, kernel, c]) * 0.1)
-                         .astype(np.float16))
+        w16 = self.const(
+            f"{name}/weights_fp16", (self._rng.standard_normal([filters, kernel, kernel, c]) * 0.1).astype(np.float16)
+        )
         b16 = self.const(f"{name}/bias_fp16", (self._rng.standard_normal([filters]) * 0.1).astype(np.float16))
         weight, bias = self.dequantize(w16, f"{name}/weights"), self.dequantize(b16, f"{name}/bias")
-        return self._op("CONV_2D", [x, weight, bias], f"{name}/output", [n, h - kernel + 1, w - kernel + 1, filters],
-                        ("Conv2DOptions", {"Padding": _PADDING["VALID"], "StrideW": 1, "StrideH": 1,
-                                           "FusedActivationFunction": _ACT["RELU"],
-                                           "DilationWFactor": 1, "DilationHFactor": 1}))
+        return self._op(
+            "CONV_2D",
+            [x, weight, bias],
+            f"{name}/output",
+            [n, h - kernel + 1, w - kernel + 1, filters],
+            (
+                "Conv2DOptions",
+                {
+                    "Padding": _PADDING["VALID"],
+                    "StrideW": 1,
+                    "StrideH": 1,
+                    "FusedActivationFunction": _ACT["RELU"],
+                    "DilationWFactor": 1,
+                    "DilationHFactor": 1,
+                },
+            ),
+        )
 
     def add(self, a: int, b: int, name: str = "add") -> int:
         """ADD (with broadcasting of ``b``)."""
-        return self._op("ADD", [a, b], f"{name}/output", self.shape(a),
-                        ("AddOptions", {"FusedActivationFunction": 0}))
+        return self._op("ADD", [a, b], f"{name}/output", self.shape(a), ("AddOptions", {"FusedActivationFunction": 0}))
 
     def mul(self, a: int, b: int, name: str = "mul") -> int:
         """MUL (with broadcasting of ``b``)."""
-        return self._op("MUL", [a, b], f"{name}/output", self.shape(a),
-                        ("MulOptions", {"FusedActivationFunction": 0}))
+        return self._op("MUL", [a, b], f"{name}/output", self.shape(a), ("MulOptions", {"FusedActivationFunction": 0}))
 
     def relu(self, x: int, name: str = "relu") -> int:
         """RELU."""
@@ -121,29 +154,45 @@ class GraphBuilder:
     def reshape(self, x: int, shape, name: str = "reshape") -> int:
         """RESHAPE to a static shape."""
         target = self.const(f"{name}/shape", np.array(shape, dtype=np.int32))
-        return self._op("RESHAPE", [x, target], f"{name}/output", list(shape),
-                        ("ReshapeOptions", {}))
+        return self._op("RESHAPE", [x, target], f"{name}/output", list(shape), ("ReshapeOptions", {}))
 
     def fully_connected(self, x: int, units: int, name: str = "dense") -> int:
         """FULLY_CONNECTED with bias on a [batch, features] input."""
         batch, features = self.shape(x)
         weight = self.weights(f"{name}/weights", [units, features])
         bias = self.weights(f"{name}/bias", [units])
-        return self._op("FULLY_CONNECTED", [x, weight, bias], f"{name}/output", [batch, units],
-                        ("FullyConnectedOptions", {"FusedActivationFunction": 0}))
+        return self._op(
+            "FULLY_CONNECTED",
+            [x, weight, bias],
+            f"{name}/output",
+            [batch, units],
+            ("FullyConnectedOptions", {"FusedActivationFunction": 0}),
+        )
 
     def max_pool(self, x: int, size: int = 2, name: str = "pool") -> int:
         """MAX_POOL_2D with stride = size."""
         n, h, w, c = self.shape(x)
-        return self._op("MAX_POOL_2D", [x], f"{name}/output", [n, h // size, w // size, c],
-                        ("Pool2DOptions", {"Padding": 1, "StrideW": size, "StrideH": size,
-                                           "FilterWidth": size, "FilterHeight": size,
-                                           "FusedActivationFunction": 0}))
+        return self._op(
+            "MAX_POOL_2D",
+            [x],
+            f"{name}/output",
+            [n, h // size, w // size, c],
+            (
+                "Pool2DOptions",
+                {
+                    "Padding": 1,
+                    "StrideW": size,
+                    "StrideH": size,
+                    "FilterWidth": size,
+                    "FilterHeight": size,
+                    "FusedActivationFunction": 0,
+                },
+            ),
+        )
 
     def softmax(self, x: int, name: str = "softmax") -> int:
         """SOFTMAX (beta 1)."""
-        return self._op("SOFTMAX", [x], f"{name}/output", self.shape(x),
-                        ("SoftmaxOptions", {"Beta": 1.0}))
+        return self._op("SOFTMAX", [x], f"{name}/output", self.shape(x), ("SoftmaxOptions", {"Beta": 1.0}))
 
     # -- serialisation -----------------------------------------------------------------
     def build(self) -> bytes:

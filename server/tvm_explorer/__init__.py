@@ -4,7 +4,10 @@
 which never needs TVM, starts fast.
 """
 
+from tvm_explorer import torchless_tvm
 from tvm_explorer.version import __version__
+
+torchless_tvm.install()
 
 __all__ = ["Capture", "compile_model", "__version__"]
 

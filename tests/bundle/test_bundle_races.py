@@ -74,10 +74,18 @@ def test_swapping_a_directory_for_a_symlink_never_reads_outside(tmp_path):
 def _costs(status: str) -> str:
     from tvm_explorer.bundle.sections.costs import SCHEMA_VERSION
 
-    return json.dumps({"schema_version": SCHEMA_VERSION, "total_ms": None,
-                       "profile": {"status": status}, "layers": [], "kernels": [],
-                       "passes": [], "calls": [],
-                       "extra": [{"op_index": 0, "time_ms": 1.0}]})
+    return json.dumps(
+        {
+            "schema_version": SCHEMA_VERSION,
+            "total_ms": None,
+            "profile": {"status": status},
+            "layers": [],
+            "kernels": [],
+            "passes": [],
+            "calls": [],
+            "extra": [{"op_index": 0, "time_ms": 1.0}],
+        }
+    )
 
 
 def _status_by_costs(bundle: Bundle) -> str:
@@ -148,6 +156,8 @@ except BundleError as err:
     print(err)
 """
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
-    assert proc.stdout.strip() == (f"{root}/manifest.json: cannot read manifest (this process has "
-                                   "too many files open (its limit is 64); the file itself may be "
-                                   "fine)"), proc.stdout + proc.stderr
+    assert proc.stdout.strip() == (
+        f"{root}/manifest.json: cannot read manifest (this process has "
+        "too many files open (its limit is 64); the file itself may be "
+        "fine)"
+    ), proc.stdout + proc.stderr

@@ -58,6 +58,7 @@ def first_range_doc(root: Path) -> str:
 def _set_doc_path(value):
     def change(man):
         man["documents"][1]["path"] = value
+
     return change
 
 
@@ -69,34 +70,85 @@ DAMAGE = {
     # name: (function(root, secret) doing the damage, what the error says, fails at load?)
     "manifest missing": (lambda r, s: (r / "manifest.json").unlink(), "missing manifest", True),
     "manifest not json": (lambda r, s: (r / "manifest.json").write_text("{ nope"), "not readable JSON", True),
-    "manifest a list": (lambda r, s: (r / "manifest.json").write_text("[]"), "not a tvm-explorer bundle manifest", True),
+    "manifest a list": (
+        lambda r, s: (r / "manifest.json").write_text("[]"),
+        "not a tvm-explorer bundle manifest",
+        True,
+    ),
     "manifest deeply nested": (lambda r, s: (r / "manifest.json").write_text(_nest(100000)), "not readable JSON", True),
-    "manifest binary": (lambda r, s: (r / "manifest.json").write_bytes(b"\xff\xfe\x00garbage"), "not readable JSON", True),
-    "schema version": (lambda r, s: edit_json(r / "manifest.json", lambda m: m.update(schema_version=2)),
-                       "schema version 2 is not supported", True),
+    "manifest binary": (
+        lambda r, s: (r / "manifest.json").write_bytes(b"\xff\xfe\x00garbage"),
+        "not readable JSON",
+        True,
+    ),
+    "schema version": (
+        lambda r, s: edit_json(r / "manifest.json", lambda m: m.update(schema_version=99)),
+        "schema version 99 is not supported",
+        True,
+    ),
     "incomplete": (lambda r, s: edit_json(r / "manifest.json", lambda m: m.update(complete=False)), "incomplete", True),
     "index not json": (lambda r, s: (r / "index.json").write_text("nope"), "not readable JSON", True),
-    "index schema": (lambda r, s: edit_json(r / "index.json", lambda i: i.update(schema_version="1")), "unknown index schema", True),
-    "dotdot path": (lambda r, s: edit_json(r / "manifest.json", _set_doc_path("../../etc/passwd")), "leaves the bundle", True),
-    "absolute path": (lambda r, s: edit_json(r / "manifest.json", _set_doc_path(str(s))), "is not a relative path", True),
-    "backslash path": (lambda r, s: edit_json(r / "manifest.json", _set_doc_path("..\\..\\x")), "leaves the bundle", True),
+    "index schema": (
+        lambda r, s: edit_json(r / "index.json", lambda i: i.update(schema_version="1")),
+        "unknown index schema",
+        True,
+    ),
+    "dotdot path": (
+        lambda r, s: edit_json(r / "manifest.json", _set_doc_path("../../etc/passwd")),
+        "leaves the bundle",
+        True,
+    ),
+    "absolute path": (
+        lambda r, s: edit_json(r / "manifest.json", _set_doc_path(str(s))),
+        "is not a relative path",
+        True,
+    ),
+    "backslash path": (
+        lambda r, s: edit_json(r / "manifest.json", _set_doc_path("..\\..\\x")),
+        "leaves the bundle",
+        True,
+    ),
     "symlinked document": (lambda r, s: ((r / C).unlink(), os.symlink(s, r / C)), "leads outside the bundle", True),
-    "symlinked manifest": (lambda r, s: ((r / "manifest.json").unlink(), os.symlink(s, r / "manifest.json")),
-                           "leads outside the bundle", True),
-    "symlinked index": (lambda r, s: ((r / "index.json").unlink(), os.symlink(s, r / "index.json")),
-                        "leads outside the bundle", True),
-    "symlink loop": (lambda r, s: ((r / C).unlink(), os.symlink(r / "code" / "loop", r / C),
-                                   os.symlink(r / C, r / "code" / "loop")), "cannot be resolved", True),
-    "bad pass entry": (lambda r, s: edit_json(r / "manifest.json", lambda m: m["passes"].append({"index": "x"})),
-                       "pass entry", True),
-    "model a string": (lambda r, s: edit_json(r / "manifest.json", lambda m: m.update(model="str")),
-                       "'model' must be an object, not str", True),
-    "model file a list": (lambda r, s: edit_json(r / "manifest.json", lambda m: m["model"].update(file=[1])),
-                          "'model.file' must be a string, not list", True),
-    "tool a string": (lambda r, s: edit_json(r / "manifest.json", lambda m: m.update(tool="0.27")),
-                      "'tool' must be an object, not str", True),
-    "fifo manifest": (lambda r, s: ((r / "manifest.json").unlink(), os.mkfifo(r / "manifest.json")),
-                      "not a regular file", True),
+    "symlinked manifest": (
+        lambda r, s: ((r / "manifest.json").unlink(), os.symlink(s, r / "manifest.json")),
+        "leads outside the bundle",
+        True,
+    ),
+    "symlinked index": (
+        lambda r, s: ((r / "index.json").unlink(), os.symlink(s, r / "index.json")),
+        "leads outside the bundle",
+        True,
+    ),
+    "symlink loop": (
+        lambda r, s: ((r / C).unlink(), os.symlink(r / "code" / "loop", r / C), os.symlink(r / C, r / "code" / "loop")),
+        "cannot be resolved",
+        True,
+    ),
+    "bad pass entry": (
+        lambda r, s: edit_json(r / "manifest.json", lambda m: m["passes"].append({"index": "x"})),
+        "pass entry",
+        True,
+    ),
+    "model a string": (
+        lambda r, s: edit_json(r / "manifest.json", lambda m: m.update(model="str")),
+        "'model' must be an object, not str",
+        True,
+    ),
+    "model file a list": (
+        lambda r, s: edit_json(r / "manifest.json", lambda m: m["model"].update(file=[1])),
+        "'model.file' must be a string, not list",
+        True,
+    ),
+    "tool a string": (
+        lambda r, s: edit_json(r / "manifest.json", lambda m: m.update(tool="0.27")),
+        "'tool' must be an object, not str",
+        True,
+    ),
+    "fifo manifest": (
+        lambda r, s: ((r / "manifest.json").unlink(), os.mkfifo(r / "manifest.json")),
+        "not a regular file",
+        True,
+    ),
     # These fail only when the damaged document is read (the rest of the bundle works).
     "document missing": (lambda r, s: (r / C).unlink(), "missing", False),
     "document a fifo": (lambda r, s: ((r / C).unlink(), os.mkfifo(r / C)), "not a regular file", False),
@@ -111,13 +163,16 @@ def _index_damage(change, needle):
     def damage(root, _secret):
         def edit(index):
             change(index["documents"][C])
+
         edit_json(root / "index.json", edit)
+
     return damage, needle, False
 
 
 def _first_range(update):
     def change(doc):
         doc["ranges"][0] = update(list(doc["ranges"][0]))
+
     return change
 
 
@@ -150,8 +205,12 @@ def test_damaged_bundle_gives_one_clear_error(good, tmp_path, name):
         assert len(problems) == 1 and needle in str(problems[0]), problems
         assert bundle.index(C).ranges == []  # the damaged document answers empty
     # The commands: one message (or an answer from the intact part), never a traceback.
-    for args in (("coverage", root), ("coverage", root, "--json"), ("origins", root, f"{C}:5"),
-                 ("origins", root, "model.tflgraph:2", "--json")):
+    for args in (
+        ("coverage", root),
+        ("coverage", root, "--json"),
+        ("origins", root, f"{C}:5"),
+        ("origins", root, "model.tflgraph:2", "--json"),
+    ):
         proc = run_cli(*args, timeout=60)
         assert "Traceback" not in proc.stderr, (args, proc.stderr)
         if proc.returncode:
@@ -172,22 +231,68 @@ def test_origins_command_reports_the_damaged_document(good, tmp_path):
 
 
 # -- nothing executable ----------------------------------------------------------------------
-LOADER_MODULES = ("bundle/reader.py", "bundle/index.py", "bundle/index_load.py", "bundle/format.py",
-                  "supervise/child_python.py",
-                  "navigation/registry.py", "navigation/view.py", "bundle/sections/costs.py", "navigation/costs.py",
-                  "costs/table.py", "bundle/fields.py", "bundle/sections/numerics.py", "bundle/sections/bisect.py",
-                  "bundle/files.py", "bundle/types.py", "bundle/manifest.py", "bundle/line_pieces.py",
-                  "bundle/safe_open.py", "bundle/sections/__init__.py", "bundle/sections/memory.py",
-                  "bundle/sections/sass.py", "bundle/sections/tuning.py")
+LOADER_MODULES = (
+    "bundle/reader.py",
+    "bundle/index.py",
+    "bundle/index_load.py",
+    "bundle/format.py",
+    "supervise/child_python.py",
+    "navigation/registry.py",
+    "navigation/view.py",
+    "bundle/sections/costs.py",
+    "navigation/costs.py",
+    "costs/table.py",
+    "bundle/fields.py",
+    "bundle/sections/numerics.py",
+    "bundle/sections/bisect.py",
+    "bundle/files.py",
+    "bundle/types.py",
+    "bundle/manifest.py",
+    "bundle/line_pieces.py",
+    "bundle/safe_open.py",
+    "bundle/sections/__init__.py",
+    "bundle/sections/memory.py",
+    "bundle/sections/sass.py",
+    "bundle/sections/tuning.py",
+    "bundle/sections/structure.py",
+)
 # The one process a loader starts: this interpreter, parsing index.json (``index_load``), with
 # a fixed command; the bundle's bytes reach it on stdin, its answer is read with json.loads.
 # (child_python keeps the working directory off sys.path: tests/lsp/test_workspace_isolation.py)
 WORKER_COMMAND = "python_module_command(__name__, str(where), site=False)"
 
-FORBIDDEN_CALLS = {"eval", "exec", "compile", "__import__", "import_module", "load", "loads",
-                   "Unpickler", "system", "popen", "Popen", "run", "spawn", "dlopen", "CDLL"}
-FORBIDDEN_MODULES = {"pickle", "marshal", "shelve", "dill", "yaml", "subprocess", "importlib",
-                     "ctypes", "runpy", "code", "numpy", "tvm", "tvm_ffi"}
+FORBIDDEN_CALLS = {
+    "eval",
+    "exec",
+    "compile",
+    "__import__",
+    "import_module",
+    "load",
+    "loads",
+    "Unpickler",
+    "system",
+    "popen",
+    "Popen",
+    "run",
+    "spawn",
+    "dlopen",
+    "CDLL",
+}
+FORBIDDEN_MODULES = {
+    "pickle",
+    "marshal",
+    "shelve",
+    "dill",
+    "yaml",
+    "subprocess",
+    "importlib",
+    "ctypes",
+    "runpy",
+    "code",
+    "numpy",
+    "tvm",
+    "tvm_ffi",
+}
 
 
 def test_bundle_loading_code_is_json_and_text_only():
@@ -200,7 +305,7 @@ def test_bundle_loading_code_is_json_and_text_only():
         for node in ast.walk(tree):
             if worker and isinstance(node, ast.Import) and [a.name for a in node.names] == ["subprocess"]:
                 continue
-            if (worker and isinstance(node, ast.Call) and ast.unparse(node.func) == "subprocess.Popen"):
+            if worker and isinstance(node, ast.Call) and ast.unparse(node.func) == "subprocess.Popen":
                 assert ast.unparse(node.args[0]) == WORKER_COMMAND, ast.unparse(node)
                 assert not [k for k in node.keywords if k.arg in ("shell", "executable")], ast.unparse(node)
                 continue
@@ -243,9 +348,16 @@ def test_loading_a_bundle_runs_no_deserializer_but_json(good, monkeypatch, worke
     registry.load(good.resolve()).layer_map  # noqa: B018 - built on first use
     import subprocess  # noqa: F401  (the worker is started with it)
 
-    for mod, name in ((pickle, "loads"), (pickle, "load"), (pickle, "Unpickler"),
-                      (marshal, "loads"), (marshal, "load"), (builtins, "eval"),
-                      (builtins, "exec"), (builtins, "compile")):
+    for mod, name in (
+        (pickle, "loads"),
+        (pickle, "load"),
+        (pickle, "Unpickler"),
+        (marshal, "loads"),
+        (marshal, "load"),
+        (builtins, "eval"),
+        (builtins, "exec"),
+        (builtins, "compile"),
+    ):
         monkeypatch.setattr(mod, name, refuse)
     view = registry.load(good.resolve())
     assert not view.problems

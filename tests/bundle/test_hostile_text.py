@@ -59,21 +59,26 @@ def test_lone_surrogates_are_printed_escaped(surrogates, good):
     assert json.loads(clean(run_cli("coverage", surrogates, "--json")))["passes"][0]["name"].endswith("\ud800")
     position = f"{C}:{a_line_with_origins(good)}"
     assert "X\\ud800" in clean(run_cli("origins", surrogates, position))
-    assert json.loads(clean(run_cli("origins", surrogates, position, "--json")))["origins"][0]["opcode"].startswith("X\ud800")
+    assert json.loads(clean(run_cli("origins", surrogates, position, "--json")))["origins"][0]["opcode"].startswith(
+        "X\ud800"
+    )
 
 
-@pytest.mark.parametrize("position,says", [
-    ("X:1:-5", "column -5 is invalid (columns start at 1)"),
-    (f"{C}:1:-5", "column -5 is invalid"),
-    (f"{C}:1:0", "column 0 is invalid"),
-    (f"{C}:-1:5", "line -1 is invalid (lines start at 1)"),
-    (f"{C}:0", "line 0 is invalid"),
-    (f"{C}:-3", "line -3 is invalid"),
-    (f"{C}:1:100000", "column 100000 is past the end of line 1"),
-    (f"{C}:100000", "line 100000 is past the end"),
-    (f"{C}:x", "expected FILE:LINE[:COL]"),
-    ("nope.c:3", "nope.c: not a document"),
-])
+@pytest.mark.parametrize(
+    "position,says",
+    [
+        ("X:1:-5", "column -5 is invalid (columns start at 1)"),
+        (f"{C}:1:-5", "column -5 is invalid"),
+        (f"{C}:1:0", "column 0 is invalid"),
+        (f"{C}:-1:5", "line -1 is invalid (lines start at 1)"),
+        (f"{C}:0", "line 0 is invalid"),
+        (f"{C}:-3", "line -3 is invalid"),
+        (f"{C}:1:100000", "column 100000 is past the end of line 1"),
+        (f"{C}:100000", "line 100000 is past the end"),
+        (f"{C}:x", "expected FILE:LINE[:COL]"),
+        ("nope.c:3", "nope.c: not a document"),
+    ],
+)
 def test_positions_that_are_not_valid_say_why(good, position, says):
     proc = run_cli("origins", good, position)
     assert proc.returncode == 2

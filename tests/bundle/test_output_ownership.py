@@ -34,8 +34,13 @@ def snapshot(root: Path) -> dict[str, str]:
 
 
 def compile_in(cwd: Path, *args) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "tvm_explorer", "compile", *map(str, args)],
-                          cwd=cwd, capture_output=True, text=True, timeout=300)
+    return subprocess.run(
+        [sys.executable, "-m", "tvm_explorer", "compile", *map(str, args)],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
 
 
 def refused(proc, *needles) -> str:
@@ -64,9 +69,13 @@ def test_web_app_folder_with_a_manifest_is_refused_not_deleted(tmp_path, models_
     (app / "app.js").write_text("x\n")
     shutil.copy(models_dir / "sine_float.tflite", app / "m.tflite")
     before = snapshot(app)
-    message = refused(compile_in(app, "m.tflite", "-o", "."),
-                      "manifest.json is not a tvm-explorer bundle manifest", "app.js", "m.tflite",
-                      str(app))
+    message = refused(
+        compile_in(app, "m.tflite", "-o", "."),
+        "manifest.json is not a tvm-explorer bundle manifest",
+        "app.js",
+        "m.tflite",
+        str(app),
+    )
     assert "refusing" in message
     assert snapshot(app) == before
     assert sorted(p.name for p in tmp_path.iterdir()) == ["p"]  # no temporary sibling
@@ -111,8 +120,11 @@ def test_recompile_inside_a_bundle_keeps_the_model_and_user_files(tmp_path, mode
     (rb / "relax" / "my-notes.txt").write_text("mine")
     (rb / "empty-dir").mkdir()
     (rb / "link").symlink_to("/nonexistent/target")
-    mine = {k: v for k, v in snapshot(rb).items()
-            if k.split("/")[0] in (".vscode", "model.tflite", "empty-dir", "link") or "my-notes" in k}
+    mine = {
+        k: v
+        for k, v in snapshot(rb).items()
+        if k.split("/")[0] in (".vscode", "model.tflite", "empty-dir", "link") or "my-notes" in k
+    }
     inode = (rb / "model.tflite").stat().st_ino
     proc = run_cli("compile", rb / "model.tflite", "-o", rb)
     assert proc.returncode == 0, proc.stderr

@@ -26,7 +26,7 @@ def _widened(text: str, spans):
         hi = len(text) if hi < 0 else hi
         if out and lo <= out[-1][1] + 1:
             if hi > out[-1][1]:
-                out[-1] = (out[-1][0], hi, text[out[-1][0]:hi])
+                out[-1] = (out[-1][0], hi, text[out[-1][0] : hi])
             continue
         out.append((lo, hi, text[lo:hi]))
     return out
@@ -40,8 +40,10 @@ def test_lines_around_spans_are_those_of_the_whole_text(tmp_path):
     for doc in bundle.documents:
         text = (root / doc.path).read_text()
         for _ in range(40):
-            spans = [(a, min(len(text), a + rng.randrange(200)))
-                     for a in (rng.randrange(len(text) + 1) for _ in range(rng.randrange(1, 12)))]
+            spans = [
+                (a, min(len(text), a + rng.randrange(200)))
+                for a in (rng.randrange(len(text) + 1) for _ in range(rng.randrange(1, 12)))
+            ]
             assert bundle.whole_lines(doc.path, spans) == _widened(text, spans), (doc.path, spans)
     # The ASCII documents are read around the spans, never whole; one with characters of
     # several bytes (relax/004-LegalizeOps.relax) is read whole (its offsets are characters).

@@ -55,7 +55,8 @@ def test_capture_writes_costs_json_like_the_cli(gt_model, tmp_path):
     assert passes["FuseOps"]["ms"] > 0 and passes["FuseOps"]["changed_functions"] > 0
     printed = _costs_json(out)
     assert {(lay["op_index"], lay["opcode"]) for lay in printed["layers"]} == {
-        (lay["op_index"], lay["opcode"]) for lay in costs["layers"]}
+        (lay["op_index"], lay["opcode"]) for lay in costs["layers"]
+    }
 
 
 def test_capture_with_profile_measures_run_time(tmp_path):
@@ -108,8 +109,9 @@ def test_capture_from_torch_writes_a_profiled_costs_json(tmp_path):
     from frontends import torch_nets
 
     torch.manual_seed(0)
-    with Capture.from_torch(torch_nets.Block(4).eval(), (torch.randn(1, 4, 6, 6),),
-                            tmp_path / "block.bundle", profile=2) as cap:
+    with Capture.from_torch(
+        torch_nets.Block(4).eval(), (torch.randn(1, 4, 6, 6),), tmp_path / "block.bundle", profile=2
+    ) as cap:
         cap.add_executable(tvm.compile(cap.module, cap.target_for("llvm"), relax_pipeline=cap.pipeline("llvm")))
     printed = _costs_json(cap.bundle)
     assert printed["total_ms"] > 0 and cap.costs["profile"]["status"] == "measured"

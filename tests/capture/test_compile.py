@@ -11,6 +11,7 @@ from tvm.relax.frontend.tflite import from_tflite
 
 from conftest import run_cli
 from tvm_explorer.app.compile import compile_model
+from tvm_explorer.bundle.format import SCHEMA_VERSION
 from tvm_explorer.bundle.reader import Bundle
 from tvm_explorer.frontends.tflite.loader import load_model
 
@@ -31,13 +32,20 @@ def test_bundle_layout_and_manifest(gt_model, bundles):
     out = bundles.get(gt_model, "c")
     b = Bundle(out)
     m = b.manifest
-    assert m["schema_version"] == 1 and m["complete"] is True and m["target"] == "c"
+    assert m["schema_version"] == SCHEMA_VERSION and m["complete"] is True and m["target"] == "c"
     stages = [d.stage for d in b.documents]
     assert stages[0] == "model" and stages[-1] == "code"
     assert stages == sorted(stages, key=["model", "relax", "tir", "code"].index)
     names = [p["name"] for p in m["passes"]]
-    for expected in ("import", "LegalizeOps", "FuseOps", "FuseTIR", "tirx.FlattenBuffer",
-                     "tirx.MakePackedAPI", "codegen (c)"):
+    for expected in (
+        "import",
+        "LegalizeOps",
+        "FuseOps",
+        "FuseTIR",
+        "tirx.FlattenBuffer",
+        "tirx.MakePackedAPI",
+        "codegen (c)",
+    ):
         assert expected in names
     assert len([p for p in m["passes"] if p["stage"] == "tir"]) >= 45
     # FoldConstant builds subgraphs internally (a whole nested TIR pipeline); none of those
@@ -63,8 +71,11 @@ def test_ground_truth_origins_in_generated_c(gt_model, bundles):
     assert [(o["opcode"], o["is_output"]) for o in got] == [("RELU", True)]
     # The conv bias add and the ADD layer share one deduplicated PrimFunc, yet after fusion
     # each copy knows its own layer.
-    adds = [i + 1 for i, line in enumerate((out / c).read_text().split("\n"))
-            if re.search(r"conv2d_nhwc_intermediate\w*\[\w+\] = \(conv2d_nhwc_intermediate\w*\[\w+\] \+ param_\d\[", line)]
+    adds = [
+        i + 1
+        for i, line in enumerate((out / c).read_text().split("\n"))
+        if re.search(r"conv2d_nhwc_intermediate\w*\[\w+\] = \(conv2d_nhwc_intermediate\w*\[\w+\] \+ param_\d\[", line)
+    ]
     assert [[o["opcode"] for o in _origins(out, f"{c}:{n}")] for n in adds] == [["CONV_2D"], ["ADD"]]
 
 
@@ -79,8 +90,10 @@ def test_ground_truth_origins_in_relax_and_tir(gt_model, bundles):
     assert [o["opcode"] for o in _origins(out, f"{final_tir}:{line}")] == ["FULLY_CONNECTED"]
 
 
-@pytest.mark.parametrize("name", ["mobilenet_v1_fp32", "small_cnn_int8", "mobilenet_v3_small_int8",
-                                  "text_lstm_fp32", "tiny_transformer_fp32"])
+@pytest.mark.parametrize(
+    "name",
+    ["mobilenet_v1_fp32", "small_cnn_int8", "mobilenet_v3_small_int8", "text_lstm_fp32", "tiny_transformer_fp32"],
+)
 def test_every_relax_binding_and_tir_store_attributed_after_every_pass(models_dir, bundles, name):
     out = bundles.get(models_dir / f"{name}.tflite", "c")
     proc = run_cli("coverage", out, "--json", check=True)
@@ -123,8 +136,9 @@ def test_same_outputs_as_stock_build(gt_model, models_dir):
         ours = compile_model(model_path, None, "llvm").executable
         target = tvm.target.Target("llvm")
         with tvm.transform.PassContext(opt_level=3):
-            stock = tvm.compile(from_tflite(model.model), target,
-                                relax_pipeline=relax.backend.cpu_generic.get_default_pipeline(target))
+            stock = tvm.compile(
+                from_tflite(model.model), target, relax_pipeline=relax.backend.cpu_generic.get_default_pipeline(target)
+            )
         inp = model.subgraphs[0].inputs[0]
         rng = np.random.default_rng(0)
         if inp.dtype.startswith("int") or inp.dtype.startswith("uint"):
@@ -149,7 +163,7 @@ def test_llvm_target_maps_generated_functions(gt_model, bundles):
     assert funcs and all(r.origin_set for r in funcs)
     text = b.text("code/host.ll")
     dense = next(r for r in funcs if "matmul" in r.key)
-    assert text[dense.start:dense.end].startswith("define")
+    assert text[dense.start : dense.end].startswith("define")
     assert {b.layers[l].opcode for l, _ in b.origin_sets[dense.origin_set]} == {"FULLY_CONNECTED"}
 
 
@@ -165,7 +179,6 @@ def test_kept_compile_indexes_generated_code_on_demand(gt_model, bundles):
     says exactly what the bundle's codegen entry says."""
     result = compile_model(gt_model, None, "c")
     assert result.bundle is None and result._coverage is None
-    entry = next(p for p in Bundle(bundles.get(gt_model, "c")).manifest["passes"]
-                 if p["name"] == "codegen (c)")
+    entry = next(p for p in Bundle(bundles.get(gt_model, "c")).manifest["passes"] if p["name"] == "codegen (c)")
     assert result.coverage == {"c": {"units": entry["units"], "attributed": entry["attributed"]}}
     assert entry["units"] > 0

@@ -65,7 +65,7 @@ def test_schedule_trace_of_mobilenet_kernel(models_dir, bundles):
     assert kernel.link == f"trace:{trace['primfunc']}:"
     loops = [r for r in index.ranges if r.kind == "loop" and kernel.start <= r.start < kernel.end and r.link]
     assert loops
-    primfunc, _, step = loops[0].link[len("trace:"):].rpartition(":")
+    primfunc, _, step = loops[0].link[len("trace:") :].rpartition(":")
     assert primfunc == trace["primfunc"]
     line = program.split("\n")[trace["first_step_line"] - 1 + int(step)]
     assert trace["step_text"][step] == line.strip()

@@ -18,14 +18,16 @@ def _assert_clean_failure(proc, out, *needles):
     assert not [p for p in out.parent.iterdir() if p.name.startswith(f".{out.name}.tmp")]
 
 
-@pytest.mark.parametrize("name,needles", [
-    ("selfie_segmentation", ["operator 244", "CUSTOM:Convolution2DTransposeBias", "'segment'"]),
-    ("okay_nabu", ["operator 13", "ASSIGN_VARIABLE", "stream_6/states"]),
-    # DENSIFY itself converts (to a constant kept aside); the DEQUANTIZE reading it fails,
-    # and the message says why.
-    ("pose_detection", ["operator 9", "DEQUANTIZE", "Conv2D_dequantize2",
-                        "made by operator 8 DENSIFY"]),
-])
+@pytest.mark.parametrize(
+    "name,needles",
+    [
+        ("selfie_segmentation", ["operator 244", "CUSTOM:Convolution2DTransposeBias", "'segment'"]),
+        ("okay_nabu", ["operator 13", "ASSIGN_VARIABLE", "stream_6/states"]),
+        # DENSIFY itself converts (to a constant kept aside); the DEQUANTIZE reading it fails,
+        # and the message says why.
+        ("pose_detection", ["operator 9", "DEQUANTIZE", "Conv2D_dequantize2", "made by operator 8 DENSIFY"]),
+    ],
+)
 def test_models_the_importer_rejects_name_the_operator(models_dir, tmp_path, name, needles):
     out = tmp_path / "b"
     proc = run_cli("compile", models_dir / f"{name}.tflite", "-o", out)
@@ -115,8 +117,7 @@ def test_unsupported_target_names(models_dir, tmp_path):
     model = models_dir / "sine_float.tflite"
     for target in ("", "C", "llvm -mcpu=x", "cuda; rm -rf /", "../c"):
         out = tmp_path / "b"
-        _assert_clean_failure(run_cli("compile", model, "-o", out, "--target", target), out,
-                              "unsupported target")
+        _assert_clean_failure(run_cli("compile", model, "-o", out, "--target", target), out, "unsupported target")
 
 
 def test_output_folder_that_cannot_be_written(models_dir, tmp_path):

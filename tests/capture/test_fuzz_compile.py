@@ -40,9 +40,13 @@ STATS: Counter = Counter()
 
 
 def _settings(examples: int, long_examples: int):
-    return settings(max_examples=long_examples if LONG else examples, deadline=None,
-                    derandomize=not LONG, database=None,
-                    suppress_health_check=list(HealthCheck))
+    return settings(
+        max_examples=long_examples if LONG else examples,
+        deadline=None,
+        derandomize=not LONG,
+        database=None,
+        suppress_health_check=list(HealthCheck),
+    )
 
 
 # -- mutations ------------------------------------------------------------------------------
@@ -61,12 +65,12 @@ def byte_mutants(draw) -> bytes:
             i = draw(st.integers(0, n - 1))
             data[i] = draw(st.sampled_from([0, 1, 0x7F, 0x80, 0xFF]))
         elif kind == "truncate":
-            del data[draw(st.integers(0, n - 1)):]
+            del data[draw(st.integers(0, n - 1)) :]
         elif kind == "splice":
             other = BASES[draw(st.sampled_from(sorted(BASES)))]
             i, j = draw(st.integers(0, n - 1)), draw(st.integers(0, len(other) - 1))
             length = draw(st.integers(1, 512))
-            data[i:i + draw(st.integers(0, 512))] = other[j:j + length]
+            data[i : i + draw(st.integers(0, 512))] = other[j : j + length]
         elif kind == "insert":
             i = draw(st.integers(0, n))
             data[i:i] = draw(st.binary(min_size=1, max_size=64))
@@ -80,9 +84,30 @@ def _graph() -> B.GraphBuilder:
     return B.conv_add_relu_dense_graph(seed=0)
 
 
-OPCODES = ["CONV_2D", "ADD", "RELU", "RESHAPE", "FULLY_CONNECTED", "SOFTMAX", "MAX_POOL_2D", "MUL",
-           "DEPTHWISE_CONV_2D", "CONCATENATION", "TRANSPOSE", "MEAN", "PAD", "SQUEEZE", "TANH",
-           "LOGISTIC", "DENSIFY", "DEQUANTIZE", "CUSTOM", "BROADCAST_TO", "TILE", "GATHER"]
+OPCODES = [
+    "CONV_2D",
+    "ADD",
+    "RELU",
+    "RESHAPE",
+    "FULLY_CONNECTED",
+    "SOFTMAX",
+    "MAX_POOL_2D",
+    "MUL",
+    "DEPTHWISE_CONV_2D",
+    "CONCATENATION",
+    "TRANSPOSE",
+    "MEAN",
+    "PAD",
+    "SQUEEZE",
+    "TANH",
+    "LOGISTIC",
+    "DENSIFY",
+    "DEQUANTIZE",
+    "CUSTOM",
+    "BROADCAST_TO",
+    "TILE",
+    "GATHER",
+]
 DIMS = [0, 1, 2, 3, 5, 1000, 2**20, 2**31 - 1, -1, -7]
 
 
@@ -91,8 +116,11 @@ def structure_mutants(draw) -> bytes | None:
     """A model built with valid flatbuffer structure but changed fields."""
     g = _graph()
     for _ in range(draw(st.integers(1, 3))):
-        kind = draw(st.sampled_from(["values", "dim", "rank", "input", "output", "option", "data",
-                                     "opcode", "dtype", "graph_io"]))
+        kind = draw(
+            st.sampled_from(
+                ["values", "dim", "rank", "input", "output", "option", "data", "opcode", "dtype", "graph_io"]
+            )
+        )
         t = g.tensors[draw(st.integers(0, len(g.tensors) - 1))]
         op = g.ops[draw(st.integers(0, len(g.ops) - 1))]
         if kind == "values":  # same sizes, any bits (NaN, inf, denormals): should compile
@@ -102,22 +130,24 @@ def structure_mutants(draw) -> bytes | None:
         elif kind == "dim" and t.shape:
             t.shape[draw(st.integers(0, len(t.shape) - 1))] = draw(st.sampled_from(DIMS))
         elif kind == "rank":
-            t.shape = t.shape[:draw(st.integers(0, len(t.shape)))] + [1] * draw(st.integers(0, 6))
+            t.shape = t.shape[: draw(st.integers(0, len(t.shape)))] + [1] * draw(st.integers(0, 6))
         elif kind == "input" and op.inputs:
-            op.inputs[draw(st.integers(0, len(op.inputs) - 1))] = draw(
-                st.integers(-2, len(g.tensors) + 2))
+            op.inputs[draw(st.integers(0, len(op.inputs) - 1))] = draw(st.integers(-2, len(g.tensors) + 2))
         elif kind == "output":
             op.outputs = [draw(st.integers(0, len(g.tensors) + 1))]
         elif kind == "option" and op.options:
             name, values = op.options
             if values:
                 key = draw(st.sampled_from(sorted(values)))
-                values = {**values, key: draw(st.sampled_from([0, -1, 2, 7, 100, 2**31 - 1]))
-                          if not isinstance(values[key], float)
-                          else draw(st.sampled_from([0.0, -1.0, float("nan"), 1e30]))}
+                values = {
+                    **values,
+                    key: draw(st.sampled_from([0, -1, 2, 7, 100, 2**31 - 1]))
+                    if not isinstance(values[key], float)
+                    else draw(st.sampled_from([0.0, -1.0, float("nan"), 1e30])),
+                }
                 op.options = (name, values)
         elif kind == "data" and t.data is not None:
-            t.data = (t.data + bytes(64))[:draw(st.integers(0, len(t.data) + 64))]
+            t.data = (t.data + bytes(64))[: draw(st.integers(0, len(t.data) + 64))]
         elif kind == "opcode":
             op.opcode = draw(st.sampled_from(OPCODES))
         elif kind == "dtype":
@@ -165,8 +195,9 @@ class Worker:
 
     def run(self, *args) -> dict:
         if self.proc is None or self.proc.poll() is not None:
-            self.proc = subprocess.Popen([sys.executable, str(WORKER)], stdin=subprocess.PIPE,
-                                         stdout=subprocess.PIPE, text=True)
+            self.proc = subprocess.Popen(
+                [sys.executable, str(WORKER)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+            )
         self.proc.stdin.write(json.dumps([str(a) for a in args]) + "\n")
         self.proc.stdin.flush()
         import select

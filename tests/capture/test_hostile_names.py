@@ -13,8 +13,6 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 import tempfile
 from pathlib import Path
 
@@ -53,9 +51,9 @@ def hostile(tmp_path_factory):
     model.write_bytes(g.build())
     marker = root / "PAYLOAD-RAN"
     env = {**os.environ, "TVMX_CMD": f"touch '{marker}'"}
-    proc = subprocess.run([sys.executable, "-m", "tvm_explorer", "compile", str(model), "-o", str(root / "b"),
-                           "--target", "c", "--profile", "--repeat", "1", "--progress", "none"],
-                          capture_output=True, text=True, env=env, timeout=900)
+    proc = run_cli(
+        "compile", model, "-o", root / "b", "--target", "c", "--profile", "--repeat", "1", "--progress", "none", env=env
+    )
     yield {"proc": proc, "bundle": root / "b", "marker": marker, "name": name}
     (folder / "payload").unlink()
     folder.rmdir()
@@ -65,7 +63,9 @@ def test_a_tensor_name_does_not_reach_the_generated_c(hostile):
     assert hostile["proc"].returncode == 0, hostile["proc"].stderr
     code = (hostile["bundle"] / "code" / "module.c").read_text()
     # "#include" only in TVM's own header lines: not as a line, not even escaped in a string
-    assert [ln for ln in code.splitlines() if "#include" in ln and not ln.startswith(("#include \"tvm/", "#include <"))] == []
+    assert [
+        ln for ln in code.splitlines() if "#include" in ln and not ln.startswith(('#include "tvm/', "#include <"))
+    ] == []
     costs = json.loads((hostile["bundle"] / "costs.json").read_text())
     assert costs["profile"]["status"] == "measured"  # the generated code was built and ran...
     assert not hostile["marker"].exists(), "the payload in the tensor name ran"  # ...and nothing else
@@ -110,8 +110,10 @@ def test_names_are_plain_after_import_and_nothing_else_changes(tmp_path):
 
     x = helper.make_tensor_value_info("in\n#x y", TensorProto.FLOAT, ["b\n#batch", 3])
     out = helper.make_tensor_value_info("out\n#z", TensorProto.FLOAT, ["b\n#batch", 3])
-    nodes = [helper.make_node("Relu", ["in\n#x y"], ["mid\n#m"], name="relu\n#node"),
-             helper.make_node("Sigmoid", ["mid\n#m"], ["out\n#z"], name="sig")]
+    nodes = [
+        helper.make_node("Relu", ["in\n#x y"], ["mid\n#m"], name="relu\n#node"),
+        helper.make_node("Sigmoid", ["mid\n#m"], ["out\n#z"], name="sig"),
+    ]
     graph = helper.make_graph(nodes, "g", [x], [out])
     onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), tmp_path / "q.onnx")
     g = GraphBuilder(seed=0)
@@ -130,4 +132,6 @@ def test_names_are_plain_after_import_and_nothing_else_changes(tmp_path):
         spans = [read_span(b) for block in main.body.blocks for b in block.bindings]
         assert spans == [read_span(b) for block in stock["main"].body.blocks for b in block.bindings]
     assert plain("int") == "int_" and plain("3d") == "_3d" and plain("a" * 300) != plain("a" * 301)
-    assert len(plain("a" * 300)) == 256 and plain("ok_name") == "ok_name" and plain("__builtin_trap") == "v__builtin_trap"
+    assert (
+        len(plain("a" * 300)) == 256 and plain("ok_name") == "ok_name" and plain("__builtin_trap") == "v__builtin_trap"
+    )

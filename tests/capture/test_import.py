@@ -10,8 +10,17 @@ from tvm_explorer.frontends.tflite.loader import load_model
 from tvm_explorer.provenance import OriginTable
 from tvm_explorer.provenance.spans import read_span
 
-MODELS = ["small_cnn_fp32", "small_cnn_int8", "mobilenet_v1_fp32", "mobilenet_v3_small_int8",
-          "text_lstm_fp32", "tiny_transformer_fp32", "sine_float", "logmelcalc", "hand_recrop"]
+MODELS = [
+    "small_cnn_fp32",
+    "small_cnn_int8",
+    "mobilenet_v1_fp32",
+    "mobilenet_v3_small_int8",
+    "text_lstm_fp32",
+    "tiny_transformer_fp32",
+    "sine_float",
+    "logmelcalc",
+    "hand_recrop",
+]
 
 
 def _bindings(mod):
@@ -43,7 +52,13 @@ def test_ground_truth_layers(gt_model):
     for _fn, b in _bindings(mod):
         sid, _unit = read_span(b)
         for layer, is_output in origins.get(sid):
-            found.setdefault(model.layers[layer].opcode, []).append((type(b.value.op).__name__ if hasattr(b.value, "op") else "", str(b.value.op) if hasattr(b.value, "op") else "", is_output))
+            found.setdefault(model.layers[layer].opcode, []).append(
+                (
+                    type(b.value.op).__name__ if hasattr(b.value, "op") else "",
+                    str(b.value.op) if hasattr(b.value, "op") else "",
+                    is_output,
+                )
+            )
     assert set(found) == {"CONV_2D", "ADD", "RELU", "RESHAPE", "FULLY_CONNECTED"}
     assert any("conv2d" in op for _, op, _ in found["CONV_2D"])
     assert any("relu" in op and out for _, op, out in found["RELU"])
@@ -57,7 +72,10 @@ def test_fully_connected_with_bias_is_one_layer_of_several_bindings(gt_model):
     model = load_model(gt_model)
     origins = OriginTable()
     mod = import_tflite(model, origins)
-    dense = [b for _fn, b in _bindings(mod)
-             if any(model.layers[l].opcode == "FULLY_CONNECTED" for l, _ in origins.get(read_span(b)[0]))]
+    dense = [
+        b
+        for _fn, b in _bindings(mod)
+        if any(model.layers[l].opcode == "FULLY_CONNECTED" for l, _ in origins.get(read_span(b)[0]))
+    ]
     assert len(dense) >= 2  # permute_dims/matmul/add: all belong to the layer
     assert not any("_PART_" in b.var.name for b in dense)

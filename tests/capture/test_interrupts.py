@@ -15,7 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from conftest import run_cli
+from conftest import CLI, run_cli
+from processes import gone
 from tvm_explorer.bundle.reader import Bundle
 
 HARNESS = Path(__file__).resolve().parents[1] / "cli_harness.py"
@@ -23,8 +24,11 @@ HARNESS = Path(__file__).resolve().parents[1] / "cli_harness.py"
 
 def tree(root: Path) -> dict[str, str]:
     """Every file of a directory with its content hash."""
-    return {p.relative_to(root).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest()
-            for p in sorted(root.rglob("*")) if p.is_file()}
+    return {
+        p.relative_to(root).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest()
+        for p in sorted(root.rglob("*"))
+        if p.is_file()
+    }
 
 
 @pytest.fixture(scope="module")
@@ -38,12 +42,17 @@ def previous(tmp_path_factory, models_dir) -> Path:
 def start(tmp_path: Path, mode: str, model: Path, *extra: str, env=None) -> tuple:
     out = tmp_path / "b"
     marker = tmp_path / "reached"
-    cmd = [sys.executable, str(HARNESS), mode, str(marker), "--", "compile", str(model),
-           "-o", str(out), *extra]
+    cmd = [sys.executable, str(HARNESS), mode, str(marker), "--", "compile", str(model), "-o", str(out), *extra]
     # Signals at their defaults, whatever this run inherited (under nohup SIGHUP is ignored,
     # and the child killed "from outside" with it would sleep on).
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            env={**os.environ, **(env or {})}, preexec_fn=_default_signals)
+    proc = subprocess.Popen(
+        cmd,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, **(env or {})},
+        preexec_fn=_default_signals,
+    )
     return proc, out, marker
 
 
@@ -80,11 +89,18 @@ def no_leftovers(out: Path) -> None:
     assert not [p.name for p in out.parent.iterdir() if p.name.startswith(f".{out.name}.")]
 
 
-@pytest.mark.parametrize("point,sig", [
-    ("load", signal.SIGINT), ("build", signal.SIGTERM), ("document", signal.SIGTERM),
-    ("document", signal.SIGINT), ("swap", signal.SIGTERM), ("finished", signal.SIGINT),
-    ("finished", signal.SIGTERM),
-])
+@pytest.mark.parametrize(
+    "point,sig",
+    [
+        ("load", signal.SIGINT),
+        ("build", signal.SIGTERM),
+        ("document", signal.SIGTERM),
+        ("document", signal.SIGINT),
+        ("swap", signal.SIGTERM),
+        ("finished", signal.SIGINT),
+        ("finished", signal.SIGTERM),
+    ],
+)
 def test_interrupt_at_several_moments(tmp_path, models_dir, previous, point, sig):
     proc, out, marker = start(tmp_path, f"pause-{point}", models_dir / "small_cnn_fp32.tflite")
     shutil.copytree(previous, out)
@@ -123,9 +139,18 @@ def test_signals_at_random_moments_of_a_real_compile(tmp_path, models_dir, previ
         out = tmp_path / f"b{i}"
         shutil.copytree(previous, out)
         before = tree(out)
-        proc = subprocess.Popen([sys.executable, "-m", "tvm_explorer", "compile",
-                                 str(models_dir / "small_cnn_fp32.tflite"), "-o", str(out)],
-                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        proc = subprocess.Popen(
+            [
+                *CLI,
+                "compile",
+                str(models_dir / "small_cnn_fp32.tflite"),
+                "-o",
+                str(out),
+            ],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
         wait_for_fork(proc)  # from here on the CLI owns its signals
         time.sleep(delay)
         proc.send_signal(signal.SIGTERM if i % 2 else signal.SIGINT)
@@ -173,8 +198,9 @@ def test_a_stop_arriving_in_an_at_fork_callback_still_stops_the_compile(tmp_path
 
 
 def test_timeout_stops_a_compile_that_ignores_signals(tmp_path, models_dir, previous):
-    proc, out, _ = start(tmp_path, "hang", models_dir / "sine_float.tflite", "--timeout", "2",
-                         env={"TVMX_HARNESS_GRACE": "1"})
+    proc, out, _ = start(
+        tmp_path, "hang", models_dir / "sine_float.tflite", "--timeout", "2", env={"TVMX_HARNESS_GRACE": "1"}
+    )
     shutil.copytree(previous, out)
     before = tree(out)
     t0 = time.monotonic()
@@ -234,13 +260,17 @@ def constant_chain(tmp_path_factory) -> Path:
     return path
 
 
-@pytest.mark.parametrize("model,stage,name,delay", [
-    ("small_cnn_fp32.tflite", "relax", "LegalizeOps", 0.0),  # between passes
-    ("chain", "relax", "FoldConstant", 1.0),                 # inside a pass that runs for seconds in C++
-    ("small_cnn_fp32.tflite", "code", None, 0.0),            # printing the IR of every pass
-])
-def test_a_stop_ends_the_compile_at_once_at_any_point(tmp_path, request, models_dir, previous, model, stage, name,
-                                                      delay):
+@pytest.mark.parametrize(
+    "model,stage,name,delay",
+    [
+        ("small_cnn_fp32.tflite", "relax", "LegalizeOps", 0.0),  # between passes
+        ("chain", "relax", "FoldConstant", 1.0),  # inside a pass that runs for seconds in C++
+        ("small_cnn_fp32.tflite", "code", None, 0.0),  # printing the IR of every pass
+    ],
+)
+def test_a_stop_ends_the_compile_at_once_at_any_point(
+    tmp_path, request, models_dir, previous, model, stage, name, delay
+):
     """Issue 38: after SIGTERM the compiling child ran ~80 more passes and was killed at the
     10 s grace (the editor's Cancel even let it write its bundle). The real CLI, its progress
     read as the editor reads it, SIGTERM at a pass: the child is gone at once, the previous
@@ -251,8 +281,12 @@ def test_a_stop_ends_the_compile_at_once_at_any_point(tmp_path, request, models_
     shutil.copytree(previous, out)
     before = tree(out)
     path = request.getfixturevalue("constant_chain") if model == "chain" else models_dir / model
-    proc = subprocess.Popen([sys.executable, "-m", "tvm_explorer", "compile", str(path), "-o", str(out),
-                             "--progress", "json"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "tvm_explorer", "compile", str(path), "-o", str(out), "--progress", "json"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     wait_for_fork(proc)
     child = int(Path(f"/proc/{proc.pid}/task/{proc.pid}/children").read_text().split()[0])
     for line in proc.stdout:
@@ -307,15 +341,6 @@ def test_memory_limit_turns_runaway_allocation_into_a_message(tmp_path):
     no_leftovers(out)
 
 
-def gone(pid: int) -> bool:
-    """True once ``pid`` has exited (a zombie waiting for an init that does not reap counts)."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except (FileNotFoundError, ProcessLookupError):
-        return True
-    return stat.rsplit(")", 1)[1].split()[0] in ("Z", "X")
-
-
 def kill_cli_and_wait_for_child(proc, child: int, timeout: float) -> None:
     """SIGKILL the CLI; assert its compiling child is gone within ``timeout`` seconds (and
     kill a child that is not, so that a failing test leaves no process behind)."""
@@ -333,12 +358,15 @@ def kill_cli_and_wait_for_child(proc, child: int, timeout: float) -> None:
         proc.stderr.close()
 
 
-@pytest.mark.parametrize("mode,env,bound", [
-    # Python code running (the death signal stops it like an interrupt, cleaning up).
-    ("pause-build", {"TVMX_HARNESS_PAUSE": "4"}, 10.0),
-    # Stop signals blocked, as in C++ that never returns: the watchdog kills it after GRACE.
-    ("hang", {"TVMX_HARNESS_GRACE": "1"}, 15.0),
-])
+@pytest.mark.parametrize(
+    "mode,env,bound",
+    [
+        # Python code running (the death signal stops it like an interrupt, cleaning up).
+        ("pause-build", {"TVMX_HARNESS_PAUSE": "4"}, 10.0),
+        # Stop signals blocked, as in C++ that never returns: the watchdog kills it after GRACE.
+        ("hang", {"TVMX_HARNESS_GRACE": "1"}, 15.0),
+    ],
+)
 def test_kill_9_of_the_cli_stops_the_compile(tmp_path, models_dir, previous, mode, env, bound):
     """Issue 18: after `kill -9` of the CLI its child went on and replaced the bundle ~6 s
     later. Now it dies within a bounded time and the previous bundle stays as it was, also
@@ -354,14 +382,15 @@ def test_kill_9_of_the_cli_stops_the_compile(tmp_path, models_dir, previous, mod
     assert tree(out) == before
     Bundle(out).preload()
     if mode != "hang":  # killed outright, the hung one leaves its temporary directory
-        no_leftovers(out)   # to the next compile (test_stale_temporary_directories_...)
+        no_leftovers(out)  # to the next compile (test_stale_temporary_directories_...)
 
 
 def test_a_compile_orphaned_during_its_commit_does_not_commit(tmp_path, models_dir, previous):
     """`kill -9` of the CLI while the child is about to swap (stop signals blocked): the
     check right before the swap sees the CLI gone and the previous bundle stays."""
-    proc, out, marker = start(tmp_path, "pause-swap", models_dir / "small_cnn_fp32.tflite",
-                              env={"TVMX_HARNESS_PAUSE": "2"})
+    proc, out, marker = start(
+        tmp_path, "pause-swap", models_dir / "small_cnn_fp32.tflite", env={"TVMX_HARNESS_PAUSE": "2"}
+    )
     shutil.copytree(previous, out)
     before = tree(out)
     wait_for(marker, proc)
@@ -384,7 +413,10 @@ def test_a_child_killed_from_outside_is_not_called_a_tvm_crash(tmp_path, models_
     _, stderr = proc.communicate(timeout=60)
     assert proc.returncode == 3, stderr
     message = one_error(stderr)
-    assert f"sine_float.tflite: the compiling process was killed by {sig.name}, a signal from outside tvm-explorer" in message
+    assert (
+        f"sine_float.tflite: the compiling process was killed by {sig.name}, a signal from outside tvm-explorer"
+        in message
+    )
     assert "TVM crashed" not in message
     assert ("out-of-memory killer" in message) == (sig == signal.SIGKILL)
     assert tree(out) == before

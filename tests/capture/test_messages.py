@@ -25,15 +25,18 @@ def one_error(proc, code: int = 2) -> str:
     return errors[0]
 
 
-@pytest.mark.parametrize("option,value,says", [
-    ("--memory-limit", "inf", "'inf' is not a limit"),
-    ("--memory-limit", "nan", "'nan' is not a limit"),
-    ("--memory-limit", "-1", "'-1' is not a limit"),
-    ("--memory-limit", "lots", "'lots' is not a number of GiB"),
-    ("--memory-limit", "0.2", "0.2 GiB is too small"),
-    ("--timeout", "inf", "'inf' is not a number of seconds"),
-    ("--timeout", "-5", "'-5' is not a number of seconds"),
-])
+@pytest.mark.parametrize(
+    "option,value,says",
+    [
+        ("--memory-limit", "inf", "'inf' is not a limit"),
+        ("--memory-limit", "nan", "'nan' is not a limit"),
+        ("--memory-limit", "-1", "'-1' is not a limit"),
+        ("--memory-limit", "lots", "'lots' is not a number of GiB"),
+        ("--memory-limit", "0.2", "0.2 GiB is too small"),
+        ("--timeout", "inf", "'inf' is not a number of seconds"),
+        ("--timeout", "-5", "'-5' is not a number of seconds"),
+    ],
+)
 def test_limits_that_are_not_limits_get_one_message(models_dir, tmp_path, option, value, says):
     out = tmp_path / "b"
     message = one_error(run_cli("compile", models_dir / "sine_float.tflite", "-o", out, option, value))
@@ -45,8 +48,7 @@ def test_a_compile_that_hits_the_memory_limit_names_the_limit(models_dir, tmp_pa
     """Under 0.5 GiB mobilenet_v1's weights cannot be allocated while operator 22 is imported;
     the message used to be "operator 22 (CONV_2D) cannot be imported by TVM" alone."""
     out = tmp_path / "b"
-    proc = run_cli("compile", models_dir / "mobilenet_v1_fp32.tflite", "-o", out, "--memory-limit", "0.5",
-                   timeout=300)
+    proc = run_cli("compile", models_dir / "mobilenet_v1_fp32.tflite", "-o", out, "--memory-limit", "0.5", timeout=300)
     message = one_error(proc)
     assert "mobilenet_v1_fp32.tflite: the compile ran out of memory at its --memory-limit of 0.5 GiB" in message
     assert "an allocation failed" in message and "--memory-limit GIB" in message
@@ -79,8 +81,9 @@ def _stderr_lines(proc) -> list[str]:
 
 def test_onnx_import_failure_is_one_line_naming_the_node(tmp_path):
     """TVM's "BlockBuilder destroyed with remaining blocks!" came after our message."""
-    proc = run_cli("compile", MODELS / "ch_ppocr_mobile_v2.0_cls_mobile.onnx", "-o", tmp_path / "b",
-                   "--progress", "none")
+    proc = run_cli(
+        "compile", MODELS / "ch_ppocr_mobile_v2.0_cls_mobile.onnx", "-o", tmp_path / "b", "--progress", "none"
+    )
     assert proc.returncode == 2
     lines = _stderr_lines(proc)
     assert len(lines) == 1, proc.stderr
@@ -88,8 +91,17 @@ def test_onnx_import_failure_is_one_line_naming_the_node(tmp_path):
 
 
 def test_onnx_cuda_compile_keeps_tvms_warnings_out_of_the_terminal(tmp_path):
-    proc = run_cli("compile", MODELS / "silero_vad_op18_ifless.onnx", "-o", tmp_path / "b", "--target", "cuda",
-                   "--progress", "none", check=True)
+    proc = run_cli(
+        "compile",
+        MODELS / "silero_vad_op18_ifless.onnx",
+        "-o",
+        tmp_path / "b",
+        "--target",
+        "cuda",
+        "--progress",
+        "none",
+        check=True,
+    )
     assert "max_shared_memory_per_block" not in proc.stderr and "Warning" not in proc.stderr, proc.stderr
     lines = _stderr_lines(proc)
     # TVM's own log lines (topi's notes on gather) are in a file, named in one line.
@@ -113,12 +125,20 @@ def test_pt2_compile_prints_no_torch_warning(tmp_path):
 def test_cuda_build_failure_names_the_pass_the_kernel_and_its_layer(gt_model, tmp_path):
     """A check of the user's pipeline refuses the first kernel scheduled with more than 32
     threads per block (gt's RESHAPE kernel, op 3)."""
-    import subprocess
-    import sys
-
-    proc = subprocess.run([sys.executable, "-m", "tvm_explorer", "compile", str(gt_model), "-o", str(tmp_path / "b"),
-                           "--target", "cuda", "--pipeline", "planted_pipes:cuda_small_gpu", "--progress", "none"],
-                          cwd=NUMERICS_TESTS, capture_output=True, text=True, timeout=600)
+    proc = run_cli(
+        "compile",
+        gt_model,
+        "-o",
+        tmp_path / "b",
+        "--target",
+        "cuda",
+        "--pipeline",
+        "planted_pipes:cuda_small_gpu",
+        "--progress",
+        "none",
+        cwd=NUMERICS_TESTS,
+        timeout=600,
+    )
     assert proc.returncode == 2
     lines = _stderr_lines(proc)
     assert len(lines) == 1, proc.stderr

@@ -98,8 +98,7 @@ def test_printing_after_the_compile_writes_the_inline_bundle(inline_bundles, mon
     assert spy.started == workers - 1 and spy.failed == 0
 
 
-def test_parallel_cuda_bundle_keeps_schedule_links_as_they_were(inline_bundles, gt_model, monkeypatch,
-                                                                  tmp_path):
+def test_parallel_cuda_bundle_keeps_schedule_links_as_they_were(inline_bundles, gt_model, monkeypatch, tmp_path):
     # Documents before the schedule rules ran must not link to traces recorded later.
     spy = _Spy(monkeypatch)
     out = _compile(monkeypatch, gt_model, tmp_path / "gt.cuda.bundle", "cuda", 2)
@@ -153,8 +152,9 @@ def test_a_hung_worker_is_ended_and_its_share_printed_by_the_parent(inline_bundl
 
 
 @pytest.mark.parametrize("workers", [0, 2])
-def test_functions_rebuilt_from_the_same_parts_are_not_printed_again(inline_bundles, gt_model, monkeypatch,
-                                                                      tmp_path, workers):
+def test_functions_rebuilt_from_the_same_parts_are_not_printed_again(
+    inline_bundles, gt_model, monkeypatch, tmp_path, workers
+):
     # Reference: the same capture with the reuse defeated (every function's content key
     # unique, so every rebuilt function is printed again): the bundles must be identical.
     import itertools

@@ -12,7 +12,7 @@ import sys
 
 import pytest
 
-from conftest import run_cli
+from conftest import CLI, run_cli
 
 STAGE_ORDER = ["import", "relax", "tir", "code", "run", "write"]
 
@@ -29,8 +29,7 @@ def _events(stdout: str) -> list[dict]:
 @pytest.mark.parametrize("target,sources", [("c", 1), ("cuda", 2)])
 def test_json_progress_counts_every_recorded_step_exactly(tmp_path, models_dir, target, sources):
     out = tmp_path / "m.bundle"
-    proc = run_cli("compile", models_dir / "small_cnn_fp32.tflite", "-o", out, "--target", target,
-                   "--progress", "json")
+    proc = run_cli("compile", models_dir / "small_cnn_fp32.tflite", "-o", out, "--target", target, "--progress", "json")
     assert proc.returncode == 0, proc.stderr
     events = _events(proc.stdout)
     assert events and all(e["event"] == "progress" for e in events)
@@ -77,8 +76,20 @@ def test_profile_and_numerics_are_steps_of_the_planned_total(tmp_path, models_di
     """The runs after the build (they can take longer than the compile) are announced as they
     start, inside the planned total: the bar never sits at "n of n" while the model runs."""
     out = tmp_path / "r.bundle"
-    proc = run_cli("compile", models_dir / "small_cnn_fp32.tflite", "-o", out, "--target", "llvm",
-                   "--profile", "--repeat", "2", "--numerics", "--progress", "json")
+    proc = run_cli(
+        "compile",
+        models_dir / "small_cnn_fp32.tflite",
+        "-o",
+        out,
+        "--target",
+        "llvm",
+        "--profile",
+        "--repeat",
+        "2",
+        "--numerics",
+        "--progress",
+        "json",
+    )
     assert proc.returncode == 0, proc.stderr
     events = _events(proc.stdout)
     assert {e["total"] for e in events} == {len(events)}
@@ -112,9 +123,16 @@ def test_bar_on_a_terminal_shows_stage_pass_n_of_total_and_elapsed(tmp_path, mod
     """Run under a real pseudo-terminal, as a person at a shell would."""
     pid, fd = pty.fork()
     if pid == 0:  # child: the CLI with the pty as its terminal
-        os.execv(sys.executable, [sys.executable, "-m", "tvm_explorer", "compile",
-                                  str(models_dir / "small_cnn_fp32.tflite"),
-                                  "-o", str(tmp_path / "t.bundle")])
+        os.execv(
+            sys.executable,
+            [
+                *CLI,
+                "compile",
+                str(models_dir / "small_cnn_fp32.tflite"),
+                "-o",
+                str(tmp_path / "t.bundle"),
+            ],
+        )
     chunks = []
     while True:
         ready, _, _ = select.select([fd], [], [], 120)

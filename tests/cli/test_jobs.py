@@ -49,8 +49,25 @@ def test_compile_command_line_becomes_a_compile_job():
     from tvm_explorer.frontends.input_shapes import InputShape
 
     args = build_parser().parse_args(
-        ["compile", "m.onnx", "-o", "out", "--target", "llvm", "--timeout", "7", "--memory-limit", "0",
-         "--input-shape", "x=1,3", "--numerics-unfused", "--profile", "--repeat", "3", "--no-schedule-records"]
+        [
+            "compile",
+            "m.onnx",
+            "-o",
+            "out",
+            "--target",
+            "llvm",
+            "--timeout",
+            "7",
+            "--memory-limit",
+            "0",
+            "--input-shape",
+            "x=1,3",
+            "--numerics-unfused",
+            "--profile",
+            "--repeat",
+            "3",
+            "--no-schedule-records",
+        ]
     )
     job = job_of(args)
     assert job == CompileJob(
@@ -103,4 +120,3 @@ def test_supervised_body_is_stopped_at_the_limit_and_named_by_its_work():
         "tvm-explorer: error: m.tflite: bisect did not finish within 0.5 s (--timeout) and was killed; "
         "no bundle was written (a previous bundle is unchanged)"
     )
-

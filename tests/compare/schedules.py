@@ -54,7 +54,9 @@ def _reorder(func):
 def _schedule_pass(leave_out_last: bool):
     @tvm.transform.module_pass(opt_level=0, name="ScheduleLoops")
     def schedule(mod, _ctx):
-        mod = tvm.IRModule(dict(mod.functions.items()), attrs=mod.attrs)  # a new module: the input is the previous pass's output
+        mod = tvm.IRModule(
+            dict(mod.functions.items()), attrs=mod.attrs
+        )  # a new module: the input is the previous pass's output
         kernels = _kernels_in_call_order(mod)
         if leave_out_last:
             kernels = kernels[:-1]

@@ -7,6 +7,7 @@ import json
 import shutil
 from collections import Counter
 
+import pytest
 from tests.conftest import run_cli
 
 from tvm_explorer.compare.compare import compare
@@ -66,8 +67,15 @@ def test_fp32_versus_int8_matched_by_layer_name(models_dir, bundles):
     assert got["matched_by"] == "name"
     assert got["a_info"]["sha256"] != got["b_info"]["sha256"]
     assert [(r["op_index"], r["opcode"]) for r in got["layers"]] == [
-        (0, "CONV_2D"), (1, "MAX_POOL_2D"), (2, "CONV_2D"), (3, "MAX_POOL_2D"), (4, "RESHAPE"),
-        (5, "FULLY_CONNECTED"), (6, "FULLY_CONNECTED"), (7, "SOFTMAX")]
+        (0, "CONV_2D"),
+        (1, "MAX_POOL_2D"),
+        (2, "CONV_2D"),
+        (3, "MAX_POOL_2D"),
+        (4, "RESHAPE"),
+        (5, "FULLY_CONNECTED"),
+        (6, "FULLY_CONNECTED"),
+        (7, "SOFTMAX"),
+    ]
     assert got["layers"][5]["name"] == "small_cnn_1/dense_1"
     # int8 code differs everywhere but in the reshape: its own lines are one copy loop either
     # way (the dequantize fused into its kernel is the next layer's code)
@@ -102,8 +110,7 @@ def test_costs_are_read_when_present(models_dir, bundles, tmp_path):
     shutil.copytree(bundles.get(models_dir / "small_cnn_fp32.tflite", "c"), src)
     (src / "costs.json").unlink(missing_ok=True)
     got = _json(a, src)
-    assert got["layers"][0]["a"]["costs"] == {"time_ms": 1.25, "share": 0.6, "workspace_bytes": 0,
-                                              "code_lines": 357}
+    assert got["layers"][0]["a"]["costs"] == {"time_ms": 1.25, "share": 0.6, "workspace_bytes": 0, "code_lines": 357}
     assert "costs" not in got["layers"][0]["b"] and "time_ms" not in got["layers"][1]["a"]["costs"]
     table = run_cli("compare", a, src).stdout
     assert "A ms" in table and "1.250" in table
@@ -137,7 +144,7 @@ def test_c_versus_llvm_compares_like_with_like(bundles):
 
     from tvm_explorer.bundle.reader import Bundle
     from tvm_explorer.lsp.features.compare import BundleComparisons
-    from tvm_explorer.lsp.protocol import CompareLayerCodeParams
+    from tvm_explorer.lsp.protocol import CompareLayerCodeParams, RequestFailed
 
     model = MODELS / "mobilenet_v1_fp32.tflite"
     # the session's bundles: tests/costs/test_table_names.py and test_numerics.py read them too
@@ -158,9 +165,10 @@ def test_c_versus_llvm_compares_like_with_like(bundles):
     assert any("code size not compared" in note for note in gate["notes"])
     assert all(lay["metrics"]["code"]["before"] is None for lay in gate["layers"])
     # no layer diff between C and LLVM IR
-    code = BundleComparisons(None).layer_code(
-        CompareLayerCodeParams(a=str(c), b=str(llvm), subgraph=0, op_index=0, side="a"))
-    assert "different code kinds" in code["error"] and code["language"] == "plaintext"
+    with pytest.raises(RequestFailed, match=r"different code kinds \(A: C, B: LLVM IR\)"):
+        BundleComparisons(None).layer_code(
+            CompareLayerCodeParams(a=str(c), b=str(llvm), subgraph=0, op_index=0, side="a")
+        )
     # one count of code lines: compare's is what `costs` shows, for LLVM IR as for C
     for bundle in (c, llvm):
         costs = json.loads(run_cli("costs", bundle, "--json", check=True).stdout)
@@ -168,7 +176,8 @@ def test_c_versus_llvm_compares_like_with_like(bundles):
         same = _json(bundle, bundle)
         assert same["code_compared"] is True
         assert {r["op_index"]: r["a"]["code_lines"] for r in same["layers"]} == lens
-        gate = json.loads(run_cli("compare", bundle, bundle, "--fail-on", "code>+0%", "--format", "json",
-                                  check=True).stdout)["gate"]
+        gate = json.loads(
+            run_cli("compare", bundle, bundle, "--fail-on", "code>+0%", "--format", "json", check=True).stdout
+        )["gate"]
         assert {lay["op_index"]: lay["metrics"]["code"]["before"] for lay in gate["layers"]} == lens
         assert gate["model"]["metrics"]["code"]["before"] == Bundle(bundle).costs()["totals"]["code_lines"]

@@ -46,8 +46,20 @@ def profiled(tmp_path_factory) -> dict[str, Path]:
     out = {}
     for name, function in (("base", "scheduled"), ("rebuild", "scheduled"), ("slow", "last_unscheduled")):
         out[name] = root / f"{name}.bundle"
-        run_cli("compile", model, "-o", out[name], "--target", "llvm", "--profile", "--repeat", 10,
-                "--pipeline", f"{SCHEDULES}:{function}", check=True)
+        run_cli(
+            "compile",
+            model,
+            "-o",
+            out[name],
+            "--target",
+            "llvm",
+            "--profile",
+            "--repeat",
+            10,
+            "--pipeline",
+            f"{SCHEDULES}:{function}",
+            check=True,
+        )
     return out
 
 
@@ -134,8 +146,9 @@ def test_a_tiny_threshold_within_the_runs_spread_does_not_fail(profiled, tmp_pat
 
 def test_markdown_table_for_a_pull_request(profiled, tmp_path):
     out = tmp_path / "report.md"
-    proc = run_cli("compare", profiled["base"], profiled["slow"], "--fail-on", SPEC, "--format", "markdown",
-                   "--output", out)
+    proc = run_cli(
+        "compare", profiled["base"], profiled["slow"], "--fail-on", SPEC, "--format", "markdown", "--output", out
+    )
     assert proc.returncode == EXIT_REGRESSION, proc.stderr
     assert "REGRESSION op 2 CONV_2D conv_b/output" in proc.stdout  # the verdict still on stdout
     text = out.read_text()
@@ -163,15 +176,20 @@ def test_markdown_table_for_a_pull_request(profiled, tmp_path):
 
 def test_junit_report_one_case_per_layer(profiled, tmp_path):
     out = tmp_path / "junit.xml"
-    proc = run_cli("compare", profiled["base"], profiled["slow"], "--fail-on", SPEC, "--format", "junit",
-                   "--output", out)
+    proc = run_cli(
+        "compare", profiled["base"], profiled["slow"], "--fail-on", SPEC, "--format", "junit", "--output", out
+    )
     assert proc.returncode == EXIT_REGRESSION, proc.stderr
     root = ET.parse(out).getroot()
     assert root.tag == "testsuites"
     (suite,) = root.findall("testsuite")
     cases = suite.findall("testcase")
-    assert [c.get("name") for c in cases] == ["op 0 CONV_2D conv_a/output", "op 1 RELU act/output",
-                                             "op 2 CONV_2D conv_b/output", "whole model"]
+    assert [c.get("name") for c in cases] == [
+        "op 0 CONV_2D conv_a/output",
+        "op 1 RELU act/output",
+        "op 2 CONV_2D conv_b/output",
+        "whole model",
+    ]
     assert suite.get("tests") == "4" and suite.get("failures") == "2" and suite.get("errors") == "0"
     failed = {c.get("name"): c.findall("failure") for c in cases}
     assert [f.get("message").split(";")[0] for f in failed["op 2 CONV_2D conv_b/output"]][0].startswith("time ")
@@ -237,10 +255,25 @@ def test_times_from_a_device_and_from_this_machine_are_not_compared(profiled, tm
     remote = tmp_path / "remote.bundle"
     shutil.copytree(profiled["base"], remote)
     costs = json.loads((remote / "costs.json").read_text())
-    costs["profile"].update(where="remote", remote={
-        "via": "tracker", "address": "127.0.0.1:9190", "key": "board-a", "combined": "median",
-        "devices": [{"address": "10.0.0.7:9090", "key": "board-a", "triple": "aarch64-linux-gnu",
-                     "cpu": "cortex-a76", "threads": 4, "description": "rk3588"}]})
+    costs["profile"].update(
+        where="remote",
+        remote={
+            "via": "tracker",
+            "address": "127.0.0.1:9190",
+            "key": "board-a",
+            "combined": "median",
+            "devices": [
+                {
+                    "address": "10.0.0.7:9090",
+                    "key": "board-a",
+                    "triple": "aarch64-linux-gnu",
+                    "cpu": "cortex-a76",
+                    "threads": 4,
+                    "description": "rk3588",
+                }
+            ],
+        },
+    )
     (remote / "costs.json").write_text(json.dumps(costs))
     proc = run_cli("compare", profiled["base"], remote, "--fail-on", "time>+10%")
     assert proc.returncode == EXIT_ERROR and "Traceback" not in proc.stderr, proc.stderr
@@ -249,18 +282,21 @@ def test_times_from_a_device_and_from_this_machine_are_not_compared(profiled, tm
     assert proc.returncode == 0, proc.stderr
 
 
-@pytest.mark.parametrize("spec, message", [
-    ("tim>+10%", "unknown metric 'tim': time, code, workspace or memory"),
-    ("time>10", "no unit for time: use % or ms, us or s"),
-    ("time>=+10%", "'>=': a rule says how much a cost may grow, with '>'"),
-    ("time>-5%", "a negative threshold"),
-    ("time>+10%,,code>+1", "(rule ''): an empty rule"),
-    ("cpu.time>+1%", "unknown scope 'cpu': model or layer"),
-    ("code>+5ms", "unit 'ms' for code: use % or lines or none"),
-    ("workspace>+1KB", "unit 'KB' for workspace"),
-    ("", "no rule"),
-    ("time>+", "no number after '>'"),
-])
+@pytest.mark.parametrize(
+    "spec, message",
+    [
+        ("tim>+10%", "unknown metric 'tim': time, code, workspace, memory or tuning"),
+        ("time>10", "no unit for time: use % or ms, us or s"),
+        ("time>=+10%", "'>=': a rule says how much a cost may grow, with '>'"),
+        ("time>-5%", "a negative threshold"),
+        ("time>+10%,,code>+1", "(rule ''): an empty rule"),
+        ("cpu.time>+1%", "unknown scope 'cpu': model or layer"),
+        ("code>+5ms", "unit 'ms' for code: use % or lines or none"),
+        ("workspace>+1KB", "unit 'KB' for workspace"),
+        ("", "no rule"),
+        ("time>+", "no number after '>'"),
+    ],
+)
 def test_a_malformed_spec_gets_one_message(spec, message):
     with pytest.raises(BadFailOn) as err:
         parse(spec)
@@ -270,8 +306,13 @@ def test_a_malformed_spec_gets_one_message(spec, message):
 
 def test_the_grammar():
     rules = parse(" time > +10 % , model.time>+2%,layer.code>+20,memory>+1.5KiB,time>+50us")
-    assert [r.text for r in rules] == ["time>+10%", "model.time>+2%", "layer.code>+20", "workspace>+1.5KiB",
-                                       "time>+50us"]
+    assert [r.text for r in rules] == [
+        "time>+10%",
+        "model.time>+2%",
+        "layer.code>+20",
+        "workspace>+1.5KiB",
+        "time>+50us",
+    ]
     assert rules[3].amount == 1536 and not rules[3].relative and rules[4].amount == pytest.approx(0.05)
     assert rules[0].exceeded(1.0, 1.2) and not rules[0].exceeded(1.0, 1.05)
     assert parse("code>+10%")[0].exceeded(0, 3)  # from nothing: beyond any percentage
@@ -295,7 +336,8 @@ def test_a_gate_never_passes_on_costs_it_cannot_read(profiled, tmp_path):
     proc = run_cli("compare", profiled["base"], profiled["base"], "--json", "--format", "junit")
     assert proc.returncode == EXIT_ERROR and "--json and --format junit" in proc.stderr
     report = tmp_path / "missing-dir" / "report.md"
-    proc = run_cli("compare", profiled["base"], profiled["slow"], "--fail-on", SPEC, "--format", "markdown",
-                   "--output", report)
+    proc = run_cli(
+        "compare", profiled["base"], profiled["slow"], "--fail-on", SPEC, "--format", "markdown", "--output", report
+    )
     assert proc.returncode == EXIT_ERROR and f"--output {report}: cannot write the report" in proc.stderr
     assert not report.parent.exists()

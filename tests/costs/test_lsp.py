@@ -6,11 +6,9 @@ from __future__ import annotations
 import re
 
 import pytest
-import pytest_lsp
 from lsprotocol import types
-from pytest_lsp import LanguageClient
 from tests.conftest import run_cli
-from tests.lsp.conftest import SERVER, start_session, uri
+from tests.lsp.conftest import uri, workspace_client
 
 from tvm_explorer.bundle.reader import Bundle
 
@@ -30,11 +28,7 @@ def dense(workspace):
     return Bundle(workspace / "dense.bundle")
 
 
-@pytest_lsp.fixture(config=SERVER, scope="module")
-async def client(lsp_client: LanguageClient, workspace):
-    await start_session(lsp_client, workspace, expect=1)
-    yield
-    await lsp_client.shutdown_session()
+client = workspace_client()
 
 
 def td(bundle: Bundle, path: str) -> types.TextDocumentIdentifier:
@@ -63,9 +57,12 @@ async def test_code_lens_per_layer_shows_its_costs(client, dense):
 
 async def test_hover_shows_the_layers_costs_and_the_kernel(client, dense):
     text = dense.text("code/module.c")
-    line = next(i for i, ln in enumerate(text.split("\n")) if "T_matmul_NT" in ln or "matmul" in ln and "=" in ln and "[" in ln)
+    line = next(
+        i for i, ln in enumerate(text.split("\n")) if "T_matmul_NT" in ln or "matmul" in ln and "=" in ln and "[" in ln
+    )
     hover = await client.text_document_hover_async(
-        types.HoverParams(td(dense, "code/module.c"), types.Position(line, 6)))
+        types.HoverParams(td(dense, "code/module.c"), types.Position(line, 6))
+    )
     value = hover.contents.value
     assert "**FULLY\\_CONNECTED**" in value  # Markdown-escaped opcode
     # The kernel serves several layers here: its line carries the cost (no line per layer).
@@ -74,7 +71,8 @@ async def test_hover_shows_the_layers_costs_and_the_kernel(client, dense):
     model = dense.text("model.tflgraph").split("\n")
     op0 = next(i for i, ln in enumerate(model) if ln.startswith("op 0 FULLY_CONNECTED"))
     hover = await client.text_document_hover_async(
-        types.HoverParams(td(dense, "model.tflgraph"), types.Position(op0, 2)))
+        types.HoverParams(td(dense, "model.tflgraph"), types.Position(op0, 2))
+    )
     assert "**Cost**" in hover.contents.value and "shared with other layers" in hover.contents.value
 
 
@@ -90,7 +88,8 @@ async def test_costs_request_ranks_layers_with_locations(client, dense):
 
 async def test_kernel_heat_marks_every_kernel_of_the_c_and_tir(client, dense):
     result = await client.protocol.send_request_async(
-        "tvmExplorer/kernelHeat", {"uri": uri(dense.root / "code/module.c")})
+        "tvmExplorer/kernelHeat", {"uri": uri(dense.root / "code/module.c")}
+    )
     kernels = {m.kernel: m for m in result.marks}
     costs = {k["name"]: k for k in dense.costs()["kernels"]}
     assert set(kernels) == set(costs)
@@ -100,7 +99,9 @@ async def test_kernel_heat_marks_every_kernel_of_the_c_and_tir(client, dense):
     last_tir = [d.path for d in dense.documents if d.stage == "tir"][-1]
     tir = await client.protocol.send_request_async("tvmExplorer/kernelHeat", {"uri": uri(dense.root / last_tir)})
     assert {m.kernel for m in tir.marks} == set(costs)
-    model = await client.protocol.send_request_async("tvmExplorer/kernelHeat", {"uri": uri(dense.root / "model.tflgraph")})
+    model = await client.protocol.send_request_async(
+        "tvmExplorer/kernelHeat", {"uri": uri(dense.root / "model.tflgraph")}
+    )
     assert model.marks == []
 
 
@@ -109,3 +110,25 @@ async def test_list_passes_carries_compile_time(client, dense):
     timed = {p.name: p for p in result.passes if p.ms is not None}
     assert timed["FuseOps"].ms > 0 and timed["FuseOps"].changed_functions > 0
     assert next(p for p in result.passes if p.name == "import").ms is None
+
+
+async def test_kernel_start_opens_the_hottest_kernel_at_its_first_loop(client, dense):
+    """``tvmExplorer/kernelStart``: a profiled bundle's C opens at its hottest kernel (the
+    measured times), on the first loop of its function, past the argument checks."""
+    got = await client.protocol.send_request_async(
+        "tvmExplorer/kernelStart", {"uri": uri(dense.root / "code/module.c")}
+    )
+    measured = {k["name"]: k["time_ms"] for k in dense.costs()["kernels"] if k.get("time_ms") is not None}
+    assert got.profiled and got.kernel == max(measured, key=measured.get)
+    text = dense.text("code/module.c")
+    lines = text.split("\n")
+    assert lines[got.range.start.line].lstrip().startswith("for ("), lines[got.range.start.line]
+    [kernel] = [
+        r for r in dense.index("code/module.c").ranges if r.kind == "primfunc" and r.key == f"prim:{got.kernel}"
+    ][:1]
+    assert text[: kernel.start].count("\n") < got.range.start.line < text[: kernel.end].count("\n")
+    # Not a generated-code document: nothing to open at.
+    assert (
+        await client.protocol.send_request_async("tvmExplorer/kernelStart", {"uri": uri(dense.root / "model.tflgraph")})
+        is None
+    )

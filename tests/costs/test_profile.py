@@ -8,6 +8,7 @@ import re
 
 import pytest
 from tests.conftest import run_cli
+from tests.costs.conftest import check_times
 
 from tvm_explorer.bundle.reader import Bundle
 
@@ -19,21 +20,10 @@ def _costs(bundle) -> dict:
 
 @pytest.mark.parametrize("target", ["c", "llvm"])
 def test_dominant_dense_ranks_first_and_times_add_up(profiled, dense_model, target):
-    costs = _costs(profiled.get(dense_model, target))
-    assert costs["profile"]["status"] == "measured"
-    layers = costs["layers"]
-    top = layers[0]  # sorted by time
+    bundle = profiled.get(dense_model, target)
+    check_times(Bundle(bundle).costs())
+    top = _costs(bundle)["layers"][0]  # the command's table, sorted by time
     assert top["opcode"] == "FULLY_CONNECTED" and top["name"] == "big_dense/output"
-    assert top["share"] > 0.5, layers
-    total = costs["total_ms"]
-    attributed = sum(lay["time_ms"] for lay in layers)
-    assert abs(attributed - total) <= 0.10 * total, (attributed, total)
-    # Against a plain run of the whole model: the fastest of each kind, the least disturbed
-    # by the other processes of a shared machine (docs/costs.md).
-    fastest, plain = costs["profile"]["total_min_ms"], costs["profile"]["plain_run_min_ms"]
-    assert abs(fastest - plain) <= 0.10 * max(fastest, plain), (fastest, plain)
-    for lay in layers:
-        assert lay["share"] == pytest.approx(lay["time_ms"] / total, abs=1e-3)
 
 
 @pytest.mark.parametrize("target", ["c"])
@@ -79,7 +69,8 @@ def test_cli_table_and_sorting(profiled, dense_model):
     assert [lay["code_lines"] for lay in by_code] == sorted((lay["code_lines"] for lay in by_code), reverse=True)
     by_memory = _costs_sorted(bundle, "memory")
     assert [lay["workspace_bytes"] for lay in by_memory] == sorted(
-        (lay["workspace_bytes"] for lay in by_memory), reverse=True)
+        (lay["workspace_bytes"] for lay in by_memory), reverse=True
+    )
 
 
 def _costs_sorted(bundle, by):
@@ -93,8 +84,9 @@ def test_onnx_layers_are_called_nodes(tmp_path):
 
     conv_block(tmp_path / "block.onnx")
     out = tmp_path / "block.bundle"
-    proc = run_cli("compile", tmp_path / "block.onnx", "-o", out, "--target", "llvm", "--profile",
-                   "--repeat", "2", check=True)
+    proc = run_cli(
+        "compile", tmp_path / "block.onnx", "-o", out, "--target", "llvm", "--profile", "--repeat", "2", check=True
+    )
     assert "slowest layer: node " in proc.stdout, proc.stdout
     table = run_cli("costs", out, check=True).stdout
     layers = [ln.split()[1] for ln in table.splitlines() if re.match(r"^\s*\d+\s+(node|op) \d+ ", ln)]

@@ -83,8 +83,9 @@ def test_a_factory_the_manifest_names_is_not_run(bundles, gt_model, tmp_path):
     decoy = tmp_path / "evil.py:make"
     decoy.write_bytes(b"anything")
     digest = hashlib.sha256(b"anything").hexdigest()
-    bundle = _shared_bundle(bundles, gt_model, tmp_path,
-                            lambda m: m["model"].update(path=str(decoy), sha256=digest, kind="nn"))
+    bundle = _shared_bundle(
+        bundles, gt_model, tmp_path, lambda m: m["model"].update(path=str(decoy), sha256=digest, kind="nn")
+    )
     error = _one_error(run_cli("profile", bundle, "--progress", "none"))
     assert f"its manifest names the model {str(decoy)!r}" in error and "--model" in error, error
     assert not marker.exists(), "profile imported the factory the bundle named"

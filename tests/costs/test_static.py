@@ -55,8 +55,9 @@ def test_cuda_without_gpu_says_so_in_one_line_and_keeps_static_costs(tmp_path, g
     assert proc.returncode == 0, proc.stderr
     lines = [ln for ln in proc.stdout.splitlines() if "profile" in ln]
     assert len(lines) == 1, lines
-    assert lines[0].startswith("  profile: not measured (no CUDA GPU on this machine: profiling CUDA "
-                               "kernels needs one"), lines
+    assert lines[0].startswith(
+        "  profile: not measured (no CUDA GPU on this machine: profiling CUDA kernels needs one"
+    ), lines
     assert lines[0].endswith("); costs.json has static costs only"), lines
     costs = Bundle(out).costs()
     assert costs["profile"]["status"] == "unavailable" and costs["code_kind"] == "cuda"
@@ -137,5 +138,6 @@ def test_an_inputs_file_that_is_no_npz_says_so(tmp_path, gt_model):
     bad.write_text("not arrays")
     proc = run_cli("compile", gt_model, "-o", tmp_path / "b.bundle", "--profile", "--inputs", bad)
     assert proc.returncode == 2 and proc.stderr.strip() == (
-        f"tvm-explorer: error: {bad}: not a readable .npz file (arrays saved with numpy.savez)")
+        f"tvm-explorer: error: {bad}: not a readable .npz file (arrays saved with numpy.savez)"
+    )
     assert not (tmp_path / "b.bundle").exists()

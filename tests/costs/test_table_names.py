@@ -48,8 +48,15 @@ def test_numerics_table_drops_the_shared_scope(bundles):
     assert len(rows) == 28 and len(set(names)) == 28 and "conv_dw_13_1" in names, text
 
 
-@pytest.mark.parametrize("model", ["pose_detection.tflite", "tiny_transformer_fp32.tflite",
-                                   "text_lstm_fp32.tflite", "mobilenet_v3_small_int8.tflite"])
+@pytest.mark.parametrize(
+    "model",
+    [
+        "pose_detection.tflite",
+        "tiny_transformer_fp32.tflite",
+        "text_lstm_fp32.tflite",
+        "mobilenet_v3_small_int8.tflite",
+    ],
+)
 def test_shortened_names_of_real_models_stay_distinct(model):
     names = [lay.name for lay in load_any(MODELS / model).layers]
     column = NameColumn(names, 40)

@@ -133,19 +133,7 @@ test('the pass diff of a multi-MB TIR document shows its first change promptly',
     .sort((a, b) => size(b.after) - size(a.after))[0];
   const sides = diffSides(bundle, pass);
   assert.ok(sides.aligned && sides.firstChange >= 0, `${pass.name}: no function-aligned diff`);
-  await runCommand(page, 'TVM Explorer: Focus on Passes View');
-  const item = page.getByRole('treeitem', { name: new RegExp(`^${pass.name.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}, tir pass ${pass.index},`) }).first();
-  // The tree shows only the rows in view: scroll it until the pass is there.
-  const tree = page.locator('.pane', { has: page.locator('.pane-header', { hasText: 'Passes' }) }).locator('.pane-body').first();
-  const box = await tree.boundingBox();
-  await page.mouse.move(box.x + box.width / 2, box.y + box.height / 2);
-  for (let i = 0; i < 40; i++) await page.mouse.wheel(0, -600); // from the top
-  await sleep(200);
-  for (let i = 0; i < 80 && !(await item.isVisible().catch(() => false)); i++) {
-    await page.mouse.move(box.x + box.width / 2, box.y + box.height / 2);
-    await page.mouse.wheel(0, 120);
-    await sleep(100);
-  }
+  const item = await scrollToPass(page, pass);
   const change = sides.right[sides.firstChange].trimEnd();
   const t0 = Date.now();
   await item.click();
@@ -174,10 +162,11 @@ test('the pass diff of a multi-MB TIR document shows its first change promptly',
   assert.ok(shown <= 10000, `the first change of ${pass.name} showed ${shown} ms after the click`);
 });
 
-/** Clicks `pass` in the Passes view (scrolling the tree until it shows). */
-async function clickPass(page, pass) {
+/** Shows `pass` in the Passes view, scrolling the tree until its row is in view: that row. */
+async function scrollToPass(page, pass) {
   await runCommand(page, 'TVM Explorer: Focus on Passes View');
   const item = page.getByRole('treeitem', { name: new RegExp(`^${pass.name.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}, ${pass.stage} pass ${pass.index},`) }).first();
+  // The tree shows only the rows in view: scroll it until the pass is there.
   const tree = page.locator('.pane', { has: page.locator('.pane-header', { hasText: 'Passes' }) }).locator('.pane-body').first();
   const box = await tree.boundingBox();
   await page.mouse.move(box.x + box.width / 2, box.y + box.height / 2);
@@ -188,7 +177,12 @@ async function clickPass(page, pass) {
     await page.mouse.wheel(0, 120);
     await sleep(100);
   }
-  await item.click();
+  return item;
+}
+
+/** Clicks `pass` in the Passes view. */
+async function clickPass(page, pass) {
+  await (await scrollToPass(page, pass)).click();
 }
 
 /** The modified side's rendered lines (spaces as spaces). */

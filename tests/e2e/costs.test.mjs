@@ -60,9 +60,8 @@ test('Hot Layers lists the layers by measured time and a click opens the layer a
 });
 
 test('hovering a conv statement of the generated C shows its layer costs and kernel', async () => {
-  const cPath = suite.bundle.documents('code').find((p) => p.endsWith('.c'));
-  const stmt = suite.bundle.statementOf(cPath, 'CONV_2D');
-  await openAt(suite, cPath, stmt.line);
+  const stmt = suite.bundle.cConv();
+  await openAt(suite, stmt.path, stmt.line);
   const text = await hoverNamingLayer(suite, stmt);
   await screenshot(suite.session.page, 'costs-04-cost-hover');
   assert.match(text, /Cost\s*\d+\.\d\d ms · \d+ % · \d+ C lines/);

@@ -10,14 +10,22 @@ import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { test } from 'node:test';
 import { PYTHON, REPO } from './lib/paths.mjs';
-import { bundleSuite, ctrlClickToModel, hoverNamingLayer, openAt as openIn } from './lib/suite.mjs';
+import { bundleSuite, ctrlClickToModel, hoverNamingLayer, openAt as openIn, openOnLayerEntry } from './lib/suite.mjs';
 import { diffSides } from './lib/passDiffSides.mjs';
 import { recordGoal } from './lib/timingGoals.mjs';
-import { activeTabTitle, cursorPosition, passDiffStatus, poll, runCommand, screenshot } from './lib/workbench.mjs';
+import { activeTabTitle, cursorPosition, goToLineInFocused, passDiffStatus, poll, runCommand, screenshot } from './lib/workbench.mjs';
 
 const suite = bundleSuite({ shots: 'jumps-' });
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 const openAt = (path, line, character) => openIn(suite, path, line, character);
+
+/** Closes every editor, then opens the generated C at its CONV_2D statement: that statement. */
+async function openCConvAlone(page) {
+  await runCommand(page, 'View: Close All Editors');
+  const stmt = suite.bundle.cConv();
+  await openAt(stmt.path, stmt.line, stmt.character);
+  return stmt;
+}
 
 /** Number of open editor tabs, and whether the active one is a preview (italic) tab. */
 async function tabs(page) {
@@ -56,15 +64,14 @@ test('alt+[ and alt+] step the same code through the passes that changed it, in 
   const { session, bundle } = suite;
   const { page } = session;
   const docs = [...bundle.documents('relax'), ...bundle.documents('tir')];
-  const cPath = bundle.documents('code').find((p) => p.endsWith('.c'));
-  const stmt = bundle.statementOf(cPath, 'CONV_2D');
+  const stmt = bundle.cConv();
   const layer = stmt.layers[0];
   await runCommand(page, 'View: Close All Editors'); // a suite before it in the session left its own
   // Wait until the server has loaded the bundle (the pass view lists it).
   await runCommand(page, 'TVM Explorer: Focus on Passes View');
   const passesPane = page.locator('.pane', { has: page.locator('.pane-header', { hasText: 'Passes' }) });
   await passesPane.locator('.monaco-list-row', { hasText: 'small_cnn.bundle' }).first().waitFor({ timeout: 180000 });
-  await openAt(cPath, stmt.line, stmt.character);
+  await openAt(stmt.path, stmt.line, stmt.character);
   const opened = await tabs(page);
   let title = await activeTabTitle(page);
   let index = Infinity;
@@ -98,12 +105,8 @@ test('alt+[ and alt+] step the same code through the passes that changed it, in 
 test('Go to Previous Stage (alt+backslash) walks from a C conv line to the model in at most 3 steps, in one preview tab', async () => {
   const { session, bundle } = suite;
   const { page } = session;
-  // Start from a clean editor area: only the C file open.
-  await runCommand(page, 'View: Close All Editors');
-  const cPath = bundle.documents('code').find((p) => p.endsWith('.c'));
-  const stmt = bundle.statementOf(cPath, 'CONV_2D');
+  const stmt = await openCConvAlone(page);
   const layer = stmt.layers[0];
-  await openAt(cPath, stmt.line, stmt.character);
   let title = await activeTabTitle(page);
   const stages = [];
   for (let i = 0; i < 3 && !title.includes('model.tflgraph'); i++) {
@@ -158,10 +161,8 @@ async function chooseFilter(page, label) {
 test('Layer Places lists the layer by stage in pipeline order, filters, and opens a place', async () => {
   const { session, bundle } = suite;
   const { page } = session;
-  const cPath = bundle.documents('code').find((p) => p.endsWith('.c'));
-  const layer = bundle.statementOf(cPath, 'CONV_2D').layers[0];
-  const entry = bundle.layerEntry(layer.id);
-  await openAt(entry.path, entry.line, entry.character + entry.text.indexOf(layer.opcode) + 1);
+  const layer = bundle.cConv().layers[0];
+  await openOnLayerEntry(suite, layer);
   await runCommand(page, 'TVM Explorer: Show Layer Places');
   await poll(async () => (await placesRows(page)).length > 1, { timeoutMs: 60000 });
   // A row's text is its label followed by its description ("Relax15 places in 1 pass").
@@ -303,8 +304,7 @@ test('the Pass history lens opens Layer History; a step opens the diff of only t
   const { session, bundle } = suite;
   const { page } = session;
   await runCommand(page, 'View: Close All Editors');
-  const cPath = bundle.documents('code').find((p) => p.endsWith('.c'));
-  const layer = bundle.statementOf(cPath, 'CONV_2D').layers[0];
+  const layer = bundle.cConv().layers[0];
   const entry = bundle.layerEntry(layer.id);
   // What the server answers, as the CLI prints it (same code): the steps the view must list.
   const expected = JSON.parse(execFileSync(PYTHON, ['-m', 'tvm_explorer', 'history', bundle.root, String(layer.op_index), '--json'],
@@ -374,11 +374,8 @@ test('the Pass history lens opens Layer History; a step opens the diff of only t
 test('the hover of a C conv line offers its pass history; the link opens Layer History on that layer', async () => {
   const { session, bundle } = suite;
   const { page } = session;
-  await runCommand(page, 'View: Close All Editors');
-  const cPath = bundle.documents('code').find((p) => p.endsWith('.c'));
-  const stmt = bundle.statementOf(cPath, 'CONV_2D');
+  const stmt = await openCConvAlone(page);
   const layer = stmt.layers[0];
-  await openAt(cPath, stmt.line, stmt.character);
   const link = page.locator('.monaco-hover:visible a', { hasText: /^Pass history of (this layer|these \d+ layers)$/ });
   const shown = await poll(async () => {
     if ((await link.count()) > 0) return true;
@@ -398,8 +395,7 @@ test('the hover of a C conv line offers its pass history; the link opens Layer H
 test('Go to Symbol in Workspace (Ctrl+T) finds a layer by its TF name and opens its model entry', async () => {
   const { session, bundle } = suite;
   const { page } = session;
-  const cPath = bundle.documents('code').find((p) => p.endsWith('.c'));
-  const layer = bundle.statementOf(cPath, 'CONV_2D').layers[0];
+  const layer = bundle.cConv().layers[0];
   const entry = bundle.layerEntry(layer.id);
   const tfName = layer.name || entry.text.split(/\s+/)[3];
   await focusEditor(page);
@@ -562,11 +558,7 @@ test('stepping pass diffs shows each new diff promptly, in place, with hover and
   const fused = fusedLines[fusedAt].match(/def (\w+)\(/)[1];
   // Bring it on screen (functions the pass removed come before it on the left).
   await diff.locator('.editor.modified .monaco-editor textarea').first().focus();
-  await page.keyboard.press('Control+G');
-  await page.locator('.quick-input-widget input').fill(`:${fusedAt + 1}`);
-  await sleep(150);
-  await page.keyboard.press('Enter');
-  await page.locator('.quick-input-widget').waitFor({ state: 'hidden' });
+  await goToLineInFocused(page, fusedAt + 1);
   await sleep(500);
   const topOf = async (side) => {
     const row = diff.locator(`.editor.${side} .view-line`, { hasText: `def ${fused}(` }).first();
@@ -584,13 +576,7 @@ test('stepping pass diffs shows each new diff promptly, in place, with hover and
   /** Puts the cursor of the diff's right side at 1-based `line`, `column`. */
   const goToInDiff = async (line, column) => {
     await diff.locator('.editor.modified .monaco-editor textarea').first().focus();
-    await page.keyboard.press('Control+G');
-    const input = page.locator('.quick-input-widget input');
-    await input.waitFor({ state: 'visible' });
-    await input.fill(`:${line}:${column}`);
-    await sleep(150);
-    await page.keyboard.press('Enter');
-    await page.locator('.quick-input-widget').waitFor({ state: 'hidden' });
+    await goToLineInFocused(page, line, column);
   };
   await goToInDiff(stmt.line + 1, stmt.character + 1);
   const text = await hoverNamingLayer(suite, stmt);

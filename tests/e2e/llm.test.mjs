@@ -6,17 +6,29 @@
  * model line; go to definition opens that line of modeling_llama.py first, read-only; the Hot
  * Layers view toggles to one row per module; the model graph opens with the decoder layers
  * collapsed (each box the sum of its layers), and the cursor on a C line of a kernel shared by
- * several layers brings them all on screen. Screenshots in test-artifacts/vscode/ (llm-).
+ * several layers brings them all on screen; the graph opened again draws from the layouts the
+ * extension kept (no ELK run, each box where ELK puts it), and another model's bundle put in the
+ * Llama's place is laid out afresh. Screenshots in test-artifacts/vscode/ (llm-).
  */
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
-import { mkdtempSync, readFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, renameSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
+import { BundleView, compileBundle } from './lib/bundle.mjs';
 import { PYTHON, REPO } from './lib/paths.mjs';
 import { bundleSuite, hoverNamingLayer, openAt } from './lib/suite.mjs';
-import { activeTabTitle, ctrlClickRect, cursorPosition, poll, runCommand, screenshot, wordRectOnCursorLine } from './lib/workbench.mjs';
+import {
+  activeTabTitle,
+  actUntilTab,
+  ctrlClickRect,
+  cursorPosition,
+  poll,
+  runCommand,
+  screenshot,
+  wordRectOnCursorLine,
+} from './lib/workbench.mjs';
 
 /** The exported program: the one the pytest session exported (tests/e2e/test_vscode.py), or
  * exported here. */
@@ -53,11 +65,8 @@ test('ctrl-click opens the model line in modeling_llama.py first, read-only', as
   const { page } = suite.session;
   const stmt = projectionStatement();
   await openAt(suite, 'code/module.c', stmt.line);
-  const opened = await poll(async () => {
-    if ((await activeTabTitle(page)).includes('modeling_llama.py')) return true;
-    await ctrlClickRect(page, await wordRectOnCursorLine(page, stmt.word, stmt.character));
-    return poll(async () => (await activeTabTitle(page)).includes('modeling_llama.py'), { timeoutMs: 3000 });
-  }, { timeoutMs: 90000, intervalMs: 1000 });
+  const ctrlClick = async () => ctrlClickRect(page, await wordRectOnCursorLine(page, stmt.word, stmt.character));
+  const opened = await actUntilTab(page, 'modeling_llama.py', ctrlClick, { timeoutMs: 90000, intervalMs: 1000, settleMs: 3000 });
   assert.ok(opened, `ctrl-click did not open modeling_llama.py (active tab: ${await activeTabTitle(page)})`);
   const line = await poll(async () => {
     const text = await page.locator('.monaco-editor .view-line').allTextContents().catch(() => []);
@@ -235,4 +244,86 @@ test('the pass slider scrubs the Llama through its pipeline: touched layers mark
   assert.equal(await app.evaluate(() => JSON.stringify(window.tvmxGraph.geometry())), before, 'a box moved while scrubbing');
   await graph.locator('.passes .pass-off').click();
   assert.equal(await app.evaluate(() => document.querySelectorAll('.pass-touched, rect.fusion').length), 0);
+});
+
+/** The drawn boxes (layers, open and collapsed groups) where the graph has them. */
+const boxesOf = (app) => app.evaluate(() => {
+  const { nodes, collapsed, groups } = window.tvmxGraph.geometry();
+  return { nodes, collapsed, groups };
+});
+
+/** Closes every editor (the graph's webview with them), opens the generated C at its first line
+ * and the model graph on it again: a new page, given what the extension kept. */
+async function reopenGraph(page) {
+  await runCommand(page, 'View: Close All Editors');
+  await openAt(suite, 'code/module.c', 0, 0);
+  await runCommand(page, 'TVM Explorer: Show Model Graph');
+  const graph = graphFrame(page);
+  await graph.locator('[data-layer]').first().waitFor({ state: 'visible', timeout: 120000 });
+  return graph;
+}
+
+// Last: it puts another model's bundle in place of the Llama's.
+test('the graph opened again draws from the kept layouts, a different graph in the bundle is laid out afresh', async () => {
+  const { page } = suite.session;
+  // The open graph has handed its layouts (every container ELK laid out so far) to the extension.
+  const handed = await poll(() => graphFrame(page).locator('body').evaluate(() => {
+    const k = window.tvmxGraph.keptLayouts();
+    return k.kept > 0 && k.kept === k.shapes ? k : undefined;
+  }), { timeoutMs: 60000 });
+  assert.ok(handed, 'the graph never handed its layouts to the extension');
+  // Opened again: every container of the opening view from the workspace state, none by ELK, and
+  // every box where ELK puts it (Tidy lays them all out afresh).
+  let graph = await reopenGraph(page);
+  let app = graph.locator('body');
+  const reopened = await app.evaluate(async () => ({ laidOut: (await window.tvmxGraph.painted).laidOut, ...window.tvmxGraph.keptLayouts() }));
+  const kept = await boxesOf(app);
+  await screenshot(page, 'llm-08-graph-reopened-kept-layouts');
+  assert.equal(reopened.laidOut, 0, `ELK laid out ${reopened.laidOut} containers of a graph whose layouts were kept`);
+  assert.equal(reopened.kept, handed.kept, 'the reopened page was not given every kept layout');
+  assert.ok(Object.keys(kept.collapsed).length >= 2, `the decoder layers are not drawn collapsed: ${Object.keys(kept.collapsed)}`);
+  // A decoder layer opened by a click (from the kept layouts too): its boxes come on screen,
+  // though it opens wider than its box was; closed again, every box is back.
+  const gid = await graph.locator('.group.collapsed.repeat').nth(1).getAttribute('data-group');
+  await graph.locator(`.group.collapsed[data-group="${gid}"]`).click();
+  const inView = await poll(() => app.evaluate((_, gid) => {
+    const { nodes, groups } = window.tvmxGraph.geometry();
+    const f = groups[gid];
+    const view = document.querySelector('svg.graph').getBoundingClientRect();
+    const members = Object.entries(nodes).filter(([, b]) => f && b.x >= f.x && b.y >= f.y && b.x + b.width <= f.x + f.width && b.y + b.height <= f.y + f.height);
+    const on = members.filter(([id]) => {
+      const b = document.querySelector(`[data-layer="${id}"]`)?.getBoundingClientRect();
+      return b && b.left >= view.left && b.right <= view.right && b.top >= view.top && b.bottom <= view.bottom;
+    });
+    return on.length ? on.map(([id]) => id) : undefined;
+  }, gid), { timeoutMs: 30000 });
+  await screenshot(page, 'llm-08b-graph-decoder-layer-opened');
+  assert.ok(inView, `no box of the opened decoder layer ${gid} is on screen`);
+  assert.equal(await app.evaluate(async () => (await window.tvmxGraph.painted).laidOut), 0, 'ELK laid out a decoder layer whose layout was kept');
+  await app.evaluate((_, gid) => window.tvmxGraph.setCollapsed(gid, true), gid);
+  assert.deepEqual(await boxesOf(app), kept, 'closing the decoder layer again did not put every box back');
+  await graph.locator('button.tidy').click();
+  const tidied = await app.evaluate(async () => (await window.tvmxGraph.painted).laidOut);
+  assert.ok(tidied > 0, 'Tidy did not lay the graph out again');
+  assert.deepEqual(await boxesOf(app), kept, 'a box drawn from the kept layouts is not where ELK puts it');
+
+  // Another model compiled into the same bundle (small_cnn's bundle put in its place, as
+  // `compile -o` swaps it): a different identity, so the Llama's layouts are of no use.
+  const other = join(suite.session.runDir, 'other');
+  const small = new BundleView(compileBundle(other, { cache: true }));
+  renameSync(suite.bundle.root, join(other, 'llama.bundle'));
+  renameSync(small.root, suite.bundle.root);
+  const want = small.index.layers.map((l) => l.id).sort((a, b) => a - b);
+  const drawn = () => app.evaluate(() => [...document.querySelectorAll('[data-layer]')].map((e) => Number(e.getAttribute('data-layer'))).sort((a, b) => a - b));
+  graph = await reopenGraph(page);
+  app = graph.locator('body');
+  const redrawn = await poll(async () => JSON.stringify(await drawn().catch(() => [])) === JSON.stringify(want), { timeoutMs: 90000, intervalMs: 1000 });
+  assert.ok(redrawn, `the graph does not show the new model's layers ${want}: ${await drawn()}`);
+  const fresh = await app.evaluate(async () => (await window.tvmxGraph.painted).laidOut);
+  const boxes = await boxesOf(app);
+  await screenshot(page, 'llm-09-graph-other-model-same-bundle');
+  assert.ok(fresh > 0, 'the Llama\'s kept layouts were used for another graph (ELK laid out nothing)');
+  await graph.locator('button.tidy').click();
+  await app.evaluate(() => window.tvmxGraph.painted);
+  assert.deepEqual(await boxesOf(app), boxes, 'a box of the new graph is not where ELK puts it');
 });

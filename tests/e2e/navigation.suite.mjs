@@ -123,6 +123,16 @@ async function highlighted(page) {
   return graphFrame(page).locator('[data-layer].highlight').evaluateAll((els) => els.map((e) => e.getAttribute('data-layer')));
 }
 
+/** The graph's highlighted nodes once there are some and all are layers of `stmt` (undefined
+ * if that does not come within 30 s). */
+async function highlightOf(page, stmt) {
+  const want = stmt.layers.map((l) => String(l.id));
+  return poll(async () => {
+    const h = await highlighted(page);
+    return h.length && h.every((id) => want.includes(id)) ? h : undefined;
+  }, { timeoutMs: 30000 });
+}
+
 test('hovering an alloc_storage line names the layers whose tensors live in it, and when', async () => {
   const { page } = suite.session;
   const memory = JSON.parse(readFileSync(join(suite.bundle.root, 'memory.json'), 'utf8'));
@@ -157,23 +167,16 @@ test('the graph highlights the layer of the C statement under the cursor', async
   await graph.locator('[data-layer]').first().waitFor({ state: 'visible', timeout: 120000 });
   const ids = await graph.locator('[data-layer]').evaluateAll((els) => els.map((e) => e.getAttribute('data-layer')));
   assert.deepEqual(ids.map(Number).sort((a, b) => a - b), suite.bundle.index.layers.map((l) => l.id));
-  const want = conv.layers.map((l) => String(l.id));
-  const got = await poll(async () => {
-    const h = await highlighted(page);
-    return h.length && h.every((id) => want.includes(id)) ? h : undefined;
-  }, { timeoutMs: 30000 });
+  const got = await highlightOf(page, conv);
   await screenshot(page, 'graph-01-cursor-in-c');
+  const want = conv.layers.map((l) => String(l.id));
   assert.ok(got, `no node of ${want} highlighted for the C line "${conv.lineText.trim()}": ${await highlighted(page)}`);
   // The cursor moves to the dense layer's statement: the highlight follows.
   const dense = suite.bundle.statementOf(CODE, 'FULLY_CONNECTED');
   await openAt(suite, CODE, dense.line, dense.character);
-  const wantDense = dense.layers.map((l) => String(l.id));
-  const moved = await poll(async () => {
-    const h = await highlighted(page);
-    return h.length && h.every((id) => wantDense.includes(id)) ? h : undefined;
-  }, { timeoutMs: 30000 });
+  const moved = await highlightOf(page, dense);
   await screenshot(page, 'graph-02-cursor-moved');
-  assert.ok(moved, `highlight did not follow to ${wantDense}: ${await highlighted(page)}`);
+  assert.ok(moved, `highlight did not follow to ${dense.layers.map((l) => l.id)}: ${await highlighted(page)}`);
 });
 
 test('clicking a node shows its Layer Places and jumps to its generated code', async () => {
@@ -244,6 +247,20 @@ test('the memory timeline marks the peak, and a click on a band opens its layer 
   const held = memory.storages.filter((s) => s.first_step !== null && s.first_step <= memory.peak.step && memory.peak.step <= s.last_step);
   const listed = await frame.locator('.tvmx-mem-details button[data-storage]').evaluateAll((els) => els.map((e) => Number(e.getAttribute('data-storage'))));
   assert.deepEqual([...listed].sort(), held.map((s) => s.id).sort());
+  // What a run measured: the line of its bytes after each kernel call, with its caption; or, for
+  // a bundle compiled without --profile, no line and a caption saying why. (The suite's bundle
+  // is recompiled with --profile by the graph test before this one: measured, then.)
+  const caption = frame.locator('.tvmx-mem-measured');
+  assert.equal(await caption.getAttribute('data-measured'), memory.measured.status);
+  const line = await frame.evaluate(() => window.tvmxMemory.measuredLine());
+  if (memory.measured.status === 'measured') {
+    assert.ok(line, 'no measured line drawn');
+    assert.deepEqual(line.bytes, memory.measured.steps);
+    assert.match(await caption.textContent(), /^measured on this machine: peak /);
+  } else {
+    assert.equal(line, null);
+    assert.match(await caption.textContent(), /^not measured: compiled without --profile; tvm-explorer compile --profile/);
+  }
   await screenshot(page, 'nav-memory-timeline-01-open');
   // A click on storage #0's band at the peak: its tensor there is the first convolution's output.
   const storage = memory.storages[0];

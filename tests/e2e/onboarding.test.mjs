@@ -14,55 +14,36 @@ import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { copyFileSync, existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
-import { after, afterEach, before, test } from 'node:test';
+import { test } from 'node:test';
 import { MODELS, PYTHON, REPO } from './lib/paths.mjs';
-import { emptyWorkspace, Session } from './lib/session.mjs';
+import { workspaceSuite } from './lib/suite.mjs';
 import { activeTabTitle, cursorPosition, poll, runCommand, screenshot } from './lib/workbench.mjs';
 
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
-let session;
-let folder;
-
-before(async () => {
-  session = await Session.start({
-    workspace: (runDir) => {
-      folder = emptyWorkspace(runDir);
-      for (const name of ['small_cnn_fp32.tflite', 'okay_nabu.tflite', 'mobilenet_v1_fp32.tflite']) {
-        copyFileSync(join(MODELS, name), join(folder, name));
-      }
-      // tests/frontends/onnx_graphs.py's constructed block (Conv, Relu, Add, Sigmoid, Mul).
-      execFileSync(PYTHON, ['-c', 'import sys; sys.path.insert(0, "tests");'
-        + ' from frontends.onnx_graphs import conv_block; conv_block(sys.argv[1])', join(folder, 'block.onnx')],
-      { cwd: REPO, stdio: ['ignore', 'ignore', 'inherit'], timeout: 120000 });
-      execFileSync(PYTHON, ['-c', 'import sys, numpy as np;'
-        + ' np.savez(sys.argv[1], x=np.full((1, 3, 8, 8), 0.25, np.float32))', join(folder, 'block_inputs.npz')],
-      { stdio: ['ignore', 'ignore', 'inherit'], timeout: 120000 });
-      // The residual net of tests/frontends/torch_nets.py, saved by torch.export.save.
-      execFileSync(PYTHON, ['-c', 'import sys, torch; sys.path.insert(0, "tests/frontends"); import torch_nets;'
-        + ' torch.export.save(torch_nets.resnet_program()[0], sys.argv[1])', join(folder, 'resnet.pt2')],
-      { cwd: REPO, stdio: ['ignore', 'ignore', 'inherit'], timeout: 180000 });
-      // tests/tflite_builder.py's chain of constants: a FoldConstant of many seconds to cancel.
-      execFileSync(PYTHON, ['-c', 'import sys; sys.path.insert(0, ".");'
-        + ' from tests.tflite_builder import constant_chain; constant_chain(sys.argv[1], 120)', join(folder, 'chain.tflite')],
-      { cwd: REPO, stdio: ['ignore', 'ignore', 'inherit'], timeout: 120000 });
-      // A pipeline with a planted add→subtract pass, importable from the model's folder.
-      copyFileSync(join(REPO, 'tests', 'numerics', 'planted_pipes.py'), join(folder, 'planted_pipes.py'));
-      return folder;
-    },
-    settings: { 'tvmExplorer.pythonPath': PYTHON },
-  });
-});
-
-let step = 0;
-afterEach(async (t) => {
-  step += 1;
-  const name = t.name.replace(/[^A-Za-z0-9]+/g, '-').slice(0, 40);
-  await screenshot(session.page, `onboarding-end-${step}-${name}`).catch(() => {});
-});
-
-after(async () => {
-  const leftovers = await session?.close();
-  assert.deepEqual(leftovers ?? [], [], 'processes left behind');
+const suite = workspaceSuite({
+  fill: (folder) => {
+    for (const name of ['small_cnn_fp32.tflite', 'okay_nabu.tflite', 'mobilenet_v1_fp32.tflite']) {
+      copyFileSync(join(MODELS, name), join(folder, name));
+    }
+    // tests/frontends/onnx_graphs.py's constructed block (Conv, Relu, Add, Sigmoid, Mul).
+    execFileSync(PYTHON, ['-c', 'import sys; sys.path.insert(0, "tests");'
+      + ' from frontends.onnx_graphs import conv_block; conv_block(sys.argv[1])', join(folder, 'block.onnx')],
+    { cwd: REPO, stdio: ['ignore', 'ignore', 'inherit'], timeout: 120000 });
+    execFileSync(PYTHON, ['-c', 'import sys, numpy as np;'
+      + ' np.savez(sys.argv[1], x=np.full((1, 3, 8, 8), 0.25, np.float32))', join(folder, 'block_inputs.npz')],
+    { stdio: ['ignore', 'ignore', 'inherit'], timeout: 120000 });
+    // The residual net of tests/frontends/torch_nets.py, saved by torch.export.save.
+    execFileSync(PYTHON, ['-c', 'import sys, torch; sys.path.insert(0, "tests/frontends"); import torch_nets;'
+      + ' torch.export.save(torch_nets.resnet_program()[0], sys.argv[1])', join(folder, 'resnet.pt2')],
+    { cwd: REPO, stdio: ['ignore', 'ignore', 'inherit'], timeout: 180000 });
+    // tests/tflite_builder.py's chain of constants: a FoldConstant of many seconds to cancel.
+    execFileSync(PYTHON, ['-c', 'import sys; sys.path.insert(0, ".");'
+      + ' from tests.tflite_builder import constant_chain; constant_chain(sys.argv[1], 120)', join(folder, 'chain.tflite')],
+    { cwd: REPO, stdio: ['ignore', 'ignore', 'inherit'], timeout: 120000 });
+    // A pipeline with a planted add→subtract pass, importable from the model's folder.
+    copyFileSync(join(REPO, 'tests', 'numerics', 'planted_pipes.py'), join(folder, 'planted_pipes.py'));
+  },
+  shots: 'onboarding-',
 });
 
 /** Clicks "Compile Model…" (or another item) in the open context menu; a click that lands
@@ -136,7 +117,7 @@ async function outputChannelText(page) {
 }
 
 test('with no bundle yet the pass view offers to compile', async () => {
-  const { page } = session;
+  const { page } = suite.session;
   // The extension starts in a workspace holding .tflite files; its view is in the activity bar.
   const icon = page.locator('.activitybar .action-item a[aria-label="TVM Explorer"]');
   await icon.waitFor({ timeout: 60000 });
@@ -148,7 +129,7 @@ test('with no bundle yet the pass view offers to compile', async () => {
 });
 
 test('opening a .tflite shows its model document with a Compile action', async () => {
-  const { page } = session;
+  const { page } = suite.session;
   await runCommand(page, 'View: Show Explorer');
   await explorerRow(page, 'small_cnn_fp32.tflite').dblclick();
   const conv = page.locator('.editor-instance .view-line', { hasText: 'op 0 CONV_2D' });
@@ -164,10 +145,10 @@ test('opening a .tflite shows its model document with a Compile action', async (
 });
 
 test('Compile Model… shows progress, then opens the bundle and lists it in the pass view', async () => {
-  const { page } = session;
+  const { page } = suite.session;
   await page.locator('.codelens-decoration a', { hasText: 'Compile this model' }).click();
   const proposed = await answerCompileQuestions(page, { target: 'c' });
-  assert.equal(proposed, join(folder, 'small_cnn_fp32.bundle'));
+  assert.equal(proposed, join(suite.folder, 'small_cnn_fp32.bundle'));
   const toast = page.locator('.notifications-toasts .notification-toast', { hasText: 'Compiling small_cnn_fp32.tflite for c' });
   await toast.waitFor({ timeout: 30000 });
   const stepShown = await poll(async () => {
@@ -179,7 +160,7 @@ test('Compile Model… shows progress, then opens the bundle and lists it in the
   // The new bundle opens at its generated code and appears in the pass view.
   await poll(async () => (await activeTabTitle(page)).includes('module.c'), { timeoutMs: 120000 });
   // …at the first kernel's first loop (not the prototypes on top of module.c).
-  const cLines = readFileSync(join(folder, 'small_cnn_fp32.bundle', 'code', 'module.c'), 'utf8').split('\n');
+  const cLines = readFileSync(join(suite.folder, 'small_cnn_fp32.bundle', 'code', 'module.c'), 'utf8').split('\n');
   const firstDef = cLines.findIndex((l) => /^TVM_DLL .*__tvm_ffi_\w+\(.*\) \{$/.test(l));
   const firstLoop = cLines.findIndex((l, i) => i > firstDef && /^\s+for \(/.test(l));
   const at = await poll(async () => {
@@ -192,16 +173,16 @@ test('Compile Model… shows progress, then opens the bundle and lists it in the
   await bundleRow.waitFor({ timeout: 60000 });
   await page.locator('.monaco-list-row', { hasText: 'FuseOps' }).first().waitFor({ timeout: 30000 });
   await screenshot(page, 'onboarding-04-compiled-bundle-open');
-  const manifest = JSON.parse(readFileSync(join(folder, 'small_cnn_fp32.bundle', 'manifest.json'), 'utf8'));
+  const manifest = JSON.parse(readFileSync(join(suite.folder, 'small_cnn_fp32.bundle', 'manifest.json'), 'utf8'));
   assert.equal(manifest.target, 'c');
   // The Output channel logged the load: path, documents, milliseconds.
   const log = await outputChannelText(page);
-  assert.match(log, new RegExp(`loaded bundle ${join(folder, 'small_cnn_fp32.bundle').replace(/[.*+?^${}()|[\]\\/]/g, '\\$&')}: \\d+ documents in \\d+ ms`));
+  assert.match(log, new RegExp(`loaded bundle ${join(suite.folder, 'small_cnn_fp32.bundle').replace(/[.*+?^${}()|[\]\\/]/g, '\\$&')}: \\d+ documents in \\d+ ms`));
   await screenshot(page, 'onboarding-05-output-logs-the-load');
 });
 
 test('a model TVM cannot import fails with one message naming the operator and Show Output', async () => {
-  const { page } = session;
+  const { page } = suite.session;
   await runCommand(page, 'View: Show Explorer');
   await explorerRow(page, 'okay_nabu.tflite').click({ button: 'right' });
   await chooseCompileInContextMenu(page);
@@ -219,8 +200,8 @@ test('a model TVM cannot import fails with one message naming the operator and S
 });
 
 test('Cancel stops a compile at once, inside a long pass, and keeps the previous bundle', async () => {
-  const { page } = session;
-  const previous = join(folder, 'small_cnn_fp32.bundle');
+  const { page } = suite.session;
+  const previous = join(suite.folder, 'small_cnn_fp32.bundle');
   const before = readFileSync(join(previous, 'manifest.json'), 'utf8');
   const mtime = statSync(join(previous, 'manifest.json')).mtimeMs;
   await runCommand(page, 'View: Show Explorer');
@@ -259,21 +240,21 @@ test('Cancel stops a compile at once, inside a long pass, and keeps the previous
   assert.equal(readFileSync(join(previous, 'manifest.json'), 'utf8'), before);
   assert.equal(statSync(join(previous, 'manifest.json')).mtimeMs, mtime);
   // Nothing half-written is left beside it.
-  const leftovers = await poll(() => readdirSync(folder).filter((n) => n.includes('.tmp-')).length === 0, { timeoutMs: 20000 });
-  assert.ok(leftovers, `temporary folders left: ${readdirSync(folder)}`);
+  const leftovers = await poll(() => readdirSync(suite.folder).filter((n) => n.includes('.tmp-')).length === 0, { timeoutMs: 20000 });
+  assert.ok(leftovers, `temporary folders left: ${readdirSync(suite.folder)}`);
 });
 
 test('an ONNX model compiles from the explorer context menu with Profile, Numerics and given inputs', async () => {
-  const { page } = session;
+  const { page } = suite.session;
   await runCommand(page, 'View: Show Explorer');
   await explorerRow(page, 'block.onnx').click({ button: 'right' });
   await screenshot(page, 'onboarding-10-onnx-context-menu');
   await chooseCompileInContextMenu(page);
   const proposed = await answerCompileQuestions(page, {
-    target: 'llvm', options: ['Profile', 'Numerics', 'Inputs from a file'], inputsFile: join(folder, 'block_inputs.npz'),
+    target: 'llvm', options: ['Profile', 'Numerics', 'Inputs from a file'], inputsFile: join(suite.folder, 'block_inputs.npz'),
   });
-  assert.equal(proposed, join(folder, 'block.bundle'));
-  const bundle = join(folder, 'block.bundle');
+  assert.equal(proposed, join(suite.folder, 'block.bundle'));
+  const bundle = join(suite.folder, 'block.bundle');
   // The notification shows the run steps after the compile; the bundle then opens in the pass view.
   const toast = page.locator('.notifications-toasts .notification-toast', { hasText: 'Compiling block.onnx for llvm' });
   const running = await poll(async () => {
@@ -305,7 +286,7 @@ test('an ONNX model compiles from the explorer context menu with Profile, Numeri
   assert.ok(costs.profile, 'costs.json has no profile');
   const numerics = JSON.parse(readFileSync(join(bundle, 'numerics.json'), 'utf8'));
   assert.match(numerics.reference, /^onnxruntime /);
-  assert.equal(numerics.inputs, join(folder, 'block_inputs.npz'));
+  assert.equal(numerics.inputs, join(suite.folder, 'block_inputs.npz'));
   assert.equal(numerics.first_divergence, null);
   await runCommand(page, 'TVM Explorer: Focus on Numerics View');
   const row = page.getByRole('treeitem', { name: /^node 4 Mul / });
@@ -314,7 +295,7 @@ test('an ONNX model compiles from the explorer context menu with Profile, Numeri
 });
 
 test('Bisect Model… with a planted pipeline names the culprit pass and opens its diff', async () => {
-  const { page } = session;
+  const { page } = suite.session;
   await runCommand(page, 'View: Show Explorer');
   await explorerRow(page, 'block.onnx').click({ button: 'right' });
   await chooseCompileInContextMenu(page, 'Bisect Model…');
@@ -329,7 +310,7 @@ test('Bisect Model… with a planted pipeline names the culprit pass and opens i
   await answer('compare with'); // the imported module
   await answer('Relax pipeline', 'planted_pipes:with_planted_first_add');
   await page.locator('.quick-input-widget .quick-input-title', { hasText: 'bundle folder' }).waitFor();
-  assert.equal(await input.inputValue(), join(folder, 'block.bisect.bundle'));
+  assert.equal(await input.inputValue(), join(suite.folder, 'block.bisect.bundle'));
   await screenshot(page, 'onboarding-14-bisect-questions');
   await page.keyboard.press('Enter');
   // The progress notification names each snapshot as it is built, then the report comes.
@@ -354,7 +335,7 @@ for (const [file, kind, expected] of [
   ['resnet.pt2', 'PyTorch ExportedProgram', /node 1 aten\.conv2d\.default block1\.conv1\/conv2d_1/],
 ]) {
   test(`opening ${file} shows its model document with a Compile action`, async () => {
-    const { page } = session;
+    const { page } = suite.session;
     await runCommand(page, 'View: Show Explorer');
     await explorerRow(page, file).dblclick();
     const head = page.locator('.editor-instance .view-line', { hasText: `# ${kind} ${file}` });

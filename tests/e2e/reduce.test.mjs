@@ -8,35 +8,22 @@ import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
-import { after, before, test } from 'node:test';
+import { test } from 'node:test';
 import { PYTHON, REPO } from './lib/paths.mjs';
-import { emptyWorkspace, Session } from './lib/session.mjs';
+import { workspaceSuite } from './lib/suite.mjs';
 import { activeTabTitle, poll, screenshot } from './lib/workbench.mjs';
 
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
-let session;
-let folder;
-
-before(async () => {
-  session = await Session.start({
-    workspace: (runDir) => {
-      folder = emptyWorkspace(runDir);
-      execFileSync(PYTHON, ['-c', 'import sys; sys.path.insert(0, ".");'
-        + ' from tests.reduce.models import onnx_unsupported; onnx_unsupported(sys.argv[1])', join(folder, 'odd.onnx')],
-      { cwd: REPO, stdio: ['ignore', 'ignore', 'inherit'], timeout: 120000 });
-      return folder;
-    },
-    settings: { 'tvmExplorer.pythonPath': PYTHON },
-  });
-});
-
-after(async () => {
-  const leftovers = await session?.close();
-  assert.deepEqual(leftovers ?? [], [], 'processes left behind');
+const suite = workspaceSuite({
+  fill: (folder) => {
+    execFileSync(PYTHON, ['-c', 'import sys; sys.path.insert(0, ".");'
+      + ' from tests.reduce.models import onnx_unsupported; onnx_unsupported(sys.argv[1])', join(folder, 'odd.onnx')],
+    { cwd: REPO, stdio: ['ignore', 'ignore', 'inherit'], timeout: 120000 });
+  },
 });
 
 test('Reduce Model… shows its progress and opens the report of the one node kept', async () => {
-  const { page } = session;
+  const { page } = suite.session;
   const row = page.locator('.explorer-folders-view .monaco-list-row', { hasText: 'odd.onnx' }).first();
   await row.waitFor({ state: 'visible', timeout: 60000 });
   // The extension's menus appear once it is installed and loaded: open the menu until they do.
@@ -65,6 +52,6 @@ test('Reduce Model… shows its progress and opens the report of the one node ke
   await screenshot(page, 'reduce-2-report');
   const toast = page.locator('.notifications-toasts .notification-toast', { hasText: 'Reduced' });
   assert.match(await toast.first().innerText(), /10 → 1 \(1-minimal\)/);
-  assert.ok(existsSync(join(folder, 'odd.reduced.onnx')));
-  assert.ok(existsSync(join(folder, 'odd.reduced.repro.py')));
+  assert.ok(existsSync(join(suite.folder, 'odd.reduced.onnx')));
+  assert.ok(existsSync(join(suite.folder, 'odd.reduced.repro.py')));
 });

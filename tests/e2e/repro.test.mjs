@@ -5,37 +5,18 @@
 import assert from 'node:assert/strict';
 import { existsSync, readFileSync, readdirSync } from 'node:fs';
 import { dirname, join, relative } from 'node:path';
-import { after, afterEach, before, test } from 'node:test';
+import { test } from 'node:test';
 import { BundleView, compileBundle } from './lib/bundle.mjs';
-import { PYTHON } from './lib/paths.mjs';
-import { emptyWorkspace, Session } from './lib/session.mjs';
+import { workspaceSuite } from './lib/suite.mjs';
 import { activeTabTitle, goToLine, openFile, poll, screenshot } from './lib/workbench.mjs';
 
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
-const s = { session: undefined, folder: undefined, fp32: undefined, int8: undefined };
-
-before(async () => {
-  s.session = await Session.start({
-    workspace: (runDir) => {
-      s.folder = emptyWorkspace(runDir);
-      s.fp32 = new BundleView(compileBundle(s.folder, { name: 'small_cnn_fp32', cache: true }));
-      s.int8 = new BundleView(compileBundle(s.folder, { model: 'small_cnn_int8.tflite', name: 'small_cnn_int8', cache: true }));
-      return s.folder;
-    },
-    settings: { 'tvmExplorer.pythonPath': PYTHON },
-  });
-});
-
-let step = 0;
-afterEach(async (t) => {
-  step += 1;
-  const name = t.name.replace(/[^A-Za-z0-9]+/g, '-').slice(0, 40);
-  await screenshot(s.session.page, `repro-end-${step}-${name}`).catch(() => {});
-});
-
-after(async () => {
-  const leftovers = await s.session?.close();
-  assert.deepEqual(leftovers ?? [], [], 'processes left behind');
+const s = workspaceSuite({
+  fill: (folder, _runDir, state) => {
+    state.fp32 = new BundleView(compileBundle(folder, { name: 'small_cnn_fp32', cache: true }));
+    state.int8 = new BundleView(compileBundle(folder, { model: 'small_cnn_int8.tflite', name: 'small_cnn_int8', cache: true }));
+  },
+  shots: 'repro-',
 });
 
 /** Opens the command palette and runs a command by its title (retrying: the server may still

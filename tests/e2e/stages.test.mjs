@@ -10,10 +10,9 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { bundleSuite, openAt } from './lib/suite.mjs';
-import { poll, runCommand, screenshot } from './lib/workbench.mjs';
+import { goToLineInFocused, poll, runCommand, screenshot } from './lib/workbench.mjs';
 
 const suite = bundleSuite({ compile: { model: 'small_cnn_int8.tflite', name: 'small_cnn_int8', cache: true }, shots: 'stages-' });
-const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
 /** 1-based lines of `path` covered by the ranges `keep(range)` accepts. */
 function linesOf(bundle, path, keep) {
@@ -61,13 +60,7 @@ async function cursorIn(page, column, line, character = 1) {
   const focused = await poll(async () => page.locator('.editor-group-container').nth(column - 1)
     .evaluate((g) => g.classList.contains('active') && g.contains(document.activeElement)) || undefined);
   assert.ok(focused, `editor column ${column} did not take the focus`);
-  await page.keyboard.press('Control+G');
-  const input = page.locator('.quick-input-widget input');
-  await input.waitFor({ state: 'visible' });
-  await input.fill(`:${line}:${character}`);
-  await sleep(150);
-  await page.keyboard.press('Enter');
-  await page.locator('.quick-input-widget').waitFor({ state: 'hidden' });
+  await goToLineInFocused(page, line, character);
 }
 
 /** Waits until `check(columns)` holds for the painted columns; returns them (or the last seen). */

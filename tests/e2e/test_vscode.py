@@ -50,7 +50,7 @@ def _missing_tools() -> str | None:
 
 
 @pytest.fixture(scope="session")
-def node_results(tmp_path_factory, request) -> dict[str, str | None]:
+def node_results(request) -> dict[str, str | None]:
     """Package the extension, run the node suites once; test name -> failure text or None."""
     missing = _missing_tools()
     if missing:
@@ -58,21 +58,47 @@ def node_results(tmp_path_factory, request) -> dict[str, str | None]:
         if os.environ.get("CI"):
             pytest.fail(message)
         pytest.skip(message)
-    subprocess.run(["npm", "run", "package"], cwd=REPO, check=True, stdout=subprocess.DEVNULL,
-                   stdin=subprocess.DEVNULL, timeout=600)
-    junit = tmp_path_factory.mktemp("e2e") / "junit.xml"
-    env = {**os.environ, "TVM_EXPLORER_PYTHON": os.environ.get("TVM_EXPLORER_PYTHON", sys.executable),
-           **_shared_inputs(request)}
+    subprocess.run(
+        ["npm", "run", "package"],
+        cwd=REPO,
+        check=True,
+        stdout=subprocess.DEVNULL,
+        stdin=subprocess.DEVNULL,
+        timeout=600,
+    )
+    # kept with the run's other artifacts: each suite's time, for whoever shortens the run
+    junit = REPO / "test-artifacts" / "e2e-junit.xml"
+    junit.parent.mkdir(exist_ok=True)
+    junit.unlink(missing_ok=True)
+    env = {
+        **os.environ,
+        "TVM_EXPLORER_PYTHON": os.environ.get("TVM_EXPLORER_PYTHON", sys.executable),
+        **_shared_inputs(request),
+    }
     proc = subprocess.run(
-        ["node", "--test", "--test-concurrency=1",
-         "--test-reporter=spec", "--test-reporter-destination=stdout",
-         "--test-reporter=junit", f"--test-reporter-destination={junit}", *SUITES],
-        cwd=HERE, env=env, stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=2700,
+        [
+            "node",
+            "--test",
+            "--test-concurrency=1",
+            "--test-reporter=spec",
+            "--test-reporter-destination=stdout",
+            "--test-reporter=junit",
+            f"--test-reporter-destination={junit}",
+            *SUITES,
+        ],
+        cwd=HERE,
+        env=env,
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=2700,
     )
     sys.stdout.write(proc.stdout)
     sys.stderr.write(proc.stderr)
     if not junit.exists():
-        pytest.fail(f"node --test wrote no report (exit {proc.returncode}):\n{proc.stdout[-4000:]}\n{proc.stderr[-4000:]}")
+        pytest.fail(
+            f"node --test wrote no report (exit {proc.returncode}):\n{proc.stdout[-4000:]}\n{proc.stderr[-4000:]}"
+        )
     results: dict[str, str | None] = {}
     for case in ET.parse(junit).iter("testcase"):
         # node's junit reporter escapes quotes twice: unescape what XML parsing left.

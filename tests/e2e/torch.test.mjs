@@ -12,7 +12,7 @@ import { join } from 'node:path';
 import { test } from 'node:test';
 import { PYTHON, REPO } from './lib/paths.mjs';
 import { bundleSuite, hoverNamingLayer, openAt } from './lib/suite.mjs';
-import { activeTabTitle, ctrlClickRect, cursorPosition, poll, screenshot, wordRectOnCursorLine } from './lib/workbench.mjs';
+import { activeTabTitle, actUntilTab, ctrlClickRect, cursorPosition, poll, screenshot, wordRectOnCursorLine } from './lib/workbench.mjs';
 
 const NETS = join(REPO, 'tests', 'frontends', 'torch_nets.py');
 const pt2 = join(mkdtempSync(join(tmpdir(), 'tvmx-torch-')), 'resnet.pt2');
@@ -33,11 +33,8 @@ test('ctrl-click on generated C lands on the forward() line; F12 goes on to the 
   await screenshot(page, 'torch-01-c-relu');
   // The definitions: the innermost line of model code first (issue 32), then the model
   // document's entries, then the calling frames; F12 steps through them ("Symbol 1 of N").
-  const inSource = await poll(async () => {
-    if ((await activeTabTitle(page)).includes('torch_nets.py')) return true;
-    await ctrlClickRect(page, await wordRectOnCursorLine(page, stmt.word, stmt.character));
-    return poll(async () => (await activeTabTitle(page)).includes('torch_nets.py'), { timeoutMs: 3000 });
-  }, { timeoutMs: 90000, intervalMs: 1000 });
+  const ctrlClick = async () => ctrlClickRect(page, await wordRectOnCursorLine(page, stmt.word, stmt.character));
+  const inSource = await actUntilTab(page, 'torch_nets.py', ctrlClick, { timeoutMs: 90000, intervalMs: 1000, settleMs: 3000 });
   assert.ok(inSource, `ctrl-click did not open torch_nets.py (active tab: ${await activeTabTitle(page)})`);
   const pos = await poll(async () => {
     const p = await cursorPosition(page);
@@ -45,11 +42,8 @@ test('ctrl-click on generated C lands on the forward() line; F12 goes on to the 
   });
   await screenshot(page, 'torch-02-forward-line');
   assert.ok(pos, `cursor not on forward() line 22 of ${NETS}: ${JSON.stringify(await cursorPosition(page))}`);
-  const inModel = await poll(async () => {
-    if ((await activeTabTitle(page)).includes('model.fxgraph')) return true;
-    await page.keyboard.press('F12');
-    return poll(async () => (await activeTabTitle(page)).includes('model.fxgraph'), { timeoutMs: 2000 });
-  }, { timeoutMs: 20000, intervalMs: 500 });
+  const f12 = () => page.keyboard.press('F12');
+  const inModel = await actUntilTab(page, 'model.fxgraph', f12, { timeoutMs: 20000, intervalMs: 500, settleMs: 2000 });
   assert.ok(inModel, `F12 did not reach model.fxgraph (active tab: ${await activeTabTitle(page)})`);
   const entryText = suite.bundle.layerEntry(stmt.layers[0].id);
   const entry = await poll(async () => {

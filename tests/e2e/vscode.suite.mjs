@@ -6,7 +6,7 @@
 import assert from 'node:assert/strict';
 import { existsSync } from 'node:fs';
 import { test } from 'node:test';
-import { bundleSuite, ctrlClickToModel, hoverNamingLayer, openAt as openIn } from './lib/suite.mjs';
+import { bundleSuite, ctrlClickToModel, hoverNamingLayer, openAt as openIn, openOnLayerEntry } from './lib/suite.mjs';
 import {
   activeTabTitle,
   cursorPosition,
@@ -25,9 +25,8 @@ const openAt = (path, line, character) => openIn(suite, path, line, character);
 test('ctrl-click in the conv loop of the generated C opens the model at CONV_2D', async () => {
   const { session, bundle } = suite;
   const { page } = session;
-  const cPath = bundle.documents('code').find((p) => p.endsWith('.c'));
-  const stmt = bundle.statementOf(cPath, 'CONV_2D');
-  await openAt(cPath, stmt.line);
+  const stmt = bundle.cConv();
+  await openAt(stmt.path, stmt.line);
   await screenshot(page, '01-c-file-conv-loop');
   const { target, pos } = await ctrlClickToModel(suite, stmt, '.c');
   await screenshot(page, '02-model-at-conv2d');
@@ -120,11 +119,8 @@ test('"Reveal in Model" goes from a TIR statement to its layer', async () => {
 test('"Show All Places" of a layer lists its places in the references peek', async () => {
   const { session, bundle } = suite;
   const { page } = session;
-  const cPath = bundle.documents('code').find((p) => p.endsWith('.c'));
-  const layer = bundle.statementOf(cPath, 'CONV_2D').layers[0];
-  const entry = bundle.layerEntry(layer.id);
-  // On the opcode of the layer's entry (whitespace answers nothing).
-  await openAt(entry.path, entry.line, entry.character + entry.text.indexOf(layer.opcode) + 1);
+  const layer = bundle.cConv().layers[0];
+  await openOnLayerEntry(suite, layer);
   await runCommand(page, 'TVM Explorer: Show All Places of This Layer');
   const peek = page.locator('.zone-widget .reference-zone-widget, .peekview-widget').first();
   await peek.waitFor({ state: 'visible' });
@@ -199,9 +195,8 @@ test('the server imports nothing from the workspace (a planted tvm_explorer/ sta
   // Every test above was answered by the server the extension started; the workspace holds a
   // `tvm_explorer/` package that leaves a marker when imported (lib/suite.mjs).
   const { session, bundle } = suite;
-  const cPath = bundle.documents('code').find((p) => p.endsWith('.c'));
-  const stmt = bundle.statementOf(cPath, 'CONV_2D');
-  await openAt(cPath, stmt.line);
+  const stmt = bundle.cConv();
+  await openAt(stmt.path, stmt.line);
   const text = await hoverNamingLayer(suite, stmt);
   assert.match(text, /CONV_2D/, 'the server did not answer');
   assert.ok(!existsSync(suite.planted), 'the server imported the tvm_explorer package planted in the workspace');

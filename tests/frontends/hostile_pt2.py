@@ -66,8 +66,7 @@ def dynamic_program():
 
     torch.manual_seed(0)
     batch = torch.export.Dim("batch", min=1, max=8)
-    return torch.export.export(torch_nets.ResNet().eval(), (torch.randn(2, 3, 8, 8),),
-                               dynamic_shapes={"x": {0: batch}})
+    return torch.export.export(torch_nets.ResNet().eval(), (torch.randn(2, 3, 8, 8),), dynamic_shapes={"x": {0: batch}})
 
 
 def rewrite_program(src: Path, dst: Path, marker: Path, what: str) -> None:

@@ -49,13 +49,19 @@ def test_a_failure_inside_the_per_node_conversion_names_the_node_and_the_open_di
     [
         (
             resize_of_unshaped_input,
-            ["node 0 (Resize '/up') cannot be imported by TVM: object of type 'NoneType' has no len()",
-             "its inputs: x float32 (no shape)", "Input 'x' declares no shape: pin with --input-shape x=D1,D2,…"],
+            [
+                "node 0 (Resize '/up') cannot be imported by TVM: object of type 'NoneType' has no len()",
+                "its inputs: x float32 (no shape)",
+                "Input 'x' declares no shape: pin with --input-shape x=D1,D2,…",
+            ],
         ),
         (
             resize_without_scales_or_sizes,
-            ["node 1 (Resize '/up') cannot be imported by TVM: Type <class 'NoneType'> for size",
-             "its inputs: r float32[1,3,H,W] (H, W symbolic)", "--input-shape x=1,3,H,W"],
+            [
+                "node 1 (Resize '/up') cannot be imported by TVM: Type <class 'NoneType'> for size",
+                "its inputs: r float32[1,3,H,W] (H, W symbolic)",
+                "--input-shape x=1,3,H,W",
+            ],
         ),
     ],
 )

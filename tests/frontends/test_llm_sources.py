@@ -53,10 +53,13 @@ def test_llama_source_is_the_innermost_model_line_with_its_stack(llm_bundles):
     assert stack[-1]["file"].endswith("torch/nn/modules/linear.py")
 
 
-@pytest.mark.parametrize(("name", "module", "code"), [
-    ("gpt2", "attn.c_attn/addmm", "self.c_attn("),
-    ("bert", "attention.self.query/addmm", "self.query("),
-])
+@pytest.mark.parametrize(
+    ("name", "module", "code"),
+    [
+        ("gpt2", "attn.c_attn/addmm", "self.c_attn("),
+        ("bert", "attention.self.query/addmm", "self.query("),
+    ],
+)
 def test_gpt2_and_bert_sources_are_model_lines(tmp_path, name, module, code):
     """Read by the PyTorch frontend as a compile reads them (not compiled: the layer table
     and everything after it are the Llama's tests)."""
@@ -85,14 +88,20 @@ def test_model_code_rule():
     site = "/v/lib/python3.11/site-packages/"
     assert is_model_code("/home/me/wrap.py")
     assert is_model_code(site + "transformers/models/llama/modeling_llama.py")
-    for framework in ("torch/nn/modules/linear.py", "transformers/activations.py",
-                      "transformers/integrations/sdpa_attention.py", "transformers/pytorch_utils.py"):
+    for framework in (
+        "torch/nn/modules/linear.py",
+        "transformers/activations.py",
+        "transformers/integrations/sdpa_attention.py",
+        "transformers/pytorch_utils.py",
+    ):
         assert not is_model_code(site + framework), framework
     assert not is_model_code("/usr/lib/python3.11/contextlib.py")
     assert not is_model_code("<eval_with_key>.3")
-    trace = (f'File "/home/me/wrap.py", line 9, in forward\n    x\n'
-             f'  File "{site}transformers/models/llama/modeling_llama.py", line 244, in forward\n    y\n'
-             f'  File "{site}torch/nn/modules/linear.py", line 134, in forward\n    z\n')
+    trace = (
+        f'File "/home/me/wrap.py", line 9, in forward\n    x\n'
+        f'  File "{site}transformers/models/llama/modeling_llama.py", line 244, in forward\n    y\n'
+        f'  File "{site}torch/nn/modules/linear.py", line 134, in forward\n    z\n'
+    )
     source, stack = source_and_stack(trace)
     assert source == (site + "transformers/models/llama/modeling_llama.py", 244)
     assert [f[1:] for f in stack] == [(9, "forward"), (244, "forward"), (134, "forward")]
@@ -120,22 +129,31 @@ def test_costs_by_module_rolls_up_to_the_leaf_sums(llm_bundles):
     assert sum(r["workspace_bytes"] for r in per_layer["modules"]) == total_bytes
     assert sorted(i for r in per_layer["modules"] for i in r["layers"]) == [lay["id"] for lay in leaves]
     decoder = rows["m.model.layers.1"]
-    assert decoder["layers"] == [lay["id"] for lay in leaves if (lay["name"].split("/")[0] + ".").startswith("m.model.layers.1.")]
+    assert decoder["layers"] == [
+        lay["id"] for lay in leaves if (lay["name"].split("/")[0] + ".").startswith("m.model.layers.1.")
+    ]
     (both,) = [r for r in per_layer["repeated"] if r["module"] == "m.model.layers.{0..1}"]
     assert both["members"] == ["m.model.layers.0", "m.model.layers.1"]
     assert both["code_lines"] == rows["m.model.layers.0"]["code_lines"] + rows["m.model.layers.1"]["code_lines"]
     # per block kind across layers: attention, MLP, norms
     kinds = {r["module"] for r in across_repeats(by_module(leaves, 5))}
-    assert {"m.model.layers.{0..1}.self_attn", "m.model.layers.{0..1}.mlp",
-            "m.model.layers.{0..1}.input_layernorm"} <= kinds
+    assert {
+        "m.model.layers.{0..1}.self_attn",
+        "m.model.layers.{0..1}.mlp",
+        "m.model.layers.{0..1}.input_layernorm",
+    } <= kinds
     text = run_cli("costs", bundle, "--by", "module", check=True).stdout
     assert "m.model.layers.{0..1}.self_attn.q_proj" in text and "Across repeated layers" in text
     plain = run_cli("costs", bundle, check=True).stdout
-    assert re.search(r"\n\d+ modules repeat across layers \(e\.g\. m\.model\.layers\.\{0\.\.1\}\.[\w.]+\): "
-                     r"tvm-explorer costs .* --by module sums them\n$", plain), plain[-300:]
+    assert re.search(
+        r"\n\d+ modules repeat across layers \(e\.g\. m\.model\.layers\.\{0\.\.1\}\.[\w.]+\): "
+        r"tvm-explorer costs .* --by module sums them\n$",
+        plain,
+    ), plain[-300:]
     bad = run_cli("costs", bundle, "--by", "module:x")
     assert bad.returncode == 2 and bad.stderr.strip() == (
-        "tvm-explorer: error: --by module:x: DEPTH must be a whole number of 1 or more (module:3)")
+        "tvm-explorer: error: --by module:x: DEPTH must be a whole number of 1 or more (module:3)"
+    )
 
 
 def test_bundles_without_or_with_a_damaged_stack_still_load(llm_bundles, tmp_path):

@@ -106,25 +106,16 @@ def test_stock_llvm_failure_names_kernel_node_and_line(llms, tmp_path):
         "    return relax.backend.cpu_generic.get_default_pipeline(target)\n"
     )
     import os
-    import subprocess
-    import sys
 
-    proc = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "tvm_explorer",
-            "compile",
-            str(llms["llama"]),
-            "-o",
-            str(tmp_path / "x.bundle"),
-            "--target",
-            "llvm",
-            "--pipeline",
-            "stock_pipeline:stock",
-        ],
-        capture_output=True,
-        text=True,
+    proc = run_cli(
+        "compile",
+        llms["llama"],
+        "-o",
+        tmp_path / "x.bundle",
+        "--target",
+        "llvm",
+        "--pipeline",
+        "stock_pipeline:stock",
         timeout=600,
         cwd=tmp_path,
         env={**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path), os.environ.get("PYTHONPATH", "")])},

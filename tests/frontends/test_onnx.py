@@ -39,17 +39,23 @@ def test_constructed_graph_origins_by_node_name(block_model, bundles, target):
     assert [lay.opcode for lay in b.layers] == list(NODES.values())
     # Each Relax op of the import comes from exactly the node that makes it, as its output.
     relax_doc = next(d.path for d in b.documents if d.stage == "relax")
-    for op, name in (("R.nn.conv2d", "/backbone/conv/Conv"), ("R.nn.relu", "/backbone/act/Relu"),
-                     ("R.add", "/head/bias/Add"), ("R.sigmoid", "/head/gate/Sigmoid"),
-                     ("R.multiply", "/head/scale/Mul")):
+    for op, name in (
+        ("R.nn.conv2d", "/backbone/conv/Conv"),
+        ("R.nn.relu", "/backbone/act/Relu"),
+        ("R.add", "/head/bias/Add"),
+        ("R.sigmoid", "/head/gate/Sigmoid"),
+        ("R.multiply", "/head/scale/Mul"),
+    ):
         (line,) = _lines(out, relax_doc, re.escape(op) + r"\(")
         found = _origins(out, f"{relax_doc}:{line}")
         assert [(o["name"], o["is_output"]) for o in found] == [(name, True)], op
     code = "code/module.c" if target == "c" else "code/device.cu"
     # The computing statement of each node (buffers are reused, so match the computation).
-    checks = ((r"\] = \(?\w+\[.*\] \+ \(pad_temp", "/backbone/conv/Conv"),
-              (r"\) > \(0\.0+e\+00f\)", "/backbone/act/Relu"),
-              (r"e\+00f \+ expf", "/head/gate/Sigmoid"))
+    checks = (
+        (r"\] = \(?\w+\[.*\] \+ \(pad_temp", "/backbone/conv/Conv"),
+        (r"\) > \(0\.0+e\+00f\)", "/backbone/act/Relu"),
+        (r"e\+00f \+ expf", "/head/gate/Sigmoid"),
+    )
     if target == "cuda":  # dlight's schedule: the conv accumulates in a local reindexed buffer
         checks = ((r"conv2d_nchw_intermediate_reindex_pad_local_ptr\[\d+\] = ", "/backbone/conv/Conv"),)
     for pattern, name in checks:
@@ -163,12 +169,15 @@ def test_bad_onnx_inputs(tmp_path, block_model):
     truncated.write_bytes(SILERO.read_bytes()[:4000])
     unsupported = tmp_path / "unsupported.onnx"
     conv_block(unsupported, op_for_gate="BlackmanWindow")
-    for path, expected in ((not_onnx, ("notes.onnx", "not an ONNX model")),
-                           (truncated, ("truncated.onnx", "ONNX model")),
-                           (unsupported, ("unsupported.onnx", "node 3", "BlackmanWindow",
-                                          "/head/gate/BlackmanWindow")),
-                           (PPOCR, ("ch_ppocr_mobile_v2.0_cls_mobile.onnx", "Reshape",
-                                    "Reshape requires the input new shape to be Shape"))):
+    for path, expected in (
+        (not_onnx, ("notes.onnx", "not an ONNX model")),
+        (truncated, ("truncated.onnx", "ONNX model")),
+        (unsupported, ("unsupported.onnx", "node 3", "BlackmanWindow", "/head/gate/BlackmanWindow")),
+        (
+            PPOCR,
+            ("ch_ppocr_mobile_v2.0_cls_mobile.onnx", "Reshape", "Reshape requires the input new shape to be Shape"),
+        ),
+    ):
         out = tmp_path / f"{path.stem}.bundle"
         _one_message(run_cli("compile", path, "-o", out), *expected)
         assert not out.exists()

@@ -15,12 +15,13 @@ from onnx import TensorProto
 from frontends.onnx_graphs import conv_block
 
 WEIGHT_BYTES = 4 * 3 * 3 * 3 * 4  # conv.weight: float32[4, 3, 3, 3]
-SECRET = (b"SECRET-" + b"0123456789abcdef" * 40)[:WEIGHT_BYTES + 64]
+SECRET = (b"SECRET-" + b"0123456789abcdef" * 40)[: WEIGHT_BYTES + 64]
 
 
 def _cli(cwd: Path, *args) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "tvm_explorer", *map(str, args)], cwd=cwd,
-                          capture_output=True, text=True, timeout=900)
+    return subprocess.run(
+        [sys.executable, "-m", "tvm_explorer", *map(str, args)], cwd=cwd, capture_output=True, text=True, timeout=900
+    )
 
 
 @pytest.fixture(scope="module")
@@ -28,8 +29,14 @@ def pair(tmp_path_factory) -> Path:
     """The standard pair: model.onnx + model.onnx.data (every initializer external)."""
     folder = tmp_path_factory.mktemp("onnx-pair")
     model = conv_block(folder / "plain.onnx")
-    onnx.save_model(model, str(folder / "model.onnx"), save_as_external_data=True,
-                    all_tensors_to_one_file=True, location="model.onnx.data", size_threshold=0)
+    onnx.save_model(
+        model,
+        str(folder / "model.onnx"),
+        save_as_external_data=True,
+        all_tensors_to_one_file=True,
+        location="model.onnx.data",
+        size_threshold=0,
+    )
     (folder / "plain.onnx").unlink()
     return folder / "model.onnx"
 
@@ -48,8 +55,20 @@ def test_the_standard_pair_compiles_from_another_directory(pair, elsewhere):
 
 
 def test_the_pair_runs_numerics_with_onnxruntime_from_another_directory(pair, elsewhere):
-    proc = _cli(elsewhere, "compile", pair, "-o", elsewhere / "b", "--target", "llvm",
-                "--numerics", "--reference", pair, "--progress", "none")
+    proc = _cli(
+        elsewhere,
+        "compile",
+        pair,
+        "-o",
+        elsewhere / "b",
+        "--target",
+        "llvm",
+        "--numerics",
+        "--reference",
+        pair,
+        "--progress",
+        "none",
+    )
     assert proc.returncode == 0, proc.stderr
     assert "numerics not recorded" not in proc.stdout, proc.stdout
     assert (elsewhere / "b" / "numerics.json").is_file()
@@ -80,8 +99,12 @@ def test_a_location_outside_the_model_folder_is_refused(tmp_path, how):
     (cwd / ".ssh").mkdir(parents=True)
     secret = cwd / ".ssh" / "id_rsa"
     secret.write_bytes(SECRET)
-    location = {"cwd-relative": ".ssh/id_rsa", "dotdot": "../home/.ssh/id_rsa",
-                "absolute": str(secret), "symlink-out": "weights.bin"}[how]
+    location = {
+        "cwd-relative": ".ssh/id_rsa",
+        "dotdot": "../home/.ssh/id_rsa",
+        "absolute": str(secret),
+        "symlink-out": "weights.bin",
+    }[how]
     if how == "symlink-out":
         (folder / "weights.bin").symlink_to(secret)
     model = _hostile(folder, location)
@@ -92,6 +115,9 @@ def test_a_location_outside_the_model_folder_is_refused(tmp_path, how):
     assert len(errors) == 1 and "Traceback" not in proc.stderr, proc.stderr
     assert f"tensor 'conv.weight' keeps its data in {location!r}" in errors[0], errors[0]
     assert not out.exists()  # no bundle, so none of the outside file's bytes in one
-    leaked = [p for p in tmp_path.rglob("*") if p.is_file() and not p.is_symlink() and p != secret
-              and b"SECRET-0123" in p.read_bytes()]
+    leaked = [
+        p
+        for p in tmp_path.rglob("*")
+        if p.is_file() and not p.is_symlink() and p != secret and b"SECRET-0123" in p.read_bytes()
+    ]
     assert not leaked, leaked

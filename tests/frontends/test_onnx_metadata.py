@@ -46,9 +46,11 @@ def test_malformed_metadata_is_ignored_with_a_warning(tmp_path, case):
 def test_a_stack_trace_line_that_is_no_line_number_is_ignored(tmp_path):
     path = tmp_path / "trace.onnx"
     model = conv_block(path)
-    traces = ['File "/home/u/net.py", line ' + "9" * 4000 + ", in forward",
-              'File "/home/u/net.py", line -3, in forward',
-              'File "/home/u/net.py", line 22, in forward']
+    traces = [
+        'File "/home/u/net.py", line ' + "9" * 4000 + ", in forward",
+        'File "/home/u/net.py", line -3, in forward',
+        'File "/home/u/net.py", line 22, in forward',
+    ]
     for node, trace in zip(model.graph.node, traces):
         node.metadata_props.add(key="pkg.torch.onnx.stack_trace", value=trace)
     onnx.save(model, str(path))

@@ -73,8 +73,13 @@ def test_json_nested_too_deeply_is_one_message(tmp_path):
 
 def test_long_arguments_render_a_few_values(tmp_path):
     """20 nodes with a 40 000-value list each: 5.6 MB of document before, a line each now."""
-    node = {"target": "torch.ops.aten.add.Tensor", "name": "n", "metadata": {}, "outputs": [],
-            "inputs": [{"name": "alpha", "arg": {"as_ints": list(range(100_000, 140_000))}}]}
+    node = {
+        "target": "torch.ops.aten.add.Tensor",
+        "name": "n",
+        "metadata": {},
+        "outputs": [],
+        "inputs": [{"name": "alpha", "arg": {"as_ints": list(range(100_000, 140_000))}}],
+    }
     path = _archive(tmp_path / "amp.pt2", json.dumps(_program([node] * 20)).encode())
     text = model_document_text(path)
     assert len(text) < 20_000 and "… 40000 values]" in text

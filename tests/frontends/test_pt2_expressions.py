@@ -16,6 +16,8 @@ import zipfile
 
 import pytest
 
+from numerics.runs import compile_llvm
+
 torch = pytest.importorskip("torch", reason="PyTorch is not installed (pip install -e '.[torch]')")
 
 from conftest import run_cli  # noqa: E402
@@ -62,9 +64,17 @@ def test_numerics_reference_refuses_an_expression(archives, tmp_path):
     import numpy as np
 
     np.savez(tmp_path / "in.npz", x=np.zeros((2, 3, 8, 8), np.float32))  # the batch is open
-    proc = run_cli("compile", archives["good"], "-o", tmp_path / "b", "--target", "llvm",
-                   "--numerics", "--inputs", tmp_path / "in.npz", "--reference", archives["expr"],
-                   "--progress", "none")
+    proc = compile_llvm(
+        archives["good"],
+        tmp_path / "b",
+        "--numerics",
+        "--inputs",
+        tmp_path / "in.npz",
+        "--reference",
+        archives["expr"],
+        "--progress",
+        "none",
+    )
     _refused(proc, archives["expr"], "expr")
     assert not archives["marker"].exists(), "the payload ran"
     assert not (tmp_path / "b").exists()
@@ -76,8 +86,16 @@ def test_bisect_refuses_an_expression(archives, tmp_path):
     proc = run_cli("bisect", archives["guard"], "--progress", "none")
     _refused(proc, archives["guard"], "guard")
     np.savez(tmp_path / "in.npz", x=np.zeros((2, 3, 8, 8), np.float32))  # the batch is open
-    proc = run_cli("bisect", archives["good"], "--reference", archives["expr"], "--inputs", tmp_path / "in.npz",
-                   "--progress", "none")
+    proc = run_cli(
+        "bisect",
+        archives["good"],
+        "--reference",
+        archives["expr"],
+        "--inputs",
+        tmp_path / "in.npz",
+        "--progress",
+        "none",
+    )
     _refused(proc, archives["expr"], "expr")
     assert not archives["marker"].exists(), "the payload ran"
 
@@ -132,25 +150,63 @@ def test_an_entry_twice_is_refused(archives, tmp_path):
 # What torch 2.13 writes (sympy.srepr) and what older torch wrote (str) is accepted; code is not.
 SYMBOL = "Symbol('s77', positive=True, integer=True)"
 WRITTEN = [
-    SYMBOL, f"Add(Mul(Integer(2), {SYMBOL}), Integer(1))", f"Pow({SYMBOL}, Rational(1, 2))",
-    f"Mul(Float('1.5', precision=53), {SYMBOL})", f"FloorDiv(Add({SYMBOL}, Integer(2)), Integer(3))",
+    SYMBOL,
+    f"Add(Mul(Integer(2), {SYMBOL}), Integer(1))",
+    f"Pow({SYMBOL}, Rational(1, 2))",
+    f"Mul(Float('1.5', precision=53), {SYMBOL})",
+    f"FloorDiv(Add({SYMBOL}, Integer(2)), Integer(3))",
     f"Piecewise(ExprCondPair(Integer(1), StrictGreaterThan({SYMBOL}, Integer(2))), ExprCondPair(Integer(0), true))",
-    f"ModularIndexing({SYMBOL}, Integer(1), Integer(4))", f"Equality({SYMBOL}, Integer(2))", "-oo", "int_oo",
-    "s0", "2*s0 + 1", "s0**2", "((s0//2))", "Eq(s0, 2)", "(s0 >= 2) & (u1 <= 5)", "Max(1, s0)", "1.5*zf0",
+    f"ModularIndexing({SYMBOL}, Integer(1), Integer(4))",
+    f"Equality({SYMBOL}, Integer(2))",
+    "-oo",
+    "int_oo",
+    "s0",
+    "2*s0 + 1",
+    "s0**2",
+    "((s0//2))",
+    "Eq(s0, 2)",
+    "(s0 >= 2) & (u1 <= 5)",
+    "Max(1, s0)",
+    "1.5*zf0",
     "Piecewise((1, s0 > 2), (0, True))",
 ]
 CODE = [
-    "__import__('os').system('id')", f"{SYMBOL} if exec('1') else 0", "s0.__class__", "Symbol('s0')[0]",
-    "lambda: 1", "Symbol('os.system')", "Symbol('s0', evaluate=exec)", "sympify('1')", "S('x')",
-    "s0\nimport os", "s0\rimport os", "ｓ0",  # fullwidth s: Python would read it as s0
+    "__import__('os').system('id')",
+    f"{SYMBOL} if exec('1') else 0",
+    "s0.__class__",
+    "Symbol('s0')[0]",
+    "lambda: 1",
+    "Symbol('os.system')",
+    "Symbol('s0', evaluate=exec)",
+    "sympify('1')",
+    "S('x')",
+    "s0\nimport os",
+    "s0\rimport os",
+    "ｓ0",  # fullwidth s: Python would read it as s0
     # evaluating these would not end (or exhaust memory) rather than run code
-    "Pow(Integer(2), Integer(10000000000))", "2**64**64", "Pow(Pow(Integer(2), Integer(64)), Integer(64))",
-    "LShift(Integer(1), Integer(100000))", "Pow(Integer(2), Symbol('s0'))", "1" * 50, "Add(" * 100 + "1" + ")" * 100,
+    "Pow(Integer(2), Integer(10000000000))",
+    "2**64**64",
+    "Pow(Pow(Integer(2), Integer(64)), Integer(64))",
+    "LShift(Integer(1), Integer(100000))",
+    "Pow(Integer(2), Symbol('s0'))",
+    "1" * 50,
+    "Add(" * 100 + "1" + ")" * 100,
 ]
-GUARDS = ["L['x'].size()[0] <= 8", "2 <= L['x'].size()[0]", "(L['x'].size()[0] % 2) == 0",
-          "L['flat_args'][0].size()[1] == L['y'].stride()[0]", "math.floor(L['x'].size()[0] / 2) == 3"]
-BAD_GUARDS = ["__import__('os').system('id') is None", "L['x'].__class__", "exec('1')", "L['x\\'']",
-              "L['x'].size()[0] == 'a'*10", "L['x'].size()[0] ** 10000"]
+GUARDS = [
+    "L['x'].size()[0] <= 8",
+    "2 <= L['x'].size()[0]",
+    "(L['x'].size()[0] % 2) == 0",
+    "L['flat_args'][0].size()[1] == L['y'].stride()[0]",
+    "math.floor(L['x'].size()[0] / 2) == 3",
+]
+BAD_GUARDS = [
+    "__import__('os').system('id') is None",
+    "L['x'].__class__",
+    "exec('1')",
+    "L['x\\'']",
+    "L['x'].size()[0] == 'a'*10",
+    "L['x'].size()[0] ** 10000",
+]
 
 
 def test_the_grammars():

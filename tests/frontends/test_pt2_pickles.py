@@ -11,6 +11,8 @@ from pathlib import Path
 
 import pytest
 
+from numerics.runs import compile_llvm
+
 torch = pytest.importorskip("torch", reason="PyTorch is not installed (pip install -e '.[torch]')")
 
 from conftest import run_cli  # noqa: E402
@@ -32,8 +34,10 @@ def archives(tmp_path_factory) -> dict:
     return out
 
 
-ENTRIES = {"weight": "archive entry data/weights/weight_0 (weight 'stem.weight')",
-           "inputs": "archive entry data/sample_inputs/model.pt"}
+ENTRIES = {
+    "weight": "archive entry data/weights/weight_0 (weight 'stem.weight')",
+    "inputs": "archive entry data/sample_inputs/model.pt",
+}
 
 
 def _refused(proc, path: Path, which: str) -> None:
@@ -55,8 +59,9 @@ def test_compile_refuses_a_pickle_and_runs_nothing(archives, which, tmp_path):
 
 
 def test_numerics_reference_refuses_a_pickle(archives, tmp_path):
-    proc = run_cli("compile", archives["good"], "-o", tmp_path / "b", "--target", "llvm",
-                   "--numerics", "--reference", archives["weight"], "--progress", "none")
+    proc = compile_llvm(
+        archives["good"], tmp_path / "b", "--numerics", "--reference", archives["weight"], "--progress", "none"
+    )
     _refused(proc, archives["weight"], "weight")
     assert not archives["marker"].exists()
 
@@ -80,8 +85,7 @@ def test_a_normal_pt2_still_compiles(archives, tmp_path):
 def test_trust_pickle_loads_the_trusted_archive(archives, tmp_path):
     marker = archives["marker"]
     try:
-        proc = run_cli("compile", archives["weight"], "-o", tmp_path / "b", "--progress", "none",
-                       "--trust-pickle")
+        proc = run_cli("compile", archives["weight"], "-o", tmp_path / "b", "--progress", "none", "--trust-pickle")
         assert proc.returncode == 0, proc.stderr
         assert marker.exists()  # the user's choice: the pickle ran
         assert (tmp_path / "b" / "manifest.json").is_file()

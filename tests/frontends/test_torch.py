@@ -12,10 +12,11 @@ import pytest
 torch = pytest.importorskip("torch", reason="PyTorch is not installed (pip install -e '.[torch]')")
 
 from conftest import run_cli  # noqa: E402
-from frontends import mtcnn_nets, torch_nets  # noqa: E402
+from frontends import torch_nets  # noqa: E402
 from frontends.bundle_checks import assert_full_coverage as _assert_full_coverage  # noqa: E402
 from frontends.bundle_checks import lines_matching as _lines  # noqa: E402
 from frontends.bundle_checks import origins as _origins  # noqa: E402
+from third_party import mtcnn_nets  # noqa: E402
 from tvm_explorer.bundle.reader import Bundle  # noqa: E402
 
 NETS = Path(torch_nets.__file__).resolve()
@@ -58,9 +59,13 @@ def test_resnet_origins_reach_forward_lines(programs, bundles, target):
         assert len(found) == 1 and found[0]["opcode"] == "aten.convolution.default"
         seen.append((found[0]["name"], found[0]["source"]["line"]))
         assert found[0]["source"]["file"] == str(NETS)
-    assert seen == [("stem/convolution", 38), ("block1.conv1/convolution_1", 21),
-                    ("block1.conv2/convolution_2", 23), ("block2.conv1/convolution_3", 21),
-                    ("block2.conv2/convolution_4", 23)]
+    assert seen == [
+        ("stem/convolution", 38),
+        ("block1.conv1/convolution_1", 21),
+        ("block1.conv2/convolution_2", 23),
+        ("block2.conv1/convolution_3", 21),
+        ("block2.conv2/convolution_4", 23),
+    ]
     (sig,) = _lines(out, relax_doc, r"R\.sigmoid\(")
     assert [(o["name"], o["source"]["line"]) for o in _origins(out, f"{relax_doc}:{sig}")] == [("sigmoid", 42)]
     if target == "c":
@@ -73,7 +78,9 @@ def test_model_document_per_graph_node(programs, bundles):
     text = (bundles.get(programs["resnet"], "c") / "model.fxgraph").read_text()
     assert text.startswith("# PyTorch ExportedProgram resnet.pt2\n")
     assert "\nmodule block1.conv1 (Conv2d)\n" in text and "\nmodule head (Linear)\n" in text
-    assert re.search(r"node 1 aten\.convolution\.default block1\.conv1/convolution_1  stride=\[1,1\] padding=\[1,1\]", text)
+    assert re.search(
+        r"node 1 aten\.convolution\.default block1\.conv1/convolution_1  stride=\[1,1\] padding=\[1,1\]", text
+    )
     assert re.search(r"out  convolution_1\s+float32\[1,8,8,8\]", text)
     assert f"source frontends/torch_nets.py:21  ({NETS})" in text
 
@@ -114,8 +121,7 @@ def test_capture_from_torch_module(tmp_path):
     from tvm_explorer.app.compile import Capture
 
     torch.manual_seed(0)
-    with Capture.from_torch(torch_nets.Block(4).eval(), (torch.randn(1, 4, 6, 6),),
-                            tmp_path / "block.bundle") as cap:
+    with Capture.from_torch(torch_nets.Block(4).eval(), (torch.randn(1, 4, 6, 6),), tmp_path / "block.bundle") as cap:
         cap.add_executable(tvm.compile(cap.module, tvm.target.Target("c"), relax_pipeline=cap.pipeline("c")))
     b = Bundle(cap.bundle)
     assert [lay.source[1] for lay in b.layers] == [21, 22, 23, 24]
@@ -142,8 +148,10 @@ def test_bad_pt2_files(programs, tmp_path):
 
 
 def test_without_torch_a_clear_message(programs, tmp_path):
-    code = ("import sys; sys.modules['torch'] = None; from tvm_explorer.cli import main; "
-            f"sys.exit(main(['compile', {str(programs['pnet'])!r}, '-o', {str(tmp_path / 'x.bundle')!r}, '--in-process']))")
+    code = (
+        "import sys; sys.modules['torch'] = None; from tvm_explorer.cli import main; "
+        f"sys.exit(main(['compile', {str(programs['pnet'])!r}, '-o', {str(tmp_path / 'x.bundle')!r}, '--in-process']))"
+    )
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
     _one_message(proc, "pnet.pt2", "needs PyTorch", "pip install -e '.[torch]'", "torch==2.13.0")
 
@@ -157,8 +165,10 @@ def test_plain_origins_say_what_json_says(programs, bundles):
     text = run_cli("origins", out, f"{relax_doc}:{line}", check=True).stdout.strip()
     module = found["name"].split("/")[0]
     assert found["module_class"] == "Conv2d"
-    assert (f"op {found['op_index']} aten.convolution.default {module} (Conv2d) — "
-            f"{found['source']['file']}:{found['source']['line']} (") in text, text
+    assert (
+        f"op {found['op_index']} aten.convolution.default {module} (Conv2d) — "
+        f"{found['source']['file']}:{found['source']['line']} ("
+    ) in text, text
 
 
 def test_resnet_history_follows_a_conv_into_its_shared_kernel(programs, bundles):
@@ -175,6 +185,7 @@ def test_resnet_history_follows_a_conv_into_its_shared_kernel(programs, bundles)
     assert steps["import"].summary == "3 bindings: R.nn.conv2d, R.reshape, R.add"
     assert steps["FuseOps"].summary == (
         f"fused with op {others[0]} (aten.relu.default), op {others[1]} (aten.convolution.default) and "
-        f"op {others[2]} (aten.relu.default) into fused_conv2d1_add_relu")
+        f"op {others[2]} (aten.relu.default) into fused_conv2d1_add_relu"
+    )
     assert steps["FuseTIR"].summary == "3 PrimFuncs → 1 (fused_conv2d1_add_relu)"
     assert steps["codegen (c)"].summary.startswith("C: 1 function fused_conv2d1_add_relu (")

@@ -12,7 +12,8 @@ const browser = await chromium.launch({
 });
 const out = { requests: [], errors: [], csp: [] };
 try {
-  const page = await browser.newPage({ viewport: { width: 1400, height: 900 } });
+  const context = await browser.newContext({ viewport: { width: 1400, height: 900 } });
+  const page = await context.newPage();
   const url = pathToFileURL(file).href;
   page.on('request', (r) => {
     // blob: the layout worker, started from the page's own script text (nothing leaves the page)
@@ -25,6 +26,9 @@ try {
   await page.goto(url);
   await page.waitForSelector('[data-layer]', { timeout: 60000 });
   await page.evaluate(() => window.tvmxGraph.painted);
+  // where each box is drawn at first (compared with the page opened again, at the end)
+  const placed = (p) => p.$$eval('[data-layer], [data-group]', (els) => els.map((e) => `${e.getAttribute('data-layer') ?? e.getAttribute('data-group')} ${e.getAttribute('transform')}`).sort());
+  out.opening = await placed(page);
   out.layers = await page.$$eval('[data-layer]', (els) => els.map((e) => e.getAttribute('data-layer')));
   out.overlays = await page.$$eval('select.overlay option', (els) => els.map((e) => e.value));
   const fills = async () => page.$$eval('[data-layer]', (els) => Object.fromEntries(els.map((e) => [e.getAttribute('data-layer'), e.getAttribute('data-fill')])));
@@ -94,6 +98,10 @@ try {
     out.memory = {
       heading: await page.textContent('#memory .tvmx-mem-heading'),
       listed: await page.$$eval('#memory button[data-storage]', (els) => els.map((e) => Number(e.getAttribute('data-storage')))),
+      // what a run measured: the caption line and the line drawn over the bands
+      caption: await page.textContent('#memory .tvmx-mem-measured'),
+      measuredStatus: await page.getAttribute('#memory .tvmx-mem-measured', 'data-measured'),
+      line: await page.evaluate(() => window.tvmxMemory.measuredLine()),
     };
     const [storage, step] = (process.env.MEMORY_CLICK || '0,0').split(',').map(Number);
     await page.locator('#memory').screenshot({ path: `${shots}-memory.png` });
@@ -144,6 +152,16 @@ try {
   out.text = await page.textContent('body');
   out.pwned = await page.evaluate(() => window.pwned ?? null);
   out.images = (await page.$$('img')).length;
+  // Opened again in the same browser profile: the layouts the first page kept draw the opening
+  // view without ELK, every box where ELK put it.
+  await page.waitForFunction(() => Object.keys(localStorage).some((k) => k.startsWith('tvmx-layouts:')), null, { timeout: 60000 });
+  const again = await context.newPage();
+  await again.goto(url);
+  await again.waitForSelector('[data-layer]', { timeout: 60000 });
+  out.reopened = {
+    laidOut: await again.evaluate(async () => (await window.tvmxGraph.painted).laidOut),
+    opening: await placed(again),
+  };
 } finally {
   await browser.close();
 }

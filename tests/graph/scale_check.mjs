@@ -113,6 +113,7 @@ try {
     await page.mouse.move(20, grip.y + grip.height / 2, { steps: 5 });
     await page.mouse.up();
     out.panelShare = (await page.evaluate(() => document.querySelector('.panel').getBoundingClientRect().width)) / main;
+    out.graphShare = (await page.evaluate(() => document.querySelector('svg.graph').getBoundingClientRect().width)) / main;
     await page.click('button.panel-toggle');
     out.panelClosedWidth = await page.evaluate(() => document.querySelector('.panel').getBoundingClientRect().width);
   }

@@ -11,7 +11,15 @@ import random
 from typing import Any
 
 from tvm_explorer.graphview.document import OVERLAYS, VERSION
-from tvm_explorer.graphview.structure import Edge, Scoped, folds, repetitions, scope_groups
+from tvm_explorer.graphview.structure import (
+    Edge,
+    Scoped,
+    document_edges,
+    document_groups,
+    folds,
+    repetitions,
+    scope_groups,
+)
 
 
 class _Builder:
@@ -91,14 +99,19 @@ class _Builder:
         return {
             "format": "tvm-explorer-graph",
             "version": VERSION,
-            "model": {"file": file, "kind": "pt2", "unit": "node", "target": "c", "sha256": file, "tool": {}, "created": ""},
+            "model": {
+                "file": file,
+                "kind": "pt2",
+                "unit": "node",
+                "target": "c",
+                "sha256": file,
+                "tool": {},
+                "created": "",
+            },
             "nodes": self.nodes,
             "io": self.io,
-            "edges": [{"source": e.source, "target": e.target, "tensor": e.tensor, "type": e.type} for e in self.edges],
-            "groups": [
-                {"id": g.id, "label": g.label, "path": g.path, "parent": g.parent, "size": g.size, "repeat": repeats.get(g.id)}
-                for g in group_list
-            ],
+            "edges": document_edges(self.edges),
+            "groups": document_groups(group_list, repeats),
             "overlays": [
                 {"id": oid, "label": label, "scale": scale, "unit": unit, "available": True, "note": None}
                 for oid, label, scale, unit in OVERLAYS
@@ -142,6 +155,16 @@ def llm_document(decoder_layers: int, seed: int = 0) -> dict[str, Any]:
         w = b.op("DEQUANTIZE", scope, "weight_dequantize", [], hid, weight=True)
         return b.op("MUL", scope, "mul_1", [y, w], hid)
 
+    def rotary(scope: list[str], x: str, add: str, times_cos: str, times_sin: str) -> str:
+        """x·cos + x·sin, the rotary embedding, with the node names the model gives them."""
+        return b.op(
+            "ADD",
+            scope,
+            add,
+            [b.op("MUL", scope, times_cos, [x, cos], att), b.op("MUL", scope, times_sin, [x, sin], att)],
+            att,
+        )
+
     x = b.op("EMBEDDING", ["model", "embed_tokens"], "embedding", [ids], hid)
     pos = b.op("ARANGE", ["model", "rotary_emb"], "arange", [], hid, weight=True)
     cos = b.op("COS", ["model", "rotary_emb"], "cos", [pos], hid)
@@ -153,12 +176,14 @@ def llm_document(decoder_layers: int, seed: int = 0) -> dict[str, Any]:
         q = linear([*attn, "q_proj"], h)
         k = linear([*attn, "k_proj"], h)
         v = linear([*attn, "v_proj"], h)
-        qr = b.op("ADD", attn, "add", [b.op("MUL", attn, "mul", [q, cos], att), b.op("MUL", attn, "mul_1", [q, sin], att)], att)
-        kr = b.op("ADD", attn, "add_1", [b.op("MUL", attn, "mul_2", [k, cos], att), b.op("MUL", attn, "mul_3", [k, sin], att)], att)
+        qr = rotary(attn, q, "add", "mul", "mul_1")
+        kr = rotary(attn, k, "add_1", "mul_2", "mul_3")
         s = b.op("BATCH_MATMUL", attn, "bmm", [qr, b.op("TRANSPOSE", attn, "transpose", [kr], att)], att)
         p = b.op("SOFTMAX", attn, "softmax", [b.op("MUL", attn, "scale", [s], att)], att)
         o = b.op("BATCH_MATMUL", attn, "bmm_1", [p, v], att)
-        o = linear([*attn, "o_proj"], b.op("RESHAPE", attn, "view", [b.op("TRANSPOSE", attn, "transpose_1", [o], att)], hid))
+        o = linear(
+            [*attn, "o_proj"], b.op("RESHAPE", attn, "view", [b.op("TRANSPOSE", attn, "transpose_1", [o], att)], hid)
+        )
         x = b.op("ADD", layer, "add", [x, o], hid)
         h = norm([*layer, "post_attention_layernorm"], x)
         mlp = [*layer, "mlp"]

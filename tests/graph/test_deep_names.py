@@ -81,23 +81,31 @@ def test_report_of_megabyte_names_finishes(deep, tmp_path):
     out = tmp_path / "deep.html"
     proc = subprocess.run(
         [sys.executable, "-m", "tvm_explorer", "report", str(deep), "-o", str(out)],
-        capture_output=True, text=True, timeout=300, preexec_fn=_limited,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        preexec_fn=_limited,
     )
     assert proc.returncode == 0 and "Report written" in proc.stdout, proc.stderr[-2000:]
     assert out.stat().st_size < 8 * 2**20  # the names are shown cut, not whole
 
 
 def test_show_model_graph_of_megabyte_names(deep):
-    srv = RawServer(cmd=[sys.executable, "-c",
-                         f"import resource, runpy, sys; resource.setrlimit(resource.RLIMIT_AS, ({LIMIT}, {LIMIT}));"
-                         "sys.argv = ['tvm-explorer', 'serve']; runpy.run_module('tvm_explorer', run_name='__main__')"])
+    srv = RawServer(
+        cmd=[
+            sys.executable,
+            "-c",
+            f"import resource, runpy, sys; resource.setrlimit(resource.RLIMIT_AS, ({LIMIT}, {LIMIT}));"
+            "sys.argv = ['tvm-explorer', 'serve']; runpy.run_module('tvm_explorer', run_name='__main__')",
+        ]
+    )
     try:
         srv.initialize(deep.parent)
         srv.wait_bundles(1, timeout=120)
         base = srv.peak_mib()
         got = srv.reply(srv.request("tvmExplorer/modelGraph", {"bundle": uri(deep / "code" / "module.c")}), timeout=120)
         doc = got["result"]["document"]
-        assert len(doc["nodes"]) == 8 and all(len(n["name"]) <= MAX_SHOWN_NAME for n in doc["nodes"]), got.get("error")
+        assert len(doc["nodes"]) == 8 and all(len(n["name"]) <= MAX_SHOWN_NAME for n in doc["nodes"]), got
         assert srv.peak_mib() - base < 200, (base, srv.peak_mib())
     finally:
         srv.close()

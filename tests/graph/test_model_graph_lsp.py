@@ -7,11 +7,11 @@ from __future__ import annotations
 import shutil
 
 import pytest
-import pytest_lsp
-from pytest_lsp import LanguageClient
-from tests.lsp.conftest import SERVER, start_session, uri
+from pygls.exceptions import JsonRpcException
+from tests.lsp.conftest import uri, workspace_client
 
 from tvm_explorer.bundle.reader import Bundle
+from tvm_explorer.lsp.protocol import RequestFailed
 
 
 @pytest.fixture(scope="module")
@@ -21,16 +21,14 @@ def workspace(bundles, models_dir, tmp_path_factory):
     return folder
 
 
-@pytest_lsp.fixture(config=SERVER, scope="module")
-async def client(lsp_client: LanguageClient, workspace):
-    await start_session(lsp_client, workspace, expect=1)
-    yield
-    await lsp_client.shutdown_session()
+client = workspace_client()
 
 
 async def test_the_graph_of_a_bundle(client, workspace):
     bundle = Bundle(workspace / "small.bundle")
-    result = await client.protocol.send_request_async("tvmExplorer/modelGraph", {"bundle": uri(bundle.root / "code" / "module.c")})
+    result = await client.protocol.send_request_async(
+        "tvmExplorer/modelGraph", {"bundle": uri(bundle.root / "code" / "module.c")}
+    )
     assert result.root == uri(bundle.root)
     doc = result.document
     assert [n.id for n in doc.nodes] == [str(lay.id) for lay in bundle.layers]
@@ -59,5 +57,6 @@ async def test_the_graph_of_a_bundle(client, workspace):
 
 async def test_a_file_of_no_bundle(client, workspace):
     (workspace / "notes.txt").write_text("x")
-    result = await client.protocol.send_request_async("tvmExplorer/modelGraph", {"bundle": uri(workspace / "notes.txt")})
-    assert "no loaded bundle" in result.error
+    with pytest.raises(JsonRpcException) as failed:  # an LSP error, its message shown by the editor
+        await client.protocol.send_request_async("tvmExplorer/modelGraph", {"bundle": uri(workspace / "notes.txt")})
+    assert failed.value.code == RequestFailed.CODE and "no loaded bundle holds" in failed.value.message

@@ -29,9 +29,25 @@ def _browser_missing() -> str | None:
         return "playwright-core not installed"
     if not Path(CHROMIUM).exists():
         return "chromium not installed"
-    if not (REPO / "server" / "tvm_explorer" / "graphview" / "assets" / "graph.js").exists():
+    if not all((REPO / "server/tvm_explorer/graphview/assets" / f).exists() for f in ("graph.js", "elk.js")):
         return "graph app not built (npm run build)"
     return None
+
+
+def _check_report(report, shots: str, **gestures: str) -> dict:
+    """What report_check.mjs finds in ``report`` in a real browser (its screenshots under
+    ARTIFACTS/SHOTS); ``gestures`` go to it as environment variables."""
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    found = subprocess.run(
+        ["node", str(HERE / "report_check.mjs"), str(report), str(ARTIFACTS / shots)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=HERE,
+        env={**os.environ, **gestures},
+    )
+    assert found.returncode == 0, found.stderr
+    return json.loads(found.stdout)
 
 
 @pytest.fixture(scope="module")
@@ -54,15 +70,14 @@ def report(bundles, models_dir, tmp_path_factory):
     proc = run_cli("report", bundle, "-o", out)
     assert proc.returncode == 0, proc.stderr
     assert "Report written" in proc.stdout
-    ARTIFACTS.mkdir(parents=True, exist_ok=True)
-    found = subprocess.run(
-        ["node", str(HERE / "report_check.mjs"), str(out), str(ARTIFACTS / "small_cnn")],
-        capture_output=True, text=True, timeout=300, cwd=HERE,
-        env={**os.environ, "GRAPH_SEARCH": "conv2d", "GRAPH_HOVER": str(data["layers"][3]["id"]),
-             "MEMORY_CLICK": f"0,{json.loads((bundle / 'memory.json').read_text())['peak']['step']}"},
+    found = _check_report(
+        out,
+        "small_cnn",
+        GRAPH_SEARCH="conv2d",
+        GRAPH_HOVER=str(data["layers"][3]["id"]),
+        MEMORY_CLICK=f"0,{json.loads((bundle / 'memory.json').read_text())['peak']['step']}",
     )
-    assert found.returncode == 0, found.stderr
-    return bundle, json.loads((bundle / "costs.json").read_text()), out, json.loads(found.stdout)
+    return bundle, json.loads((bundle / "costs.json").read_text()), out, found
 
 
 def test_every_layer_is_a_node(report):
@@ -77,7 +92,9 @@ def test_nothing_leaves_the_page(report):
     assert found["errors"] == [], found["errors"]  # a CSP violation is a console error
     text = out.read_text()
     assert "Content-Security-Policy" in text and "default-src 'none'" in text
-    assert "http://" not in text.split("<script>")[0] and "https://" not in text.split("<script>")[0]
+    markup = text.split("<script")[0]  # the page before its scripts (ELK's text is the first)
+    assert "http://" not in markup and "https://" not in markup
+    assert '<script type="text/plain" id="tvmx-elk">' in text  # ELK apart from the app, not run by the page
 
 
 def test_overlay_colors_follow_the_data(report):
@@ -116,6 +133,12 @@ def test_search_and_groups(report):
     assert found["expandedLayers"] == len(found["layers"])
 
 
+def test_reopening_draws_the_same_view_without_elk(report):
+    _, _, _, found = report
+    assert found["reopened"]["laidOut"] == 0  # every container from the kept layouts
+    assert found["reopened"]["opening"] == found["opening"]  # each box where ELK put it
+
+
 def test_bundle_strings_are_text(report):
     _, _, out, found = report
     assert found["pwned"] is None and found["images"] == 0
@@ -133,17 +156,43 @@ def test_the_memory_timeline_marks_the_peak_and_a_band_opens_its_layer(report):
     got = found["memory"]
     assert isinstance(got, dict), got
     assert got["heading"].startswith(f"Peak {peak['bytes'] / 1024:.1f} KiB at step {peak['step']} (")
-    held = [s["id"] for s in memory["storages"] if s["first_step"] is not None and s["first_step"] <= peak["step"] <= s["last_step"]]
+    held = [
+        s["id"]
+        for s in memory["storages"]
+        if s["first_step"] is not None and s["first_step"] <= peak["step"] <= s["last_step"]
+    ]
     assert sorted(got["listed"]) == sorted(held)
-    tensor = next(t for t in memory["tensors"] if t["storage"] == 0 and t["first_step"] <= peak["step"] <= t["last_step"])
+    tensor = next(
+        t for t in memory["tensors"] if t["storage"] == 0 and t["first_step"] <= peak["step"] <= t["last_step"]
+    )
     assert got["selected"] == [str(tensor["layer"])]
     path = memory["analysed"]["document"]
     lines = (bundle / path).read_text().split("\n")
-    line = next(i for i, text in enumerate(lines) if text.strip().startswith(f"{tensor['var']}: ") and "alloc_tensor(" in text)
+    line = next(
+        i for i, text in enumerate(lines) if text.strip().startswith(f"{tensor['var']}: ") and "alloc_tensor(" in text
+    )
     assert got["alloc"] == f"{path}:{line + 1}"
     # the clicked storage's tensors, each named with its layer (text, whatever the name holds)
     assert f"Storage #0 ({memory['storages'][0]['bytes'] / 1024:.1f} KiB" in got["details"]
     assert f"{tensor['var']} [" in got["details"] and "output of CONV_2D" in got["details"]
+
+
+def test_the_memory_timeline_draws_the_measured_run_over_the_plan(report):
+    """The bundle is profiled on llvm: the picture draws the bytes the run (VM naive allocator)
+    held after each step as a line over the bands, its peak's point marked, and the caption
+    line says where it was measured, its peak beside the static one and the verdict."""
+    bundle, _, _, found = report
+    memory = json.loads((bundle / "memory.json").read_text())
+    m, got = memory["measured"], found["memory"]
+    assert got["measuredStatus"] == "measured" == m["status"]
+    assert got["caption"].startswith(f"measured on this machine: peak {m['naive_peak_bytes'] / 1024:.1f} KiB (static ")
+    assert ", within the tolerance of 5 % + 256.0 KiB), VM naive allocator; pooled (TVM's default): " in got["caption"]
+    line = got["line"]
+    assert line["label"].startswith("measured on this machine after each kernel call, VM naive allocator")
+    # drawn in the axis' unit and read back: the samples to the byte, none where no kernel ran
+    assert [v is None for v in line["bytes"]] == [v is None for v in m["steps"]]
+    assert all(abs(a - b) <= 1 for a, b in zip(line["bytes"], m["steps"]) if b is not None)
+    assert line["peak"] is not None and line["peak"]["x"] > 0 and line["peak"]["y"] > 0
 
 
 def test_bad_input_is_one_message(bundles, models_dir, tmp_path):
@@ -197,11 +246,7 @@ def gt_report(bundles, gt_model, tmp_path_factory):
     bundle = bundles.get(gt_model, "c")
     out = tmp_path_factory.mktemp("gt-report") / "report.html"
     assert run_cli("report", bundle, "-o", out).returncode == 0
-    ARTIFACTS.mkdir(parents=True, exist_ok=True)
-    found = subprocess.run(["node", str(HERE / "report_check.mjs"), str(out), str(ARTIFACTS / "gt")],
-                           capture_output=True, text=True, timeout=300, cwd=HERE)
-    assert found.returncode == 0, found.stderr
-    return bundle, json.loads(found.stdout)
+    return bundle, _check_report(out, "gt")
 
 
 def test_the_pass_slider_scrubs_the_pipeline_with_the_layout_still(gt_report):

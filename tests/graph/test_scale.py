@@ -34,7 +34,10 @@ def check(html: Path, shots: str, spec: dict) -> dict:
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     proc = subprocess.run(
         ["node", str(HERE / "scale_check.mjs"), str(html), str(ARTIFACTS / shots), json.dumps(spec)],
-        capture_output=True, text=True, timeout=600, cwd=HERE,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        cwd=HERE,
     )
     assert proc.returncode == 0, proc.stderr
     found = json.loads(proc.stdout)
@@ -81,11 +84,21 @@ def test_an_llm_opens_on_its_decoder_layers(chromium_ready, tmp_path):
     name = {n["name"]: n["id"] for n in doc["nodes"]}
     far_apart = [name["model.embed_tokens/embedding"], name["model.norm/mul_1"], name["lm_head/mm"]]
     target = name["model.layers.30.mlp.down_proj/mm"]
-    found = check(html, "llm32", {
-        "overlay": "time", "rollups": True, "expand": by_path["model.layers.5"], "highlight": far_apart,
-        "search": "layers.30.mlp.down_proj/mm", "reveal": target, "panel": True,
-        "compare": by_path["model.layers.0"], "weights": True,
-    })
+    found = check(
+        html,
+        "llm32",
+        {
+            "overlay": "time",
+            "rollups": True,
+            "expand": by_path["model.layers.5"],
+            "highlight": far_apart,
+            "search": "layers.30.mlp.down_proj/mm",
+            "reveal": target,
+            "panel": True,
+            "compare": by_path["model.layers.0"],
+            "weights": True,
+        },
+    )
     layers = [by_path[f"model.layers.{i}"] for i in range(32)]
     assert sorted(found["collapsed"]) == sorted(layers)
     assert "model.layers.{0..31}" in found["notice"]
@@ -112,6 +125,7 @@ def test_an_llm_opens_on_its_decoder_layers(chromium_ready, tmp_path):
     assert found["highlighted"] == {i: f'[data-layer="{i}"]' for i in far_apart}
     assert found["matches"] == 1 and found["revealed"] is True and found["revealedSelected"] == [target]
     assert found["panelShare"] <= 0.5 and found["panelClosedWidth"] == 0
+    assert found["graphShare"] >= found["panelShare"]  # the graph keeps at least half
     # ×32: the 32 decoder layers side by side, each with its summed time
     assert len(found["compare"]) == 32 and found["compareHead"][1] == "Measured time"
     assert found["compare"][7][0] == "layers.7"
@@ -138,7 +152,9 @@ def test_the_tiny_llama_rollups_are_its_layers_costs(chromium_ready, llm_bundles
     costs = json.loads((bundle / "costs.json").read_text())
     time_of = {str(lay["id"]): lay["time_ms"] for lay in costs["layers"]}
     shared = min((k for k in costs["kernels"] if len(k["layers"]) >= 3), key=lambda k: len(k["layers"]))
-    found = check(html, "llama", {"overlay": "time", "rollups": True, "highlight": [str(i) for i in shared["layers"][:3]]})
+    found = check(
+        html, "llama", {"overlay": "time", "rollups": True, "highlight": [str(i) for i in shared["layers"][:3]]}
+    )
     decoder = [g["id"] for g in doc["groups"] if g.get("repeat")]
     assert [g["path"] for g in doc["groups"] if g.get("repeat")] == ["m.model.layers.0", "m.model.layers.1"]
     assert sorted(found["collapsed"]) == sorted(decoder)
@@ -147,3 +163,24 @@ def test_the_tiny_llama_rollups_are_its_layers_costs(chromium_ready, llm_bundles
         assert found["rollups"][gid] == pytest.approx(expected, rel=1e-9)
     hosts = {n["id"]: n.get("fold") or n["id"] for n in doc["nodes"]}
     assert found["highlighted"] == {i: f'[data-layer="{hosts[i]}"]' for i in found["highlighted"]}  # opened, on screen
+
+
+def test_a_long_run_of_decoder_layers_is_drawn_in_parts(chromium_ready, tmp_path):
+    """70 decoder layers (more than 64 in a row): drawn in parts of 32 (layers.0–31, …) that
+    share one layout, every decoder layer still one collapsed box; opening one and closing it
+    puts everything back; a layer of the last part is found and brought on screen."""
+    doc = llm_document(70)
+    html = tmp_path / "llm70.html"
+    html.write_text(render_html(doc, NO_SECTIONS))
+    by_path = {g["path"]: g["id"] for g in doc["groups"]}
+    target = {n["name"]: n["id"] for n in doc["nodes"]}["model.layers.69.mlp.down_proj/mm"]
+    found = check(
+        html,
+        "llm70",
+        {"expand": by_path["model.layers.40"], "search": "layers.69.mlp.down_proj/mm", "reveal": target},
+    )
+    assert found["painted"] > 0 and found["mode"] == "worker"
+    assert sorted(found["collapsed"]) == sorted(by_path[f"model.layers.{i}"] for i in range(70))
+    assert "model.layers.{0..69}" in found["notice"] and "parts of at most" not in found["notice"]
+    assert found["again"] == found["before"]
+    assert found["matches"] == 1 and found["revealed"] is True and found["revealedSelected"] == [target]

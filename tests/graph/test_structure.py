@@ -13,7 +13,15 @@ def edge(a: str, b: str) -> Edge:
 def test_weights_fold_into_their_consumer_and_dead_ends_into_their_producer():
     # in -> 2 (conv) <- 1 (reshape) <- 0 (dequantize); 3: an assert joined to nothing;
     # 4 (arange, no input) -> 5 (where) <- 2; 5 -> out; 2 -> 6 (an assert: read by nothing)
-    edges = [edge("in:0:x", "2"), edge("0", "1"), edge("1", "2"), edge("4", "5"), edge("2", "5"), edge("5", "out:0:y"), edge("2", "6")]
+    edges = [
+        edge("in:0:x", "2"),
+        edge("0", "1"),
+        edge("1", "2"),
+        edge("4", "5"),
+        edge("2", "5"),
+        edge("5", "out:0:y"),
+        edge("2", "6"),
+    ]
     got = folds([str(i) for i in range(7)], edges, {"in:0:x"}, {"5"})
     assert got == {"0": "2", "1": "2", "3": "5", "4": "5", "6": "2"}
     assert folds(["0", "1"], [edge("0", "1")], set(), set()) == {}  # no graph input known: nothing folded

@@ -41,21 +41,26 @@ def test_the_conv_add_relu_fusion_is_named_with_its_kernel(gt):
     # The three layers followed together: their fusion, and three PrimFuncs become one.
     group = by_pass(layer_history(gt, [0, 1, 2]))
     assert group["FuseOps"].summary == (
-        "op 0 (CONV_2D), op 1 (ADD) and op 2 (RELU) fused into fused_conv2d_add_add_relu")
+        "op 0 (CONV_2D), op 1 (ADD) and op 2 (RELU) fused into fused_conv2d_add_add_relu"
+    )
     assert group["FuseTIR"].summary == "3 PrimFuncs → 1 (fused_conv2d_add_add_relu)"
     # The largest code-size change within a stage is marked (costs.json has no profile: no cost mark).
     assert [m.kind for m in history.marks] == ["size"]
     marked = history.steps[history.marks[0].step]
-    assert all(abs(s.after.line_count - s.before.line_count) <= abs(marked.after.line_count - marked.before.line_count)
-               for s in history.steps if s.before.stage == s.after.stage)
+    assert all(
+        abs(s.after.line_count - s.before.line_count) <= abs(marked.after.line_count - marked.before.line_count)
+        for s in history.steps
+        if s.before.stage == s.after.stage
+    )
 
 
 def _own_texts(view, path, layer):
     """The texts of every range of ``path`` whose origins are ``layer`` alone (whitespace aside)."""
     layers = view.layer_map.layers_of_set
     text = view.bundle.text(path)
-    return sorted(normalized(text[r.start:r.end]) for r in view.layer_map.ranges(layer, path)
-                  if layers[r.origin_set] == {layer})
+    return sorted(
+        normalized(text[r.start : r.end]) for r in view.layer_map.ranges(layer, path) if layers[r.origin_set] == {layer}
+    )
 
 
 def test_only_passes_that_changed_the_layer_are_steps(gt):
@@ -82,11 +87,11 @@ def test_each_step_diff_holds_only_the_layers_lines(gt):
                     at = start
                     for line in text.split("\n"):
                         # every line shown meets a range holding one of the layers
-                        assert any(r.start < at + max(len(line), 1) and r.end > at
-                                   and layers_of[r.origin_set] & set(group)
-                                   for r in gt.layer_map.ranges(group[0], code.path)
-                                   + [x for g in group[1:] for x in gt.layer_map.ranges(g, code.path)]), \
-                            (group, code.path, line)
+                        assert any(
+                            r.start < at + max(len(line), 1) and r.end > at and layers_of[r.origin_set] & set(group)
+                            for r in gt.layer_map.ranges(group[0], code.path)
+                            + [x for g in group[1:] for x in gt.layer_map.ranges(g, code.path)]
+                        ), (group, code.path, line)
                         at += len(line) + 1
                 assert index  # the document is indexed
     # In the fused kernel, the conv's lines are not the relu's, and the other way round.
@@ -100,12 +105,16 @@ def test_each_step_diff_holds_only_the_layers_lines(gt):
 def test_a_layer_lowered_to_two_kernels(bundles, models_dir):
     view = BundleView(Bundle(bundles.get(models_dir / "small_cnn_int8.tflite", "c")))
     steps = by_pass(layer_history(view, [2]))  # op 2 CONV_2D: its kernel and the pool's dequantize
-    assert steps["FuseOps"].summary == ("its 4 bindings fused into fused_conv2d1_add1_quantize1_tir_clip1 (no other "
-                                        "layer); fused with op 1 (MAX_POOL_2D) into fused_max_pool2d_dequantize3")
-    assert steps["FuseTIR"].summary.startswith("7 PrimFuncs → 2 (fused_conv2d1_add1_quantize1_tir_clip1, "
-                                               "fused_max_pool2d_dequantize3)")
+    assert steps["FuseOps"].summary == (
+        "its 4 bindings fused into fused_conv2d1_add1_quantize1_tir_clip1 (no other "
+        "layer); fused with op 1 (MAX_POOL_2D) into fused_max_pool2d_dequantize3"
+    )
+    assert steps["FuseTIR"].summary.startswith(
+        "7 PrimFuncs → 2 (fused_conv2d1_add1_quantize1_tir_clip1, fused_max_pool2d_dequantize3)"
+    )
     assert steps["codegen (c)"].summary.startswith(
-        "C: 2 functions fused_conv2d1_add1_quantize1_tir_clip1, fused_max_pool2d_dequantize3")
+        "C: 2 functions fused_conv2d1_add1_quantize1_tir_clip1, fused_max_pool2d_dequantize3"
+    )
 
 
 def test_cli_history_text_json_and_errors(bundles, gt_model):

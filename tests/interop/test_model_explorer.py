@@ -43,7 +43,9 @@ def _tflite_nodes(model: Path) -> set[tuple[str, str]]:
 
 
 def _graph_nodes(graphs) -> set[tuple[str, str]]:
-    return {(g.id, n.id) for g in graphs["graphs"] for n in g.nodes if n.label not in NOT_OPS and n.namespace != "inputs"}
+    return {
+        (g.id, n.id) for g in graphs["graphs"] for n in g.nodes if n.label not in NOT_OPS and n.namespace != "inputs"
+    }
 
 
 def _onnx_nodes(model: Path) -> set[tuple[str, str]]:

@@ -33,12 +33,8 @@ async def start_session(client: LanguageClient, folder: Path, expect: int = 1, *
             capabilities=types.ClientCapabilities(
                 window=types.WindowClientCapabilities(work_done_progress=True),
                 text_document=types.TextDocumentClientCapabilities(
-                    hover=types.HoverClientCapabilities(
-                        content_format=[types.MarkupKind.Markdown]
-                    ),
-                    document_symbol=types.DocumentSymbolClientCapabilities(
-                        hierarchical_document_symbol_support=True
-                    ),
+                    hover=types.HoverClientCapabilities(content_format=[types.MarkupKind.Markdown]),
+                    document_symbol=types.DocumentSymbolClientCapabilities(hierarchical_document_symbol_support=True),
                 ),
             ),
             workspace_folders=[types.WorkspaceFolder(uri=uri(folder), name=folder.name)],
@@ -49,8 +45,7 @@ async def start_session(client: LanguageClient, folder: Path, expect: int = 1, *
     return result
 
 
-async def wait_for_bundles(client: LanguageClient, count: int, timeout: float = 60.0,
-                           predicate=None) -> list:
+async def wait_for_bundles(client: LanguageClient, count: int, timeout: float = 60.0, predicate=None) -> list:
     """Poll ``tvmExplorer/listBundles`` until ``count`` bundles are loaded (and
     ``predicate(bundles)`` holds)."""
     deadline = time.monotonic() + timeout
@@ -64,14 +59,14 @@ async def wait_for_bundles(client: LanguageClient, count: int, timeout: float = 
         await asyncio.sleep(0.1)
 
 
-def workspace_client():
+def workspace_client(expect: int = 1):
     """A module-scoped ``client`` fixture: the real server on the folder the module's own
-    ``workspace`` fixture returns (one bundle in it)."""
+    ``workspace`` fixture returns (``expect`` bundles in it)."""
     import pytest_lsp
 
     @pytest_lsp.fixture(config=SERVER, scope="module")
     async def client(lsp_client: LanguageClient, workspace):
-        await start_session(lsp_client, workspace)
+        await start_session(lsp_client, workspace, expect=expect)
         yield
         await lsp_client.shutdown_session()
 
@@ -96,8 +91,7 @@ def send_raw(client: LanguageClient, method: str, params, msg_id: str | None = N
 
 
 def cancel(client: LanguageClient, msg_id: str) -> None:
-    client.protocol._send_data(JsonRPCNotification(method="$/cancelRequest", jsonrpc="2.0",
-                                                   params={"id": msg_id}))
+    client.protocol._send_data(JsonRPCNotification(method="$/cancelRequest", jsonrpc="2.0", params={"id": msg_id}))
 
 
 def position_of(text: str, needle: str, occurrence: int = 0, delta: int = 0) -> types.Position:
@@ -110,6 +104,25 @@ def position_of(text: str, needle: str, occurrence: int = 0, delta: int = 0) -> 
     line = text.count("\n", 0, offset)
     col_text = text[text.rfind("\n", 0, offset) + 1 : offset]
     return types.Position(line, len(col_text.encode("utf-16-le")) // 2)
+
+
+async def hover_value(client: LanguageClient, bundle, path: str, needle: str, delta: int = 6) -> str:
+    """The hover's Markdown at ``delta`` characters into ``needle`` in the bundle document ``path``."""
+    doc = types.TextDocumentIdentifier(uri(bundle.root / path))
+    hover = await client.text_document_hover_async(
+        types.HoverParams(doc, position_of(bundle.text(path), needle, delta=delta))
+    )
+    return hover.contents.value
+
+
+async def planted_hovers(client: LanguageClient, bundle, path: str, diverging: str, matching: str) -> str:
+    """Hovers the layer at ``diverging`` (the planted 0.5 error, the first divergence) and the
+    one at ``matching`` in the model document ``path``; returns the diverging layer's hover."""
+    value = await hover_value(client, bundle, path, diverging)
+    assert "**Numerics**" in value and "max abs 0.5" in value and "**first divergence**" in value
+    matches = await hover_value(client, bundle, path, matching)
+    assert "matches" in matches and "first divergence" not in matches
+    return value
 
 
 @pytest.fixture(scope="session")
@@ -153,9 +166,9 @@ def real_workspace(tmp_path_factory, bundles) -> dict:
     folder = tmp_path_factory.mktemp("real-ws")
     (folder / "bundles").mkdir()
     real = {
-        name: session_bundle(bundles, MODELS_DIR / f"{name}.tflite", folder / "bundles" / name)
-        for name in REAL_MODELS
+        name: session_bundle(bundles, MODELS_DIR / f"{name}.tflite", folder / "bundles" / name) for name in REAL_MODELS
     }
     real["small_cnn_fp32_cuda"] = session_bundle(
-        bundles, MODELS_DIR / "small_cnn_fp32.tflite", folder / "bundles" / "small_cnn_fp32_cuda", "cuda")
+        bundles, MODELS_DIR / "small_cnn_fp32.tflite", folder / "bundles" / "small_cnn_fp32_cuda", "cuda"
+    )
     return {"folder": folder, "bundles": real}

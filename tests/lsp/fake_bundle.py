@@ -10,6 +10,8 @@ import json
 import re
 from pathlib import Path
 
+from tvm_explorer.bundle.format import SCHEMA_VERSION
+
 # name -> (kind, key, [(layer, is_output)], link)
 SPEC = {
     "L0": ("layer", "layer:0:0", [(0, True)], None),
@@ -164,12 +166,30 @@ DOCUMENTS = [
 LANGUAGES = {"model": "tflgraph", "relax": "tvm-relax", "tir": "tvm-tir", "code": "c"}
 
 LAYERS = [
-    {"id": 0, "subgraph": 0, "op_index": 0, "opcode": "CONV_2D", "outputs": ["conv1"],
-     "output_types": [{"shape": [1, 8, 8, 4], "dtype": "float32"}]},
-    {"id": 1, "subgraph": 0, "op_index": 1, "opcode": "RELU", "outputs": ["relu1"],
-     "output_types": [{"shape": [1, 8, 8, 4], "dtype": "float32"}]},
-    {"id": 2, "subgraph": 0, "op_index": 2, "opcode": "ADD", "outputs": ["out"],
-     "output_types": [{"shape": [1, 8, 8, 4], "dtype": "float32"}]},
+    {
+        "id": 0,
+        "subgraph": 0,
+        "op_index": 0,
+        "opcode": "CONV_2D",
+        "outputs": ["conv1"],
+        "output_types": [{"shape": [1, 8, 8, 4], "dtype": "float32"}],
+    },
+    {
+        "id": 1,
+        "subgraph": 0,
+        "op_index": 1,
+        "opcode": "RELU",
+        "outputs": ["relu1"],
+        "output_types": [{"shape": [1, 8, 8, 4], "dtype": "float32"}],
+    },
+    {
+        "id": 2,
+        "subgraph": 0,
+        "op_index": 2,
+        "opcode": "ADD",
+        "outputs": ["out"],
+        "output_types": [{"shape": [1, 8, 8, 4], "dtype": "float32"}],
+    },
 ]
 
 _MARK = re.compile(r"⟪(/|\w+)⟫")
@@ -231,21 +251,59 @@ def write_fake_bundle(root: Path) -> Path:
         "def apply_trace(sch):\n    b0 = sch.get_sblock('t')\n    l1, = sch.get_loops(b0)\n", "utf-8"
     )
     passes = [
-        {"index": 0, "stage": "relax", "name": "import", "changed": True, "before": None,
-         "after": "relax/000-import.relax"},
-        {"index": 1, "stage": "relax", "name": "DispatchSampling", "changed": False,
-         "before": "relax/000-import.relax", "after": "relax/000-import.relax"},
-        {"index": 4, "stage": "relax", "name": "LegalizeOps", "changed": True,
-         "before": "relax/000-import.relax", "after": "relax/004-LegalizeOps.relax"},
-        {"index": 7, "stage": "relax", "name": "FuseTIR", "changed": True,
-         "before": "relax/004-LegalizeOps.relax", "after": "relax/007-FuseTIR.relax"},
-        {"index": 20, "stage": "tir", "name": "input", "changed": True,
-         "before": "relax/007-FuseTIR.relax", "after": "tir/000-input.tir"},
-        {"index": 32, "stage": "tir", "name": "s_tir.LowerOpaqueBlock", "changed": True,
-         "before": "tir/000-input.tir", "after": "tir/012-s_tir.LowerOpaqueBlock.tir"},
+        {
+            "index": 0,
+            "stage": "relax",
+            "name": "import",
+            "changed": True,
+            "before": None,
+            "after": "relax/000-import.relax",
+        },
+        {
+            "index": 1,
+            "stage": "relax",
+            "name": "DispatchSampling",
+            "changed": False,
+            "before": "relax/000-import.relax",
+            "after": "relax/000-import.relax",
+        },
+        {
+            "index": 4,
+            "stage": "relax",
+            "name": "LegalizeOps",
+            "changed": True,
+            "before": "relax/000-import.relax",
+            "after": "relax/004-LegalizeOps.relax",
+        },
+        {
+            "index": 7,
+            "stage": "relax",
+            "name": "FuseTIR",
+            "changed": True,
+            "before": "relax/004-LegalizeOps.relax",
+            "after": "relax/007-FuseTIR.relax",
+        },
+        {
+            "index": 20,
+            "stage": "tir",
+            "name": "input",
+            "changed": True,
+            "before": "relax/007-FuseTIR.relax",
+            "after": "tir/000-input.tir",
+        },
+        {
+            "index": 32,
+            "stage": "tir",
+            "name": "s_tir.LowerOpaqueBlock",
+            "changed": True,
+            "before": "tir/000-input.tir",
+            "after": "tir/012-s_tir.LowerOpaqueBlock.tir",
+        },
     ]
     manifest = {
-        "format": "tvm-explorer-bundle", "schema_version": 1, "complete": True,
+        "format": "tvm-explorer-bundle",
+        "schema_version": SCHEMA_VERSION,
+        "complete": True,
         "created": "2026-01-01T00:00:00Z",
         "tool": {"tvm_explorer": "0.1.0", "tvm": "0.27.0.post1"},
         "model": {"file": "tiny.tflite", "sha256": "0" * 64, "subgraphs": 1, "operators": 3},
@@ -253,11 +311,9 @@ def write_fake_bundle(root: Path) -> Path:
         "options": {"spans": True, "exact_origins": False, "schedule_records": True},
         "documents": manifest_docs,
         "passes": passes,
-        "traces": [{"primfunc": "fused_conv2d_relu", "rule": "Fallback",
-                    "path": "traces/fused_conv2d_relu.py"}],
+        "traces": [{"primfunc": "fused_conv2d_relu", "rule": "Fallback", "path": "traces/fused_conv2d_relu.py"}],
     }
-    index = {"schema_version": 1, "layers": LAYERS, "origin_sets": origin_sets,
-             "documents": index_docs}
+    index = {"schema_version": SCHEMA_VERSION, "layers": LAYERS, "origin_sets": origin_sets, "documents": index_docs}
     (root / "index.json").write_text(json.dumps(index), encoding="utf-8")
     (root / "manifest.json").write_text(json.dumps(manifest, indent=1), encoding="utf-8")
     return root

@@ -28,11 +28,20 @@ def frame(body: bytes | dict) -> bytes:
 class RawServer:
     """The real server process on pipes; replies are parsed by a reader thread."""
 
-    def __init__(self, cwd: Path | None = None, args: list[str] | None = None,
-                 cmd: list[str] | None = None, env: dict | None = None):
+    def __init__(
+        self,
+        cwd: Path | None = None,
+        args: list[str] | None = None,
+        cmd: list[str] | None = None,
+        env: dict | None = None,
+    ):
         self.proc = subprocess.Popen(
-            (cmd or SERVER_CMD) + (args or []), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE, cwd=cwd, env=env,
+            (cmd or SERVER_CMD) + (args or []),
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            cwd=cwd,
+            env=env,
         )
         self.messages: queue.Queue = queue.Queue()
         self._reader = threading.Thread(target=self._read, daemon=True)
@@ -95,8 +104,12 @@ class RawServer:
 
     def initialize(self, folder: Path | None = None, **options) -> dict:
         """``initialize`` + ``initialized`` (workspace ``folder``)."""
-        params = {"processId": os.getpid(), "capabilities": {}, "rootUri": None,
-                  "initializationOptions": {"pollInterval": 0.2, **options}}
+        params = {
+            "processId": os.getpid(),
+            "capabilities": {},
+            "rootUri": None,
+            "initializationOptions": {"pollInterval": 0.2, **options},
+        }
         if folder is not None:
             params["workspaceFolders"] = [{"uri": folder.as_uri(), "name": folder.name}]
         got = self.reply(self.request("initialize", params))
@@ -189,8 +202,11 @@ def documented_server_launches(repo: Path) -> list[list[str]]:
     bin_dir = Path(sys.executable).parent
     found = []
     vscode = (repo / "docs" / "vscode.md").read_text()
-    for m in re.finditer(r"cmd = \{ vim\.fn\.expand\('~/src/tvm-explorer/\.venv/bin/([^']+)'\)"
-                         r"((?:, '[^']*')*) \}", vscode):
+    for m in re.finditer(
+        r"cmd = \{ vim\.fn\.expand\('~/src/tvm-explorer/\.venv/bin/([^']+)'\)"
+        r"((?:, '[^']*')*) \}",
+        vscode,
+    ):
         found.append([str(bin_dir / m.group(1)), *re.findall(r"'([^']*)'", m.group(2))])
     for m in re.finditer(r"^\.venv/bin/(\S+) (serve)\b", (repo / "README.md").read_text(), re.M):
         found.append([str(bin_dir / m.group(1)), m.group(2)])
@@ -220,8 +236,16 @@ def write_nested_bundle(root: Path, depth: int, doc: str = "tir/000-input.tir") 
         model_ranges.append([offset, offset + len(line) - 1, 0, "layer", f"layer:0:{base + i}"])
         model_lines.append(line)
         offset += len(line)
-        layers.append({"id": base + i, "subgraph": 0, "op_index": base + i, "opcode": "ADD",
-                       "outputs": [f"t{i}"], "output_types": []})
+        layers.append(
+            {
+                "id": base + i,
+                "subgraph": 0,
+                "op_index": base + i,
+                "opcode": "ADD",
+                "outputs": [f"t{i}"],
+                "output_types": [],
+            }
+        )
     model_text += "".join(model_lines)
     (root / "model.tflgraph").write_text(model_text)
     sets = index["origin_sets"]
@@ -345,8 +369,7 @@ def live_markup(markdown: str) -> list[str]:
 
     outside = re.sub(r"(?<!`)(`+)(?!`)(.*?)(?<!`)\1(?!`)", "", markdown, flags=re.S)
     plain = re.sub(r"\\[\s\S]", "", outside)
-    found = [p for p in (r"\[[^\]]*\]\(", r"!\[", r"<[a-zA-Z/!?]", r"command:", r"https?:")
-             if re.search(p, plain)]
+    found = [p for p in (r"\[[^\]]*\]\(", r"!\[", r"<[a-zA-Z/!?]", r"command:", r"https?:") if re.search(p, plain)]
     if re.search("[\ud800-\udfff]", markdown):
         found.append("lone surrogate")
     return found

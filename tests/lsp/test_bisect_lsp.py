@@ -4,13 +4,12 @@ the culprit, and hover in the culprit's diff documents shows a layer's error bef
 from __future__ import annotations
 
 import re
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 from lsprotocol import types
 from pytest_lsp import LanguageClient
+from tests.conftest import run_cli
 
 from tvm_explorer.bundle.reader import Bundle
 
@@ -27,9 +26,16 @@ def workspace(tmp_path_factory) -> Path:
     model = root / "gt.tflite"
     conv_add_relu_dense(model)
     (root / "ws").mkdir()
-    subprocess.run([sys.executable, "-m", "tvm_explorer", "bisect", str(model), "--pipeline",
-                    "planted_pipes:with_planted_add", "-o", str(root / "ws" / "bisected")],
-                   cwd=NUMERICS_TESTS, check=True, capture_output=True, timeout=900)
+    run_cli(
+        "bisect",
+        model,
+        "--pipeline",
+        "planted_pipes:with_planted_add",
+        "-o",
+        root / "ws" / "bisected",
+        cwd=NUMERICS_TESTS,
+        check=True,
+    )
     return root / "ws"
 
 
@@ -37,8 +43,7 @@ client = workspace_client()
 
 
 async def test_pass_list_marks_the_culprit(client: LanguageClient, workspace):
-    result = await client.protocol.send_request_async(
-        "tvmExplorer/listPasses", {"bundle": uri(workspace / "bisected")})
+    result = await client.protocol.send_request_async("tvmExplorer/listPasses", {"bundle": uri(workspace / "bisected")})
     marked = [p for p in result.passes if p.culprit]
     assert [(p.index, p.name) for p in marked] == [(3, "PlantedAddToSubtract")]
     assert marked[0].after.endswith("relax/003-PlantedAddToSubtract.relax")
@@ -49,8 +54,9 @@ async def test_hover_in_the_culprit_diff_shows_the_layer_error_before_and_after(
     path = "relax/003-PlantedAddToSubtract.relax"
     text = bundle.text(path)
     needle = next(line for line in text.split("\n") if "R.subtract" in line).strip()
-    hover = await client.text_document_hover_async(types.HoverParams(
-        types.TextDocumentIdentifier(uri(bundle.root / path)), position_of(text, needle, delta=2)))
+    hover = await client.text_document_hover_async(
+        types.HoverParams(types.TextDocumentIdentifier(uri(bundle.root / path)), position_of(text, needle, delta=2))
+    )
     value = hover.contents.value
     assert "**Bisect**: culprit relax pass 3 `PlantedAddToSubtract`" in value
     assert "op 1 ADD: max abs error 0 before → 0.152 after" in value
@@ -58,8 +64,9 @@ async def test_hover_in_the_culprit_diff_shows_the_layer_error_before_and_after(
     later = "relax/004-LegalizeOps.relax"
     ltext = bundle.text(later)
     line = next(x for x in ltext.split("\n") if "R.call_tir" in x).strip()
-    hover = await client.text_document_hover_async(types.HoverParams(
-        types.TextDocumentIdentifier(uri(bundle.root / later)), position_of(ltext, line, delta=2)))
+    hover = await client.text_document_hover_async(
+        types.HoverParams(types.TextDocumentIdentifier(uri(bundle.root / later)), position_of(ltext, line, delta=2))
+    )
     assert hover is None or "**Bisect**" not in hover.contents.value
 
 
@@ -75,14 +82,20 @@ def _json(x):
 
 async def _history(client, bundle, path, needle):
     text = bundle.text(path)
-    return _json(await client.protocol.send_request_async("tvmExplorer/layerHistory", types.TextDocumentPositionParams(
-        types.TextDocumentIdentifier(uri(bundle.root / path)), position_of(text, needle))))
+    return _json(
+        await client.protocol.send_request_async(
+            "tvmExplorer/layerHistory",
+            types.TextDocumentPositionParams(
+                types.TextDocumentIdentifier(uri(bundle.root / path)), position_of(text, needle)
+            ),
+        )
+    )
 
 
 def _side_lines(bundle, side):
-    rel = side["uri"][len(uri(bundle.root)) + 1:]
+    rel = side["uri"][len(uri(bundle.root)) + 1 :]
     lines = bundle.text(rel).split("\n")
-    return rel, [line for r in side["ranges"] for line in lines[r["start"]["line"]:r["end"]["line"] + 1]]
+    return rel, [line for r in side["ranges"] for line in lines[r["start"]["line"] : r["end"]["line"] + 1]]
 
 
 async def test_layer_history_names_the_planted_pass_and_its_numerics(client: LanguageClient, workspace):
@@ -109,16 +122,26 @@ async def test_layer_history_names_the_planted_pass_and_its_numerics(client: Lan
     fuse = got["steps"][names.index("FuseOps")]
     assert fuse["summary"] == "fused with op 0 (CONV_2D) and op 2 (RELU) into fused_conv2d_add_subtract_relu"
     assert "fused" in fuse["changes"]
-    assert got["steps"][-1]["summary"].startswith("LLVM IR: ") and "fused_conv2d_add_subtract_relu" in got["steps"][-1]["summary"]
+    assert (
+        got["steps"][-1]["summary"].startswith("LLVM IR: ")
+        and "fused_conv2d_add_subtract_relu" in got["steps"][-1]["summary"]
+    )
     # On the fused kernel's header: the whole group, followed together.
     tir = [d.path for d in bundle.documents if d.stage == "tir"][-1]
     group = await _history(client, bundle, tir, "def fused_conv2d_add_subtract_relu(")
     assert [lay["op_index"] for lay in group["layers"]] == [0, 1, 2]
     summaries = {s["pass"]["name"]: s["summary"] for s in group["steps"]}
     assert summaries["FuseOps"] == (
-        "op 0 (CONV_2D), op 1 (ADD) and op 2 (RELU) fused into fused_conv2d_add_subtract_relu")
+        "op 0 (CONV_2D), op 1 (ADD) and op 2 (RELU) fused into fused_conv2d_add_subtract_relu"
+    )
     assert summaries["FuseTIR"] == "4 PrimFuncs → 1 (fused_conv2d_add_subtract_relu)"  # conv2d, add, subtract, relu
     # A blank line of the model document stands for no layer.
-    blank = _json(await client.protocol.send_request_async("tvmExplorer/layerHistory", types.TextDocumentPositionParams(
-        types.TextDocumentIdentifier(uri(bundle.root / "model.tflgraph")), types.Position(3, 0))))
+    blank = _json(
+        await client.protocol.send_request_async(
+            "tvmExplorer/layerHistory",
+            types.TextDocumentPositionParams(
+                types.TextDocumentIdentifier(uri(bundle.root / "model.tflgraph")), types.Position(3, 0)
+            ),
+        )
+    )
     assert blank["layers"] == [] and blank["steps"] == []

@@ -19,7 +19,6 @@ import os
 import random
 import shutil
 import subprocess
-import sys
 import time
 from collections import Counter
 from pathlib import Path
@@ -29,6 +28,7 @@ import pytest_lsp
 from lsprotocol import types
 from pygls.exceptions import JsonRpcException
 from pytest_lsp import LanguageClient
+from tests.conftest import CLI
 from tests.tflite_builder import chain, conv_add_relu_dense
 
 from tvm_explorer.bundle.reader import Bundle
@@ -38,7 +38,9 @@ from .conftest import MODELS_DIR, SERVER, cancel, compile_bundle, send_raw, sess
 
 LONG = os.environ.get("TVMX_FUZZ_LONG") == "1"
 REQUESTS = int(os.environ.get("TVMX_STORM_REQUESTS", 40000 if LONG else 3000))
-ANSWER_TIMEOUT = float(os.environ.get("TVMX_STORM_ANSWER_TIMEOUT", 60))  # seconds; a request unanswered for this long is a failure
+ANSWER_TIMEOUT = float(
+    os.environ.get("TVMX_STORM_ANSWER_TIMEOUT", 60)
+)  # seconds; a request unanswered for this long is a failure
 IN_FLIGHT = 24
 RSS_GROWTH_LIMIT_MB = 80
 LEGAL = {-32800: "RequestCancelled", -32801: "ContentModified", -32802: "ServerCancelled"}
@@ -66,10 +68,14 @@ def storm_ws(tmp_path_factory, bundles):
     outside = tmp_path_factory.mktemp("storm-outside")
     for k in range(12):  # bundles outside the workspace, loaded when a document is opened
         shutil.copytree(folder / "static" / "gt", outside / f"gt{k}")
-    return {"folder": folder, "live": (folder / "live" / "gt").resolve(),
-            "outside": [(outside / f"gt{k}").resolve() for k in range(12)],
-            "stage": (folder / ".stage" / "gt").resolve(), "model_b": gt_b,
-            "static": [(folder / "static" / n).resolve() for n in ("small_cnn", "gt")]}
+    return {
+        "folder": folder,
+        "live": (folder / "live" / "gt").resolve(),
+        "outside": [(outside / f"gt{k}").resolve() for k in range(12)],
+        "stage": (folder / ".stage" / "gt").resolve(),
+        "model_b": gt_b,
+        "static": [(folder / "static" / n).resolve() for n in ("small_cnn", "gt")],
+    }
 
 
 @pytest_lsp.fixture(config=SERVER, scope="module")
@@ -84,6 +90,16 @@ def rss_mb(pid: int) -> float:
         if line.startswith("VmRSS:"):
             return int(line.split()[1]) / 1024
     return 0.0
+
+
+def _unlike(got, a, b) -> str:
+    """What of ``got`` is in neither version's answer (its lines, for a hover)."""
+    if not all(isinstance(x, str) for x in (got, a, b)):
+        return f"{got!r} (A: {a!r}, B: {b!r})"
+    theirs = set(a.splitlines()) | set(b.splitlines())
+    new = [line for line in got.splitlines() if line not in theirs]
+    missing = [line for line in a.splitlines() if line not in got.splitlines()]
+    return f"lines in neither: {new}; lines of A not in it: {missing}"
 
 
 def norm(result):
@@ -106,8 +122,14 @@ def probes(live: Path, rng: random.Random) -> list[tuple[str, str, dict]]:
     for path in PROBE_DOCS:
         for line in range(0, 40, 3):
             for col in (2, 6, 12, 20):
-                method = rng.choice([types.TEXT_DOCUMENT_DEFINITION, types.TEXT_DOCUMENT_HOVER,
-                                     types.TEXT_DOCUMENT_DECLARATION, types.TEXT_DOCUMENT_REFERENCES])
+                method = rng.choice(
+                    [
+                        types.TEXT_DOCUMENT_DEFINITION,
+                        types.TEXT_DOCUMENT_HOVER,
+                        types.TEXT_DOCUMENT_DECLARATION,
+                        types.TEXT_DOCUMENT_REFERENCES,
+                    ]
+                )
                 out.append((method, uri(live / path), {"line": line, "character": col}))
     return out
 
@@ -120,8 +142,7 @@ async def ask(client: LanguageClient, method: str, doc_uri: str, position: dict,
 
 
 async def answer_all(client, probe_list) -> list:
-    return [norm(await asyncio.wait_for(ask(client, m, u, p), ANSWER_TIMEOUT))
-            for m, u, p in probe_list]
+    return [norm(await asyncio.wait_for(ask(client, m, u, p), ANSWER_TIMEOUT)) for m, u, p in probe_list]
 
 
 async def wait_for_live(client, live: Path, model_file: str, timeout: float = 60.0):
@@ -157,11 +178,19 @@ class Storm:
         r = self.rng.random()
         if r < 0.8:
             return self.rng.choice(self.uris)
-        return self.rng.choice([
-            uri(self.ws["folder"] / "notes.txt"), "file:///etc/passwd", "untitled:Untitled-1",
-            "file:///%00/x", "not a uri", uri(self.ws["static"][0] / "manifest.json"),
-            uri(self.ws["static"][0] / "code" / "nope.c"), "file:///" + "a/" * 300 + "x.c",
-            uri(self.ws["static"][0]) + "/code/%E2%82%AC.c"])
+        return self.rng.choice(
+            [
+                uri(self.ws["folder"] / "notes.txt"),
+                "file:///etc/passwd",
+                "untitled:Untitled-1",
+                "file:///%00/x",
+                "not a uri",
+                uri(self.ws["static"][0] / "manifest.json"),
+                uri(self.ws["static"][0] / "code" / "nope.c"),
+                "file:///" + "a/" * 300 + "x.c",
+                uri(self.ws["static"][0]) + "/code/%E2%82%AC.c",
+            ]
+        )
 
     def random_text(self, base: str) -> str:
         r = self.rng.random()
@@ -178,8 +207,9 @@ class Storm:
         doc_uri = self.random_uri()
         text = self.random_text(self.texts.get(doc_uri, "hello\n"))
         self.open[doc_uri] = (1, text)
-        self.client.text_document_did_open(types.DidOpenTextDocumentParams(
-            types.TextDocumentItem(doc_uri, "plaintext", 1, text)))
+        self.client.text_document_did_open(
+            types.DidOpenTextDocumentParams(types.TextDocumentItem(doc_uri, "plaintext", 1, text))
+        )
         STATS["notifications"] += 1
 
     def did_change(self):
@@ -197,11 +227,15 @@ class Storm:
             l1, c1 = l0 + self.rng.randrange(3), self.rng.randrange(120)
             change = types.TextDocumentContentChangePartial(
                 range=types.Range(types.Position(l0, c0), types.Position(l1, c1)),
-                text=self.rng.choice(["", "x", "\n", "lv1", "😀", "// edit\n"]))
+                text=self.rng.choice(["", "x", "\n", "lv1", "😀", "// edit\n"]),
+            )
             new_text = text  # the server's idea of the text is what counts; not tracked here
         self.open[doc_uri] = (version + 1, new_text)
-        self.client.text_document_did_change(types.DidChangeTextDocumentParams(
-            types.VersionedTextDocumentIdentifier(uri=doc_uri, version=version + 1), [change]))
+        self.client.text_document_did_change(
+            types.DidChangeTextDocumentParams(
+                types.VersionedTextDocumentIdentifier(uri=doc_uri, version=version + 1), [change]
+            )
+        )
         STATS["notifications"] += 1
 
     def did_close(self):
@@ -209,8 +243,7 @@ class Storm:
             return
         doc_uri = self.rng.choice(sorted(self.open))
         del self.open[doc_uri]
-        self.client.text_document_did_close(types.DidCloseTextDocumentParams(
-            types.TextDocumentIdentifier(doc_uri)))
+        self.client.text_document_did_close(types.DidCloseTextDocumentParams(types.TextDocumentIdentifier(doc_uri)))
         STATS["notifications"] += 1
 
     async def open_outside(self):
@@ -221,21 +254,27 @@ class Storm:
         root = self.ws["outside"].pop()
         doc_uri = uri(root / "relax" / "000-import.relax")
         text = (root / "relax" / "000-import.relax").read_text()
-        self.client.text_document_did_open(types.DidOpenTextDocumentParams(
-            types.TextDocumentItem(doc_uri, "tvm-relax", 1, text)))
+        self.client.text_document_did_open(
+            types.DidOpenTextDocumentParams(types.TextDocumentItem(doc_uri, "tvm-relax", 1, text))
+        )
         futures = []
         for k in range(6):
             self.next_id += 1
             msg_id = f"storm-{self.next_id}"
             params = {"textDocument": {"uri": doc_uri}, "position": {"line": 5 + k, "character": 8}}
-            futures.append(self.check(send_raw(self.client, types.TEXT_DOCUMENT_DEFINITION, params,
-                                               msg_id), types.TEXT_DOCUMENT_DEFINITION, False, params))
+            futures.append(
+                self.check(
+                    send_raw(self.client, types.TEXT_DOCUMENT_DEFINITION, params, msg_id),
+                    types.TEXT_DOCUMENT_DEFINITION,
+                    False,
+                    params,
+                )
+            )
             if k % 2:
                 cancel(self.client, msg_id)
                 STATS["cancel sent"] += 1
         await asyncio.gather(*futures)
-        self.client.text_document_did_close(types.DidCloseTextDocumentParams(
-            types.TextDocumentIdentifier(doc_uri)))
+        self.client.text_document_did_close(types.DidCloseTextDocumentParams(types.TextDocumentIdentifier(doc_uri)))
 
     # -- requests ------------------------------------------------------------------------
     def random_position(self, doc_uri: str) -> dict:
@@ -245,22 +284,37 @@ class Storm:
         if r < 0.8:
             return {"line": self.rng.randrange(n_lines), "character": self.rng.randrange(100)}
         if r < 0.95:
-            return {"line": self.rng.choice([n_lines, n_lines + 5, 2**31 - 1]),
-                    "character": self.rng.choice([0, 2**31 - 1])}
+            return {
+                "line": self.rng.choice([n_lines, n_lines + 5, 2**31 - 1]),
+                "character": self.rng.choice([0, 2**31 - 1]),
+            }
         return {"line": -1, "character": "x"}  # invalid on purpose: InvalidParams is legal
 
     async def request(self):
-        method = self.rng.choice([
-            types.TEXT_DOCUMENT_DEFINITION, types.TEXT_DOCUMENT_DECLARATION,
-            types.TEXT_DOCUMENT_HOVER, types.TEXT_DOCUMENT_REFERENCES,
-            types.TEXT_DOCUMENT_DEFINITION, types.TEXT_DOCUMENT_HOVER,
-            types.TEXT_DOCUMENT_DOCUMENT_SYMBOL, types.TEXT_DOCUMENT_CODE_LENS,
-            types.TEXT_DOCUMENT_DOCUMENT_LINK, "tvmExplorer/origins", "tvmExplorer/previousStage",
-            "tvmExplorer/listPasses", "tvmExplorer/listBundles"])
+        method = self.rng.choice(
+            [
+                types.TEXT_DOCUMENT_DEFINITION,
+                types.TEXT_DOCUMENT_DECLARATION,
+                types.TEXT_DOCUMENT_HOVER,
+                types.TEXT_DOCUMENT_REFERENCES,
+                types.TEXT_DOCUMENT_DEFINITION,
+                types.TEXT_DOCUMENT_HOVER,
+                types.TEXT_DOCUMENT_DOCUMENT_SYMBOL,
+                types.TEXT_DOCUMENT_CODE_LENS,
+                types.TEXT_DOCUMENT_DOCUMENT_LINK,
+                "tvmExplorer/origins",
+                "tvmExplorer/previousStage",
+                "tvmExplorer/listPasses",
+                "tvmExplorer/listBundles",
+            ]
+        )
         doc_uri = self.random_uri()
         position = self.random_position(doc_uri)
-        if method in (types.TEXT_DOCUMENT_DOCUMENT_SYMBOL, types.TEXT_DOCUMENT_CODE_LENS,
-                      types.TEXT_DOCUMENT_DOCUMENT_LINK):
+        if method in (
+            types.TEXT_DOCUMENT_DOCUMENT_SYMBOL,
+            types.TEXT_DOCUMENT_CODE_LENS,
+            types.TEXT_DOCUMENT_DOCUMENT_LINK,
+        ):
             params = {"textDocument": {"uri": doc_uri}}
         elif method == "tvmExplorer/listPasses":
             params = {"bundle": doc_uri}
@@ -309,8 +363,14 @@ async def swapper(ws: dict, stop: asyncio.Event, state: dict):
         if recompile is None and state["swaps"] == 5:
             # A real compile of version B replacing whatever is live (the CLI's own swap).
             recompile = await asyncio.create_subprocess_exec(
-                sys.executable, "-m", "tvm_explorer", "compile", str(ws["model_b"]), "-o",
-                str(live), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                *CLI,
+                "compile",
+                str(ws["model_b"]),
+                "-o",
+                str(live),
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+            )
             state["recompiles"] += 1
             await recompile.wait()
             assert recompile.returncode == 0
@@ -362,7 +422,7 @@ async def test_request_storm_with_bundle_reloads(client: LanguageClient, storm_w
             return
         STATS["probes during reloads"] += 1
         if got not in (answers_a[i], answers_b[i]):
-            mixed.append((method, doc_uri, position, got))
+            mixed.append((method, doc_uri, position, _unlike(got, answers_a[i], answers_b[i])))
 
     sent = 0
     while sent < REQUESTS:
@@ -397,15 +457,14 @@ async def test_request_storm_with_bundle_reloads(client: LanguageClient, storm_w
     assert client._server.returncode is None, "the server exited"
     assert state["swaps"] >= 3 and state["recompiles"] == 1
     assert not storm.bad, storm.bad[:10]
-    assert not mixed, mixed[:5]
+    assert not mixed, "\n".join(map(str, mixed[:5]))
     # Memory: after the warm-up (a quarter of the storm) the server grows by little.
     warm = rss[len(rss) // 4] if rss else 0
     STATS["server RSS MB (warm, max, end)"] = (round(warm), round(max(rss)), round(rss[-1]))
     assert max(rss) - warm < RSS_GROWTH_LIMIT_MB, rss
     # Quiet again: close everything; answers are exactly those of the version now live.
     for doc_uri in list(storm.open):
-        client.text_document_did_close(types.DidCloseTextDocumentParams(
-            types.TextDocumentIdentifier(doc_uri)))
+        client.text_document_did_close(types.DidCloseTextDocumentParams(types.TextDocumentIdentifier(doc_uri)))
     model = Bundle(live).manifest["model"]["file"]
     await wait_for_live(client, live, model)
     await asyncio.sleep(0.5)

@@ -37,8 +37,12 @@ def test_layer_map_memory_is_linear_in_the_ranges(tmp_path):
 
 
 def _hover(srv: RawServer, path, line=0, character=0) -> dict:
-    return srv.reply(srv.request("textDocument/hover", {
-        "textDocument": {"uri": path.as_uri()}, "position": {"line": line, "character": character}}))
+    return srv.reply(
+        srv.request(
+            "textDocument/hover",
+            {"textDocument": {"uri": path.as_uri()}, "position": {"line": line, "character": character}},
+        )
+    )
 
 
 def test_costly_bundles_do_not_hold_up_the_server(tmp_path):
@@ -48,8 +52,13 @@ def test_costly_bundles_do_not_hold_up_the_server(tmp_path):
     ws = tmp_path / "ws"
     nested = write_nested_bundle(ws / "a-nested", 16000)
     big = write_fake_bundle(ws / "b-sparse")
-    for doc in ("relax/000-import.relax", "relax/004-LegalizeOps.relax",
-                "relax/007-FuseTIR.relax", "tir/000-input.tir", "tir/012-s_tir.LowerOpaqueBlock.tir"):
+    for doc in (
+        "relax/000-import.relax",
+        "relax/004-LegalizeOps.relax",
+        "relax/007-FuseTIR.relax",
+        "tir/000-input.tir",
+        "tir/012-s_tir.LowerOpaqueBlock.tir",
+    ):
         with open(big / doc, "r+b") as f:
             f.truncate(250 * 2**20)
     tiny = write_fake_bundle(ws / "c-tiny")
@@ -61,6 +70,7 @@ def test_costly_bundles_do_not_hold_up_the_server(tmp_path):
         first_hover = time.monotonic() - started
         assert hover.get("result"), hover
         assert first_hover < 10, first_hover
+
         def says_refused(m):
             return m.get("method") == "window/showMessage" and "b-sparse" in m["params"]["message"]
 
@@ -70,9 +80,13 @@ def test_costly_bundles_do_not_hold_up_the_server(tmp_path):
         bundles = srv.wait_bundles(2)
         assert sorted(os.path.basename(b["root"]) for b in bundles) == ["a-nested", "c-tiny"]
         t0 = time.monotonic()
-        got = srv.reply(srv.request("textDocument/definition", {
-            "textDocument": {"uri": (nested / TIR).as_uri()},
-            "position": {"line": 0, "character": 16000}}), timeout=60)
+        got = srv.reply(
+            srv.request(
+                "textDocument/definition",
+                {"textDocument": {"uri": (nested / TIR).as_uri()}, "position": {"line": 0, "character": 16000}},
+            ),
+            timeout=60,
+        )
         took = time.monotonic() - t0
         assert len(got["result"]) == 1, got
         assert srv.rss_mib() < 400, srv.rss_mib()
@@ -102,8 +116,11 @@ def test_bundle_copied_over_file_by_file_is_reloaded_once_settled(tmp_path):
             shutil.copyfile(staging / rel, root / rel)
             time.sleep(0.15)
         copied = time.monotonic()
-        bundles = srv.wait_bundles(1, timeout=15, predicate=lambda b: b[0]["documents"] == 7
-                                   and not b[0]["problems"] and _outline_size(srv, root) == 40)
+        bundles = srv.wait_bundles(
+            1,
+            timeout=15,
+            predicate=lambda b: b[0]["documents"] == 7 and not b[0]["problems"] and _outline_size(srv, root) == 40,
+        )
         assert time.monotonic() - copied < 5
         assert not bundles[0]["problems"]
         srv.reply(srv.request("shutdown"))
@@ -116,8 +133,12 @@ def test_bundle_copied_over_file_by_file_is_reloaded_once_settled(tmp_path):
 
 
 def _outline_size(srv: RawServer, root) -> int:
-    got = srv.reply(srv.request("textDocument/documentSymbol",
-                                {"textDocument": {"uri": (root / TIR).as_uri()}}))["result"] or []
+    got = (
+        srv.reply(srv.request("textDocument/documentSymbol", {"textDocument": {"uri": (root / TIR).as_uri()}}))[
+            "result"
+        ]
+        or []
+    )
     count, todo = 0, list(got)
     while todo:
         sym = todo.pop()

@@ -40,8 +40,7 @@ def test_deeply_nested_outline_is_answered(tmp_path):
         srv.initialize(tmp_path / "ws")
         srv.wait_bundles(1)
         uri = (root / "tir/000-input.tir").as_uri()
-        got = srv.reply(srv.request("textDocument/documentSymbol", {"textDocument": {"uri": uri}}),
-                        timeout=30)
+        got = srv.reply(srv.request("textDocument/documentSymbol", {"textDocument": {"uri": uri}}), timeout=30)
         assert "error" not in got, got
         symbols = got["result"]
         assert _count(symbols) == 300  # none lost
@@ -65,8 +64,12 @@ def test_a_reply_that_cannot_be_serialized_becomes_an_error_reply():
 
     proto = create_server().protocol
     proto.set_writer(Writer())
-    leaf = types.DocumentSymbol("x", types.SymbolKind.Struct, types.Range(types.Position(0, 0), types.Position(0, 1)),
-                                types.Range(types.Position(0, 0), types.Position(0, 1)))
+    leaf = types.DocumentSymbol(
+        "x",
+        types.SymbolKind.Struct,
+        types.Range(types.Position(0, 0), types.Position(0, 1)),
+        types.Range(types.Position(0, 0), types.Position(0, 1)),
+    )
     for _ in range(5000):  # far beyond the recursion limit
         leaf = types.DocumentSymbol("x", types.SymbolKind.Struct, leaf.range, leaf.range, children=[leaf])
     proto._result_types[7] = proto.get_result_type(types.TEXT_DOCUMENT_DOCUMENT_SYMBOL)
@@ -109,8 +112,11 @@ def test_invalid_json_gets_a_parse_error(server):
 
 
 def test_request_before_initialize_is_server_not_initialized(server):
-    got = server.reply(server.request("textDocument/hover", {
-        "textDocument": {"uri": "file:///x"}, "position": {"line": 0, "character": 0}}))
+    got = server.reply(
+        server.request(
+            "textDocument/hover", {"textDocument": {"uri": "file:///x"}, "position": {"line": 0, "character": 0}}
+        )
+    )
     assert got["error"]["code"] == -32002
     server.initialize()
     got = server.reply(server.request("tvmExplorer/listBundles", {}))
@@ -160,10 +166,18 @@ def _edit_time(server, uri: str, edits: int) -> float:
 
     t0 = time.perf_counter()
     for i in range(edits):
-        server.notify("textDocument/didChange", {
-            "textDocument": {"uri": uri, "version": i + 2},
-            "contentChanges": [{"range": {"start": {"line": 1000, "character": 5}, "end": {"line": 1000, "character": 5}},
-                                "text": "x"}]})
+        server.notify(
+            "textDocument/didChange",
+            {
+                "textDocument": {"uri": uri, "version": i + 2},
+                "contentChanges": [
+                    {
+                        "range": {"start": {"line": 1000, "character": 5}, "end": {"line": 1000, "character": 5}},
+                        "text": "x",
+                    }
+                ],
+            },
+        )
         assert "result" in server.reply(server.request("tvmExplorer/listBundles", {}), timeout=120)
     return time.perf_counter() - t0
 
@@ -175,8 +189,17 @@ def test_edits_of_a_huge_open_document_cost_what_they_touch(server, tmp_path):
     server.initialize()
     line = "y" * 79 + "\n"
     for name, lines in (("small.txt", 600), ("huge.txt", 600_000)):
-        server.notify("textDocument/didOpen", {"textDocument": {
-            "uri": (tmp_path / name).as_uri(), "languageId": "plaintext", "version": 1, "text": line * lines}})
+        server.notify(
+            "textDocument/didOpen",
+            {
+                "textDocument": {
+                    "uri": (tmp_path / name).as_uri(),
+                    "languageId": "plaintext",
+                    "version": 1,
+                    "text": line * lines,
+                }
+            },
+        )
     small = _edit_time(server, (tmp_path / "small.txt").as_uri(), 15)
     huge = _edit_time(server, (tmp_path / "huge.txt").as_uri(), 15)
     assert huge < 4 * small + 1.5, f"15 edits: {huge:.2f} s after a 48 MB didOpen, {small:.2f} s after 48 KB"

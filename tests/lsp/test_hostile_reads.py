@@ -12,6 +12,7 @@ import sys
 import time
 from pathlib import Path
 
+from tests.conftest import run_cli
 from tests.timing_goals import record
 
 from .fake_bundle import write_fake_bundle
@@ -30,15 +31,20 @@ def _replies(srv: RawServer, ids, timeout: float) -> dict:
     got: dict = {}
     deadline = time.monotonic() + timeout
     while len(got) < len(ids):
-        msg = srv.reply(match=lambda m: "method" not in m and m.get("id") in ids,
-                        timeout=max(0.1, deadline - time.monotonic()))
+        msg = srv.reply(
+            match=lambda m: "method" not in m and m.get("id") in ids, timeout=max(0.1, deadline - time.monotonic())
+        )
         got[msg["id"]] = msg
     return got
 
 
 def _hover(srv: RawServer, path: Path, line: int, character: int) -> dict:
-    return srv.reply(srv.request("textDocument/hover", {
-        "textDocument": {"uri": path.as_uri()}, "position": {"line": line, "character": character}}))
+    return srv.reply(
+        srv.request(
+            "textDocument/hover",
+            {"textDocument": {"uri": path.as_uri()}, "position": {"line": line, "character": character}},
+        )
+    )
 
 
 def test_model_documents_of_fifos_and_devices_are_refused_at_once(tmp_path):
@@ -59,8 +65,10 @@ def test_model_documents_of_fifos_and_devices_are_refused_at_once(tmp_path):
     try:
         srv.initialize(ws)
         base = srv.peak_mib()
-        ids = {_request(srv, "tvmExplorer/modelDocument", {"uri": p.as_uri()}): p
-               for p in [*fifos, ws / "zero.tflite", ws / "huge.tflite"]}
+        ids = {
+            _request(srv, "tvmExplorer/modelDocument", {"uri": p.as_uri()}): p
+            for p in [*fifos, ws / "zero.tflite", ws / "huge.tflite"]
+        }
         real_id = _request(srv, "tvmExplorer/modelDocument", {"uri": Path(real).as_uri()})
         got = _replies(srv, [*ids, real_id], timeout=30)
         assert "CONV_2D" in got[real_id]["result"]["text"], got[real_id]
@@ -79,15 +87,15 @@ def test_model_documents_of_fifos_and_devices_are_refused_at_once(tmp_path):
 
 def test_compile_of_a_fifo_is_one_message(tmp_path):
     """Item 6, the CLI side (the same reader): a FIFO model is refused, not read forever."""
-    import subprocess
 
     fifo = tmp_path / "m.tflite"
     os.mkfifo(fifo)
-    proc = subprocess.run([sys.executable, "-m", "tvm_explorer", "compile", str(fifo), "-o",
-                           str(tmp_path / "out")], capture_output=True, text=True, timeout=60)
+    proc = run_cli("compile", str(fifo), "-o", str(tmp_path / "out"), timeout=60)
     assert proc.returncode == 2, proc.stderr
-    assert proc.stderr.strip() == f"tvm-explorer: error: {fifo}: is not a regular file (a FIFO, " \
-                                  "a device or a socket), not a TFLite model", proc.stderr
+    assert (
+        proc.stderr.strip() == f"tvm-explorer: error: {fifo}: is not a regular file (a FIFO, "
+        "a device or a socket), not a TFLite model"
+    ), proc.stderr
 
 
 def _with_source(root: Path, file: Path, line: int) -> None:
@@ -120,11 +128,17 @@ def test_definition_reads_a_source_file_bounded_and_off_the_event_loop(tmp_path)
         base = srv.peak_mib()
         position = {"line": 5, "character": 4}  # in code/module.c, from layer 0
         t0 = time.monotonic()
-        slow = srv.request("textDocument/definition", {
-            "textDocument": {"uri": (huge / "code/module.c").as_uri()}, "position": position})
-        quick = srv.request("textDocument/hover", {
-            "textDocument": {"uri": (other / "relax/000-import.relax").as_uri()},
-            "position": {"line": 5, "character": 14}})
+        slow = srv.request(
+            "textDocument/definition",
+            {"textDocument": {"uri": (huge / "code/module.c").as_uri()}, "position": position},
+        )
+        quick = srv.request(
+            "textDocument/hover",
+            {
+                "textDocument": {"uri": (other / "relax/000-import.relax").as_uri()},
+                "position": {"line": 5, "character": 14},
+            },
+        )
         hover = srv.reply(quick)
         hover_s = time.monotonic() - t0
         assert hover.get("result"), hover
@@ -134,11 +148,17 @@ def test_definition_reads_a_source_file_bounded_and_off_the_event_loop(tmp_path)
         # Goal 3 s (bench/timing_goals.py); asserted: 10 s, beside a definition that reads 64 MiB.
         record("lsp: hover while a definition scans a 384 MiB source file", hover_s, 3.0)
         assert hover_s < 10, hover_s
-        found = srv.reply(srv.request("textDocument/definition", {
-            "textDocument": {"uri": (deep / "code/module.c").as_uri()}, "position": position}))
+        found = srv.reply(
+            srv.request(
+                "textDocument/definition",
+                {"textDocument": {"uri": (deep / "code/module.c").as_uri()}, "position": position},
+            )
+        )
         source = [loc for loc in found["result"] if loc["uri"] == deep_src.as_uri()]
-        assert source and source[0]["range"] == {"start": {"line": 2 * 2**20, "character": 4},
-                                                 "end": {"line": 2 * 2**20, "character": 20}}, found
+        assert source and source[0]["range"] == {
+            "start": {"line": 2 * 2**20, "character": 4},
+            "end": {"line": 2 * 2**20, "character": 20},
+        }, found
     finally:
         srv.close()
 
@@ -164,8 +184,7 @@ def test_oversized_sections_are_left_out_and_the_rest_answers(tmp_path):
         bundles = srv.wait_bundles(1, timeout=120)
         problems = bundles[0]["problems"]
         for name in SECTIONS:
-            assert [p for p in problems if str(root / name) in p
-                    and "24 MiB, more than the 16 MiB" in p], problems
+            assert [p for p in problems if str(root / name) in p and "24 MiB, more than the 16 MiB" in p], problems
         assert _hover(srv, root / "relax/000-import.relax", 5, 14).get("result")
         assert srv.peak_mib() < 250, srv.peak_mib()
     finally:
@@ -189,9 +208,14 @@ def _run_measured(*args) -> tuple[int, str, float]:
     import subprocess
 
     read_end, write_end = os.pipe()
-    proc = subprocess.Popen([sys.executable, "-c", _LAUNCHER, sys.executable, "-m", "tvm_explorer",
-                             *map(str, args)], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                            text=True, pass_fds=(write_end,), env={**os.environ, "PEAK_FD": str(write_end)})
+    proc = subprocess.Popen(
+        [sys.executable, "-c", _LAUNCHER, sys.executable, "-m", "tvm_explorer", *map(str, args)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+        pass_fds=(write_end,),
+        env={**os.environ, "PEAK_FD": str(write_end)},
+    )
     os.close(write_end)
     err = proc.stderr.read()
     proc.wait()
@@ -209,8 +233,10 @@ def test_cli_refuses_oversized_sections_by_name_in_bounded_memory(tmp_path):
     for command, name in (("numerics", "numerics.json"), ("costs", "costs.json")):
         status, err, peak = _run_measured(command, root)
         assert status == 2, err
-        assert err == (f"tvm-explorer: error: {root / name}: {'numerics' if command == 'numerics' else 'costs file'}"
-                       f" is 24 MiB, more than the 16 MiB a {name} may have; it is left out\n"), err
+        assert err == (
+            f"tvm-explorer: error: {root / name}: {'numerics' if command == 'numerics' else 'costs file'}"
+            f" is 24 MiB, more than the 16 MiB a {name} may have; it is left out\n"
+        ), err
         assert peak < 200, (command, peak)
     status, err, peak = _run_measured("coverage", root)
     assert status == 0, err
@@ -221,9 +247,11 @@ def test_cli_refuses_oversized_sections_by_name_in_bounded_memory(tmp_path):
 def _limited_server(nofile: int) -> list[str]:
     """The server command, with its open-files limit (soft and hard) lowered to ``nofile``
     before it starts (it raises the soft limit to the hard one)."""
-    code = ("import resource, runpy, sys; "
-            f"resource.setrlimit(resource.RLIMIT_NOFILE, ({nofile}, {nofile})); "
-            "sys.argv = ['tvm-explorer', 'serve']; runpy.run_module('tvm_explorer', run_name='__main__')")
+    code = (
+        "import resource, runpy, sys; "
+        f"resource.setrlimit(resource.RLIMIT_NOFILE, ({nofile}, {nofile})); "
+        "sys.argv = ['tvm-explorer', 'serve']; runpy.run_module('tvm_explorer', run_name='__main__')"
+    )
     return [sys.executable, "-c", code]
 
 

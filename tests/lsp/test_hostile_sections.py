@@ -14,6 +14,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from tests.conftest import run_cli
 
 from tvm_explorer.bundle.sections.bisect import validate as validate_bisect
 from tvm_explorer.bundle.sections.costs import validate as validate_costs
@@ -30,9 +31,9 @@ def sources(bundles, gt_model, tmp_path_factory) -> dict[str, Path]:
     """The real bundles whose sections are mutated: a profiled, numerics-checked llvm
     compile, and a ``bisect -o`` bundle with a planted culprit pass."""
     bis = tmp_path_factory.mktemp("bisect-src") / "bisected"
-    subprocess.run([sys.executable, "-m", "tvm_explorer", "bisect", str(gt_model), "--pipeline",
-                    "planted_pipes:with_planted_add", "-o", str(bis)],
-                   cwd=NUMERICS_TESTS, check=True, capture_output=True, timeout=900)
+    run_cli(
+        "bisect", gt_model, "--pipeline", "planted_pipes:with_planted_add", "-o", bis, cwd=NUMERICS_TESTS, check=True
+    )
     nb = bundles.get(gt_model, "llvm", "--numerics", "--profile")
     return {"costs.json": nb, "numerics.json": nb, "bisect.json": bis}
 
@@ -64,8 +65,16 @@ def mutants(sources, tmp_path_factory) -> list[dict]:
                 bad = mutated(data, path, value)
                 text = json.dumps(bad)
                 where = root / f"{name.split('.')[0]}-{len(out)}"
-                out.append({"file": name, "path": path, "kind": kind, "dir": linked_bundle(src, where, {name: text}),
-                            "src": src, "accepted": _accepts(name, json.loads(text), src)})
+                out.append(
+                    {
+                        "file": name,
+                        "path": path,
+                        "kind": kind,
+                        "dir": linked_bundle(src, where, {name: text}),
+                        "src": src,
+                        "accepted": _accepts(name, json.loads(text), src),
+                    }
+                )
     return out
 
 
@@ -83,8 +92,7 @@ def _names_the_field(message: str, m: dict) -> bool:
 def _commands(m: dict) -> list[list[str]]:
     d = str(m["dir"])
     if m["file"] == "costs.json":
-        return [["costs", d], ["costs", d, "--json"], ["costs", d, "--sort", "memory"],
-                ["compare", str(m["src"]), d]]
+        return [["costs", d], ["costs", d, "--json"], ["costs", d, "--sort", "memory"], ["compare", str(m["src"]), d]]
     if m["file"] == "numerics.json":
         return [["numerics", d], ["numerics", d, "--json"], ["costs", d]]
     return [["costs", d]]
@@ -98,8 +106,13 @@ def test_cli_commands_never_trace_back(mutants):
     """Every mutant through ``costs``, ``numerics`` and ``compare``, run as ``python -m
     tvm_explorer`` runs them (``cli.main``, many in one process: see cli_batch.py)."""
     jobs = [(m, argv) for m in mutants for argv in _commands(m)]
-    proc = subprocess.run([sys.executable, str(HERE / "cli_batch.py")], input=json.dumps([a for _, a in jobs]),
-                          capture_output=True, text=True, timeout=1800)
+    proc = subprocess.run(
+        [sys.executable, str(HERE / "cli_batch.py")],
+        input=json.dumps([a for _, a in jobs]),
+        capture_output=True,
+        text=True,
+        timeout=1800,
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     results = json.loads(proc.stdout)
     bad = []
@@ -112,8 +125,9 @@ def test_cli_commands_never_trace_back(mutants):
             if got["status"] != 0:
                 bad.append(f"{what}: status {got['status']}: {err}")
         elif got["status"] != 2 or m["file"] not in err or not _names_the_field(err, m) or err.strip().count("\n"):
-            bad.append(f"{what}: expected one message naming {m['file']} and {_field(m)!r}, got "
-                       f"status {got['status']}: {err}")
+            bad.append(
+                f"{what}: expected one message naming {m['file']} and {_field(m)!r}, got status {got['status']}: {err}"
+            )
     assert not bad, f"{len(bad)} of {len(jobs)} runs failed:\n" + "\n".join(bad[:20])
 
 
@@ -124,8 +138,9 @@ def test_real_subprocess_runs_agree(mutants):
         picked.setdefault((m["file"], m["accepted"]), m)
     for m in picked.values():
         for argv in _commands(m)[:1]:
-            proc = subprocess.run([sys.executable, "-m", "tvm_explorer", *argv], capture_output=True,
-                                  text=True, timeout=300)
+            proc = subprocess.run(
+                [sys.executable, "-m", "tvm_explorer", *argv], capture_output=True, text=True, timeout=300
+            )
             assert "Traceback" not in proc.stderr, proc.stderr
             assert proc.returncode in (0, 2), proc.stderr
 
@@ -178,10 +193,12 @@ def test_server_answers_every_mutant(mutants, tmp_path):
                 got = srv.reply(srv.request("textDocument/hover", {"textDocument": doc, "position": pos}))
                 if "error" in got or not got.get("result"):
                     bad.append(f"{what}: hover at {pos}: {got}")
-            for method, params in (("tvmExplorer/costs", {"bundle": root.as_uri()}),
-                                   ("tvmExplorer/numerics", {"bundle": root.as_uri()}),
-                                   ("tvmExplorer/listPasses", {"bundle": root.as_uri()}),
-                                   ("textDocument/codeLens", {"textDocument": doc})):
+            for method, params in (
+                ("tvmExplorer/costs", {"bundle": root.as_uri()}),
+                ("tvmExplorer/numerics", {"bundle": root.as_uri()}),
+                ("tvmExplorer/listPasses", {"bundle": root.as_uri()}),
+                ("textDocument/codeLens", {"textDocument": doc}),
+            ):
                 got = srv.reply(srv.request(method, params))
                 replies[method] = got
                 if "error" in got:
@@ -202,9 +219,15 @@ def test_server_answers_every_mutant(mutants, tmp_path):
                 after = root / "relax/003-PlantedAddToSubtract.relax"
                 text = after.read_text()
                 line = next(i for i, x in enumerate(text.split("\n")) if "R.subtract" in x)
-                got = srv.reply(srv.request("textDocument/hover", {
-                    "textDocument": {"uri": after.as_uri()},
-                    "position": {"line": line, "character": text.split("\n")[line].index("R.subtract") + 2}}))
+                got = srv.reply(
+                    srv.request(
+                        "textDocument/hover",
+                        {
+                            "textDocument": {"uri": after.as_uri()},
+                            "position": {"line": line, "character": text.split("\n")[line].index("R.subtract") + 2},
+                        },
+                    )
+                )
                 if "error" in got or not got.get("result"):
                     bad.append(f"{what}: hover in the culprit's diff: {got}")
         assert srv.proc.poll() is None
@@ -239,19 +262,34 @@ def _with_strings(src: Path, dst: Path, s: str, files: tuple[str, ...]) -> Path:
         b["baseline"] = s
         b["culprit"]["name"] = s
         replace["bisect.json"] = json.dumps(b)
+    if "structure.json" in files:
+        st = json.loads((src / "structure.json").read_text())
+        for t in st["tensors"]:
+            t[1] = s  # the dtype: hovers show every type
+        for lay in st["layers"]:
+            lay["options"] = {k: s for k in lay.get("options", {})}
+        replace["structure.json"] = json.dumps(st)
     return linked_bundle(src, dst, replace)
 
 
 def test_hostile_strings_are_inert_in_every_hover(sources, tmp_path):
     """Issue 26 item 13: numerics.json ``reference``/``note``/``hidden_in``, costs.json
-    ``profile.reason``/``status``, bisect.json ``baseline`` and ``culprit.name`` reached the
+    ``profile.reason``/``status``, bisect.json ``baseline`` and ``culprit.name`` (and since
+    issue 44, structure.json's types and options, which hovers show) reached the
     hover Markdown raw (a ``command:`` link, a remote image, ``onerror`` HTML, a code span closed
     by a backtick). Every hover of the model document and of the culprit's diff, on every
     hostile string, through the real server."""
     ws = tmp_path / "ws"
     made = []
     for i, s in enumerate(HOSTILE_STRINGS):
-        made.append((s, _with_strings(sources["costs.json"], ws / f"n{i}", s, ("numerics.json", "costs.json"))))
+        made.append(
+            (
+                s,
+                _with_strings(
+                    sources["costs.json"], ws / f"n{i}", s, ("numerics.json", "costs.json", "structure.json")
+                ),
+            )
+        )
         made.append((s, _with_strings(sources["bisect.json"], ws / f"b{i}", s, ("bisect.json",))))
     srv = RawServer()
     try:

@@ -4,17 +4,11 @@ become links, images or HTML in a hover."""
 from __future__ import annotations
 
 import json
-import shutil
-import subprocess
-from pathlib import Path
 
-import pytest
+from tests.markdown_html import render_markdown
 
 from .fake_bundle import write_fake_bundle
 from .hostile import RawServer
-
-REPO = Path(__file__).resolve().parents[2]
-MARKDOWN_IT = REPO / "node_modules" / "markdown-it"
 
 PAYLOADS = [
     "[click](command:workbench.action.files.delete)",
@@ -46,19 +40,6 @@ def test_unrelated_manifest_at_the_root_does_not_stop_discovery(tmp_path):
         srv.close()
 
 
-def _render(markdown_texts: list[str]) -> list[str]:
-    """HTML of each Markdown text, by markdown-it with HTML and autolinks on (stricter than
-    VS Code, which allows neither raw HTML nor bare links in hovers)."""
-    if not shutil.which("node") or not MARKDOWN_IT.exists():
-        pytest.skip("node or markdown-it not installed")
-    script = ("const md = require(process.argv[1])({html: true, linkify: true});"
-              "const texts = JSON.parse(require('fs').readFileSync(0, 'utf8'));"
-              "console.log(JSON.stringify(texts.map(t => md.render(t))));")
-    got = subprocess.run(["node", "-e", script, str(MARKDOWN_IT)], input=json.dumps(markdown_texts),
-                         capture_output=True, text=True, check=True, timeout=60)
-    return json.loads(got.stdout)
-
-
 def test_bundle_strings_in_a_hover_are_text_never_markup(tmp_path):
     from tvm_explorer.navigation import registry
     from tvm_explorer.navigation.hover import hover
@@ -81,12 +62,16 @@ def test_bundle_strings_in_a_hover_are_text_never_markup(tmp_path):
         manifest["traces"][0]["path"] = payload
         (root / "manifest.json").write_text(json.dumps(manifest))
         view = registry.load(root)
-        for path, needle in (("code/module.c", "t[i] = (x_1"), ("relax/000-import.relax", "lv = R"),
-                             ("model.tflgraph", "op 0"), ("tir/012-s_tir.LowerOpaqueBlock.tir", "t[i] =")):
+        for path, needle in (
+            ("code/module.c", "t[i] = (x_1"),
+            ("relax/000-import.relax", "lv = R"),
+            ("model.tflgraph", "op 0"),
+            ("tir/012-s_tir.LowerOpaqueBlock.tir", "t[i] ="),
+        ):
             text = view.bundle.text(path)
             got = hover(view, path, text.index(needle) + 1)
             assert got is not None, (path, payload)
             hovers.append(got[0])
-    for markdown, html in zip(hovers, _render(hovers)):
+    for markdown, html in zip(hovers, render_markdown(hovers)):
         assert "<a " not in html and "<img" not in html, (markdown, html)
         assert "<h1" not in html and "<script" not in html

@@ -30,13 +30,26 @@ def grouped_net(path) -> None:
     w = numpy_helper.from_array(rng.standard_normal((4, 2, 3, 3)).astype(np.float32), "conv.weight")
     fc = numpy_helper.from_array(rng.standard_normal((5, 64)).astype(np.float32), "fc.weight")
     nodes = [
-        helper.make_node("Conv", ["x", "conv.weight"], ["c"], "/net/conv/Conv", kernel_shape=[3, 3],
-                         strides=[2, 2], pads=[1, 1, 1, 1], group=2),
+        helper.make_node(
+            "Conv",
+            ["x", "conv.weight"],
+            ["c"],
+            "/net/conv/Conv",
+            kernel_shape=[3, 3],
+            strides=[2, 2],
+            pads=[1, 1, 1, 1],
+            group=2,
+        ),
         helper.make_node("Flatten", ["c"], ["f"], "/net/flatten/Flatten"),
         helper.make_node("Gemm", ["f", "fc.weight"], ["y"], "/net/fc/Gemm", transB=1),
     ]
-    graph = helper.make_graph(nodes, "grouped", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4, 8, 8])],
-                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 5])], [w, fc])
+    graph = helper.make_graph(
+        nodes,
+        "grouped",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4, 8, 8])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 5])],
+        [w, fc],
+    )
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], producer_name="tests")
     model.ir_version = 8
     onnx.save(model, str(path))
@@ -49,9 +62,11 @@ def workspace(tmp_path_factory) -> dict:
     grouped_net(folder / "grouped.onnx")
     ep, _ = torch_nets.resnet_program()
     torch.export.save(ep, folder / "resnet.pt2")
-    return {"folder": folder,
-            "onnx": Bundle(compile_bundle(folder / "grouped.onnx", folder / "bundles" / "grouped")),
-            "torch": Bundle(compile_bundle(folder / "resnet.pt2", folder / "bundles" / "resnet"))}
+    return {
+        "folder": folder,
+        "onnx": Bundle(compile_bundle(folder / "grouped.onnx", folder / "bundles" / "grouped")),
+        "torch": Bundle(compile_bundle(folder / "resnet.pt2", folder / "bundles" / "resnet")),
+    }
 
 
 @pytest_lsp.fixture(config=SERVER, scope="module")
@@ -63,8 +78,9 @@ async def client(lsp_client: LanguageClient, workspace):
 
 async def hover_on(client, bundle: Bundle, document: str, entry: str) -> str:
     text = bundle.text(document)
-    hover = await client.text_document_hover_async(types.HoverParams(
-        types.TextDocumentIdentifier(uri(bundle.root / document)), pos(text, text.index(entry) + 2)))
+    hover = await client.text_document_hover_async(
+        types.HoverParams(types.TextDocumentIdentifier(uri(bundle.root / document)), pos(text, text.index(entry) + 2))
+    )
     return hover.contents.value.replace("\\", "")  # Markdown escapes aside
 
 

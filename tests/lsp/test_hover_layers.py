@@ -6,12 +6,15 @@ from __future__ import annotations
 
 import re
 
+import pytest
 import pytest_lsp
 from lsprotocol import types
+from pygls.exceptions import JsonRpcException
 from pytest_lsp import LanguageClient
 
 from tvm_explorer.bundle.reader import Bundle
 from tvm_explorer.frontends.tflite.loader import load_model
+from tvm_explorer.lsp.protocol import RequestFailed
 
 from .conftest import MODELS_DIR, SERVER, start_session, uri
 from .real import pos, td
@@ -39,8 +42,10 @@ async def test_hover_on_an_int8_c_conv_line(client, real_workspace):
     assert lines[0] == "**CONV\\_2D** `small_cnn_1/conv2d_1_2` — op 2, part of layer  "
     assert lines[1] == "3×3 kernel · stride 1 · padding VALID · RELU  "
     assert lines[2] == "`int8[1,13,13,16]` → `int8[1,11,11,32]`  "
-    assert re.fullmatch(r"quantized: in scale [\d.e-]+ zp -128 · weights scale [\d.e-]+\.\.\(32 per-channel\) · out scale [\d.e-]+ zp -128",
-                        lines[3].replace("\\", ""))  # the line is Markdown-escaped
+    assert re.fullmatch(
+        r"quantized: in scale [\d.e-]+ zp -128 · weights scale [\d.e-]+\.\.\(32 per-channel\) · out scale [\d.e-]+ zp -128",
+        lines[3].replace("\\", ""),
+    )  # the line is Markdown-escaped
     assert f"In PrimFunc `{func.group(1)}`" in value
     assert len([line for line in lines if line.strip()]) <= 9
     assert ";" not in value  # no fused tensor names
@@ -72,13 +77,15 @@ async def test_model_document_shows_tf_names_beside_opcodes(client, real_workspa
     model = load_model(MODELS_DIR / "small_cnn_int8.tflite")
     text = bundle.text("model.tflgraph")
     for layer in model.layers:
-        assert f"\nop {layer.op_index} {layer.opcode}  {layer.name}  " in text or \
-            f"\nop {layer.op_index} {layer.opcode}  {layer.name}\n" in text
+        assert (
+            f"\nop {layer.op_index} {layer.opcode}  {layer.name}  " in text
+            or f"\nop {layer.op_index} {layer.opcode}  {layer.name}\n" in text
+        )
     for rng in bundle.index("model.tflgraph").ranges:
         if rng.kind == "tensor":
-            assert text[rng.start:rng.end] == rng.key.split(":", 2)[2]
+            assert text[rng.start : rng.end] == rng.key.split(":", 2)[2]
         if rng.kind == "layer":
-            assert text[rng.start:].startswith(f"op {rng.key.split(':')[2]} ")
+            assert text[rng.start :].startswith(f"op {rng.key.split(':')[2]} ")
     value = await hover_at(client, bundle, "model.tflgraph", text.index("op 0 CONV_2D"))
     assert value.startswith("**CONV\\_2D** `small_cnn_1/conv2d_1` — op 0  \n3×3 kernel")
     assert "Ended up in " in value and " in generated code · " in value
@@ -110,7 +117,9 @@ async def test_hover_on_an_allocation_says_which_layers_tensors_live_in_it_and_w
     analysed = memory["analysed"]["document"]
     text = bundle.text(analysed)
     storage = memory["storages"][0]
-    line = re.search(rf"\n\s+({storage['var']}): R\.Any = R\.memory\.alloc_storage\(R\.shape\(\[{storage['size']}\]\)", text)
+    line = re.search(
+        rf"\n\s+({storage['var']}): R\.Any = R\.memory\.alloc_storage\(R\.shape\(\[{storage['size']}\]\)", text
+    )
     value = await hover_at(client, bundle, analysed, line.start(1))
     assert f"**Memory** storage #0: {storage['bytes'] / 1024:.1f} KiB (planned by StaticPlanBlockMemory)" in value
     assert "2 tensors in turn" in value
@@ -139,10 +148,14 @@ def _plain(x):
 
 
 async def timeline(client, root, bands):
-    return _plain(await client.protocol.send_request_async("tvmExplorer/memoryTimeline", {"bundle": uri(root), "bands": bands}))
+    return _plain(
+        await client.protocol.send_request_async("tvmExplorer/memoryTimeline", {"bundle": uri(root), "bands": bands})
+    )
 
 
-async def test_memory_timeline_request_bands_sum_to_each_step_and_link_to_alloc_lines_and_layers(client, real_workspace):
+async def test_memory_timeline_request_bands_sum_to_each_step_and_link_to_alloc_lines_and_layers(
+    client, real_workspace
+):
     """``tvmExplorer/memoryTimeline``: the bands (one storage here, the rest summed as other)
     and the scratch add up to every step's bytes; the band is the storage held at the peak,
     its allocation line is its ``alloc_storage`` binding, its tensors' layers are located in
@@ -172,8 +185,13 @@ async def test_memory_timeline_request_bands_sum_to_each_step_and_link_to_alloc_
     for t in band["tensors"]:
         lay = layers[t["layer"]]
         assert lay["location"]["uri"].endswith(".tflgraph") and lay["opcode"] == "CONV_2D"
+    # what a run measured, or why not: the same as the report's (tests/memory/test_section.py)
+    measured = memory["measured"]
+    assert got["measured"]["status"] == measured["status"] and got["measured"]["caption"]
+    assert got["measured"]["steps"] == (measured.get("steps") or [] if measured["status"] == "measured" else [])
     # the whole picture, every storage a band: nothing is left for "other"
     whole = await timeline(client, root, 64)
     assert whole["other_storages"] == 0 and all(s["other"] == 0 for s in whole["steps"])
-    missing = await timeline(client, root.parent / "nowhere", 8)
-    assert "error" in missing
+    with pytest.raises(JsonRpcException) as missing:  # an LSP error, its message shown by the editor
+        await timeline(client, root.parent / "nowhere", 8)
+    assert missing.value.code == RequestFailed.CODE and "no loaded bundle holds" in missing.value.message

@@ -12,13 +12,11 @@ import shutil
 from pathlib import Path
 
 import pytest
-import pytest_lsp
 from lsprotocol import types
-from pytest_lsp import LanguageClient
 
 from tvm_explorer.bundle.reader import Bundle
 
-from .conftest import MODELS_DIR, SERVER, start_session, uri
+from .conftest import MODELS_DIR, uri, workspace_client
 from .real import pos, td
 from .test_stage_jumps import plain
 
@@ -27,16 +25,14 @@ from .test_stage_jumps import plain
 def workspace(tmp_path_factory, bundles) -> Path:
     folder = tmp_path_factory.mktemp("int8-ws")
     # listed in this order: the MobileNet first (its fuzzy matches came before the CNN's exact ones)
-    shutil.copytree(bundles.get(MODELS_DIR / "mobilenet_v3_small_int8.tflite", "llvm"), folder / "mobilenet_v3_small_int8")
+    shutil.copytree(
+        bundles.get(MODELS_DIR / "mobilenet_v3_small_int8.tflite", "llvm"), folder / "mobilenet_v3_small_int8"
+    )
     shutil.copytree(bundles.get(MODELS_DIR / "small_cnn_int8.tflite", "c"), folder / "small_cnn_int8")
     return folder
 
 
-@pytest_lsp.fixture(config=SERVER, scope="module")
-async def client(lsp_client: LanguageClient, workspace):
-    await start_session(lsp_client, workspace, expect=2)
-    yield
-    await lsp_client.shutdown_session()
+client = workspace_client(expect=2)
 
 
 @pytest.fixture(scope="module")
@@ -57,8 +53,11 @@ def last(bundle: Bundle, stage: str) -> str:
 
 
 async def stage_ranges(client, bundle, path, position):
-    return plain(await client.protocol.send_request_async(
-        "tvmExplorer/stageRanges", types.TextDocumentPositionParams(td(bundle, path), position)))
+    return plain(
+        await client.protocol.send_request_async(
+            "tvmExplorer/stageRanges", types.TextDocumentPositionParams(td(bundle, path), position)
+        )
+    )
 
 
 async def test_stage_sync_shows_a_quantized_layers_own_kernel_at_its_compute_body(client, mobilenet):
@@ -82,9 +81,9 @@ async def test_stage_sync_shows_a_quantized_layers_own_kernel_at_its_compute_bod
     held = {function_at(lines, r["start"]["line"]).split("@")[1].split("(")[0] for r in code["ranges"]}
     previous = "fused_conv2d_add1_quantize2_dequantize7_add2_tir_clip_multiply1_divide_quantize3_dequantize8_compute_"
     assert held == {"fused_conv2d1_add3_quantize4_tir_clip1_compute_", previous}
-    assert [(function_at(lines, n["range"]["start"]["line"]).split("@")[1].split("(")[0], n["text"])
-            for n in code["notes"]] == [(previous, "op 4 DEPTHWISE_CONV_2D: input dequantize only — "
-                                                   "in the kernel of op 2 CONV_2D, op 3 HARD_SWISH")]
+    assert [
+        (function_at(lines, n["range"]["start"]["line"]).split("@")[1].split("(")[0], n["text"]) for n in code["notes"]
+    ] == [(previous, "op 4 DEPTHWISE_CONV_2D: input dequantize only — in the kernel of op 2 CONV_2D, op 3 HARD_SWISH")]
 
 
 async def test_a_separate_dequantize_kernel_is_said_to_be_one(client, mobilenet):
@@ -98,23 +97,32 @@ async def test_a_separate_dequantize_kernel_is_said_to_be_one(client, mobilenet)
     assert "@fused_mean_quantize5_dequantize11_compute_(" in function_at(lines, code["focus"]["start"]["line"])
     assert [n["text"] for n in code["notes"]] == [
         "op 5 MEAN: input dequantize only — a kernel of its own; the output is computed in "
-        "fused_mean_quantize5_dequantize11"]
+        "fused_mean_quantize5_dequantize11"
+    ]
 
 
 async def test_layer_places_name_the_kernel_holding_only_the_input_dequantize(client, mobilenet):
     model = mobilenet.text("model.tflgraph")
-    result = plain(await client.protocol.send_request_async(
-        "tvmExplorer/layerPlaces", types.TextDocumentPositionParams(
-            td(mobilenet, "model.tflgraph"), pos(model, model.index("op 4 DEPTHWISE_CONV_2D")))))
+    result = plain(
+        await client.protocol.send_request_async(
+            "tvmExplorer/layerPlaces",
+            types.TextDocumentPositionParams(
+                td(mobilenet, "model.tflgraph"), pos(model, model.index("op 4 DEPTHWISE_CONV_2D"))
+            ),
+        )
+    )
     lines = mobilenet.text(LL).split("\n")
     code = [p for p in result["places"] if p["stage"] == "code"]
     # No place is an argument-checking wrapper (its group would open there).
     assert not [p for p in code if "@__tvm_ffi_" in lines[p["range"]["start"]["line"]]]
-    notes = {(p["function"], p["note"]) for p in result["places"] if p["stage"] in ("tir", "code") and p["last_of_stage"]}
+    notes = {
+        (p["function"], p["note"]) for p in result["places"] if p["stage"] in ("tir", "code") and p["last_of_stage"]
+    }
     previous = "fused_conv2d_add1_quantize2_dequantize7_add2_tir_clip_multiply1_divide_quantize3_dequantize8"
-    assert notes == {("fused_conv2d1_add3_quantize4_tir_clip1", ""),
-                     (previous, "op 4 DEPTHWISE_CONV_2D: input dequantize only — in the kernel of op 2 CONV_2D, "
-                                "op 3 HARD_SWISH")}, notes
+    assert notes == {
+        ("fused_conv2d1_add3_quantize4_tir_clip1", ""),
+        (previous, "op 4 DEPTHWISE_CONV_2D: input dequantize only — in the kernel of op 2 CONV_2D, op 3 HARD_SWISH"),
+    }, notes
     relax = [p for p in result["places"] if p["stage"] == "relax" and p["last_of_stage"] and p["role"] == "compute"]
     assert sorted(bool(p["note"]) for p in relax) == [False, True]
     assert re.fullmatch(r"2 functions in generated code · \d+ in IR · 1 only input dequantize", result["summary"])
@@ -124,8 +132,11 @@ async def test_ctrl_t_ranks_an_exact_layer_name_first_across_bundles(client, wor
     listed = await client.protocol.send_request_async("tvmExplorer/listBundles", {})
     assert [Path(b.root).name for b in listed.bundles][0] == "mobilenet_v3_small_int8"
     cnn = uri(workspace / "small_cnn_int8")
-    for query, name in (("dense_1", "dense_1 · op 5 FULLY_CONNECTED"), ("conv2d_1", "conv2d_1 · op 0 CONV_2D"),
-                        ("small_cnn_1/conv2d_1_2", "small_cnn_1/conv2d_1_2 · op 2 CONV_2D")):
+    for query, name in (
+        ("dense_1", "dense_1 · op 5 FULLY_CONNECTED"),
+        ("conv2d_1", "conv2d_1 · op 0 CONV_2D"),
+        ("small_cnn_1/conv2d_1_2", "small_cnn_1/conv2d_1_2 · op 2 CONV_2D"),
+    ):
         got = await client.workspace_symbol_async(types.WorkspaceSymbolParams(query=query))
         if "/" not in query:  # both bundles answer (the MobileNet's names hold the query's characters)
             assert len({s.location.uri.rsplit("/", 1)[0] for s in got}) == 2, query

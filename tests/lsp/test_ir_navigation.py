@@ -29,7 +29,8 @@ def main_body(text: str) -> tuple[int, int]:
 
 async def definition(client, bundle, path, offset):
     return await client.text_document_definition_async(
-        types.DefinitionParams(td(bundle, path), pos(bundle.text(path), offset)))
+        types.DefinitionParams(td(bundle, path), pos(bundle.text(path), offset))
+    )
 
 
 async def test_relax_variable_use_goes_to_its_binding(client, cnn):
@@ -111,11 +112,17 @@ async def test_c_buffer_read_and_local(client, cnn):
     path = "code/module.c"
     text = cnn.text(path)
     body = text.index("int32_t __tvm_ffi_fused_conv2d1_add1_relu1(")
-    bias = re.compile(r"(conv2d_nhwc_intermediate)\[(cse_v\d+)\] = \(conv2d_nhwc_intermediate\[cse_v\d+\] \+ param_1").search(text, body)
+    bias = re.compile(
+        r"(conv2d_nhwc_intermediate)\[(cse_v\d+)\] = \(conv2d_nhwc_intermediate\[cse_v\d+\] \+ param_1"
+    ).search(text, body)
     read = text.index("conv2d_nhwc_intermediate[", bias.end(1)) + 1
     found = await definition(client, cnn, path, read)
     got = [landing(cnn, f)[1] for f in found]
-    assert got[0] == next(line.strip() for line in text[body:].split("\n") if line.strip().startswith("conv2d_nhwc_intermediate[") and line.strip().endswith("= 0.000000e+00f;"))
+    assert got[0] == next(
+        line.strip()
+        for line in text[body:].split("\n")
+        if line.strip().startswith("conv2d_nhwc_intermediate[") and line.strip().endswith("= 0.000000e+00f;")
+    )
     assert got[-1].startswith("float* conv2d_nhwc_intermediate = ")
     assert len(got) == 3
     local = await definition(client, cnn, path, bias.start(2))
@@ -141,12 +148,17 @@ async def test_highlights_mark_reads_and_writes(client, cnn):
     end = text.index("    @T.prim_func", start)
     alloc = text.index("conv2d_nhwc_intermediate = ", start)
     got = await client.text_document_document_highlight_async(
-        types.DocumentHighlightParams(td(cnn, path), pos(text, alloc)))
+        types.DocumentHighlightParams(td(cnn, path), pos(text, alloc))
+    )
     occurrences = [m.start() for m in re.finditer(r"\bconv2d_nhwc_intermediate\b", text[start:end])]
     assert len(got) == len(occurrences)
     kinds = {(h.range.start.line, h.range.start.character): h.kind for h in got}
-    writes = [o for o in occurrences if text[start + o:].startswith("conv2d_nhwc_intermediate[")
-              and re.match(r"conv2d_nhwc_intermediate\[[^\]]*\] = ", text[start + o:])]
+    writes = [
+        o
+        for o in occurrences
+        if text[start + o :].startswith("conv2d_nhwc_intermediate[")
+        and re.match(r"conv2d_nhwc_intermediate\[[^\]]*\] = ", text[start + o :])
+    ]
     assert len(writes) == 2
     for o in writes:
         assert kinds[_lc(pos(text, start + o))] == types.DocumentHighlightKind.Write
@@ -159,9 +171,13 @@ async def test_references_on_a_name_are_its_uses_in_the_document(client, cnn):
     text = cnn.text(path)
     body = text.index("int32_t __tvm_ffi_fused_conv2d1_add1_relu1(")
     decl = text.index("float* pad_temp = ", body)
-    refs = await client.text_document_references_async(types.ReferenceParams(
-        text_document=td(cnn, path), position=pos(text, decl + len("float* ")),
-        context=types.ReferenceContext(include_declaration=False)))
+    refs = await client.text_document_references_async(
+        types.ReferenceParams(
+            text_document=td(cnn, path),
+            position=pos(text, decl + len("float* ")),
+            context=types.ReferenceContext(include_declaration=False),
+        )
+    )
     assert refs and all(r.uri.endswith("code/module.c") for r in refs)
     assert all(landing(cnn, r)[1] == "pad_temp" for r in refs)
     end = text.index("\n}\n", body)

@@ -20,8 +20,9 @@ def assert_same_answers(text: str, language: str) -> DocumentSymbols:
     """Every question navigation asks, at every occurrence and between them, answered alike."""
     whole = WHOLE[language](text)
     doc = DocumentSymbols(lambda: text, language)
-    offsets = sorted({o for occ in whole.occurrences for o in (occ.start, occ.end, occ.start - 1)}
-                     | set(range(0, len(text) + 1, 97)))
+    offsets = sorted(
+        {o for occ in whole.occurrences for o in (occ.start, occ.end, occ.start - 1)} | set(range(0, len(text) + 1, 97))
+    )
     for offset in offsets:
         assert doc.at(offset) == whole.at(offset), offset
     for occ in whole.occurrences:
@@ -33,8 +34,11 @@ def assert_same_answers(text: str, language: str) -> DocumentSymbols:
     for d in whole.defs.values():
         top = d.stmt_start - (text.rfind("\n", 0, d.stmt_start) + 1) <= 4 or language == CLIKE
         if d.kind == "function" and top:
-            first = next(x for x in sorted(whole.defs.values(), key=lambda x: x.start)
-                         if x.name == d.name and x.kind == "function")
+            first = next(
+                x
+                for x in sorted(whole.defs.values(), key=lambda x: x.start)
+                if x.name == d.name and x.kind == "function"
+            )
             assert doc.function(d.name) == first
     return doc
 
@@ -119,8 +123,7 @@ def test_crafted_tvmscript_with_module_level_assignments():
 def test_a_wrong_cut_falls_back_to_the_whole_document():
     # ``def later`` starts a physical line inside an open bracket: the lexer reads it as part
     # of the statement before, the outline as a module-level function.
-    text = CRAFTED_SCRIPT.replace("        gv = add(lv, scale)\n",
-                                  "        gv = add(lv,\n    def later, scale)\n")
+    text = CRAFTED_SCRIPT.replace("        gv = add(lv, scale)\n", "        gv = add(lv,\n    def later, scale)\n")
     doc = DocumentSymbols(lambda: text, SCRIPT)
     doc.at(text.index("lv,"))  # lexing that function finds the outline wrong
     assert doc._whole is not None
@@ -187,11 +190,13 @@ def _long_line_script(count: int) -> str:
     """A Relax function whose call holds ``count`` strings and names ``x`` ``count`` times on
     one line (a thousand-layer model's), then a comment after a string with ``x`` in both."""
     args = ", ".join(f'x, "s{i}"' for i in range(count))
-    return ("@I.ir_module\nclass Module:\n    @R.function\n"
-            "    def main(x: R.Tensor((4,), \"float32\")):\n"
-            f"        lv = R.call_packed(\"f\", {args})\n"
-            "        gv = R.call_packed(\"x\", x)  # x \"x\" x\n"
-            "        return gv\n")
+    return (
+        "@I.ir_module\nclass Module:\n    @R.function\n"
+        '    def main(x: R.Tensor((4,), "float32")):\n'
+        f'        lv = R.call_packed("f", {args})\n'
+        '        gv = R.call_packed("x", x)  # x "x" x\n'
+        "        return gv\n"
+    )
 
 
 def test_names_on_a_line_of_many_strings_answer_as_the_whole():
@@ -214,7 +219,7 @@ def test_a_line_of_many_strings_is_scanned_for_them_once(monkeypatch):
 
     monkeypatch.setattr(script_names, "SCRIPT_SKIPPED", Counting())
     doc = DocumentSymbols(lambda: text, SCRIPT)
-    use = text.index("x, \"s500\"")
+    use = text.index('x, "s500"')
     assert doc.at(use).name == "x"
     assert len(doc.occurrences(doc.at(use).symbol)) > 1000
     assert len(scans) <= 3  # once per line holding the name and a string, not per occurrence

@@ -73,14 +73,19 @@ def test_places_are_the_innermost_ranges_of_each_layer(real_workspace, name, how
         assert lmap.places_of((lid,)) == want
         assert lmap.places_in((lid,), last) == [p for p in want if p.path in last]
     everything = tuple(layers)
-    merged = sorted({p for lid in layers for p in expected.get(lid, [])},
-                    key=lambda p: (view.bundle.document(p.path).order, p.start, -p.end))
+    merged = sorted(
+        {p for lid in layers for p in expected.get(lid, [])},
+        key=lambda p: (view.bundle.document(p.path).order, p.start, -p.end),
+    )
     assert lmap.places_of(everything) == merged
     assert lmap.places_in(everything, last) == [p for p in merged if p.path in last]
     model = view.model_path
     for lid in layers:
-        entries = [Place.of(model, r) for r in view.bundle.index(model).ranges
-                   if r.kind == "layer" and lid in {l for l, _ in view.bundle.origin_sets[r.origin_set]}]
+        entries = [
+            Place.of(model, r)
+            for r in view.bundle.index(model).ranges
+            if r.kind == "layer" and lid in {l for l, _ in view.bundle.origin_sets[r.origin_set]}
+        ]
         assert sorted(lmap.model_places.get(lid, []), key=lambda p: p.start) == entries
 
 
@@ -100,9 +105,13 @@ def test_a_document_found_damaged_after_its_part_was_made_has_no_places(real_wor
     root = tmp_path / "b"
     shutil.copytree(real_workspace["bundles"]["small_cnn_int8"], root)
     clean = registry.load(root)
-    victim = next(d.path for d in clean.bundle.documents
-                  if d.stage == "tir" and clean.layer_map._ranges and any(
-                      d.path in per_path for per_path in clean.layer_map._ranges.values()))
+    victim = next(
+        d.path
+        for d in clean.bundle.documents
+        if d.stage == "tir"
+        and clean.layer_map._ranges
+        and any(d.path in per_path for per_path in clean.layer_map._ranges.values())
+    )
     with open(root / victim, "a") as f:
         f.write("\n# edited\n")
     view = registry.load(root)

@@ -39,8 +39,9 @@ async def test_relax_bookkeeping_is_marked_apart_and_not_counted(client, cnn):
         text = landing(cnn, location(p))[1]
         roles.setdefault(p["role"], []).append(text)
     # shape_heap = R.null_value(), match_shape, alloc_storage, kill_object: bookkeeping
-    assert roles["bookkeeping"] and all(BOOKKEEPING.search(t) or re.fullmatch(r"[\w.]+(: .*)? = \w+", t)
-                                        for t in roles["bookkeeping"]), roles["bookkeeping"]
+    assert roles["bookkeeping"] and all(
+        BOOKKEEPING.search(t) or re.fullmatch(r"[\w.]+(: .*)? = \w+", t) for t in roles["bookkeeping"]
+    ), roles["bookkeeping"]
     assert any("R.null_value()" in t for t in roles["bookkeeping"])
     assert any("match_shape" in t for t in roles["bookkeeping"])
     assert not any(BOOKKEEPING.search(t) for t in roles["compute"]), roles["compute"]
@@ -64,8 +65,8 @@ async def test_unrolled_cuda_stores_are_one_function_and_the_lens_agrees(client,
         if p["uri"].endswith("/device.cu"):
             rel, _, _ = landing(cuda, location(p))
             line_start = sum(len(x) + 1 for x in text.split("\n")[: p["range"]["start"]["line"]])
-            head = text.rfind("extern \"C\" __global__", 0, line_start)
-            assert f" {p['function']}(" in text[head:text.index("\n", head)]
+            head = text.rfind('extern "C" __global__', 0, line_start)
+            assert f" {p['function']}(" in text[head : text.index("\n", head)]
     # The view's "last document of each stage" rows, grouped by document and function, are
     # what the lens counts.
     ir = {(p["uri"], p["function"]) for stage in ("relax", "tir") for p in lasts(result, stage)}

@@ -68,8 +68,7 @@ async def test_definition_offers_the_model_line_first_then_the_stack(client, lla
 
 
 async def test_costs_grouped_by_module(client, llama):
-    got = await client.protocol.send_request_async(
-        "tvmExplorer/costs", {"bundle": uri(llama.root), "group": "module"})
+    got = await client.protocol.send_request_async("tvmExplorer/costs", {"bundle": uri(llama.root), "group": "module"})
     rows = {row.name: row for row in got.layers}
     q = rows["m.model.layers.{0..1}.self_attn.q_proj"]
     assert q.members == ["m.model.layers.0.self_attn.q_proj", "m.model.layers.1.self_attn.q_proj"]
@@ -92,19 +91,27 @@ async def test_lenses_and_layer_places_name_repeated_layers_once(client, llama):
     model = types.TextDocumentIdentifier(uri(llama.root / "model.fxgraph"))
     lenses = await client.text_document_code_lens_async(types.CodeLensParams(model))
     lines = llama.text("model.fxgraph").split("\n")
-    heading = {lines[lens.range.start.line]: lens.command.title for lens in lenses
-               if lines[lens.range.start.line].startswith("module ")}
+    heading = {
+        lines[lens.range.start.line]: lens.command.title
+        for lens in lenses
+        if lines[lens.range.start.line].startswith("module ")
+    }
     title = heading["module m.model.layers.0.self_attn.q_proj (Linear)"]
     # the session's Llama is profiled: time and share first, then code, workspace and layers
-    assert re.fullmatch(r"module: [\d.]+ ms · \d+ % · \d+ C lines · .* · 4 layers · all 2 repeats "
-                        r"\(m\.model\.layers\.\{0\.\.1\}\.self_attn\.q_proj\): [\d.]+ ms · \d+ % · \d+ C lines · .* · 8 layers",
-                        title), title
+    assert re.fullmatch(
+        r"module: [\d.]+ ms · \d+ % · \d+ C lines · .* · 4 layers · all 2 repeats "
+        r"\(m\.model\.layers\.\{0\.\.1\}\.self_attn\.q_proj\): [\d.]+ ms · \d+ % · \d+ C lines · .* · 8 layers",
+        title,
+    ), title
     assert "module m.model.layers.1.self_attn.q_proj (Linear)" in heading  # its first heading too
     doc = types.TextDocumentIdentifier(uri(llama.root / "code" / "module.c"))
     got = await client.protocol.send_request_async(
-        "tvmExplorer/layerPlaces", {"textDocument": {"uri": doc.uri}, "position": _q_proj_store(llama)})
+        "tvmExplorer/layerPlaces", {"textDocument": {"uri": doc.uri}, "position": _q_proj_store(llama)}
+    )
     assert len(got.layers) == 8 and len(got.labels) == 4
-    assert re.fullmatch(r"aten\.mm\.default ops \d+, \d+ m\.model\.layers\.\{0\.\.1\}\.self_attn\.q_proj", got.labels[0])
+    assert re.fullmatch(
+        r"aten\.mm\.default ops \d+, \d+ m\.model\.layers\.\{0\.\.1\}\.self_attn\.q_proj", got.labels[0]
+    )
 
 
 async def test_every_graph_node_click_finds_its_layer(client, llama):
@@ -120,9 +127,13 @@ async def test_every_graph_node_click_finds_its_layer(client, llama):
         places = [p if isinstance(p, dict) else p._asdict() for p in node["places"]]
         model = next(p for p in places if p["stage"] == "model")
         assert llama.text(model["path"]).split("\n")[model["line"]][: model["character"] + 1].isspace()
-        found = await client.protocol.send_request_async("tvmExplorer/layerPlaces", {
-            "textDocument": {"uri": f"{got.root}/{model['path']}"},
-            "position": {"line": model["line"], "character": model["character"]}})
+        found = await client.protocol.send_request_async(
+            "tvmExplorer/layerPlaces",
+            {
+                "textDocument": {"uri": f"{got.root}/{model['path']}"},
+                "position": {"line": model["line"], "character": model["character"]},
+            },
+        )
         assert [(lay.op_index, lay.opcode) for lay in found.layers] == [(node["op_index"], node["opcode"])], node["id"]
         assert found.places, node["id"]
         asked += 1

@@ -7,13 +7,12 @@ is op 0's CONV_2D) and the final TIR document's own stores."""
 from __future__ import annotations
 
 import re
-import subprocess
-import sys
 
 import pytest
 import pytest_lsp
 from lsprotocol import types
 from pytest_lsp import LanguageClient
+from tests.conftest import run_cli
 
 from tvm_explorer.bundle.reader import Bundle
 
@@ -45,9 +44,11 @@ def _function(text: str, name: str) -> tuple[int, int]:
     return m.start(), text.index("\n}\n", m.end())
 
 
-def _instruction_in(text: str, body: tuple[int, int], pattern: str = r"\n  (%\w+ = (fadd|fmul|load|store)|store) ") -> int:
+def _instruction_in(
+    text: str, body: tuple[int, int], pattern: str = r"\n  (%\w+ = (fadd|fmul|load|store)|store) "
+) -> int:
     m = re.compile(pattern).search(text, body[0], body[1])
-    assert m, text[body[0]:body[0] + 500]
+    assert m, text[body[0] : body[0] + 500]
     return m.start() + 3
 
 
@@ -56,7 +57,7 @@ async def test_hover_inside_a_compute_function(client, llvm_workspace):
     text = bundle.text(LL)
     offset = _instruction_in(text, _function(text, "fused_conv2d_add_relu_compute_"))
     hover = await client.text_document_hover_async(types.HoverParams(td(bundle, LL), pos(text, offset)))
-    assert hover is not None, text[offset:offset + 120]
+    assert hover is not None, text[offset : offset + 120]
     assert re.search(r"\*\*CONV\\_2D\*\* `[^`]+` — op 0", hover.contents.value), hover.contents.value
 
 
@@ -64,8 +65,7 @@ async def test_definition_inside_a_compute_function_lands_on_the_layer(client, l
     bundle = llvm_workspace[1]
     text = bundle.text(LL)
     offset = _instruction_in(text, _function(text, "softmax_compute_"))
-    found = await client.text_document_definition_async(
-        types.DefinitionParams(td(bundle, LL), pos(text, offset)))
+    found = await client.text_document_definition_async(types.DefinitionParams(td(bundle, LL), pos(text, offset)))
     landed = [landing(bundle, loc) for loc in found]
     assert landed and all(rel == "model.tflgraph" for rel, _, _ in landed), landed
     assert [re.match(r"op \d+ \w+", t).group(0) for _, t, _ in landed] == ["op 7 SOFTMAX"]
@@ -101,8 +101,7 @@ def test_every_instruction_of_a_compute_function_has_an_origin_in_the_cli(llvm_w
     for k in range(1, len(lines), max(1, len(lines) // 15)):
         if not lines[k].strip():
             continue
-        proc = subprocess.run([sys.executable, "-m", "tvm_explorer", "origins", str(bundle.root),
-                               f"{LL}:{first + k}"], capture_output=True, text=True, timeout=120)
+        proc = run_cli("origins", str(bundle.root), f"{LL}:{first + k}", timeout=120)
         assert proc.returncode == 0, proc.stderr
         assert "no origin recorded" not in proc.stdout and "op 0 CONV_2D" in proc.stdout, (k, lines[k], proc.stdout)
         checked += 1
@@ -147,6 +146,5 @@ def test_cuda_host_code_answers_inside_its_compute_functions(bundles):
     text = bundle.text(LL)
     start, end = _function(text, "softmax_compute_")
     line = text.count("\n", 0, start) + 3
-    proc = subprocess.run([sys.executable, "-m", "tvm_explorer", "origins", str(bundle.root), f"{LL}:{line}"],
-                          capture_output=True, text=True, timeout=120)
+    proc = run_cli("origins", str(bundle.root), f"{LL}:{line}", timeout=120)
     assert proc.returncode == 0 and "op 7 SOFTMAX" in proc.stdout, (text.split("\n")[line - 1], proc.stdout)

@@ -32,9 +32,16 @@ def test_a_bundle_copied_in_while_a_huge_one_loads_answers_first(tmp_path):
         assert [Path(b["root"]).name for b in got["listing"]["result"]["bundles"]][:1] == ["a-big"], got
         assert got["small_answers_s"] < got["loaded_after_copy_s"], got
         assert got["small_answers_s"] < 15, got
-        hover = srv.reply(srv.request("textDocument/hover", {
-            "textDocument": {"uri": (big / "relax/000-import.relax").as_uri()},
-            "position": {"line": 5, "character": 14}}), timeout=120)
+        hover = srv.reply(
+            srv.request(
+                "textDocument/hover",
+                {
+                    "textDocument": {"uri": (big / "relax/000-import.relax").as_uri()},
+                    "position": {"line": 5, "character": 14},
+                },
+            ),
+            timeout=120,
+        )
         assert hover.get("result"), hover
     finally:
         srv.close()

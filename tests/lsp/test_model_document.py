@@ -96,11 +96,12 @@ async def test_model_document_of_a_quantized_model(client, workspace):
 async def test_model_document_of_an_onnx_model(client, workspace):
     text = await model_document(client, workspace["folder"] / "models" / "light_squeezenet.onnx")
     assert text.startswith("# ONNX model light_squeezenet.onnx\n")
-    assert "\ngraph \"squeezenet_old\"\n" in text
+    assert '\ngraph "squeezenet_old"\n' in text
     assert "float32[1,3,224,224]" in text
     assert sum(1 for line in text.splitlines() if line.startswith("  node ")) == 105
-    assert any(line.startswith("  node ") and " Conv " in line and "kernel_shape=[3,3]" in line
-               for line in text.splitlines())
+    assert any(
+        line.startswith("  node ") and " Conv " in line and "kernel_shape=[3,3]" in line for line in text.splitlines()
+    )
 
 
 async def test_model_document_of_a_pt2_reads_its_graph_json(client, pt2_files):
@@ -119,14 +120,17 @@ async def test_a_pt2_is_shown_without_unpickling_anything(client, pt2_files):
     assert not pt2_files["marker"].exists()
 
 
-@pytest.mark.parametrize("name,expected", [
-    ("truncated.tflite", "truncated.tflite"),
-    ("notes.tflite", "not a TFLite model"),
-    ("missing.tflite", "no such file"),
-    ("notes.onnx", "not an ONNX model"),
-    ("notes.pt2", "not a zip archive"),
-    ("missing.pt2", "no such file"),
-])
+@pytest.mark.parametrize(
+    "name,expected",
+    [
+        ("truncated.tflite", "truncated.tflite"),
+        ("notes.tflite", "not a TFLite model"),
+        ("missing.tflite", "no such file"),
+        ("notes.onnx", "not an ONNX model"),
+        ("notes.pt2", "not a zip archive"),
+        ("missing.pt2", "no such file"),
+    ],
+)
 async def test_a_bad_model_is_one_error_naming_the_file(client, workspace, name, expected):
     path = workspace["folder"] / "models" / name
     with pytest.raises(JsonRpcException) as err:
@@ -135,6 +139,15 @@ async def test_a_bad_model_is_one_error_naming_the_file(client, workspace, name,
     assert name in message and expected in message
     assert "Traceback" not in message
     assert err.value.code == -32803
+
+
+async def test_model_kinds_are_the_frontends(client):
+    """``tvmExplorer/modelKinds``: what the extension asks instead of deciding from suffixes
+    (Reduce Model cuts .tflite and .onnx, not .pt2)."""
+    got = await client.protocol.send_request_async("tvmExplorer/modelKinds", {})
+    kinds = {k.suffix: (k.kind, k.unit, k.reducible) for k in got.kinds}
+    assert kinds[".tflite"] == ("tflite", "op", True) and kinds[".onnx"] == ("onnx", "node", True)
+    assert kinds[".pt2"] == ("torch", "node", False)
 
 
 async def test_every_loaded_bundle_is_logged_with_documents_and_time(client, workspace):

@@ -39,8 +39,8 @@ def _text_at(bundle: Bundle, loc: dict) -> tuple[str, str]:
     lines = bundle.text(rel).split("\n")
     start, end = loc["range"]["start"], loc["range"]["end"]
     if start["line"] == end["line"]:
-        return rel, lines[start["line"]][start["character"]:end["character"]]
-    return rel, lines[start["line"]][start["character"]:]
+        return rel, lines[start["line"]][start["character"] : end["character"]]
+    return rel, lines[start["line"]][start["character"] :]
 
 
 def test_neovim_definition_and_declaration(real_workspace, tmp_path):
@@ -65,16 +65,27 @@ def test_neovim_definition_and_declaration(real_workspace, tmp_path):
     marker = tmp_path / "PLANTED-CODE-RAN"
     plant_package(tmp_path, marker)
     spec = tmp_path / "queries.json"
-    spec.write_text(json.dumps({
-        "cmd": neovim_cmd,
-        "root": str(real_workspace["folder"]),
-        "queries": [{"method": m, "file": str(bundle.root / f), "line": p.line, "character": p.character}
-                    for m, f, p in queries],
-    }))
+    spec.write_text(
+        json.dumps(
+            {
+                "cmd": neovim_cmd,
+                "root": str(real_workspace["folder"]),
+                "queries": [
+                    {"method": m, "file": str(bundle.root / f), "line": p.line, "character": p.character}
+                    for m, f, p in queries
+                ],
+            }
+        )
+    )
     out = tmp_path / "results.json"
-    proc = subprocess.run([nvim, "--headless", "-u", "NONE", "-i", "NONE", "-c", f"luafile {SCRIPT}"],
-                          env={**os.environ, "TVMX_QUERIES": str(spec), "TVMX_RESULTS": str(out)},
-                          capture_output=True, text=True, timeout=300, cwd=tmp_path)
+    proc = subprocess.run(
+        [nvim, "--headless", "-u", "NONE", "-i", "NONE", "-c", f"luafile {SCRIPT}"],
+        env={**os.environ, "TVMX_QUERIES": str(spec), "TVMX_RESULTS": str(out)},
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=tmp_path,
+    )
     assert out.exists(), f"nvim wrote no results:\n{proc.stdout}\n{proc.stderr}"
     results = json.loads(out.read_text())
     assert isinstance(results, list), results

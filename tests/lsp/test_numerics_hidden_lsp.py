@@ -4,12 +4,11 @@ relu) says which fused kernel hid it, with which layers, and suggests ``--numeri
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 from pytest_lsp import LanguageClient
+from tests.conftest import run_cli
 
 from tvm_explorer.bundle.reader import Bundle
 
@@ -19,9 +18,7 @@ from .conftest import uri, workspace_client
 @pytest.fixture(scope="module")
 def workspace(tmp_path_factory, gt_model) -> Path:
     root = tmp_path_factory.mktemp("numerics-hidden-ws")
-    subprocess.run([sys.executable, "-m", "tvm_explorer", "compile", str(gt_model), "-o",
-                    str(root / "fused"), "--target", "c", "--numerics"],
-                   check=True, capture_output=True, timeout=900)
+    run_cli("compile", str(gt_model), "-o", str(root / "fused"), "--target", "c", "--numerics", check=True, timeout=900)
     return root
 
 

@@ -6,31 +6,27 @@ on op 0), and ``tvmExplorer/numerics`` lists the layers in graph order."""
 from __future__ import annotations
 
 import asyncio
-import sys
 import time
 from pathlib import Path
 
 import pytest
 from lsprotocol import types
 from pytest_lsp import LanguageClient
+from tests.conftest import run_cli
 
 from numerics.planted import planted_reference
 from tvm_explorer.bundle.reader import Bundle
 
-from .conftest import position_of, uri, workspace_client
+from .conftest import planted_hovers, position_of, uri, workspace_client
 
 
 @pytest.fixture(scope="module")
 def workspace(tmp_path_factory) -> Path:
-    import subprocess
-
     root = tmp_path_factory.mktemp("numerics-ws")
     model, reference = planted_reference(root, "add/bias")
     (root / "ws").mkdir()
     out = root / "ws" / "planted"
-    subprocess.run([sys.executable, "-m", "tvm_explorer", "compile", str(model), "-o", str(out),
-                    "--target", "llvm", "--numerics-unfused", "--reference", str(reference)],
-                   check=True, capture_output=True, timeout=900)
+    run_cli("compile", model, "-o", out, "--target", "llvm", "--numerics-unfused", "--reference", reference, check=True)
     return root / "ws"
 
 
@@ -67,16 +63,8 @@ async def test_divergent_layers_are_warned_about_in_the_model_document(client: L
 
 
 async def test_hover_on_a_layer_shows_its_error(client: LanguageClient, bundle):
-    text = bundle.text("model.tflgraph")
-    doc = types.TextDocumentIdentifier(uri(bundle.root / "model.tflgraph"))
-    hover = await client.text_document_hover_async(
-        types.HoverParams(doc, position_of(text, "op 1 ADD", delta=6)))
-    value = hover.contents.value
-    assert "**Numerics**" in value and "max abs 0.5" in value and "**first divergence**" in value
+    value = await planted_hovers(client, bundle, "model.tflgraph", "op 1 ADD", "op 0 CONV_2D")
     assert "unfused build" in value and "DIVERGES" in value
-    hover = await client.text_document_hover_async(
-        types.HoverParams(doc, position_of(text, "op 0 CONV_2D", delta=6)))
-    assert "matches" in hover.contents.value and "first divergence" not in hover.contents.value
 
 
 async def test_hover_in_the_ir_shows_the_error_of_the_layer_output_there(client: LanguageClient, bundle):
@@ -84,14 +72,12 @@ async def test_hover_in_the_ir_shows_the_error_of_the_layer_output_there(client:
     text = bundle.text(relax)
     doc = types.TextDocumentIdentifier(uri(bundle.root / relax))
     needle = next(line for line in text.split("\n") if "R.nn.relu" in line).strip()
-    hover = await client.text_document_hover_async(
-        types.HoverParams(doc, position_of(text, needle, delta=2)))
+    hover = await client.text_document_hover_async(types.HoverParams(doc, position_of(text, needle, delta=2)))
     assert "Numerics of op 2" in hover.contents.value
 
 
 async def test_numerics_request_lists_layers_in_graph_order(client: LanguageClient, bundle):
-    result = await client.protocol.send_request_async(
-        "tvmExplorer/numerics", {"bundle": uri(bundle.root)})
+    result = await client.protocol.send_request_async("tvmExplorer/numerics", {"bundle": uri(bundle.root)})
     assert result.reference.startswith("LiteRT interpreter on gt_planted.tflite")
     assert result.mode == "unfused"
     assert [layer.op_index for layer in result.layers] == [0, 1, 2, 3, 4]

@@ -6,37 +6,42 @@ carry warnings."""
 from __future__ import annotations
 
 import asyncio
-import sys
 import time
 from pathlib import Path
 
 import numpy as np
 import onnx
 import pytest
-from lsprotocol import types
 from onnx import numpy_helper
 from pytest_lsp import LanguageClient
+from tests.conftest import run_cli
 
 from frontends.onnx_graphs import conv_block
 from tvm_explorer.bundle.reader import Bundle
 
-from .conftest import position_of, uri, workspace_client
+from .conftest import planted_hovers, position_of, uri, workspace_client
 
 
 @pytest.fixture(scope="module")
 def workspace(tmp_path_factory) -> Path:
-    import subprocess
-
     root = tmp_path_factory.mktemp("numerics-onnx-ws")
     model = conv_block(root / "block.onnx")
     bias = next(t for t in model.graph.initializer if t.name == "head.bias")
     bias.CopyFrom(numpy_helper.from_array(numpy_helper.to_array(bias) + np.float32(0.5), "head.bias"))
     onnx.save(model, str(root / "block_planted.onnx"))
     (root / "ws").mkdir()
-    subprocess.run([sys.executable, "-m", "tvm_explorer", "compile", str(root / "block.onnx"), "-o",
-                    str(root / "ws" / "block"), "--target", "llvm", "--numerics-unfused",
-                    "--reference", str(root / "block_planted.onnx")],
-                   check=True, capture_output=True, timeout=900)
+    run_cli(
+        "compile",
+        root / "block.onnx",
+        "-o",
+        root / "ws" / "block",
+        "--target",
+        "llvm",
+        "--numerics-unfused",
+        "--reference",
+        root / "block_planted.onnx",
+        check=True,
+    )
     return root / "ws"
 
 
@@ -49,16 +54,8 @@ def bundle(workspace):
 
 
 async def test_hover_on_an_onnx_node_shows_its_error(client: LanguageClient, bundle):
-    text = bundle.text("model.onnxgraph")
-    doc = types.TextDocumentIdentifier(uri(bundle.root / "model.onnxgraph"))
-    hover = await client.text_document_hover_async(
-        types.HoverParams(doc, position_of(text, "node 2 Add", delta=6)))
-    value = hover.contents.value
-    assert "**Numerics**" in value and "max abs 0.5" in value and "**first divergence**" in value
+    value = await planted_hovers(client, bundle, "model.onnxgraph", "node 2 Add", "node 0 Conv")
     assert "DIVERGES" in value and "Numerics of node 2 vs onnxruntime" in value
-    hover = await client.text_document_hover_async(
-        types.HoverParams(doc, position_of(text, "node 0 Conv", delta=6)))
-    assert "matches" in hover.contents.value and "first divergence" not in hover.contents.value
 
 
 async def test_divergent_onnx_nodes_are_warned_about(client: LanguageClient, bundle):

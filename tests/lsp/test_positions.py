@@ -113,8 +113,11 @@ def test_long_texts_counted_by_blocks_agree_with_their_lines(lines_spec, data):
 
 
 @settings(deadline=None)  # texts up to 100 k characters, each compared at 20 positions
-@given(st.lists(st.tuples(st.integers(0, 9000), st.sampled_from("a b\té")), min_size=1, max_size=12),
-       st.sampled_from(["utf-16", "utf-8", "utf-32"]), st.data())
+@given(
+    st.lists(st.tuples(st.integers(0, 9000), st.sampled_from("a b\té")), min_size=1, max_size=12),
+    st.sampled_from(["utf-16", "utf-8", "utf-32"]),
+    st.data(),
+)
 def test_line_starts_without_the_text_answer_as_the_text_does(lines_spec, encoding, data):
     # A bundle document's index keeps its line starts only and reads the text again for a
     # token; every answer must be the one of the index that keeps the text.
@@ -165,5 +168,7 @@ def test_the_lines_of_every_document_are_indexed_after_a_load(real_workspace):
     session.registry.install(view.root, view, registry.signature(view.root))
     session.warm_lines(view)
     assert {path for path, _ in view._line_indexes} == {d.path for d in view.bundle.documents}
-    assert sum(lines.held_bytes() for lines in view._line_indexes.values()) < sum(
-        len(view.bundle.text(d.path)) for d in view.bundle.documents) / 4
+    assert (
+        sum(lines.held_bytes() for lines in view._line_indexes.values())
+        < sum(len(view.bundle.text(d.path)) for d in view.bundle.documents) / 4
+    )

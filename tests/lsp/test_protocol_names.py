@@ -22,8 +22,22 @@ METHOD = re.compile(r"tvmExplorer/[A-Za-z_]\w*")
 
 # After these (or at the start) a `/` begins a regular expression literal, not a division.
 _REGEX_BEFORE = set("(,=:[!&|?{};+-*%<>~^") | {""}
-_REGEX_KEYWORDS = {"return", "typeof", "case", "do", "else", "in", "of", "new", "delete", "void",
-                   "throw", "instanceof", "yield", "await"}
+_REGEX_KEYWORDS = {
+    "return",
+    "typeof",
+    "case",
+    "do",
+    "else",
+    "in",
+    "of",
+    "new",
+    "delete",
+    "void",
+    "throw",
+    "instanceof",
+    "yield",
+    "await",
+}
 
 
 def ts_string_literals(source: str) -> list[str]:
@@ -53,7 +67,7 @@ def ts_string_literals(source: str) -> list[str]:
                 elif source[j] == c and not depth:
                     break
                 j += 1
-            out.append(source[i + 1:j])
+            out.append(source[i + 1 : j])
             i, last = j + 1, c
         elif c == "/" and (last in _REGEX_BEFORE or last in _REGEX_KEYWORDS):
             j, in_class = i + 1, False
@@ -87,16 +101,19 @@ def protocol_py_methods() -> set[str]:
     tree = ast.parse(PROTOCOL_PY.read_text(encoding="utf-8"))
     names = set()
     for node in tree.body:
-        if (isinstance(node, ast.Assign) and isinstance(node.value, ast.Constant)
-                and isinstance(node.value.value, str) and node.value.value.startswith(PREFIX)):
+        if (
+            isinstance(node, ast.Assign)
+            and isinstance(node.value, ast.Constant)
+            and isinstance(node.value.value, str)
+            and node.value.value.startswith(PREFIX)
+        ):
             names.add(node.value.value)
     return names
 
 
 def ts_methods(path: Path) -> set[str]:
     """The ``tvmExplorer/...`` names in string literals of a TypeScript file."""
-    return {m for text in ts_string_literals(path.read_text(encoding="utf-8"))
-            for m in METHOD.findall(text)}
+    return {m for text in ts_string_literals(path.read_text(encoding="utf-8")) for m in METHOD.findall(text)}
 
 
 def docs_methods() -> set[str]:

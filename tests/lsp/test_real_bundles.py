@@ -66,8 +66,7 @@ def first_store(text: str, body: tuple[int, int]) -> int:
 async def test_bundles_listed_with_passes(client: LanguageClient, real_workspace, cnn):
     result = await client.protocol.send_request_async("tvmExplorer/listBundles", {})
     assert {b.root for b in result.bundles} == {str(p) for p in real_workspace["bundles"].values()}
-    passes = await client.protocol.send_request_async(
-        "tvmExplorer/listPasses", {"bundle": uri(cnn.root)})
+    passes = await client.protocol.send_request_async("tvmExplorer/listPasses", {"bundle": uri(cnn.root)})
     assert len(passes.passes) == len(cnn.manifest["passes"])
     assert {p.stage for p in passes.passes} >= {"relax", "tir"}
 
@@ -77,7 +76,8 @@ async def test_definition_from_generated_c_lands_on_the_layer(client, cnn, func,
     text = cnn.text("code/module.c")
     offset = first_store(text, c_function_bodies(text)[func])
     found = await client.text_document_definition_async(
-        types.DefinitionParams(td(cnn, "code/module.c"), pos(text, offset)))
+        types.DefinitionParams(td(cnn, "code/module.c"), pos(text, offset))
+    )
     landed = [text_at(cnn, loc) for loc in found]
     assert landed and all(rel == "model.tflgraph" for rel, _ in landed)
     assert [re.match(r"op \d+ \w+", t).group(0) for _, t in landed] == [expected]
@@ -91,8 +91,7 @@ async def test_previous_stage_walks_back_to_the_model(client, cnn):
         position = pos(text, offset)
         seen = [doc]
         while doc != "model.tflgraph":
-            found = await client.text_document_declaration_async(
-                types.DeclarationParams(td(cnn, doc), position))
+            found = await client.text_document_declaration_async(types.DeclarationParams(td(cnn, doc), position))
             assert found, f"{func}: chain stops in {doc} after {seen}"
             rel, landed = text_at(cnn, found[0])
             assert order[rel] < order[doc], (func, doc, rel)
@@ -107,24 +106,27 @@ async def test_previous_stage_walks_back_to_the_model(client, cnn):
 
 async def test_references_and_code_lens_agree(client, cnn):
     model = cnn.text("model.tflgraph")
-    lenses = await client.text_document_code_lens_async(
-        types.CodeLensParams(td(cnn, "model.tflgraph")))
+    lenses = await client.text_document_code_lens_async(types.CodeLensParams(td(cnn, "model.tflgraph")))
     lenses = [lens for lens in lenses if " in generated code · " in lens.command.title]  # not the cost lenses
     assert len(lenses) == len(cnn.layers)
     bodies = c_function_bodies(cnn.text("code/module.c"))
     for lens in lenses:
-        refs = await client.text_document_references_async(types.ReferenceParams(
-            text_document=td(cnn, "model.tflgraph"), position=lens.range.start,
-            context=types.ReferenceContext(include_declaration=False)))
-        code, ir = map(int, re.match(r"(\d+) functions? in generated code · (\d+) in IR",
-                                     lens.command.title).groups())
+        refs = await client.text_document_references_async(
+            types.ReferenceParams(
+                text_document=td(cnn, "model.tflgraph"),
+                position=lens.range.start,
+                context=types.ReferenceContext(include_declaration=False),
+            )
+        )
+        code, ir = map(int, re.match(r"(\d+) functions? in generated code · (\d+) in IR", lens.command.title).groups())
         entry = model.split("\n")[lens.range.start.line]
         funcs = [f for f, op in SMALL_CNN_FUNCS.items() if entry.startswith(op)]
         in_c = [r for r in refs if r.uri.endswith("code/module.c")]
         c_text = cnn.text("code/module.c")
         # The lens counts the C functions holding the references (their stores grouped).
-        holding = {f for f, (start, end) in bodies.items()
-                   if any(start <= _offset(c_text, r.range.start) < end for r in in_c)}
+        holding = {
+            f for f, (start, end) in bodies.items() if any(start <= _offset(c_text, r.range.start) < end for r in in_c)
+        }
         assert code == len(holding) and ir >= 1 and len(refs) >= code + ir, (entry, lens.command.title)
         for func in funcs:  # every C function computing this layer is among the references
             start, end = bodies[func]
@@ -138,8 +140,7 @@ def _offset(text: str, position: types.Position) -> int:
 async def test_hover_on_generated_c(client, cnn):
     text = cnn.text("code/module.c")
     offset = first_store(text, c_function_bodies(text)["softmax"])
-    hover = await client.text_document_hover_async(
-        types.HoverParams(td(cnn, "code/module.c"), pos(text, offset)))
+    hover = await client.text_document_hover_async(types.HoverParams(td(cnn, "code/module.c"), pos(text, offset)))
     value = hover.contents.value
     assert re.search(r"^\*\*SOFTMAX\*\* `[^`]+` — op 7, (layer output|part of layer)", value)
     assert "In PrimFunc `softmax`" in value
@@ -149,14 +150,12 @@ async def test_hover_on_generated_c(client, cnn):
 
 async def test_document_symbols_of_relax_and_model(client, cnn):
     last_relax = [d.path for d in cnn.documents if d.stage == "relax"][-1]
-    symbols = await client.text_document_document_symbol_async(
-        types.DocumentSymbolParams(td(cnn, last_relax)))
+    symbols = await client.text_document_document_symbol_async(types.DocumentSymbolParams(td(cnn, last_relax)))
     names = {s.name for s in symbols}
     assert "main" in names and set(SMALL_CNN_FUNCS) <= names
     main = next(s for s in symbols if s.name == "main")
     assert main.children and all(c.kind == types.SymbolKind.Variable for c in main.children)
-    model = await client.text_document_document_symbol_async(
-        types.DocumentSymbolParams(td(cnn, "model.tflgraph")))
+    model = await client.text_document_document_symbol_async(types.DocumentSymbolParams(td(cnn, "model.tflgraph")))
     # each entry names its layer (the TF name), so that the outline can be searched by it
     assert [s.name for s in model] == [f"{lay.op_index}: {lay.opcode} {lay.name}" for lay in cnn.layers]
 
@@ -174,11 +173,10 @@ async def test_every_indexed_position_answers_quickly(client, real_workspace):
             for rng in ranges[:: max(1, len(ranges) // 40)]:
                 position = pos(text, rng.start)
                 found = await client.text_document_definition_async(
-                    types.DefinitionParams(td(bundle, doc.path), position))
-                assert all(loc.uri.endswith("/model.tflgraph") or loc.uri == td(bundle, doc.path).uri
-                           for loc in found)
-                await client.text_document_declaration_async(
-                    types.DeclarationParams(td(bundle, doc.path), position))
+                    types.DefinitionParams(td(bundle, doc.path), position)
+                )
+                assert all(loc.uri.endswith("/model.tflgraph") or loc.uri == td(bundle, doc.path).uri for loc in found)
+                await client.text_document_declaration_async(types.DeclarationParams(td(bundle, doc.path), position))
                 count += 2
     elapsed = time.monotonic() - started
     assert count > 100
@@ -193,10 +191,15 @@ async def test_blank_lines_and_past_the_end_in_real_documents(client, cnn):
         lines = cnn.text(doc.path).split("\n")
         blank = [i for i, line in enumerate(lines) if not line.strip()]
         for position in [types.Position(blank[0], 0)] if blank else []:
-            assert await client.text_document_definition_async(
-                types.DefinitionParams(td(cnn, doc.path), position)) == []
-        assert await client.text_document_hover_async(
-            types.HoverParams(td(cnn, doc.path), types.Position(len(lines) + 5, 0))) is None
+            assert (
+                await client.text_document_definition_async(types.DefinitionParams(td(cnn, doc.path), position)) == []
+            )
+        assert (
+            await client.text_document_hover_async(
+                types.HoverParams(td(cnn, doc.path), types.Position(len(lines) + 5, 0))
+            )
+            is None
+        )
 
 
 cuda = real_bundle("small_cnn_fp32_cuda")
@@ -225,5 +228,7 @@ async def test_cuda_kernels_go_to_their_layer_and_back_through_the_stages(client
         rel, landed = text_at(cuda, back[0])
         assert order[rel] < order[doc]
         doc, position = rel, back[0].range.start
-    assert re.match(r"op \d+ \w+", landed).group(0) in {expected, *[
-        re.match(r"op \d+ \w+", text_at(cuda, loc)[1]).group(0) for loc in found]}
+    assert re.match(r"op \d+ \w+", landed).group(0) in {
+        expected,
+        *[re.match(r"op \d+ \w+", text_at(cuda, loc)[1]).group(0) for loc in found],
+    }

@@ -10,9 +10,11 @@ from pathlib import Path
 import pytest
 import pytest_lsp
 from lsprotocol import types
+from pygls.exceptions import JsonRpcException, JsonRpcInvalidParams
 from pytest_lsp import LanguageClient
 
 from tvm_explorer.bundle.reader import Bundle
+from tvm_explorer.lsp.protocol import RequestFailed
 
 from .conftest import SERVER, position_of, send_raw, uri, wait_for_bundles
 
@@ -20,13 +22,15 @@ from .conftest import SERVER, position_of, send_raw, uri, wait_for_bundles
 @pytest_lsp.fixture(config=SERVER, scope="module")
 async def client(lsp_client: LanguageClient, real_workspace):
     folder = real_workspace["folder"]
-    await lsp_client.initialize_session(types.InitializeParams(
-        capabilities=types.ClientCapabilities(
-            window=types.WindowClientCapabilities(
-                show_document=types.ShowDocumentClientCapabilities(support=True))),
-        workspace_folders=[types.WorkspaceFolder(uri=uri(folder), name=folder.name)],
-        initialization_options={"pollInterval": 0.2},
-    ))
+    await lsp_client.initialize_session(
+        types.InitializeParams(
+            capabilities=types.ClientCapabilities(
+                window=types.WindowClientCapabilities(show_document=types.ShowDocumentClientCapabilities(support=True))
+            ),
+            workspace_folders=[types.WorkspaceFolder(uri=uri(folder), name=folder.name)],
+            initialization_options={"pollInterval": 0.2},
+        )
+    )
     await wait_for_bundles(lsp_client, len(real_workspace["bundles"]))
     yield
     await lsp_client.shutdown_session()
@@ -36,16 +40,19 @@ def _bundle(real_workspace, name="small_cnn_fp32") -> Bundle:
     return Bundle(real_workspace["bundles"][name])
 
 
-async def _actions(client, bundle: Bundle, path: str, needle: str, delta: int = 0,
-                   occurrence: int = 0):
+async def _actions(client, bundle: Bundle, path: str, needle: str, delta: int = 0, occurrence: int = 0):
     """The code actions at ``needle``, as the raw JSON a client receives (lsprotocol's own
     client-side parsing takes any CodeAction carrying a command for a bare Command)."""
     text = bundle.text(path)
     at = position_of(text, needle, occurrence, delta)
-    params = {"textDocument": {"uri": uri(bundle.root / path)},
-              "range": {"start": {"line": at.line, "character": at.character},
-                        "end": {"line": at.line, "character": at.character}},
-              "context": {"diagnostics": []}}
+    params = {
+        "textDocument": {"uri": uri(bundle.root / path)},
+        "range": {
+            "start": {"line": at.line, "character": at.character},
+            "end": {"line": at.line, "character": at.character},
+        },
+        "context": {"diagnostics": []},
+    }
     proto = client.protocol
     saved = proto.get_result_type
     proto.get_result_type = lambda method: None  # keep the answer as JSON
@@ -61,9 +68,9 @@ class _Action:
         raw = raw if isinstance(raw, dict) else proto_dict(raw)
         self.title = raw["title"]
         self.kind = raw.get("kind")
-        self.command = types.Command(title=raw["command"]["title"],
-                                     command=raw["command"]["command"],
-                                     arguments=raw["command"]["arguments"])
+        self.command = types.Command(
+            title=raw["command"]["title"], command=raw["command"]["command"], arguments=raw["command"]["arguments"]
+        )
 
 
 def proto_dict(obj):
@@ -83,8 +90,7 @@ async def test_code_action_on_primfunc_layer_and_kernel(client: LanguageClient, 
     tir = next(d.path for d in cnn.documents if d.stage == "tir")
     pass_index = cnn.document(tir).pass_index
     actions = await _actions(client, cnn, tir, "def fused_conv2d_add_relu(", 4)
-    assert [a.title for a in actions] == [
-        f"Extract Reproducer: fused_conv2d_add_relu (as after pass {pass_index})"]
+    assert [a.title for a in actions] == [f"Extract Reproducer: fused_conv2d_add_relu (as after pass {pass_index})"]
     action = actions[0]
     assert action.kind == types.CodeActionKind.RefactorExtract
     assert action.command.command == "tvmExplorer.extractReproducer"
@@ -92,12 +98,12 @@ async def test_code_action_on_primfunc_layer_and_kernel(client: LanguageClient, 
     assert action.command.arguments[0]["pass"] == pass_index
 
     actions = await _actions(client, cnn, "model.tflgraph", "CONV_2D")
-    assert [a.title for a in actions] == [
-        "Extract Reproducer: kernels of op 0 CONV_2D small_cnn_1/conv2d_1"]
+    assert [a.title for a in actions] == ["Extract Reproducer: kernels of op 0 CONV_2D small_cnn_1/conv2d_1"]
     assert actions[0].command.arguments[0]["layer"] == 0
 
-    actions = await _actions(client, cnn, "code/module.c", "int32_t __tvm_ffi_max_pool2d1(", 2,
-                             occurrence=1)  # the definition, not the declaration
+    actions = await _actions(
+        client, cnn, "code/module.c", "int32_t __tvm_ffi_max_pool2d1(", 2, occurrence=1
+    )  # the definition, not the declaration
     assert [a.title for a in actions] == ["Extract Reproducer: max_pool2d1"]
 
     cuda = _bundle(real_workspace, "small_cnn_fp32_cuda")
@@ -111,8 +117,9 @@ async def test_command_writes_next_to_bundle_and_shows_it(client: LanguageClient
     actions = await _actions(client, cnn, "model.tflgraph", "MAX_POOL_2D")
     command = actions[0].command
     client.shown_documents.clear()
-    result = await client.workspace_execute_command_async(types.ExecuteCommandParams(
-        command=command.command, arguments=command.arguments))
+    result = await client.workspace_execute_command_async(
+        types.ExecuteCommandParams(command=command.command, arguments=command.arguments)
+    )
     out = Path(result["path"])
     assert out.parent == cnn.root.parent and out.name == "small_cnn_int8.layer1.repro.py"
     text = out.read_text()
@@ -125,12 +132,16 @@ async def test_command_writes_next_to_bundle_and_shows_it(client: LanguageClient
     assert [d.uri for d in client.shown_documents] == [result["uri"]]
     assert client.shown_documents[0].take_focus is True
     # bad arguments: one message, no traceback, nothing written
-    bad = await client.workspace_execute_command_async(types.ExecuteCommandParams(
-        command=command.command, arguments=[{"bundle": str(cnn.root), "name": "fused_softmax_quant"}]))
+    bad = await client.workspace_execute_command_async(
+        types.ExecuteCommandParams(
+            command=command.command, arguments=[{"bundle": str(cnn.root), "name": "fused_softmax_quant"}]
+        )
+    )
     assert "fused_softmax_quant: no PrimFunc" in bad["error"]
     assert "closest: fused_softmax_quantize4" in bad["error"]
-    outside = await client.workspace_execute_command_async(types.ExecuteCommandParams(
-        command=command.command, arguments=[{"bundle": "/tmp", "name": "softmax"}]))
+    outside = await client.workspace_execute_command_async(
+        types.ExecuteCommandParams(command=command.command, arguments=[{"bundle": "/tmp", "name": "softmax"}])
+    )
     assert "not a bundle loaded by the language server" in outside["error"]
 
 
@@ -146,10 +157,8 @@ async def test_compare_requests(client: LanguageClient, real_workspace):
     got = await ask("tvmExplorer/compareBundles", {"a": a, "b": b})
     assert got["matched_by"] == "sha256"
     assert len(got["layers"]) == 8 and all(row["changed"] for row in got["layers"])
-    side_a = await ask("tvmExplorer/compareLayerCode", {
-        "a": a, "b": b, "subgraph": 0, "op_index": 0, "side": "a"})
-    side_b = await ask("tvmExplorer/compareLayerCode", {
-        "a": a, "b": b, "subgraph": 0, "op_index": 0, "side": "b"})
+    side_a = await ask("tvmExplorer/compareLayerCode", {"a": a, "b": b, "subgraph": 0, "op_index": 0, "side": "a"})
+    side_b = await ask("tvmExplorer/compareLayerCode", {"a": a, "b": b, "subgraph": 0, "op_index": 0, "side": "b"})
     assert "fused_conv2d_add_relu" in side_a["text"] and side_a["language"] == "c"
     assert "fused_conv2d_add_relu_kernel" in side_b["text"] and side_b["language"] == "cuda-cpp"
     # The layer's own computing lines (loops and stores), as many as the lens counts: the
@@ -161,8 +170,17 @@ async def test_compare_requests(client: LanguageClient, real_workspace):
         assert not any(w in side["text"] for w in ("num_args", "TVMFFIErrorSetRaised", "type_index"))
         assert len([x for x in lines[1:] if x.strip()]) == row["code_lines"]
     # the bundles as the comparison names them (paths) work as well as URIs
-    again = await ask("tvmExplorer/compareLayerCode", {
-        "a": got["a"], "b": got["b"], "subgraph": 0, "op_index": 0, "side": "b"})
+    again = await ask(
+        "tvmExplorer/compareLayerCode", {"a": got["a"], "b": got["b"], "subgraph": 0, "op_index": 0, "side": "b"}
+    )
     assert again["text"] == side_b["text"]
-    unrelated = await ask("tvmExplorer/compareBundles", {"a": a, "b": uri(Path("/tmp"))})
-    assert "not a bundle" in unrelated["error"]
+    # Failures are LSP errors (RequestFailed, the message the extension shows), not results.
+    with pytest.raises(JsonRpcException) as unrelated:
+        await ask("tvmExplorer/compareBundles", {"a": a, "b": uri(Path("/tmp"))})
+    assert unrelated.value.code == RequestFailed.CODE and "not a bundle" in unrelated.value.message
+    with pytest.raises(JsonRpcException) as no_layer:
+        await ask("tvmExplorer/compareLayerCode", {"a": a, "b": b, "subgraph": 0, "op_index": 999, "side": "a"})
+    assert no_layer.value.code == RequestFailed.CODE and "op 0:999" in no_layer.value.message
+    with pytest.raises(JsonRpcException) as bad_side:
+        await ask("tvmExplorer/compareLayerCode", {"a": a, "b": b, "subgraph": 0, "op_index": 0, "side": "c"})
+    assert bad_side.value.code == JsonRpcInvalidParams.CODE

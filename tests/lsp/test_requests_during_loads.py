@@ -30,12 +30,17 @@ def many(real_workspace, tmp_path_factory):
 
 @pytest_lsp.fixture(config=SERVER, scope="module")
 async def client(lsp_client: LanguageClient, many):
-    await lsp_client.initialize_session(types.InitializeParams(
-        capabilities=types.ClientCapabilities(text_document=types.TextDocumentClientCapabilities(
-            hover=types.HoverClientCapabilities(content_format=[types.MarkupKind.Markdown]))),
-        workspace_folders=[types.WorkspaceFolder(uri=uri(many), name=many.name)],
-        initialization_options={"pollInterval": 0.2},
-    ))
+    await lsp_client.initialize_session(
+        types.InitializeParams(
+            capabilities=types.ClientCapabilities(
+                text_document=types.TextDocumentClientCapabilities(
+                    hover=types.HoverClientCapabilities(content_format=[types.MarkupKind.Markdown])
+                )
+            ),
+            workspace_folders=[types.WorkspaceFolder(uri=uri(many), name=many.name)],
+            initialization_options={"pollInterval": 0.2},
+        )
+    )
     yield
     await lsp_client.shutdown_session()
 
@@ -47,8 +52,9 @@ async def test_hovers_sent_before_the_bundles_load_are_all_answered(client: Lang
 
     async def hover(i: int):
         doc = many / f"copy{i:02d}.bundle" / "code" / "module.c"
-        return await client.text_document_hover_async(types.HoverParams(
-            types.TextDocumentIdentifier(uri(doc)), types.Position(line, column)))
+        return await client.text_document_hover_async(
+            types.HoverParams(types.TextDocumentIdentifier(uri(doc)), types.Position(line, column))
+        )
 
     answers = await asyncio.wait_for(asyncio.gather(*(hover(i) for i in reversed(range(COPIES)))), 90)
     for i, got in zip(reversed(range(COPIES)), answers):

@@ -98,9 +98,14 @@ async def test_damaged_bundles_are_reported_not_loaded(client: LanguageClient, w
     assert "schema version 99" in text
     assert "leaves the bundle" in text
     assert "stale" in text and "index does not match" in text
-    for name, needle in (("man_link", "leads outside the bundle"), ("index_link", "leads outside"),
-                         ("absolute", "is not a relative path"), ("dotdot", "leaves the bundle"),
-                         ("man_fifo", "not a regular file"), ("nested", "not readable JSON")):
+    for name, needle in (
+        ("man_link", "leads outside the bundle"),
+        ("index_link", "leads outside"),
+        ("absolute", "is not a relative path"),
+        ("dotdot", "leaves the bundle"),
+        ("man_fifo", "not a regular file"),
+        ("nested", "not readable JSON"),
+    ):
         assert any(f"/{name}" in m and needle in m for m in text.split("\n")), (name, text)
     assert "relax/000-import.relax" in text and "not a regular file" in text
     secret = ws.parent / f"{ws.name}-secret.txt"
@@ -119,15 +124,22 @@ async def test_stale_document_answers_empty_rest_of_bundle_works(client, workspa
 async def test_unknown_documents_and_garbage_uris_answer_empty(client, workspace):
     ws, good, _, _ = workspace
     (ws / "notes.txt").write_text("hello\n")
-    for doc_uri in [uri(ws / "notes.txt"), "file:///does/not/exist.c", "untitled:Untitled-1",
-                    "not a uri", uri(good / "manifest.json")]:
+    for doc_uri in [
+        uri(ws / "notes.txt"),
+        "file:///does/not/exist.c",
+        "untitled:Untitled-1",
+        "not a uri",
+        uri(good / "manifest.json"),
+    ]:
         params = types.DefinitionParams(types.TextDocumentIdentifier(doc_uri), types.Position(0, 0))
         assert await client.text_document_definition_async(params) == []
         hover = types.HoverParams(types.TextDocumentIdentifier(doc_uri), types.Position(0, 0))
         assert await client.text_document_hover_async(hover) is None
         refs = types.ReferenceParams(
-            text_document=types.TextDocumentIdentifier(doc_uri), position=types.Position(0, 0),
-            context=types.ReferenceContext(include_declaration=True))
+            text_document=types.TextDocumentIdentifier(doc_uri),
+            position=types.Position(0, 0),
+            context=types.ReferenceContext(include_declaration=True),
+        )
         assert not await client.text_document_references_async(refs)
         sym = types.DocumentSymbolParams(types.TextDocumentIdentifier(doc_uri))
         assert not await client.text_document_document_symbol_async(sym)
@@ -140,9 +152,13 @@ async def test_requests_with_invalid_params_are_answered(client: LanguageClient,
 
     _, good, _, _ = workspace
     doc = {"uri": uri(good / C)}
-    for params in ({"textDocument": doc, "position": {"line": -1, "character": 0}},
-                   {"textDocument": doc, "position": {"line": 0, "character": "x"}},
-                   {"textDocument": doc}, {"position": {"line": 0, "character": 0}}, [1, 2]):
+    for params in (
+        {"textDocument": doc, "position": {"line": -1, "character": 0}},
+        {"textDocument": doc, "position": {"line": 0, "character": "x"}},
+        {"textDocument": doc},
+        {"position": {"line": 0, "character": 0}},
+        [1, 2],
+    ):
         with pytest.raises(JsonRpcException) as err:
             await asyncio.wait_for(send_raw(client, types.TEXT_DOCUMENT_DEFINITION, params), 10)
         assert err.value.code == -32602, err.value
@@ -154,41 +170,56 @@ async def test_edits_shift_ranges_or_drop_them(client, workspace):
     _, good, _, _ = workspace
     doc_uri = uri(good / C)
     text = TEXTS[C]
-    client.text_document_did_open(types.DidOpenTextDocumentParams(
-        types.TextDocumentItem(doc_uri, "c", 1, text)))
+    client.text_document_did_open(types.DidOpenTextDocumentParams(types.TextDocumentItem(doc_uri, "c", 1, text)))
     line_of = position_of(text, "y_1[i] = max")
     before = await define(client, good, C, line_of)
     assert len(before) == 1
     # Insert two lines at the top: answers move two lines down.
-    client.text_document_did_change(types.DidChangeTextDocumentParams(
-        types.VersionedTextDocumentIdentifier(uri=doc_uri, version=2),
-        [types.TextDocumentContentChangePartial(
-            range=types.Range(types.Position(0, 0), types.Position(0, 0)), text="// a\n// b\n")]))
+    client.text_document_did_change(
+        types.DidChangeTextDocumentParams(
+            types.VersionedTextDocumentIdentifier(uri=doc_uri, version=2),
+            [
+                types.TextDocumentContentChangePartial(
+                    range=types.Range(types.Position(0, 0), types.Position(0, 0)), text="// a\n// b\n"
+                )
+            ],
+        )
+    )
     moved = types.Position(line_of.line + 2, line_of.character)
     assert await define(client, good, C, moved) == before
     # The old line number now shows the loop header (two lines up before): both layers.
     assert len(await define(client, good, C, line_of)) == 2
     # Edit inside the store: its range is dropped, no answer from the stale index.
     edit_at = types.Position(moved.line, moved.character + 2)
-    client.text_document_did_change(types.DidChangeTextDocumentParams(
-        types.VersionedTextDocumentIdentifier(uri=doc_uri, version=3),
-        [types.TextDocumentContentChangePartial(range=types.Range(edit_at, edit_at), text="Z")]))
+    client.text_document_did_change(
+        types.DidChangeTextDocumentParams(
+            types.VersionedTextDocumentIdentifier(uri=doc_uri, version=3),
+            [types.TextDocumentContentChangePartial(range=types.Range(edit_at, edit_at), text="Z")],
+        )
+    )
     assert await define(client, good, C, moved) == []
+
     # References landing in the edited document are shifted, or dropped when an edit may
     # have touched them (two edits count as one region from the first to the last).
     async def refs_in_c(opcode):
-        refs = await client.text_document_references_async(types.ReferenceParams(
-            text_document=td(good, "model.tflgraph"),
-            position=position_of(TEXTS["model.tflgraph"], opcode),
-            context=types.ReferenceContext(include_declaration=False)))
+        refs = await client.text_document_references_async(
+            types.ReferenceParams(
+                text_document=td(good, "model.tflgraph"),
+                position=position_of(TEXTS["model.tflgraph"], opcode),
+                context=types.ReferenceContext(include_declaration=False),
+            )
+        )
         return [r.range.start.line for r in refs if r.uri == doc_uri]
 
     assert await refs_in_c("CONV_2D") == []
     assert await refs_in_c("ADD") == [position_of(text, "y_1[i] = (x_1").line + 2]
     # Undo everything: back to the bundle text, back to the original answers.
-    client.text_document_did_change(types.DidChangeTextDocumentParams(
-        types.VersionedTextDocumentIdentifier(uri=doc_uri, version=4),
-        [types.TextDocumentContentChangeWholeDocument(text=text)]))
+    client.text_document_did_change(
+        types.DidChangeTextDocumentParams(
+            types.VersionedTextDocumentIdentifier(uri=doc_uri, version=4),
+            [types.TextDocumentContentChangeWholeDocument(text=text)],
+        )
+    )
     assert await define(client, good, C, line_of) == before
     client.text_document_did_close(types.DidCloseTextDocumentParams(types.TextDocumentIdentifier(doc_uri)))
 
@@ -197,8 +228,9 @@ async def test_opened_document_of_a_bundle_outside_the_workspace(client, workspa
     *_, outside = workspace
     path = "tir/000-input.tir"
     doc_uri = uri(outside / path)
-    client.text_document_did_open(types.DidOpenTextDocumentParams(
-        types.TextDocumentItem(doc_uri, "tvm-tir", 1, TEXTS[path])))
+    client.text_document_did_open(
+        types.DidOpenTextDocumentParams(types.TextDocumentItem(doc_uri, "tvm-tir", 1, TEXTS[path]))
+    )
     found = await define(client, outside, path, position_of(TEXTS[path], "y[i] = x[i] + c"))
     assert [loc.uri for loc in found] == [uri(outside / "model.tflgraph")]
 

@@ -78,8 +78,9 @@ async def test_references_of_a_layer_include_its_machine_code(client, workspace)
     at = model.index("CONV_2D")
     doc = types.TextDocumentIdentifier(uri(bundle.root / "model.tflgraph"))
     got = await client.text_document_references_async(
-        types.ReferenceParams(context=types.ReferenceContext(include_declaration=False), text_document=doc,
-                              position=pos(model, at))
+        types.ReferenceParams(
+            context=types.ReferenceContext(include_declaration=False), text_document=doc, position=pos(model, at)
+        )
     )
     assert any(landing(bundle, loc)[0] == SASS for loc in got)
 
@@ -92,16 +93,22 @@ async def test_stages_side_by_side_include_the_machine_code(client, workspace):
     bundle = workspace[1]
     at, cuda_line = _conv_fma(bundle)
     doc = types.TextDocumentIdentifier(uri(bundle.root / SASS))
-    got = plain(await client.protocol.send_request_async(
-        "tvmExplorer/stageRanges", types.TextDocumentPositionParams(doc, pos(bundle.text(SASS), at))))
+    got = plain(
+        await client.protocol.send_request_async(
+            "tvmExplorer/stageRanges", types.TextDocumentPositionParams(doc, pos(bundle.text(SASS), at))
+        )
+    )
     by_doc = {d["uri"].rsplit("cnn.bundle/", 1)[1]: d["ranges"] for d in got["documents"]}
     assert by_doc.get("model.tflgraph") and by_doc.get("code/device.cu"), list(by_doc)
     cu = bundle.text("code/device.cu")
     line = bundle.offset_of("code/device.cu", cuda_line - 1, 0)
     kernel = line + len(cu[line:].split("\n")[0]) - len(cu[line:].split("\n")[0].lstrip()) - 5
     cu_doc = types.TextDocumentIdentifier(uri(bundle.root / "code/device.cu"))
-    back = plain(await client.protocol.send_request_async(
-        "tvmExplorer/stageRanges", types.TextDocumentPositionParams(cu_doc, pos(cu, kernel + 5))))
+    back = plain(
+        await client.protocol.send_request_async(
+            "tvmExplorer/stageRanges", types.TextDocumentPositionParams(cu_doc, pos(cu, kernel + 5))
+        )
+    )
     sass_ranges = next(d["ranges"] for d in back["documents"] if d["uri"].endswith(SASS))
     lines = bundle.text(SASS).split("\n")
     start = lines.index("fused_conv2d_add_relu_kernel:")
@@ -114,12 +121,14 @@ async def test_machine_code_is_colored(client, workspace):
     bundle = workspace[1]
     text = bundle.text(SASS)
     doc_uri = uri(bundle.root / SASS)
-    client.text_document_did_open(
-        types.DidOpenTextDocumentParams(types.TextDocumentItem(doc_uri, "tvm-sass", 1, text)))
+    client.text_document_did_open(types.DidOpenTextDocumentParams(types.TextDocumentItem(doc_uri, "tvm-sass", 1, text)))
     lines = text.split("\n")
     n = next(i for i, line in enumerate(lines) if line.startswith("  /*") and "@" in line and "R" in line)
-    got = await client.text_document_semantic_tokens_range_async(types.SemanticTokensRangeParams(
-        types.TextDocumentIdentifier(doc_uri), types.Range(types.Position(n, 0), types.Position(n, 0))))
+    got = await client.text_document_semantic_tokens_range_async(
+        types.SemanticTokensRangeParams(
+            types.TextDocumentIdentifier(doc_uri), types.Range(types.Position(n, 0), types.Position(n, 0))
+        )
+    )
     legend = client.init_result.capabilities.semantic_tokens_provider.legend.token_types
     words, col = {}, 0
     for i in range(0, len(got.data), 5):

@@ -8,19 +8,17 @@ compiles, real server."""
 from __future__ import annotations
 
 import re
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
-import pytest_lsp
 from lsprotocol import types
 from pytest_lsp import LanguageClient
+from tests.conftest import run_cli
 from tests.tflite_builder import GraphBuilder
 
 from tvm_explorer.bundle.reader import Bundle
 
-from .conftest import SERVER, start_session
+from .conftest import workspace_client
 from .real import landing, pos, td
 
 
@@ -31,9 +29,7 @@ def workspace(tmp_path_factory, gt_model) -> Path:
     twin = root / "twin.tflite"
     twin.write_bytes(_twin_model())
     for model, name in ((gt_model, "gt"), (twin, "twin")):
-        subprocess.run([sys.executable, "-m", "tvm_explorer", "compile", str(model), "-o",
-                        str(root / "bundles" / name), "--target", "c"],
-                       check=True, capture_output=True, timeout=900)
+        run_cli("compile", str(model), "-o", str(root / "bundles" / name), "--target", "c", check=True, timeout=900)
     return root / "bundles"
 
 
@@ -48,11 +44,8 @@ def _twin_model() -> bytes:
     return g.build()
 
 
-@pytest_lsp.fixture(config=SERVER, scope="module")
-async def client(lsp_client: LanguageClient, workspace):
-    await start_session(lsp_client, workspace, expect=2)
-    yield
-    await lsp_client.shutdown_session()
+client = workspace_client(expect=2)
+
 
 KERNEL = "fused_conv2d_add_add_relu"
 
@@ -63,8 +56,7 @@ def kernel_body(text: str) -> int:
 
 async def definition(client, bundle, path, offset):
     text = bundle.text(path)
-    got = await client.text_document_definition_async(
-        types.DefinitionParams(td(bundle, path), pos(text, offset)))
+    got = await client.text_document_definition_async(types.DefinitionParams(td(bundle, path), pos(text, offset)))
     return [landing(bundle, loc)[2].split("  ")[0] for loc in got]
 
 
@@ -87,23 +79,30 @@ async def test_the_model_entry_hover_says_which_layers_share_its_kernel(client: 
     bundle = Bundle(workspace / "gt")
     model = bundle.text("model.tflgraph")
     got = await client.text_document_hover_async(
-        types.HoverParams(td(bundle, "model.tflgraph"), pos(model, model.index("op 1 ADD"))))
+        types.HoverParams(td(bundle, "model.tflgraph"), pos(model, model.index("op 1 ADD")))
+    )
     value = got.contents.value.replace("\\", "")
     assert f"Computed in PrimFunc `{KERNEL}`, shared with op 0 CONV_2D, op 2 RELU." in value, value
     # a layer alone in its kernel says nothing of the kind
     alone = await client.text_document_hover_async(
-        types.HoverParams(td(bundle, "model.tflgraph"), pos(model, model.index("op 4 FULLY_CONNECTED"))))
+        types.HoverParams(td(bundle, "model.tflgraph"), pos(model, model.index("op 4 FULLY_CONNECTED")))
+    )
     assert "shared with" not in alone.contents.value, alone.contents.value
 
 
 async def test_a_kernel_serving_two_identical_layers_goes_to_both(client: LanguageClient, workspace):
     bundle = Bundle(workspace / "twin")
     text = bundle.text("code/module.c")
-    body = text.index("int32_t __tvm_ffi_fused_conv2d_add_relu(void* self_handle, void* args, int32_t num_args, void* result) {")
+    body = text.index(
+        "int32_t __tvm_ffi_fused_conv2d_add_relu(void* self_handle, void* args, int32_t num_args, void* result) {"
+    )
     accumulate = re.compile(r"conv2d_nhwc_intermediate\[cse_v\d+\] = \(conv2d_nhwc_intermediate").search(text, body)
     assert await definition(client, bundle, "code/module.c", accumulate.start()) == ["op 0 CONV_2D", "op 2 CONV_2D"]
     model = bundle.text("model.tflgraph")
     got = await client.text_document_hover_async(
-        types.HoverParams(td(bundle, "model.tflgraph"), pos(model, model.index("op 2 CONV_2D"))))
+        types.HoverParams(td(bundle, "model.tflgraph"), pos(model, model.index("op 2 CONV_2D")))
+    )
     value = got.contents.value.replace("\\", "")
-    assert "Computed in PrimFunc `fused_conv2d_add_relu`, shared with op 0 CONV_2D, op 1 RELU, op 3 RELU." in value, value
+    assert "Computed in PrimFunc `fused_conv2d_add_relu`, shared with op 0 CONV_2D, op 1 RELU, op 3 RELU." in value, (
+        value
+    )

@@ -46,8 +46,7 @@ def _relu_position(bundle: Bundle) -> types.Position:
 async def test_definition_from_c_reaches_model_entry_and_forward_line(client, torch_workspace):
     bundle = torch_workspace["bundle"]
     doc = types.TextDocumentIdentifier(uri(bundle.root / "code" / "module.c"))
-    found = await client.text_document_definition_async(
-        types.DefinitionParams(doc, _relu_position(bundle)))
+    found = await client.text_document_definition_async(types.DefinitionParams(doc, _relu_position(bundle)))
     model = [loc for loc in found if loc.uri.endswith("/model.fxgraph")]
     source = [loc for loc in found if loc.uri.endswith(".py")]
     assert model, found
@@ -58,7 +57,7 @@ async def test_definition_from_c_reaches_model_entry_and_forward_line(client, to
     line = source[0].range.start.line
     assert line + 1 == torch_nets.LINES["block.relu"]
     text = open(torch_nets.__file__).read().split("\n")[line]
-    assert text[source[0].range.start.character:source[0].range.end.character] == "y = self.act(y)  # line 22"
+    assert text[source[0].range.start.character : source[0].range.end.character] == "y = self.act(y)  # line 22"
 
 
 async def test_hover_names_module_class_and_line(client, torch_workspace):

@@ -39,8 +39,7 @@ def conv_update(text: str, func: str, header: str, pattern: str = C_ACCUMULATE) 
 async def step(client, method, bundle, path, position):
     """A custom request; a Location[] answer comes back as Locations (the client does not
     know the custom result types and hands over plain JSON)."""
-    got = await client.protocol.send_request_async(
-        method, types.TextDocumentPositionParams(td(bundle, path), position))
+    got = await client.protocol.send_request_async(method, types.TextDocumentPositionParams(td(bundle, path), position))
     if isinstance(got, list):
         return [location(plain(d)) for d in got]
     return plain(got)
@@ -66,32 +65,33 @@ def location(d) -> types.Location:
     return types.Location(d["uri"], types.Range(_position(d["range"]["start"]), _position(d["range"]["end"])))
 
 
-@pytest.mark.parametrize("name, code, header, pattern", [
-    ("small_cnn_fp32", "code/module.c", "int32_t __tvm_ffi_{func}(", C_ACCUMULATE),
-    ("small_cnn_int8", "code/module.c", "int32_t __tvm_ffi_{func}(", C_ACCUMULATE),
-    ("small_cnn_fp32_cuda", "code/device.cu", " {func}_kernel(", CUDA_ACCUMULATE),
-])
+@pytest.mark.parametrize(
+    "name, code, header, pattern",
+    [
+        ("small_cnn_fp32", "code/module.c", "int32_t __tvm_ffi_{func}(", C_ACCUMULATE),
+        ("small_cnn_int8", "code/module.c", "int32_t __tvm_ffi_{func}(", C_ACCUMULATE),
+        ("small_cnn_fp32_cuda", "code/device.cu", " {func}_kernel(", CUDA_ACCUMULATE),
+    ],
+)
 async def test_declaration_from_a_c_conv_line_reaches_conv_2d_in_three_steps(
-        client, real_workspace, name, code, header, pattern):
+    client, real_workspace, name, code, header, pattern
+):
     bundle = Bundle(real_workspace["bundles"][name])
     text = bundle.text(code)
     func = re.search(r"\b(fused_conv2d1_\w+?)(?:_kernel)?\(", text).group(1)
     offset = conv_update(text, func, header, pattern)
-    store = text[offset:text.index("\n", offset)].split("[")[0]
-    found = await client.text_document_declaration_async(
-        types.DeclarationParams(td(bundle, code), pos(text, offset)))
+    store = text[offset : text.index("\n", offset)].split("[")[0]
+    found = await client.text_document_declaration_async(types.DeclarationParams(td(bundle, code), pos(text, offset)))
     rel, got, _ = landing(bundle, found[0])
     assert rel == last(bundle, "tir") and len(found) == 1
     assert got.startswith(store.replace("_ptr", "") + "[") or got.startswith(store + "["), got
     # Final TIR -> the binding calling the PrimFunc in the last Relax document.
-    found = await client.text_document_declaration_async(
-        types.DeclarationParams(td(bundle, rel), found[0].range.start))
+    found = await client.text_document_declaration_async(types.DeclarationParams(td(bundle, rel), found[0].range.start))
     rel, got, _ = landing(bundle, found[0])
     assert rel == last(bundle, "relax") and len(found) == 1
     assert re.match(rf"(\w+(: [^\n]*?)? = )?{func}\(", got), got
     # Relax -> the model's CONV_2D entry (op 2), first.
-    found = await client.text_document_declaration_async(
-        types.DeclarationParams(td(bundle, rel), found[0].range.start))
+    found = await client.text_document_declaration_async(types.DeclarationParams(td(bundle, rel), found[0].range.start))
     rel, got, _ = landing(bundle, found[0])
     assert rel == "model.tflgraph" and got.startswith("op 2 CONV_2D")
     custom = await step(client, "tvmExplorer/previousStage", bundle, code, pos(text, offset))
@@ -140,15 +140,19 @@ def _range_text(bundle: Bundle, path: str, position: types.Position) -> str:
     lines = text.split("\n")
     offset = sum(len(x) + 1 for x in lines[: position.line]) + position.character
     rng = bundle.index(path).at(offset)
-    return text[rng.start:rng.end]
+    return text[rng.start : rng.end]
 
 
 async def test_references_on_a_layer_read_like_a_map(client, cnn):
     model = cnn.text("model.tflgraph")
     entry = model.index("op 2 CONV_2D")
-    refs = await client.text_document_references_async(types.ReferenceParams(
-        text_document=td(cnn, "model.tflgraph"), position=pos(model, entry),
-        context=types.ReferenceContext(include_declaration=True)))
+    refs = await client.text_document_references_async(
+        types.ReferenceParams(
+            text_document=td(cnn, "model.tflgraph"),
+            position=pos(model, entry),
+            context=types.ReferenceContext(include_declaration=True),
+        )
+    )
     got = [landing(cnn, r) for r in refs]
     docs = [rel for rel, _, _ in got]
     stages = ["model.tflgraph", last(cnn, "relax"), last(cnn, "tir"), "code/module.c"]
@@ -160,7 +164,7 @@ async def test_references_on_a_layer_read_like_a_map(client, cnn):
     assert len(relax) == 1 and relax[0].startswith("fused_conv2d1_add1_relu1(")
     c_text = cnn.text("code/module.c")
     body = c_text.index("int32_t __tvm_ffi_fused_conv2d1_add1_relu1(")
-    stores = re.findall(r"\n\s+(\w+\[[^\n]*\] = [^\n]*;)", c_text[body:c_text.index("\n}\n", body)])
+    stores = re.findall(r"\n\s+(\w+\[[^\n]*\] = [^\n]*;)", c_text[body : c_text.index("\n}\n", body)])
     assert [t for rel, t, _ in got if rel == "code/module.c"] == stores
     lenses = await client.text_document_code_lens_async(types.CodeLensParams(td(cnn, "model.tflgraph")))
     lens = next(l for l in lenses if l.range.start.line == pos(model, entry).line)
@@ -173,7 +177,8 @@ async def test_layer_places_lists_every_pass_in_pipeline_order(client, cnn):
     entry = model.index("op 2 CONV_2D")
     result = await step(client, "tvmExplorer/layerPlaces", cnn, "model.tflgraph", pos(model, entry))
     assert [(l["opcode"], l["op_index"], l["name"]) for l in result["layers"]] == [
-        ("CONV_2D", 2, "small_cnn_1/conv2d_1_2")]
+        ("CONV_2D", 2, "small_cnn_1/conv2d_1_2")
+    ]
     order = {d.path: d.order for d in cnn.documents}
     places = result["places"]
     rels = [p["uri"][len(uri(cnn.root)) + 1 :] for p in places]
@@ -206,6 +211,14 @@ def test_layer_place_is_sent_with_a_field_named_pass():
     rng = types.Range(types.Position(1, 2), types.Position(1, 5))
     place = LayerPlaceInfo("tir", PassRef(3, "FuseOps"), "file:///x", rng, True, False)
     sent = converter_factory().unstructure(LayerPlacesResult([], [place]))["places"][0]
-    assert sent == {"stage": "tir", "pass": {"index": 3, "name": "FuseOps"}, "uri": "file:///x",
-                    "range": {"start": {"line": 1, "character": 2}, "end": {"line": 1, "character": 5}},
-                    "last_of_stage": True, "changed": False, "role": "compute", "function": "", "note": ""}
+    assert sent == {
+        "stage": "tir",
+        "pass": {"index": 3, "name": "FuseOps"},
+        "uri": "file:///x",
+        "range": {"start": {"line": 1, "character": 2}, "end": {"line": 1, "character": 5}},
+        "last_of_stage": True,
+        "changed": False,
+        "role": "compute",
+        "function": "",
+        "note": "",
+    }

@@ -20,7 +20,8 @@ C = "code/module.c"
 
 async def stage_ranges(client, bundle, path, position):
     got = await client.protocol.send_request_async(
-        "tvmExplorer/stageRanges", types.TextDocumentPositionParams(td(bundle, path), position))
+        "tvmExplorer/stageRanges", types.TextDocumentPositionParams(td(bundle, path), position)
+    )
     return plain(got)
 
 
@@ -31,8 +32,9 @@ def texts(bundle, doc) -> list[str]:
     out = []
     for r in doc["ranges"]:
         (l0, c0), (l1, c1) = (r["start"]["line"], r["start"]["character"]), (r["end"]["line"], r["end"]["character"])
-        out.append("\n".join([lines[l0][c0:]] + lines[l0 + 1 : l1]) + "\n" + lines[l1][:c1] if l1 > l0
-                   else lines[l0][c0:c1])
+        out.append(
+            "\n".join([lines[l0][c0:]] + lines[l0 + 1 : l1]) + "\n" + lines[l1][:c1] if l1 > l0 else lines[l0][c0:c1]
+        )
     return out
 
 
@@ -46,15 +48,20 @@ def by_stage(result) -> dict[str, dict]:
 
 
 def assert_ordered_and_disjoint(doc):
-    spans = [((r["start"]["line"], r["start"]["character"]), (r["end"]["line"], r["end"]["character"]))
-             for r in doc["ranges"]]
+    spans = [
+        ((r["start"]["line"], r["start"]["character"]), (r["end"]["line"], r["end"]["character"]))
+        for r in doc["ranges"]
+    ]
     assert all(a[1] <= b[0] for a, b in zip(spans, spans[1:])), spans
 
 
 async def test_stage_documents_are_model_last_relax_final_tir_and_the_code(client, int8, cuda):
     for bundle, code in ((int8, ["code/module.c"]), (cuda, ["code/device.cu", "code/host.ll"])):
-        got = plain(await client.protocol.send_request_async(
-            "tvmExplorer/stageDocuments", {"bundle": td(bundle, "model.tflgraph").uri}))
+        got = plain(
+            await client.protocol.send_request_async(
+                "tvmExplorer/stageDocuments", {"bundle": td(bundle, "model.tflgraph").uri}
+            )
+        )
         docs = [(d["stage"], d["path"]) for d in got["documents"]]
         relax = [d.path for d in bundle.documents if d.stage == "relax"][-1]
         tir = [d.path for d in bundle.documents if d.stage == "tir"][-1]
@@ -75,7 +82,10 @@ async def test_a_fused_c_kernel_line_highlights_all_its_layers_in_every_other_st
     model = texts(int8, stages["model"])
     assert [m.split("  ")[0] for m in model] == ["op 1 MAX_POOL_2D", "op 2 CONV_2D"]
     relax = texts(int8, stages["relax"])
-    assert [r.split("(")[0] for r in relax] == ["fused_max_pool2d_dequantize3", "fused_conv2d1_add1_quantize1_tir_clip1"]
+    assert [r.split("(")[0] for r in relax] == [
+        "fused_max_pool2d_dequantize3",
+        "fused_conv2d1_add1_quantize1_tir_clip1",
+    ]
     tir = texts(int8, stages["tir"])
     # Tight: one statement each (stores), never a whole PrimFunc; both layers' statements.
     assert all("\n" not in t and " = " in t and "def " not in t for t in tir), tir
@@ -88,7 +98,9 @@ async def test_a_fused_c_kernel_line_highlights_all_its_layers_in_every_other_st
 
 async def test_a_store_line_of_a_fused_kernel_highlights_its_own_layer_only(client, int8):
     text = int8.text(C)
-    kernel = text.index("int32_t __tvm_ffi_fused_max_pool2d_dequantize3(void* self_handle, void* args, int32_t num_args, void* result) {")
+    kernel = text.index(
+        "int32_t __tvm_ffi_fused_max_pool2d_dequantize3(void* self_handle, void* args, int32_t num_args, void* result) {"
+    )
     store = text.index("pool_max_intermediate[cse_v1] = ((v_)", kernel)
     line_start = text.rfind("\n", 0, store) + 1
     # On the line's indentation: the line's statement (a cursor anywhere on a line means it).
@@ -130,21 +142,28 @@ async def test_a_position_without_origin_answers_nothing(client, int8):
     outside = (int8.root.parent.parent / "elsewhere.c").as_uri()
     got = plain(await client.protocol.send_request_async("tvmExplorer/stageDocuments", {"bundle": outside}))
     assert got == {"documents": []}
-    got = plain(await client.protocol.send_request_async(
-        "tvmExplorer/stageRanges", types.TextDocumentPositionParams(types.TextDocumentIdentifier(outside),
-                                                                    types.Position(0, 0))))
+    got = plain(
+        await client.protocol.send_request_async(
+            "tvmExplorer/stageRanges",
+            types.TextDocumentPositionParams(types.TextDocumentIdentifier(outside), types.Position(0, 0)),
+        )
+    )
     assert got == {"layers": [], "documents": []}
 
 
 async def test_ranges_follow_an_edit_of_an_open_stage_document(client, int8):
     model = int8.text("model.tflgraph")
     model_uri = td(int8, "model.tflgraph").uri
-    client.text_document_did_open(types.DidOpenTextDocumentParams(
-        types.TextDocumentItem(model_uri, "tflgraph", 1, model)))
+    client.text_document_did_open(
+        types.DidOpenTextDocumentParams(types.TextDocumentItem(model_uri, "tflgraph", 1, model))
+    )
     # As an editor sends it: Enter at the start of the document.
-    client.text_document_did_change(types.DidChangeTextDocumentParams(
-        types.VersionedTextDocumentIdentifier(version=2, uri=model_uri),
-        [types.TextDocumentContentChangePartial(types.Range(types.Position(0, 0), types.Position(0, 0)), "\n")]))
+    client.text_document_did_change(
+        types.DidChangeTextDocumentParams(
+            types.VersionedTextDocumentIdentifier(version=2, uri=model_uri),
+            [types.TextDocumentContentChangePartial(types.Range(types.Position(0, 0), types.Position(0, 0)), "\n")],
+        )
+    )
     try:
         text = int8.text(C)
         header = "TVM_DLL int32_t __tvm_ffi_fused_max_pool2d_dequantize3(void* self_handle, void* args, int32_t num_args, void* result) {"
@@ -181,14 +200,20 @@ async def test_an_int8_layer_shows_its_own_kernel_and_says_where_only_its_input_
     assert "conv2d_nhwc_intermediate[" in line_of(int8, C, code["focus"])
     functions = {function_at(c_lines, r["start"]["line"]).split("(")[0].split()[-1] for r in code["ranges"]}
     assert functions == {"__tvm_ffi_fused_conv2d1_add1_quantize1_tir_clip1", "__tvm_ffi_fused_max_pool2d_dequantize3"}
-    assert [(function_at(c_lines, n["range"]["start"]["line"]).split("(")[0].split()[-1], n["text"])
-            for n in code["notes"]] == [("__tvm_ffi_fused_max_pool2d_dequantize3",
-                                         "op 2 CONV_2D: input dequantize only — in the kernel of op 1 MAX_POOL_2D")]
+    assert [
+        (function_at(c_lines, n["range"]["start"]["line"]).split("(")[0].split()[-1], n["text"]) for n in code["notes"]
+    ] == [
+        (
+            "__tvm_ffi_fused_max_pool2d_dequantize3",
+            "op 2 CONV_2D: input dequantize only — in the kernel of op 1 MAX_POOL_2D",
+        )
+    ]
     # Relax: the binding calling the conv kernel, the other binding noted the same way.
     relax = [d.path for d in int8.documents if d.stage == "relax"][-1]
     assert line_of(int8, relax, stages["relax"]["focus"]).strip().startswith("fused_conv2d1_add1_quantize1_tir_clip1(")
     assert [line_of(int8, relax, n["range"]).strip().split("(")[0] for n in stages["relax"]["notes"]] == [
-        "fused_max_pool2d_dequantize3"]
+        "fused_max_pool2d_dequantize3"
+    ]
     assert "op 2 CONV_2D" in line_of(int8, "model.tflgraph", stages["model"]["focus"])
 
     # On the dequantize statement itself (in the max-pool kernel): the same statement in C.

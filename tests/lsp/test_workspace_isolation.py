@@ -38,14 +38,25 @@ def _extension_spawn(tmp_path: Path, cwd: Path) -> dict:
     if not shutil.which("node") or not ESBUILD.exists():
         pytest.skip("node or esbuild not installed")
     out = tmp_path / "serverProcess.js"
-    subprocess.run([str(ESBUILD), str(REPO / "vscode-extension/src/serverProcess.ts"), "--bundle",
-                    "--platform=node", "--format=cjs", f"--outfile={out}", "--log-level=warning"],
-                   check=True, timeout=60)
-    script = (f"const m = require({json.dumps(str(out))});"
-              f"console.log(JSON.stringify(m.serverProcess({json.dumps(sys.executable)},"
-              f" ['-m', 'tvm_explorer', 'serve'])));")
-    got = subprocess.run(["node", "-e", script], cwd=cwd, capture_output=True, text=True,
-                         check=True, timeout=60)
+    subprocess.run(
+        [
+            str(ESBUILD),
+            str(REPO / "vscode-extension/src/serverProcess.ts"),
+            "--bundle",
+            "--platform=node",
+            "--format=cjs",
+            f"--outfile={out}",
+            "--log-level=warning",
+        ],
+        check=True,
+        timeout=60,
+    )
+    script = (
+        f"const m = require({json.dumps(str(out))});"
+        f"console.log(JSON.stringify(m.serverProcess({json.dumps(sys.executable)},"
+        f" ['-m', 'tvm_explorer', 'serve'])));"
+    )
+    got = subprocess.run(["node", "-e", script], cwd=cwd, capture_output=True, text=True, check=True, timeout=60)
     return json.loads(got.stdout)
 
 
@@ -69,8 +80,9 @@ def test_planted_package_in_the_workspace_is_not_imported(tmp_path):
     # The control: started in the workspace as before, the planted package runs (so the
     # check above can fail).
     env = {k: v for k, v in os.environ.items() if k != "PYTHONSAFEPATH"}
-    subprocess.run([spec["command"], *spec["args"]], cwd=ws, env=env, stdin=subprocess.DEVNULL,
-                   capture_output=True, timeout=60)
+    subprocess.run(
+        [spec["command"], *spec["args"]], cwd=ws, env=env, stdin=subprocess.DEVNULL, capture_output=True, timeout=60
+    )
     assert marker.exists()
 
 
@@ -107,10 +119,10 @@ def test_docs_name_only_immune_server_launches(tmp_path):
 
 def test_cli_in_a_bundle_with_a_large_index_runs_nothing_of_it(big_bundle):
     bundle, marker = big_bundle
-    for cmd in ([str(console_script())],
-                python_module_command("tvm_explorer")):  # what the docs allow as python -P -m
-        proc = subprocess.run([*cmd, "coverage", "."], cwd=bundle, capture_output=True,
-                              text=True, timeout=300, env=_no_safe_path_env())
+    for cmd in ([str(console_script())], python_module_command("tvm_explorer")):  # what the docs allow as python -P -m
+        proc = subprocess.run(
+            [*cmd, "coverage", "."], cwd=bundle, capture_output=True, text=True, timeout=300, env=_no_safe_path_env()
+        )
         assert proc.returncode == 0 and "import" in proc.stdout, proc.stderr
         assert not marker.exists(), f"{cmd} coverage . ran the bundle's tvm_explorer/"
 
@@ -142,13 +154,15 @@ def test_server_in_a_workspace_with_a_large_index_runs_nothing_of_it(big_bundle)
 def test_child_command_keeps_the_working_directory_off_sys_path(tmp_path, safe_path_flag):
     ws, marker = _planted_workspace(tmp_path)
     plant_package(ws, marker, "json")  # the bootstrap itself imports runpy (and so much else)
-    cmd = python_module_command("tvm_explorer.child_python_probe", "a b", "--x",
-                                site=False, safe_path_flag=safe_path_flag)
+    cmd = python_module_command(
+        "tvm_explorer.child_python_probe", "a b", "--x", site=False, safe_path_flag=safe_path_flag
+    )
     probe = tmp_path / "probe" / "tvm_explorer"
     probe.mkdir(parents=True)
     (probe / "__init__.py").write_text("")
     (probe / "child_python_probe.py").write_text(
-        "import json, sys\nprint(json.dumps({'argv': sys.argv, 'path': sys.path}))\n")
+        "import json, sys\nprint(json.dumps({'argv': sys.argv, 'path': sys.path}))\n"
+    )
     env = {**_no_safe_path_env(), "PYTHONPATH": str(probe.parent)}
     proc = subprocess.run(cmd, cwd=ws, env=env, capture_output=True, text=True, timeout=60)
     assert proc.returncode == 0, proc.stderr

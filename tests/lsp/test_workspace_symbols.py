@@ -31,8 +31,7 @@ async def test_workspace_symbol_finds_a_layer_by_its_tf_name(client, cnn):
 
 
 async def test_model_outline_names_each_layer(client, cnn):
-    outline = await client.text_document_document_symbol_async(
-        types.DocumentSymbolParams(td(cnn, "model.tflgraph")))
+    outline = await client.text_document_document_symbol_async(types.DocumentSymbolParams(td(cnn, "model.tflgraph")))
     layers = [s for s in outline if s.kind == types.SymbolKind.Operator]
     names = [s.name for s in layers]
     assert "2: CONV_2D small_cnn_1/conv2d_1_2" in names, names

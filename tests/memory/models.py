@@ -25,8 +25,9 @@ def onnx_chain(path: Path) -> Path:
     puts ``c`` in ``a``'s storage (reuse); ``y`` is the result (a storage of its own).
     Held per step: 1, 2, 2, 2 MiB; the peak is 2 MiB at step 1.
     """
-    import onnx
-    from onnx import TensorProto, helper, numpy_helper
+    from onnx import helper, numpy_helper
+
+    from frontends.onnx_graphs import save_graph
 
     rng = np.random.default_rng(0)
     inits = [numpy_helper.from_array(_weights(rng, 64, 64), f"w{i}") for i in range(4)]
@@ -36,13 +37,7 @@ def onnx_chain(path: Path) -> Path:
         helper.make_node("MatMul", ["b", "w2"], ["c"], name="mm_c"),
         helper.make_node("MatMul", ["c", "w3"], ["y"], name="mm_y"),
     ]
-    graph = helper.make_graph(
-        nodes, "chain",
-        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [ROWS, 64])],
-        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [ROWS, 64])],
-        inits,
-    )
-    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), path)
+    save_graph(path, nodes, "chain", {"x": [ROWS, 64]}, {"y": [ROWS, 64]}, inits)
     return path
 
 
@@ -53,8 +48,9 @@ def onnx_dynamic(path: Path) -> Path:
     Three kernels: ``a`` is held from step 0 to step 2, ``b`` from step 1 to step 2, ``y`` is
     the result; the last kernel keeps its product before the add as scratch (64·N bytes).
     """
-    import onnx
-    from onnx import TensorProto, helper, numpy_helper
+    from onnx import helper, numpy_helper
+
+    from frontends.onnx_graphs import save_graph
 
     rng = np.random.default_rng(1)
     w = [numpy_helper.from_array(_weights(rng, 16, 16), f"w{i}") for i in range(2)]
@@ -64,13 +60,7 @@ def onnx_dynamic(path: Path) -> Path:
         helper.make_node("MatMul", ["b", "w1"], ["c"], name="mm2"),
         helper.make_node("Add", ["c", "a"], ["y"], name="add"),
     ]
-    graph = helper.make_graph(
-        nodes, "dyn",
-        [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 16])],
-        [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["N", 16])],
-        w,
-    )
-    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), path)
+    save_graph(path, nodes, "dyn", {"x": ["N", 16]}, {"y": ["N", 16]}, w)
     return path
 
 

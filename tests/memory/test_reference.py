@@ -28,8 +28,9 @@ def test_a_profiled_tflite_bundle_has_the_run_and_litert_s_arena(bundles, gt_mod
     from tvm_explorer.memory.table import check_lines
 
     lines = check_lines(m, None)
-    assert any(line.startswith("  TFLite Micro ") and "(1.3 KiB planned for tensors and scratch" in line
-               for line in lines), lines
+    assert any(
+        line.startswith("  TFLite Micro ") and "(1.3 KiB planned for tensors and scratch" in line for line in lines
+    ), lines
 
 
 def test_cuda_plans_the_same_and_lists_on_chip_buffers(bundles, models_dir):

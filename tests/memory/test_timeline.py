@@ -32,7 +32,10 @@ def test_a_view_keeps_the_convolution_output_alive(bundles, gt_model):
     assert m is not None and m["analysed"]["pass"] == "KillAfterLastUse"
     assert [s["kind"] for s in m["steps"]] == ["kernel", "view", "kernel"]
     assert [_layers(b, s["layers"]) for s in m["steps"]] == [
-        ["conv/output", "add/output", "relu/output"], ["flatten/output"], ["dense/output"]]
+        ["conv/output", "add/output", "relu/output"],
+        ["flatten/output"],
+        ["dense/output"],
+    ]
     assert [s["live_bytes"] for s in m["steps"]] == [576, 576, 596]
     assert m["peak"] == {"step": 2, "bytes": 596, "live_bytes": 596, "scratch_bytes": 0, "unknown": 0}
     conv, out = m["tensors"]

@@ -14,8 +14,10 @@ FILTERED = ("CONV_2D", "DEPTHWISE_CONV_2D", "FULLY_CONNECTED", "TRANSPOSE_CONV")
 
 
 def test_fused_name_is_the_scope_of_the_main_op():
-    name = ("m/conv_pw_3_relu_1/Relu6;m/conv_pw_3_bn_1/batchnorm/add_1;"
-            "m/conv_pw_3_1/convolution;m/conv_pw_3_bn_1/batchnorm/sub1")
+    name = (
+        "m/conv_pw_3_relu_1/Relu6;m/conv_pw_3_bn_1/batchnorm/add_1;"
+        "m/conv_pw_3_1/convolution;m/conv_pw_3_bn_1/batchnorm/sub1"
+    )
     assert layer_name("CONV_2D", [name]) == "m/conv_pw_3_1"
     assert layer_name("DEPTHWISE_CONV_2D", ["a/dw_bn/add_1;a/dw_1/depthwise;;1"]) == "a/dw_1"
 
@@ -90,5 +92,4 @@ def test_filter_listing_several_scopes_takes_the_one_no_other_filter_claims():
 def test_signature_output_name_gives_way_to_the_filter_scope():
     """sine_float's last FULLY_CONNECTED writes the signature output 'StatefulPartitionedCall:0'."""
     model = load_model(MODELS / "sine_float.tflite")
-    assert [lay.name for lay in model.layers] == ["sequential/dense", "sequential/dense_1",
-                                                  "sequential/dense_2"]
+    assert [lay.name for lay in model.layers] == ["sequential/dense", "sequential/dense_1", "sequential/dense_2"]

@@ -42,26 +42,34 @@ def _shape(name, shape):
 
 
 CASES = {
-    "conv stride 0": (lambda g: _set_option(g, "CONV_2D", "StrideW", 0),
-                      ["op 0 CONV_2D", "StrideW is 0"]),
-    "conv dilation 0": (lambda g: _set_option(g, "CONV_2D", "DilationHFactor", 0),
-                        ["op 0 CONV_2D", "DilationHFactor"]),
-    "pool filter 0": (lambda g: _set_option(g, "MAX_POOL_2D", "FilterWidth", 0),
-                      ["op 1 MAX_POOL_2D", "FilterWidth is 0"]),
-    "pool stride negative": (lambda g: _set_option(g, "MAX_POOL_2D", "StrideH", -2),
-                             ["op 1 MAX_POOL_2D", "StrideH is -2"]),
+    "conv stride 0": (lambda g: _set_option(g, "CONV_2D", "StrideW", 0), ["op 0 CONV_2D", "StrideW is 0"]),
+    "conv dilation 0": (lambda g: _set_option(g, "CONV_2D", "DilationHFactor", 0), ["op 0 CONV_2D", "DilationHFactor"]),
+    "pool filter 0": (
+        lambda g: _set_option(g, "MAX_POOL_2D", "FilterWidth", 0),
+        ["op 1 MAX_POOL_2D", "FilterWidth is 0"],
+    ),
+    "pool stride negative": (
+        lambda g: _set_option(g, "MAX_POOL_2D", "StrideH", -2),
+        ["op 1 MAX_POOL_2D", "StrideH is -2"],
+    ),
     "negative dimension": (_shape("input", [1, -5, 8, 3]), ["tensor 0 'input'", "negative"]),
-    "absurd size": (_shape("relu/output", [1, 65536, 65536, 4]),
-                    ["'relu/output'", "64.0 GiB", "more than the 2 GiB"]),
-    "constant too short": (lambda g: setattr(_tensor(g, "conv/weights"), "data",
-                                             _tensor(g, "conv/weights").data[:100]),
-                           ["'conv/weights'", "100 bytes", "needs 432"]),
-    "input never computed": (lambda g: setattr(_op(g, "RELU"), "inputs", [len(g.tensors) - 1]),
-                             ["op 2 RELU", "produced by no earlier operator"]),
-    "output never computed": (lambda g: setattr(_op(g, "FULLY_CONNECTED"), "outputs", [0]),
-                              ["output tensor", "'dense/output'", "produced by no operator"]),
-    "tensor index out of range": (lambda g: setattr(_op(g, "RELU"), "inputs", [999]),
-                                  ["tensor 999, which does not exist"]),
+    "absurd size": (_shape("relu/output", [1, 65536, 65536, 4]), ["'relu/output'", "64.0 GiB", "more than the 2 GiB"]),
+    "constant too short": (
+        lambda g: setattr(_tensor(g, "conv/weights"), "data", _tensor(g, "conv/weights").data[:100]),
+        ["'conv/weights'", "100 bytes", "needs 432"],
+    ),
+    "input never computed": (
+        lambda g: setattr(_op(g, "RELU"), "inputs", [len(g.tensors) - 1]),
+        ["op 2 RELU", "produced by no earlier operator"],
+    ),
+    "output never computed": (
+        lambda g: setattr(_op(g, "FULLY_CONNECTED"), "outputs", [0]),
+        ["output tensor", "'dense/output'", "produced by no operator"],
+    ),
+    "tensor index out of range": (
+        lambda g: setattr(_op(g, "RELU"), "inputs", [999]),
+        ["tensor 999, which does not exist"],
+    ),
 }
 
 

@@ -41,7 +41,7 @@ def planted_int8_bias(source, dest, op_index: int, steps: float = 30.0):
     s_w = np.broadcast_to(s_w, bias.shape)
     changed = bias + np.round(steps * s_out / (s_in * s_w)).astype(np.int64)
     at = bytes(data).find(raw)
-    data[at:at + len(raw)] = changed.astype(np.int32).tobytes()
+    data[at : at + len(raw)] = changed.astype(np.int32).tobytes()
     with open(dest, "wb") as fh:
         fh.write(bytes(data))
     return dest

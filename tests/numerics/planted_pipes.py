@@ -1,27 +1,46 @@
 """Pipelines for the tests: TVM's CPU pipeline with a planted pass that turns the N-th Relax
-``add`` into ``subtract`` (a silent arithmetic change at a known position)."""
+``add`` into ``subtract`` (a silent arithmetic change at a known position), or every ``sigmoid``
+into ``tanh`` (reduce's tests), and other ways a pipeline goes wrong."""
+
 import tvm
 from tvm import relax
 from tvm.relax.backend.cpu_generic import pipeline as cpu_generic
 from tvm.relax.expr_functor import PyExprMutator, mutator
 
 ADD = tvm.ir.Op.get("relax.add")
+SIGMOID = tvm.ir.Op.get("relax.sigmoid")
+
+
+def _before_legalize(target, planted, name):
+    """TVM's CPU pipeline with the ``planted`` pass right before LegalizeOps."""
+    return tvm.transform.Sequential(
+        cpu_generic.library_dispatch_passes(target)
+        + [planted]
+        + cpu_generic.legalize_passes(target)
+        + cpu_generic.dataflow_lower_passes(target)
+        + cpu_generic.finalize_passes(target),
+        name=name,
+    )
 
 
 @mutator
-class _AddToSubtract(PyExprMutator):
-    def __init__(self, mod, which):
+class _Replace(PyExprMutator):
+    """Every Relax call of ``op`` made ``replace(call)``, or only the ``which``-th (from 0)."""
+
+    def __init__(self, mod, op, replace, which=None):
         super().__init__(mod)
         self.mod_ = mod
+        self.op = op
+        self.replace = replace
         self.which = which
         self.seen = 0
 
     def visit_call_(self, call):
         call = super().visit_call_(call)
-        if call.op == ADD:
+        if call.op == self.op:
             self.seen += 1
-            if self.seen - 1 == self.which:
-                return relax.op.subtract(call.args[0], call.args[1])
+            if self.which is None or self.seen - 1 == self.which:
+                return self.replace(call)
         return call
 
     def transform(self):
@@ -34,26 +53,29 @@ class _AddToSubtract(PyExprMutator):
 def planted_pass(which=1):
     @tvm.transform.module_pass(opt_level=0, name="PlantedAddToSubtract")
     def planted(mod, _ctx):
-        return _AddToSubtract(mod, which).transform()
+        return _Replace(mod, ADD, lambda call: relax.op.subtract(call.args[0], call.args[1]), which).transform()
+
     return planted
 
 
 def with_planted_add(target):
     """TVM's CPU pipeline, the planted pass right before LegalizeOps."""
-    return tvm.transform.Sequential(
-        cpu_generic.library_dispatch_passes(target) + [planted_pass(1)]
-        + cpu_generic.legalize_passes(target) + cpu_generic.dataflow_lower_passes(target)
-        + cpu_generic.finalize_passes(target), name="planted_pipeline")
+    return _before_legalize(target, planted_pass(1), "planted_pipeline")
 
 
 def honest(target):
     """TVM's CPU pipeline as a module pass of our own."""
+
     @tvm.transform.module_pass(opt_level=0, name="my_pipeline")
     def my_pipeline(mod, _ctx):
         with target:
             return tvm.transform.Sequential(
-                cpu_generic.library_dispatch_passes(target) + cpu_generic.legalize_passes(target)
-                + cpu_generic.dataflow_lower_passes(target) + cpu_generic.finalize_passes(target))(mod)
+                cpu_generic.library_dispatch_passes(target)
+                + cpu_generic.legalize_passes(target)
+                + cpu_generic.dataflow_lower_passes(target)
+                + cpu_generic.finalize_passes(target)
+            )(mod)
+
     return my_pipeline
 
 
@@ -77,10 +99,8 @@ def crashes(target):
     def segfaults(mod, _ctx):
         os.kill(os.getpid(), signal.SIGSEGV)
         return mod
-    return tvm.transform.Sequential(
-        cpu_generic.library_dispatch_passes(target) + [segfaults]
-        + cpu_generic.legalize_passes(target) + cpu_generic.dataflow_lower_passes(target)
-        + cpu_generic.finalize_passes(target), name="crashing_pipeline")
+
+    return _before_legalize(target, segfaults, "crashing_pipeline")
 
 
 def broken(target):
@@ -142,19 +162,31 @@ def with_planted_tir(target):
         return mod
 
     return tvm.transform.Sequential(
-        cpu_generic.library_dispatch_passes(target) + cpu_generic.legalize_passes(target)
-        + cpu_generic.dataflow_lower_passes(target) + cpu_generic.finalize_passes(target) + [arm],
-        name="planted_tir_pipeline")
+        cpu_generic.library_dispatch_passes(target)
+        + cpu_generic.legalize_passes(target)
+        + cpu_generic.dataflow_lower_passes(target)
+        + cpu_generic.finalize_passes(target)
+        + [arm],
+        name="planted_tir_pipeline",
+    )
 
 
 def with_planted_first_add(target):
     """TVM's CPU pipeline, a planted pass turning the first Relax ``add`` into ``subtract``
     right before LegalizeOps (for models with a single add)."""
-    return tvm.transform.Sequential(
-        cpu_generic.library_dispatch_passes(target) + [planted_pass(0)]
-        + cpu_generic.legalize_passes(target) + cpu_generic.dataflow_lower_passes(target)
-        + cpu_generic.finalize_passes(target), name="planted_pipeline")
+    return _before_legalize(target, planted_pass(0), "planted_pipeline")
 
+
+def sigmoid_to_tanh(target):
+    """TVM's CPU pipeline with a planted pass, right before LegalizeOps, that computes every
+    Relax ``sigmoid`` as ``tanh``: the model builds and runs, and its Sigmoid layers diverge
+    from the reference (a silent numerical fault of one operator kind)."""
+
+    @tvm.transform.module_pass(opt_level=0, name="PlantedSigmoidToTanh")
+    def planted(mod, _ctx):
+        return _Replace(mod, SIGMOID, lambda call: relax.op.tanh(call.args[0])).transform()
+
+    return _before_legalize(target, planted, "planted_sigmoid_pipeline")
 
 
 def _subtract_in_place(mod, _ctx):
@@ -175,9 +207,14 @@ def with_in_place_planted_add(target):
     planted = tvm.transform.module_pass(_subtract_in_place, opt_level=0, name="PlantedInPlace")
     legalize = cpu_generic.legalize_passes(target)
     return tvm.transform.Sequential(
-        cpu_generic.library_dispatch_passes(target) + legalize[:3] + [planted] + legalize[3:]
-        + cpu_generic.dataflow_lower_passes(target) + cpu_generic.finalize_passes(target),
-        name="planted_in_place_pipeline")
+        cpu_generic.library_dispatch_passes(target)
+        + legalize[:3]
+        + [planted]
+        + legalize[3:]
+        + cpu_generic.dataflow_lower_passes(target)
+        + cpu_generic.finalize_passes(target),
+        name="planted_in_place_pipeline",
+    )
 
 
 def cuda_unscheduled(target):
@@ -187,8 +224,12 @@ def cuda_unscheduled(target):
 
     legalize = [p for p in cuda.legalize_passes(target) if "ApplyDefaultSchedule" not in str(p.info.name)]
     return tvm.transform.Sequential(
-        cuda.library_dispatch_passes(target) + legalize + cuda.dataflow_lower_passes(target)
-        + cuda.finalize_passes(target), name="unscheduled_cuda")
+        cuda.library_dispatch_passes(target)
+        + legalize
+        + cuda.dataflow_lower_passes(target)
+        + cuda.finalize_passes(target),
+        name="unscheduled_cuda",
+    )
 
 
 def cuda_small_gpu(target):
@@ -203,11 +244,21 @@ def cuda_small_gpu(target):
     def verify(mod, _ctx):
         for gv, func in sorted(mod.functions_items(), key=lambda kv: kv[0].name_hint):
             if isinstance(func, tvm.tirx.PrimFunc):
-                threads = [int(n) for n in re.findall(r"T\.thread_binding\((?:T\.int64\()?(\d+)\)?, thread=\"threadIdx", func.script())]
+                threads = [
+                    int(n)
+                    for n in re.findall(
+                        r"T\.thread_binding\((?:T\.int64\()?(\d+)\)?, thread=\"threadIdx", func.script()
+                    )
+                ]
                 if threads and max(threads) > 32:
                     raise ValueError(f"{gv.name_hint} needs {max(threads)} threads per block (at most 32)")
         return mod
 
     return tvm.transform.Sequential(
-        cuda.library_dispatch_passes(target) + cuda.legalize_passes(target) + [verify]
-        + cuda.dataflow_lower_passes(target) + cuda.finalize_passes(target), name="small_gpu")
+        cuda.library_dispatch_passes(target)
+        + cuda.legalize_passes(target)
+        + [verify]
+        + cuda.dataflow_lower_passes(target)
+        + cuda.finalize_passes(target),
+        name="small_gpu",
+    )

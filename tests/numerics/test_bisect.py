@@ -11,11 +11,10 @@
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from tests.conftest import run_cli
 
 from conftest import MODELS
 
@@ -23,8 +22,7 @@ HERE = Path(__file__).resolve().parent
 
 
 def bisect(*args):
-    proc = subprocess.run([sys.executable, "-m", "tvm_explorer", "bisect", *map(str, args)], cwd=HERE,
-                          capture_output=True, text=True, timeout=900)
+    proc = run_cli("bisect", *map(str, args), cwd=HERE, timeout=900)
     return proc
 
 
@@ -66,7 +64,6 @@ def test_planted_tir_pass_is_found_by_leaving_passes_out(gt_model):
     assert 1 < data["tir_builds"] < 30
 
 
-
 def test_a_pass_that_changes_its_input_in_place_is_blamed_not_the_pass_before(gt_model):
     """``mod[gv] = f`` on the module handed in (planted right after FoldConstant, which changed
     the module): the snapshot after FoldConstant must not change with it."""
@@ -90,6 +87,7 @@ def test_the_compiled_models_error_is_in_the_report_without_a_culprit(gt_model):
     text = bisect(gt_model)
     assert "the compiled model's outputs, max abs error: " in text.stdout, text.stdout
 
+
 def test_tvms_pipeline_on_a_float_corpus_model_has_no_culprit():
     proc = bisect(MODELS / "small_cnn_fp32.tflite", "--target", "c", "--json")
     assert proc.returncode == 0, proc.stderr
@@ -98,11 +96,14 @@ def test_tvms_pipeline_on_a_float_corpus_model_has_no_culprit():
     assert all(s["max_abs"] is not None and s["max_abs"] < 1e-4 for s in data["snapshots"])
 
 
-@pytest.mark.parametrize("args, message", [
-    (["--target", "cuda"], "use --target llvm or c"),
-    (["--pipeline", "planted_pipes:not_a_pass"], "not_a_pass(target) returned int"),
-    (["--inputs", "missing.npz"], "missing.npz: no such inputs file"),
-])
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["--target", "cuda"], "use --target llvm or c"),
+        (["--pipeline", "planted_pipes:not_a_pass"], "not_a_pass(target) returned int"),
+        (["--inputs", "missing.npz"], "missing.npz: no such inputs file"),
+    ],
+)
 def test_bad_input_gets_one_message(gt_model, args, message):
     proc = bisect(gt_model, *args)
     assert proc.returncode == 2 and message in proc.stderr and "Traceback" not in proc.stderr
@@ -127,6 +128,7 @@ def test_bisect_stops_at_its_timeout(gt_model, tmp_path):
 
 
 # -- ONNX and PyTorch models -----------------------------------------------------------------
+
 
 @pytest.fixture(scope="module")
 def onnx_block(tmp_path_factory):
@@ -202,8 +204,7 @@ def test_json_progress_covers_the_compile_and_every_build_of_the_search(gt_model
     """``--progress json`` (what Bisect Model… reads): the compile's steps, then one ``run``
     step per snapshot or rebuild as it starts, naming it; the report follows as one object."""
     out = tmp_path / "p.bundle"
-    proc = bisect(gt_model, "--pipeline", "planted_pipes:with_planted_add", "-o", out, "--json",
-                  "--progress", "json")
+    proc = bisect(gt_model, "--pipeline", "planted_pipes:with_planted_add", "-o", out, "--json", "--progress", "json")
     assert proc.returncode == 0, proc.stderr
     lines = proc.stdout.splitlines()
     events = [json.loads(line) for line in lines if line.startswith('{"event": "progress"')]
@@ -214,5 +215,5 @@ def test_json_progress_covers_the_compile_and_every_build_of_the_search(gt_model
     assert runs[0] == "bisect: the module after import (pass 0)"  # the baseline
     assert "bisect: the module after PlantedAddToSubtract (pass 3)" in runs
     assert [e["done"] for e in events] == list(range(1, len(events) + 1))
-    report = json.loads("\n".join(lines[lines.index("{"):]))
+    report = json.loads("\n".join(lines[lines.index("{") :]))
     assert report["culprit"]["name"] == "PlantedAddToSubtract"

@@ -9,6 +9,7 @@ import json
 import pytest
 from tests.conftest import run_cli
 
+from numerics.runs import compile_llvm
 from tvm_explorer.numerics.blocks import block_errors, growing_from
 
 torch = pytest.importorskip("torch", reason="PyTorch is not installed (pip install -e '.[torch]')")
@@ -46,8 +47,7 @@ def test_the_error_starts_growing_at_the_changed_block(tmp_path):
         model.layers[2].fc1.weight.mul_(1.01)
     torch.export.save(torch.export.export(model, args), tmp_path / "stack_changed.pt2")
     out = tmp_path / "stack.bundle"
-    run_cli("compile", tmp_path / "stack.pt2", "-o", out, "--target", "llvm", "--numerics",
-            "--reference", tmp_path / "stack_changed.pt2", check=True)
+    compile_llvm(tmp_path / "stack.pt2", out, "--numerics", "--reference", tmp_path / "stack_changed.pt2", check=True)
     data = json.loads((out / "numerics.json").read_text())
     stem, blocks = block_errors(data)
     assert stem == "layers" and [b["block"] for b in blocks] == ["layers.0", "layers.1", "layers.2", "layers.3"]

@@ -12,6 +12,8 @@ import json
 import pytest
 from tests.conftest import MODELS, run_cli
 
+from numerics.runs import compile_llvm
+
 from .planted import planted_int8_bias
 
 MODEL = MODELS / "mobilenet_v3_small_int8.tflite"
@@ -49,8 +51,9 @@ def test_fused_build_observes_quantized_layers_and_loses_no_mark(numerics):
     observed = [e for e in layers if e["fused"]["observed"]]
     # Every layer is observed or hidden inside a named kernel: no mark lost on the way.
     assert not [e["op_index"] for e, f in zip(layers, fused) if LOST in (f["note"] or "")]
-    assert all(f["observed"] or f["hidden_in"] for f in fused), \
-        [(e["op_index"], f["note"]) for e, f in zip(layers, fused) if not (f["observed"] or f["hidden_in"])]
+    assert all(f["observed"] or f["hidden_in"] for f in fused), [
+        (e["op_index"], f["note"]) for e, f in zip(layers, fused) if not (f["observed"] or f["hidden_in"])
+    ]
     assert len(observed) >= 40, len(observed)
     ops = {e["op_index"] for e in observed}
     assert {10, 13, 108} <= ops  # conv10's int8 output read back from its dequantized kernel result
@@ -115,7 +118,7 @@ def test_unmodified_int8_mobilenet_v1_is_quiet(v1):
 def test_planted_int8_fault_is_the_first_divergence(tmp_path):
     reference = planted_int8_bias(V1, tmp_path / "planted.tflite", 10, steps=40)
     out = tmp_path / "planted.bundle"
-    proc = run_cli("compile", V1, "-o", out, "--target", "llvm", "--numerics", "--reference", reference)
+    proc = compile_llvm(V1, out, "--numerics", "--reference", reference)
     assert proc.returncode == 0, proc.stderr
     data = json.loads((out / "numerics.json").read_text())
     assert data["first_divergence"] == {"subgraph": 0, "op_index": 10}, data["first_divergence"]

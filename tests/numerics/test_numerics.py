@@ -8,49 +8,26 @@ kernel, so only the unfused variant can see op 1 itself.
 
 from __future__ import annotations
 
-import json
-
 import numpy as np
 import pytest
 
 from conftest import MODELS, run_cli
-
-
-def _numerics(bundle) -> dict:
-    proc = run_cli("numerics", bundle, "--json", check=True)
-    return json.loads(proc.stdout)
-
-
-def _entry(data, op):
-    return next(e for e in data["layers"] if e["op_index"] == op)
+from numerics.runs import compile_llvm, layer_entry, numerics_json, planted_divergence, unfused_bundle
 
 
 @pytest.fixture(scope="module")
 def planted_unfused(planted, tmp_path_factory):
-    model, reference = planted
-    out = tmp_path_factory.mktemp("nb") / "unfused.bundle"
-    proc = run_cli("compile", model, "-o", out, "--target", "llvm", "--numerics-unfused",
-                   "--reference", reference, check=True)
-    return out, proc.stdout
+    return unfused_bundle(planted, tmp_path_factory.mktemp("nb"))
 
 
 def test_planted_constant_is_the_first_divergence_in_unfused_mode(planted_unfused):
-    bundle, stdout = planted_unfused
-    data = _numerics(bundle)
-    assert data["mode"] == "unfused"
-    assert data["first_divergence"] == {"subgraph": 0, "op_index": 1}
-    conv, add = _entry(data, 0), _entry(data, 1)
+    # In the normal build the ADD is fused with the conv and the relu: hidden there.
+    data = planted_divergence(planted_unfused, 1, "ADD", "add/output")
+    conv = layer_entry(data, 0)
     assert conv["observed"] and not conv["diverges"] and conv["max_abs"] < 1e-5
     assert conv["cosine"] > 0.99999
-    assert add["observed"] and add["diverges"] and add["observed_by"] == "unfused"
-    assert add["max_abs"] == pytest.approx(0.5, rel=1e-3)  # the planted change
-    assert add["name"] == "add/output" and add["opcode"] == "ADD"
-    # In the normal build the ADD is fused with the conv and the relu: hidden there.
-    assert add["fused"]["observed"] is False and add["fused"]["hidden_in"]
     assert conv["fused"]["observed"] is False
-    assert data["fused_first_divergence"] is not None
-    assert data["fused_first_divergence"]["op_index"] > 1
-    assert "first divergence: op 1 ADD" in stdout
+    assert "first divergence: op 1 ADD" in planted_unfused[1]
 
 
 def test_text_report_marks_the_first_divergence(planted_unfused):
@@ -64,22 +41,21 @@ def test_text_report_marks_the_first_divergence(planted_unfused):
 def test_fused_mode_reports_hidden_layers_and_the_first_visible_divergence(planted, tmp_path):
     model, reference = planted
     out = tmp_path / "fused.bundle"
-    run_cli("compile", model, "-o", out, "--target", "llvm", "--numerics", "--reference", reference,
-            check=True)
-    data = _numerics(out)
+    compile_llvm(model, out, "--numerics", "--reference", reference, check=True)
+    data = numerics_json(out)
     assert data["mode"] == "fused" and "fused_first_divergence" not in data
-    add = _entry(data, 1)
+    add = layer_entry(data, 1)
     assert add["observed"] is False and add["hidden_in"] and add["observed_by"] is None
     first = data["first_divergence"]
     assert first is not None and first["op_index"] == 2  # the fused kernel's result: RELU
-    relu = _entry(data, 2)
+    relu = layer_entry(data, 2)
     assert relu["observed"] and relu["diverges"] and relu["kernel"] == add["hidden_in"]
 
 
 def test_unchanged_reference_shows_no_divergence_target_c(gt_model, tmp_path):
     out = tmp_path / "same.bundle"
     run_cli("compile", gt_model, "-o", out, "--target", "c", "--numerics-unfused", check=True)
-    data = _numerics(out)
+    data = numerics_json(out)
     assert data["first_divergence"] is None and data["fused_first_divergence"] is None
     assert all(e["observed"] for e in data["layers"])  # every layer seen without fusion
     assert data["inputs"] == "seeded random (seed 0)"
@@ -90,16 +66,15 @@ def test_given_inputs_are_used(gt_model, tmp_path):
     npz = tmp_path / "x.npz"
     np.savez(npz, **{"input": x})
     out = tmp_path / "given.bundle"
-    run_cli("compile", gt_model, "-o", out, "--target", "llvm", "--numerics", "--inputs", npz,
-            check=True)
-    data = _numerics(out)
+    compile_llvm(gt_model, out, "--numerics", "--inputs", npz, check=True)
+    data = numerics_json(out)
     assert data["inputs"] == str(npz) and data["first_divergence"] is None
 
 
 @pytest.mark.slow
 def test_mobilenet_v1_float_shows_no_divergence(bundles):
     # The session's compile: tests/costs/test_table_names.py reads the same bundle.
-    data = _numerics(bundles.get(MODELS / "mobilenet_v1_fp32.tflite", "llvm", "--numerics"))
+    data = numerics_json(bundles.get(MODELS / "mobilenet_v1_fp32.tflite", "llvm", "--numerics"))
     assert data["first_divergence"] is None
     observed = [e for e in data["layers"] if e["observed"]]
     assert len(observed) >= len(data["layers"]) // 2
@@ -108,9 +83,10 @@ def test_mobilenet_v1_float_shows_no_divergence(bundles):
 
 def test_quantized_model_reports_step_errors(tmp_path):
     out = tmp_path / "int8.bundle"
-    run_cli("compile", MODELS / "small_cnn_int8.tflite", "-o", out, "--target", "llvm",
-            "--numerics-unfused", check=True)
-    data = _numerics(out)
+    run_cli(
+        "compile", MODELS / "small_cnn_int8.tflite", "-o", out, "--target", "llvm", "--numerics-unfused", check=True
+    )
+    data = numerics_json(out)
     observed = [e for e in data["layers"] if e["observed"]]
     assert len(observed) == len(data["layers"])
     quantized = [e for e in observed if e["steps"] is not None]
@@ -135,11 +111,14 @@ def test_headline_counts_compute_layers_and_folded_constants_apart(tmp_path):
     model = tmp_path / "fp16_weights.tflite"
     model.write_bytes(g.build())
     out = tmp_path / "fp16.bundle"
-    proc = run_cli("compile", model, "-o", out, "--target", "llvm", "--numerics", check=True)
-    data = _numerics(out)
+    proc = compile_llvm(model, out, "--numerics", check=True)
+    data = numerics_json(out)
     assert [(e["opcode"], e["folded"], e["observed"]) for e in data["layers"]] == [
-        ("DEQUANTIZE", True, False), ("DEQUANTIZE", True, False), ("CONV_2D", False, True)]
-    assert "folded into a constant" in _entry(data, 0)["note"]
+        ("DEQUANTIZE", True, False),
+        ("DEQUANTIZE", True, False),
+        ("CONV_2D", False, True),
+    ]
+    assert "folded into a constant" in layer_entry(data, 0)["note"]
     headline = "1/1 layers observed (2 more folded into constants at compile time, not counted: 2 DEQUANTIZE)"
     assert headline in proc.stdout
     text = run_cli("numerics", out, check=True).stdout

@@ -60,36 +60,9 @@ def fail_once(target):
     return _with(target, "PlantedOnce", "R.", act)
 
 
-def sigmoid_to_tanh(target):
-    """TVM's CPU pipeline with a planted pass, right before LegalizeOps, that computes every
-    Relax ``sigmoid`` as ``tanh``: the model builds and runs, and its Sigmoid layers diverge
-    from the reference (a silent numerical fault of one operator kind)."""
-    from tvm.relax.backend.cpu_generic import pipeline as cpu_generic
-    from tvm.relax.expr_functor import PyExprMutator, mutator
+def slow_raise_on_sigmoid(target):
+    """raise_on_sigmoid, each compile 2 s slower: a reduce long enough to be interrupted."""
+    import time
 
-    sigmoid = tvm.ir.Op.get("relax.sigmoid")
-
-    @mutator
-    class _SigmoidToTanh(PyExprMutator):
-        def visit_call_(self, call):
-            call = super().visit_call_(call)
-            if call.op == sigmoid:
-                return relax.op.tanh(call.args[0])
-            return call
-
-    @tvm.transform.module_pass(opt_level=0, name="PlantedSigmoidToTanh")
-    def planted(mod, _ctx):
-        m = _SigmoidToTanh(mod)
-        for gv, func in mod.functions_items():
-            if isinstance(func, relax.Function):
-                m.builder_.update_func(gv, m.visit_expr(func))
-        return m.builder_.get()
-
-    return tvm.transform.Sequential(
-        cpu_generic.library_dispatch_passes(target)
-        + [planted]
-        + cpu_generic.legalize_passes(target)
-        + cpu_generic.dataflow_lower_passes(target)
-        + cpu_generic.finalize_passes(target),
-        name="planted_sigmoid_pipeline",
-    )
+    time.sleep(2)
+    return raise_on_sigmoid(target)

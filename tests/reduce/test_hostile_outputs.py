@@ -5,19 +5,13 @@ runs only what tvm-explorer wrote, and the report renders no link, image or HTML
 from __future__ import annotations
 
 import ast
-import json
-import shutil
-import subprocess
-from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
+from tests.markdown_html import render_markdown
 
 from tvm_explorer.reduce import outputs
 from tvm_explorer.reduce.runner import Outcome
-
-REPO = Path(__file__).resolve().parents[2]
-MARKDOWN_IT = REPO / "node_modules" / "markdown-it"
 
 # A message or an operator name of the model's: each tries to end its comment, its string,
 # its code block or its table cell and become code or markup.
@@ -76,23 +70,8 @@ def _report(message: str, name: str) -> str:
 
 
 def test_the_report_renders_no_markup_of_the_model():
-    if not shutil.which("node") or not MARKDOWN_IT.exists():
-        pytest.skip("node or markdown-it not installed")
     reports = [_report(text, text) for text in HOSTILE]
-    script = (
-        "const md = require(process.argv[1])({html: true, linkify: true});"
-        "const texts = JSON.parse(require('fs').readFileSync(0, 'utf8'));"
-        "console.log(JSON.stringify(texts.map(t => md.render(t))));"
-    )
-    got = subprocess.run(
-        ["node", "-e", script, str(MARKDOWN_IT)],
-        input=json.dumps(reports),
-        capture_output=True,
-        text=True,
-        check=True,
-        timeout=60,
-    )
-    for text, html in zip(HOSTILE, json.loads(got.stdout)):
+    for text, html in zip(HOSTILE, render_markdown(reports)):
         for markup in ("<a ", "<img", "<script"):
             assert markup not in html, (text, html)
         # the failure stays whole inside its code block: one block for each of the two runs

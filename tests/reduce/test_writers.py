@@ -56,7 +56,9 @@ def test_an_onnx_cut_keeps_constant_nodes_and_opset(tmp_path):
         n("Sigmoid", ["f"], ["y"], "gate"),
     ]
     graph = helper.make_graph(
-        nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, 4])],
+        nodes,
+        "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, 4])],
         [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 12])],
     )
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)])

@@ -14,6 +14,11 @@ from tests.remote import rpc_pool
 KEY = "board-a"
 
 
+def compile_profiled(model, out, target, *options, timeout=900):
+    """``compile MODEL -o OUT --target TARGET --profile OPTIONS``: the remote options say where."""
+    return run_cli("compile", model, "-o", out, "--target", target, "--profile", *options, timeout=timeout)
+
+
 @dataclass
 class Pool:
     tracker: int
@@ -54,8 +59,7 @@ def small_dense(tmp_path_factory):
 def remote_bundle(pool, small_dense, tmp_path_factory):
     """``small_dense`` compiled for llvm, profiled and checked (numerics) on the ``--rpc`` server."""
     out = tmp_path_factory.mktemp("remote-bundles") / "dense256.bundle"
-    proc = run_cli("compile", small_dense, "-o", out, "--target", "llvm", "--profile", "--repeat", 3,
-                   "--numerics", "--rpc", pool.direct_address)
+    proc = compile_profiled(small_dense, out, "llvm", "--repeat", 3, "--numerics", "--rpc", pool.direct_address)
     assert proc.returncode == 0, proc.stderr
     return out, proc.stdout
 
@@ -67,7 +71,18 @@ def tracker_bundle(remote_bundle, pool, tmp_path_factory):
     folder = tmp_path_factory.mktemp("remote-ws")
     bundle = folder / "two.bundle"
     shutil.copytree(remote_bundle[0], bundle)
-    proc = run_cli("profile", bundle, "--repeat", 3, "--rpc-tracker", pool.tracker_address,
-                   "--rpc-key", KEY, "--devices", 2, "--numerics")
+    proc = run_cli(
+        "profile",
+        bundle,
+        "--repeat",
+        3,
+        "--rpc-tracker",
+        pool.tracker_address,
+        "--rpc-key",
+        KEY,
+        "--devices",
+        2,
+        "--numerics",
+    )
     assert proc.returncode == 0, proc.stderr
     return bundle, proc.stdout

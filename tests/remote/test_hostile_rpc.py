@@ -15,8 +15,8 @@ import resource
 import time
 
 import pytest
-from tests.conftest import run_cli
 from tests.remote import hostile_rpc as h
+from tests.remote.conftest import compile_profiled
 
 from tvm_explorer.errors import RemoteError
 from tvm_explorer.remote.devices import open_devices
@@ -116,8 +116,19 @@ def test_the_cli_says_it_once_with_the_devices_exit_code(small_dense, tmp_path, 
     error", not the memory limit), no bundle, and no wait for the compile's --timeout."""
     with h.Hostile(behaviour) as server:
         extra = ["--rpc-key", "board"] if flag == "--rpc-tracker" else []
-        proc = run_cli("compile", small_dense, "-o", tmp_path / "x.bundle", "--target", "llvm", "--profile",
-                       flag, server.address, *extra, "--rpc-timeout", TIMEOUT, "--timeout", 600, timeout=900)
+        proc = compile_profiled(
+            small_dense,
+            tmp_path / "x.bundle",
+            "llvm",
+            flag,
+            server.address,
+            *extra,
+            "--rpc-timeout",
+            TIMEOUT,
+            "--timeout",
+            600,
+            timeout=900,
+        )
     err = proc.stderr.strip()
     assert proc.returncode == EXIT_REMOTE, err
     assert err.count("\n") == 0 and server.address in err and said in err, err

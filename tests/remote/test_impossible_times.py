@@ -50,14 +50,20 @@ def measured(bundles, small_dense):
     return bundles.get(small_dense, "llvm", "--profile", "--repeat", "3")
 
 
-@pytest.mark.parametrize("value, said", [("nan", "reported nan s for run 1 of 3 of kernel"),
-                                         ("1e300", "reported 3e+300 s for 3 run(s) of kernel")])
+@pytest.mark.parametrize(
+    "value, said",
+    [("nan", "reported nan s for run 1 of 3 of kernel"), ("1e300", "reported 3e+300 s for 3 run(s) of kernel")],
+)
 def test_profile_on_a_lying_device_keeps_the_good_costs(measured, tmp_path, value, said):
     bundle = tmp_path / "kept.bundle"
     shutil.copytree(measured, bundle)
     before = {p.name: p.read_bytes() for p in bundle.iterdir() if p.is_file()}
-    server = subprocess.Popen([sys.executable, str(Path(__file__).with_name("lying_server.py")), value],
-                              stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    server = subprocess.Popen(
+        [sys.executable, str(Path(__file__).with_name("lying_server.py")), value],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+    )
     try:
         port = int(server.stdout.readline())
         proc = run_cli("profile", bundle, "--repeat", 3, "--rpc", f"127.0.0.1:{port}", "--rpc-timeout", 60)

@@ -30,7 +30,8 @@ async def test_hover_and_hot_layers_say_where(client, tracker_bundle):
     model = (bundle / "model.tflgraph").read_text().split("\n")
     op0 = next(i for i, ln in enumerate(model) if ln.startswith("op 0 FULLY_CONNECTED"))
     hover = await client.text_document_hover_async(
-        types.HoverParams(types.TextDocumentIdentifier(uri(bundle / "model.tflgraph")), types.Position(op0, 2)))
+        types.HoverParams(types.TextDocumentIdentifier(uri(bundle / "model.tflgraph")), types.Position(op0, 2))
+    )
     value = hover.contents.value
     from tvm_explorer.inert import markdown as md
 

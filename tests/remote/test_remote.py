@@ -12,10 +12,10 @@ import time
 from pathlib import Path
 
 import pytest
-from tests.conftest import run_cli
+from tests.conftest import CLI, run_cli
 from tests.costs.conftest import check_times
 from tests.remote import rpc_pool
-from tests.remote.conftest import KEY
+from tests.remote.conftest import KEY, compile_profiled
 
 EXIT_REMOTE = 7
 
@@ -31,7 +31,7 @@ def snapshot(bundle: Path) -> dict[str, bytes]:
 def test_profile_through_one_rpc_server(remote_bundle, pool):
     bundle, stdout = remote_bundle
     costs = costs_of(bundle)
-    check_times(costs, plain_tolerance=None)  # the same join through fusion as here
+    check_times(costs, plain_factor=None)  # the same join through fusion as here
     profile = costs["profile"]
     assert profile["where"] == "remote" and profile["clock"] == "device_timer"
     remote = profile["remote"]
@@ -60,7 +60,7 @@ def check_numerics(bundle: Path, ran_on: str) -> None:
 def test_profile_bundle_on_two_devices_of_a_key(tracker_bundle, pool):
     bundle, stdout = tracker_bundle
     costs = costs_of(bundle)
-    check_times(costs, plain_tolerance=None)
+    check_times(costs, plain_factor=None)
     remote = costs["profile"]["remote"]
     assert remote["via"] == "tracker" and remote["key"] == KEY and remote["combined"] == "median"
     addresses = {d["address"] for d in remote["devices"]}
@@ -77,14 +77,14 @@ def test_profile_bundle_on_two_devices_of_a_key(tracker_bundle, pool):
     assert said[0].upper() + said[1:] in run_cli("costs", bundle, check=True).stdout
 
 
-
 def test_a_key_without_devices_is_said_within_the_timeout(remote_bundle, pool, tmp_path):
     bundle = tmp_path / "kept.bundle"
     shutil.copytree(remote_bundle[0], bundle)
     before = snapshot(bundle)
     started = time.monotonic()
-    proc = run_cli("profile", bundle, "--rpc-tracker", pool.tracker_address, "--rpc-key", "no-such-board",
-                   "--rpc-timeout", 2)
+    proc = run_cli(
+        "profile", bundle, "--rpc-tracker", pool.tracker_address, "--rpc-key", "no-such-board", "--rpc-timeout", 2
+    )
     assert proc.returncode == EXIT_REMOTE, proc.stderr
     assert time.monotonic() - started < 120  # the rebuild, then 2 s of waiting: never a hang
     err = proc.stderr.strip()
@@ -96,12 +96,14 @@ def test_a_key_without_devices_is_said_within_the_timeout(remote_bundle, pool, t
 
 def test_an_unreachable_tracker_and_a_missing_cross_compiler(small_dense, tmp_path):
     closed = rpc_pool.free_port()
-    proc = run_cli("compile", small_dense, "-o", tmp_path / "x.bundle", "--target", "llvm", "--profile",
-                   "--rpc-tracker", f"127.0.0.1:{closed}", "--rpc-key", KEY)
+    proc = compile_profiled(
+        small_dense, tmp_path / "x.bundle", "llvm", "--rpc-tracker", f"127.0.0.1:{closed}", "--rpc-key", KEY
+    )
     assert proc.returncode == EXIT_REMOTE
     assert f"cannot reach the RPC tracker at 127.0.0.1:{closed}" in proc.stderr
-    proc = run_cli("compile", small_dense, "-o", tmp_path / "x.bundle", "--target",
-                   "llvm -mtriple=riscv64-unknown-linux-gnu", "--profile", "--rpc", f"127.0.0.1:{closed}")
+    proc = compile_profiled(
+        small_dense, tmp_path / "x.bundle", "llvm -mtriple=riscv64-unknown-linux-gnu", "--rpc", f"127.0.0.1:{closed}"
+    )
     assert proc.returncode == EXIT_REMOTE
     assert "no C cross compiler for riscv64-unknown-linux-gnu" in proc.stderr and "--cc PATH" in proc.stderr
     assert not (tmp_path / "x.bundle").exists()
@@ -126,12 +128,21 @@ def test_a_device_lost_mid_run_leaves_the_bundle(remote_bundle, tmp_path):
     try:
         rpc_pool.wait_port(port)
         import subprocess
-        import sys
 
         run = subprocess.Popen(
-            [sys.executable, "-m", "tvm_explorer", "profile", str(bundle), "--repeat", "30000",
-             "--rpc", f"127.0.0.1:{port}"],
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+            [
+                *CLI,
+                "profile",
+                str(bundle),
+                "--repeat",
+                "30000",
+                "--rpc",
+                f"127.0.0.1:{port}",
+            ],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
         deadline = time.monotonic() + 300
         while b"load_module" not in log_path.read_bytes() and time.monotonic() < deadline and run.poll() is None:
             time.sleep(0.05)
@@ -165,20 +176,22 @@ def test_cross_compiling_for_aarch64(small_dense, pool, tmp_path):
             assert int.from_bytes(head[18:20], "little") == 183, lib  # EM_AARCH64
 
     out = tmp_path / "arm.bundle"
-    proc = run_cli("compile", small_dense, "-o", out, "--target", "llvm -mtriple=aarch64-linux-gnu",
-                   "--profile", "--rpc", pool.direct_address)
+    proc = compile_profiled(small_dense, out, "llvm -mtriple=aarch64-linux-gnu", "--rpc", pool.direct_address)
     assert proc.returncode == EXIT_REMOTE, proc.stderr
     assert f"device {pool.direct_address} is x86_64" in proc.stderr
     assert "the library was built for aarch64" in proc.stderr and "-mtriple=x86_64" in proc.stderr
     assert not out.exists()
 
 
-@pytest.mark.parametrize("flags, said", [
-    (["--rpc", "127.0.0.1:1", "--rpc-tracker", "127.0.0.1:2"], "give one"),
-    (["--rpc-tracker", "127.0.0.1:2"], "needs --rpc-key"),
-    (["--rpc", "127.0.0.1:1", "--devices", "2"], "needs --rpc-tracker"),
-    (["--rpc", "nohost"], "expected HOST:PORT"),
-])
+@pytest.mark.parametrize(
+    "flags, said",
+    [
+        (["--rpc", "127.0.0.1:1", "--rpc-tracker", "127.0.0.1:2"], "give one"),
+        (["--rpc-tracker", "127.0.0.1:2"], "needs --rpc-key"),
+        (["--rpc", "127.0.0.1:1", "--devices", "2"], "needs --rpc-tracker"),
+        (["--rpc", "nohost"], "expected HOST:PORT"),
+    ],
+)
 def test_bad_remote_flags_are_refused_before_compiling(small_dense, tmp_path, flags, said):
     proc = run_cli("compile", small_dense, "-o", tmp_path / "x.bundle", "--profile", *flags)
     assert proc.returncode == 2 and said in proc.stderr and "Traceback" not in proc.stderr

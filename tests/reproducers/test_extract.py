@@ -23,8 +23,13 @@ MODELS = ("small_cnn_fp32", "small_cnn_int8")
 
 def run_scripts(paths: list[Path], timeout: float = 600) -> dict[str, dict]:
     """Run the scripts in one fresh interpreter (see run_scripts.py): path -> result."""
-    proc = subprocess.run([sys.executable, str(RUNNER), *map(str, paths)], capture_output=True,
-                          text=True, timeout=timeout, cwd=paths[0].parent)
+    proc = subprocess.run(
+        [sys.executable, str(RUNNER), *map(str, paths)],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        cwd=paths[0].parent,
+    )
     assert proc.returncode == 0, proc.stderr[-2000:]
     results = [json.loads(line) for line in proc.stdout.splitlines() if line.startswith("{")]
     return {r["path"]: r for r in results}
@@ -54,8 +59,12 @@ def test_every_primfunc_reproduces_green(model, target, models_dir, bundles, tmp
     for script in scripts:
         got = results[str(script)]
         assert got["code"] == 0, f"{script.name}:\n{got['output'][-3000:]}"
-        assert re.search(rf"^{re.escape(script.stem)}: OK against the reference .* us per call "
-                         rf"on {target}$", got["output"], re.M), got["output"]
+        assert re.search(
+            rf"^{re.escape(script.stem)}: OK against the reference .* us per call "
+            rf"on {target}$",
+            got["output"],
+            re.M,
+        ), got["output"]
 
 
 def test_broken_kernel_fails_its_check(models_dir, bundles, tmp_path):
@@ -149,8 +158,7 @@ def test_int8_kernels_reproduce_green_within_one_quantization_step(models_dir, b
     rounded = "T.round(T_add_intermediate[v_i0, v_i1, v_i2, v_i3] / T.float32(0.046879526227712631))"
     assert rounded in kernel
     one_step = tmp_path / "one_step.py"
-    one_step.write_text(kernel.replace(rounded, rounded.replace("T.round", "T.floor"))
-                        + "class Reference:" + rest)
+    one_step.write_text(kernel.replace(rounded, rounded.replace("T.round", "T.floor")) + "class Reference:" + rest)
     three = tmp_path / "three_steps.py"
     three.write_text(kernel.replace(rounded, f"({rounded} + T.float32(3.0))") + "class Reference:" + rest)
     results = run_scripts([*scripts, one_step, three], timeout=900)
@@ -159,8 +167,11 @@ def test_int8_kernels_reproduce_green_within_one_quantization_step(models_dir, b
         assert got["code"] == 0, f"{script.name}:\n{got['output'][-3000:]}"
     got = results[str(one_step)]
     assert got["code"] == 0, got["output"]
-    assert re.search(rf"{target}: OK against the reference \(max abs diff 0\.0469 = 1 quantization "
-                     r"steps \(tolerance 1 step\)\)", got["output"]), got["output"]
+    assert re.search(
+        rf"{target}: OK against the reference \(max abs diff 0\.0469 = 1 quantization "
+        r"steps \(tolerance 1 step\)\)",
+        got["output"],
+    ), got["output"]
     got = results[str(three)]
     assert got["code"] == 1 and f"{target}: MISMATCH" in got["output"], got["output"]
     assert "= 3 quantization steps" in got["output"]

@@ -87,8 +87,7 @@ def test_hostile_bundle_strings_stay_comments_and_the_script_runs_nothing(good, 
     planted = tmp_path / "PLANTED-CODE-RAN"
     for name in ("numpy", "tvm"):
         plant_package(out_dir, planted, name)
-    ran = subprocess.run([sys.executable, str(script)], cwd=tmp_path, capture_output=True,
-                         text=True, timeout=600)
+    ran = subprocess.run([sys.executable, str(script)], cwd=tmp_path, capture_output=True, text=True, timeout=600)
     assert ran.returncode == 0, ran.stdout + ran.stderr
     assert "OK against the reference" in ran.stdout
     assert not (tmp_path / "PWNED").exists() and not (out_dir / "PWNED").exists()
@@ -106,7 +105,7 @@ TAMPERED = {
     "TVMScript parser": '        T.parser.parse("x")',
     "str.format": '        "{0.__class__}".format(T)',
     "getattr": '        T.evaluate(getattr(T, "x"))',
-    "comprehension": '        [x for x in T.grid(1)]',
+    "comprehension": "        [x for x in T.grid(1)]",
     "class body statement": '    x = open("PWNED", "w")',
 }
 
@@ -128,8 +127,11 @@ def test_tampered_tvmscript_is_refused_with_one_message(good, tmp_path, name):
 
 def test_a_text_utf8_cannot_encode_is_one_message_and_no_file(tmp_path):
     out = tmp_path / "x.py"
-    with pytest.raises(ExplorerError, match=r"x\.py: the reproducer holds a character UTF-8 "
-                                            r"cannot encode \('\\ud800'\); nothing written"):
+    with pytest.raises(
+        ExplorerError,
+        match=r"x\.py: the reproducer holds a character UTF-8 "
+        r"cannot encode \('\\ud800'\); nothing written",
+    ):
         write(Reproducer("# \ud800\n", ["k"], "tir/x.tir", 1, "p"), out)
     assert list(tmp_path.iterdir()) == []
 
@@ -139,27 +141,32 @@ def test_manifest_model_not_an_object_is_one_message_everywhere(good, tmp_path, 
     root = tmp_path / "b"
     shutil.copytree(good, root)
     _edit(root / "manifest.json", lambda m: m.update(model=model))
-    for args in (("costs", root), ("extract", root, "--layer", "0", "-o", tmp_path / "r.py"),
-                 ("compare", root, good), ("compare", good, root)):
+    for args in (
+        ("costs", root),
+        ("extract", root, "--layer", "0", "-o", tmp_path / "r.py"),
+        ("compare", root, good),
+        ("compare", good, root),
+    ):
         said = _one_error(run_cli(*args, timeout=120))
         assert f"manifest.json: 'model' must be an object, not {type(model).__name__}" in said, said
     assert not (tmp_path / "r.py").exists() and not _leftovers(tmp_path)
 
 
-PRINTED = '''    @T.prim_func(private=True)
+PRINTED = """    @T.prim_func(private=True)
     def f(input: T.Buffer((4,), "float32"), B: T.Buffer((4,), "float32")):
         T.func_attr({"tirx.noalias": True})
         for i in T.serial(4):
             with T.sblock("b"):
                 v_i = T.axis.spatial(4, i)
                 r = T.comm_reducer(lambda x, y: x + y, [T.float32(0.0)])
-                B[v_i] = input[v_i] + T.Cast("float32", B.data[0])'''
+                B[v_i] = input[v_i] + T.Cast("float32", B.data[0])"""
 # Shadowing that a line-for-line edit cannot show: a name is bound only where it is bound.
 NOT_PRINTED = {
     "lambda parameter used outside it": PRINTED.replace("lambda x, y: x + y", "lambda open, y: y")
     + '\n        open("PWNED", "w")',
-    "parameter named by its own annotation": PRINTED.replace('input: T.Buffer((4,), "float32")',
-                                                             'open: open("PWNED", "w")'),
+    "parameter named by its own annotation": PRINTED.replace(
+        'input: T.Buffer((4,), "float32")', 'open: open("PWNED", "w")'
+    ),
     "default": PRINTED.replace('B: T.Buffer((4,), "float32")', 'B=open("PWNED", "w")'),
     "decorator": PRINTED.replace("@T.prim_func(private=True)", '@T.prim_func(open("PWNED"))'),
     "other decorator": PRINTED.replace("@T.prim_func(private=True)", "@staticmethod"),

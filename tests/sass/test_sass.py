@@ -67,13 +67,18 @@ def test_the_conv_inner_loop_instructions_belong_to_the_conv(bundle):
         assert ("CONV_2D", 0) in layers, (line, layers)
         cuda_line = int(_LINE.search(line).group(1))
         cu_offset = bundle.offset_of("code/device.cu", cuda_line - 1, 4)
-        assert ("CONV_2D", 0) in {(o.layer.opcode, o.layer.op_index) for o in bundle.origins_at("code/device.cu", cu_offset)}
+        assert ("CONV_2D", 0) in {
+            (o.layer.opcode, o.layer.op_index) for o in bundle.origins_at("code/device.cu", cu_offset)
+        }
 
 
 @pytest.mark.parametrize(
     "kernel, opcodes",
-    [("softmax_kernel", {"SOFTMAX"}), ("fused_matmul_relu2_kernel", {"FULLY_CONNECTED"}),
-     ("max_pool2d_kernel", {"MAX_POOL_2D"})],
+    [
+        ("softmax_kernel", {"SOFTMAX"}),
+        ("fused_matmul_relu2_kernel", {"FULLY_CONNECTED"}),
+        ("max_pool2d_kernel", {"MAX_POOL_2D"}),
+    ],
 )
 def test_each_kernel_is_its_layer(bundle, kernel, opcodes):
     text = bundle.text(SASS)
@@ -91,10 +96,15 @@ def test_kernel_facts_agree_with_cuobjdump(bundle, tmp_path):
     # cuobjdump reads the registers back from the cubin: an independent check of ptxas's report.
     tools = find_tools()
     cubin = tmp_path / "device.cubin"
-    subprocess.run([str(tools.nvcc), "-cubin", "-arch=sm_90", "-w", "-o", str(cubin), str(bundle.root / "code/device.cu")],
-                   capture_output=True, timeout=600, check=True)
-    listing = subprocess.run([str(tools.cuobjdump), "-res-usage", str(cubin)],
-                             capture_output=True, text=True, timeout=120, check=True).stdout
+    subprocess.run(
+        [str(tools.nvcc), "-cubin", "-arch=sm_90", "-w", "-o", str(cubin), str(bundle.root / "code/device.cu")],
+        capture_output=True,
+        timeout=600,
+        check=True,
+    )
+    listing = subprocess.run(
+        [str(tools.cuobjdump), "-res-usage", str(cubin)], capture_output=True, text=True, timeout=120, check=True
+    ).stdout
     registers = dict(re.findall(r"Function (\w+):\s*\n\s*REG:(\d+)", listing))
     assert registers, listing[:500]
     for name, regs in registers.items():
@@ -108,8 +118,14 @@ def test_kernel_facts_agree_with_cuobjdump(bundle, tmp_path):
 
 
 def test_a_profiler_kernel_name_resolves_to_its_layers(bundle):
-    got = run_cli("origins", bundle.root, "--kernel", "fused_conv2d1_add1_relu1_kernel(float*, float*, float*, float*)",
-                  "--json", check=True)
+    got = run_cli(
+        "origins",
+        bundle.root,
+        "--kernel",
+        "fused_conv2d1_add1_relu1_kernel(float*, float*, float*, float*)",
+        "--json",
+        check=True,
+    )
     found = json.loads(got.stdout)["found"]
     assert [f["document"] for f in found] == ["code/device.cu", SASS, "code/host.ll"]
     assert {o["op_index"] for f in found for o in f["origins"]} == {2}
@@ -121,8 +137,9 @@ def test_sass_needs_a_cuda_target(tmp_path):
     got = run_cli("compile", MODELS / "small_cnn_fp32.tflite", "-o", tmp_path / "x.bundle", "--sass")
     assert got.returncode == 2 and "--sass needs --target cuda" in got.stderr
     assert not (tmp_path / "x.bundle").exists()
-    bad = run_cli("compile", MODELS / "small_cnn_fp32.tflite", "-o", tmp_path / "x.bundle", "--target", "cuda",
-                  "--sass", "sm_5")
+    bad = run_cli(
+        "compile", MODELS / "small_cnn_fp32.tflite", "-o", tmp_path / "x.bundle", "--target", "cuda", "--sass", "sm_5"
+    )
     assert bad.returncode == 2 and "expected a GPU architecture" in bad.stderr
 
 
@@ -173,8 +190,10 @@ def test_compare_names_a_layer_whose_registers_or_spills_grew(bundle, tmp_path):
     (b / "sass.json").write_text(json.dumps(data))
     got = json.loads(run_cli("compare", bundle.root, b, "--json", check=True).stdout)
     grew = {r["op_index"]: r["machine"]["grew"] for r in got["layers"] if r.get("machine")}
-    assert grew[0] == [f"registers {data['layers']['0']['registers'] - 40} -> {data['layers']['0']['registers']}",
-                       "spilled bytes 0 -> 128"]
+    assert grew[0] == [
+        f"registers {data['layers']['0']['registers'] - 40} -> {data['layers']['0']['registers']}",
+        "spilled bytes 0 -> 128",
+    ]
     assert all(not g for op, g in grew.items() if op != 0)
     text = run_cli("compare", bundle.root, b, check=True).stdout
     assert "1 layers whose machine code needs more registers or spills more" in text

@@ -7,8 +7,7 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
-from tests.conftest import run_cli
-from tests.tuning.mlp import write_mlp
+from tests.tuning.mlp import compile_tuned, write_mlp
 
 SHIPPED = Path(__file__).parent.parent / "models" / "tuning-db-mlp"
 DB_FILES = ("database_workload.json", "database_tuning_record.json")
@@ -25,5 +24,16 @@ def tuned(tmp_path_factory):
         shutil.copyfile(SHIPPED / name, db / name)
     before = {name: (db / name).read_bytes() for name in DB_FILES}
     out = root / "mlp.bundle"
-    proc = run_cli("compile", model, "--target", "llvm", "--tune", "4", "--tuning-db", db, "-o", out, check=True)
+    proc = compile_tuned(model, out, 4, "--tuning-db", db)
     return SimpleNamespace(model=model, db=db, before=before, bundle=out, stdout=proc.stdout)
+
+
+@pytest.fixture(scope="session")
+def missed(tuned, tmp_path_factory):
+    """The MLP with 8 rows, compiled with --tune 0 and the database tuned for 4 rows: every
+    kernel a database miss (the same layers as ``tuned``'s, which are tuned); profiled."""
+    root = tmp_path_factory.mktemp("tuning-miss")
+    model = write_mlp(root / "mlp8.onnx", rows=8)
+    out = root / "mlp8.bundle"
+    proc = compile_tuned(model, out, 0, "--tuning-db", tuned.db, "--profile")
+    return SimpleNamespace(model=model, bundle=out, stdout=proc.stdout)

@@ -11,7 +11,7 @@ import shutil
 
 import pytest
 from tests.conftest import run_cli
-from tests.tuning.mlp import write_mlp
+from tests.tuning.mlp import compile_tuned, write_mlp
 
 from .conftest import DB_FILES
 
@@ -59,11 +59,9 @@ def test_tuning_command_names_layers(tuned):
     assert by_name["matmul1"]["layer_names"] == ["MatMul fc2"]
 
 
-def test_a_database_built_for_another_shape_is_a_loud_miss(tuned, tmp_path):
-    model = write_mlp(tmp_path / "mlp8.onnx", rows=8)
-    out = tmp_path / "mlp8.bundle"
-    proc = run_cli("compile", model, "--target", "llvm", "--tune", "0", "--tuning-db", tuned.db, "-o", out, check=True)
-    assert "tuning ERROR" in proc.stdout and "matched none" in proc.stdout
+def test_a_database_built_for_another_shape_is_a_loud_miss(missed):
+    out = missed.bundle
+    assert "tuning ERROR" in missed.stdout and "matched none" in missed.stdout
     for k in _ledger(out)["kernels"]:
         assert k["state"] == "miss" and "another shape" in k["reason"], k
     shown = run_cli("tuning", out)
@@ -73,11 +71,13 @@ def test_a_database_built_for_another_shape_is_a_loud_miss(tuned, tmp_path):
 
 
 def test_builder_failures_keep_the_builders_own_error(tmp_path):
-    """A real MetaSchedule run (one kernel, one candidate) whose builder times out."""
+    """A real MetaSchedule run (one kernel, one candidate) whose builder times out: no build
+    finishes in a millisecond (the worker's start-up is not counted)."""
     model = write_mlp(tmp_path / "mlp.onnx")
     out, db = tmp_path / "mlp.bundle", tmp_path / "db"
-    proc = run_cli("compile", model, "--target", "llvm", "--tune", "1", "--tune-only", "fc2", "--tuning-db", db,
-                   "--tune-builder-timeout", "1", "--progress", "json", "-o", out, check=True)
+    proc = compile_tuned(
+        model, out, 1, "--tune-only", "fc2", "--tuning-db", db, "--tune-builder-timeout", "0.001", "--progress", "json"
+    )
     tune_events = [json.loads(line) for line in proc.stdout.splitlines() if '"stage": "tune"' in line]
     assert any(e["name"].startswith("tuning matmul1: 1 trials") for e in tune_events), tune_events
     kernels = {k["kernel"]: k for k in _ledger(out)["kernels"]}
@@ -91,12 +91,31 @@ def test_builder_failures_keep_the_builders_own_error(tmp_path):
     assert (db / "database_workload.json").is_file()
 
 
-@pytest.mark.parametrize(("args", "message"), [
-    (["--target", "c", "--tune", "2"], "tuning is supported for --target llvm"),
-    (["--target", "llvm", "--tuning-db", "x"], "--tuning-db and --tune-only need --tune"),
-    (["--target", "llvm", "--tune", "-1"], "--tune -1"),
-    (["--target", "llvm", "--tune", "0", "--tune-only", "nosuch"], "no layer named 'nosuch'"),
-])
+def test_c_is_tuned_without_vectorization_and_built_as_c(tmp_path):
+    """--target c: MetaSchedule tunes (2 trials, one layer) in a space without vectorization,
+    each candidate built as C by the system compiler; the tuned schedule is in the C."""
+    model = write_mlp(tmp_path / "mlp.onnx")
+    out = tmp_path / "mlpc.bundle"
+    compile_tuned(model, out, 2, "--tune-only", "fc1", "--tuning-db", tmp_path / "db", target="c")
+    kernels = {k["kernel"]: k for k in _ledger(out)["kernels"]}
+    fc1 = kernels["fused_matmul_relu"]
+    assert (fc1["state"], fc1["trials"], fc1["build_failures"], fc1["run_failures"]) == ("tuned", 2, 0, 0), fc1
+    assert fc1["best_measured_us"] > 0 and fc1["default_us"] > 0 and fc1["tuned_us"] > 0
+    trace = (out / fc1["trace"]).read_text()
+    assert "sch.split(" in trace and "vectorize" not in trace
+    source = (out / "code" / "module.c").read_text()
+    assert "__tvm_ffi_fused_matmul_relu" in source and "float32x" not in source
+    assert _ledger(out)["target"] == "c" and kernels["matmul1"]["state"] == "untuned"
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--target", "llvm", "--tuning-db", "x"], "--tuning-db and --tune-only need --tune"),
+        (["--target", "llvm", "--tune", "-1"], "--tune -1"),
+        (["--target", "llvm", "--tune", "0", "--tune-only", "nosuch"], "no layer named 'nosuch'"),
+    ],
+)
 def test_bad_tuning_requests_are_one_message(tuned, tmp_path, args, message):
     proc = run_cli("compile", tuned.model, *args, "-o", tmp_path / "b")
     assert proc.returncode != 0 and message in proc.stderr, proc.stderr
@@ -118,8 +137,11 @@ def test_a_tuned_loop_hovers_with_the_trace_step_that_made_it(tuned):
     steps = []
     for loop in re.finditer(r"for (\w+)", text):
         value, _ = hover(view, applied["after"], loop.start(1))
-        steps += re.findall(r"Loop created by schedule step (\d+) of `(\w+)` in `(traces/\w+\.py)`, "
-                            r"tuned by MetaSchedule: `(.*)`", value)
+        steps += re.findall(
+            r"Loop created by schedule step (\d+) of `(\w+)` in `(traces/\w+\.py)`, "
+            r"tuned by MetaSchedule: `(.*)`",
+            value,
+        )
     assert {kernel for _, kernel, _, _ in steps} == {"fused_matmul_relu", "matmul1"}, steps
     for _, _, path, text_of_step in steps:
         assert text_of_step.replace("\\", "") in (tuned.bundle / path).read_text()

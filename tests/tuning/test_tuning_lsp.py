@@ -31,7 +31,9 @@ async def test_a_tuned_loop_links_to_the_trace_step_that_made_it(client, workspa
     links = await client.text_document_document_link_async(types.DocumentLinkParams(td(bundle, path)))
     stepped = [link for link in links if "/traces/" in link.target and "#L" in link.target]
     assert {link.target.rsplit("/traces/", 1)[1].split("#")[0] for link in stepped} == {
-        "fused_matmul_relu.py", "matmul1.py"}
+        "fused_matmul_relu.py",
+        "matmul1.py",
+    }
     text = bundle.text(path)
     lines = text.split("\n")
     for link in stepped:
@@ -40,6 +42,9 @@ async def test_a_tuned_loop_links_to_the_trace_step_that_made_it(client, workspa
         trace_line = (bundle.root / "traces" / file.rsplit("/traces/", 1)[1]).read_text().split("\n")[line - 1]
         offset = sum(len(x) + 1 for x in lines[: link.range.start.line]) + link.range.start.character
         hover = await client.text_document_hover_async(types.HoverParams(td(bundle, path), pos(text, offset)))
-        step = re.search(r"created by schedule step \d+ of `\w+` in `[^`]+`, tuned by MetaSchedule: `(.*)`$",
-                         hover.contents.value, re.M)
+        step = re.search(
+            r"created by schedule step \d+ of `\w+` in `[^`]+`, tuned by MetaSchedule: `(.*)`$",
+            hover.contents.value,
+            re.M,
+        )
         assert step and trace_line.strip() == step.group(1).replace("\\", ""), hover.contents.value

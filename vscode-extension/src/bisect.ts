@@ -11,7 +11,7 @@ import * as fs from 'fs';
 import * as path from 'path';
 import * as vscode from 'vscode';
 import { CliHost, progressDisplay, runCli, SHOW_OUTPUT } from './cliRun';
-import { askBundleFolder, pickModel } from './compile';
+import { askBundleFolder, askPipeline, pickModel } from './compile';
 import * as md from './markdown';
 import { reduceModelCommand } from './reduce';
 import { refusedInRestrictedMode } from './trust';
@@ -95,10 +95,14 @@ export function describeReport(report: BisectReport): string {
   const c = report.culprit;
   const fmt = (v: number | null) => (v === null || v === undefined ? 'n/a' : v.toPrecision(3));
   const unit = /\.(onnx|pt2)$/i.test(name) ? 'node' : 'op';
-  const pass = c.index === null ? `${c.stage === 'tir' ? 'TIR' : 'Relax'} pass ${c.name}` : `${c.stage === 'tir' ? 'TIR' : 'Relax'} pass ${c.index} ${c.name}`;
-  let text = c.index === 0 && c.name === 'import'
-    ? `${name} already departs from the reference at the import (max abs error ${fmt(report.error_after)})`
-    : `${pass} changed the results of ${name} (max abs error ${fmt(report.error_before)} → ${fmt(report.error_after)})`;
+  const pass =
+    c.index === null
+      ? `${c.stage === 'tir' ? 'TIR' : 'Relax'} pass ${c.name}`
+      : `${c.stage === 'tir' ? 'TIR' : 'Relax'} pass ${c.index} ${c.name}`;
+  let text =
+    c.index === 0 && c.name === 'import'
+      ? `${name} already departs from the reference at the import (max abs error ${fmt(report.error_after)})`
+      : `${pass} changed the results of ${name} (max abs error ${fmt(report.error_before)} → ${fmt(report.error_after)})`;
   if (report.layer && report.first_divergence) {
     text += `; first layer changed: ${unit} ${report.first_divergence.op_index} ${report.layer.opcode} ${report.layer.name}`;
   }
@@ -124,8 +128,16 @@ async function ask(modelArg: vscode.Uri | undefined, log: vscode.OutputChannel):
   if (!target) {
     return undefined;
   }
-  const imported = { label: 'The imported module', description: 'default', detail: 'Built with the minimal lowering: the first pass whose snapshot departs from it is the culprit' };
-  const engine = { label: 'A reference model…', description: '--reference', detail: "A file of the same graph, run by the model's own engine (LiteRT, onnxruntime, eager PyTorch)" };
+  const imported = {
+    label: 'The imported module',
+    description: 'default',
+    detail: 'Built with the minimal lowering: the first pass whose snapshot departs from it is the culprit',
+  };
+  const engine = {
+    label: 'A reference model…',
+    description: '--reference',
+    detail: "A file of the same graph, run by the model's own engine (LiteRT, onnxruntime, eager PyTorch)",
+  };
   const baseline = await vscode.window.showQuickPick([imported, engine], { title: `Bisect ${name} (2/4): compare with` });
   if (!baseline) {
     return undefined;
@@ -144,13 +156,11 @@ async function ask(modelArg: vscode.Uri | undefined, log: vscode.OutputChannel):
       return undefined;
     }
   }
-  const pipeline = await vscode.window.showInputBox({
-    title: `Bisect ${name} (3/4): Relax pipeline (empty: TVM's for the target)`,
-    prompt: "MODULE:FUNCTION (a MODULE.py beside the model, or installed) or FILE.py:FUNCTION; FUNCTION(target) returns the pass",
-    placeHolder: 'my_pipelines:fused_cpu',
-    validateInput: (text) => (!text.trim() || /^([\w.]+|.+\.py):[\w.]+$/.test(text.trim())
-      ? undefined : 'MODULE:FUNCTION or FILE.py:FUNCTION, e.g. my_pipelines:fused_cpu'),
-  });
+  const pipeline = await askPipeline(
+    `Bisect ${name} (3/4): Relax pipeline (empty: TVM's for the target)`,
+    'MODULE:FUNCTION (a MODULE.py beside the model, or installed) or FILE.py:FUNCTION; FUNCTION(target) returns the pass',
+    'my_pipelines:fused_cpu',
+  );
   if (pipeline === undefined) {
     return undefined;
   }
@@ -178,20 +188,23 @@ export async function bisectModelCommand(
   }
   const name = path.basename(req.model);
   const progressOf = progressDisplay();
-  const outcome = await runCli({
-    label: 'Bisect',
-    title: `Bisecting ${name} for ${req.target}`,
-    args: bisectArgs(req),
-    cwd: path.dirname(req.model),
-    initialMessage: 'planning the pipeline…',
-    // Progress lines move the notification; the JSON report is summed up below, not logged.
-    onLine: (line, progress) => {
-      progressOf.onLine(line, progress);
-      return true;
+  const outcome = await runCli(
+    {
+      label: 'Bisect',
+      title: `Bisecting ${name} for ${req.target}`,
+      args: bisectArgs(req),
+      cwd: path.dirname(req.model),
+      initialMessage: 'planning the pipeline…',
+      // Progress lines move the notification; the JSON report is summed up below, not logged.
+      onLine: (line, progress) => {
+        progressOf.onLine(line, progress);
+        return true;
+      },
+      onTick: progressOf.onTick,
+      cancelledMessage: 'cancelled; no bundle was written (a previous one is unchanged)',
     },
-    onTick: progressOf.onTick,
-    cancelledMessage: 'cancelled; no bundle was written (a previous one is unchanged)',
-  }, host);
+    host,
+  );
   if (!outcome) {
     return;
   }
@@ -210,17 +223,22 @@ export async function bisectModelCommand(
   output.appendLine(`Bisect: bundle written: ${req.output}`);
   const bundleUri = await onBisected(req.output);
   if (!report) {
-    void vscode.window.showWarningMessage(md.plain(`TVM Explorer: bisect of ${name} finished but its report could not be read (see the output).`));
+    void vscode.window.showWarningMessage(
+      md.plain(`TVM Explorer: bisect of ${name} finished but its report could not be read (see the output).`),
+    );
     return;
   }
   const message = describeReport(report);
   output.appendLine(`Bisect: ${message}`);
   const culprit = report.culprit;
   // A culprit found on a .tflite/.onnx can be kept while the model is cut down (reduce --until culprit).
-  const reducible = culprit && culprit.index !== null && !req.reference && /\.(tflite|onnx)$/i.test(req.model);
+  const reducible = culprit && culprit.index !== null && !req.reference && (await host.kinds.reducible(req.model)).ok;
   if (culprit && culprit.index !== null && bundleUri) {
     const choice = await vscode.window.showInformationMessage(
-      md.plain(`TVM Explorer: ${message}`), 'Open Diff', ...(reducible ? [REDUCE_TO_CULPRIT] : []));
+      md.plain(`TVM Explorer: ${message}`),
+      'Open Diff',
+      ...(reducible ? [REDUCE_TO_CULPRIT] : []),
+    );
     if (choice === 'Open Diff') {
       await vscode.commands.executeCommand('tvmExplorer.openPassDiff', bundleUri, culprit.index);
     } else if (choice === REDUCE_TO_CULPRIT) {

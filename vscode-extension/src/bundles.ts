@@ -31,7 +31,10 @@ export class BundleRegistry implements vscode.Disposable {
   private notification: vscode.Disposable | undefined;
   readonly onDidChange = this.changed.event;
 
-  constructor(private readonly server: ServerManager, private readonly sides: PassDiffSides) {
+  constructor(
+    private readonly server: ServerManager,
+    private readonly sides: PassDiffSides,
+  ) {
     this.disposables.push(
       server.onDidStart((client) => this.attach(client)),
       server.onDidStop(() => this.clear()),
@@ -101,7 +104,10 @@ export class BundleRegistry implements vscode.Disposable {
 
   private attach(client: lc.LanguageClient): void {
     this.notification?.dispose();
-    this.notification = client.onNotification(ext.bundlesChanged, () => void this.refresh());
+    this.notification = client.onNotification(ext.bundlesChanged, () => {
+      this.sides.forget();
+      void this.refresh();
+    });
     void this.refresh();
   }
 
@@ -116,5 +122,99 @@ export class BundleRegistry implements vscode.Disposable {
     const file = doc && this.sides.bundleFileOf(doc.uri);
     const inBundle = !!file && !!this.bundleOf(file);
     void vscode.commands.executeCommand('setContext', 'tvmExplorer.inBundle', inBundle);
+  }
+}
+
+/** What finding a command's bundle needs of the extension (a part of its `Ctx`). */
+export interface BundleContext {
+  readonly registry: BundleRegistry;
+  readonly server: ServerManager;
+  readonly sides: PassDiffSides;
+}
+
+/** The loaded bundles; right after start-up, once the server has listed them (at most a minute). */
+export async function loadedBundles(ctx: BundleContext): Promise<readonly Bundle[]> {
+  if (ctx.registry.list().length) {
+    return ctx.registry.list();
+  }
+  if (!(await ctx.server.ready())) {
+    return [];
+  }
+  await vscode.window.withProgress(
+    { location: vscode.ProgressLocation.Window, title: 'TVM Explorer: waiting for the bundles to load' },
+    () =>
+      new Promise<void>((resolve) => {
+        const done = () => {
+          clearTimeout(timer);
+          listener.dispose();
+          resolve();
+        };
+        const timer = setTimeout(done, 60000);
+        const listener = ctx.registry.onDidChange(() => ctx.registry.list().length && done());
+        if (ctx.registry.list().length) {
+          done();
+        }
+      }),
+  );
+  return ctx.registry.list();
+}
+
+/** The bundle a view command is about: `target` (a bundle, or a file of one), else the bundle of
+ * the active editor's file, else `shown` (the view's current one), else the only loaded bundle,
+ * else the one the user picks; undefined, after saying so, when no bundle is loaded. */
+export async function chooseBundle(
+  ctx: BundleContext,
+  title: string,
+  target: vscode.Uri | string | undefined,
+  shown: string | undefined,
+): Promise<string | undefined> {
+  const bundles = await loadedBundles(ctx);
+  let uri: string | undefined = typeof target === 'string' ? target : target?.toString();
+  if (uri) {
+    const file = ctx.sides.bundleFileOf(vscode.Uri.parse(uri));
+    uri = (file && ctx.registry.bundleOf(file)?.info.uri) ?? uri;
+  } else {
+    const active = vscode.window.activeTextEditor?.document.uri;
+    const file = active && ctx.sides.bundleFileOf(active);
+    uri = (file && ctx.registry.bundleOf(file)?.info.uri) ?? shown;
+  }
+  if (!uri && bundles.length === 1) {
+    uri = bundles[0].info.uri;
+  }
+  if (!uri && bundles.length > 1) {
+    const pick = await vscode.window.showQuickPick(
+      bundles.map((b) => ({ label: b.info.model || b.dir, description: `${b.info.target} · ${b.dir}`, uri: b.info.uri })),
+      { title: `${title}: which bundle` },
+    );
+    uri = pick?.uri;
+  }
+  if (!uri) {
+    void vscode.window.showInformationMessage('TVM Explorer: no bundle is loaded; compile a model or open a folder with a bundle.');
+  }
+  return uri;
+}
+
+/** A tree view of the loaded bundles, drawn again whenever they change (`refresh`). */
+export abstract class BundleTree<Node> implements vscode.TreeDataProvider<Node>, vscode.Disposable {
+  protected readonly changed = new vscode.EventEmitter<Node | undefined>();
+  readonly onDidChangeTreeData = this.changed.event;
+  protected readonly disposables: vscode.Disposable[] = [];
+
+  constructor(
+    protected readonly registry: BundleRegistry,
+    protected readonly server: ServerManager,
+  ) {
+    this.disposables.push(
+      registry.onDidChange(() => this.refresh()),
+      this.changed,
+    );
+  }
+
+  abstract refresh(): void;
+  abstract getChildren(node?: Node): Promise<Node[]>;
+  abstract getTreeItem(node: Node): vscode.TreeItem | Promise<vscode.TreeItem>;
+
+  dispose(): void {
+    this.disposables.forEach((d) => d.dispose());
   }
 }

@@ -14,6 +14,7 @@ import * as vscode from 'vscode';
 import { resolveServerLaunch } from './config';
 import { preflight } from './preflight';
 import { serverEnvironment, WorkingDirectory } from './serverProcess';
+import type { ModelKinds } from './modelKinds';
 
 export const SHOW_OUTPUT = 'Show Output';
 const OPEN_SETTINGS = 'Open Settings';
@@ -24,14 +25,14 @@ export const LOAD_ANYWAY = 'Load and Run Its Code';
 
 /** How one run ended. */
 export type CliOutcome =
-  | { kind: 'ok'; stdout: string }
-  | { kind: 'cancelled'; message: string }
-  | { kind: 'failed'; message: string; code?: number };
+  { kind: 'ok'; stdout: string } | { kind: 'cancelled'; message: string } | { kind: 'failed'; message: string; code?: number };
 
 /** Where runs report (the output channel) and run (the server's private directory). */
 export interface CliHost {
   output: vscode.OutputChannel;
   workingDirectory: WorkingDirectory;
+  /** What each model kind is and can do, as the server says. */
+  kinds: ModelKinds;
 }
 
 /** What to run and how to show it. */
@@ -66,12 +67,13 @@ export async function runCli(job: CliJob, host: CliHost): Promise<CliOutcome | u
     return { ...outcome, message: `${outcome.message} (not offered in Restricted Mode: trust the workspace first)` };
   }
   const choice = await vscode.window.showWarningMessage(
-    'This PyTorch file contains a Python pickle. Loading it runs whatever code the pickle holds, '
-      + 'with your permissions, on this machine.',
+    'This PyTorch file contains a Python pickle. Loading it runs whatever code the pickle holds, ' +
+      'with your permissions, on this machine.',
     {
       modal: true,
-      detail: `${outcome.message.replace(/; a model file is data.*$/s, '')}.\n\nContinue only if you trust who made this file. `
-        + `The ${job.label.toLowerCase()} is then repeated with ${TRUST_PICKLE_FLAG}.`,
+      detail:
+        `${outcome.message.replace(/; a model file is data.*$/s, '')}.\n\nContinue only if you trust who made this file. ` +
+        `The ${job.label.toLowerCase()} is then repeated with ${TRUST_PICKLE_FLAG}.`,
     },
     LOAD_ANYWAY,
   );
@@ -196,7 +198,14 @@ function parseProgress(line: string): ProgressLine | undefined {
 }
 
 function stageLabel(stage: string): string {
-  return ({ import: 'Import', relax: 'Relax', tune: 'Tuning', tir: 'TIR', code: 'Codegen', run: 'Running', write: 'Writing' } as Record<string, string>)[stage] ?? stage;
+  return (
+    (
+      { import: 'Import', relax: 'Relax', tune: 'Tuning', tir: 'TIR', code: 'Codegen', run: 'Running', write: 'Writing' } as Record<
+        string,
+        string
+      >
+    )[stage] ?? stage
+  );
 }
 
 /** What a run with `--progress json` shows: `onLine` moves the notification on each progress
@@ -220,9 +229,10 @@ export function progressDisplay(): ProgressDisplay {
     const since = (Date.now() - at) / 1000;
     const total = Math.round(Math.max(event.elapsed + since, (Date.now() - started) / 1000));
     const head = `${stageLabel(event.stage)} · step ${Math.min(event.done + (event.event === 'start' ? 1 : 0), event.total || Infinity)} of ${event.total}`;
-    const message = event.event === 'start'
-      ? `${head} · running ${event.name} · ${Math.round(since)} s (${total} s in all)`
-      : `${head} · ${event.name} done · ${total} s`;
+    const message =
+      event.event === 'start'
+        ? `${head} · running ${event.name} · ${Math.round(since)} s (${total} s in all)`
+        : `${head} · ${event.name} done · ${total} s`;
     progress.report({ increment, message });
   };
   return {

@@ -190,12 +190,7 @@ export class ServerManager implements vscode.Disposable {
   }
 
   private async reportFailure(problem: string, fix: string): Promise<void> {
-    const choice = await vscode.window.showErrorMessage(
-      `${problem} ${fix}`,
-      OPEN_SETTINGS,
-      SHOW_OUTPUT,
-      RESTART,
-    );
+    const choice = await vscode.window.showErrorMessage(`${problem} ${fix}`, OPEN_SETTINGS, SHOW_OUTPUT, RESTART);
     if (choice === OPEN_SETTINGS) {
       await vscode.commands.executeCommand('workbench.action.openSettings', `${SECTION}.pythonPath`);
     } else if (choice === SHOW_OUTPUT) {

@@ -8,7 +8,16 @@ import * as path from 'path';
 import * as vscode from 'vscode';
 import { BundleRegistry } from './bundles';
 import { ServerManager } from './client';
-import { BundleSummary, compareBundles, compareLayerCode, CompareResult, CompareRow, CompareSide, LayerRef } from './lsp_ext';
+import {
+  BundleSummary,
+  compareBundles,
+  compareLayerCode,
+  CompareResult,
+  CompareRow,
+  CompareSide,
+  failureMessage,
+  LayerRef,
+} from './lsp_ext';
 import * as md from './markdown';
 import { untrustedMarkdown } from './tooltip';
 
@@ -72,14 +81,17 @@ export class ComparisonTree implements vscode.TreeDataProvider<Node>, vscode.Dis
       const changedCount = r.layers.filter((l) => l.changed).length;
       const how = r.matched_by === 'sha256' ? 'same model' : 'matched by layer name';
       const kinds = differentKinds(r);
-      const out: Node[] = [{
-        kind: 'summary',
-        text: kinds
-          ? `${r.layers.length} layers (${how}), different code kinds: kernels, time and workspace compared`
-          : `${r.layers.length} layers (${how}), ${changedCount} changed`,
-        tooltip: `A: ${r.a}\nB: ${r.b}`
-          + (kinds ? `\nDifferent code kinds (${kinds}): code size and code are compared only between code of one language.` : ''),
-      }];
+      const out: Node[] = [
+        {
+          kind: 'summary',
+          text: kinds
+            ? `${r.layers.length} layers (${how}), different code kinds: kernels, time and workspace compared`
+            : `${r.layers.length} layers (${how}), ${changedCount} changed`,
+          tooltip:
+            `A: ${r.a}\nB: ${r.b}` +
+            (kinds ? `\nDifferent code kinds (${kinds}): code size and code are compared only between code of one language.` : ''),
+        },
+      ];
       out.push(...r.layers.map((row): Node => ({ kind: 'layer', row })));
       for (const side of ['a', 'b'] as const) {
         if (r.unmatched[side].length) {
@@ -131,22 +143,23 @@ export class ComparisonTree implements vscode.TreeDataProvider<Node>, vscode.Dis
           const kernels = `${row.a.kernels.length} → ${row.b.kernels.length} kernels`;
           item.description = `${kernels}${time} · workspace ${ws} · ${row.name}`;
           item.tooltip = untrustedMarkdown(
-            `**op ${md.text(where(row))} ${md.text(row.opcode)}** ${md.code(row.name)}\n\n`
-              + `A kernels: ${row.a.kernels.map((k) => md.code(k)).join(', ') || '–'}\n\n`
-              + `B kernels: ${row.b.kernels.map((k) => md.code(k)).join(', ') || '–'}\n\n`
-              + `Different code kinds (${md.text(kinds ?? '')}): code size and the layer diff are shown only between code of one language.`,
+            `**op ${md.text(where(row))} ${md.text(row.opcode)}** ${md.code(row.name)}\n\n` +
+              `A kernels: ${row.a.kernels.map((k) => md.code(k)).join(', ') || '–'}\n\n` +
+              `B kernels: ${row.b.kernels.map((k) => md.code(k)).join(', ') || '–'}\n\n` +
+              `Different code kinds (${md.text(kinds ?? '')}): code size and the layer diff are shown only between code of one language.`,
           );
           item.iconPath = new vscode.ThemeIcon('symbol-operator', new vscode.ThemeColor('disabledForeground'));
           return item;
         }
         // What changed first: the sidebar is narrow and cuts the end of the description.
-        item.description = `${row.changed ? 'changed' : 'same'} · ${sign}${Math.abs(delta)} lines `
-          + `(${row.a.code_lines} → ${row.b.code_lines})${time} · ${row.name}`;
+        item.description =
+          `${row.changed ? 'changed' : 'same'} · ${sign}${Math.abs(delta)} lines ` +
+          `(${row.a.code_lines} → ${row.b.code_lines})${time} · ${row.name}`;
         item.tooltip = untrustedMarkdown(
-          `**op ${md.text(where(row))} ${md.text(row.opcode)}** ${md.code(row.name)}\n\n`
-            + `A kernels: ${row.a.kernels.map((k) => md.code(k)).join(', ') || '–'} (${md.text(row.a.code_lines)} lines)\n\n`
-            + `B kernels: ${row.b.kernels.map((k) => md.code(k)).join(', ') || '–'} (${md.text(row.b.code_lines)} lines)\n\n`
-            + (row.changed ? 'Generated code changed.' : 'Generated code is the same (up to names).'),
+          `**op ${md.text(where(row))} ${md.text(row.opcode)}** ${md.code(row.name)}\n\n` +
+            `A kernels: ${row.a.kernels.map((k) => md.code(k)).join(', ') || '–'} (${md.text(row.a.code_lines)} lines)\n\n` +
+            `B kernels: ${row.b.kernels.map((k) => md.code(k)).join(', ') || '–'} (${md.text(row.b.code_lines)} lines)\n\n` +
+            (row.changed ? 'Generated code changed.' : 'Generated code is the same (up to names).'),
         );
         item.iconPath = new vscode.ThemeIcon(
           row.changed ? 'diff-modified' : 'pass',
@@ -169,14 +182,18 @@ export class LayerCodeProvider implements vscode.TextDocumentContentProvider {
     if (!client) {
       return '// the TVM Explorer server is not running\n';
     }
-    const got = await client.sendRequest(compareLayerCode, {
-      a: q.get('a') ?? '',
-      b: q.get('b') ?? '',
-      subgraph: Number(q.get('subgraph')),
-      op_index: Number(q.get('op')),
-      side: q.get('side') === 'b' ? 'b' : 'a',
-    });
-    return got?.text ?? '';
+    try {
+      const got = await client.sendRequest(compareLayerCode, {
+        a: q.get('a') ?? '',
+        b: q.get('b') ?? '',
+        subgraph: Number(q.get('subgraph')),
+        op_index: Number(q.get('op')),
+        side: q.get('side') === 'b' ? 'b' : 'a',
+      });
+      return got.text;
+    } catch (err) {
+      return `// ${failureMessage(err)}\n`; // why there is no code, where the code would be
+    }
   }
 }
 
@@ -184,7 +201,7 @@ export class LayerCodeProvider implements vscode.TextDocumentContentProvider {
 export function layerUri(result: CompareResult, row: CompareRow, side: 'a' | 'b'): vscode.Uri {
   const info = side === 'a' ? result.a_info : result.b_info;
   const bundle = path.basename(vscode.Uri.parse(side === 'a' ? result.a : result.b).fsPath);
-  const ext = EXTENSIONS[info.target] ?? '.txt';
+  const ext = EXTENSIONS[info.target ?? ''] ?? '.txt';
   const query = new URLSearchParams({
     a: result.a,
     b: result.b,
@@ -203,7 +220,10 @@ export class Comparisons implements vscode.Disposable {
   readonly tree = new ComparisonTree();
   private readonly view: vscode.TreeView<Node>;
 
-  constructor(private readonly server: ServerManager, private readonly registry: BundleRegistry) {
+  constructor(
+    private readonly server: ServerManager,
+    private readonly registry: BundleRegistry,
+  ) {
     this.view = vscode.window.createTreeView('tvmExplorer.comparison', { treeDataProvider: this.tree });
   }
 
@@ -237,9 +257,13 @@ export class Comparisons implements vscode.Disposable {
       const browse = { label: '$(folder-opened) Browse…', description: 'a bundle directory outside the workspace', uri: '' };
       const pick = await vscode.window.showQuickPick(
         [
-          ...bundles.filter((x) => x.info.uri !== a).map((x) => ({
-            label: path.basename(x.dir), description: `${x.info.model} · ${x.info.target}`, uri: x.info.uri,
-          })),
+          ...bundles
+            .filter((x) => x.info.uri !== a)
+            .map((x) => ({
+              label: path.basename(x.dir),
+              description: `${x.info.model} · ${x.info.target}`,
+              uri: x.info.uri,
+            })),
           browse,
         ],
         { title: `Compare ${path.basename(vscode.Uri.parse(a).fsPath)} with bundle…` },
@@ -254,9 +278,11 @@ export class Comparisons implements vscode.Disposable {
     if (!b) {
       return;
     }
-    const result = await client.sendRequest(compareBundles, { a, b });
-    if (!result || 'error' in result) {
-      void vscode.window.showErrorMessage(md.plain(`TVM Explorer: ${result?.error ?? 'comparison failed'}`));
+    let result: CompareResult;
+    try {
+      result = await client.sendRequest(compareBundles, { a, b });
+    } catch (err) {
+      void vscode.window.showErrorMessage(md.plain(`TVM Explorer: ${failureMessage(err)}`));
       return;
     }
     this.tree.set(result);
@@ -279,8 +305,7 @@ export class Comparisons implements vscode.Disposable {
       );
       return;
     }
-    const title = `op ${where(row)} ${row.opcode} ${row.name}: `
-      + `${bundleLabel(r.a, r.a_info)} ↔ ${bundleLabel(r.b, r.b_info)}`;
+    const title = `op ${where(row)} ${row.opcode} ${row.name}: ` + `${bundleLabel(r.a, r.a_info)} ↔ ${bundleLabel(r.b, r.b_info)}`;
     await vscode.commands.executeCommand('vscode.diff', layerUri(r, row, 'a'), layerUri(r, row, 'b'), title, {
       preview: true,
     });

@@ -33,7 +33,11 @@ export interface CompileRequest {
 const TARGETS: { label: CompileRequest['target']; description: string; detail: string }[] = [
   { label: 'c', description: 'C source', detail: "TVM's fusing CPU pipeline; generated C with line-level provenance" },
   { label: 'llvm', description: 'LLVM IR', detail: "TVM's fusing CPU pipeline; LLVM IR with function-level provenance" },
-  { label: 'cuda', description: 'CUDA source (no GPU needed)', detail: "TVM's CUDA backend pipeline; kernels with line-level provenance and schedule traces" },
+  {
+    label: 'cuda',
+    description: 'CUDA source (no GPU needed)',
+    detail: "TVM's CUDA backend pipeline; kernels with line-level provenance and schedule traces",
+  },
 ];
 
 /** The default output folder: MODEL.bundle beside the model. */
@@ -68,7 +72,7 @@ export async function pickModel(modelArg: vscode.Uri | undefined, what: string):
   const picked = await vscode.window.showOpenDialog({
     title: `${what}: choose a model (TensorFlow Lite, ONNX or PyTorch .pt2)`,
     canSelectMany: false,
-    filters: { 'Models': loadableModelExtensions() },
+    filters: { Models: loadableModelExtensions() },
     defaultUri: vscode.workspace.workspaceFolders?.[0]?.uri,
   });
   return picked?.[0]?.fsPath;
@@ -97,6 +101,20 @@ export async function askBundleFolder(title: string, value: string): Promise<str
   return output?.trim() || undefined;
 }
 
+/** Asks for a Relax pipeline, `MODULE:FUNCTION` or `FILE.py:FUNCTION`; empty for TVM's own for
+ * the target, undefined if the user gives up. */
+export async function askPipeline(title: string, prompt: string, placeHolder?: string): Promise<string | undefined> {
+  return vscode.window.showInputBox({
+    title,
+    prompt,
+    placeHolder,
+    validateInput: (text) =>
+      !text.trim() || /^([\w.]+|.+\.py):[\w.]+$/.test(text.trim())
+        ? undefined
+        : 'MODULE:FUNCTION or FILE.py:FUNCTION, e.g. my_pipelines:fused_cpu',
+  });
+}
+
 /** Asks for model, target, options and output folder; undefined if the user gives up. */
 async function ask(modelArg: vscode.Uri | undefined, log: vscode.OutputChannel): Promise<CompileRequest | undefined> {
   const model = await pickModel(modelArg, 'Compile Model');
@@ -112,11 +130,33 @@ async function ask(modelArg: vscode.Uri | undefined, log: vscode.OutputChannel):
   if (!target) {
     return undefined;
   }
-  const exact = { label: 'Exact origins', description: '--exact-origins', detail: 'One PrimFunc per call site, so every statement has exactly one origin (more functions, slower compile)' };
-  const profile = { label: 'Profile', description: '--profile', detail: 'Run the built model on this CPU and time every kernel call: measured cost per layer (Hot Layers view, hover)' };
-  const numerics = { label: 'Numerics', description: '--numerics', detail: "Run the built model and the model's own engine (LiteRT, onnxruntime, eager PyTorch) on the same inputs and compare every layer (Numerics view)" };
-  const unfused = { label: 'Numerics, unfused too', description: '--numerics-unfused', detail: 'Numerics, plus a build without operator fusion, so layers hidden inside fused kernels are compared one by one' };
-  const inputs = { label: 'Inputs from a file…', description: '--inputs', detail: 'Profile and numerics run on these inputs (an .npz of arrays named like the model inputs) instead of seeded random values; needed for inputs of open size' };
+  const exact = {
+    label: 'Exact origins',
+    description: '--exact-origins',
+    detail: 'One PrimFunc per call site, so every statement has exactly one origin (more functions, slower compile)',
+  };
+  const profile = {
+    label: 'Profile',
+    description: '--profile',
+    detail: 'Run the built model on this CPU and time every kernel call: measured cost per layer (Hot Layers view, hover)',
+  };
+  const numerics = {
+    label: 'Numerics',
+    description: '--numerics',
+    detail:
+      "Run the built model and the model's own engine (LiteRT, onnxruntime, eager PyTorch) on the same inputs and compare every layer (Numerics view)",
+  };
+  const unfused = {
+    label: 'Numerics, unfused too',
+    description: '--numerics-unfused',
+    detail: 'Numerics, plus a build without operator fusion, so layers hidden inside fused kernels are compared one by one',
+  };
+  const inputs = {
+    label: 'Inputs from a file…',
+    description: '--inputs',
+    detail:
+      'Profile and numerics run on these inputs (an .npz of arrays named like the model inputs) instead of seeded random values; needed for inputs of open size',
+  };
   // Profiling and numerics run the model here: CPU targets only (cuda needs a GPU).
   const runs = target.label === 'cuda' ? [] : [profile, numerics, unfused, inputs];
   const options = await vscode.window.showQuickPick([exact, ...runs], {
@@ -129,7 +169,9 @@ async function ask(modelArg: vscode.Uri | undefined, log: vscode.OutputChannel):
   let inputFile: string | undefined;
   if (options.includes(inputs)) {
     if (!options.some((o) => o === profile || o === numerics || o === unfused)) {
-      void vscode.window.showWarningMessage('TVM Explorer: inputs are for Profile and Numerics; none of them was picked, so they are not used.');
+      void vscode.window.showWarningMessage(
+        'TVM Explorer: inputs are for Profile and Numerics; none of them was picked, so they are not used.',
+      );
     } else {
       const picked = await vscode.window.showOpenDialog({
         title: `Compile ${name}: inputs (.npz, arrays named like the model inputs)`,
@@ -159,22 +201,22 @@ async function ask(modelArg: vscode.Uri | undefined, log: vscode.OutputChannel):
 }
 
 /** The result of one compile run. */
-export type CompileOutcome =
-  | { kind: 'ok'; bundle: string }
-  | { kind: 'cancelled'; message: string }
-  | { kind: 'failed'; message: string };
+export type CompileOutcome = { kind: 'ok'; bundle: string } | { kind: 'cancelled'; message: string } | { kind: 'failed'; message: string };
 
 /** Runs the compile behind a cancellable progress notification. */
 export async function runCompile(req: CompileRequest, host: CliHost): Promise<CompileOutcome | undefined> {
-  const outcome = await runCli({
-    label: 'Compile',
-    title: `Compiling ${path.basename(req.model)} for ${req.target}`,
-    args: compileArgs(req),
-    cwd: path.dirname(req.model),
-    initialMessage: 'planning the pipeline…',
-    cancelledMessage: 'no bundle was written; a previous bundle is unchanged',
-    ...progressDisplay(),
-  }, host);
+  const outcome = await runCli(
+    {
+      label: 'Compile',
+      title: `Compiling ${path.basename(req.model)} for ${req.target}`,
+      args: compileArgs(req),
+      cwd: path.dirname(req.model),
+      initialMessage: 'planning the pipeline…',
+      cancelledMessage: 'no bundle was written; a previous bundle is unchanged',
+      ...progressDisplay(),
+    },
+    host,
+  );
   return outcome?.kind === 'ok' ? { kind: 'ok', bundle: req.output } : outcome;
 }
 
@@ -204,7 +246,7 @@ export async function compileModelCommand(
     void vscode.window.showInformationMessage(md.plain(`TVM Explorer: compile of ${name} cancelled: ${outcome.message}`));
   } else {
     // A model TVM fails on can be cut down to a reproducer (tvm-explorer reduce, docs/reduce.md).
-    const offers = /\.(tflite|onnx)$/i.test(req.model) ? [SHOW_OUTPUT, REDUCE_MODEL] : [SHOW_OUTPUT];
+    const offers = (await host.kinds.reducible(req.model)).ok ? [SHOW_OUTPUT, REDUCE_MODEL] : [SHOW_OUTPUT];
     const choice = await vscode.window.showErrorMessage(md.plain(`TVM Explorer: compile failed: ${outcome.message}`), ...offers);
     if (choice === SHOW_OUTPUT) {
       output.show(true);

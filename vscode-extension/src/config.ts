@@ -25,9 +25,7 @@ export interface ServerLaunch {
 }
 
 function workspaceRoots(): string[] {
-  return (vscode.workspace.workspaceFolders ?? [])
-    .filter((f) => f.uri.scheme === 'file')
-    .map((f) => f.uri.fsPath);
+  return (vscode.workspace.workspaceFolders ?? []).filter((f) => f.uri.scheme === 'file').map((f) => f.uri.fsPath);
 }
 
 /** Expands `${workspaceFolder}`, `${userHome}` and a leading `~` in a setting value. */
@@ -67,7 +65,5 @@ export function showUnchangedPasses(): boolean {
 }
 
 export async function setShowUnchangedPasses(value: boolean): Promise<void> {
-  await vscode.workspace
-    .getConfiguration(SECTION)
-    .update('passView.showUnchanged', value, vscode.ConfigurationTarget.Global);
+  await vscode.workspace.getConfiguration(SECTION).update('passView.showUnchanged', value, vscode.ConfigurationTarget.Global);
 }

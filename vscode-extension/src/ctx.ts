@@ -19,8 +19,10 @@ import { PassDiffSides } from './passDiffSides';
 import { PassNode, PassTreeProvider } from './passView';
 import { WorkingDirectory } from './serverProcess';
 import { StageSync } from './stages';
+import { ModelKinds } from './modelKinds';
 
 /** A command's handler, called with the command's arguments. */
+// eslint-disable-next-line @typescript-eslint/no-explicit-any -- any handler, whatever its parameters (unknown[] would refuse typed ones)
 export type Cmd = (...args: any[]) => unknown;
 /** Makes a command's handler from the context. */
 export type CommandFactory = (ctx: Ctx) => Cmd;
@@ -30,6 +32,8 @@ export class Ctx {
   /** The server's (and the CLI's) working directory: private, never the workspace. */
   readonly workingDirectory = new WorkingDirectory();
   readonly server: ServerManager;
+  /** The model kinds the server's frontends read (Reduce Model's check). */
+  readonly kinds: ModelKinds;
   /** The pass diff sides' documents, and how their lines map to the files they show. */
   readonly sides: PassDiffSides;
   readonly registry: BundleRegistry;
@@ -48,7 +52,8 @@ export class Ctx {
   constructor(readonly extCtx: vscode.ExtensionContext) {
     this.output = vscode.window.createOutputChannel('TVM Explorer');
     this.server = new ServerManager(this.output, this.workingDirectory);
-    this.sides = new PassDiffSides();
+    this.kinds = new ModelKinds(this.server);
+    this.sides = new PassDiffSides(this.server, this.output);
     this.registry = new BundleRegistry(this.server, this.sides);
     this.passTree = new PassTreeProvider(this.registry);
     this.passView = vscode.window.createTreeView<PassNode>('tvmExplorer.passes', {

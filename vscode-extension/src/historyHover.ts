@@ -33,7 +33,10 @@ async function historyLink(
     return undefined;
   }
   const at = sides.filePosition(document.uri, position) ?? position;
-  const params = { textDocument: { uri: client.code2ProtocolConverter.asUri(file) }, position: client.code2ProtocolConverter.asPosition(at) };
+  const params = {
+    textDocument: { uri: client.code2ProtocolConverter.asUri(file) },
+    position: client.code2ProtocolConverter.asPosition(at),
+  };
   const result = await client.sendRequest(ext.origins, params, token).catch(() => undefined);
   const layers = new Set((result?.origins ?? []).map((o) => `${o.subgraph}:${o.op_index}`)).size;
   if (layers === 0 || token.isCancellationRequested) {

@@ -5,8 +5,7 @@
  */
 import * as path from 'path';
 import * as vscode from 'vscode';
-import { Bundle, BundleRegistry } from './bundles';
-import { ServerManager } from './client';
+import { Bundle, BundleTree } from './bundles';
 import * as ext from './lsp_ext';
 import { showPlaces } from './reveal';
 
@@ -16,21 +15,11 @@ export type HotNode =
 
 type BundleNode = Extract<HotNode, { kind: 'bundle' }>;
 
-export class HotLayersProvider implements vscode.TreeDataProvider<HotNode>, vscode.Disposable {
-  private readonly changed = new vscode.EventEmitter<HotNode | undefined>();
-  readonly onDidChangeTreeData = this.changed.event;
-  private readonly disposables: vscode.Disposable[] = [];
+export class HotLayersProvider extends BundleTree<HotNode> {
   private cache = new Map<string, Promise<ext.CostsResult | undefined>>();
   view: vscode.TreeView<HotNode> | undefined;
   /** `layer`: one row per layer; `module`: per module, repeated decoder layers merged. */
   private group: 'layer' | 'module' = 'layer';
-
-  constructor(
-    private readonly registry: BundleRegistry,
-    private readonly server: ServerManager,
-  ) {
-    this.disposables.push(registry.onDidChange(() => this.refresh()), this.changed);
-  }
 
   refresh(): void {
     this.cache.clear();
@@ -114,32 +103,22 @@ export class HotLayersProvider implements vscode.TreeDataProvider<HotNode>, vsco
     // PyTorch layer is its module path (layers.0.mlp.down_proj), its graph node (mm_6) after
     // the figures, which stay in view at the side bar's default width. The tooltip has the
     // whole name.
-    const short = layer.name.split('/').filter((p) => p).pop() ?? layer.name;
+    const short =
+      layer.name
+        .split('/')
+        .filter((p) => p)
+        .pop() ?? layer.name;
     const label = layer.label || `${layer.opcode} ${short}`;
     const item = new vscode.TreeItem(label, vscode.TreeItemCollapsibleState.None);
     item.id = `hot:${node.bundle.info.uri}#${layer.id}`;
     item.description = layer.label && layer.node ? `${layer.summary} · ${layer.node}` : layer.summary;
     const where = layer.subgraph ? `subgraph ${layer.subgraph}, op ${layer.op_index}` : `op ${layer.op_index}`;
-    const shared = layer.shared_kernels.length
-      ? `\nShared kernels (time split by work): ${layer.shared_kernels.join(', ')}`
-      : '';
+    const shared = layer.shared_kernels.length ? `\nShared kernels (time split by work): ${layer.shared_kernels.join(', ')}` : '';
     item.tooltip = `#${layer.rank} ${layer.opcode} ${layer.name} (${where})\n${layer.summary}\nKernels: ${
       layer.kernels.join(', ') || 'none'
     }${shared}\n${costs.note}`;
-    const heat = costs.measured ? layer.share ?? 0 : 0;
-    item.iconPath = new vscode.ThemeIcon(
-      'flame',
-      new vscode.ThemeColor(heat >= 0.25 ? 'charts.red' : heat >= 0.1 ? 'charts.orange' : heat >= 0.02 ? 'charts.yellow' : 'disabledForeground'),
-    );
     item.accessibilityInformation = { label: `rank ${layer.rank}: ${layer.opcode} ${layer.name}, ${layer.summary}` };
-    if (layer.location) {
-      item.command = {
-        command: 'tvmExplorer.revealLayer',
-        title: 'Go to Layer and Its Places',
-        arguments: [layer.location.uri, layer.location.range.start],
-      };
-    }
-    return item;
+    return heated(item, 'flame', costs.measured ? (layer.share ?? 0) : 0, layer.location);
   }
 
   /** A module row: its (compressed) path, what it sums, and a click to its first layer. */
@@ -150,27 +129,9 @@ export class HotLayersProvider implements vscode.TreeDataProvider<HotNode>, vsco
     item.description = layer.summary;
     const members = layer.members ?? [];
     const summed = members.length > 1 ? `\nSums ${members.length} modules: ${members.join(', ')}` : '';
-    item.tooltip = `#${layer.rank} ${layer.name}\n${layer.summary}${summed}\nKernels: ${
-      layer.kernels.join(', ') || 'none'
-    }\n${costs.note}`;
-    const heat = costs.measured ? layer.share ?? 0 : 0;
-    item.iconPath = new vscode.ThemeIcon(
-      members.length > 1 ? 'layers' : 'symbol-module',
-      new vscode.ThemeColor(heat >= 0.25 ? 'charts.red' : heat >= 0.1 ? 'charts.orange' : heat >= 0.02 ? 'charts.yellow' : 'disabledForeground'),
-    );
+    item.tooltip = `#${layer.rank} ${layer.name}\n${layer.summary}${summed}\nKernels: ${layer.kernels.join(', ') || 'none'}\n${costs.note}`;
     item.accessibilityInformation = { label: `rank ${layer.rank}: module ${layer.name}, ${layer.summary}` };
-    if (layer.location) {
-      item.command = {
-        command: 'tvmExplorer.revealLayer',
-        title: 'Go to Layer and Its Places',
-        arguments: [layer.location.uri, layer.location.range.start],
-      };
-    }
-    return item;
-  }
-
-  dispose(): void {
-    this.disposables.forEach((d) => d.dispose());
+    return heated(item, members.length > 1 ? 'layers' : 'symbol-module', costs.measured ? (layer.share ?? 0) : 0, layer.location);
   }
 }
 
@@ -187,7 +148,22 @@ export async function revealLayer(uri: string, start: { line: number; character:
 /** Bundles in the order Hot Layers lists them: the profiled ones first, slowest run first, then
  * the ones without a profile (ranked by code size only), by folder name. */
 export function byHeat(a: { bundle: Bundle; costs: ext.CostsResult }, b: { bundle: Bundle; costs: ext.CostsResult }): number {
-  const ta = a.costs.measured ? a.costs.total_ms ?? 0 : -1;
-  const tb = b.costs.measured ? b.costs.total_ms ?? 0 : -1;
+  const ta = a.costs.measured ? (a.costs.total_ms ?? 0) : -1;
+  const tb = b.costs.measured ? (b.costs.total_ms ?? 0) : -1;
   return tb - ta || path.basename(a.bundle.dir).localeCompare(path.basename(b.bundle.dir));
+}
+
+/** `item` with its icon colored by `heat` (its share of the measured time) and, when the layer
+ * has a place, a click that reveals it and its places. */
+function heated(item: vscode.TreeItem, icon: string, heat: number, location: ext.LayerCost['location']): vscode.TreeItem {
+  const color = heat >= 0.25 ? 'charts.red' : heat >= 0.1 ? 'charts.orange' : heat >= 0.02 ? 'charts.yellow' : 'disabledForeground';
+  item.iconPath = new vscode.ThemeIcon(icon, new vscode.ThemeColor(color));
+  if (location) {
+    item.command = {
+      command: 'tvmExplorer.revealLayer',
+      title: 'Go to Layer and Its Places',
+      arguments: [location.uri, location.range.start],
+    };
+  }
+  return item;
 }

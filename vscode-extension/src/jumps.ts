@@ -8,6 +8,7 @@
  * bindings) open the first and list all in the references peek.
  */
 import * as vscode from 'vscode';
+import { editorAndClient } from './activeCursor';
 import type { Ctx } from './ctx';
 import { LargeFiles } from './largeFiles';
 import * as ext from './lsp_ext';
@@ -20,12 +21,11 @@ const NOTHING: Record<ext.Jump, string> = {
 
 /** Runs one jump from the active editor's cursor. */
 export async function jump(ctx: Ctx, kind: ext.Jump): Promise<void> {
-  const editor = vscode.window.activeTextEditor;
-  const client = ctx.server.client;
-  if (!editor || !client) {
-    void vscode.window.showWarningMessage('TVM Explorer: no bundle document or no running server.');
+  const active = editorAndClient(ctx);
+  if (!active) {
     return;
   }
+  const { editor, client } = active;
   const params = ctx.sides.cursorParams(client, editor);
   const result = (await client.sendRequest(ext.jumps[kind], params)) ?? [];
   const locations = result.map((l) => client.protocol2CodeConverter.asLocation(l));

@@ -30,8 +30,8 @@ export function editorLimitMb(uri: vscode.Uri): number {
   }
   // VS Code's own default depends on where the file lives: a file of a web window's `file:`
   // scheme is on the remote machine (code-server).
-  const remote = !!vscode.env.remoteName || uri.scheme === 'vscode-remote'
-    || (vscode.env.uiKind === vscode.UIKind.Web && uri.scheme === 'file');
+  const remote =
+    !!vscode.env.remoteName || uri.scheme === 'vscode-remote' || (vscode.env.uiKind === vscode.UIKind.Web && uri.scheme === 'file');
   if (remote) {
     return 10;
   }
@@ -57,8 +57,9 @@ export function functionsOf(text: string): FunctionPart[] {
     if (!line.trimEnd().endsWith('{') || /^\s/.test(line) || line.startsWith('}')) {
       continue;
     }
-    const name = /^define\b.*?@("?)([^\s("]+)\1\(/.exec(line)?.[2]
-      ?? [...line.matchAll(/([A-Za-z_]\w*)\s*\(/g)].map((m) => m[1]).find((n) => !ATTRIBUTES.has(n));
+    const name =
+      /^define\b.*?@("?)([^\s("]+)\1\(/.exec(line)?.[2] ??
+      [...line.matchAll(/([A-Za-z_]\w*)\s*\(/g)].map((m) => m[1]).find((n) => !ATTRIBUTES.has(n));
     if (!name || /^(struct|typedef|union|enum|namespace|extern "C" \{)/.test(line)) {
       continue;
     }
@@ -81,7 +82,10 @@ export class LargeFiles implements vscode.Disposable {
   /** Files told about while their tab is open (a new target is told anew). */
   private readonly told = new Set<string>();
 
-  constructor(private readonly registry: BundleRegistry, private readonly sides: PassDiffSides) {
+  constructor(
+    private readonly registry: BundleRegistry,
+    private readonly sides: PassDiffSides,
+  ) {
     this.disposables.push(
       vscode.window.tabGroups.onDidChangeTabs((e) => {
         for (const tab of [...e.opened, ...e.changed]) {
@@ -116,7 +120,10 @@ export class LargeFiles implements vscode.Disposable {
         return editor;
       }
     } catch (err) {
-      const size = await vscode.workspace.fs.stat(uri).then((st) => st.size, () => 0);
+      const size = await vscode.workspace.fs.stat(uri).then(
+        (st) => st.size,
+        () => 0,
+      );
       if (size <= editorLimitMb(uri) * MB) {
         throw err;
       }
@@ -131,7 +138,10 @@ export class LargeFiles implements vscode.Disposable {
     if (!bundle || this.told.has(uri.toString())) {
       return;
     }
-    const size = await vscode.workspace.fs.stat(uri).then((s) => s.size, () => 0);
+    const size = await vscode.workspace.fs.stat(uri).then(
+      (s) => s.size,
+      () => 0,
+    );
     const limit = editorLimitMb(uri);
     if (size <= limit * MB || this.told.has(uri.toString())) {
       return;
@@ -145,17 +155,19 @@ export class LargeFiles implements vscode.Disposable {
     this.told.add(uri.toString());
     const name = path.relative(path.dirname(bundle.dir), uri.fsPath);
     const mb = (size / MB).toFixed(1);
-    const served = size / MB <= EXTENSION_LIMIT_MB ? ''
-      : ` Above ${EXTENSION_LIMIT_MB} MB VS Code gives extensions no text: hover and definition answer only in a function's view.`;
+    const served =
+      size / MB <= EXTENSION_LIMIT_MB
+        ? ''
+        : ` Above ${EXTENSION_LIMIT_MB} MB VS Code gives extensions no text: hover and definition answer only in a function's view.`;
     const anyway = 'Open Anyway';
     const target = this.targets.get(uri.toString());
     this.targets.delete(uri.toString());
     const at = target && functionsOf(await this.read(uri)).find((f) => f.start <= target.line && target.line <= f.end);
     const part = at ? `Show ${at.name}` : 'Show One Function…';
     const choice = await vscode.window.showWarningMessage(
-      `${name} is ${mb} MB, above this window's ${limit} MB limit for the text editor `
-        + `(${SETTING}), so VS Code does not display it.${served} Open it anyway (raises the limit `
-        + `for this workspace to ${Math.ceil(size / MB) + 1} MB), or show one of its functions, with hovers and definitions.`,
+      `${name} is ${mb} MB, above this window's ${limit} MB limit for the text editor ` +
+        `(${SETTING}), so VS Code does not display it.${served} Open it anyway (raises the limit ` +
+        `for this workspace to ${Math.ceil(size / MB) + 1} MB), or show one of its functions, with hovers and definitions.`,
       anyway,
       part,
     );
@@ -172,7 +184,8 @@ export class LargeFiles implements vscode.Disposable {
     const target = vscode.workspace.workspaceFolders?.length ? vscode.ConfigurationTarget.Workspace : vscode.ConfigurationTarget.Global;
     await vscode.workspace.getConfiguration().update(SETTING, Math.ceil(size / MB) + 1, target);
     // The editor placeholder does not look at the setting again: open the tab anew.
-    const tabs = vscode.window.tabGroups.all.flatMap((g) => g.tabs)
+    const tabs = vscode.window.tabGroups.all
+      .flatMap((g) => g.tabs)
       .filter((t) => t.input instanceof vscode.TabInputText && t.input.uri.toString() === uri.toString());
     await vscode.window.tabGroups.close(tabs);
     const editor = await vscode.window.showTextDocument(uri, { preview: false, selection: at && new vscode.Range(at, at) });
@@ -197,7 +210,11 @@ export class LargeFiles implements vscode.Disposable {
     }
     const picked = await vscode.window.showQuickPick(
       parts.map((p) => ({ label: p.name, description: `lines ${p.start + 1}–${p.end + 1} (${p.end - p.start + 1} lines)`, part: p })),
-      { title: `A function of ${path.basename(file.fsPath)}`, placeHolder: 'Function to show (hover and definition work in it)', matchOnDescription: false },
+      {
+        title: `A function of ${path.basename(file.fsPath)}`,
+        placeHolder: 'Function to show (hover and definition work in it)',
+        matchOnDescription: false,
+      },
     );
     if (picked) {
       await this.showFunction(file, picked.part);

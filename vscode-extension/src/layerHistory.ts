@@ -9,13 +9,14 @@
  */
 import * as path from 'path';
 import * as vscode from 'vscode';
+import { commandPosition } from './activeCursor';
 import { ServerManager } from './client';
 import type { Cmd, Ctx } from './ctx';
 import * as ext from './lsp_ext';
 import * as md from './markdown';
 import { revealLine } from './passDiff';
 import { firstDifference, Segment } from './passDiffAlign';
-import { PASSDIFF_SCHEME, PassDiffSides } from './passDiffSides';
+import { askLayerAt, PASSDIFF_SCHEME, PassDiffSides } from './passDiffSides';
 import { untrustedMarkdown } from './tooltip';
 
 /** The line a side shows between two pieces of the layer's code that are not next to each other. */
@@ -32,9 +33,7 @@ const CHANGE_ICONS: [string, string][] = [
   ['deleted', 'trash'],
 ];
 
-type HistoryNode =
-  | { kind: 'step'; index: number; step: ext.HistoryStep }
-  | { kind: 'mark'; mark: ext.HistoryMark };
+type HistoryNode = { kind: 'step'; index: number; step: ext.HistoryStep } | { kind: 'mark'; mark: ext.HistoryMark };
 
 /** A side's text: the lines of each range of `file`, the gap line between two, and how its
  * lines map to the file's. */
@@ -60,10 +59,11 @@ export function historyUris(result: ext.LayerHistoryResult, step: ext.HistorySte
   const bundle = vscode.Uri.parse(result.bundle).path.split('/').pop() || 'bundle';
   const layers = result.layers.map((l) => `op${l.subgraph ? `${l.subgraph}-` : ''}${l.op_index}`).join('+') || 'layer';
   const pass = `${String(step.pass?.index ?? 0).padStart(3, '0')}-${(step.pass?.name ?? step.stage).replace(/[^\w.-]+/g, '_')}`;
-  const side = (name: string, uri: string) => vscode.Uri.from({
-    scheme: PASSDIFF_SCHEME,
-    path: `/${bundle}/history/${layers}/${pass}/${name}${path.extname(vscode.Uri.parse(uri).path)}`,
-  });
+  const side = (name: string, uri: string) =>
+    vscode.Uri.from({
+      scheme: PASSDIFF_SCHEME,
+      path: `/${bundle}/history/${layers}/${pass}/${name}${path.extname(vscode.Uri.parse(uri).path)}`,
+    });
   return { left: side('before', step.before.uri), right: side('after', step.after.uri) };
 }
 
@@ -74,22 +74,15 @@ export class LayerHistoryProvider implements vscode.TreeDataProvider<HistoryNode
   view: vscode.TreeView<HistoryNode> | undefined;
   private generation = 0;
 
-  constructor(private readonly server: ServerManager, private readonly sides: PassDiffSides) {}
+  constructor(
+    private readonly server: ServerManager,
+    private readonly sides: PassDiffSides,
+  ) {}
 
   /** Asks the server for the history of the layer(s) at a position and shows it. */
   async showAt(uri: vscode.Uri, position: vscode.Position): Promise<boolean> {
-    const client = await this.server.ready();
-    if (!client) {
-      void vscode.window.showWarningMessage('TVM Explorer: the language server is not running.');
-      return false;
-    }
-    const at = this.sides.filePosition(uri, position) ?? position; // a diff side: its file's line
-    const result = await client.sendRequest(ext.layerHistory, {
-      textDocument: { uri: (this.sides.bundleFileOf(uri) ?? uri).toString() },
-      position: { line: at.line, character: at.character },
-    });
-    if (!result || result.layers.length === 0) {
-      void vscode.window.showInformationMessage('TVM Explorer: no layer is known at this position.');
+    const result = await askLayerAt(this.server, this.sides, ext.layerHistory, uri, position, (r) => r.layers.length > 0);
+    if (!result) {
       return false;
     }
     this.result = result;
@@ -130,11 +123,11 @@ export class LayerHistoryProvider implements vscode.TreeDataProvider<HistoryNode
     const texts = (this.result?.marks ?? []).filter((m) => m.step === index).map((m) => `◆ ${md.text(m.text)}`);
     const where = (side: ext.HistorySide) => md.code(vscode.Uri.parse(side.uri).path.split('/').slice(-2).join('/'));
     item.tooltip = untrustedMarkdown(
-      `**${md.text(step.pass?.name ?? step.stage)}**${step.pass ? ` (${md.text(step.stage)} pass #${step.pass.index})` : ''}\n\n`
-        + `${md.text(step.summary)}\n\n`
-        + `${where(step.before)} → ${where(step.after)}: ${step.lines.before} → ${step.lines.after} lines `
-        + `(+${step.lines.added} −${step.lines.removed})`
-        + (texts.length ? `\n\n${texts.join('\n\n')}` : ''),
+      `**${md.text(step.pass?.name ?? step.stage)}**${step.pass ? ` (${md.text(step.stage)} pass #${step.pass.index})` : ''}\n\n` +
+        `${md.text(step.summary)}\n\n` +
+        `${where(step.before)} → ${where(step.after)}: ${step.lines.before} → ${step.lines.after} lines ` +
+        `(+${step.lines.added} −${step.lines.removed})` +
+        (texts.length ? `\n\n${texts.join('\n\n')}` : ''),
     );
     const icon = CHANGE_ICONS.find(([change]) => step.changes.includes(change as ext.HistoryStep['changes'][number]))?.[1] ?? 'diff';
     item.iconPath = new vscode.ThemeIcon(icon, step.marks.length ? new vscode.ThemeColor('charts.yellow') : undefined);
@@ -178,9 +171,7 @@ export class LayerHistoryProvider implements vscode.TreeDataProvider<HistoryNode
  */
 export function showLayerHistory(ctx: Ctx): Cmd {
   return (uriArg?: string | vscode.Uri, positionArg?: { line: number; character: number }) => {
-    const editor = vscode.window.activeTextEditor;
-    const uri = uriArg ? (typeof uriArg === 'string' ? vscode.Uri.parse(uriArg) : uriArg) : editor?.document.uri;
-    const position = positionArg ? new vscode.Position(positionArg.line, positionArg.character) : editor?.selection.active;
-    return uri && position ? ctx.layerHistory.showAt(uri, position) : Promise.resolve(false);
+    const at = commandPosition(uriArg, positionArg);
+    return at ? ctx.layerHistory.showAt(at.uri, at.position) : Promise.resolve(false);
   };
 }

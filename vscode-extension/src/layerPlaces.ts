@@ -7,12 +7,13 @@
  */
 import * as fs from 'fs';
 import * as vscode from 'vscode';
+import { commandPosition } from './activeCursor';
 import { ServerManager } from './client';
 import type { Cmd, Ctx } from './ctx';
 import { openInPreview } from './jumps';
 import { LargeFiles } from './largeFiles';
 import * as ext from './lsp_ext';
-import { PassDiffSides } from './passDiffSides';
+import { askLayerAt, PassDiffSides } from './passDiffSides';
 
 export type PlacesFilter = 'code' | 'last' | 'changed';
 const FILTERS: { id: PlacesFilter; label: string; detail: string }[] = [
@@ -90,18 +91,8 @@ export class LayerPlacesProvider implements vscode.TreeDataProvider<PlaceNode>, 
 
   /** Asks the server for the places of the layer at a position and shows them. */
   async showAt(uri: vscode.Uri, position: vscode.Position): Promise<boolean> {
-    const client = await this.server.ready();
-    if (!client) {
-      void vscode.window.showWarningMessage('TVM Explorer: the language server is not running.');
-      return false;
-    }
-    const at = this.sides.filePosition(uri, position) ?? position; // a pass diff side: its file's line
-    const result = await client.sendRequest(ext.layerPlaces, {
-      textDocument: { uri: (this.sides.bundleFileOf(uri) ?? uri).toString() },
-      position: { line: at.line, character: at.character },
-    });
-    if (!result || result.places.length === 0) {
-      void vscode.window.showInformationMessage('TVM Explorer: no layer is known at this position.');
+    const result = await askLayerAt(this.server, this.sides, ext.layerPlaces, uri, position, (r) => r.places.length > 0);
+    if (!result) {
       return false;
     }
     // One row per place (a statement shared by several layers is one place).
@@ -192,7 +183,9 @@ export class LayerPlacesProvider implements vscode.TreeDataProvider<PlaceNode>, 
    * the Relax bookkeeping apart, collapsed. */
   private grouped(places: ext.LayerPlace[], key: string): PlaceNode[] {
     const out: PlaceNode[] = groupPlaces(places.filter((p) => role(p) !== 'bookkeeping')).map((group) =>
-      group.length === 1 ? { kind: 'place', place: group[0] } : { kind: 'group', key: `${key}:${group[0].uri}:${group[0].function}`, places: group },
+      group.length === 1
+        ? { kind: 'place', place: group[0] }
+        : { kind: 'group', key: `${key}:${group[0].uri}:${group[0].function}`, places: group },
     );
     const bookkeeping = places.filter((p) => role(p) === 'bookkeeping');
     if (bookkeeping.length) {
@@ -228,7 +221,10 @@ export class LayerPlacesProvider implements vscode.TreeDataProvider<PlaceNode>, 
       const first = node.places[0];
       const lines = node.places.map((p) => p.range.start.line + 1);
       const range = `${fileOf(first.uri)}:${Math.min(...lines)}–${Math.max(...lines)}`;
-      const item = new vscode.TreeItem(range, node.places.length > 12 ? vscode.TreeItemCollapsibleState.Collapsed : vscode.TreeItemCollapsibleState.Expanded);
+      const item = new vscode.TreeItem(
+        range,
+        node.places.length > 12 ? vscode.TreeItemCollapsibleState.Collapsed : vscode.TreeItemCollapsibleState.Expanded,
+      );
       item.id = `${this.generation}:group:${node.key}`;
       item.description = `${first.function || 'outside any function'} · ${plural(node.places.length, 'statement')}`;
       item.tooltip = `${vscode.Uri.parse(first.uri).fsPath}:${Math.min(...lines)}–${Math.max(...lines)}\n${first.function ?? ''}`;
@@ -293,7 +289,10 @@ export class LayerPlacesProvider implements vscode.TreeDataProvider<PlaceNode>, 
   }
 
   /** Opens a place (URI string and LSP range, as the tree items pass them) in the preview editor. */
-  async openPlace(uri: string, range: { start: { line: number; character: number }; end: { line: number; character: number } }): Promise<void> {
+  async openPlace(
+    uri: string,
+    range: { start: { line: number; character: number }; end: { line: number; character: number } },
+  ): Promise<void> {
     await openInPreview(
       this.largeFiles,
       new vscode.Location(
@@ -312,9 +311,7 @@ export class LayerPlacesProvider implements vscode.TreeDataProvider<PlaceNode>, 
  */
 export function showLayerPlaces(ctx: Ctx): Cmd {
   return (uriArg?: string | vscode.Uri, positionArg?: { line: number; character: number }) => {
-    const editor = vscode.window.activeTextEditor;
-    const uri = uriArg ? (typeof uriArg === 'string' ? vscode.Uri.parse(uriArg) : uriArg) : editor?.document.uri;
-    const position = positionArg ? new vscode.Position(positionArg.line, positionArg.character) : editor?.selection.active;
-    return uri && position ? ctx.layerPlaces.showAt(uri, position) : Promise.resolve(false);
+    const at = commandPosition(uriArg, positionArg);
+    return at ? ctx.layerPlaces.showAt(at.uri, at.position) : Promise.resolve(false);
   };
 }

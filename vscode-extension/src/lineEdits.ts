@@ -20,11 +20,7 @@ export function lineEdits(before: string[], after: string[]): LineEdit[] {
     head++;
   }
   let tail = 0;
-  while (
-    tail < before.length - head &&
-    tail < after.length - head &&
-    before[before.length - 1 - tail] === after[after.length - 1 - tail]
-  ) {
+  while (tail < before.length - head && tail < after.length - head && before[before.length - 1 - tail] === after[after.length - 1 - tail]) {
     tail++;
   }
   const a = before.slice(head, before.length - tail);
@@ -42,7 +38,7 @@ function myers(a: string[], b: string[]): LineEdit[] | undefined {
   const m = b.length;
   const max = Math.min(n + m, MAX_DIFFERENCES);
   const offset = max + 1;
-  let v = new Int32Array(2 * max + 3);
+  const v = new Int32Array(2 * max + 3);
   const trace: Int32Array[] = [];
   let found = -1;
   for (let d = 0; d <= max && found < 0; d++) {

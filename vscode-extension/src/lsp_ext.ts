@@ -5,6 +5,8 @@
  * Every URI here is a `file://` URI string of a bundle file, as sent on the wire.
  */
 import * as lc from 'vscode-languageclient/node';
+import type { GraphDocument } from '../webview/graph/types';
+import type { Timeline } from '../webview/memory/types';
 
 /** One loaded bundle, as listed by the server. */
 export interface BundleInfo {
@@ -20,9 +22,7 @@ export interface BundleInfo {
 export interface ListBundlesResult {
   bundles: BundleInfo[];
 }
-export const listBundles = new lc.RequestType<Record<string, never>, ListBundlesResult, void>(
-  'tvmExplorer/listBundles',
-);
+export const listBundles = new lc.RequestType<Record<string, never>, ListBundlesResult, void>('tvmExplorer/listBundles');
 
 /** A compiler stage that writes documents. */
 export type Stage = 'relax' | 'tir' | 'code';
@@ -47,9 +47,7 @@ export interface ListPassesParams {
 export interface ListPassesResult {
   passes: PassInfo[];
 }
-export const listPasses = new lc.RequestType<ListPassesParams, ListPassesResult, void>(
-  'tvmExplorer/listPasses',
-);
+export const listPasses = new lc.RequestType<ListPassesParams, ListPassesResult, void>('tvmExplorer/listPasses');
 
 /** One TFLite layer that the text at a position came from. */
 export interface Origin {
@@ -63,24 +61,16 @@ export interface Origin {
 export interface OriginsResult {
   origins: Origin[];
 }
-export const origins = new lc.RequestType<lc.TextDocumentPositionParams, OriginsResult, void>(
-  'tvmExplorer/origins',
-);
+export const origins = new lc.RequestType<lc.TextDocumentPositionParams, OriginsResult, void>('tvmExplorer/origins');
 
 /** The same computation one stage back (like textDocument/declaration). */
-export const previousStage = new lc.RequestType<
-  lc.TextDocumentPositionParams,
-  lc.Location[] | null,
-  void
->('tvmExplorer/previousStage');
+export const previousStage = new lc.RequestType<lc.TextDocumentPositionParams, lc.Location[] | null, void>('tvmExplorer/previousStage');
 
 /** Server → client: bundles were (re)loaded or removed. */
 export interface BundlesChangedParams {
   bundles: string[];
 }
-export const bundlesChanged = new lc.NotificationType<BundlesChangedParams>(
-  'tvmExplorer/bundlesChanged',
-);
+export const bundlesChanged = new lc.NotificationType<BundlesChangedParams>('tvmExplorer/bundlesChanged');
 
 /** The model document of a `.tflite` file (an error names the file when it is not one). */
 export interface ModelDocumentParams {
@@ -89,17 +79,24 @@ export interface ModelDocumentParams {
 export interface ModelDocumentResult {
   text: string;
 }
-export const modelDocument = new lc.RequestType<ModelDocumentParams, ModelDocumentResult, void>(
-  'tvmExplorer/modelDocument',
-);
+export const modelDocument = new lc.RequestType<ModelDocumentParams, ModelDocumentResult, void>('tvmExplorer/modelDocument');
+
+/** A kind of model file the compiler reads (the server's frontends): its manifest name, file
+ * suffix, what its layers are called, and whether Reduce Model can cut it. */
+export interface ModelKindInfo {
+  kind: string;
+  suffix: string;
+  unit: string;
+  reducible: boolean;
+}
+export interface ModelKindsResult {
+  kinds: ModelKindInfo[];
+}
+export const modelKinds = new lc.RequestType<Record<string, never>, ModelKindsResult, void>('tvmExplorer/modelKinds');
 
 /** The same computation in the nearest earlier / later pass document where it changed. */
-export const previousPassAt = new lc.RequestType<lc.TextDocumentPositionParams, lc.Location[] | null, void>(
-  'tvmExplorer/previousPass',
-);
-export const nextPassAt = new lc.RequestType<lc.TextDocumentPositionParams, lc.Location[] | null, void>(
-  'tvmExplorer/nextPass',
-);
+export const previousPassAt = new lc.RequestType<lc.TextDocumentPositionParams, lc.Location[] | null, void>('tvmExplorer/previousPass');
+export const nextPassAt = new lc.RequestType<lc.TextDocumentPositionParams, lc.Location[] | null, void>('tvmExplorer/nextPass');
 
 /** The steps through the pipeline from a position (the `goTo…` commands), by name. */
 export type Jump = 'previousStage' | 'previousPass' | 'nextPass';
@@ -142,9 +139,7 @@ export interface LayerPlacesResult {
   labels?: string[];
 }
 /** Every place of the layer(s) at a position, through every pass. */
-export const layerPlaces = new lc.RequestType<lc.TextDocumentPositionParams, LayerPlacesResult | null, void>(
-  'tvmExplorer/layerPlaces',
-);
+export const layerPlaces = new lc.RequestType<lc.TextDocumentPositionParams, LayerPlacesResult | null, void>('tvmExplorer/layerPlaces');
 
 /** One layer of a bundle's numerics (`compile --numerics`), in graph order. */
 export interface NumericsLayer {
@@ -251,8 +246,60 @@ export interface KernelHeatParams {
 export interface KernelHeatResult {
   marks: HeatMark[];
 }
-export const kernelHeat = new lc.RequestType<KernelHeatParams, KernelHeatResult, void>(
-  'tvmExplorer/kernelHeat',
+export const kernelHeat = new lc.RequestType<KernelHeatParams, KernelHeatResult, void>('tvmExplorer/kernelHeat');
+
+/**
+ * A request that was valid but cannot be answered (two bundles that share no layer, a bundle
+ * without a memory timeline) fails with this LSP error code (`RequestFailed`); its message says
+ * why, for the user. `sendRequest` rejects with an `lc.ResponseError`.
+ */
+export const REQUEST_FAILED = -32803;
+
+/** The message of a failed request, for the user: the server's own sentence when it answered
+ * with an error, else what went wrong on the way. */
+export function failureMessage(err: unknown): string {
+  if (err instanceof lc.ResponseError) {
+    return err.message;
+  }
+  return err instanceof Error ? err.message : String(err);
+}
+
+/** Where a generated-code document opens: its hottest kernel when the bundle was profiled,
+ * else its first; in C the kernel's first loop (its argument checks skipped). Null: the
+ * bundle has no costs, or none of their kernels is defined in the document. */
+export interface KernelStartResult {
+  kernel: string;
+  range: lc.Range;
+  profiled: boolean;
+}
+export const kernelStart = new lc.RequestType<KernelHeatParams, KernelStartResult | null, void>('tvmExplorer/kernelStart');
+
+/** A pass's two documents (`listPasses`' `before` and `after` URIs). */
+export interface PassDiffAlignmentParams {
+  before: string;
+  after: string;
+}
+/** A function of a pass diff and its range in each document (null on the side that lacks it),
+ * from its decorator to the end of its body. */
+export interface AlignedFunction {
+  name: string;
+  change: 'changed' | 'added' | 'removed' | 'unchanged';
+  before: lc.Range | null;
+  after: lc.Range | null;
+}
+/** Every function of the two documents, in the after-document's order, the removed ones last;
+ * each document's module header (the text before its first function). */
+export interface PassDiffAlignmentResult {
+  before_header: lc.Range;
+  after_header: lc.Range;
+  functions: AlignedFunction[];
+  unchanged: number;
+}
+/** The functions of a pass's two Relax or TIR documents aligned by name, from the server's index
+ * (null: not two documents of the same IR stage — a diff of whole documents). Fails
+ * (REQUEST_FAILED) when either is no document of a loaded bundle: the message says why. */
+export const passDiffAlignment = new lc.RequestType<PassDiffAlignmentParams, PassDiffAlignmentResult | null, void>(
+  'tvmExplorer/passDiffAlignment',
 );
 
 /** The two bundles of a comparison: URIs or paths of their directories or of any document. */
@@ -264,7 +311,7 @@ export interface CompareBundlesParams {
 export interface BundleSummary {
   model: string | null;
   sha256: string | null;
-  target: string;
+  target: string | null;
   options: Record<string, unknown>;
   tvm: string | null;
 }
@@ -275,8 +322,27 @@ export interface CompareSide {
   kernels: string[];
   /** Code lines as `tvm-explorer costs` counts them, in the side's own kind of code. */
   code_lines: number;
-  shared_code_lines?: number;
+  shared_code_lines: number;
   costs?: { time_ms?: number; share?: number; workspace_bytes?: number; flops?: number; code_lines?: number };
+}
+/** A matched layer's machine code on each side (`--sass` bundles) and what of it grew. */
+export interface MachineSides {
+  a: Record<string, unknown> | null;
+  b: Record<string, unknown> | null;
+  /** "registers 56 -> 64", "spilled bytes 0 -> 128". */
+  grew: string[];
+}
+/** What tuning did to a layer in one bundle (`no tuning`: compiled without `--tune`; null: no kernel computes it). */
+export interface LayerTuning {
+  state: string | null;
+  speedup: number | null;
+  us: number | null;
+}
+/** A layer's tuning on both sides and its kernels' measured time change (B / A). */
+export interface TuningPair {
+  a: LayerTuning;
+  b: LayerTuning;
+  time_ratio: number | null;
 }
 /** A layer matched in both bundles (named by its A side). */
 export interface CompareRow {
@@ -289,6 +355,9 @@ export interface CompareRow {
   /** Whether the layer's code changed; null when the two sides are different kinds of code. */
   changed: boolean | null;
   kernels_changed: boolean;
+  machine?: MachineSides;
+  /** When either bundle has tuning.json. */
+  tuning?: TuningPair;
 }
 /** `tvm-explorer compare --json` (docs/compare.md); `a` and `b` are directory paths. */
 export interface CompareResult {
@@ -298,19 +367,16 @@ export interface CompareResult {
   a_info: BundleSummary;
   b_info: BundleSummary;
   /** The kind of code each side's lines are: `c`, `cuda`, `ll` (null: no code). */
-  code_kinds?: { a: string | null; b: string | null };
+  code_kinds: { a: string | null; b: string | null };
   /** False when the kinds differ (C against LLVM IR): no code sizes, no layer diff. */
-  code_compared?: boolean;
+  code_compared: boolean;
+  /** Whether either bundle was tuned (then every row has `tuning`). */
+  tuning_compared: boolean;
   layers: CompareRow[];
   unmatched: { a: LayerRef[]; b: LayerRef[] };
 }
-/** What the server answers, as a result, when two bundles cannot be compared. */
-export interface CompareFailure {
-  error: string;
-}
-export const compareBundles = new lc.RequestType<CompareBundlesParams, CompareResult | CompareFailure, void>(
-  'tvmExplorer/compareBundles',
-);
+/** Fails (REQUEST_FAILED) when the two cannot be compared: the message says why. */
+export const compareBundles = new lc.RequestType<CompareBundlesParams, CompareResult, void>('tvmExplorer/compareBundles');
 
 /** One side's generated code of a matched layer (by its A side), for a split diff. */
 export interface CompareLayerCodeParams extends CompareBundlesParams {
@@ -318,26 +384,24 @@ export interface CompareLayerCodeParams extends CompareBundlesParams {
   op_index: number;
   side: 'a' | 'b';
 }
-/** `error`: why there is no code (the text then says so as a comment). */
+/** The side's code and its editor language; fails (REQUEST_FAILED) when there is none to
+ * diff (no such matched layer, code of different kinds on the two sides): the message says why. */
 export interface CompareLayerCodeResult {
   text: string;
   language: string;
-  error?: string;
 }
-export const compareLayerCode = new lc.RequestType<CompareLayerCodeParams, CompareLayerCodeResult, void>(
-  'tvmExplorer/compareLayerCode',
-);
+export const compareLayerCode = new lc.RequestType<CompareLayerCodeParams, CompareLayerCodeResult, void>('tvmExplorer/compareLayerCode');
 
 /** A bundle's model graph (docs/graph.md, "The graph document"), drawn by "Show Model Graph". */
 export interface ModelGraphParams {
   bundle: string;
 }
-/** `document` is the graph document (typed by the graph app: webview/graph/types.ts); its
- * places' paths are relative to `root` (the bundle's URI). */
-export type ModelGraphResult = { root: string; document: GraphDocumentWire } | { error: string };
-export interface GraphDocumentWire {
-  nodes: { id: string; subgraph: number; op_index: number; places?: { stage: string; path: string; line: number; character: number; end_line: number; end_character: number }[] }[];
-  [key: string]: unknown;
+/** `document` is the graph document (the graph app's type: webview/graph/types.ts); its
+ * places' paths are relative to `root` (the bundle's URI). Fails (REQUEST_FAILED) when no
+ * loaded bundle holds the file. */
+export interface ModelGraphResult {
+  root: string;
+  document: GraphDocument;
 }
 export const modelGraph = new lc.RequestType<ModelGraphParams, ModelGraphResult, void>('tvmExplorer/modelGraph');
 
@@ -347,16 +411,17 @@ export interface MemoryTimelineParams {
   bundle: string;
   bands?: number;
 }
-/** `timeline` is typed by the webview (webview/memory/types.ts); `root` is the bundle's URI. */
-export type MemoryTimelineResult = ({ root: string; peak: { step: number | null; bytes: number } } & Record<string, unknown>) | { error: string };
+/** The timeline (the webview's type: webview/memory/types.ts) and the bundle's URI. Fails
+ * (REQUEST_FAILED) when the bundle has no usable memory timeline: the message says why. */
+export interface MemoryTimelineResult extends Timeline {
+  root: string;
+}
 export const memoryTimeline = new lc.RequestType<MemoryTimelineParams, MemoryTimelineResult, void>('tvmExplorer/memoryTimeline');
 
 /** The server's command behind the "Extract Reproducer" code action (`workspace/executeCommand`). */
 export const EXTRACT_REPRODUCER_COMMAND = 'tvmExplorer.extractReproducer';
 /** What it answers: the script written, or why not (the server has shown the message). */
-export type ExtractReproducerResult =
-  | { path: string; uri: string; kernels: string[] }
-  | { error: string };
+export type ExtractReproducerResult = { path: string; uri: string; kernels: string[] } | { error: string };
 
 /** One stage document of a bundle: the model document, the last Relax, the final TIR or a
  * generated-code document (the main one first: CUDA's device code before its host code). */
@@ -373,9 +438,7 @@ export interface StageDocumentsResult {
   documents: StageDocument[];
 }
 /** The documents "Open Stages Side by Side" shows, in pipeline order. */
-export const stageDocuments = new lc.RequestType<StageDocumentsParams, StageDocumentsResult, void>(
-  'tvmExplorer/stageDocuments',
-);
+export const stageDocuments = new lc.RequestType<StageDocumentsParams, StageDocumentsResult, void>('tvmExplorer/stageDocuments');
 
 /** A layer of a stageRanges answer; `id` is its number in the bundle (`index.json`). */
 export interface StageLayer extends LayerRef {
@@ -400,9 +463,7 @@ export interface StageRangesResult {
   documents: StageRangesInDocument[];
 }
 /** The layers at a position and their ranges in the other stage documents. */
-export const stageRanges = new lc.RequestType<lc.TextDocumentPositionParams, StageRangesResult | null, void>(
-  'tvmExplorer/stageRanges',
-);
+export const stageRanges = new lc.RequestType<lc.TextDocumentPositionParams, StageRangesResult | null, void>('tvmExplorer/stageRanges');
 
 /** One side of a history step: a document and the whole lines of the layer's code in it, in
  * order (a side shows a gap line between two ranges that are not next to each other). */
@@ -442,6 +503,4 @@ export interface LayerHistoryResult {
 }
 /** Every pass that changed the code of the layer(s) at a position (docs/navigation.md,
  * "Layer history"). */
-export const layerHistory = new lc.RequestType<lc.TextDocumentPositionParams, LayerHistoryResult | null, void>(
-  'tvmExplorer/layerHistory',
-);
+export const layerHistory = new lc.RequestType<lc.TextDocumentPositionParams, LayerHistoryResult | null, void>('tvmExplorer/layerHistory');

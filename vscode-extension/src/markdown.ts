@@ -8,6 +8,7 @@
  */
 
 const PUNCTUATION = /([\\`*_{}[\]()<>#+\-.!|~:&"'=$%^@;,/?])/g;
+// eslint-disable-next-line no-control-regex -- the vertical tab and form feed break lines too
 const LINE_BREAKS = /[\r\n\u2028\u2029\u000b\u000c\u0085]+/g;
 // A lone surrogate (half of a UTF-16 pair) cannot be rendered: shown as U+FFFD.
 const LONE_SURROGATE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/g;
@@ -38,5 +39,7 @@ export function code(value: unknown): string {
  * `[label](target)` as a link, `command:` targets included: every `](` is broken by an
  * invisible zero-width space, so text from a bundle or a CLI message never becomes a link. */
 export function plain(value: unknown): string {
-  return String(value).replace(LONE_SURROGATE, '\ufffd').replace(/\]\s*\(/g, ']\u200b(');
+  return String(value)
+    .replace(LONE_SURROGATE, '\ufffd')
+    .replace(/\]\s*\(/g, ']\u200b(');
 }

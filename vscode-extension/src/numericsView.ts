@@ -6,32 +6,20 @@
  */
 import * as path from 'path';
 import * as vscode from 'vscode';
-import { Bundle, BundleRegistry } from './bundles';
-import { ServerManager } from './client';
+import { Bundle, BundleTree } from './bundles';
 import type { Ctx } from './ctx';
 import * as ext from './lsp_ext';
 import * as md from './markdown';
 import { untrustedMarkdown } from './tooltip';
 
 export type NumericsNode =
-  | { kind: 'bundle'; bundle: Bundle; result: ext.NumericsResult }
-  | { kind: 'layer'; bundle: Bundle; layer: ext.NumericsLayer };
+  { kind: 'bundle'; bundle: Bundle; result: ext.NumericsResult } | { kind: 'layer'; bundle: Bundle; layer: ext.NumericsLayer };
 
-export class NumericsTreeProvider implements vscode.TreeDataProvider<NumericsNode>, vscode.Disposable {
-  private readonly changed = new vscode.EventEmitter<NumericsNode | undefined>();
-  readonly onDidChangeTreeData = this.changed.event;
-  private readonly disposables: vscode.Disposable[] = [];
+export class NumericsTreeProvider extends BundleTree<NumericsNode> {
   /** Bumped on every change of the bundle list: a drawing begun before it is stale. */
   private generation = 0;
   private retries = 0;
   private retry: ReturnType<typeof setTimeout> | undefined;
-
-  constructor(
-    private readonly registry: BundleRegistry,
-    private readonly server: ServerManager,
-  ) {
-    this.disposables.push(registry.onDidChange(() => this.refresh()), this.changed);
-  }
 
   /** Draws the view again (a bundle was loaded, reloaded or removed). */
   refresh(): void {
@@ -96,12 +84,11 @@ export class NumericsTreeProvider implements vscode.TreeDataProvider<NumericsNod
         return item;
       }
       const first = result.layers.find((l) => l.first);
-      item.description = first
-        ? `first divergence: ${layerWord(bundle.info.model)} ${first.op_index} ${first.opcode}`
-        : 'no divergence';
-      item.tooltip = `against the ${result.reference}\ninputs: ${result.inputs}\nmode: ${result.mode}`
-        + (result.headline ? `\n${result.headline}` : '')
-        + (result.budgets?.length ? `\n${result.budgets.join('\n')}` : '');
+      item.description = first ? `first divergence: ${layerWord(bundle.info.model)} ${first.op_index} ${first.opcode}` : 'no divergence';
+      item.tooltip =
+        `against the ${result.reference}\ninputs: ${result.inputs}\nmode: ${result.mode}` +
+        (result.headline ? `\n${result.headline}` : '') +
+        (result.budgets?.length ? `\n${result.budgets.join('\n')}` : '');
       item.iconPath = first
         ? new vscode.ThemeIcon('warning', new vscode.ThemeColor('problemsWarningIcon.foreground'))
         : new vscode.ThemeIcon('pass', new vscode.ThemeColor('testing.iconPassed'));
@@ -144,7 +131,7 @@ export class NumericsTreeProvider implements vscode.TreeDataProvider<NumericsNod
 
   dispose(): void {
     clearTimeout(this.retry);
-    this.disposables.forEach((d) => d.dispose());
+    super.dispose();
   }
 }
 

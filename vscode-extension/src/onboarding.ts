@@ -10,7 +10,7 @@ import { bisectModelCommand } from './bisect';
 import { reduceModelCommand } from './reduce';
 import { compileModelCommand } from './compile';
 import type { Cmd, Ctx } from './ctx';
-import { kernelStart } from './kernelStart';
+import * as ext from './lsp_ext';
 import {
   CompileLensProvider,
   GRAPH_VIEW_TYPE,
@@ -52,8 +52,7 @@ export function registerOnboarding(ctx: Ctx): void {
 
 /** "Compile Model…": a new bundle opens and shows in the pass view. */
 export function compileModel(ctx: Ctx): Cmd {
-  return (uri?: vscode.Uri) =>
-    compileModelCommand(uri ?? activeModelFile(), ctx, (bundle) => openCompiledBundle(ctx, bundle));
+  return (uri?: vscode.Uri) => compileModelCommand(uri ?? activeModelFile(), ctx, (bundle) => openCompiledBundle(ctx, bundle));
 }
 
 /** "Bisect Model…": the bisected bundle opens in the pass view, its culprit marked. */
@@ -69,8 +68,7 @@ export function bisectModel(ctx: Ctx): Cmd {
 /** "Reduce Model…": the smallest model that still fails the same way; its report opens, and
  * its bundle (when the reduced model builds) is offered as "Open Bundle". */
 export function reduceModel(ctx: Ctx): Cmd {
-  return (uri?: vscode.Uri) =>
-    reduceModelCommand(uri ?? activeModelFile(), ctx, undefined, (bundle) => openCompiledBundle(ctx, bundle));
+  return (uri?: vscode.Uri) => reduceModelCommand(uri ?? activeModelFile(), ctx, undefined, (bundle) => openCompiledBundle(ctx, bundle));
 }
 
 function activeModelFile(): vscode.Uri | undefined {
@@ -83,13 +81,24 @@ function syncModelContext(): void {
   void vscode.commands.executeCommand('setContext', 'tvmExplorer.modelDocumentActive', active);
 }
 
+/** Where the server says `doc` (a generated-code document) opens, once it has loaded its
+ * bundle (the request waits for that); undefined without costs or a server. */
+async function kernelStartOf(ctx: Ctx, doc: string): Promise<ext.KernelStartResult | undefined> {
+  const client = await ctx.server.ready();
+  try {
+    return (await client?.sendRequest(ext.kernelStart, { uri: vscode.Uri.file(doc).toString() })) ?? undefined;
+  } catch {
+    return undefined; // opened at its top, as without costs
+  }
+}
+
 /** Opens a freshly compiled bundle (its generated code at the hottest or first kernel) and
  * shows it in the pass view once the server has it. */
 async function openCompiledBundle(ctx: Ctx, bundle: string): Promise<void> {
   const { registry, passTree: tree, passView: view } = ctx;
   const first = FIRST_DOCUMENTS.map((rel) => path.join(bundle, rel)).find((p) => fs.existsSync(p));
-  const start = first ? kernelStart(bundle, first) : undefined;
-  const at = start ? new vscode.Range(start.line, 0, start.line, 0) : undefined;
+  let start: ext.KernelStartResult | undefined;
+  let at: vscode.Range | undefined;
   const open = async () => {
     const editor = await ctx.largeFiles.showDocumentAt(vscode.Uri.file(first!), { preview: false, selection: at });
     if (at) {
@@ -99,6 +108,12 @@ async function openCompiledBundle(ctx: Ctx, bundle: string): Promise<void> {
   if (first) {
     // Opening a document of a bundle outside the workspace also makes the server load it.
     await open();
+    start = await kernelStartOf(ctx, first);
+    const line = start?.range.start.line;
+    at = line === undefined ? undefined : new vscode.Range(line, 0, line, 0);
+    if (at) {
+      await open();
+    }
   }
   const deadline = Date.now() + 60000;
   const dir = vscode.Uri.file(bundle).fsPath;
@@ -118,7 +133,9 @@ async function openCompiledBundle(ctx: Ctx, bundle: string): Promise<void> {
     await open(); // focus back
     if (start) {
       vscode.window.setStatusBarMessage(
-        `TVM Explorer: opened at the ${start.profiled ? 'hottest' : 'first'} kernel, ${start.kernel}`, 15000);
+        `TVM Explorer: opened at the ${start.profiled ? 'hottest' : 'first'} kernel, ${start.kernel}`,
+        15000,
+      );
     }
   }
 }

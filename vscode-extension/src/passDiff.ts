@@ -110,9 +110,7 @@ export class PassDiffs implements vscode.Disposable {
     const earlier = passes.filter((p) => p.index < cur.pass.index);
     const next = delta > 0 ? later[0] : earlier[earlier.length - 1];
     if (!next) {
-      void vscode.window.showInformationMessage(
-        md.plain(`TVM Explorer: no ${delta > 0 ? 'later' : 'earlier'} pass.`),
-      );
+      void vscode.window.showInformationMessage(md.plain(`TVM Explorer: no ${delta > 0 ? 'later' : 'earlier'} pass.`));
       return;
     }
     await this.show(cur.bundle, next);
@@ -163,8 +161,10 @@ export class PassDiffs implements vscode.Disposable {
     this.open.set(right.toString(), { bundle, pass, page });
     this.current = { bundle, pass, page };
     const input = vscode.window.tabGroups.activeTabGroup.activeTab?.input;
-    const showing = input instanceof vscode.TabInputTextDiff
-      && input.original.toString() === left.toString() && input.modified.toString() === right.toString();
+    const showing =
+      input instanceof vscode.TabInputTextDiff &&
+      input.original.toString() === left.toString() &&
+      input.modified.toString() === right.toString();
     if (files.before) {
       this.sides.prepare(files.before, files.after, page);
     }
@@ -172,10 +172,20 @@ export class PassDiffs implements vscode.Disposable {
       // A new diff input stays blank until VS Code has diffed its two texts (seconds for a
       // multi-MB TIR pass): open it on empty sides, then write the texts in place, which shows
       // them at once and marks the differences when the diff is done.
-      await this.sides.show([[left, undefined], [right, undefined]]);
+      await this.sides.show([
+        [left, undefined],
+        [right, undefined],
+      ]);
       await vscode.commands.executeCommand('vscode.diff', left, right, tabTitle(bundle), { preview: true });
     }
-    await this.sides.show([[left, files.before], [right, files.after]], () => this.revealFirstChange(left, right), page);
+    await this.sides.show(
+      [
+        [left, files.before],
+        [right, files.after],
+      ],
+      () => this.revealFirstChange(left, right),
+      page,
+    );
     this.updateActive();
     void this.loadNeighbours(bundle, pass);
     const node = this.tree.nodeOf(bundle, pass);

@@ -7,10 +7,15 @@
  * multi-MB TIR document VS Code needs seconds to compute it; here both sides hold only what
  * changed, so the diff is small, paired by name, and its first change is near the top.
  *
+ * Which functions there are, where each lies and which the pass changed is the server's answer
+ * (`tvmExplorer/passDiffAlignment`, from its index of the documents); this module only lays the
+ * sides out for VS Code's diff: pages, notes, changes too big to compare character by character.
+ *
  * A side's lines map back to its file by segments (`Segment`), so that hovers, definitions and
  * "Open This Pass's Document" answer for the file's own lines.
  */
 import { lineEdits } from './lineEdits';
+import type { PassDiffAlignmentResult } from './lsp_ext';
 
 /** Lines [side, side + count) of a side are lines [file, file + count) of its file. */
 export interface Segment {
@@ -61,7 +66,8 @@ export const PAGE_COST = 40_000_000;
 /** Most lines of a side of one page (VS Code lines the sides up in time growing with both). */
 export const PAGE_LINES = 4000;
 
-/** A pass diff this short, and within `PAGE_COST`, is one page whatever it holds. */
+/** A pass diff this short, and within `PAGE_COST`, is one page, unless it holds functions the pass
+ * removed beside others (see `alignByFunction`). */
 export const SMALL_LINES = 1000;
 
 /** A change costing more than this is split when the diff is paged (see `PAGE_COST`). */
@@ -108,54 +114,34 @@ interface Block {
   end: number;
 }
 
-/** A function starts at its decorator (`    @R.function`) or, without one, at `    def name(`. */
-const DECORATOR = /^ {4}@/;
-const DEF = /^ {4}def ([A-Za-z_][\w]*)\s*\(/;
-
-/** The header's length and the functions of an IR document (lines split on '\n'). */
-export function splitFunctions(lines: string[]): { header: number; blocks: Block[] } | undefined {
-  const starts: { start: number; name: string }[] = [];
-  let pending = -1;
-  for (let i = 0; i < lines.length; i++) {
-    const line = lines[i];
-    if (DECORATOR.test(line)) {
-      if (pending < 0) {
-        pending = i;
-      }
-      continue;
-    }
-    const def = DEF.exec(line);
-    if (def) {
-      starts.push({ start: pending >= 0 ? pending : i, name: def[1] });
-    }
-    pending = -1;
-  }
-  if (!starts.length) {
-    return undefined;
-  }
-  const seen = new Map<string, number>();
-  const blocks = starts.map(({ start, name }, k) => {
-    const n = seen.get(name) ?? 0;
-    seen.set(name, n + 1);
-    let end = k + 1 < starts.length ? starts[k + 1].start : lines.length;
-    while (end > start + 1 && lines[end - 1].trim() === '') {
-      end--; // the blank lines between functions are not part of either
-    }
-    return { key: n ? `${name}#${n}` : name, start, end };
-  });
-  return { header: starts[0].start, blocks };
+/** Lines [start, end) of a range of the server's (its last line whole, ending mid-line). */
+function linesOf(range: { start: { line: number }; end: { line: number; character: number } }): { start: number; end: number } {
+  return { start: range.start.line, end: range.end.line + (range.end.character > 0 ? 1 : 0) };
 }
 
-function same(a: string[], x: Block, b: string[], y: Block): boolean {
-  if (x.end - x.start !== y.end - y.start) {
-    return false;
-  }
-  for (let i = 0; i < x.end - x.start; i++) {
-    if (a[x.start + i] !== b[y.start + i]) {
-      return false;
+/** The functions of each side as line blocks by name, and the lines of each side's header;
+ * undefined when either side has no function or the alignment does not fit the texts (a file
+ * changed since the server read it). */
+function blocksOf(
+  alignment: PassDiffAlignmentResult,
+  a: string[],
+  b: string[],
+): { inA: Map<string, Block>; inB: Map<string, Block>; headers: [number, number] } | undefined {
+  const inA = new Map<string, Block>();
+  const inB = new Map<string, Block>();
+  for (const f of alignment.functions) {
+    if (f.before) {
+      inA.set(f.name, { key: f.name, ...linesOf(f.before) });
+    }
+    if (f.after) {
+      inB.set(f.name, { key: f.name, ...linesOf(f.after) });
     }
   }
-  return true;
+  const fits = (blocks: Map<string, Block>, lines: string[]) => [...blocks.values()].every((x) => x.end <= lines.length);
+  if (!inA.size || !inB.size || !fits(inA, a) || !fits(inB, b)) {
+    return undefined;
+  }
+  return { inA, inB, headers: [alignment.before_header.end.line, alignment.after_header.end.line] };
 }
 
 class SideBuilder {
@@ -215,14 +201,6 @@ interface Part {
   of: number;
 }
 
-const chars = (lines: string[], start: number, end: number) => {
-  let n = 0;
-  for (let i = start; i < end; i++) {
-    n += lines[i].length + 1;
-  }
-  return n;
-};
-
 interface Hunk {
   aStart: number;
   aEnd: number;
@@ -247,7 +225,12 @@ function hunksOf(a: string[], x: Block, b: string[], y: Block): Hunk[] {
   const big = (g: (typeof found)[number]) => g.aEnd - g.aStart + g.bEnd - g.bStart > 5;
   for (const h of found) {
     const last = joined[joined.length - 1];
-    const between = last ? a.slice(x.start + last.aEnd, x.start + h.aStart).join('').replace(/\s/g, '').length : Infinity;
+    const between = last
+      ? a
+          .slice(x.start + last.aEnd, x.start + h.aStart)
+          .join('')
+          .replace(/\s/g, '').length
+      : Infinity;
     if (last && between <= 4 && (big(last) || big(h))) {
       joined[joined.length - 1] = { aStart: last.aStart, aEnd: h.aEnd, bStart: last.bStart, bEnd: h.bEnd };
     } else {
@@ -262,13 +245,21 @@ function hunksOf(a: string[], x: Block, b: string[], y: Block): Hunk[] {
   });
 }
 
-
 /**
  * A changed, added or removed function as parts: whole, or, when `paged`, cut between two
  * changes (in the middle of the same lines between them) where its cost reaches `budget`,
  * its changes costing more than `split` shown as a deletion and an insertion.
  */
-function partsOf(key: string, a: string[], x: Block | undefined, b: string[], y: Block | undefined, paged: boolean, budget: number, split: number): Part[] {
+function partsOf(
+  key: string,
+  a: string[],
+  x: Block | undefined,
+  b: string[],
+  y: Block | undefined,
+  paged: boolean,
+  budget: number,
+  split: number,
+): Part[] {
   if (!x || !y) {
     const piece: Piece = x ? { x: [x.start, x.end], y: [0, 0] } : { x: [0, 0], y: [y!.start, y!.end] };
     const block = (x ?? y)!;
@@ -313,39 +304,46 @@ function partsOf(key: string, a: string[], x: Block | undefined, b: string[], y:
   return parts;
 }
 
-/** The aligned sides of `before` → `after`, or undefined when either has no functions; one
- * page of them when they hold more than a page (`PAGE_COST`). */
-export function alignByFunction(before: string, after: string, options: AlignOptions = {}): Aligned | undefined {
+/** The aligned sides of `before` → `after` as the server aligned their functions
+ * (`alignment`), or undefined when either has no functions; one page of them when they hold
+ * more than a page (`PAGE_COST`). */
+export function alignByFunction(
+  before: string,
+  after: string,
+  alignment: PassDiffAlignmentResult,
+  options: AlignOptions = {},
+): Aligned | undefined {
   const { page = 0, cost: budget = PAGE_COST, pageLines = PAGE_LINES, smallLines = SMALL_LINES, split = SPLIT_COST } = options;
   const a = before.split('\n');
   const b = after.split('\n');
-  const sa = splitFunctions(a);
-  const sb = splitFunctions(b);
-  if (!sa || !sb) {
+  const blocks = blocksOf(alignment, a, b);
+  if (!blocks) {
     return undefined;
   }
-  const inA = new Map(sa.blocks.map((x) => [x.key, x]));
-  const inB = new Map(sb.blocks.map((y) => [y.key, y]));
-  // The after-document's order, then the functions only before (removed). A removed function
-  // left among the others would stand beside a new one, and VS Code's line diff would pair
-  // their look-alike loops instead of the same-named pair next to them.
-  const order = [...sb.blocks.map((y) => y.key), ...sa.blocks.filter((x) => !inB.has(x.key)).map((x) => x.key)];
-  const shown = order.filter((key) => {
-    const x = inA.get(key);
-    const y = inB.get(key);
-    return !(x && y && same(a, x, b, y));
-  });
-  const unchanged = order.length - shown.length;
+  const { inA, inB, headers } = blocks;
+  // The server's order: the after-document's, then the functions only before (removed). A
+  // removed function left among the others would stand beside a new one, and VS Code's line
+  // diff would pair their look-alike loops instead of the same-named pair next to them.
+  const shown = alignment.functions.filter((f) => f.change !== 'unchanged').map((f) => f.name);
+  const unchanged = alignment.unchanged;
   const partsIn = (paged: boolean) => shown.flatMap((key) => partsOf(key, a, inA.get(key), b, inB.get(key), paged, budget, split));
   const whole = partsIn(false);
   const wholeCost = whole.reduce((n, p) => n + p.cost, 0);
   const wholeLines = whole.reduce((n, p) => n + p.lines, 0);
+  // Functions the pass removed beside functions on both sides: VS Code's line diff pairs the
+  // removed ones' lines with whatever looks alike on the other side (FuseTIR's new PrimFuncs hold
+  // the very blocks of the PrimFuncs it removed, and their lines outnumber the `# ── name ──`
+  // lines that pair a fused Relax function with its PrimFunc): the removed go on a page of their own.
+  const kindsOf = new Set(whole.map((p) => p.kind));
+  const removedBeside = kindsOf.has('removed') && kindsOf.size > 1 && Number.isFinite(pageLines);
   let pages: Part[][];
-  if (wholeCost <= budget && wholeLines <= smallLines) {
+  const small = wholeCost <= budget && wholeLines <= smallLines;
+  if (small && !removedBeside) {
     pages = [whole];
   } else {
-    // Changed functions, then added ones, then removed ones, each kind on pages of its own.
-    const parts = partsIn(true);
+    // Changed functions, then added ones, then removed ones, each kind on pages of its own (a
+    // small diff paged for its removed functions only: its changes whole, compared as they are).
+    const parts = small ? whole : partsIn(true);
     const kinds: Kind[] = ['changed', 'added', 'removed'];
     pages = [];
     for (const kind of kinds) {
@@ -378,8 +376,8 @@ export function alignByFunction(before: string, after: string, options: AlignOpt
   note += " (Open This Pass's Document shows the whole file)";
   const left = new SideBuilder(a);
   const right = new SideBuilder(b);
-  left.copy(0, sa.header);
-  right.copy(0, sb.header);
+  left.copy(0, headers[0]);
+  right.copy(0, headers[1]);
   left.note(note);
   right.note(note);
   for (const part of pages[at]) {

@@ -7,7 +7,8 @@
  * until the new diff is computed and laid out.
  *
  * Between two IR documents (Relax, TIR) the sides hold only the functions the pass changed,
- * aligned by name (passDiffAlign.ts); otherwise a side's text is its whole file. Either way a
+ * aligned by name as the server says (`tvmExplorer/passDiffAlignment`, laid out by
+ * passDiffAlign.ts); otherwise (or with no server to ask) a side's text is its whole file. Either way a
  * side's lines map to lines of its file (`fileRange`), so language features at a position of a
  * side are the server's answers for that file at the mapped position (`registerSideFeatures`),
  * and commands that ask the server about the cursor use `bundleFileOf` and `cursorParams`.
@@ -17,6 +18,7 @@ import * as vscode from 'vscode';
 import * as lc from 'vscode-languageclient/node';
 import { ServerManager } from './client';
 import { LineEdit, lineEdits } from './lineEdits';
+import * as ext from './lsp_ext';
 import { alignByFunction, firstColumnOf, firstDifference, Segment, toFileLine, toSideLine } from './passDiffAlign';
 
 export const PASSDIFF_SCHEME = 'tvm-explorer-passdiff';
@@ -46,6 +48,8 @@ export class PassDiffSides implements vscode.TextDocumentContentProvider, vscode
   private readonly sideTexts = new Map<string, string>();
   /** The sides of diffs by `<before>|<after>`: the shown one and those of the next steps. */
   private readonly pairs = new Map<string, Promise<PairContents>>();
+  /** The server's alignment of the functions of those diffs' documents, by `<before>|<after>`. */
+  private readonly alignments = new Map<string, Promise<ext.PassDiffAlignmentResult | null | undefined>>();
   private updates: Promise<void> = Promise.resolve();
   /** Line edits between files (`<from>|<to>`), worked out ahead for the likely next steps. */
   private readonly edits = new Map<string, Promise<LineEdit[]>>();
@@ -57,6 +61,11 @@ export class PassDiffSides implements vscode.TextDocumentContentProvider, vscode
   /** Where the two sides of a bundle's diff first differ (line, character), and its pages, by
    * the right side's URI. */
   private readonly firstChanges = new Map<string, { line: number; character: number; page: number; pages: number }>();
+
+  constructor(
+    private readonly server?: ServerManager,
+    private readonly output?: vscode.OutputChannel,
+  ) {}
 
   /** The bundle file a document stands for: itself, or the file a pass diff side shows now. */
   bundleFileOf(uri: vscode.Uri): vscode.Uri | undefined {
@@ -78,8 +87,7 @@ export class PassDiffSides implements vscode.TextDocumentContentProvider, vscode
     const segments = this.shownSegments.get(side.toString());
     const start = toSideLine(segments, range.start.line);
     const end = toSideLine(segments, range.end.line);
-    return start === undefined || end === undefined ? undefined
-      : new vscode.Range(start, range.start.character, end, range.end.character);
+    return start === undefined || end === undefined ? undefined : new vscode.Range(start, range.start.character, end, range.end.character);
   }
 
   /** A selection of a side as a selection of its file (for opening the file there). */
@@ -115,7 +123,6 @@ export class PassDiffSides implements vscode.TextDocumentContentProvider, vscode
     };
   }
 
-
   /**
    * Makes each side show its file (undefined: empty) and rewrites the text of the open ones
    * with line edits, all in one workspace edit (both sides change in the same frame). Firing
@@ -129,12 +136,20 @@ export class PassDiffSides implements vscode.TextDocumentContentProvider, vscode
   }
 
   /** The texts and line maps of the sides `[left, right]` showing `before` → `after`. */
-  private async sideContents(sides: [vscode.Uri, vscode.Uri | undefined][], page: number): Promise<{ text: string; segments?: Segment[] }[]> {
+  private async sideContents(
+    sides: [vscode.Uri, vscode.Uri | undefined][],
+    page: number,
+  ): Promise<{ text: string; segments?: Segment[] }[]> {
     if (sides.length !== 2) {
       return Promise.all(sides.map(async ([, file]) => ({ text: file ? await this.text(file) : '' })));
     }
     const pair = await this.pairOf(sides[0][1], sides[1][1], page);
-    this.firstChanges.set(sides[1][0].toString(), { line: pair.firstChange, character: pair.firstColumn, page: pair.page, pages: pair.pages });
+    this.firstChanges.set(sides[1][0].toString(), {
+      line: pair.firstChange,
+      character: pair.firstColumn,
+      page: pair.page,
+      pages: pair.pages,
+    });
     return pair.sides;
   }
 
@@ -149,20 +164,56 @@ export class PassDiffSides implements vscode.TextDocumentContentProvider, vscode
     const key = `${transition(before, after)}|${page}`;
     let got = this.pairs.get(key);
     if (!got) {
-      got = Promise.all([before ? this.text(before) : '', after ? this.text(after) : '']).then(([a, b]) => {
-        const aligned = isIr(before) && isIr(after) && path.extname(before!.path) === path.extname(after!.path)
-          ? alignByFunction(a, b, { page }) : undefined;
-        if (aligned) {
-          const { firstChange, firstColumn, pages } = aligned;
-          return { sides: [aligned.left, aligned.right], firstChange, firstColumn, page: aligned.page, pages };
-        }
-        const [left, right] = [a.split('\n'), b.split('\n')];
-        const firstChange = firstDifference(left, right);
-        const firstColumn = firstChange >= 0 ? firstColumnOf(left[firstChange] ?? '', right[firstChange] ?? '') : 0;
-        return { sides: [{ text: a }, { text: b }], firstChange, firstColumn, page: 0, pages: 1 };
-      });
+      got = Promise.all([before ? this.text(before) : '', after ? this.text(after) : '', this.alignmentOf(before, after)]).then(
+        ([a, b, alignment]) => {
+          if (alignment === undefined && before && after) {
+            this.pairs.delete(key); // whole documents for now: asked again when shown again
+          }
+          const aligned = alignment ? alignByFunction(a, b, alignment, { page }) : undefined;
+          if (aligned) {
+            const { firstChange, firstColumn, pages } = aligned;
+            return { sides: [aligned.left, aligned.right], firstChange, firstColumn, page: aligned.page, pages };
+          }
+          const [left, right] = [a.split('\n'), b.split('\n')];
+          const firstChange = firstDifference(left, right);
+          const firstColumn = firstChange >= 0 ? firstColumnOf(left[firstChange] ?? '', right[firstChange] ?? '') : 0;
+          return { sides: [{ text: a }, { text: b }], firstChange, firstColumn, page: 0, pages: 1 };
+        },
+      );
       got.catch(() => this.pairs.delete(key));
       this.pairs.set(key, got);
+    }
+    return got;
+  }
+
+  /**
+   * The server's alignment of the functions of `before` → `after` (asked once per pair): null
+   * when they are not two Relax or two TIR documents; undefined when no server runs or it could
+   * not answer (its message goes to the output channel). Either way the diff shows whole documents.
+   */
+  private alignmentOf(
+    before: vscode.Uri | undefined,
+    after: vscode.Uri | undefined,
+  ): Promise<ext.PassDiffAlignmentResult | null | undefined> {
+    const client = this.server?.client;
+    if (!before || !after) {
+      return Promise.resolve(null);
+    }
+    if (!client) {
+      return Promise.resolve(undefined);
+    }
+    const key = transition(before, after);
+    let got = this.alignments.get(key);
+    if (!got) {
+      const c2p = client.code2ProtocolConverter;
+      got = Promise.resolve(client.sendRequest(ext.passDiffAlignment, { before: c2p.asUri(before), after: c2p.asUri(after) })).catch(
+        (err: unknown) => {
+          this.alignments.delete(key);
+          this.output?.appendLine(`Pass diff of ${before.fsPath} and ${after.fsPath}: whole documents (${ext.failureMessage(err)})`);
+          return undefined;
+        },
+      );
+      this.alignments.set(key, got);
     }
     return got;
   }
@@ -241,11 +292,20 @@ export class PassDiffSides implements vscode.TextDocumentContentProvider, vscode
    * Reads the files of the passes around the shown one ahead, and works out the line edits of
    * the steps to them (`steps`: a side's file now → after the step); forgets the others.
    */
-  async keep(files: vscode.Uri[], steps: [vscode.Uri | undefined, vscode.Uri | undefined][], pairs: [vscode.Uri | undefined, vscode.Uri][] = []): Promise<void> {
+  async keep(
+    files: vscode.Uri[],
+    steps: [vscode.Uri | undefined, vscode.Uri | undefined][],
+    pairs: [vscode.Uri | undefined, vscode.Uri][] = [],
+  ): Promise<void> {
     const wantedPairs = new Set(pairs.map(([b, a]) => transition(b, a)));
     for (const key of [...this.pairs.keys()]) {
       if (!wantedPairs.has(key.slice(0, key.lastIndexOf('|')))) {
         this.pairs.delete(key); // every page of a wanted pair is kept
+      }
+    }
+    for (const key of [...this.alignments.keys()]) {
+      if (!wantedPairs.has(key)) {
+        this.alignments.delete(key);
       }
     }
     for (const [b, a] of pairs) {
@@ -280,6 +340,15 @@ export class PassDiffSides implements vscode.TextDocumentContentProvider, vscode
         await plan.catch(() => undefined);
       }
     }
+  }
+
+  /** Forgets the files read and the diffs worked out ahead (bundles were reloaded: a recompiled
+   * bundle has new texts and a new alignment under the same URIs). What is shown stays. */
+  forget(): void {
+    this.texts.clear();
+    this.pairs.clear();
+    this.alignments.clear();
+    this.edits.clear();
   }
 
   /** Makes `view` show `text`, lines of `file` mapped by `segments` (one function of a file too
@@ -372,6 +441,36 @@ function onSides(
 }
 
 /**
+ * Asks the server `request` about the layer at `position` of a document (of a pass diff side:
+ * at its file's line). When there is no answer it says why (the server is not running, or no
+ * layer is known there: no result, or one `found` rejects) and returns undefined.
+ */
+export async function askLayerAt<R>(
+  server: ServerManager,
+  sides: PassDiffSides,
+  request: lc.RequestType<lc.TextDocumentPositionParams, R | null, void>,
+  uri: vscode.Uri,
+  position: vscode.Position,
+  found: (result: R) => boolean,
+): Promise<R | undefined> {
+  const client = await server.ready();
+  if (!client) {
+    void vscode.window.showWarningMessage('TVM Explorer: the language server is not running.');
+    return undefined;
+  }
+  const at = sides.filePosition(uri, position) ?? position; // a side's own line: as it is
+  const result = await client.sendRequest(request, {
+    textDocument: { uri: (sides.bundleFileOf(uri) ?? uri).toString() },
+    position: { line: at.line, character: at.character },
+  });
+  if (!result || !found(result)) {
+    void vscode.window.showInformationMessage('TVM Explorer: no layer is known at this position.');
+    return undefined;
+  }
+  return result;
+}
+
+/**
  * Hover, definition, declaration (previous stage), references, highlights and links in the
  * sides of a pass diff: the server's answers for the file a side shows, at the same position.
  */
@@ -426,7 +525,10 @@ export function registerSideFeatures(server: ServerManager, sides: PassDiffSides
     vscode.languages.registerReferenceProvider(selector, {
       async provideReferences(document, position, context, token) {
         const got = await ask(lc.ReferencesRequest.type, document, position, token, { context });
-        return got && (onSides(sides, await got.convert.asReferences(got.answer, token), document.uri, got.file) as vscode.Location[] | undefined);
+        return (
+          got &&
+          (onSides(sides, await got.convert.asReferences(got.answer, token), document.uri, got.file) as vscode.Location[] | undefined)
+        );
       },
     }),
     vscode.languages.registerDocumentHighlightProvider(selector, {

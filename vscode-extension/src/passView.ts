@@ -100,10 +100,7 @@ export class PassTreeProvider implements vscode.TreeDataProvider<PassNode>, vsco
   getTreeItem(node: PassNode): vscode.TreeItem {
     if (node.kind === 'bundle') {
       const { info, dir } = node.bundle;
-      const item = new vscode.TreeItem(
-        path.basename(dir),
-        vscode.TreeItemCollapsibleState.Expanded,
-      );
+      const item = new vscode.TreeItem(path.basename(dir), vscode.TreeItemCollapsibleState.Expanded);
       item.id = `bundle:${info.uri}`;
       item.description = `${info.model} · ${info.target}`;
       const problems = info.problems ?? [];
@@ -116,10 +113,7 @@ export class PassTreeProvider implements vscode.TreeDataProvider<PassNode>, vsco
     }
     if (node.kind === 'stage') {
       const changed = node.passes.filter((p) => p.changed).length;
-      const item = new vscode.TreeItem(
-        STAGE_LABELS[node.stage] ?? node.stage,
-        vscode.TreeItemCollapsibleState.Expanded,
-      );
+      const item = new vscode.TreeItem(STAGE_LABELS[node.stage] ?? node.stage, vscode.TreeItemCollapsibleState.Expanded);
       item.id = `stage:${node.bundle.info.uri}#${node.stage}`;
       item.description = `${changed}/${node.passes.length} passes changed`;
       item.iconPath = new vscode.ThemeIcon('layers');
@@ -157,9 +151,7 @@ function passItem(bundle: Bundle, pass: PassInfo): vscode.TreeItem {
   }
   const before = pass.before ? path.basename(vscode.Uri.parse(pass.before).path) : '(nothing)';
   const after = path.basename(vscode.Uri.parse(pass.after).path);
-  item.tooltip = `${pass.stage} pass #${pass.index} ${pass.name}\n${before} → ${after}${
-    pass.changed ? '' : '\n(changed nothing)'
-  }`;
+  item.tooltip = `${pass.stage} pass #${pass.index} ${pass.name}\n${before} → ${after}${pass.changed ? '' : '\n(changed nothing)'}`;
   item.accessibilityInformation = {
     label: `${pass.name}, ${pass.stage} pass ${pass.index}, ${pass.changed ? 'changed the IR' : 'unchanged'}${
       pass.culprit ? ', culprit found by bisect' : ''
@@ -186,11 +178,7 @@ export class PassDecorations implements vscode.FileDecorationProvider {
       return undefined;
     }
     if (uri.query === 'changed') {
-      return new vscode.FileDecoration(
-        'M',
-        'changed the IR',
-        new vscode.ThemeColor('gitDecoration.modifiedResourceForeground'),
-      );
+      return new vscode.FileDecoration('M', 'changed the IR', new vscode.ThemeColor('gitDecoration.modifiedResourceForeground'));
     }
     return new vscode.FileDecoration(undefined, 'changed nothing', new vscode.ThemeColor('disabledForeground'));
   }

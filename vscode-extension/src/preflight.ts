@@ -8,13 +8,9 @@ import { ServerLaunch } from './config';
 import { serverEnvironment } from './serverProcess';
 
 /** The outcome of a preflight check; `problem` and `fix` are meant for a person. */
-export type Preflight =
-  | { ok: true }
-  | { ok: false; problem: string; fix: string; kind: 'missing' | 'package' | 'broken' };
+export type Preflight = { ok: true } | { ok: false; problem: string; fix: string; kind: 'missing' | 'package' | 'broken' };
 
-const PROBE =
-  'import importlib.util, sys; ' +
-  "sys.exit(0 if importlib.util.find_spec('tvm_explorer') else 3)";
+const PROBE = 'import importlib.util, sys; ' + "sys.exit(0 if importlib.util.find_spec('tvm_explorer') else 3)";
 
 /** Runs `<python> -c PROBE` and explains what went wrong, if anything. */
 export function preflight(launch: ServerLaunch, timeoutMs = 20000): Promise<Preflight> {

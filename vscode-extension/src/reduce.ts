@@ -10,8 +10,9 @@ import * as path from 'path';
 import * as vscode from 'vscode';
 import { pipelineSpec } from './bisect';
 import { CliHost, runCli, SHOW_OUTPUT } from './cliRun';
-import { pickModel } from './compile';
+import { askPipeline, pickModel } from './compile';
 import * as md from './markdown';
+import type { ModelKinds } from './modelKinds';
 
 /** What to reduce, as chosen by the user. */
 export interface ReduceRequest {
@@ -76,32 +77,31 @@ export function reduceProgressMessage(line: string): string | undefined {
 
 const UNTIL = [
   { label: 'the failure it has', description: 'default', until: undefined },
-  { label: 'import', description: 'TVM\'s importer raises', until: 'import' },
+  { label: 'import', description: "TVM's importer raises", until: 'import' },
   { label: 'compile', description: 'the build raises', until: 'compile' },
   { label: 'crash', description: 'a signal in a pass', until: 'crash' },
   { label: 'hang', description: 'a timeout', until: 'hang' },
 ];
 
-async function ask(modelArg: vscode.Uri | undefined): Promise<ReduceRequest | undefined> {
+async function ask(modelArg: vscode.Uri | undefined, kinds: ModelKinds): Promise<ReduceRequest | undefined> {
   const model = await pickModel(modelArg, 'Reduce Model');
   if (!model) {
     return undefined;
   }
   const name = path.basename(model);
-  if (!/\.(tflite|onnx)$/i.test(model)) {
-    void vscode.window.showErrorMessage(`TVM Explorer: ${name}: Reduce Model cuts .tflite and .onnx models; .pt2 is not supported yet.`);
+  const reducible = await kinds.reducible(model);
+  if (!reducible.ok) {
+    void vscode.window.showErrorMessage(`TVM Explorer: ${name}: ${reducible.why}`);
     return undefined;
   }
   const until = await vscode.window.showQuickPick(UNTIL, { title: `Reduce ${name} (1/2): the failure to keep` });
   if (!until) {
     return undefined;
   }
-  const pipeline = await vscode.window.showInputBox({
-    title: `Reduce ${name} (2/2): Relax pipeline (empty: TVM's for the target)`,
-    prompt: 'MODULE:FUNCTION (a MODULE.py beside the model, or installed) or FILE.py:FUNCTION',
-    validateInput: (text) => (!text.trim() || /^([\w.]+|.+\.py):[\w.]+$/.test(text.trim())
-      ? undefined : 'MODULE:FUNCTION or FILE.py:FUNCTION, e.g. my_pipelines:fused_cpu'),
-  });
+  const pipeline = await askPipeline(
+    `Reduce ${name} (2/2): Relax pipeline (empty: TVM's for the target)`,
+    'MODULE:FUNCTION (a MODULE.py beside the model, or installed) or FILE.py:FUNCTION',
+  );
   if (pipeline === undefined) {
     return undefined;
   }
@@ -123,26 +123,29 @@ export async function reduceModelCommand(
   openBundle?: (bundle: string) => Promise<void>,
 ): Promise<void> {
   const model = preset && modelArg ? modelArg.fsPath : undefined;
-  const req = model ? { model, output: defaultReduceOutput(model), ...preset } : await ask(modelArg);
+  const req = model ? { model, output: defaultReduceOutput(model), ...preset } : await ask(modelArg, host.kinds);
   if (!req) {
     return;
   }
   const name = path.basename(req.model);
-  const outcome = await runCli({
-    label: 'Reduce',
-    title: `Reducing ${name}`,
-    args: reduceArgs(req),
-    cwd: path.dirname(req.model),
-    initialMessage: 'running the original model…',
-    onLine: (line, progress) => {
-      const message = reduceProgressMessage(line);
-      if (message) {
-        progress.report({ message });
-      }
-      return message !== undefined;
+  const outcome = await runCli(
+    {
+      label: 'Reduce',
+      title: `Reducing ${name}`,
+      args: reduceArgs(req),
+      cwd: path.dirname(req.model),
+      initialMessage: 'running the original model…',
+      onLine: (line, progress) => {
+        const message = reduceProgressMessage(line);
+        if (message) {
+          progress.report({ message });
+        }
+        return message !== undefined;
+      },
+      cancelledMessage: `cancelled; the best model so far is in ${path.basename(req.output, path.extname(req.output))}.partial${path.extname(req.output)}`,
     },
-    cancelledMessage: `cancelled; the best model so far is in ${path.basename(req.output, path.extname(req.output))}.partial${path.extname(req.output)}`,
-  }, host);
+    host,
+  );
   if (!outcome) {
     return;
   }

@@ -3,17 +3,17 @@
  * (layer or any indexed position → every place sharing its origins, in the references peek).
  */
 import * as vscode from 'vscode';
+import { commandPosition, editorAndClient } from './activeCursor';
 import type { Ctx } from './ctx';
 import * as ext from './lsp_ext';
 
 /** Opens the model document at the layer the cursor's text came from (asks if several). */
 export async function revealInModel(ctx: Ctx): Promise<void> {
-  const editor = vscode.window.activeTextEditor;
-  const client = ctx.server.client;
-  if (!editor || !client) {
-    void vscode.window.showWarningMessage('TVM Explorer: no bundle document or no running server.');
+  const active = editorAndClient(ctx);
+  if (!active) {
     return;
   }
+  const { editor, client } = active;
   const params = ctx.sides.cursorParams(client, editor);
   const result = await client.sendRequest(ext.origins, params);
   const found = [...(result?.origins ?? [])].sort((a, b) => Number(b.is_output) - Number(a.is_output));
@@ -52,20 +52,13 @@ export async function revealInModel(ctx: Ctx): Promise<void> {
  * string, `{line, character}`). The server's code lenses open the Layer Places view instead
  * (`tvmExplorer.showReferences`, layerPlaces.ts).
  */
-export async function showPlaces(
-  uriArg?: string | vscode.Uri,
-  positionArg?: { line: number; character: number },
-): Promise<void> {
-  const editor = vscode.window.activeTextEditor;
-  const uri = uriArg ? (typeof uriArg === 'string' ? vscode.Uri.parse(uriArg) : uriArg) : editor?.document.uri;
-  const position = positionArg
-    ? new vscode.Position(positionArg.line, positionArg.character)
-    : editor?.selection.active;
-  if (!uri || !position) {
+export async function showPlaces(uriArg?: string | vscode.Uri, positionArg?: { line: number; character: number }): Promise<void> {
+  const at = commandPosition(uriArg, positionArg);
+  if (!at) {
     return;
   }
-  const locations =
-    (await vscode.commands.executeCommand<vscode.Location[]>('vscode.executeReferenceProvider', uri, position)) ?? [];
+  const { uri, position } = at;
+  const locations = (await vscode.commands.executeCommand<vscode.Location[]>('vscode.executeReferenceProvider', uri, position)) ?? [];
   if (locations.length === 0) {
     void vscode.window.showInformationMessage('TVM Explorer: no places are known for this position.');
     return;

@@ -169,8 +169,8 @@ export class StageSync implements vscode.Disposable {
     const bundles = this.registry.list();
     const asUri = (t: vscode.Uri | string) => (typeof t === 'string' ? vscode.Uri.parse(t) : t);
     const from = target ? asUri(target) : vscode.window.activeTextEditor?.document.uri;
-    const file = from ? this.sides.bundleFileOf(from) ?? from : undefined;
-    const own = file ? this.registry.bundleOf(file) ?? bundles.find((b) => b.dir === file.fsPath) : undefined;
+    const file = from ? (this.sides.bundleFileOf(from) ?? from) : undefined;
+    const own = file ? (this.registry.bundleOf(file) ?? bundles.find((b) => b.dir === file.fsPath)) : undefined;
     if (own) {
       return own.info.uri;
     }
@@ -273,7 +273,10 @@ export class StageSync implements vscode.Disposable {
     this.painted = painted;
     const layers = result?.layers ?? [];
     this.status.text = layers.length
-      ? `$(split-horizontal) ${layers.slice(0, 2).map((l) => `${l.opcode} ${l.name}`).join(', ')}${layers.length > 2 ? ` +${layers.length - 2}` : ''}`
+      ? `$(split-horizontal) ${layers
+          .slice(0, 2)
+          .map((l) => `${l.opcode} ${l.name}`)
+          .join(', ')}${layers.length > 2 ? ` +${layers.length - 2}` : ''}`
       : '$(split-horizontal) Stages in sync';
     // What the highlighted functions that are not the layers' kernels hold of them.
     const notes = [...new Set((result?.documents ?? []).flatMap((d) => (d.notes ?? []).map((n) => n.text)))];

@@ -33,8 +33,10 @@ export function refusedInRestrictedMode(file: string, what: string, output: vsco
   output.appendLine(`${what}: ${file}: not offered in Restricted Mode (a PyTorch file is loaded by PyTorch's deserializer)`);
   void vscode.window
     .showErrorMessage(
-      md.plain(`TVM Explorer: ${what} is not offered for ${name} in Restricted Mode: loading a PyTorch .pt2 runs `
-        + `PyTorch's deserializer on the file. Trust this workspace first, if you trust where the file came from.`),
+      md.plain(
+        `TVM Explorer: ${what} is not offered for ${name} in Restricted Mode: loading a PyTorch .pt2 runs ` +
+          `PyTorch's deserializer on the file. Trust this workspace first, if you trust where the file came from.`,
+      ),
       MANAGE_TRUST,
     )
     .then((choice) => {

@@ -5,13 +5,15 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import tvm
 
 from tvm_explorer.bundle.writer import BundleWriter
-from tvm_explorer.capture.codegen import index_llvm, index_source
+from tvm_explorer.capture.codegen import CodeCoverage, index_llvm, index_source
 from tvm_explorer.capture.compile_recorder import CaptureSession
 from tvm_explorer.capture.exact import ExactOrigins
 from tvm_explorer.capture.pipeline import TARGETS, build, generated_sources, make_target
@@ -19,11 +21,16 @@ from tvm_explorer.capture.progress import Listener, Progress, plan_steps
 from tvm_explorer.capture.schedules import ScheduleRecorder
 from tvm_explorer.costs.record import CostRecorder
 from tvm_explorer.errors import ExplorerError
-from tvm_explorer.frontends import import_any, layer_table, load_any
-from tvm_explorer.frontends.tflite.loader import LoadedModel
+from tvm_explorer.frontends import from_memory, import_any, layer_table, load_any, load_as
+from tvm_explorer.frontends.model import Model
 from tvm_explorer.memory.record import MemoryRecorder
 from tvm_explorer.provenance import OriginTable
 from tvm_explorer.version import __version__
+
+if TYPE_CHECKING:
+    from tvm_explorer.bundle.index import Range
+    from tvm_explorer.bundle.sections.tuning import TuningDocument
+    from tvm_explorer.tuning.pipeline import TuningRun
 
 _CODE_DOCUMENTS = {"c": "code/module.c", "cuda": "code/device.cu", "ll": "code/host.ll"}
 
@@ -41,11 +48,11 @@ class CompileResult:
     passes: int
     documents: int
     _coverage: dict | None = field(default_factory=dict, repr=False)
-    _compute_coverage: object = field(default=None, repr=False)
+    _compute_coverage: Callable[[], dict] | None = field(default=None, repr=False)
     costs: dict | None = None  # costs.json as written (see costs/)
     memory: dict | None = None  # memory.json as written (see memory/)
     memory_failure: str | None = None  # why no memory.json was written (a bug of ours)
-    tuning: dict | None = None  # tuning.json as written (compile --tune; see tuning/)
+    tuning: TuningDocument | None = None  # tuning.json as written (compile --tune; see tuning/)
 
     @property
     def coverage(self) -> dict:
@@ -56,20 +63,27 @@ class CompileResult:
         return self._coverage
 
 
-def _layer_table(model: LoadedModel) -> list[dict]:
+def _loaded(model: str | os.PathLike | Model) -> Model:
+    """``model`` read by its kind's frontend, unless it is a model already loaded."""
+    return load_any(model) if isinstance(model, (str, os.PathLike)) else model
+
+
+def _layer_table(model: Model) -> list[dict]:
     return layer_table(model)
 
 
 def _add_generated_code(session: CaptureSession, executable, target: str, sass: str | None = None) -> dict:
     """Write the generated source documents with line-level provenance (and, with ``sass``,
     the CUDA's machine code for that GPU architecture, joined to the same provenance)."""
-    coverage = {}
+    coverage: dict[str, dict[str, int]] = {}
     sources = generated_sources(executable, target)
     index = session.pass_index
     for kind, text in sorted(sources.items()):
         path = _CODE_DOCUMENTS[kind]
         if session.progress is not None:
             session.progress.begin("code", f"codegen ({kind})")
+        ranges: list[Range]
+        cov: CodeCoverage | None
         if session.final_tir is None:
             ranges, cov = [], None
         elif kind == "ll":
@@ -97,13 +111,15 @@ def _add_generated_code(session: CaptureSession, executable, target: str, sass: 
         if session.progress is not None:
             session.progress.step("code", f"codegen ({kind})")
         if sass and kind == "cuda" and session.writer is not None:
-            _add_machine_code(session, text, ranges, path, sass, index)
+            _add_machine_code(session, session.writer, text, ranges, path, sass, index)
             index += 1
     session.pass_index = index
     return coverage
 
 
-def _add_machine_code(session: CaptureSession, text: str, ranges, path: str, arch: str, index: int) -> None:
+def _add_machine_code(
+    session: CaptureSession, writer: BundleWriter, text: str, ranges: list[Range], path: str, arch: str, index: int
+) -> None:
     """The SASS document of ``--sass ARCH`` (after its CUDA document) and ``sass.json``."""
     from tvm_explorer.sass.machine import SECTION, machine_code
 
@@ -111,8 +127,8 @@ def _add_machine_code(session: CaptureSession, text: str, ranges, path: str, arc
     if session.progress is not None:
         session.progress.begin("code", f"{name}: nvcc and nvdisasm")
     got = machine_code(text, ranges, session.origins.layers, arch, cuda_path=path)
-    session.writer.add_document(got.path, got.text, got.ranges, "code", pass_index=index, source=path)
-    session.writer.passes.append(
+    writer.add_document(got.path, got.text, got.ranges, "code", pass_index=index, source=path)
+    writer.passes.append(
         {
             "index": index,
             "stage": "code",
@@ -124,7 +140,7 @@ def _add_machine_code(session: CaptureSession, text: str, ranges, path: str, arc
             "attributed": sum(1 for r in got.ranges if r.origin_set),
         }
     )
-    session.writer.add_file(SECTION, json.dumps(got.section, indent=1))
+    writer.add_file(SECTION, json.dumps(got.section, indent=1))
     if session.progress is not None:
         session.progress.step("code", name)
 
@@ -137,16 +153,19 @@ def _add_schedule_traces(session: CaptureSession) -> None:
         session.writer.traces.append(entry)
 
 
-def _add_tuning_ledger(session: CaptureSession, tuning) -> dict:
+def _add_tuning_ledger(session: CaptureSession, writer: BundleWriter, tuning: TuningRun) -> TuningDocument:
     """``tuning.json``: per kernel tuned / untuned / miss / build failed, default and tuned time
     measured side by side now (docs/tuning.md)."""
     from tvm_explorer.tuning.ledger import SECTION, document
 
     if session.progress is not None:
         session.progress.begin("run", "tuning ledger: timing default and tuned kernels")
-    traces = {entry["primfunc"]: entry["path"] for entry in session.writer.traces} if session.writer else {}
+    from tvm_explorer.capture.schedules import METASCHEDULE
+
+    # on cuda the untuned kernels have dlight's traces: the ledger names the tuned ones'
+    traces = {entry["primfunc"]: entry["path"] for entry in writer.traces if entry["rule"] == METASCHEDULE}
     doc = document(tuning, traces)
-    session.writer.add_file(SECTION, json.dumps(doc, indent=1))
+    writer.add_file(SECTION, json.dumps(doc, indent=1))
     return doc
 
 
@@ -164,7 +183,7 @@ def _finish_memory(memory: MemoryRecorder, session: CaptureSession, costs: CostR
     memory.finish(session, target, costs.allocations, costs.allocations_why_not, reference)
 
 
-def _manifest(model: LoadedModel, target: str, options: dict) -> dict:
+def _manifest(model: Model, target: str, options: dict) -> dict:
     return {
         "tool": {"tvm_explorer": __version__, "tvm": tvm.__version__},
         "model": {
@@ -182,7 +201,7 @@ def _manifest(model: LoadedModel, target: str, options: dict) -> dict:
 
 
 def compile_model(
-    model_path: str | os.PathLike,
+    model_path: str | os.PathLike | Model,
     bundle: str | os.PathLike | None,
     target: str = "c",
     *,
@@ -222,7 +241,7 @@ def compile_model(
     """
     if target not in TARGETS:
         make_target(target)  # raises the clear error
-    model = model_path if hasattr(model_path, "layers") else load_any(model_path)
+    model = _loaded(model_path)
     user_pipeline = None
     if pipeline:
         from tvm_explorer.capture.custom_pipeline import make_pipeline
@@ -250,8 +269,13 @@ def compile_model(
         if tune is not None:
             from tvm_explorer.tuning.pipeline import TuningRun
 
-            tuning = TuningRun(tune, target, origins, model.layers, session.progress)
-            user_pipeline = tuning.pipeline(make_target(target))
+            gpu = None
+            if target == "cuda":
+                from tvm_explorer.costs.gpu import cuda_plan
+
+                gpu = cuda_plan()[0]
+            tuning = TuningRun(tune, target, origins, model.layers, session.progress, gpu)
+            user_pipeline = tuning.pipeline(make_target(target, gpu.arch if gpu is not None else None))
             if writer is not None and schedule_records:
                 session.schedules = tuning.schedules = ScheduleRecorder()
         if user_pipeline is not None:
@@ -261,17 +285,19 @@ def compile_model(
         session.write_model_document()
         mod = import_any(model, origins)
         session.record("import", mod, "relax")
-        instruments = [session.instrument()]
+        instruments: list[object] = [session.instrument()]
         if exact_origins:
             instruments.insert(0, ExactOrigins())
         if schedule_records and target == "cuda" and writer is not None:
             session.schedules = ScheduleRecorder()
             instruments.append(session.schedules.instrument())
+            if tuning is not None:  # one recorder: MetaSchedule's traces, and dlight's for the rest
+                tuning.schedules = session.schedules
         if costs is not None:
             instruments = costs.wrap(instruments)
         plan = costs.plan_build(target) if costs is not None else None
         try:
-            if session.schedules is not None and tuning is None:
+            if session.schedules is not None and (tuning is None or target == "cuda"):
                 with session.schedules:
                     executable = build(mod, target, instruments, user_pipeline, plan)
             else:
@@ -294,19 +320,24 @@ def compile_model(
             return CompileResult(
                 None, executable, session.pass_index, 0, None, lambda: _add_generated_code(session, executable, target)
             )
+        assert costs is not None and memory is not None  # made with the writer: a bundle is written
         code_cov = _add_generated_code(session, executable, target, sass)
         _add_schedule_traces(session)
-        ledger = _add_tuning_ledger(session, tuning) if tuning is not None else None
+        ledger = _add_tuning_ledger(session, writer, tuning) if tuning is not None else None
         if profile is not None and session.progress is not None:
             session.progress.starting("run", "profile: timing every kernel call")
         costs.finish(session, executable, target)
         _finish_memory(memory, session, costs, target)
         for extra_path, extra_text in (after_build(session, executable) if after_build else {}).items():
             writer.add_file(extra_path, extra_text)
-        options = {"spans": True, "exact_origins": exact_origins, "schedule_records": schedule_records}
+        options: dict[str, object] = {
+            "spans": True,
+            "exact_origins": exact_origins,
+            "schedule_records": schedule_records,
+        }
         if pipeline:
             options["pipeline"] = pipeline
-        if getattr(model, "pinned", None):
+        if model.pinned:
             options["input_shapes"] = {name: list(dims) for name, dims in model.pinned.items()}
         if sass:
             options["sass"] = sass
@@ -346,10 +377,17 @@ class Capture:
     added last. ``cap.costs`` is that document once the bundle is written.
     """
 
-    def __init__(self, model_path, bundle: str | os.PathLike, target: str | None = None, *, profile=None):
+    def __init__(
+        self,
+        model_path: str | os.PathLike | Model,
+        bundle: str | os.PathLike,
+        target: str | None = None,
+        *,
+        profile=None,
+    ):
         """``model_path``: a ``.tflite``/``.onnx``/``.pt2`` file or a model loaded by a frontend
         (see ``from_onnx`` and ``from_torch``)."""
-        self.model = model_path if hasattr(model_path, "layers") else load_any(model_path)
+        self.model = _loaded(model_path)
         self.target = target
         # Checked first: a bad --inputs file or repeat count leaves nothing written.
         self._costs = CostRecorder(self.model, profile)
@@ -359,19 +397,17 @@ class Capture:
         self._session = CaptureSession(self.model, self._writer, self._origins)
         self._memory = MemoryRecorder(self.model, self._costs.arrays)
         self._memory.listen(self._session)
-        self._ctx = None
-        self._executable = None
+        self._ctx: tvm.transform.PassContext | None = None
+        self._executable: tvm.runtime.Executable | None = None
         self.module = None
         self.bundle: Path | None = None
 
     @classmethod
     def from_onnx(cls, model, bundle: str | os.PathLike, target: str | None = None, *, profile=None) -> Capture:
         """A capture of an ONNX model: a path, or an ``onnx.ModelProto`` already in memory."""
-        from tvm_explorer.frontends.onnx.loader import load_onnx
-
         if isinstance(model, (str, os.PathLike)):
-            return cls(load_onnx(model), bundle, target, profile=profile)
-        return cls(load_onnx("model.onnx", proto=model), bundle, target, profile=profile)
+            return cls(load_as("onnx", model), bundle, target, profile=profile)
+        return cls(from_memory("onnx", model), bundle, target, profile=profile)
 
     @classmethod
     def from_torch(
@@ -386,16 +422,9 @@ class Capture:
     ) -> Capture:
         """A capture of a PyTorch program: a ``torch.export.ExportedProgram``, or an
         ``nn.Module`` exported here with ``example_args`` (a tuple of tensors)."""
-        from tvm_explorer.frontends.torch.loader import describe_program, require_torch
-
-        torch = require_torch(name)
         if bundle is None:
             raise TypeError("Capture.from_torch needs a bundle path")
-        if isinstance(program, torch.nn.Module):
-            if example_args is None:
-                raise TypeError("Capture.from_torch(module, example_args, bundle): example_args needed")
-            program = torch.export.export(program, tuple(example_args))
-        return cls(describe_program(program, name), bundle, target, profile=profile)
+        return cls(from_memory("torch", program, example_args, name), bundle, target, profile=profile)
 
     @classmethod
     def from_nn(
@@ -412,14 +441,10 @@ class Capture:
         ``spec`` as ``module.export_tvm(spec)`` takes it. Every op the module emits is a node
         with its module path and the line of your code that called it. ``name``: what the
         bundle calls the model (default: the module's class)."""
-        from tvm_explorer.frontends.nn.export import describe_nn, fingerprint
-
         if bundle is None:
             raise TypeError("Capture.from_nn needs a bundle path")
         label = name or f"{type(module).__name__}.nn"
-        model = describe_nn(module, spec, label, None)
-        model.sha256 = fingerprint(model)
-        return cls(model, bundle, target, profile=profile)
+        return cls(from_memory("nn", module, spec, label), bundle, target, profile=profile)
 
     def _cuda_plan(self, target: str):
         if target != "cuda" or self._costs.profile is None:
@@ -473,6 +498,7 @@ class Capture:
         return self
 
     def __exit__(self, exc_type, exc, tb):
+        assert self._ctx is not None, "__exit__ without __enter__"
         self._ctx.__exit__(exc_type, exc, tb)
         if exc_type is not None:
             self._writer.abort()

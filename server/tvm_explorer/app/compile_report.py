@@ -8,10 +8,12 @@ from typing import TYPE_CHECKING, cast
 from tvm_explorer.app.jobs import CompileJob
 
 if TYPE_CHECKING:
+    from tvm_explorer.app.compile import CompileResult
     from tvm_explorer.bundle.sections.costs import CostProfile
+    from tvm_explorer.bundle.sections.tuning import TuningDocument
 
 
-def compile_report(job: CompileJob, result, unit: str, numerics=None) -> list[str]:
+def compile_report(job: CompileJob, result: CompileResult, unit: str, numerics=None) -> list[str]:
     """The lines of the summary of ``result`` (a CompileResult); ``unit``: what a layer is
     called (``op`` for TFLite, ``node`` for ONNX and PyTorch); ``numerics``: the job's
     NumericsStep, if any."""
@@ -79,23 +81,23 @@ def memory_report(doc: dict | None, failure: str | None, bundle) -> list[str]:
     if m["status"] == "measured":
         verdict = "agrees" if m.get("naive_within") else "DISAGREES"
         lines.append(
-            f"  memory measured: {size(m['naive_peak_bytes'])} at the run's peak, "
-            f"{size(doc['predicted']['naive_peak_bytes'])} replayed ({verdict})"
+            f"  memory measured on {m.get('where') or 'this machine'}: {size(m['naive_peak_bytes'])} at the "
+            f"run's peak, {size(doc['predicted']['naive_peak_bytes'])} replayed ({verdict})"
         )
     return lines
 
 
-def tuning_report(doc: dict | None, bundle) -> list[str]:
+def tuning_report(doc: TuningDocument | None, bundle) -> list[str]:
     """What ``compile --tune`` says about its ledger: the verdict, loud when tuning did nothing."""
-    from tvm_explorer.bundle.sections.tuning import STATE_WORDS
+    from tvm_explorer.bundle.sections.tuning import state_word
     from tvm_explorer.inert.text import one_line
 
     if doc is None:
         return []
     counts: dict[str, int] = {}
     for k in doc["kernels"]:
-        counts[k["state"]] = counts.get(k["state"], 0) + 1
-    summary = ", ".join(f"{n} {STATE_WORDS[s]}" for s, n in sorted(counts.items()))
+        counts[state_word(k)] = counts.get(state_word(k), 0) + 1
+    summary = ", ".join(f"{n} {word}" for word, n in sorted(counts.items()))
     lines = [f"  tuning: {summary or 'no kernels'}; tvm-explorer tuning {bundle} shows each"]
     verdict = doc["verdict"]
     if verdict["level"] != "ok":

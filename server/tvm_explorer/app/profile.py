@@ -15,7 +15,7 @@ import re
 
 from tvm_explorer.app.jobs import CompileJob, ProfileJob
 from tvm_explorer.errors import ExplorerError
-from tvm_explorer.frontends.nn.factory import split_factory
+from tvm_explorer.frontends import is_python_model
 
 _SPEC = re.compile(r"(?:[A-Za-z_][\w.]*|[\w./-]+\.py):[A-Za-z_][\w.]*\Z", re.ASCII)
 
@@ -30,9 +30,14 @@ def _sha256(path: str) -> str:
 
 def rebuild_job(job: ProfileJob) -> CompileJob:
     """The CompileJob that rebuilds ``job.bundle`` and measures it, or ExplorerError."""
-    from tvm_explorer.bundle.reader import Bundle
+    from pathlib import Path
 
-    manifest = Bundle(job.bundle).manifest
+    from tvm_explorer.bundle.manifest import read_manifest
+
+    root = Path(job.bundle)
+    if not root.is_dir():
+        raise ExplorerError(f"{job.bundle}: not a bundle directory")
+    manifest = read_manifest(root.resolve())  # the manifest alone: nothing else is loaded
     model_entry = manifest.get("model") or {}
     options = manifest.get("options") or {}
     recorded = options.get("pipeline")
@@ -58,7 +63,7 @@ def rebuild_job(job: ProfileJob) -> CompileJob:
         raise ExplorerError(
             f"{model}: the model {job.bundle} was compiled from is not there any more: name it with --model PATH"
         )
-    if not job.model and split_factory(str(model)) is not None:
+    if not job.model and is_python_model(str(model)):
         raise ExplorerError(
             f"{job.bundle}: its manifest names the model {str(model)[:200]!r}, Python code (FILE.py:FACTORY) "
             "that profile would import and run; nothing read from a bundle is run: name the model "

@@ -20,10 +20,19 @@ def remote_request(job: CompileJob):
     )
     if request is None:
         return None
-    if not measure.profile and not (measure.numerics or measure.numerics_unfused):
+    if not measure.profile and not (measure.numerics or measure.numerics_unfused) and job.tune.trials is None:
         raise ExplorerError(
-            "--rpc/--rpc-tracker run the model on a device: add --profile (run time) and/or --numerics (error per layer)"
+            "--rpc/--rpc-tracker run the model on a device: add --profile (run time), --numerics (error per layer) "
+            "and/or --tune TRIALS (MetaSchedule's candidates)"
         )
+    if (
+        job.target.split()[:1] == ["cuda"]
+        and not measure.profile
+        and not (measure.numerics or measure.numerics_unfused)
+    ):
+        # --tune alone: MetaSchedule's RPCRunner and the ledger run the CUDA kernels on the
+        # device's GPU (their host side built for this machine's CPU, docs/tuning.md)
+        return request
     from tvm_explorer.remote.cross import resolve
 
     resolve(job.target, request.cc)  # a missing cross compiler is said now, not after the build

@@ -51,8 +51,9 @@ def bisect_compiled(
     layers: list = []
     before_err = after_err = None
     note = None
-    lo, hi = b.find_relax()
-    if hi is not None:
+    found = b.find_relax()
+    if found is not None:
+        lo, hi = found
         snap = b.snapshots[hi]
         culprit = {"index": snap.index, "name": snap.name, "stage": "relax"}
         after = b.relax(hi)
@@ -60,8 +61,9 @@ def bisect_compiled(
         if lo >= 0:
             before = b.relax(lo)
             before_err = before.error
-            before_layers = before.run.observation.outputs
+            before_layers = before.observed()
         else:
+            assert ref is not None, "last good is the baseline itself (-1) only with a reference"
             before_err = None
             before_layers = {
                 (lay.id, j): ref.tensors[t.name]
@@ -69,8 +71,8 @@ def bisect_compiled(
                 for j, t in enumerate(lay.outputs)
                 if t.name in ref.tensors
             }
-        layer = first_changed_layer(model, before_layers, after.run.observation.outputs, quant)
-        layers = layer_errors(model, before_layers if lo >= 0 else None, after.run.observation.outputs, b, quant)
+        layer = first_changed_layer(model, before_layers, after.observed(), quant)
+        layers = layer_errors(model, before_layers if lo >= 0 else None, after.observed(), b, quant)
         if hi == 0:
             note = (
                 "the imported module already differs from the reference: the frontend "
@@ -81,13 +83,14 @@ def bisect_compiled(
             note = f"snapshots after {', '.join(skipped)} could not be built with the minimal lowering"
     else:
         name, real = b.find_tir()
+        assert real.error is not None, "find_tir raises when the compiled model did not run"
         if name is not None:
             index = next((p["index"] for p in passes or () if p.get("stage") == "tir" and p.get("name") == name), None)
             culprit = {"index": index, "name": name, "stage": "tir"}
             fixed = next(e for e in reversed(b.tir_done) if e.name == name and e.error is not None)
             before_err, after_err = fixed.error, real.error
-            layer = first_changed_layer(model, fixed.run.observation.outputs, real.run.observation.outputs, quant)
-            layers = layer_errors(model, fixed.run.observation.outputs, real.run.observation.outputs, b, quant)
+            layer = first_changed_layer(model, fixed.observed(), real.observed(), quant)
+            layers = layer_errors(model, fixed.observed(), real.observed(), b, quant)
         elif real.error.diverges:
             note = (
                 "the compiled model differs from the baseline, but no single Relax snapshot or "

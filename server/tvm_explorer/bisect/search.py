@@ -12,15 +12,14 @@
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from tvm_explorer.bisect.snapshots import Run, Snapshot, SnapshotRecorder, run_executable, run_full, run_snapshot
 from tvm_explorer.errors import ExplorerError
-from tvm_explorer.frontends.tflite.loader import LoadedModel
-from tvm_explorer.numerics.compare import Error, compare, worst
+from tvm_explorer.frontends.model import Layer, Model
+from tvm_explorer.numerics.compare import Error, compare, mismatch, worst
 from tvm_explorer.numerics.reference import ReferenceRun
 
 
@@ -36,8 +35,13 @@ class Evaluated:
     name: str
     stage: str
     error: Error | None  # None: could not be built or run
-    run: Run | None = field(default=None, repr=False)
+    run: Run | None = field(default=None, repr=False)  # None exactly when ``error`` is
     problem: str | None = None
+
+    def observed(self) -> dict[tuple[int, int], np.ndarray]:
+        """The layer outputs this build's run observed (a build that ran: ``error`` is set)."""
+        assert self.run is not None, f"{self.name}: not built, nothing observed"
+        return self.run.observation.outputs
 
 
 class Bisector:
@@ -45,7 +49,7 @@ class Bisector:
 
     def __init__(
         self,
-        model: LoadedModel,
+        model: Model,
         target: str,
         inputs: dict,
         origins,
@@ -78,7 +82,7 @@ class Bisector:
                 raise ExplorerError(f"{self.reference.path}: has no output tensor '{missing[0]}'")
             return [self.reference.tensors[n] for n in self.output_names]
         first = self.relax(0)
-        if first.error is None and first.run is None:
+        if first.run is None:
             raise ExplorerError(
                 f"{self.model.path}: the imported module cannot be built and run "
                 f"with the minimal lowering ({first.problem})"
@@ -88,14 +92,7 @@ class Bisector:
     def error_of(self, run: Run) -> Error:
         """How far a build's model outputs are from the baseline (the worst output)."""
         if len(run.outputs) != len(self.baseline):
-            return Error(
-                math.inf,
-                math.inf,
-                0.0,
-                None,
-                True,
-                f"{len(run.outputs)} outputs where the baseline has {len(self.baseline)}",
-            )
+            return mismatch(f"{len(run.outputs)} outputs where the baseline has {len(self.baseline)}")
         errors = [
             compare(out, base, self.quant.get(name), self.quant.get(name))
             for out, base, name in zip(run.outputs, self.baseline, self.output_names)
@@ -127,17 +124,17 @@ class Bisector:
         ev = self.relax(k)
         return None if ev.error is None else ev.error.diverges
 
-    def find_relax(self) -> tuple[int | None, int | None]:
-        """``(last good, first bad)`` snapshot positions, or ``(None, None)`` if the last
+    def find_relax(self) -> tuple[int, int] | None:
+        """``(last good, first bad)`` snapshot positions, or None if the last
         buildable snapshot matches the baseline. ``last good`` is -1 for the baseline
         itself (the reference, when the import is already off)."""
         n = len(self.snapshots)
         hi = next((k for k in range(n - 1, -1, -1) if self._bad(k) is not None), None)
         if hi is None or not self._bad(hi):
-            return None, None
+            return None
         lo = -1 if self.reference is not None else 0
         if lo == 0 and self._bad(0):
-            return None, None  # cannot happen: snapshot 0 is the baseline
+            return None  # cannot happen: snapshot 0 is the baseline
         while hi - lo > 1:
             mid = (lo + hi) // 2
             probe = [m for m in sorted(range(lo + 1, hi), key=lambda m: abs(m - mid))]
@@ -196,7 +193,7 @@ class Bisector:
             self._real = Evaluated(-1, "", "tir", self.error_of(run), run)
         return self._real
 
-    def find_tir(self) -> tuple[str | None, Evaluated | None]:
+    def find_tir(self) -> tuple[str | None, Evaluated]:
         """The TIR pass whose absence removes the divergence of the real build, if any;
         with the real build's evaluation."""
         real = self.real()
@@ -222,7 +219,7 @@ class Bisector:
         return self._search(first) or self._search(second)
 
 
-def first_changed_layer(model: LoadedModel, before: dict, after: dict, quant: dict) -> tuple[object, Error] | None:
+def first_changed_layer(model: Model, before: dict, after: dict, quant: dict) -> tuple[Layer, Error] | None:
     """The first layer (graph order) whose output differs between two runs' observations
     (``(layer id, output) -> array``) beyond the thresholds."""
     for layer in model.layers:

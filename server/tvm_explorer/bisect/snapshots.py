@@ -20,7 +20,7 @@ from tvm import relax
 
 from tvm_explorer.capture.compile_recorder import CaptureSession
 from tvm_explorer.capture.pipeline import make_target
-from tvm_explorer.frontends.tflite.loader import LoadedModel
+from tvm_explorer.frontends.model import Model
 from tvm_explorer.numerics.observe import Observation, kernel_plan, run_observed
 from tvm_explorer.numerics.run import runnable
 from tvm_explorer.provenance import OriginTable
@@ -42,7 +42,7 @@ class Run:
     """Outputs of one build on the inputs: the model's outputs and the observed layers."""
 
     outputs: list[np.ndarray]
-    observation: Observation | None = None
+    observation: Observation
 
 
 def detached(mod):
@@ -96,7 +96,7 @@ class SnapshotRecorder:
 
 
 def run_snapshot(
-    model: LoadedModel, origins: OriginTable, snapshot: Snapshot, target: str, inputs: dict[str, np.ndarray]
+    model: Model, origins: OriginTable, snapshot: Snapshot, target: str, inputs: dict[str, np.ndarray]
 ) -> Run:
     """Build a snapshot with the fixed minimal lowering and run it, observing layer outputs."""
     session = CaptureSession(model, None, origins)
@@ -107,7 +107,7 @@ def run_snapshot(
 
 
 def run_full(
-    model: LoadedModel,
+    model: Model,
     origins: OriginTable,
     start,
     final_relax,

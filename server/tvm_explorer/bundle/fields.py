@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 import sys
+from collections.abc import Iterator
 
 MAX_INT = 2**53
 """Largest integer a count, index or byte size may be (what a JSON double holds exactly)."""
@@ -72,3 +73,35 @@ def obj(value, where: str, error=ValueError) -> dict:
     if not isinstance(value, dict):
         raise error(f"{where} must be an object")
     return value
+
+
+def objects(value, where: str, item: str, error=ValueError) -> Iterator[tuple[int, dict]]:
+    """A list of JSON objects: ``(index, object)`` for each, checked as it is reached (a
+    caller's checks of one come before the next is looked at); ``item`` names one (``kernel 3``)."""
+    if not isinstance(value, list):
+        raise error(f"{where} must be a list")
+    for i, v in enumerate(value):
+        yield i, obj(v, f"{item} {i}", error)
+
+
+def document(data, schema_version: int, error=ValueError) -> dict:
+    """A section's JSON document: an object of the schema version this tvm-explorer reads."""
+    if not isinstance(data, dict):
+        raise error("not a JSON object")
+    if data.get("schema_version") != schema_version:
+        raise error(
+            f"schema version {data.get('schema_version')!r} is not supported "
+            f"(this tvm-explorer reads version {schema_version})"
+        )
+    return data
+
+
+def entry(value, what: str, i: int, error=ValueError) -> str:
+    """Entry ``i`` of a section's list of ``what``: an object whose ``id`` is ``i``; returns
+    how messages name it (``storage entry 3``)."""
+    where = f"{what} entry {i}"
+    obj(value, where, error)
+    integer(value.get("id"), f"{where}: 'id'", error)
+    if value["id"] != i:
+        raise error(f"{where}: 'id' must be {i}")
+    return where

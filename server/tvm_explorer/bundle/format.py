@@ -1,7 +1,7 @@
 """Constants of the bundle format (see docs/bundle-format.md)."""
 
 FORMAT_NAME = "tvm-explorer-bundle"
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 MANIFEST = "manifest.json"
 INDEX = "index.json"
 MODEL_DOCUMENT = "model.tflgraph"

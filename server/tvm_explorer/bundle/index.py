@@ -42,6 +42,8 @@ class Range(NamedTuple):
 class Strings:
     """Keys and links of a bundle's documents, each stored once (numbered)."""
 
+    _empty_index: DocumentIndex  # set by ``empty_index`` when first asked for
+
     def __init__(self):
         self.items: list[str] = []
         self.ids: dict[str, int] = {}
@@ -69,7 +71,7 @@ def empty_index(strings: Strings) -> DocumentIndex:
     never changed once made): a bundle of 100,000 documents made one each, a second of its load."""
     got = getattr(strings, "_empty_index", None)
     if got is None:
-        got = strings._empty_index = DocumentIndex(None, strings)  # type: ignore[attr-defined]
+        got = strings._empty_index = DocumentIndex(None, strings)
     return got
 
 
@@ -98,6 +100,7 @@ class Ranges(Sequence):
     def __eq__(self, other) -> bool:
         return list(self) == list(other) if isinstance(other, (list, tuple, Ranges)) else NotImplemented
 
+    # Equal by content, as a list is: unhashable as a list (typeshed types ``__hash__`` as a method).
     __hash__ = None  # type: ignore[assignment]
 
 
@@ -196,6 +199,17 @@ class DocumentIndex:
         while i >= 0 and self._ends[i] <= offset:
             i = parents[i]
         return self._range(i) if i >= 0 else None
+
+    def outermost(self) -> list[Range]:
+        """The ranges no other range contains, in order (a Relax or TIR document's functions):
+        each found by skipping the previous one's inner ranges, not by reading them all."""
+        out = []
+        starts, ends = self._starts, self._ends
+        i, n = 0, len(starts)
+        while i < n:
+            out.append(self._range(i))
+            i = bisect_left(starts, ends[i], i + 1)
+        return out
 
     def enclosing(self, offset: int) -> list[Range]:
         """All ranges containing ``offset``, innermost first."""

@@ -1,12 +1,14 @@
 """A bundle's ``manifest.json``, read and checked once, the same way by every reader (the
 language server's load, ``profile``, the CLI): the format and schema version, a finished
-compile, its documents and passes lists, the model and tool entries."""
+compile, its documents and passes lists, the model and tool entries. ``peek_manifest`` is the
+one quick look at whether a folder's ``manifest.json`` is ours at all (the workspace search
+for bundles, ``compile -o``'s check of what it may replace). Nothing else parses the file."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from tvm_explorer.bundle.files import Budget, read_json
+from tvm_explorer.bundle.files import Budget, parse_json, read_json, read_regular
 from tvm_explorer.bundle.format import FORMAT_NAME, MANIFEST, SCHEMA_VERSION, STAGES
 from tvm_explorer.errors import BundleError
 
@@ -53,3 +55,27 @@ def _check_model_and_tool(path: Path, manifest: dict) -> None:
         value = manifest.get("model", {}).get(key)
         if value is not None and not isinstance(value, str):
             raise BundleError(f"{path}: 'model.{key}' must be a string, not {type(value).__name__}")
+
+
+MAX_PEEKED_MANIFEST = 16 * 1024**2
+"""Bytes of a ``manifest.json`` ``peek_manifest`` reads at most (a bundle's is kilobytes)."""
+
+
+def peek_manifest(root: Path, limit: int = MAX_PEEKED_MANIFEST) -> dict | None:
+    """The parsed ``manifest.json`` of the directory ``root`` when it is a tvm-explorer
+    bundle's (its format marker; nothing else checked), None when it is readable JSON of
+    something else (a web app's, an extension's…). BundleError when it cannot be read: missing,
+    not a regular file, a symlink out of ``root``, over ``limit`` bytes, not JSON."""
+    path = root / MANIFEST
+    try:
+        data = read_regular(
+            path,
+            "manifest",
+            root.resolve(),
+            limit=limit,
+            too_large=lambda size: BundleError(f"{path}: manifest is too large"),
+        )
+    except OSError as err:
+        raise BundleError(f"{path}: {err.strerror or type(err).__name__}") from None
+    manifest = parse_json(data, path, "manifest")
+    return manifest if isinstance(manifest, dict) and manifest.get("format") == FORMAT_NAME else None

@@ -10,15 +10,15 @@ never deleted. A directory that is not a bundle is refused, naming what is in it
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from tvm_explorer.bundle.files import read_regular
-from tvm_explorer.bundle.format import FORMAT_NAME, INDEX, MANIFEST
+from tvm_explorer.bundle.files import MAX_FILE_BYTES
+from tvm_explorer.bundle.format import INDEX, MANIFEST
+from tvm_explorer.bundle.manifest import peek_manifest
 from tvm_explorer.errors import ExplorerError
 
 _SHOWN = 5  # entries named in a refusal
@@ -68,15 +68,10 @@ def _bundle_files(dest: Path) -> frozenset[str] | None:
         if not stat.S_ISREG(path.lstat().st_mode):
             return None
         # Checked on the open file: swapped for a symlink or a FIFO meanwhile, it is refused.
-        data = read_regular(path, "manifest", dest.resolve())
-        manifest = json.loads(data.decode("utf-8"))
-    except (OSError, ExplorerError, UnicodeDecodeError, ValueError, RecursionError):
+        manifest = peek_manifest(dest, MAX_FILE_BYTES)
+    except (OSError, ExplorerError):
         return None
-    if not (
-        isinstance(manifest, dict)
-        and manifest.get("format") == FORMAT_NAME
-        and isinstance(manifest.get("documents"), list)
-    ):
+    if manifest is None or not isinstance(manifest.get("documents"), list):
         return None
     files = {MANIFEST, INDEX}
     for entry in manifest["documents"] + list(manifest.get("traces") or []):

@@ -49,6 +49,7 @@ from tvm_explorer.bundle.sections import costs as costs_section
 from tvm_explorer.bundle.sections import memory as memory_section
 from tvm_explorer.bundle.sections import numerics as numerics_section
 from tvm_explorer.bundle.sections import sass as sass_section
+from tvm_explorer.bundle.sections import structure as structure_section
 from tvm_explorer.bundle.sections import tuning as tuning_section
 from tvm_explorer.bundle.types import Document, Layer, Origin, explorer_key_of, source_of, stack_of
 from tvm_explorer.errors import BundleError
@@ -59,6 +60,7 @@ if TYPE_CHECKING:
     from tvm_explorer.bundle.sections.memory import MemoryDocument
     from tvm_explorer.bundle.sections.numerics import NumericsDocument
     from tvm_explorer.bundle.sections.sass import SassDocument
+    from tvm_explorer.bundle.sections.structure import ModelStructure
     from tvm_explorer.bundle.sections.tuning import TuningDocument
 
 SECTIONS: dict[str, Section] = {
@@ -68,6 +70,7 @@ SECTIONS: dict[str, Section] = {
     "memory": memory_section.SECTION,
     "sass": sass_section.SECTION,
     "tuning": tuning_section.SECTION,
+    "structure": structure_section.SECTION,
 }
 """The optional sections, each read the same way (``Bundle.section``) as its ``SECTION`` in
 ``bundle/sections/`` says."""
@@ -92,6 +95,9 @@ class Bundle:
             raise BundleError(f"{root}: not a bundle directory")
         self.budget = Budget(self.root, budget)
         self._dirs: dict | None = {}  # resolved directories, while loading (``resolve_inside``)
+        # Taken before the read: a swap during the load then counts as a change (BundleChanged
+        # on a later section read, until the watcher's reload), never the other way round.
+        self._manifest_identity = _identity_of(self.root / "manifest.json")
         self.manifest = read_manifest(self.root, self.budget)
         # The identity of every document file now (None: missing or not a regular file; its
         # read reports why), and (device, inode, size) of each for the budget.
@@ -152,10 +158,16 @@ class Bundle:
         with self._section_lock:
             if name not in self._sections:
                 try:
-                    self._sections[name] = read_checked(self.root, spec, self.layers, self.budget)
-                except BundleTooLarge:
+                    found = read_checked(self.root, spec, self.layers, self.budget)
+                    self._check_unchanged()
+                    self._sections[name] = found
+                except (BundleTooLarge, BundleChanged):
                     raise
                 except BundleError as err:
+                    # A section gone or half there because a recompile replaced the folder
+                    # is not damage of the version loaded: kept as "none", every later
+                    # answer of this version would lack it.
+                    self._check_unchanged()
                     if spec.damage_raises:
                         self._sections[name] = err
                     else:
@@ -166,6 +178,13 @@ class Bundle:
             raise got
         return got
 
+    def _check_unchanged(self) -> None:
+        """Raises BundleChanged if ``manifest.json`` is no longer the file loaded: whatever was
+        read after the load (a lazy section) may be the new version's, and nothing of it may be
+        mixed into the old one's answers (a recompile or a swap of the folder since)."""
+        if _identity_of(self.root / "manifest.json") != self._manifest_identity:
+            raise BundleChanged(f"{self.root}: the bundle changed on disk since it was loaded")
+
     # -- loading -----------------------------------------------------------------------
     def _load_layers(self, raw) -> list[Layer]:
         if not isinstance(raw, list):
@@ -175,19 +194,22 @@ class Bundle:
             for i, lay in enumerate(raw):
                 if lay["id"] != i:
                     raise ValueError(f"layer {i} has id {lay['id']}")
+                name = str(lay.get("name", ""))
+                outputs = tuple(str(o) for o in lay.get("outputs", ()))
                 layers.append(
                     Layer(
                         i,
                         int(lay["subgraph"]),
                         int(lay["op_index"]),
                         str(lay["opcode"]),
-                        tuple(str(o) for o in lay.get("outputs", ())),
+                        outputs,
                         tuple(lay.get("output_types", ())),
-                        str(lay.get("name", "")),
+                        name,
                         str(lay.get("module_class", "")),
                         source_of(lay.get("source")),
                         stack_of(lay.get("stack")),
                         explorer_key_of(lay.get("model_explorer")),
+                        str(lay.get("display_name", "")) or name or (outputs[0] if outputs else ""),
                     )
                 )
         except (KeyError, TypeError, ValueError) as err:
@@ -255,6 +277,12 @@ class Bundle:
         None if the bundle was compiled without tuning; raises BundleError naming the file if it
         is damaged."""
         return self.section("tuning")
+
+    def structure(self) -> ModelStructure | None:
+        """The validated ``structure.json`` (each layer's tensors and options, the graphs'
+        inputs and outputs, the modules; read when first asked), or None when it is missing
+        or damaged (``section_problems`` says why)."""
+        return self.section("structure")
 
     def document(self, path: str) -> Document | None:
         """The document at bundle-relative ``path``, or None."""
@@ -577,3 +605,11 @@ class Bundle:
             raise BundleError(f"{path}: line {line + 1} is past the end ({len(lines)} lines)")
         start = sum(len(s) + 1 for s in lines[:line])
         return start + min(max(column, 0), len(lines[line]))
+
+
+def _identity_of(path: Path) -> tuple | None:
+    """``file_identity`` of ``path`` now (None: gone)."""
+    try:
+        return file_identity(os.stat(path))
+    except OSError:
+        return None

@@ -23,6 +23,10 @@ class Layer:
     # Model Explorer's ids of the node in the original model file (graph id, node id), when
     # the compile recorded them (``tvm-explorer overlays``)
     explorer_key: tuple[str, str] | None = None
+    # What a person reads as its name: ``name``, else what the compile recorded for a layer the
+    # model names not (``frontends/tflite/names.py``: the scope in a fused output name), else
+    # its first output's name; filled once when the bundle loads
+    display_name: str = ""
 
 
 def explorer_key_of(raw) -> tuple[str, str] | None:

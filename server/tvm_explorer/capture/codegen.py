@@ -136,6 +136,17 @@ class CodeCoverage:
     attributed: int = 0
 
 
+def _lines(text: str) -> tuple[list[str], list[int]]:
+    """The lines of ``text`` and the offset where each starts."""
+    lines = text.split("\n")
+    starts = []
+    pos = 0
+    for line in lines:
+        starts.append(pos)
+        pos += len(line) + 1
+    return lines, starts
+
+
 def index_source(
     text: str, final_tir, tracker: ProvenanceTracker, origins: OriginTable, trace_link=None
 ) -> tuple[list[Range], CodeCoverage]:
@@ -148,12 +159,7 @@ def index_source(
         symbol = func.attrs.get("global_symbol") if func.attrs is not None else None
         if symbol:
             by_symbol[str(symbol)] = (gv.name_hint, func)
-    lines = text.split("\n")
-    starts = []
-    pos = 0
-    for line in lines:
-        starts.append(pos)
-        pos += len(line) + 1
+    lines, starts = _lines(text)
     ranges: list[Range] = []
     cov = CodeCoverage()
 
@@ -328,12 +334,7 @@ def index_llvm(text: str, final_tir, tracker: ProvenanceTracker) -> list[Range]:
                 prim_names[str(symbol)] = gv.name_hint
             walk(func.body, (tirx.BufferStore,), lambda node: known.add(read_span(node) or (0, 0)), "pre")
     known.discard((0, 0))
-    lines = text.split("\n")
-    starts = []
-    pos = 0
-    for line in lines:
-        starts.append(pos)
-        pos += len(line) + 1
+    lines, starts = _lines(text)
     locations: dict[str, tuple[int, int]] = {}
     for line in lines:
         if line.startswith("!"):

@@ -13,6 +13,7 @@ from __future__ import annotations
 import os
 import re
 import time
+from typing import TYPE_CHECKING
 
 import tvm
 from tvm import relax
@@ -24,11 +25,16 @@ from tvm_explorer.capture.indexer import index_module
 from tvm_explorer.capture.parallel_print import DeferredDocuments, print_workers
 from tvm_explorer.capture.pass_changes import forget, same_function
 from tvm_explorer.capture.printer import ModulePrinter, assemble
+from tvm_explorer.capture.structure import write_structure
 from tvm_explorer.capture.tracker import ProvenanceTracker
 from tvm_explorer.frontends import frontend_of, render_document
-from tvm_explorer.frontends.tflite.loader import LoadedModel
+from tvm_explorer.frontends.model import Model
 from tvm_explorer.provenance import OriginTable
 from tvm_explorer.provenance.spans import handle
+
+if TYPE_CHECKING:
+    from tvm_explorer.capture.progress import Progress
+    from tvm_explorer.capture.schedules import ScheduleRecorder
 
 # Passes that only group other passes; their children are the pipeline's steps.
 CONTAINERS = {"sequential", "_pipeline"}
@@ -45,7 +51,7 @@ def _safe(name: str) -> str:
 class CaptureSession:
     """State of one capture: origins, tracker, printer, and the bundle being written."""
 
-    def __init__(self, model: LoadedModel, writer: BundleWriter | None, origins: OriginTable):
+    def __init__(self, model: Model, writer: BundleWriter | None, origins: OriginTable):
         self.model = model
         self.writer = writer
         self.origins = origins
@@ -55,26 +61,28 @@ class CaptureSession:
         self.last_document: dict[str, str | None] = {"relax": None, "tir": None}
         self._last_funcs: dict[str, dict[str, tuple]] = {}
         self.print_seconds = 0.0
-        self.final_tir = None
-        self.final_relax = None  # the last Relax module (what the VM runs; read by numerics)
+        self.final_tir: tvm.IRModule | None = None  # the last TIR module (what codegen printed)
+        self.final_relax: tvm.IRModule | None = None  # the last Relax module (what the VM runs; read by numerics)
         # Passes that only group others (a --pipeline adds its own outer pass's name).
         self.containers = set(CONTAINERS)
         # Called as listener(index, name, stage, mod) after each recorded pass (bisect keeps
         # the Relax snapshots this way).
         self.listeners: list = []
-        self.schedules = None  # a ScheduleRecorder while GPU schedules are recorded
-        self.progress = None  # a progress.Progress told after every recorded step
+        self.schedules: ScheduleRecorder | None = None  # while GPU schedules are recorded
+        self.progress: Progress | None = None  # told after every recorded step
         # Documents printed after the compile, in worker processes (see parallel_print).
         workers = print_workers() if writer is not None else 0
         self.deferred = DeferredDocuments(writer, self.tracker, origins, workers) if workers else None
 
     # -- documents -------------------------------------------------------------------
     def write_model_document(self) -> None:
-        """Render the model document (where 'go to the layer' lands)."""
+        """Render the model document (where 'go to the layer' lands) and write the structure it
+        shows as data (``structure.json``)."""
         if self.writer is None:
             return
         path, text, ranges = render_document(self.model, self.origins)
         self.writer.add_document(path, text, ranges, "model")
+        write_structure(self.writer, self.model)
 
     def record(self, name: str, mod, stage: str | None = None, *, merge: bool = False, note: str | None = None) -> None:
         """Record ``mod`` as the result of pass ``name`` (attributing it first).

@@ -13,7 +13,7 @@ import tvm
 import tvm_ffi
 from tvm import relax, tirx
 
-CONTAINERS = {"sequential", "_pipeline"}
+from tvm_explorer.capture.pipeline_steps import PipelineSteps
 
 
 def _fresh_stores(func):
@@ -78,17 +78,13 @@ def clone_shared_primfuncs(mod) -> int:
 
 
 @tvm.ir.instrument.pass_instrument
-class ExactOrigins:
+class ExactOrigins(PipelineSteps):
     """Pass instrument: right after the pipeline's LegalizeOps, clone shared PrimFuncs."""
 
     def __init__(self):
-        self.stack: list[str] = []
+        super().__init__()
         self.copies = 0
 
-    def run_before_pass(self, mod, info):
-        self.stack.append(info.name)
-
-    def run_after_pass(self, mod, info):
-        self.stack.pop()
-        if info.name == "LegalizeOps" and all(n in CONTAINERS for n in self.stack):
+    def after_step(self, mod, info):
+        if info.name == "LegalizeOps":
             self.copies += clone_shared_primfuncs(mod)

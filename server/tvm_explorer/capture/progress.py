@@ -22,7 +22,7 @@ from dataclasses import asdict, dataclass
 import tvm
 from tvm import relax
 
-from tvm_explorer.capture.compile_recorder import CONTAINERS
+from tvm_explorer.capture.pipeline_steps import PipelineSteps
 
 STAGES = ("import", "relax", "tune", "tir", "code", "run", "write")
 
@@ -88,21 +88,6 @@ class Progress:
         self.begin("write", "writing the bundle")
 
 
-@tvm.ir.instrument.pass_instrument
-class _PassCounter:
-    def __init__(self):
-        self.stack: list[str] = []
-        self.count = 0
-
-    def run_before_pass(self, mod, info):
-        self.stack.append(info.name)
-
-    def run_after_pass(self, mod, info):
-        self.stack.pop()
-        if info.name not in CONTAINERS and all(n in CONTAINERS for n in self.stack):
-            self.count += 1
-
-
 def _probe_module():
     """A two-operator Relax module: enough to walk every pass of a pipeline."""
     bb = relax.BlockBuilder()
@@ -120,11 +105,11 @@ def plan_steps(target: str) -> int:
     probe compile fails (the bar then grows as steps arrive)."""
     from tvm_explorer.capture.pipeline import build, generated_sources
 
-    counter = _PassCounter()
+    counter = tvm.ir.instrument.pass_instrument(PipelineSteps)()
     try:
         executable = build(_probe_module(), target, [counter])
         sources = len(generated_sources(executable, target))
     except Exception:  # noqa: BLE001 - a plan is a nicety; the real compile reports errors
         return 0
     # import + Relax and TIR passes + the TIR "input" document + one per source + write
-    return 1 + counter.count + 1 + sources + 1
+    return 1 + counter.steps + 1 + sources + 1

@@ -21,7 +21,7 @@ from tvm_explorer.cli.options import (
     apply_trust,
     fail,
     fail_with,
-    limits_of,
+    job_from,
 )
 from tvm_explorer.errors import EXIT_CRASH, EXIT_INTERRUPTED, ExplorerError
 
@@ -59,19 +59,7 @@ def add_parser(sub) -> None:
 
 def job_of(args: argparse.Namespace) -> BisectJob:
     """The BisectJob of ``bisect``'s parsed command line."""
-    return BisectJob(
-        model=args.model,
-        target=args.target,
-        output=args.output,
-        pipeline=args.pipeline,
-        inputs=args.inputs,
-        reference=args.reference,
-        json=args.json,
-        progress=args.progress,
-        limits=limits_of(args),
-        trust_pickle=args.trust_pickle,
-        in_process=args.in_process,
-    )
+    return job_from(BisectJob, args)
 
 
 def run(args: argparse.Namespace) -> int:

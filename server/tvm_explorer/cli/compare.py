@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import sys
+from typing import Any
 
 from tvm_explorer.errors import EXIT_REGRESSION, ExplorerError, fail
 from tvm_explorer.tablenames import NameColumn
@@ -75,7 +76,7 @@ def _table(result: dict) -> list[str]:
     if note:
         out.append(note)
     if result.get("code_compared") is False:
-        return out + _across_kinds(result, rows, names) + _unmatched(result)
+        return out + _across_kinds(result, rows, names) + _tuning(rows, names) + _unmatched(result)
     head = f"{'op':>4}  {'opcode':18} {'name':40} {'A lines':>8} {'B lines':>8} {'delta':>7}"
     head += f" {'A ms':>8} {'B ms':>8}" if show_cost else ""
     out.append(head + "  code")
@@ -103,7 +104,41 @@ def _table(result: dict) -> list[str]:
             f"{len(grown)} layers whose machine code needs more registers or spills more (--sass): "
             + "; ".join(f"op {r['op_index']} {r['opcode']} ({', '.join(r['machine']['grew'])})" for r in grown[:8])
         )
-    return out + _unmatched(result)
+    return out + _tuning(rows, names) + _unmatched(result)
+
+
+def _tuning_cell(side: dict) -> str:
+    state = side["state"] or "-"
+    return f"{state} {side['speedup']:.2f}x" if side.get("speedup") else state
+
+
+def _tuning(rows: list[dict], names: NameColumn) -> list[str]:
+    """Per layer, what tuning did on each side (tuning.json) and its kernels' measured time."""
+    from tvm_explorer.compare.tuning import lost_tuned_schedule
+
+    if not any("tuning" in r for r in rows):
+        return []
+    out = [
+        "",
+        "Tuning per layer (tuning.json; us: the layer's kernels as built, tuned or default, as each compile timed them)",
+        f"{'op':>4}  {'opcode':18} {'name':40} {'A tuning':>20} {'B tuning':>20} {'A us':>9} {'B us':>9} {'B/A':>6}",
+    ]
+    lost = 0
+    for r in rows:
+        t = r["tuning"]
+        where = f"{r['subgraph']}:{r['op_index']}" if r["subgraph"] else str(r["op_index"])
+        ratio = "-" if t["time_ratio"] is None else f"{t['time_ratio']:.2f}"
+        a_us, b_us = (("-" if v is None else f"{v:.2f}") for v in (t["a"]["us"], t["b"]["us"]))
+        mark = ""
+        if lost_tuned_schedule(t["a"]["state"], t["b"]["state"]):
+            mark, lost = "  lost its tuned schedule", lost + 1
+        out.append(
+            f"{where:>4}  {r['opcode'][:18]:18} {names.show(r['name']):40} {_tuning_cell(t['a'])[:20]:>20} "
+            f"{_tuning_cell(t['b'])[:20]:>20} {a_us:>9} {b_us:>9} {ratio:>6}{mark}"
+        )
+    if lost:
+        out.append(f"{lost} layer(s) tuned in A lost their tuned schedule in B (--fail-on tuning fails on it)")
+    return out
 
 
 def _unmatched(result: dict) -> list[str]:
@@ -141,6 +176,7 @@ def _run_compare(args) -> int:
 
             rules = parse(args.fail_on)
         comparison = compare(args.a, args.b)
+        comparison.tuning()  # a damaged tuning.json: one message, here
         gate = None
         if rules is not None or fmt in ("markdown", "junit"):
             from tvm_explorer.compare.gate import judge
@@ -155,9 +191,8 @@ def _run_compare(args) -> int:
 
         summary = gate_summary(gate)
     if fmt == "json":
-        if gate is not None:
-            result["gate"] = gate.to_json()
-        text = json.dumps(result, indent=1) + "\n"
+        printed: dict[str, Any] = {**result, "gate": gate.to_json()} if gate is not None else dict(result)
+        text = json.dumps(printed, indent=1) + "\n"
     elif fmt == "markdown" and gate is not None:  # judged above for these two formats
         from tvm_explorer.compare.gate_report import markdown
 
@@ -167,7 +202,7 @@ def _run_compare(args) -> int:
 
         text = junit(gate)
     else:
-        text = "\n".join(_table(result) + ([""] + summary if summary else [])) + "\n"
+        text = "\n".join(_table(dict(result)) + ([""] + summary if summary else [])) + "\n"
     if args.output:
         try:
             _write(args.output, text)

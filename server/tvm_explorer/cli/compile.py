@@ -24,7 +24,7 @@ from tvm_explorer.cli.options import (
     fail,
     fail_with,
     input_shape_argument,
-    limits_of,
+    job_from,
 )
 from tvm_explorer.errors import EXIT_INTERRUPTED, EXIT_TIMEOUT, ExplorerError, RemoteError
 from tvm_explorer.supervise.supervisor import STOP_SIGNALS as _STOP_SIGNALS
@@ -98,8 +98,9 @@ def add_options(p: argparse.ArgumentParser) -> None:
         "--tune",
         type=int,
         metavar="TRIALS",
-        help="with --target llvm: tune the fused kernels with MetaSchedule, TRIALS candidates in all "
-        "(0: apply the database only); kernels the database already knows are reused, not re-tuned "
+        help="with --target llvm, c or cuda: tune the fused kernels with MetaSchedule, TRIALS candidates in all "
+        "(0: apply the database only); kernels the database already knows are reused, not re-tuned; cuda "
+        "candidates run on a GPU: this machine's, or the --rpc-tracker/--rpc-key devices' "
         "(docs/tuning.md; needs the [tune] extra)",
     )
     p.add_argument(
@@ -116,8 +117,7 @@ def add_options(p: argparse.ArgumentParser) -> None:
         "--tune-builder-timeout",
         type=float,
         metavar="SECONDS",
-        help="seconds a candidate may take to build (default 600: each builder worker imports TVM's "
-        "tensor intrinsics first, 30-40 s on a loaded machine; MetaSchedule's own default of 30 fails them)",
+        help="seconds a candidate may take to build (default 60; a builder worker's start-up is not counted)",
     )
     add_trust_option(p)
     add_in_process_option(p)
@@ -132,21 +132,13 @@ def job_of(args: argparse.Namespace) -> CompileJob:
     """The CompileJob of ``compile``'s parsed command line."""
     from tvm_explorer.cli.costs import measure_of
 
-    return CompileJob(
-        model=args.model,
-        output=args.output,
-        target=args.target,
-        limits=limits_of(args),
-        exact_origins=args.exact_origins,
+    return job_from(
+        CompileJob,
+        args,
         schedule_records=not args.no_schedule_records,
         fill_spans=not args.no_spans,
-        progress=args.progress,
-        pipeline=args.pipeline,
         input_shapes=tuple(args.input_shape),
-        sass=args.sass,
         tune=TuneOptions(args.tune, args.tuning_db, args.tune_only, args.tune_builder_timeout),
-        trust_pickle=args.trust_pickle,
-        in_process=args.in_process,
         measure=measure_of(args, profile=args.profile),
     )
 
@@ -303,7 +295,18 @@ def _tune_request(job: CompileJob):
     from tvm_explorer.tuning.request import tune_request
 
     t = job.tune
-    return tune_request(t.trials, t.database, t.only, t.builder_timeout, job.target, job.output)
+    if t.trials is None:
+        return tune_request(None, t.database, t.only, t.builder_timeout, job.target, job.output)
+    from tvm_explorer.app.requests import remote_request
+
+    remote = remote_request(job)
+    no_gpu = None
+    if job.target.split()[:1] == ["cuda"] and t.trials > 0 and remote is None:
+        from tvm_explorer.costs.gpu import NO_GPU, cuda_plan
+
+        reason = cuda_plan()[1]
+        no_gpu = reason and (reason.removeprefix(NO_GPU).strip(" ()") or "no CUDA GPU on this machine")
+    return tune_request(t.trials, t.database, t.only, t.builder_timeout, job.target, job.output, remote, no_gpu)
 
 
 def run_compile_job(job: CompileJob) -> int:

@@ -8,7 +8,7 @@ import json
 import sys
 
 from tvm_explorer.app.jobs import MeasureOptions, RemoteOptions
-from tvm_explorer.cli.options import add_inputs_option, fail
+from tvm_explorer.cli.options import add_inputs_option, fail, job_from, section
 from tvm_explorer.costs.table import SORTS, as_json, render
 from tvm_explorer.errors import ExplorerError
 
@@ -44,7 +44,9 @@ def add_remote_options(p: argparse.ArgumentParser) -> None:
     g = p.add_argument_group("measuring on devices (TVM RPC; docs/costs.md, 'Measuring on devices')")
     g.add_argument("--rpc", metavar="HOST:PORT", help="run --profile/--numerics on the device of this RPC server")
     g.add_argument(
-        "--rpc-tracker", metavar="HOST:PORT", help="run --profile/--numerics on devices handed out by this RPC tracker"
+        "--rpc-tracker",
+        metavar="HOST:PORT",
+        help="run --profile/--numerics (and --tune's candidates) on devices handed out by this RPC tracker",
     )
     g.add_argument("--rpc-key", metavar="KEY", help="with --rpc-tracker: the key the devices registered with")
     g.add_argument(
@@ -72,22 +74,14 @@ def add_remote_options(p: argparse.ArgumentParser) -> None:
 def measure_of(args: argparse.Namespace, profile: bool, required: bool = False) -> MeasureOptions:
     """What the options of ``add_profile_options`` and ``numerics.add_compile_options`` ask to
     measure (``profile``: ``--profile`` given, or the ``profile`` command)."""
-    return MeasureOptions(
+    return job_from(
+        MeasureOptions,
+        args,
         profile=profile,
         profile_required=required,
-        repeat=args.repeat,
-        inputs=args.inputs,
         numerics=bool(args.numerics or args.numerics_unfused),
         numerics_unfused=bool(args.numerics_unfused),
-        reference=args.reference,
-        remote=RemoteOptions(
-            rpc=args.rpc,
-            rpc_tracker=args.rpc_tracker,
-            rpc_key=args.rpc_key,
-            rpc_timeout=args.rpc_timeout,
-            devices=args.devices,
-            cc=args.cc,
-        ),
+        remote=job_from(RemoteOptions, args),
     )
 
 
@@ -121,11 +115,7 @@ def run_costs(args) -> int:
         return fail(str(err))
     try:
         bundle = Bundle(args.bundle)
-        costs = bundle.costs()
-        if costs is None:
-            raise ExplorerError(
-                f"{args.bundle}: the bundle has no costs.json (compiled by an older tvm-explorer); recompile it"
-            )
+        costs = section(bundle.costs(), args.bundle, "costs.json")
     except ExplorerError as err:
         return fail(str(err))
     try:  # the ledger is optional: a damaged one is reported, the costs still print

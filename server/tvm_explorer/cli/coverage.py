@@ -4,16 +4,13 @@ from __future__ import annotations
 
 import json
 
-from tvm_explorer.cli.options import load_bundle
+from tvm_explorer.cli.options import add_bundle_query, load_bundle
 from tvm_explorer.errors import ExplorerError
 from tvm_explorer.errors import fail as _fail
 
 
 def add_parser(sub) -> None:
-    p = sub.add_parser("coverage", help="per pass: units and how many have origins")
-    p.add_argument("bundle")
-    p.add_argument("--json", action="store_true")
-    p.set_defaults(run=_run_coverage)
+    add_bundle_query(sub, "coverage", "per pass: units and how many have origins", _run_coverage)
 
 
 def _run_coverage(args) -> int:

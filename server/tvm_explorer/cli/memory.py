@@ -5,19 +5,22 @@ from __future__ import annotations
 
 import json
 
-from tvm_explorer.cli.options import fail
+from tvm_explorer.cli.options import add_bundle_query, fail, section
 from tvm_explorer.errors import ExplorerError
 
 
 def add_parser(sub) -> None:
-    p = sub.add_parser("memory", help="memory timeline: what is held at the peak, per layer, and what would lower it")
-    p.add_argument("bundle")
-    p.add_argument("--json", action="store_true", help="the step's breakdown, advice and the whole memory.json")
+    p = add_bundle_query(
+        sub,
+        "memory",
+        "memory timeline: what is held at the peak, per layer, and what would lower it",
+        run_memory,
+        "the step's breakdown, advice and the whole memory.json",
+    )
     p.add_argument("--at", type=int, metavar="STEP", help="show this step instead of the peak")
     p.add_argument(
         "--top", type=int, default=15, metavar="N", help="timeline rows to print, biggest first (default 15)"
     )
-    p.set_defaults(run=run_memory)
 
 
 def _labeler(bundle, unit: str):
@@ -51,11 +54,7 @@ def run_memory(args) -> int:
 
     try:
         bundle = Bundle(args.bundle)
-        data = bundle.memory()
-        if data is None:
-            raise ExplorerError(
-                f"{args.bundle}: the bundle has no memory.json (compiled by an older tvm-explorer); recompile it"
-            )
+        data = section(bundle.memory(), args.bundle, "memory.json")
         steps = len(data["steps"])
         if args.at is not None and not 0 <= args.at < steps:
             raise ExplorerError(

@@ -12,7 +12,7 @@ from tvm_explorer.bundle.sections.numerics import (
     headline,
     unit,
 )
-from tvm_explorer.cli.options import add_reference_option, fail
+from tvm_explorer.cli.options import add_bundle_query, add_reference_option, fail
 from tvm_explorer.errors import ExplorerError
 from tvm_explorer.tablenames import NameColumn
 
@@ -41,10 +41,9 @@ def add_compile_options(parser) -> None:
 
 def add_parser(sub) -> None:
     """``tvm-explorer numerics BUNDLE [--json]``."""
-    p = sub.add_parser("numerics", help="per layer: error against the reference (LiteRT, onnxruntime or eager PyTorch)")
-    p.add_argument("bundle")
-    p.add_argument("--json", action="store_true")
-    p.set_defaults(run=run_query)
+    add_bundle_query(
+        sub, "numerics", "per layer: error against the reference (LiteRT, onnxruntime or eager PyTorch)", run_query
+    )
 
 
 def run_query(args) -> int:

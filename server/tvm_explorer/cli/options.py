@@ -7,11 +7,19 @@ bundle for a query."""
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import os
 import sys
+from typing import TYPE_CHECKING, TypeVar
 
 from tvm_explorer.app.jobs import DEFAULT_TIMEOUT, RunLimits
-from tvm_explorer.errors import EXIT_ERROR, EXIT_REMOTE, EXIT_UNTRUSTED, RemoteError, fail
+from tvm_explorer.errors import EXIT_ERROR, EXIT_REMOTE, EXIT_UNTRUSTED, ExplorerError, RemoteError, fail
+
+if TYPE_CHECKING:
+    from _typeshed import DataclassInstance
+
+_Job = TypeVar("_Job", bound="DataclassInstance")
+_Section = TypeVar("_Section")
 
 __all__ = ["DEFAULT_TIMEOUT", "fail"]
 
@@ -51,6 +59,15 @@ def exit_code_of(err: BaseException) -> int:
 def fail_with(err: BaseException) -> int:
     """The one message of a failure raised as an error (an ExplorerError); its exit code."""
     return fail(str(err), exit_code_of(err))
+
+
+def add_bundle_query(sub, name: str, help: str, run, json_help: str | None = None):
+    """A command that reads one bundle: ``tvm-explorer NAME BUNDLE [--json]``; its parser."""
+    p = sub.add_parser(name, help=help)
+    p.add_argument("bundle")
+    p.add_argument("--json", action="store_true", help=json_help)
+    p.set_defaults(run=run)
+    return p
 
 
 def load_bundle(bundle: str):
@@ -119,6 +136,28 @@ def add_limit_options(
 def limits_of(args: argparse.Namespace) -> RunLimits:
     """The RunLimits of ``add_limit_options``'s options (no ``--memory-limit``: none)."""
     return RunLimits(timeout=args.timeout, memory_limit=getattr(args, "memory_limit", 0.0))
+
+
+def section(value: _Section | None, bundle: str, name: str) -> _Section:
+    """A section read from a bundle, or ExplorerError: a bundle compiled before it had ``name``."""
+    if value is None:
+        raise ExplorerError(f"{bundle}: the bundle has no {name} (compiled by an older tvm-explorer); recompile it")
+    return value
+
+
+def job_from(cls: type[_Job], args: argparse.Namespace, **given) -> _Job:
+    """A job or its options (``app/jobs.py`` dataclasses) from a parsed command line: each
+    field from the option of its name (``--trust-pickle``: ``trust_pickle``), ``limits`` from
+    the limit options, ``given`` for the fields no option of their name says as they are."""
+    values = dict(given)
+    for f in dataclasses.fields(cls):
+        if f.name in given:
+            continue
+        if f.name == "limits":
+            values["limits"] = limits_of(args)
+        elif hasattr(args, f.name):
+            values[f.name] = getattr(args, f.name)
+    return cls(**values)
 
 
 def add_progress_option(p, choices: tuple[str, ...] = ("auto", "bar", "json", "none"), help: str | None = None) -> None:

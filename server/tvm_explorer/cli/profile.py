@@ -16,7 +16,7 @@ from tvm_explorer.cli.options import (
     add_target_option,
     add_trust_option,
     fail,
-    limits_of,
+    job_from,
 )
 from tvm_explorer.errors import ExplorerError
 
@@ -61,17 +61,8 @@ def job_of(args: argparse.Namespace) -> ProfileJob:
     """The ProfileJob of ``profile``'s parsed command line."""
     from tvm_explorer.cli.costs import measure_of
 
-    return ProfileJob(
-        bundle=args.bundle,
-        model=args.model,
-        target=args.target,
-        limits=limits_of(args),
-        progress=args.progress,
-        pipeline=args.pipeline,
-        trust_pickle=args.trust_pickle,
-        # the bundle is replaced only with a measurement
-        measure=measure_of(args, profile=True, required=True),
-    )
+    # the bundle is replaced only with a measurement
+    return job_from(ProfileJob, args, measure=measure_of(args, profile=True, required=True))
 
 
 def run(args: argparse.Namespace) -> int:

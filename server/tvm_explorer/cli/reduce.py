@@ -16,7 +16,7 @@ from tvm_explorer.cli.options import (
     add_reference_option,
     add_target_option,
     fail,
-    limits_of,
+    job_from,
 )
 from tvm_explorer.errors import EXIT_INTERRUPTED, ExplorerError
 
@@ -56,18 +56,7 @@ def add_parser(sub) -> None:
 
 def job_of(args: argparse.Namespace) -> ReduceJob:
     """The ReduceJob of ``reduce``'s parsed command line."""
-    return ReduceJob(
-        model=args.model,
-        output=args.output,
-        until=args.until,
-        target=args.target,
-        pipeline=args.pipeline,
-        reference=args.reference,
-        jobs=args.jobs,
-        limits=limits_of(args),
-        max_probes=args.max_probes,
-        progress=args.progress,
-    )
+    return job_from(ReduceJob, args)
 
 
 def _display(mode: str):
@@ -112,10 +101,15 @@ def run_reduce_job(job: ReduceJob) -> int:
     import signal
 
     def stop(signum, _frame):
-        # SIGTERM (the editor's Cancel) stops the search as Ctrl-C does: the best so far stays.
-        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        # Ctrl-C, and SIGTERM (the editor's Cancel), stop the search: the best so far stays, and a
+        # second signal cannot break the writing of it.
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            signal.signal(sig, signal.SIG_IGN)
         raise KeyboardInterrupt(signal.Signals(signum).name)
 
+    # Both are ours even where SIGINT came in ignored (a job started in the background by a
+    # non-interactive shell), as compile's supervisor makes them.
+    signal.signal(signal.SIGINT, stop)
     signal.signal(signal.SIGTERM, stop)
     try:
         done = reduce_job(job, _display(job.progress))

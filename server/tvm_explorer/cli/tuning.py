@@ -4,20 +4,28 @@ and its layers tuned / untuned / database miss / build failed, trials, default v
 from __future__ import annotations
 
 import json
+import sys
 
-from tvm_explorer.bundle.sections.tuning import TuningDocument
-from tvm_explorer.cli.options import fail
+from tvm_explorer.bundle.sections.tuning import TuningDocument, state_word
+from tvm_explorer.cli.options import add_bundle_query, fail
 from tvm_explorer.errors import ExplorerError
 from tvm_explorer.inert.text import one_line as plain
+from tvm_explorer.tuning.left import TimeLeft, time_left
 
-_STATE_WORDS = {"tuned": "tuned", "untuned": "untuned", "miss": "DATABASE MISS", "build_failed": "BUILD FAILED"}
+
+def _shown(word: str) -> str:
+    """A state as the table shows it: what did not go to plan in capitals."""
+    return word if word in ("tuned", "untuned") else word.upper()
 
 
 def add_parser(sub) -> None:
-    p = sub.add_parser("tuning", help="tuning ledger: per kernel and layer, tuned / untuned / miss / build failures")
-    p.add_argument("bundle")
-    p.add_argument("--json", action="store_true", help="tuning.json with each kernel's layer names")
-    p.set_defaults(run=run_tuning)
+    add_bundle_query(
+        sub,
+        "tuning",
+        "tuning ledger: per kernel and layer, tuned / untuned / miss / build failures",
+        run_tuning,
+        "tuning.json with each kernel's layer names",
+    )
 
 
 def _layer_names(bundle, ids: list[int]) -> list[str]:
@@ -42,12 +50,18 @@ def render(doc: TuningDocument, bundle) -> str:
         lines.append(f"warning: {plain(verdict['message'])}")
     lines.append(
         f"target {doc['target']}, {doc['trials_requested']} trials asked, {doc['tuning_seconds']:.0f} s tuning, "
-        f"database {plain(doc['database'])}; times: {doc['timed_with']}, default and tuned side by side"
+        f"database {plain(doc['database'])}; times: {plain(doc['timed_with'])}"
+        + ("" if doc.get("times_not_measured") else ", default and tuned side by side")
     )
+    if doc.get("candidates_ran_on"):
+        where = plain(doc["candidates_ran_on"])
+        lines.append(
+            f"candidates measured {where}" if where.startswith("nowhere") else f"candidates measured on {where}"
+        )
     head = f"{'kernel':<36} {'state':<14} {'trials':>6} {'default us':>11} {'tuned us':>9} {'speedup':>8}  layers"
     lines += [head, "-" * len(head)]
     for k in doc["kernels"]:
-        state = _STATE_WORDS[k["state"]] + (" (reused)" if k["reused"] and k["state"] == "tuned" else "")
+        state = _shown(state_word(k)) + (" (reused)" if k["reused"] and k["state"] == "tuned" else "")
         speed = "-" if k["speedup"] is None else f"{k['speedup']:.2f}x"
         layers = ", ".join(plain(n) for n in _layer_names(bundle, k["layers"]))
         lines.append(
@@ -58,7 +72,8 @@ def render(doc: TuningDocument, bundle) -> str:
             lines.append(f"    why: {plain(k['reason'])}")
         if k["build_failures"] or k["run_failures"]:
             lines.append(
-                f"    {k['build_failures']} failed to build, {k['run_failures']} failed to run; the builder said:"
+                f"    {k['build_failures']} failed to build, {k['run_failures']} failed to run; "
+                + ("the builder and the device said:" if k["run_failures"] else "the builder said:")
             )
         for err in k["errors"]:
             for line in str(err).splitlines()[-4:]:
@@ -66,6 +81,45 @@ def render(doc: TuningDocument, bundle) -> str:
         if k["trace"]:
             lines.append(f"    trace: {plain(k['trace'])}")
     return "\n".join(lines)
+
+
+def _pct(value) -> str:
+    return "-" if value is None else f"{value * 100:.1f}%"
+
+
+def render_left(left: TimeLeft, bundle) -> list[str]:
+    """The layers ranked by the time more tuning could still win (``tuning/left.py``)."""
+    weights = (
+        "the profile's measured share of the model's time"
+        if left["share_from"] == "profile"
+        else "each kernel's share of the sum of the kernels' measured times (compile with --profile for the model's)"
+    )
+    if left["kernels"] and all(r["left_us"] is None for r in left["kernels"]):
+        total = "Time left on the table: unknown (no kernel's time was measured)"
+    else:
+        total = f"Time left on the table: {left['total_left_us']:.2f} us per inference" + (
+            f", {_pct(left['total_left_share'])} of the model's time" if left["total_left_share"] is not None else ""
+        )
+    lines = ["", total, f"  weighted by {weights}"]
+    head = f"{'#':>3} {'left us':>9} {'of model':>9} {'kernel':<36} {'state':<14} {'calls':>5}  layers"
+    lines += [head, "-" * len(head)]
+    for i, r in enumerate(left["kernels"], 1):
+        left_us = "?" if r["left_us"] is None else f"{r['left_us']:.2f}"
+        layers = ", ".join(plain(n) for n in _layer_names(bundle, r["layers"]))
+        lines.append(
+            f"{i:>3} {left_us:>9} {_pct(r['left_share']):>9} {plain(r['kernel']):<36} "
+            f"{_shown(r['state_word']):<14} {r['calls']:>5}  {layers}"
+        )
+        lines.append(f"      {r['why']}")
+    return lines
+
+
+def _costs(bundle):
+    try:
+        return bundle.costs()
+    except ExplorerError as err:
+        print(f"tvm-explorer: warning: {err}; time left is weighted by the ledger's own times", file=sys.stderr)
+        return None
 
 
 def run_tuning(args) -> int:
@@ -79,10 +133,14 @@ def run_tuning(args) -> int:
             raise ExplorerError(f"{args.bundle}: the bundle has no tuning.json (it was compiled without --tune)")
     except ExplorerError as err:
         return fail(str(err))
+    left = time_left(doc, _costs(bundle))
     if args.json:
         out = dict(doc)
         out["kernels"] = [dict(k, layer_names=_layer_names(bundle, k["layers"])) for k in doc["kernels"]]
+        out["time_left"] = dict(
+            left, layers=[dict(e, name=_layer_names(bundle, [e["layer"]])[0]) for e in left["layers"]]
+        )
         print(json.dumps(out, indent=1))
     else:
-        print(render(doc, bundle))
+        print("\n".join([render(doc, bundle), *render_left(left, bundle)]))
     return 1 if doc["verdict"]["level"] == "error" else 0

@@ -3,11 +3,21 @@
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from tvm_explorer.bundle.reader import Bundle
 from tvm_explorer.bundle.sections.sass import SassDocument, SassLayer
 from tvm_explorer.compare.layers import LayerCode, layer_codes
+from tvm_explorer.compare.tuning import layer_tuning, side
+from tvm_explorer.compare.types import (
+    BundleSummary,
+    CompareRow,
+    CompareSide,
+    ComparisonJson,
+    LayerRefJson,
+    LayerTuning,
+    TuningPair,
+)
 from tvm_explorer.costs.static import CODE_KINDS, StaticCosts, code_size, comparable_kinds
 from tvm_explorer.errors import ExplorerError
 
@@ -28,6 +38,9 @@ class Comparison:
     only_b: list[LayerCode]
     size_a: StaticCosts | None = None  # each side's code size (``costs.static.code_size``)
     size_b: StaticCosts | None = None
+    _tuning: tuple[dict[int, LayerTuning] | None, dict[int, LayerTuning] | None] | None = field(
+        default=None, repr=False
+    )
 
     @property
     def code_kinds(self) -> tuple[str | None, str | None]:
@@ -56,8 +69,16 @@ class Comparison:
                 return la, lb
         return None
 
-    def to_json(self) -> dict:
+    def tuning(self) -> tuple[dict[int, LayerTuning] | None, dict[int, LayerTuning] | None]:
+        """Each side's tuning per layer id (``compare.tuning.layer_tuning``; None: no tuning.json)."""
+        if self._tuning is None:
+            self._tuning = (layer_tuning(self.a), layer_tuning(self.b))
+        return self._tuning
+
+    def to_json(self) -> ComparisonJson:
         """The shape printed by ``tvm-explorer compare --json`` (docs/compare.md)."""
+        ta, tb = self.tuning()
+        tuned = ta is not None or tb is not None
         return {
             "a": str(self.a.root),
             "b": str(self.b.root),
@@ -66,12 +87,17 @@ class Comparison:
             "b_info": _info(self.b),
             "code_kinds": {"a": self.code_kinds[0], "b": self.code_kinds[1]},
             "code_compared": self.same_code_kind,
-            "layers": [_pair_json(la, lb, self.same_code_kind, self.a.sass(), self.b.sass()) for la, lb in self.pairs],
+            "tuning_compared": tuned,
+            "layers": [
+                _pair_json(la, lb, self.same_code_kind, self.a.sass(), self.b.sass())
+                | ({"tuning": _tuning_pair(side(ta, la.layer.id), side(tb, lb.layer.id))} if tuned else {})
+                for la, lb in self.pairs
+            ],
             "unmatched": {"a": [_layer_ref(c) for c in self.only_a], "b": [_layer_ref(c) for c in self.only_b]},
         }
 
 
-def _info(bundle: Bundle) -> dict:
+def _info(bundle: Bundle) -> BundleSummary:
     model = bundle.manifest.get("model") or {}
     return {
         "model": model.get("file"),
@@ -82,13 +108,20 @@ def _info(bundle: Bundle) -> dict:
     }
 
 
-def _layer_ref(code: LayerCode) -> dict:
+def _tuning_pair(a: LayerTuning, b: LayerTuning) -> TuningPair:
+    """A layer's tuning on both sides and its kernels' measured time change (each compile's own
+    measurement: ``tuning.json``'s times)."""
+    change = b["us"] / a["us"] if a["us"] and b["us"] is not None else None
+    return {"a": a, "b": b, "time_ratio": None if change is None else round(change, 4)}
+
+
+def _layer_ref(code: LayerCode) -> LayerRefJson:
     lay = code.layer
     return {"subgraph": lay.subgraph, "op_index": lay.op_index, "opcode": lay.opcode, "name": code.name}
 
 
-def _side(code: LayerCode) -> dict:
-    out = {
+def _side(code: LayerCode) -> CompareSide:
+    out: CompareSide = {
         "subgraph": code.layer.subgraph,
         "op_index": code.layer.op_index,
         "kernels": list(code.kernels),
@@ -126,11 +159,10 @@ def _pair_json(
     same_kind: bool = True,
     machine_a: SassDocument | None = None,
     machine_b: SassDocument | None = None,
-) -> dict:
+) -> CompareRow:
     lay = la.layer
     ma, mb = _machine(machine_a, la), _machine(machine_b, lb)
-    machine = {"machine": {"a": ma, "b": mb, "grew": machine_growth(ma, mb)}} if ma or mb else {}
-    return {
+    row: CompareRow = {
         "subgraph": lay.subgraph,
         "op_index": lay.op_index,
         "opcode": lay.opcode,
@@ -139,8 +171,10 @@ def _pair_json(
         "b": _side(lb),
         "changed": code_changed(la, lb) if same_kind else None,
         "kernels_changed": la.kernels != lb.kernels,
-        **machine,
     }
+    if ma or mb:
+        row["machine"] = {"a": ma, "b": mb, "grew": machine_growth(ma, mb)}
+    return row
 
 
 def code_changed(la: LayerCode, lb: LayerCode) -> bool:

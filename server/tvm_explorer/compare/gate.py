@@ -1,6 +1,8 @@
 """Cost regressions between two bundles (``compare --fail-on``): per matched layer and for the
 whole model, how time, code and workspace moved from BASE (bundle A) to NEW (bundle B), and
-which growths break a rule (``compare/rules.py``).
+which growths break a rule (``compare/rules.py``); and, with the ``tuning`` rule, which layers
+tuned in BASE lost their tuned schedule in NEW (``tuning.json``: untuned, database miss, build
+failed, or NEW compiled without ``--tune``).
 
 A time regression must also stand out of the measurement's own noise: the ranges of the two
 bundles' runs (``time_runs_ms``: the layer's time in each ``--repeat`` run) must lie apart by
@@ -24,7 +26,9 @@ from dataclasses import dataclass, field
 from tvm_explorer.bundle.reader import Bundle
 from tvm_explorer.bundle.sections.costs import CostsDocument, clock_label, measured_on
 from tvm_explorer.compare.compare import Comparison, code_changed
-from tvm_explorer.compare.rules import METRICS, Rule, describe, rules_for
+from tvm_explorer.compare.rules import METRICS, TUNING, Rule, describe, rules_for
+from tvm_explorer.compare.tuning import lost_tuned_schedule, side
+from tvm_explorer.compare.types import LayerTuning
 from tvm_explorer.errors import BundleError, ExplorerError
 
 TIME_RESOLUTION_MS = 0.001
@@ -119,6 +123,57 @@ class Change:
         out["regression"] = self.regression
         out["exceeded"] = [r.text for r in self.exceeded]
         return out
+
+
+@dataclass
+class TuningChange(Change):
+    """A layer's tuning, BASE → NEW (``compare.tuning.side``): a regression under the
+    ``tuning`` rule when it was tuned in BASE and is not in NEW."""
+
+    state_before: str | None = None
+    state_after: str | None = None
+    speedup_before: float | None = None
+
+    @property
+    def known(self) -> bool:
+        return self.state_before is not None and self.state_after is not None
+
+    @property
+    def delta(self) -> float:
+        return 0.0
+
+    @property
+    def relative(self) -> float | None:
+        return None
+
+    @property
+    def changed(self) -> bool:
+        return self.known and self.state_before != self.state_after
+
+    @property
+    def lost(self) -> bool:
+        return lost_tuned_schedule(self.state_before, self.state_after)
+
+    def to_json(self) -> dict:
+        return {
+            "before": self.state_before,
+            "after": self.state_after,
+            "changed": self.changed,
+            "lost_tuned_schedule": self.lost,
+            "regression": self.regression,
+            "exceeded": [r.text for r in self.exceeded],
+        }
+
+
+def _tuning_change(rules: list[Rule], before: LayerTuning, after: LayerTuning) -> TuningChange:
+    change = TuningChange(TUNING, None, None)
+    change.state_before, change.state_after = before.get("state"), after.get("state")
+    change.speedup_before = before.get("speedup")
+    change.rules = rules_for(rules, "layer", TUNING)
+    if change.rules and change.lost:
+        change.exceeded = list(change.rules)
+        change.regression = True
+    return change
 
 
 @dataclass
@@ -322,6 +377,15 @@ def judge(comparison: Comparison, rules: list[Rule]) -> Gate:
                 "code size is compared only between code of one kind (judge time and workspace)"
             )
         notes.append(f"code size not compared: different code kinds ({comparison.code_kinds_text()})")
+    tuning_a, tuning_b = comparison.tuning()
+    judge_tuning = any(r.metric == TUNING for r in rules)
+    if judge_tuning and tuning_a is None:
+        raise GateError(
+            f"BASE {a.root} has no tuning.json (compiled without --tune): the tuning rule needs a tuned BASE "
+            "to tell whether a layer lost its tuned schedule"
+        )
+    if judge_tuning and tuning_b is None:
+        notes.append(f"NEW {b.root} has no tuning.json (compiled without --tune): every layer tuned in BASE lost it")
     entries_a = {(e["subgraph"], e["op_index"]): e for e in ca["layers"]}
     entries_b = {(e["subgraph"], e["op_index"]): e for e in cb["layers"]}
     unit = frontend_of((a.manifest.get("model") or {}).get("kind", "tflite")).unit
@@ -333,6 +397,8 @@ def judge(comparison: Comparison, rules: list[Rule]) -> Gate:
         row = Row("layer", f"{unit} {lay.op_index}", lay.opcode, la.name, _changes("layer", rules, va, vb))
         row.subgraph, row.op_index = lay.subgraph, lay.op_index
         row.code_changed = code_changed(la, lb) if same_kind else False
+        if tuning_a is not None or tuning_b is not None:
+            row.changes[TUNING] = _tuning_change(rules, side(tuning_a, lay.id), side(tuning_b, lb.layer.id))
         layers.append(row)
     model = Row(
         "model",

@@ -8,14 +8,14 @@ import math
 import os
 import xml.etree.ElementTree as ET
 
-from tvm_explorer.compare.gate import Change, Gate, Row
+from tvm_explorer.compare.gate import Change, Gate, Row, TuningChange
 from tvm_explorer.costs.table import size
 from tvm_explorer.inert import markdown as md
 from tvm_explorer.inert import xml as inert_xml
 from tvm_explorer.inert.text import one_line
 
 MARKDOWN_ROWS = 50  # changed layers shown beyond the regressions (a PR comment has a size limit)
-METRIC_WORDS = {"time": "time", "code": "code", "workspace": "workspace"}
+METRIC_WORDS = {"time": "time", "code": "code", "workspace": "workspace", "tuning": "tuning"}
 
 
 def value_text(metric: str, value: float | None) -> str:
@@ -66,8 +66,22 @@ def _spread_text(change: Change) -> str:
     return f"runs {sa.low:.4g}–{sa.high:.4g} → {sb.low:.4g}–{sb.high:.4g} ms"
 
 
+def _tuning_text(change: TuningChange) -> str:
+    before = change.state_before or "-"
+    if before == "tuned" and change.speedup_before:
+        before += f" {change.speedup_before:.2f}x"
+    line = f"tuning {before} → {change.state_after or '-'}"
+    if change.lost:
+        line += " (lost its tuned schedule)"
+    if change.regression:
+        line += f"; beyond {', '.join(r.text for r in change.rules)}"
+    return line
+
+
 def verdict_text(change: Change) -> str:
     """One line saying why a change is a regression (or how it changed)."""
+    if isinstance(change, TuningChange):
+        return _tuning_text(change)
     line = f"{METRIC_WORDS[change.metric]} {change_text(change, moved=True)}"
     if change.metric == "time" and change.known:
         line += f"; {_spread_text(change)}"
@@ -119,9 +133,14 @@ def _md_title(row: Row) -> str:
     return f"{row.label} {md.cell(row.opcode)} {md.cell(row.name)}"
 
 
-def _md_cell(change: Change, row: Row) -> str:
+def _md_cell(change: Change | None, row: Row) -> str:
     # numbers and fixed words only: nothing to escape
-    text = change_text(change, moved=row.scope == "model")
+    if change is None:
+        return ""
+    if isinstance(change, TuningChange):
+        text = _tuning_text(change).removeprefix("tuning ").split(";")[0]
+    else:
+        text = change_text(change, moved=row.scope == "model")
     return f"**{text}**" if change.regression else text
 
 
@@ -129,13 +148,15 @@ def _md_status(row: Row) -> str:
     if row.regressions:
         return "❌ regression"
     if row.changed:
-        grown = [c for c in row.changes.values() if c.changed and c.delta > 0]
+        grown = [
+            c for c in row.changes.values() if c.changed and (c.delta > 0 or (isinstance(c, TuningChange) and c.lost))
+        ]
         return "changed" if grown else "improved"
     return ""
 
 
 def _md_row(row: Row, metrics: list[str]) -> str:
-    cells = [_md_status(row), _md_title(row), *(_md_cell(row.changes[m], row) for m in metrics)]
+    cells = [_md_status(row), _md_title(row), *(_md_cell(row.changes.get(m), row) for m in metrics)]
     return "| " + " | ".join(cells) + " |"
 
 
@@ -146,6 +167,8 @@ def markdown(gate: Gate, limit: int = MARKDOWN_ROWS) -> str:
     comp = gate.comparison
     a_info, b_info = comp.to_json()["a_info"], comp.to_json()["b_info"]
     metrics = [m for m in ("time", "code", "workspace") if m != "time" or gate.timed]
+    if any("tuning" in r.changes for r in gate.layers):
+        metrics.append("tuning")
     regressions = gate.regressions
     layer_regressions = [r for r in regressions if r.scope == "layer"]
     others = sorted(

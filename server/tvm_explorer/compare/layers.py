@@ -11,7 +11,6 @@ from tvm_explorer.bundle.reader import Bundle
 from tvm_explorer.bundle.types import Layer
 from tvm_explorer.costs.static import StaticCosts, code_size
 from tvm_explorer.errors import BundleError
-from tvm_explorer.frontends.tflite.names import name_of
 
 _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _COST_KEYS = ("time_ms", "share", "workspace_bytes", "flops")
@@ -99,7 +98,7 @@ def layer_codes(bundle: Bundle, size: StaticCosts | None = None) -> list[LayerCo
     codes = [
         LayerCode(
             lay,
-            name_of(lay),
+            lay.display_name,
             costs=costs.get((lay.subgraph, lay.op_index)),
             lines=size.layer_lines.get(lay.id, 0),
             shared_lines=size.layer_shared_lines.get(lay.id, 0),

@@ -2,6 +2,7 @@
 
     SPEC   := RULE ("," RULE)*
     RULE   := [SCOPE "."] METRIC ">" ["+"] NUMBER UNIT
+            | ["layer."] "tuning"                 (a layer tuned in BASE lost its tuned schedule in NEW)
     SCOPE  := "model" | "layer"                  (none: every layer and the whole model)
     METRIC := "time" | "code" | "workspace" | "memory"   (memory is workspace)
     UNIT   := "%"                                (relative to BASE)
@@ -21,6 +22,7 @@ from dataclasses import dataclass
 from tvm_explorer.errors import ExplorerError
 
 METRICS = ("time", "code", "workspace")
+TUNING = "tuning"  # not a cost: a layer's kernels tuned in BASE (tuning.json), not all tuned in NEW
 ALIASES = {"memory": "workspace"}
 SCOPES = ("model", "layer")
 # Absolute units per metric, as factors to the unit the costs are recorded in (ms, lines, bytes).
@@ -65,8 +67,8 @@ class Rule:
 def _fail(spec: str, clause: str, why: str) -> BadFailOn:
     where = f" (rule {clause.strip()!r})" if clause.strip() != spec.strip() else ""
     return BadFailOn(
-        f"--fail-on {spec!r}{where}: {why}. Expected RULE[,RULE…] with RULE = [model.|layer.]METRIC>+N UNIT, "
-        "e.g. 'time>+10%,code>+20%,workspace>+4KiB' (docs/compare.md)"
+        f"--fail-on {spec!r}{where}: {why}. Expected RULE[,RULE…] with RULE = [model.|layer.]METRIC>+N UNIT "
+        "or 'tuning', e.g. 'time>+10%,code>+20%,workspace>+4KiB,tuning' (docs/compare.md)"
     )
 
 
@@ -74,11 +76,25 @@ def _number_text(value: float) -> str:
     return f"{value:g}"
 
 
+def _tuning_rule(spec: str, clause: str) -> Rule | None:
+    words = [w.strip().lower() for w in clause.split(".")]
+    if words[-1] != TUNING:
+        return None
+    if len(words) > 2 or (len(words) == 2 and words[0] != "layer"):
+        raise _fail(spec, clause, "'tuning' judges layers: write 'tuning' (or 'layer.tuning'), with no amount")
+    return Rule(TUNING, 0.0, False, "layer", TUNING)
+
+
 def parse_rule(spec: str, clause: str) -> Rule:
     """One rule of ``spec``; BadFailOn says what is wrong with it."""
     m = _RULE.match(clause)
     if not clause.strip():
         raise _fail(spec, clause, "an empty rule (two commas, or a comma at an end)")
+    if m is not None and m["metric"].lower() == TUNING and (m["op"] or m["number"] or m["unit"]):
+        raise _fail(spec, clause, "'tuning' takes no amount: it fails when a tuned layer lost its tuned schedule")
+    tuning = _tuning_rule(spec, clause)
+    if tuning is not None:
+        return tuning
     if m is None:
         raise _fail(spec, clause, "not of the form METRIC>+N UNIT")
     scope, metric = m["scope"], m["metric"].lower()
@@ -88,7 +104,7 @@ def parse_rule(spec: str, clause: str) -> Rule:
             raise _fail(spec, clause, f"unknown scope {m['scope']!r}: model or layer")
     metric = ALIASES.get(metric, metric)
     if metric not in METRICS:
-        raise _fail(spec, clause, f"unknown metric {m['metric']!r}: time, code, workspace or memory")
+        raise _fail(spec, clause, f"unknown metric {m['metric']!r}: time, code, workspace, memory or tuning")
     if m["op"] != ">":
         what = f"{m['op']!r}" if m["op"] else "no comparison"
         raise _fail(spec, clause, f"{what}: a rule says how much a cost may grow, with '>' (time>+10%)")

@@ -14,8 +14,7 @@ import tvm
 from tvm import relax
 
 from tvm_explorer.capture.pass_changes import forget, same_function
-
-CONTAINERS = {"sequential", "_pipeline"}  # passes that only group other passes
+from tvm_explorer.capture.pipeline_steps import CONTAINERS
 
 
 class PassClock:
@@ -83,23 +82,24 @@ def estimate_flops(mod) -> dict[str, float]:
     return out
 
 
-@tvm.ir.instrument.pass_instrument
-class StartWatch:
-    """Starts the clock (last instrument: after everyone else's ``run_before_pass``)."""
+class _Watch:
+    """One of the two pass instruments around the one clock."""
 
     def __init__(self, clock: PassClock):
         self.clock = clock
+
+
+@tvm.ir.instrument.pass_instrument
+class StartWatch(_Watch):
+    """Starts the clock (last instrument: after everyone else's ``run_before_pass``)."""
 
     def run_before_pass(self, mod, info):
         self.clock.before(mod, info)
 
 
 @tvm.ir.instrument.pass_instrument
-class StopWatch:
+class StopWatch(_Watch):
     """Stops the clock (first instrument: before everyone else's ``run_after_pass``)."""
-
-    def __init__(self, clock: PassClock):
-        self.clock = clock
 
     def run_after_pass(self, mod, info):
         self.clock.after(mod, info)

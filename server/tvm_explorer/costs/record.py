@@ -14,17 +14,19 @@ from tvm_explorer.costs.passclock import PassClock, align
 from tvm_explorer.costs.profile import Measured, ProfileFailed, measure, measure_on_device
 from tvm_explorer.costs.request import ProfileRequest, as_request
 from tvm_explorer.costs.static import CODE_DOCUMENTS, CodeDocument, analyse
-from tvm_explorer.frontends.tflite.loader import LoadedModel
+from tvm_explorer.frontends.model import Model
 from tvm_explorer.runtime.inputs import DEFAULT_SEED, inputs_for
 
 if TYPE_CHECKING:
+    import tvm
+
     from tvm_explorer.costs.gpu import CudaPlan
 
 
 class CostRecorder:
     """Follows one compile; ``finish`` writes ``costs.json``."""
 
-    def __init__(self, model: LoadedModel, profile: ProfileRequest | None):
+    def __init__(self, model: Model, profile: ProfileRequest | None):
         self.model = model
         self.profile = profile = as_request(profile)
         self.clock = PassClock()
@@ -32,7 +34,7 @@ class CostRecorder:
         self.costs: dict | None = None
         self.cuda_plan: CudaPlan | None = None
         self.cuda_reason: str | None = None
-        self.final_relax = None
+        self.final_relax: tvm.IRModule | None = None
         # What the profiled run allocated (runtime/allocations.py), or why it was not measured.
         self.allocations: dict | None = None
         self.allocations_why_not: str | None = None
@@ -107,8 +109,8 @@ class CostRecorder:
         from tvm_explorer.remote.measure import measure_on_devices
         from tvm_explorer.remote.plan import ReplayError, replay_steps
 
-        # _profile calls this only for a request with ``remote``
-        assert self.profile is not None and self.profile.remote is not None
+        # _profile calls this only for a request with ``remote`` (its inputs made in __init__)
+        assert self.profile is not None and self.profile.remote is not None and self.arrays is not None
         request = self.profile.remote
         compiler, triple = resolve(target, request.cc)
         if self.final_relax is None:
@@ -121,9 +123,11 @@ class CostRecorder:
         first = got[0][0]
         status.device = "cpu"
         status.device_name = first["description"]
+        endpoint = request.rpc or request.tracker
+        assert endpoint is not None  # a remote request names an RPC server or a tracker
         status.remote = {
             "via": "rpc" if request.rpc is not None else "tracker",
-            "address": ":".join(map(str, request.rpc or request.tracker)),
+            "address": ":".join(map(str, endpoint)),
             "key": request.key,
             "devices": [record for record, _ in got],
             "combined": "median" if len(got) > 1 else None,
@@ -133,8 +137,10 @@ class CostRecorder:
     def _note_allocations(self, target: str, status, measured) -> None:
         if self.profile is None:
             return
-        if isinstance(measured, list):
-            self.allocations_why_not = "the memory of runs on remote devices is not measured"
+        if isinstance(measured, list):  # remote devices: the first one's runs (remote/heap.py)
+            self.allocations = measured[0].allocations if measured else None
+            if self.allocations is None:
+                self.allocations_why_not = "the device's run was not measured"
         elif measured is not None and measured.allocations is not None:
             self.allocations = measured.allocations
         elif target == "cuda":

@@ -12,9 +12,11 @@ import os
 
 from tvm_explorer.errors import ModelError
 from tvm_explorer.frontends.base import Frontend
+from tvm_explorer.frontends.model import Model
 from tvm_explorer.frontends.nn import FRONTEND as NN
 from tvm_explorer.frontends.onnx import FRONTEND as ONNX
 from tvm_explorer.frontends.tflite import FRONTEND as TFLITE
+from tvm_explorer.frontends.tflite.names import layer_name
 from tvm_explorer.frontends.torch import FRONTEND as TORCH
 from tvm_explorer.provenance import OriginTable
 
@@ -27,9 +29,7 @@ SUFFIXES = {f.suffix: f.kind for f in FRONTENDS}
 def frontend_for(path: str | os.PathLike) -> Frontend:
     """The frontend of a file, by its suffix (TFLite for anything unknown, whose loader then
     says what the file is not); ``FILE.py:FACTORY`` is a ``tvm.relax.frontend.nn`` model."""
-    from tvm_explorer.frontends.nn.factory import split_factory
-
-    if split_factory(os.fspath(path)) is not None:
+    if is_python_model(path):
         return NN
     return _BY_SUFFIX.get(os.path.splitext(os.fspath(path))[1].lower(), TFLITE)
 
@@ -45,9 +45,31 @@ def kind_of(path: str | os.PathLike) -> str:
     return frontend_for(path).kind
 
 
-def load_any(path: str | os.PathLike):
+def is_python_model(text: str | os.PathLike) -> bool:
+    """Whether a model argument is ``FILE.py:FACTORY``: code, which loading it runs."""
+    from tvm_explorer.frontends.nn.factory import split_factory
+
+    return split_factory(os.fspath(text)) is not None
+
+
+def load_any(path: str | os.PathLike) -> Model:
     """Read a model of any supported kind; ModelError names the file if it cannot."""
     return frontend_for(path).load(path)
+
+
+def load_as(kind: str, path: str | os.PathLike) -> Model:
+    """Read a model file as the kind ``kind`` (``tflite`` | ``onnx`` | ``torch`` | ``nn``),
+    whatever its suffix."""
+    return _BY_KIND[kind].load(path)
+
+
+def from_memory(kind: str, *args, **kwargs) -> Model:
+    """A model of kind ``kind`` already in memory, described as a loaded model
+    (``Frontend.from_memory``: the ``Capture`` API's ``from_onnx``, ``from_torch``, ``from_nn``)."""
+    describe = _BY_KIND[kind].from_memory
+    if describe is None:
+        raise ValueError(f"a {kind} model is read from its file only")
+    return describe(*args, **kwargs)
 
 
 def import_any(model, origins: OriginTable | None, *, fill_spans: bool = True):
@@ -83,18 +105,20 @@ def render_document(model, origins: OriginTable):
 
 
 def layer_table(model) -> list[dict]:
-    """The bundle's layer table: one entry per operator/node, with its name, source line and stack,
+    """The bundle's layer table: one entry per operator/node, with its name (and ``display_name``
+    where people read another than the reader's default: docs/bundle-format.md), source line and stack,
     and the ids Model Explorer's own adapter gives its node in the original model file
     (``model_explorer``: graph id and node id; each frontend's loader knows its adapter's rule),
     which ``tvm-explorer overlays`` keys its node-data files by."""
     table = []
     for lay in model.layers:
+        outputs = [t.name for t in lay.outputs]
         entry = {
             "id": lay.id,
             "subgraph": lay.subgraph,
             "op_index": lay.op_index,
             "opcode": lay.opcode,
-            "outputs": [t.name for t in lay.outputs],
+            "outputs": outputs,
             "output_types": [
                 {"shape": [d if isinstance(d, int) else str(d) for d in t.shape], "dtype": t.dtype} for t in lay.outputs
             ],
@@ -102,6 +126,9 @@ def layer_table(model) -> list[dict]:
         name = lay.name
         if name:
             entry["name"] = name
+        shown = name or layer_name(lay.opcode, outputs)
+        if shown != (name or (outputs[0] if outputs else "")):  # the reader's default otherwise
+            entry["display_name"] = shown
         if getattr(lay, "module_class", ""):
             entry["module_class"] = lay.module_class
         source = getattr(lay, "source", None)
@@ -123,10 +150,13 @@ __all__ = [
     "ModelError",
     "frontend_for",
     "frontend_of",
+    "from_memory",
     "import_any",
+    "is_python_model",
     "kind_of",
     "layer_table",
     "load_any",
+    "load_as",
     "pin_inputs",
     "render_document",
 ]

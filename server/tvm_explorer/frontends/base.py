@@ -8,6 +8,7 @@ by a file's suffix costs nothing), and one entry in ``frontends.FRONTENDS``.
 
 from __future__ import annotations
 
+import importlib
 import os
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -16,6 +17,24 @@ from typing import Any
 from tvm_explorer.provenance import OriginTable
 
 Path = str | os.PathLike
+
+
+def lazy(module: str, function: str) -> Callable[..., Any]:
+    """``module.function``, imported at its first call: a kind's ``FRONTEND`` names its
+    functions without importing them (nor TVM, onnx or torch behind them) until one is used.
+    ``tests/frontends/test_lazy_frontends.py`` checks that every one resolves."""
+
+    def call(*args, **kwargs):
+        return getattr(importlib.import_module(module), function)(*args, **kwargs)
+
+    call.__name__ = call.__qualname__ = function
+    call.__module__ = module
+    return call
+
+
+def no_quantization(path: Path) -> dict:
+    """A model kind whose reference names no quantized tensors (a float program)."""
+    return {}
 
 
 @dataclass(frozen=True)
@@ -93,12 +112,19 @@ class Frontend:
     render_document: Callable[[Any, OriginTable], tuple]
     """``(path, text, ranges)`` of the model's document in the bundle."""
     reference: ReferenceEngine
+    shown_options: Callable[[dict], dict[str, str]] | None = None
+    """A layer's options as its model document shows them, name -> text (``structure.json``
+    carries them); None: the loader's options are text already."""
     input_dims: Callable[[Any], list] | None = None
     """(name, shape) of each input as the model declares it, open dimensions as strings (or
     TFLite's ``-1``), None for an input with no shape (``frontends/input_shapes.py``)."""
     pin_inputs: Callable[[Any, dict], Any] | None = None
     """``pin_inputs(model, {name: sizes})``: the model to import with those input sizes
     (``--input-shape``, checked already); None: this kind takes no ``--input-shape``."""
+    from_memory: Callable[..., Any] | None = None
+    """A model already in memory, described as ``load`` describes a file (the ``Capture``
+    API: an ``onnx.ModelProto``; a PyTorch program or module and its example arguments; a
+    ``tvm.relax.frontend.nn`` module and its spec). None: only files of this kind are read."""
     subgraph_writer: SubgraphWriter | None = None
     """How ``reduce`` cuts the model (None: this kind cannot be reduced)."""
     explorer_adapter: str = ""

@@ -13,7 +13,8 @@ import os
 from dataclasses import dataclass, field
 from typing import Any
 
-from tvm_explorer.frontends.tflite.loader import SubgraphInfo, TensorInfo
+from tvm_explorer.frontends.base import lazy
+from tvm_explorer.frontends.model import SubgraphInfo, TensorInfo
 
 
 @dataclass
@@ -144,3 +145,15 @@ def is_model_code(file: str) -> bool:
             inside = path.rsplit(marker, 1)[1]
             return inside.startswith(MODEL_LIBRARIES)
     return not any(part in path for part in _PYTHON_LIBRARY)
+
+
+def declared_inputs(model: GraphModel) -> list:
+    """(name, shape) of each input as the model declares it (``GraphModel.declared_inputs``)."""
+    return model.declared_inputs
+
+
+# What the FRONTEND of every graph kind (frontends/onnx, torch, nn) takes alike:
+render_graph_document = lazy("tvm_explorer.frontends.graph_document", "render_document")
+"""``Frontend.render_document``: the model document of a ``GraphModel``."""
+same_graph_by_loading = lazy("tvm_explorer.frontends.reference_run", "check_same_graph_by_loading")
+"""``ReferenceEngine.check_same_graph``: the reference model loaded by the same frontend."""

@@ -13,7 +13,7 @@ from tvm_explorer.bundle.index import Range
 from tvm_explorer.errors import ModelError
 from tvm_explorer.frontends.graph import GraphModel, GraphNode
 from tvm_explorer.frontends.input_shapes import input_note
-from tvm_explorer.frontends.tflite.loader import TensorInfo
+from tvm_explorer.frontends.model import TensorInfo
 from tvm_explorer.inert.text import one_line
 from tvm_explorer.provenance import OriginTable
 
@@ -110,3 +110,8 @@ def _node_head(node: GraphNode) -> str:
         head += f" {one_line(node.name)}"
     opts = one_line(" ".join(f"{k}={v}" for k, v in node.options.items()))
     return head + (f"  {opts}\n" if opts else "\n")
+
+
+def render_document(model: GraphModel, origins: OriginTable) -> tuple[str, str, list[Range]]:
+    """``(path, text, ranges)`` of the model's document in the bundle (``Frontend.render_document``)."""
+    return (model.document_path, *render_graph_document(model, origins))

@@ -7,11 +7,13 @@ output and its reference value meet by name.
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from tvm_explorer.errors import ExplorerError, ModelError
+from tvm_explorer.frontends.model import Layer, TensorInfo
 
 
 @dataclass(frozen=True)
@@ -112,7 +114,7 @@ def check_same_graph_by_loading(model, reference_path: str) -> None:
         raise  # names the file already; the CLI's exit code tells a front end to ask
     except ModelError as err:
         raise ExplorerError(f"reference: {err}") from None
-    by_name = {t.name: (t, None) for t in ref.subgraphs[0].inputs}
+    by_name: dict[str, tuple[TensorInfo, Layer | None]] = {t.name: (t, None) for t in ref.subgraphs[0].inputs}
     by_name.update({t.name: (t, lay) for lay in ref.layers for t in lay.outputs})
     wanted = [(t, "input", None) for t in model.subgraphs[0].inputs]
     wanted += [
@@ -143,3 +145,8 @@ def check_same_graph_by_loading(model, reference_path: str) -> None:
                 f"{reference_path}: tensor '{t.name}' ({role}) has dtype {r.dtype}, "
                 f"{t.dtype} in {model.path}; --reference must be the same graph"
             )
+
+
+def engine_on(engine: str, path) -> str:
+    """``LiteRT interpreter on m.tflite``: what a report says it compared with."""
+    return f"{engine} on {os.path.basename(os.fspath(path))}"

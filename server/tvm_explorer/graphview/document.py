@@ -5,7 +5,8 @@ Shape: docs/graph.md, "The graph document"."""
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 from tvm_explorer.bundle.sections.numerics import (
     FLOAT_REL_TOLERANCE,
@@ -17,7 +18,17 @@ from tvm_explorer.bundle.sections.numerics import (
 )
 from tvm_explorer.costs.table import flops_text, size
 from tvm_explorer.graphview.places import layer_place_entries
-from tvm_explorer.graphview.structure import edges, folds, groups, io_id, read_structure, repetitions
+from tvm_explorer.graphview.structure import (
+    document_edges,
+    document_groups,
+    edges,
+    folds,
+    groups,
+    io_id,
+    read_structure,
+    repetitions,
+)
+from tvm_explorer.graphview.types import GraphDocument, GraphNode, IONode, KernelInfo, NodeNumerics, Overlay, Tensor
 from tvm_explorer.history.pipeline import pipeline_states
 from tvm_explorer.navigation.costs import cost_index
 from tvm_explorer.navigation.layer_facts import layer_facts
@@ -28,6 +39,7 @@ from tvm_explorer.tablenames import shown_name
 FORMAT = "tvm-explorer-graph"
 VERSION = 1
 STAGES = ("relax", "tir", "code")
+T = TypeVar("T")
 
 # Overlays the web app colors by: id, label, scale kind, unit.
 OVERLAYS = (
@@ -45,7 +57,7 @@ OVERLAYS = (
 )
 
 
-def graph_document(view: BundleView, places: bool = True, encoding: str = "utf-16") -> dict[str, Any]:
+def graph_document(view: BundleView, places: bool = True, encoding: str = "utf-16") -> GraphDocument:
     """The graph document of a loaded bundle (``places``: with each layer's places and code
     excerpts; positions in ``encoding`` columns, as the editor counts them)."""
     bundle = view.bundle
@@ -63,7 +75,7 @@ def graph_document(view: BundleView, places: bool = True, encoding: str = "utf-1
     schedules = _schedules(manifest)
     tuning, tuning_note = _tuning(bundle)
     docs_of = {stage: [doc.path for doc in bundle.documents if doc.stage == stage] for stage in STAGES}
-    nodes = []
+    nodes: list[GraphNode] = []
     for layer in bundle.layers:
         facts = layer_facts(view, layer.id)
         cost = costs.by_layer.get(layer.id) if costs else None
@@ -72,7 +84,7 @@ def graph_document(view: BundleView, places: bool = True, encoding: str = "utf-1
         kinds = sorted({schedules.get(k, "default") for k in kernels})
         entry = layer_entry(numerics, layer.subgraph, layer.op_index) if numerics else None
         module, module_class = structure.modules.get(layer.id, ("", ""))
-        node: dict[str, Any] = {
+        node: GraphNode = {
             "id": str(layer.id),
             "subgraph": layer.subgraph,
             "op_index": layer.op_index,
@@ -116,7 +128,7 @@ def graph_document(view: BundleView, places: bool = True, encoding: str = "utf-1
         if places:
             node["places"] = layer_place_entries(view, layer.id, encoding)
         nodes.append(node)
-    io_nodes = [
+    io_nodes: list[IONode] = [
         {"id": io_id(io.kind, io.subgraph, io.name), "kind": io.kind, "name": shown_name(io.name), "type": io.type}
         for io in structure.io
     ]
@@ -136,27 +148,16 @@ def graph_document(view: BundleView, places: bool = True, encoding: str = "utf-1
         "model": {
             "file": str(model.get("file", "")),
             "kind": kind,
-            # unit() reads only the model file name of a numerics document
-            "unit": unit({"model": str(model.get("file", ""))}),  # type: ignore[typeddict-item]
+            "unit": unit({"model": str(model.get("file", ""))}),
             "target": str(manifest.get("target", "")),
             "sha256": str(model.get("sha256", "")),
-            "tool": manifest.get("tool") if isinstance(manifest.get("tool"), dict) else {},
+            "tool": tool if isinstance(tool := manifest.get("tool"), dict) else {},
             "created": str(manifest.get("created", "")),
         },
         "nodes": nodes,
         "io": io_nodes,
-        "edges": [{"source": e.source, "target": e.target, "tensor": e.tensor, "type": e.type} for e in edge_list],
-        "groups": [
-            {
-                "id": g.id,
-                "label": g.label,
-                "path": g.path,
-                "parent": g.parent,
-                "size": g.size,
-                "repeat": repeats.get(g.id),
-            }
-            for g in group_list
-        ],
+        "edges": document_edges(edge_list),
+        "groups": document_groups(group_list, repeats),
         "overlays": _overlays(costs, numerics, costs_problem(bundle), memory_note, machine is not None, tuning_note),
         "kernels": _kernels(costs, schedules),
         "costs_note": costs.status_text()
@@ -172,7 +173,7 @@ def _memory_timeline(view: BundleView) -> dict[str, Any] | None:
     document paths and 0-based lines; None when the bundle has no memory.json (a damaged one
     says why)."""
     from tvm_explorer.errors import BundleError
-    from tvm_explorer.navigation.memory_timeline import timeline
+    from tvm_explorer.navigation.memory_timeline import NoTimeline, timeline
 
     try:
         if view.bundle.memory() is None:
@@ -184,7 +185,10 @@ def _memory_timeline(view: BundleView) -> dict[str, Any] | None:
         line, _ = view.line_index(place.path, "utf-16").position(place.start)
         return {"path": place.path, "line": line}
 
-    return timeline(view, locate)
+    try:
+        return dict(timeline(view, locate))
+    except NoTimeline as err:
+        return {"error": str(err)}
 
 
 def report_sections(view: BundleView) -> dict[str, Any]:
@@ -280,8 +284,8 @@ def costs_problem(bundle) -> str | None:
     return None
 
 
-def _tensor(t) -> dict[str, Any]:
-    out: dict[str, Any] = {"name": shown_name(t.name), "type": t.type_text, "const": t.const}
+def _tensor(t) -> Tensor:
+    out: Tensor = {"name": shown_name(t.name), "type": t.type_text, "const": t.const}
     if t.quantization:
         out["quantization"] = t.quantization
     return out
@@ -320,7 +324,7 @@ def _coverage(reached: list[str]) -> str:
     return "model only"
 
 
-def _numerics(view: BundleView, data, entry) -> dict[str, Any]:
+def _numerics(view: BundleView, data, entry) -> NodeNumerics:
     first = data.get("first_divergence")
     return {
         "summary": format_error(entry),
@@ -347,7 +351,7 @@ def _schedules(manifest: dict) -> dict[str, str]:
     return out
 
 
-def _kernels(costs, schedules: dict[str, str]) -> dict[str, dict[str, Any]]:
+def _kernels(costs, schedules: dict[str, str]) -> dict[str, KernelInfo]:
     if not costs:
         return {}
     return {
@@ -364,14 +368,10 @@ def _live_at_peak(bundle) -> tuple[dict[int, int], str | None]:
     """Bytes of each layer's tensors held at the memory peak (``memory.json``; layers with
     none held there have no value), and why there are none (no or a damaged file)."""
     from tvm_explorer.bundle.sections.memory import held_at
-    from tvm_explorer.errors import BundleError
 
-    try:
-        data = bundle.memory()
-    except BundleError as err:
-        return {}, str(err)
+    data, why = _section(bundle.memory, "no memory.json: recompile the bundle")
     if data is None:
-        return {}, "no memory.json: recompile the bundle"
+        return {}, why
     step = data["peak"]["step"]
     if step is None:
         return {}, "the model's function calls nothing: no memory peak"
@@ -385,15 +385,23 @@ def _live_at_peak(bundle) -> tuple[dict[int, int], str | None]:
 def _tuning(bundle) -> tuple[dict[int, tuple[str, float | None]], str | None]:
     """Each layer's tuning state (``tuning.json``), and why there are none."""
     from tvm_explorer.bundle.sections.tuning import layer_states
+
+    doc, why = _section(bundle.tuning, "not tuned: compile with --target llvm --tune TRIALS (docs/tuning.md)")
+    if doc is None:
+        return {}, why
+    return layer_states(doc), None
+
+
+def _section(read: Callable[[], T | None], missing: str) -> tuple[T | None, str | None]:
+    """A bundle section read with ``read``, or None and why: ``missing`` when the bundle has
+    none, the damage when it is damaged."""
     from tvm_explorer.errors import BundleError
 
     try:
-        doc = bundle.tuning()
+        data = read()
     except BundleError as err:
-        return {}, str(err)
-    if doc is None:
-        return {}, "not tuned: compile with --target llvm --tune TRIALS (docs/tuning.md)"
-    return layer_states(doc), None
+        return None, str(err)
+    return (data, None) if data is not None else (None, missing)
 
 
 def _overlays(
@@ -403,7 +411,7 @@ def _overlays(
     memory_note: str | None = None,
     machine: bool = False,
     tuning_note: str | None = "not tuned",
-) -> list[dict[str, Any]]:
+) -> list[Overlay]:
     why_costs = None if costs else costs_damage or "no costs.json: recompile the bundle"
     notes = {
         "memory": memory_note,

@@ -1,4 +1,5 @@
-"""``tvm-explorer report``: one self-contained HTML file — the graph app, its stylesheet, the
+"""``tvm-explorer report``: one self-contained HTML file — the graph app, its stylesheet, ELK's
+script (a block the page does not run: the app starts its layout worker from its text), the
 graph document and the report's sections inlined, under a Content-Security-Policy that lets
 only those inlined scripts and styles run and forbids every network request. Every string of
 the bundle is data (an escaped JSON block, or escaped text), never markup."""
@@ -13,6 +14,7 @@ from typing import Any
 
 from tvm_explorer.errors import ExplorerError
 from tvm_explorer.graphview.document import graph_document, report_sections
+from tvm_explorer.graphview.types import GraphDocument
 from tvm_explorer.inert import html
 from tvm_explorer.navigation.view import BundleView
 from tvm_explorer.whole_files import write_whole
@@ -31,6 +33,17 @@ def _asset(name: str) -> str:
         ) from None
 
 
+# Starts the layout worker from ELK's text as soon as the parser has read it, before the app's
+# script is compiled; the app adopts it (elk.ts), and an error the worker meets before the app
+# listens is kept on it for the app to see.
+_BOOT = (
+    "try{performance.mark('tvmx:worker-start');"
+    "var w=new Worker(URL.createObjectURL(new Blob([document.getElementById('tvmx-elk').textContent],"
+    "{type:'text/javascript'})));w.onerror=function(e){w.tvmxError=(e&&e.message)||'it could not start'};"
+    "self.tvmxElkWorker=w}catch(e){}"
+)
+
+
 def _sha256(text: str) -> str:
     return "sha256-" + base64.b64encode(hashlib.sha256(text.encode("utf-8")).digest()).decode("ascii")
 
@@ -40,15 +53,16 @@ def render_report(view: BundleView) -> str:
     return render_html(graph_document(view), report_sections(view))
 
 
-def render_html(doc: dict[str, Any], sections: dict[str, Any]) -> str:
+def render_html(doc: GraphDocument, sections: dict[str, Any]) -> str:
     """The report's HTML text for a graph document and the report's sections."""
-    script, style = _asset("graph.js"), _asset("graph.css")
-    if "</script" in script.lower() or "</style" in style.lower():
+    script, style, elk = _asset("graph.js"), _asset("graph.css"), _asset("elk.js")
+    if "</script" in script.lower() or "</script" in elk.lower() or "</style" in style.lower():
         raise ExplorerError(f"{ASSETS}: the built graph app cannot be inlined (it holds a closing tag)")
     model = doc["model"]
     csp = (
         "default-src 'none'; "
-        f"script-src '{_sha256(script)}'; style-src '{_sha256(style)}'; "
+        # ELK's hash too: where no worker may start, the app runs ELK's text on the page
+        f"script-src '{_sha256(script)}' '{_sha256(elk)}' '{_sha256(_BOOT)}'; style-src '{_sha256(style)}'; "
         "img-src data:; worker-src blob:; base-uri 'none'; form-action 'none'"
     )
     tool = model.get("tool") or {}
@@ -75,7 +89,10 @@ def render_html(doc: dict[str, Any], sections: dict[str, Any]) -> str:
         f"<header><h1>{html.text(model['file'] or 'model')}</h1>"
         f'<div class="hint">{html.text(facts)}</div></header>\n'
         '<div id="tvmx-graph"></div>\n<div id="tvmx-report"></div>\n'
-        # the app before its data: it starts its layout worker while the browser reads the graph
+        # ELK's text, then the app, then its data: the app starts its layout worker from ELK's
+        # text (the page does not compile ELK) while the browser reads the graph
+        f'<script type="text/plain" id="tvmx-elk">{elk}</script>\n'
+        f"<script>{_BOOT}</script>\n"
         f"<script>{script}</script>\n"
         f'<script type="application/json" id="tvmx-graph-data">{html.json_block(doc)}</script>\n'
         f'<script type="application/json" id="tvmx-report-data">{html.json_block(sections)}</script>\n'

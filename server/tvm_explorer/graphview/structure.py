@@ -1,70 +1,28 @@
 """The model's structure as a graph: which tensor joins which layers, the graph inputs and
-outputs, and the scopes layers are grouped by — all read from the bundle's model document
-(``model.tflgraph`` / ``model.onnxgraph`` / ``model.fxgraph``) and ``index.json``."""
+outputs, and the scopes layers are grouped by — all read from the bundle's ``structure.json``
+(written at capture from the model itself) and ``index.json``."""
 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
+from tvm_explorer.bundle.sections.structure import LayerFacts, ModelStructure, TensorFacts
 from tvm_explorer.bundle.types import Layer
-from tvm_explorer.navigation.layer_facts import LayerFacts, layer_facts
+from tvm_explorer.graphview import types
+from tvm_explorer.graphview.types import Repeat
+from tvm_explorer.navigation.layer_facts import layer_facts
 from tvm_explorer.navigation.view import BundleView
 from tvm_explorer.provenance.repeats import compress
 from tvm_explorer.tablenames import shown_name
 
-# Headings of the model documents (frontends/tflite/document.py, frontends/graph_document.py).
-_SUBGRAPH = re.compile(r'^(?:subgraph (\d+)|graph) "(.*)"$')
-_IO = re.compile(r"^  (input|output) +(\S+) +(\w+\[[^\]]*\])")
-_MODULE = re.compile(r"^module (.+?)(?: \(([^()]*)\))?$")
-
-
-@dataclass
-class GraphIO:
-    """A graph input or output tensor."""
-
-    kind: str  # "input" | "output"
-    subgraph: int
-    name: str
-    type: str
-
-
-@dataclass
-class Structure:
-    """What the model document says beyond each layer's own entry."""
-
-    io: list[GraphIO] = field(default_factory=list)
-    subgraph_names: dict[int, str] = field(default_factory=dict)
-    modules: dict[int, tuple[str, str]] = field(default_factory=dict)  # layer id -> (path, class)
+Structure = ModelStructure
 
 
 def read_structure(view: BundleView) -> Structure:
-    """Graph inputs/outputs per subgraph and (ONNX, PyTorch) each layer's module heading."""
-    out = Structure()
-    try:
-        text = view.bundle.text(view.model_path)
-    except Exception:  # noqa: BLE001 - a damaged model document: the graph goes without inputs/outputs and modules
-        return out
-    entry_of = {}
-    for lid, places in view.layer_map.model_places.items():
-        if places:
-            entry_of[places[0].start] = lid
-    subgraph, sub_count, module = 0, 0, ("", "")
-    offset = 0
-    for line in text.split("\n"):
-        start, offset = offset, offset + len(line) + 1
-        if (m := _SUBGRAPH.match(line)) is not None:
-            subgraph = int(m.group(1)) if m.group(1) is not None else sub_count
-            sub_count += 1
-            out.subgraph_names[subgraph] = m.group(2)
-        elif (m := _IO.match(line)) is not None:
-            out.io.append(GraphIO(m.group(1), subgraph, m.group(2), m.group(3)))
-        elif (m := _MODULE.match(line)) is not None:
-            path = m.group(1)
-            module = ("", "") if path == "(top level)" else (path, m.group(2) or "")
-        elif (found := entry_of.get(start)) is not None:
-            out.modules[found] = module
-    return out
+    """Graph inputs/outputs per subgraph, their names and (ONNX, PyTorch) each layer's module;
+    empty when the bundle's structure is missing or damaged."""
+    return view.bundle.structure() or Structure()
 
 
 @dataclass(frozen=True)
@@ -115,9 +73,7 @@ def edges(view: BundleView, structure: Structure) -> list[Edge]:
     return out
 
 
-def _output_of(layer: Layer, i: int):
-    from tvm_explorer.navigation.layer_facts import TensorFacts
-
+def _output_of(layer: Layer, i: int) -> TensorFacts:
     t = layer.output_types[i] if i < len(layer.output_types) else {}
     shape = tuple(str(d) for d in (t.get("shape") or ()))
     return TensorFacts(layer.outputs[i], str(t.get("dtype", "")), shape, False, "")
@@ -259,7 +215,7 @@ MIN_REPEAT = 4
 three)."""
 
 
-def repetitions(group_list: list[Group], of_layer: dict[int, str | None], opcodes: dict[int, str]) -> dict[str, dict]:
+def repetitions(group_list: list[Group], of_layer: dict[int, str | None], opcodes: dict[int, str]) -> dict[str, Repeat]:
     """Repeated modules: sibling groups named alike but for an index (``layers.0`` … ``layers.31``,
     ``block_1``, ``block_2``), numbered consecutively, that hold the same operators in the same
     order and at least ``MIN_REPEAT`` of them (decoder layers, transformer blocks, identical
@@ -280,7 +236,7 @@ def repetitions(group_list: list[Group], of_layer: dict[int, str | None], opcode
             continue
         key = (group.parent, m.group(1), tuple(signature[group.id]))
         families.setdefault(key, []).append((int(m.group(2)), group))
-    out: dict[str, dict] = {}
+    out: dict[str, Repeat] = {}
     for members in families.values():
         members.sort(key=lambda item: item[0])
         indices = [i for i, _ in members]
@@ -355,3 +311,16 @@ def folds(node_ids: list[str], edge_list: list[Edge], inputs: set[str], outputs:
             if host is not None:
                 out[n] = host
     return out
+
+
+def document_edges(edge_list: list[Edge]) -> list[types.Edge]:
+    """The edges as the graph document carries them."""
+    return [{"source": e.source, "target": e.target, "tensor": e.tensor, "type": e.type} for e in edge_list]
+
+
+def document_groups(group_list: list[Group], repeats: dict[str, Repeat]) -> list[types.Group]:
+    """The groups as the graph document carries them, each with its family of repeats."""
+    return [
+        {"id": g.id, "label": g.label, "path": g.path, "parent": g.parent, "size": g.size, "repeat": repeats.get(g.id)}
+        for g in group_list
+    ]

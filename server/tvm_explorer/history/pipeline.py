@@ -20,7 +20,7 @@ from __future__ import annotations
 import re
 import threading
 import weakref
-from typing import Any
+from typing import TypedDict
 
 from tvm_explorer.bundle.types import Document
 from tvm_explorer.history.steps import transitions
@@ -28,11 +28,31 @@ from tvm_explorer.navigation.places import producing_pass
 from tvm_explorer.navigation.view import BundleView
 
 _FUSED_CALL = re.compile(r"(?:=\s*|call_tir\(\s*|\bcls\.|^)(fused_\w+)\s*[(,]")
-_STATES: weakref.WeakKeyDictionary[BundleView, dict[str, Any]] = weakref.WeakKeyDictionary()
+
+
+class PipelinePass(TypedDict):
+    """One pass as the pass slider shows it (mirrored in ``webview/graph/types.ts``)."""
+
+    index: int | None
+    name: str
+    stage: str
+    document: str
+    touched: list[str]
+    fused: list[list[str]] | None
+    lowered: list[str]
+
+
+class Pipeline(TypedDict):
+    """Every pass in pipeline order."""
+
+    passes: list[PipelinePass]
+
+
+_STATES: weakref.WeakKeyDictionary[BundleView, Pipeline] = weakref.WeakKeyDictionary()
 _LOCK = threading.Lock()
 
 
-def pipeline_states(view: BundleView) -> dict[str, Any]:
+def pipeline_states(view: BundleView) -> Pipeline:
     """``{"passes": [{"index", "name", "stage", "touched", "fused", "lowered"}]}``, one entry
     per pass document in pipeline order (docs/graph.md, "Pass slider"). Layer ids are the
     graph's node ids (strings); ``fused`` is null when it is the entry before's, ``lowered``
@@ -46,7 +66,7 @@ def pipeline_states(view: BundleView) -> dict[str, Any]:
     return got
 
 
-def _compute(view: BundleView) -> dict[str, Any]:
+def _compute(view: BundleView) -> Pipeline:
     units: dict[tuple[str, bool], dict[str, tuple[int, frozenset[int]]]] = {}
     calls: dict[str, list[frozenset[int]]] = {}
 
@@ -56,7 +76,7 @@ def _compute(view: BundleView) -> dict[str, Any]:
             units[key], calls[doc.path] = _units(view, doc, embedded)
         return units[key]
 
-    out = []
+    out: list[PipelinePass] = []
     lowered: set[int] = set()
     groups: list[list[str]] | None = None
     shown_groups: list[list[str]] | None = None

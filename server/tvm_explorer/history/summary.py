@@ -250,44 +250,44 @@ def _bindings(before: LayerCode, after: LayerCode, changes: set[str]) -> list[st
         out.append(f"{counts}{names(removed)} → {names(added)}")
         changes.update((REWRITTEN, MOVED))
     elif added:
-        out.append(f"+{plural(len(added), 'binding')} ({names(added)})")
-        changes.add(CREATED)
+        _counted(out, changes, CREATED, plural(len(added), "binding"), names(added))
     elif removed:
-        out.append(f"−{plural(len(removed), 'binding')} ({names(removed)})")
-        changes.add(DELETED)
+        _counted(out, changes, DELETED, plural(len(removed), "binding"), names(removed))
     kept_old = Counter(callee(u) or "alias" for u in gone if binding_is_bookkeeping(u.text))
     kept_new = Counter(callee(u) or "alias" for u in came if binding_is_bookkeeping(u.text))
     more, fewer = kept_new - kept_old, kept_old - kept_new
     if more:
-        out.append(f"+{sum(more.values())} bookkeeping ({names(list(more))})")
-        changes.add(CREATED)
+        _counted(out, changes, CREATED, f"{sum(more.values())} bookkeeping", names(list(more)))
     if fewer:
-        out.append(f"−{sum(fewer.values())} bookkeeping ({names(list(fewer))})")
-        changes.add(DELETED)
+        _counted(out, changes, DELETED, f"{sum(fewer.values())} bookkeeping", names(list(fewer)))
     if not out and (gone or came):
         out.append(f"{plural(max(len(gone), len(came)), 'bookkeeping binding')} rewritten")
         changes.add(REWRITTEN)
     return out
 
 
+def _counted(out: list[str], changes: set[str], change: str, count: str, what: str) -> None:
+    """``+3 bindings (R.add, R.multiply)`` for what was created, ``−…`` for what was deleted."""
+    out.append(f"{'+' if change == CREATED else '−'}{count} ({what})")
+    changes.add(change)
+
+
 def _unmatched(old: list[Unit], new: list[Unit]) -> tuple[list[Unit], list[Unit]]:
     """The units of ``old`` and of ``new`` whose text the other side does not have (as
     multisets)."""
-    left = Counter(u.text for u in new)
-    gone = []
-    for u in old:
+    return _missing_from(new, old), _missing_from(old, new)
+
+
+def _missing_from(other: list[Unit], units: list[Unit]) -> list[Unit]:
+    """The units whose text ``other`` does not have, one match used up per unit of ``other``."""
+    left = Counter(u.text for u in other)
+    out = []
+    for u in units:
         if left[u.text]:
             left[u.text] -= 1
         else:
-            gone.append(u)
-    right = Counter(u.text for u in old)
-    came = []
-    for u in new:
-        if right[u.text]:
-            right[u.text] -= 1
-        else:
-            came.append(u)
-    return gone, came
+            out.append(u)
+    return out
 
 
 def _call_change(old: str, new: str) -> str:

@@ -1,7 +1,10 @@
 """Answering a request: wait until the document's bundle is loaded, then look the answer up
-(finished off the event loop when the feature asks for it); a failure answers the feature's
-empty result (and is logged), never an error response: a bug at one position must not break
-the editor's navigation. Slow answers are logged with where the time went."""
+(finished off the event loop when the feature asks for it). A failure of a navigation request
+answers the feature's empty result (and is logged), not an error response: a bug at one
+position must not break the editor's navigation. A request the user asked for by a command
+(a comparison, the model graph) fails with an LSP error instead: the feature raises
+``RequestFailed`` saying why, and an unexpected failure answers its ``empty``, then a
+``RequestFailed`` too. Slow answers are logged with where the time went."""
 
 from __future__ import annotations
 
@@ -11,6 +14,8 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from lsprotocol import types
+from pygls.exceptions import JsonRpcContentModified, JsonRpcException
 from pygls.lsp.server import LanguageServer
 
 from tvm_explorer.bundle.files import BundleChanged
@@ -32,11 +37,14 @@ class Answering:
         self.quiet_trim = QuietTrim()
 
     def register(self, method: str, handler: Callable[[Any], Any], empty: Any) -> None:
-        """Answer ``method`` with ``handler(params)``; ``empty`` when it fails."""
+        """Answer ``method`` with ``handler(params)``; ``empty`` when it fails (raised when it is
+        an error: the client gets an error response)."""
         watcher, quiet_trim = self.watcher, self.quiet_trim
 
         async def respond(ls: LanguageServer, params):
-            document = getattr(params, "text_document", None)
+            document = (
+                params if isinstance(params, types.TextDocumentIdentifier) else getattr(params, "text_document", None)
+            )
             t0 = time.perf_counter()
             # Not while waiting for the bundle: its load may be queued behind a warm-up, and a
             # warm-up paused for this request would then never let it come.
@@ -54,21 +62,29 @@ class Answering:
         async def finish_off_loop(got: OffLoop):
             try:
                 return await asyncio.to_thread(got.finish)
+            except JsonRpcException:  # the feature's own error answer (RequestFailed, InvalidParams)
+                raise
+            except BundleChanged as err:
+                raise _content_modified(method, err) from None
             except Exception:
                 logger.exception("%s failed", method)
-                return empty
+                return failed()
+
+        def failed():
+            if isinstance(empty, JsonRpcException):
+                raise empty
+            return empty
 
         def answer_now(params, t0: float, t1: float):
             try:
                 return handler(params)
+            except JsonRpcException:  # the feature's own error answer (RequestFailed, InvalidParams)
+                raise
             except BundleChanged as err:
-                # A document changed on disk since its bundle was loaded: nothing of the new
-                # version is mixed into the old one's answer; the watcher reloads the bundle.
-                logger.info("%s: %s", method, err)
-                return empty
+                raise _content_modified(method, err) from None
             except Exception:
                 logger.exception("%s failed", method)
-                return empty
+                return failed()
             finally:
                 t2 = time.perf_counter()
                 if t2 - t0 > SLOW_S:
@@ -86,3 +102,12 @@ class Answering:
 
         respond.__name__ = method.replace("/", "_")
         self.server.feature(method)(respond)
+
+
+def _content_modified(method: str, err: BundleChanged) -> JsonRpcContentModified:
+    """A document changed on disk since its bundle was loaded: nothing of the new version is
+    mixed into the old one's answer, and no empty answer stands for one either. LSP's
+    ContentModified tells the client the answer is void (VS Code asks again); the watcher
+    reloads the bundle meanwhile."""
+    logger.info("%s: %s", method, err)
+    return JsonRpcContentModified(f"the bundle changed on disk: {err}")

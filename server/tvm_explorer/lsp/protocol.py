@@ -6,7 +6,7 @@ Results keep the field names of the protocol document exactly (``op_index``, not
 
 from __future__ import annotations
 
-from typing import Any, Optional, Union
+from typing import Any, Optional, Union, is_typeddict
 
 import attrs
 from cattrs.gen import make_dict_structure_fn, make_dict_unstructure_fn, override
@@ -15,7 +15,10 @@ from pygls.exceptions import JsonRpcException
 from pygls.protocol import LanguageServerProtocol, default_converter
 from pygls.protocol.language_server import lsp_method
 
+from tvm_explorer.compare.types import ComparisonJson
+from tvm_explorer.graphview.types import GraphDocument
 from tvm_explorer.lsp.lifecycle import LifecycleProtocol, envelope_problem, invalid_request
+from tvm_explorer.navigation.memory_timeline import Timeline
 
 LIST_BUNDLES = "tvmExplorer/listBundles"
 LIST_PASSES = "tvmExplorer/listPasses"
@@ -28,8 +31,10 @@ NUMERICS = "tvmExplorer/numerics"
 BUNDLES_CHANGED = "tvmExplorer/bundlesChanged"
 COSTS = "tvmExplorer/costs"
 KERNEL_HEAT = "tvmExplorer/kernelHeat"
+KERNEL_START = "tvmExplorer/kernelStart"
 SHOW_REFERENCES_COMMAND = "tvmExplorer.showReferences"
 MODEL_DOCUMENT = "tvmExplorer/modelDocument"
+MODEL_KINDS = "tvmExplorer/modelKinds"
 EXTRACT_REPRODUCER_COMMAND = "tvmExplorer.extractReproducer"
 COMPARE_BUNDLES = "tvmExplorer/compareBundles"
 COMPARE_LAYER_CODE = "tvmExplorer/compareLayerCode"
@@ -39,6 +44,16 @@ MODEL_GRAPH = "tvmExplorer/modelGraph"
 LAYER_HISTORY = "tvmExplorer/layerHistory"
 MEMORY_TIMELINE = "tvmExplorer/memoryTimeline"
 SHOW_LAYER_HISTORY_COMMAND = "tvmExplorer.showLayerHistory"
+PASS_DIFF_ALIGNMENT = "tvmExplorer/passDiffAlignment"
+
+
+class RequestFailed(JsonRpcException):
+    """LSP's RequestFailed: the request was valid but cannot be answered (two bundles that
+    share no layer, a bundle without a memory timeline); the message says why, and the
+    client shows it. pygls answers the request with this error when a handler raises it."""
+
+    CODE = -32803
+    MESSAGE = "Request failed"
 
 
 @attrs.define
@@ -127,6 +142,29 @@ class ModelDocumentResult:
     """``tvmExplorer/modelDocument`` result: the model document's text."""
 
     text: str
+
+
+@attrs.define
+class ModelKindsParams:
+    """``tvmExplorer/modelKinds`` params: none."""
+
+
+@attrs.define
+class ModelKindInfo:
+    """A kind of model file the compiler reads: its manifest name, file suffix, what its
+    layers are called, and whether ``reduce`` can cut it."""
+
+    kind: str
+    suffix: str
+    unit: str
+    reducible: bool
+
+
+@attrs.define
+class ModelKindsResult:
+    """``tvmExplorer/modelKinds`` result."""
+
+    kinds: list[ModelKindInfo]
 
 
 @attrs.define
@@ -280,6 +318,17 @@ class KernelHeatResult:
 
 
 @attrs.define
+class KernelStartResult:
+    """``tvmExplorer/kernelStart`` result: where to open a generated-code document — its
+    hottest kernel when the bundle was profiled, else the first kernel in the document; in C
+    the kernel's first loop (its argument checks skipped), else its definition."""
+
+    kernel: str
+    range: types.Range
+    profiled: bool
+
+
+@attrs.define
 class BundlesChangedParams:
     """``tvmExplorer/bundlesChanged`` notification params."""
 
@@ -376,11 +425,28 @@ class StageRangesResult:
 
 
 @attrs.define
+class CompareLayerCodeResult:
+    """``tvmExplorer/compareLayerCode`` result: the side's code and its editor language."""
+
+    text: str
+    language: str
+
+
+@attrs.define
 class ModelGraphParams:
     """``tvmExplorer/modelGraph`` params: the bundle's URI (its directory, or any of its
     documents)."""
 
     bundle: str
+
+
+@attrs.define
+class ModelGraphResult:
+    """``tvmExplorer/modelGraph`` result: the bundle's URI (the places' paths are relative to
+    it) and its graph document (``graphview/types.py``)."""
+
+    root: str
+    document: GraphDocument
 
 
 @attrs.define
@@ -450,6 +516,39 @@ class LayerHistoryResult:
     bundle: str = ""
 
 
+@attrs.define
+class PassDiffAlignmentParams:
+    """``tvmExplorer/passDiffAlignment`` params: the URIs of a pass's two documents (``before``
+    and ``after`` of ``listPasses``)."""
+
+    before: str
+    after: str
+
+
+@attrs.define
+class AlignedFunctionInfo:
+    """A function of a pass diff: ``change`` is ``changed``, ``added``, ``removed`` or
+    ``unchanged``; its range in each document (null on the side that lacks it), from its
+    decorator to the end of its body."""
+
+    name: str
+    change: str
+    before: types.Range | None
+    after: types.Range | None
+
+
+@attrs.define
+class PassDiffAlignmentResult:
+    """``tvmExplorer/passDiffAlignment`` result: every function of the two documents, in the
+    after-document's order, the removed ones last; each document's module header (the text
+    before its first function); how many functions the pass left unchanged."""
+
+    before_header: types.Range
+    after_header: types.Range
+    functions: list[AlignedFunctionInfo]
+    unchanged: int
+
+
 def _request(method: str, params_type: Any) -> type:
     """The JSON-RPC request message class of a custom method."""
     return attrs.make_class(
@@ -476,16 +575,22 @@ MESSAGE_TYPES = {
     NEXT_PASS: (_request(NEXT_PASS, types.TextDocumentPositionParams), list[types.Location]),
     LAYER_PLACES: (_request(LAYER_PLACES, types.TextDocumentPositionParams), LayerPlacesResult),
     MODEL_DOCUMENT: (_request(MODEL_DOCUMENT, ModelDocumentParams), ModelDocumentResult),
+    MODEL_KINDS: (_request(MODEL_KINDS, ModelKindsParams), ModelKindsResult),
     NUMERICS: (_request(NUMERICS, ListPassesParams), NumericsResult),
     COSTS: (_request(COSTS, CostsParams), CostsResult),
     KERNEL_HEAT: (_request(KERNEL_HEAT, types.TextDocumentIdentifier), KernelHeatResult),
-    COMPARE_BUNDLES: (_request(COMPARE_BUNDLES, CompareBundlesParams), Any),
-    COMPARE_LAYER_CODE: (_request(COMPARE_LAYER_CODE, CompareLayerCodeParams), Any),
+    KERNEL_START: (_request(KERNEL_START, types.TextDocumentIdentifier), Optional[KernelStartResult]),  # noqa: UP045
+    COMPARE_BUNDLES: (_request(COMPARE_BUNDLES, CompareBundlesParams), ComparisonJson),
+    COMPARE_LAYER_CODE: (_request(COMPARE_LAYER_CODE, CompareLayerCodeParams), CompareLayerCodeResult),
     STAGE_DOCUMENTS: (_request(STAGE_DOCUMENTS, StageDocumentsParams), StageDocumentsResult),
     STAGE_RANGES: (_request(STAGE_RANGES, types.TextDocumentPositionParams), StageRangesResult),
-    MODEL_GRAPH: (_request(MODEL_GRAPH, ModelGraphParams), Any),
-    MEMORY_TIMELINE: (_request(MEMORY_TIMELINE, MemoryTimelineParams), Any),
+    MODEL_GRAPH: (_request(MODEL_GRAPH, ModelGraphParams), ModelGraphResult),
+    MEMORY_TIMELINE: (_request(MEMORY_TIMELINE, MemoryTimelineParams), Timeline),
     LAYER_HISTORY: (_request(LAYER_HISTORY, types.TextDocumentPositionParams), LayerHistoryResult),
+    PASS_DIFF_ALIGNMENT: (
+        _request(PASS_DIFF_ALIGNMENT, PassDiffAlignmentParams),
+        Optional[PassDiffAlignmentResult],  # noqa: UP045
+    ),
 }
 
 _PLAIN_NAMES = (
@@ -515,12 +620,22 @@ _PLAIN_NAMES = (
     HistorySide,
     HistoryLines,
     LayerHistoryResult,
+    CompareLayerCodeResult,
+    ModelGraphResult,
+    KernelStartResult,
+    ModelKindInfo,
+    ModelKindsResult,
+    AlignedFunctionInfo,
+    PassDiffAlignmentResult,
 )
 
 
 def converter_factory():
     """pygls' converter, plus the custom messages with their documented field names."""
     converter = default_converter()
+    # The JSON documents of the domain (a comparison, a graph document) are typed dicts of
+    # plain JSON values already: sent as they are.
+    converter.register_unstructure_hook_func(is_typeddict, lambda value: value)
     # Before the classes holding it: their hooks take the item hook when they are made.
     for renamed in (LayerPlaceInfo, HistoryStep, HistoryMark):
         converter.register_unstructure_hook(

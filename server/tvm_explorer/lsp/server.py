@@ -8,6 +8,7 @@ from collections.abc import Callable
 from typing import Any
 
 from lsprotocol import types
+from pygls.exceptions import JsonRpcException, JsonRpcInternalError
 from pygls.lsp.server import LanguageServer
 
 from tvm_explorer.lsp import transport
@@ -26,8 +27,9 @@ from tvm_explorer.lsp.features.history import LayerHistory
 from tvm_explorer.lsp.features.hover import Hover
 from tvm_explorer.lsp.features.links import DocumentLinks
 from tvm_explorer.lsp.features.memory import MemoryTimeline
-from tvm_explorer.lsp.features.model_document import ModelDocument
+from tvm_explorer.lsp.features.model_document import ModelDocument, model_kinds
 from tvm_explorer.lsp.features.numerics import Numerics
+from tvm_explorer.lsp.features.pass_diff import PassDiffAlignment
 from tvm_explorer.lsp.features.passes import PassSteps
 from tvm_explorer.lsp.features.references import References
 from tvm_explorer.lsp.features.reproducers import Reproducers
@@ -43,6 +45,7 @@ from tvm_explorer.lsp.protocol import (
     COSTS,
     EXTRACT_REPRODUCER_COMMAND,
     KERNEL_HEAT,
+    KERNEL_START,
     LAYER_HISTORY,
     LAYER_PLACES,
     LIST_BUNDLES,
@@ -50,9 +53,11 @@ from tvm_explorer.lsp.protocol import (
     MEMORY_TIMELINE,
     MODEL_DOCUMENT,
     MODEL_GRAPH,
+    MODEL_KINDS,
     NEXT_PASS,
     NUMERICS,
     ORIGINS,
+    PASS_DIFF_ALIGNMENT,
     PREVIOUS_PASS,
     PREVIOUS_STAGE,
     STAGE_DOCUMENTS,
@@ -66,6 +71,7 @@ from tvm_explorer.lsp.protocol import (
     ListPassesResult,
     NumericsResult,
     OriginsResult,
+    RequestFailed,
     StageDocumentsResult,
     StageRangesResult,
     converter_factory,
@@ -78,11 +84,16 @@ logger = logging.getLogger(__name__)
 
 
 class ExplorerServer(LanguageServer):
-    """pygls server reporting failures of notification handlers to the log only (a request
-    failing is answered with an error by pygls; our handlers answer empty instead)."""
+    """pygls server reporting failures of handlers to the log only (a request failing is
+    answered with an error by pygls, whose message the extension shows where it asked by a
+    command; navigation handlers answer empty instead)."""
 
     def report_server_error(self, error, source):
-        """Log instead of popping up an "Error in server" message."""
+        """Log instead of popping up an "Error in server" message (a request answered with an
+        error the feature chose, saying why, is no server error: logged as information)."""
+        if isinstance(error, JsonRpcException) and not isinstance(error, JsonRpcInternalError):
+            logger.info("%s: %s", getattr(source, "__name__", source), error)
+            return
         logger.error("server error (%s): %s", getattr(source, "__name__", source), error)
 
     def start_io(self, stdin=None, stdout=None) -> int:
@@ -214,16 +225,22 @@ def _register_answers(
         (NUMERICS, numerics.numerics, NumericsResult()),
         (COSTS, costs.costs, CostsResult(False, None, "none", None, [])),
         (KERNEL_HEAT, costs.kernel_heat, KernelHeatResult([])),
-        (COMPARE_BUNDLES, comparisons.compare_bundles, {"error": "comparison failed"}),
-        (COMPARE_LAYER_CODE, comparisons.layer_code, {"error": "comparison failed"}),
-        (MODEL_GRAPH, ModelGraph(session).model_graph, {"error": "the model graph could not be made (server log)"}),
+        (KERNEL_START, costs.kernel_start, None),
+        (COMPARE_BUNDLES, comparisons.compare_bundles, RequestFailed("comparison failed (server log)")),
+        (COMPARE_LAYER_CODE, comparisons.layer_code, RequestFailed("comparison failed (server log)")),
+        (MODEL_GRAPH, ModelGraph(session).model_graph, RequestFailed("the model graph could not be made (server log)")),
         (STAGE_DOCUMENTS, stage_sync.stage_documents, StageDocumentsResult([])),
         (STAGE_RANGES, stage_sync.stage_ranges, StageRangesResult([], [])),
         (LAYER_HISTORY, LayerHistory(session).layer_history, LayerHistoryResult([], [])),
         (
+            PASS_DIFF_ALIGNMENT,
+            PassDiffAlignment(session).alignment,
+            RequestFailed("the pass diff could not be aligned (server log)"),
+        ),
+        (
             MEMORY_TIMELINE,
             MemoryTimeline(session).memory_timeline,
-            {"error": "the memory timeline could not be made (server log)"},
+            RequestFailed("the memory timeline could not be made (server log)"),
         ),
     ]
     answering = Answering(server, watcher)
@@ -234,6 +251,10 @@ def _register_answers(
     @server.feature(MODEL_DOCUMENT)
     async def model_document(ls: ExplorerServer, params):
         return await model_doc.model_document(params)
+
+    @server.feature(MODEL_KINDS)
+    async def kinds(ls: ExplorerServer, params):
+        return await asyncio.to_thread(model_kinds)  # the first time imports the frontends' tables
 
 
 def _register_colors(server: ExplorerServer, tokens: SemanticTokens) -> None:

@@ -266,3 +266,10 @@ class Session:
             (l0, c0), (l1, c1) = lines.position(start), lines.position(end)
             out.append(types.Location(uri, types.Range(types.Position(l0, c0), types.Position(l1, c1))))
         return out
+
+
+class Feature:
+    """A feature of the server (``features/``): its handlers answer from the shared ``Session``."""
+
+    def __init__(self, session: Session):
+        self.session = session

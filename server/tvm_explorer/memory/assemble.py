@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from tvm_explorer.bundle.sections.memory import SCHEMA_VERSION, TOLERANCE_BYTES, TOLERANCE_SHARE
 
+HERE = "this machine"  # ``measured.where`` of a run in the compile's own process tree
+
 
 def within(measured: int | None, predicted: int | None) -> bool | None:
     """Whether a measured figure is the predicted one within the stated tolerance."""
@@ -44,6 +46,7 @@ def measured_section(allocations: dict | None, why_not: str | None, timeline: di
         "status": "measured",
         "reason": None,
         "method": allocations.get("method"),
+        "where": allocations.get("where") or HERE,
         "naive_peak_bytes": naive["peak_bytes"],
         "pooled_bytes": pooled["peak_bytes"],
         "naive_within": within(naive["peak_bytes"], predicted["naive_peak_bytes"]),

@@ -185,12 +185,13 @@ class _Sizes:
 
 
 def _nbytes(dims: Sequence[int | None], dtype: str) -> int | None:
-    if any(d is None for d in dims):
+    known = [d for d in dims if d is not None]
+    if len(known) < len(dims):
         return None
     t = tvm.runtime.DataType(dtype)
     count = 1
-    for d in dims:
-        count *= int(d)  # type: ignore[arg-type]
+    for d in known:
+        count *= int(d)
     return (count * t.bits * t.lanes + 7) // 8
 
 
@@ -251,16 +252,19 @@ def read_plan(mod, function: str = "main", bounds: dict[str, int] | None = None)
         if isinstance(expr, relax.Var):
             return holds.get(handle(expr), (frozenset(), frozenset()))
         if isinstance(expr, relax.Tuple):
-            s: set[int] = set()
-            t: set[int] = set()
-            for field_ in expr.fields:
-                a, b = held(field_)
-                s |= a
-                t |= b
-            return frozenset(s), frozenset(t)
+            return held_together(expr.fields)
         if isinstance(expr, relax.TupleGetItem):
             return held(expr.tuple_value)
         return frozenset(), frozenset()
+
+    def held_together(exprs) -> tuple[frozenset[int], frozenset[int]]:
+        s: set[int] = set()
+        t: set[int] = set()
+        for expr in exprs:
+            a, b = held(expr)
+            s |= a
+            t |= b
+        return frozenset(s), frozenset(t)
 
     def bind(var, value: tuple[frozenset[int], frozenset[int]], pos: int) -> None:
         holds[handle(var)] = value
@@ -344,19 +348,14 @@ def read_plan(mod, function: str = "main", bounds: dict[str, int] | None = None)
         else:
             step = _step(value, name, mod, len(steps), pos, b, k)
             steps.append(step)
-            used_s: set[int] = set()
-            used_t: set[int] = set()
-            for arg in value.args:
-                held_s, held_t = held(arg)
-                used_s |= held_s
-                used_t |= held_t
+            used_s, used_t = held_together(value.args)
             for tid in used_t:
                 tensors[tid].uses.append(step.index)
             ty = _tensor_type(b.var)
             if step.kind == "view":
                 for tid in used_t:
                     tensors[tid].views.append({"var": b.var.name, "step": step.index, "origin_set": step.origin_set})
-                bind(b.var, (frozenset(used_s), frozenset(used_t)), pos)
+                bind(b.var, (used_s, used_t), pos)
             elif ty is not None:
                 # A call that returns a new tensor: the callee allocated it (not planned).
                 st = new_storage(b, pos, None, "", "global", "returned", returned_by=step.callee)

@@ -8,6 +8,8 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from tvm_explorer.bundle.sections.memory import MemoryDocument, MemoryStep, MemoryTensor, held_at
+from tvm_explorer.inert.text import one_line
+from tvm_explorer.tablenames import shown_name
 
 Label = Callable[[int], str]
 """A layer id as a table names it (``op 3 CONV_2D conv1``)."""
@@ -176,8 +178,7 @@ def check_lines(data: MemoryDocument, model_inputs: int | None) -> list[str]:
     """The static figures beside what a run measured, and the reference's arena."""
     m = data["measured"]
     p = data["predicted"]
-    tol = data["tolerance"]
-    stated = f"{100 * tol['share']:.0f} % + {size(int(tol['bytes']))}"
+    stated = tolerance_text(data)
     lines = []
     if p["workspace_pool_bytes"]:
         lines.append(
@@ -195,7 +196,7 @@ def check_lines(data: MemoryDocument, model_inputs: int | None) -> list[str]:
             f"  run, VM pooled allocator (TVM's default): {size(m.get('pooled_bytes'))} held, "
             f"{size(p['pooled_bytes'])} replayed: {verdict[m.get('pooled_within')]}"
         )
-        lines.append(f"  ({m.get('method')})")
+        lines.append(f"  (measured on {m.get('where') or 'this machine'}: {m.get('method')})")
     else:
         lines.append(f"  not measured: {m.get('reason') or m['status']}")
     ref = data.get("reference")
@@ -218,6 +219,45 @@ def check_lines(data: MemoryDocument, model_inputs: int | None) -> list[str]:
                 f"{size(micro.get('tail_bytes'))} persistent)"
             )
     return lines
+
+
+def tolerance_text(data: MemoryDocument) -> str:
+    """The stated tolerance: ``5 % + 256.0 KiB``."""
+    tol = data["tolerance"]
+    return f"{100 * tol['share']:.0f} % + {size(int(tol['bytes']))}"
+
+
+def measured_caption(data: MemoryDocument) -> str:
+    """One line for a picture of the timeline: where the run was measured, its peak beside the
+    static one it is checked against and the verdict (the naive allocator's run, the one whose
+    samples follow the plan; then the pooled one's figure) — or why nothing was measured."""
+    m = data["measured"]
+    if m["status"] != "measured":
+        why = one_line(m.get("reason") or m["status"])
+        hint = (
+            "; tvm-explorer compile --profile (llvm or c) or tvm-explorer profile BUNDLE measures what a run allocates"
+            if m["status"] == "not_requested"
+            else ""
+        )
+        return f"not measured: {shown_name(why)}{hint}"
+    p = data["predicted"]
+    stated = tolerance_text(data)
+    naive: dict[bool | None, str] = {
+        True: f"within the tolerance of {stated}",
+        False: f"NOT within the tolerance of {stated}",
+        None: "not compared",
+    }
+    pooled: dict[bool | None, str] = {True: "within", False: "NOT within", None: "not compared"}
+    static = size(p["naive_peak_bytes"])
+    if p["workspace_pool_bytes"] and p["naive_peak_bytes"] != data["peak"]["bytes"]:
+        static += f": the plan's {size(data['peak']['bytes'])} + pages TVM's workspace pool keeps"
+    where = shown_name(one_line(m.get("where") or "this machine"))
+    return (
+        f"measured on {where}: peak {size(m.get('naive_peak_bytes'))} "
+        f"(static {static}, {naive[m.get('naive_within')]}), VM naive allocator; "
+        f"pooled (TVM's default): {size(m.get('pooled_bytes'))} held "
+        f"(static {size(p['pooled_bytes'])}, {pooled[m.get('pooled_within')]})"
+    )
 
 
 def input_bytes(data: MemoryDocument) -> int | None:

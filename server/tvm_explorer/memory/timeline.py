@@ -84,7 +84,7 @@ def build(
                 "first_step": first,
                 "last_step": last,
                 "to_end": to_end,
-                "steps_alive": 0 if first is None else (last - first + 1),  # type: ignore[operator]
+                "steps_alive": 0 if first is None or last is None else (last - first + 1),
                 "output": t.output,
                 "views": [{"var": v["var"], "step": v["step"], "layers": layers(v["origin_set"])} for v in t.views],
             }

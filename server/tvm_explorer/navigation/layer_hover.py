@@ -8,7 +8,6 @@ from bisect import bisect_left
 
 from tvm_explorer.bundle.index import Range
 from tvm_explorer.bundle.types import Origin
-from tvm_explorer.frontends.tflite.names import name_of
 from tvm_explorer.inert.markdown import code
 from tvm_explorer.inert.markdown import text as md
 from tvm_explorer.navigation.layer_facts import LayerFacts, layer_facts
@@ -162,7 +161,7 @@ def _short_quant(text: str) -> str:
 def _name(origin: Origin) -> str:
     """The layer's name: the bundle's (TF layer, ONNX node, PyTorch module path), else the TF
     name read from its output tensors."""
-    return name_of(origin.layer)
+    return origin.layer.display_name
 
 
 def _where(layer) -> str:

@@ -1,8 +1,10 @@
 """The memory timeline as a picture draws it: bytes held at every step of the model's function,
 split into bands — the largest storages (each with the tensors it holds in turn, their layers
 and their allocation lines in Relax), the kernels' scratch, and everything else summed as
-"other" — and the peak. Protocol-free: the editor's request (``lsp/features/memory.py``) and
-the static report (``graphview/document.py``) turn the places into their own links.
+"other" — and the peak; with ``--profile``, the bytes a run really held after each step and one
+caption line checking it against the static figure. Protocol-free: the editor's request
+(``lsp/features/memory.py``) and the static report (``graphview/document.py``) turn the places
+into their own links.
 
 Bounded for big models: at most ``bands`` storages (the ones held at the peak first, largest
 first), ``MAX_TENSORS`` tensors per storage; the steps themselves are three numbers each."""
@@ -10,12 +12,13 @@ first), ``MAX_TENSORS`` tensors per storage; the steps themselves are three numb
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import Any, TypedDict
 
 from tvm_explorer.bundle.reader import Bundle
-from tvm_explorer.bundle.sections.memory import MemoryDocument, MemoryStorage
-from tvm_explorer.errors import BundleError
-from tvm_explorer.memory.table import tensor_text
+from tvm_explorer.bundle.sections.memory import MemoryDocument, MemoryPeak, MemoryStorage
+from tvm_explorer.errors import BundleError, ExplorerError
+from tvm_explorer.inert.text import one_line
+from tvm_explorer.memory.table import measured_caption, tensor_text
 from tvm_explorer.navigation.view import BundleView, Place
 from tvm_explorer.tablenames import shown_name
 
@@ -25,6 +28,96 @@ MAX_TENSORS = 32
 
 Locate = Callable[[Place], Any]
 """Turns a place (a document path and its text offsets) into what the reader links to."""
+
+
+class NoTimeline(ExplorerError):
+    """The bundle has no usable memory timeline (no or a damaged memory.json, nothing called)."""
+
+
+# The picture's data, mirrored by ``vscode-extension/webview/memory/types.ts`` (the field names
+# are compared by ``tests/lsp/test_protocol_fields.py``). A place is what ``locate`` made.
+
+
+class TimelineLayer(TypedDict):
+    id: int
+    opcode: str
+    name: str
+    location: Any
+
+
+class TimelineTensor(TypedDict):
+    var: str
+    text: str
+    bytes: int | None
+    first_step: int | None
+    last_step: int | None
+    layer: int | None
+    alloc: Any
+
+
+class TimelineBand(TypedDict):
+    storage: int
+    var: str
+    kind: str
+    bytes: int | None
+    first_step: int | None
+    last_step: int | None
+    to_end: bool
+    alloc: Any
+    layers: list[int]
+    tensors: list[TimelineTensor]
+    more_tensors: int
+
+
+class TimelineStep(TypedDict):
+    callee: str
+    kind: str
+    layer: int | None
+    total: int
+    scratch: int
+    other: int
+
+
+class TimelineMeasured(TypedDict):
+    """What a run allocated, drawn over the static bands: ``steps`` are the bytes in use after
+    each step's kernel call in the run with the VM's naive allocator (it frees a storage when
+    its last reference goes, as the plan does: the run comparable to the bands; null at a step
+    that calls no kernel, empty when nothing was measured); ``peak_step`` the step of the
+    largest sample; ``replayed`` what TVM's naive allocator and CPU workspace pool hold after
+    each step when replayed on the plan (the static figure the run is checked against: above
+    the bands where the pool keeps scratch pages; empty when nothing was measured); ``caption`` one line saying where, the peak beside the static one and the
+    verdict, or why nothing was measured (``status`` not ``measured``)."""
+
+    status: str
+    allocator: str | None
+    where: str | None
+    steps: list[int | None]
+    replayed: list[int]
+    peak_step: int | None
+    peak_bytes: int | None
+    static_bytes: int | None
+    within: bool | None
+    caption: str
+
+
+class _TimelineFields(TypedDict):
+    function: str
+    document: str | None
+    peak: MemoryPeak
+    steps: list[TimelineStep]
+    bands: list[TimelineBand]
+    other_storages: int
+    unsized_storages: int
+    constants_bytes: int
+    layers: list[TimelineLayer]
+    notes: list[str]
+    measured: TimelineMeasured
+
+
+class Timeline(_TimelineFields, total=False):
+    """The whole picture (``root``: the bundle's URI, where the editor asked for it)."""
+
+    root: str
 
 
 def _analysed_path(bundle: Bundle, data: MemoryDocument) -> str | None:
@@ -66,21 +159,55 @@ def _ranked(data: MemoryDocument) -> list[MemoryStorage]:
     return sorted(drawable, key=key)
 
 
-def timeline(view: BundleView, locate: Locate, *, bands: int = DEFAULT_BANDS) -> dict[str, Any]:
-    """The picture's data, or ``{"error": why}`` when the bundle has no usable memory.json."""
+def _measured(data: MemoryDocument) -> TimelineMeasured:
+    """The measured line and its caption (``memory/table.py`` says the caption)."""
+    m = data["measured"]
+    caption = measured_caption(data)
+    if m["status"] != "measured":
+        return {
+            "status": m["status"],
+            "allocator": None,
+            "where": None,
+            "steps": [],
+            "replayed": [],
+            "peak_step": None,
+            "peak_bytes": None,
+            "static_bytes": None,
+            "within": None,
+            "caption": caption,
+        }
+    samples = list(m.get("steps") or [])[: len(data["steps"])]
+    samples += [None] * (len(data["steps"]) - len(samples))
+    sampled = [(v, i) for i, v in enumerate(samples) if v is not None]
+    return {
+        "status": "measured",
+        "allocator": "naive",
+        "where": shown_name(one_line(m.get("where") or "this machine")),
+        "steps": samples,
+        "replayed": [s["runtime_bytes"] for s in data["steps"]],
+        "peak_step": max(sampled, key=lambda vi: (vi[0], -vi[1]))[1] if sampled else None,
+        "peak_bytes": m.get("naive_peak_bytes"),
+        "static_bytes": data["predicted"]["naive_peak_bytes"],
+        "within": m.get("naive_within"),
+        "caption": caption,
+    }
+
+
+def timeline(view: BundleView, locate: Locate, *, bands: int = DEFAULT_BANDS) -> Timeline:
+    """The picture's data (``NoTimeline``: why the bundle has none)."""
     bundle = view.bundle
     try:
         data = bundle.memory()
     except BundleError as err:
-        return {"error": str(err)}
+        raise NoTimeline(str(err)) from None
     if data is None:
-        return {"error": "this bundle has no memory timeline (memory.json): recompile it with this tvm-explorer"}
+        raise NoTimeline("this bundle has no memory timeline (memory.json): recompile it with this tvm-explorer")
     if not data["steps"]:
-        return {"error": "the model's function calls nothing: no memory timeline"}
+        raise NoTimeline("the model's function calls nothing: no memory timeline")
     bands = max(1, min(int(bands), MAX_BANDS))
     path = _analysed_path(bundle, data)
     binding = _bindings(bundle, path, data["function"])
-    layers: dict[int, dict[str, Any]] = {}
+    layers: dict[int, TimelineLayer] = {}
 
     def layer(lid: int | None) -> int | None:
         if lid is None or not 0 <= lid < len(bundle.layers):
@@ -104,7 +231,7 @@ def timeline(view: BundleView, locate: Locate, *, bands: int = DEFAULT_BANDS) ->
     chosen = ranked[:bands]
     steps = data["steps"]
     banded = [0] * len(steps)
-    out_bands = []
+    out_bands: list[TimelineBand] = []
     for s in chosen:
         for i in range(s["first_step"] or 0, (s["last_step"] or 0) + 1):  # drawable: both set
             banded[i] += s["bytes"] or 0
@@ -138,7 +265,7 @@ def timeline(view: BundleView, locate: Locate, *, bands: int = DEFAULT_BANDS) ->
     return {
         "function": data["function"],
         "document": path,
-        "peak": dict(data["peak"]),
+        "peak": data["peak"],
         "steps": [
             {
                 "callee": s["callee"],
@@ -156,4 +283,5 @@ def timeline(view: BundleView, locate: Locate, *, bands: int = DEFAULT_BANDS) ->
         "constants_bytes": data["constants"]["bytes"],
         "layers": [layers[k] for k in sorted(layers)],
         "notes": list(data["notes"]),
+        "measured": _measured(data),
     }

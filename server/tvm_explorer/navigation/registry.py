@@ -7,14 +7,13 @@ is identified by the inode of its directory and of its manifest: any recompile c
 
 from __future__ import annotations
 
-import json
 import os
 import time
 from collections.abc import Callable
 from pathlib import Path
 
-from tvm_explorer.bundle.files import read_regular
-from tvm_explorer.bundle.format import FORMAT_NAME, MANIFEST
+from tvm_explorer.bundle.format import MANIFEST
+from tvm_explorer.bundle.manifest import peek_manifest
 from tvm_explorer.bundle.reader import Bundle
 from tvm_explorer.errors import BundleError
 from tvm_explorer.navigation.view import BundleView, DocumentParts
@@ -61,28 +60,15 @@ def signature(root: Path) -> Signature | None:
     return (dir_stat.st_dev, dir_stat.st_ino, man.st_ino, man.st_mtime_ns, man.st_size, tuple(files))
 
 
-MAX_PROBED_MANIFEST = 16 * 1024**2
-
-
 def may_be_bundle(manifest: Path) -> bool:
     """Whether a ``manifest.json`` may be a bundle's: False only for a readable JSON file that
     is not a tvm-explorer bundle manifest (a web app's, an extension's...), which is skipped
     quietly. An unreadable one (damaged, a FIFO, a symlink out) counts, so that its bundle is
     reported as damaged by the loader."""
     try:
-        # Read only if it lies inside its directory (a symlink out is never read).
-        data = json.loads(
-            read_regular(
-                manifest,
-                "manifest",
-                manifest.parent.resolve(),
-                limit=MAX_PROBED_MANIFEST,
-                too_large=lambda size: BundleError("too large"),
-            )
-        )
-    except (BundleError, OSError, ValueError, RecursionError):
+        return peek_manifest(manifest.parent) is not None
+    except BundleError:
         return True
-    return isinstance(data, dict) and data.get("format") == FORMAT_NAME
 
 
 def discover(folders: list[Path]) -> list[Path]:

@@ -7,7 +7,6 @@ import os
 from dataclasses import dataclass
 
 from tvm_explorer.bundle.types import Layer, Origin
-from tvm_explorer.frontends.tflite.names import name_of
 from tvm_explorer.navigation.provenance import layers_at
 from tvm_explorer.navigation.view import BundleView, Keep, keep_all
 from tvm_explorer.provenance.repeats import group_repeated
@@ -198,7 +197,7 @@ def layer_labels(layers: list[Layer]) -> list[str]:
                 labels[id(group)] = f"{group[0].opcode} ops {ops} {path}"
             else:
                 lay = group[0]
-                name = name_of(lay)
+                name = lay.display_name
                 labels[id(group)] = f"{lay.opcode} op {lay.op_index}{f' {name}' if name else ''}"
     groups.sort(key=lambda g: layers.index(g[0]))
     return [labels[id(g)] for g in groups]

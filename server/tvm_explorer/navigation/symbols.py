@@ -7,7 +7,6 @@ from dataclasses import dataclass, field
 
 from tvm_explorer.bundle.index import Range
 from tvm_explorer.bundle.types import Layer
-from tvm_explorer.frontends.tflite.names import layer_name
 from tvm_explorer.navigation.background import REQUESTS
 from tvm_explorer.navigation.view import BundleView
 
@@ -35,7 +34,7 @@ def layer_label(layer: Layer) -> str:
     PyTorch module path (``small_cnn_1/conv2d_1_2``, ``block1.conv1``), else its opcode."""
     if layer.module_class and "/" in layer.name:
         return layer.name.split("/")[0]  # the module path (the node's own name after it)
-    return layer.name or layer_name(layer.opcode, list(layer.outputs)) or layer.opcode
+    return layer.display_name or layer.opcode
 
 
 def _name(view: BundleView, rng: Range) -> tuple[str, str]:

@@ -67,6 +67,12 @@ class Error:
     judged: bool = True
 
 
+def mismatch(note: str, spread: Spread | None = None, ratio: float | None = None) -> Error:
+    """The error of something that cannot be compared with its reference (another shape,
+    another number of outputs): infinitely far, diverging; ``note`` says why."""
+    return Error(math.inf, math.inf, 0.0, None, True, note, spread=spread, ratio=ratio)
+
+
 def _step_cap(dtype: np.dtype) -> float:
     info = np.iinfo(dtype)
     return STEP_CAP * float(int(info.max) - int(info.min))
@@ -93,16 +99,7 @@ def compare(
     """The error of ``value`` against ``reference`` (same tensor, same graph); ``spread``:
     how far the reference's own engines are apart on this tensor."""
     if value.size != reference.size:
-        return Error(
-            math.inf,
-            math.inf,
-            0.0,
-            None,
-            True,
-            f"shape {list(value.shape)} where the reference has {list(reference.shape)}",
-            spread=spread,
-            ratio=math.inf,
-        )
+        return mismatch(f"shape {list(value.shape)} where the reference has {list(reference.shape)}", spread, math.inf)
     value = value.reshape(reference.shape)
     quantized = quant is not None and np.issubdtype(reference.dtype, np.integer)
     steps: float | None

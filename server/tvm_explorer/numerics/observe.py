@@ -24,7 +24,7 @@ import tvm
 from tvm import relax
 
 from tvm_explorer.capture.tracker import is_allocation
-from tvm_explorer.frontends.tflite.loader import LayerInfo, LoadedModel
+from tvm_explorer.frontends.model import Layer, Model
 from tvm_explorer.provenance import OriginTable
 from tvm_explorer.provenance.spans import read_span
 
@@ -76,7 +76,7 @@ def _numel(shape) -> int:
     return n
 
 
-def kernel_plan(mod, origins: OriginTable, model: LoadedModel) -> KernelPlan:
+def kernel_plan(mod, origins: OriginTable, model: Model) -> KernelPlan:
     """Map each layer of subgraph 0 to the kernel call whose result holds its output."""
     plan = KernelPlan()
     fresh_allocs: set = set()  # allocated and not yet written
@@ -123,7 +123,7 @@ def kernel_plan(mod, origins: OriginTable, model: LoadedModel) -> KernelPlan:
     return plan
 
 
-def _assign(marked: list[int], members: list[int], model: LoadedModel, call, outs: list[int]) -> list[Slot]:
+def _assign(marked: list[int], members: list[int], model: Model, call, outs: list[int]) -> list[Slot]:
     """Pair the call's results with the outputs of the layers whose results leave it.
 
     A layer's output stays inside the kernel when another layer with work in the same
@@ -158,7 +158,7 @@ def _assign(marked: list[int], members: list[int], model: LoadedModel, call, out
     ]
 
 
-def _dequantized(marked: list[int], model: LoadedModel, kinds, outs: list[int]) -> list[Slot]:
+def _dequantized(marked: list[int], model: Model, kinds, outs: list[int]) -> list[Slot]:
     """A quantized layer whose int8 output the next layer dequantizes inside the same kernel
     (``fused_conv2d_add_quantize_dequantize``): the kernel writes ``(q - zp) × scale``, from
     which ``q`` is read back exactly (``requantize``). Only for one marked layer that no other
@@ -279,6 +279,6 @@ def run_observed(vm_module, plan: KernelPlan, inputs: list[np.ndarray], device) 
     return observer.observation(result)
 
 
-def layer_label(layer: LayerInfo) -> str:
+def layer_label(layer: Layer) -> str:
     """``op 3 CONV_2D`` (for messages)."""
     return layer.label

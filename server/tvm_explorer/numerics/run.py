@@ -26,7 +26,7 @@ from tvm_explorer.bundle.sections.numerics import (
 )
 from tvm_explorer.capture.c_source import export_c_library
 from tvm_explorer.errors import ExplorerError
-from tvm_explorer.frontends.tflite.loader import LoadedModel
+from tvm_explorer.frontends.model import Model
 from tvm_explorer.numerics.compare import (
     ABS_CAP,
     COSINE_FLOOR,
@@ -62,7 +62,7 @@ class NumericsOptions:
     remote: RemoteRequest | None = None  # run the model on a device (TVM RPC); the reference here
 
 
-def check_request(model: LoadedModel, target: str, options: NumericsOptions) -> None:
+def check_request(model: Model, target: str, options: NumericsOptions) -> None:
     """Fail fast, before compiling, on anything the user can fix: target, inputs, reference."""
     if options.remote is not None and target.split()[0] in NUMERICS_TARGETS:
         pass  # built for the device (llvm -mtriple=…, or c with its cross compiler)
@@ -91,7 +91,7 @@ def runnable(executable, target: str, c_fixes: list[str] | None = None):
         return tvm.runtime.load_module(lib)
 
 
-def build_unfused(model: LoadedModel, target: str, pipeline: str | None = None):
+def build_unfused(model: Model, target: str, pipeline: str | None = None):
     """The debugging variant: same import, same pipeline, the fusion passes left out.
     Returns ``(executable, final Relax module, origins)``."""
     from tvm_explorer.capture.compile_recorder import CaptureSession
@@ -185,18 +185,7 @@ def _figures(layer, plan: KernelPlan, obs: Observation, ref: ReferenceRun, ours_
             "(folded into a constant, computed in place, or its origin mark was lost)"
         )
     if not errors:
-        return {
-            "observed": False,
-            "folded": bool(folded and kernel is None),
-            "max_abs": None,
-            "max_rel": None,
-            "cosine": None,
-            "steps": None,
-            "diverges": False,
-            "kernel": None,
-            "hidden_in": plan.hidden_in.get(layer.id),
-            "note": note,
-        }
+        return _not_compared(note, bool(folded and kernel is None), plan.hidden_in.get(layer.id))
     err: Error = worst(errors)
     out = {
         "observed": True,
@@ -252,7 +241,7 @@ def _first(entries: list[dict], key=lambda e: e) -> dict | None:
 
 
 def run_numerics(
-    model: LoadedModel, target: str, executable, final_relax, origins: OriginTable, options: NumericsOptions
+    model: Model, target: str, executable, final_relax, origins: OriginTable, options: NumericsOptions
 ) -> NumericsDocument:
     """Compare every observable layer output with the reference; the ``numerics.json`` data.
     Raises ExplorerError when the model (or the reference) cannot run."""
@@ -341,19 +330,24 @@ def run_numerics(
     return validate(data, {(lay.subgraph, lay.op_index) for lay in model.layers})
 
 
-def _other_subgraph() -> dict:
+def _not_compared(note: str | None, folded: bool = False, hidden_in=None) -> dict:
+    """A layer's numerics entry when nothing of it was compared (``note`` says why)."""
     return {
         "observed": False,
-        "folded": False,
+        "folded": folded,
         "max_abs": None,
         "max_rel": None,
         "cosine": None,
         "steps": None,
         "diverges": False,
         "kernel": None,
-        "hidden_in": None,
-        "note": "in a nested subgraph (control flow): not compared",
+        "hidden_in": hidden_in,
+        "note": note,
     }
+
+
+def _other_subgraph() -> dict:
+    return _not_compared("in a nested subgraph (control flow): not compared")
 
 
 def summary_lines(data: NumericsDocument) -> list[str]:

@@ -14,6 +14,7 @@ from typing import TypedDict
 from tvm_explorer.app.jobs import ReduceJob
 from tvm_explorer.errors import ExplorerError
 from tvm_explorer.frontends import frontend_for
+from tvm_explorer.frontends.base import Frontend, GraphOp, SubgraphWriter
 from tvm_explorer.inert import markdown as md
 from tvm_explorer.reduce.output_rules import (
     check_files,
@@ -228,25 +229,25 @@ def reduce_model(
         partial = interrupted or not minimal
         target_path = partial_name(output) if interrupted else output
         reduced = prober.cache.get(frozenset(kept)) if len(kept) < len(ops) else first
-        done = _write(
-            model,
-            target_path,
-            writer,
-            frontend,
-            ops,
-            kept,
-            first,
-            reduced,
-            prober,
-            started,
-            jobs,
-            minimal,
-            why,
-            interrupted,
-            target,
-            pipeline,
-            reference,
+        found = _Found(
+            model=model,
+            writer=writer,
+            frontend=frontend,
+            ops=ops,
+            kept=kept,
+            original=first,
+            reduced=reduced,
+            probes=prober.probes,
+            started=started,
+            jobs=jobs,
+            minimal=minimal,
+            why=why,
+            partial=interrupted,
+            target=target,
+            pipeline=pipeline,
+            reference=reference,
         )
+        done = _write(found, target_path)
         done.partial = partial
         if bundle and not interrupted and until in ("diverge", "culprit"):
             # the reduced model builds (its failure is in the results): its bundle opens in the editor
@@ -264,27 +265,34 @@ def reduce_model(
         shutil.rmtree(work, ignore_errors=True)
 
 
-def _write(
-    model,
-    output,
-    writer,
-    frontend,
-    ops,
-    kept,
-    original,
-    reduced,
-    prober,
-    started,
-    jobs,
-    minimal,
-    why,
-    partial,
-    target,
-    pipeline,
-    reference=None,
-) -> Reduction:
+@dataclass
+class _Found:
+    """What a search found, for ``_write``: the model and its operators, the ones kept, the
+    original and the reduced failure, and how the search went."""
+
+    model: str
+    writer: SubgraphWriter
+    frontend: Frontend
+    ops: list[GraphOp]
+    kept: list[int]
+    original: Outcome
+    reduced: Outcome | None
+    probes: int
+    started: float  # time.monotonic() when the search started
+    jobs: int
+    minimal: bool
+    why: str
+    partial: bool
+    target: str
+    pipeline: str | None
+    reference: str | None
+
+
+def _write(found: _Found, output: str) -> Reduction:
+    """The reduced model (and its cut reference) at ``output``, its report and reproducer."""
     from tvm_explorer.reduce import outputs
 
+    model, writer, kept, reference = found.model, found.writer, found.kept, found.reference
     folder = os.path.dirname(os.path.abspath(output))
     os.makedirs(folder, exist_ok=True)
     check_files(model, reference, output)  # again: the search took a while
@@ -295,31 +303,36 @@ def _write(
         reference_out = stem + ".reference" + os.path.splitext(output)[1]
         write_model(reference_out, lambda tmp: writer.write(reference, kept, tmp))
     all_ops = (writer.count_ops(model), writer.count_ops(output)) if writer.count_ops else None
-    seconds = time.monotonic() - started
+    seconds = time.monotonic() - found.started
     report_path, repro_path = stem + ".report.md", stem + ".repro.py"
+    reduced = found.reduced
     if reduced is not None and reduced.message:
         reduced = Outcome(**{**reduced.__dict__, "message": _rename_probe(reduced.message, output, reference_out)})
     report_text = outputs.report(
         model=model,
         small=output,
-        ops=ops,
+        ops=found.ops,
         kept=kept,
-        original=original,
+        original=found.original,
         reduced=reduced,
-        probes=prober.probes,
+        probes=found.probes,
         seconds=seconds,
-        jobs=jobs,
-        minimal=minimal,
-        why=why,
-        partial=partial,
-        target=target,
-        pipeline=pipeline,
-        unit=frontend.unit,
+        jobs=found.jobs,
+        minimal=found.minimal,
+        why=found.why,
+        partial=found.partial,
+        target=found.target,
+        pipeline=found.pipeline,
+        unit=found.frontend.unit,
         reference=reference_out,
         all_ops=all_ops,
     )
     repro_text = outputs.repro(
-        small=output, stock_import=writer.stock_import, original=original, target=target, pipeline=pipeline
+        small=output,
+        stock_import=writer.stock_import,
+        original=found.original,
+        target=found.target,
+        pipeline=found.pipeline,
     )
     report_text += "\n" + record_line(files_of(output, reference))
     write_whole(report_path, report_text.encode("utf-8"), "report")
@@ -328,14 +341,14 @@ def _write(
         output,
         report_path,
         repro_path,
-        len(ops),
+        len(found.ops),
         list(kept),
-        prober.probes,
+        found.probes,
         seconds,
-        minimal,
-        why,
-        partial,
-        original,
+        found.minimal,
+        found.why,
+        found.partial,
+        found.original,
         reduced,
         reference_out,
         all_ops=all_ops,

@@ -19,6 +19,17 @@ from typing import BinaryIO
 
 from tvm_explorer.errors import ModelError
 
+_DESCRIPTIONS = {
+    "error": "{error_class} during {stage}{where}: {message}",
+    "crash": "crash ({signal}) during {stage}{where}",
+    "hang": "hang (timeout) during {stage}{where}",
+    "oom": "out of memory during {stage}{where}: {message}",
+    "culprit": "results diverge after pass {pass_name} ({stage}); {message}",
+    "diverge": "results diverge from the reference; {message}",
+    "invalid": "no valid sub-model: {message}",
+}
+"""What ``Outcome.describe`` says of each kind of failure."""
+
 
 @dataclass(frozen=True)
 class Outcome:
@@ -40,21 +51,7 @@ class Outcome:
 
     def describe(self) -> str:
         where = f" in pass {self.pass_name}" if self.pass_name else ""
-        if self.kind == "error":
-            return f"{self.error_class} during {self.stage}{where}: {self.message}"
-        if self.kind == "crash":
-            return f"crash ({self.signal}) during {self.stage}{where}"
-        if self.kind == "hang":
-            return f"hang (timeout) during {self.stage}{where}"
-        if self.kind == "oom":
-            return f"out of memory during {self.stage}{where}: {self.message}"
-        if self.kind == "culprit":
-            return f"results diverge after pass {self.pass_name} ({self.stage}); {self.message}"
-        if self.kind == "diverge":
-            return f"results diverge from the reference; {self.message}"
-        if self.kind == "invalid":
-            return f"no valid sub-model: {self.message}"
-        return "no failure"
+        return _DESCRIPTIONS.get(self.kind, "no failure").format(where=where, **self.__dict__)
 
 
 def signature(outcome: Outcome, until: str | None = None) -> tuple | None:
@@ -176,12 +173,7 @@ class Prober:
                 passes.pop()
             elif "outcome" in item:
                 final = item
-        for ext in (".out", ".err", ".json", self.suffix, ".ref" + self.suffix):
-            if run.base + ext != self.model:
-                try:
-                    os.unlink(run.base + ext)
-                except OSError:
-                    pass
+        self._remove_files(run)
         innermost = passes[-1] if passes else None
         if timed_out:
             return Outcome("hang", stage=stage, pass_name=innermost)
@@ -207,17 +199,21 @@ class Prober:
             or (self.writer.blamed_opcode(message) if final.get("stage") == "import" else None),
         )
 
-    def _bisected(self, run: _Running, lines: list) -> Outcome:
-        with open(run.base + ".out", encoding="utf-8", errors="replace") as fh:
-            text = fh.read()
-        with open(run.base + ".err", encoding="utf-8", errors="replace") as fh:
-            err = fh.read().strip().splitlines()
+    def _remove_files(self, run: _Running) -> None:
+        """A finished probe's files (its output, messages, sub-models), never the model itself."""
         for ext in (".out", ".err", ".json", self.suffix, ".ref" + self.suffix):
             if run.base + ext != self.model:
                 try:
                     os.unlink(run.base + ext)
                 except OSError:
                     pass
+
+    def _bisected(self, run: _Running, lines: list) -> Outcome:
+        with open(run.base + ".out", encoding="utf-8", errors="replace") as fh:
+            text = fh.read()
+        with open(run.base + ".err", encoding="utf-8", errors="replace") as fh:
+            err = fh.read().strip().splitlines()
+        self._remove_files(run)
         code = run.proc.returncode
         if code < 0:
             return Outcome("crash", stage="bisect", signal=signal.Signals(-code).name)

@@ -66,7 +66,7 @@ def resolve(target: str, cc: str | None) -> tuple[str | None, str | None]:
     kind, options = target_options(target)
     if kind not in ("llvm", "c"):
         raise RemoteError(
-            f"--target {target}: measuring on a device (--rpc, --rpc-tracker) builds for a CPU: use llvm (with -mtriple=…) or c"
+            f"--target {target}: measuring on a device (--rpc, --rpc-tracker) builds for a CPU: use llvm (with -mtriple=…) or c (only --tune runs cuda on a tracker's GPU)"
         )
     triple = options.get("mtriple")
     if cc is not None:

@@ -21,6 +21,7 @@ import numpy as np
 from tvm_explorer.errors import RemoteError
 from tvm_explorer.remote.cross import arch_of, elf_arch
 from tvm_explorer.remote.devices import Device, open_devices, reason
+from tvm_explorer.remote.heap import link_options, measure_remote_allocations
 from tvm_explorer.remote.relay import MAX_PACKET
 from tvm_explorer.remote.request import RemoteRequest
 
@@ -44,7 +45,8 @@ def export(
     what = compiler or "the system C compiler"
     try:  # TVM's C with the spellings C lacks defined (capture/c_source.py), as here
         export_c_library(executable, model, options, link)
-        export_c_library(executable.mod.imports[0], kernels, options, link)
+        # the kernels with the memory meter (remote/heap.py) linked in
+        export_c_library(executable.mod.imports[0], kernels, [*(options or []), *link_options()], link)
     except Exception as err:  # noqa: BLE001 - the compiler's verdict, in one line
         raise RemoteError(f"{what} could not build the library for the device: {reason(err)}") from None
     return model, kernels
@@ -152,6 +154,8 @@ def _measure_one(dev: Device, model: str, kernels: str, steps, inputs, repeat: i
 
     rmodel, rkernels = _load(dev, model, kernels)
     rdev = dev.session.cpu(0)
+    # First, before anything is timed: the memory of two cold runs (remote/heap.py).
+    allocations = measure_remote_allocations(rmodel, rkernels, rdev, inputs, f"{dev.describe()} ({dev.address})")
     evaluators: dict[str, object] = {}
     times: list[list[float]] = [[] for _ in range(repeat)]
     symbols: list[str] = []
@@ -182,6 +186,7 @@ def _measure_one(dev: Device, model: str, kernels: str, steps, inputs, repeat: i
         "wall_ms": [sum(run) for run in times],
         "plain_wall_ms": plain_ms,
         "clock": "device_timer",
+        "allocations": allocations,
     }
 
 

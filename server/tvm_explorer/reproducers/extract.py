@@ -12,7 +12,6 @@ from tvm_explorer.bundle.reader import Bundle
 from tvm_explorer.bundle.types import Document, Layer
 from tvm_explorer.capture.c_source import script_source
 from tvm_explorer.errors import ExplorerError
-from tvm_explorer.frontends.tflite.names import name_of
 from tvm_explorer.reproducers.harness import HARNESS
 from tvm_explorer.reproducers.relax_reference import ReferenceBuilder
 from tvm_explorer.reproducers.script_text import check_functions, comment, tvm_import
@@ -43,7 +42,7 @@ class Reproducer:
 def describe_layer(layer: Layer) -> str:
     """``op 3 MAX_POOL_2D small_cnn_1/max_pooling2d_1`` (with the subgraph when not 0)."""
     where = f"subgraph {layer.subgraph} " if layer.subgraph else ""
-    name = name_of(layer)
+    name = layer.display_name
     return f"{where}op {layer.op_index} {layer.opcode}" + (f" {name}" if name else "")
 
 

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 from tvm_explorer.bundle.reader import Bundle
 from tvm_explorer.errors import ExplorerError
-from tvm_explorer.reproducers.signature import read_signature, split_top
+from tvm_explorer.reproducers.signature import bracket_depths, read_signature, split_top
 
 
 class ReferenceError(ExplorerError):
@@ -237,19 +237,9 @@ class ReferenceBuilder:
 
 def _parenthesized(text: str, open_at: int) -> str:
     """The text inside the bracket opening at ``open_at`` (up to its matching close)."""
-    depth, quote = 0, None
-    for i in range(open_at, len(text)):
-        ch = text[i]
-        if quote:
-            quote = None if ch == quote else quote
-        elif ch in "\"'":
-            quote = ch
-        elif ch in "([{":
-            depth += 1
-        elif ch in ")]}":
-            depth -= 1
-            if depth == 0:
-                return text[open_at + 1 : i]
+    for i, ch, depth in bracket_depths(text, open_at):
+        if ch in ")]}" and depth == 0:
+            return text[open_at + 1 : i]
     return text[open_at + 1 :]
 
 

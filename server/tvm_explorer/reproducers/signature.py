@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 _DEF = re.compile(r"def (\w+)\((.*)\)(?: -> [^:]+)?:\s*$")
@@ -22,25 +23,35 @@ class Argument:
         return self.shape is not None
 
 
+def bracket_depths(text: str, start: int = 0) -> Iterator[tuple[int, str, int | None]]:
+    """``(index, character, depth)`` for each character of ``text`` from ``start``: the number
+    of brackets open after it, or None inside a string (its quotes included)."""
+    depth = 0
+    quote: str | None = None
+    for i in range(start, len(text)):
+        ch = text[i]
+        if quote:
+            if ch == quote:
+                quote = None
+            yield i, ch, None
+            continue
+        if ch in "\"'":
+            quote = ch
+            yield i, ch, None
+            continue
+        if ch in "([{":
+            depth += 1
+        elif ch in ")]}":
+            depth -= 1
+        yield i, ch, depth
+
+
 def split_top(text: str, sep: str = ",") -> list[str]:
     """``text`` split at ``sep`` outside brackets and strings."""
     out: list[str] = []
     cur: list[str] = []
-    depth = 0
-    quote: str | None = None
-    for ch in text:
-        if quote:
-            cur.append(ch)
-            if ch == quote:
-                quote = None
-            continue
-        if ch in "\"'":
-            quote = ch
-        elif ch in "([{":
-            depth += 1
-        elif ch in ")]}":
-            depth -= 1
-        elif ch == sep and depth == 0:
+    for _, ch, depth in bracket_depths(text):
+        if ch == sep and depth == 0:
             out.append("".join(cur).strip())
             cur = []
             continue

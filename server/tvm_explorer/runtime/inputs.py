@@ -22,7 +22,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from tvm_explorer.errors import ExplorerError
-from tvm_explorer.frontends.tflite.loader import LoadedModel
+from tvm_explorer.frontends.model import Model
 
 DEFAULT_SEED = 0
 FLOAT_RANGE = (-1.0, 1.0)
@@ -54,7 +54,7 @@ class ModelInput:
         return f"{self.dtype} {list(self.shape)}"
 
 
-def model_inputs(model: LoadedModel) -> list[ModelInput]:
+def model_inputs(model: Model) -> list[ModelInput]:
     """The inputs of subgraph 0, in order."""
     if not model.subgraphs:
         return []
@@ -69,7 +69,7 @@ def model_inputs(model: LoadedModel) -> list[ModelInput]:
     ]
 
 
-def random_inputs(model: LoadedModel, seed: int = DEFAULT_SEED) -> dict[str, np.ndarray]:
+def random_inputs(model: Model, seed: int = DEFAULT_SEED) -> dict[str, np.ndarray]:
     """Seeded random inputs by tensor name (see the module docstring for the ranges)."""
     rng = np.random.default_rng(seed)
     out: dict[str, np.ndarray] = {}
@@ -115,7 +115,7 @@ _NUMPY_DTYPES = {
 }
 
 
-def load_inputs(path: str | os.PathLike, model: LoadedModel) -> dict[str, np.ndarray]:
+def load_inputs(path: str | os.PathLike, model: Model) -> dict[str, np.ndarray]:
     """The inputs stored in ``path`` (an ``.npz``), checked against the model's inputs."""
     path = os.fspath(path)
     try:
@@ -164,8 +164,6 @@ def load_inputs(path: str | os.PathLike, model: LoadedModel) -> dict[str, np.nda
     return out
 
 
-def inputs_for(
-    model: LoadedModel, path: str | os.PathLike | None = None, seed: int = DEFAULT_SEED
-) -> dict[str, np.ndarray]:
+def inputs_for(model: Model, path: str | os.PathLike | None = None, seed: int = DEFAULT_SEED) -> dict[str, np.ndarray]:
     """The given inputs if ``path`` is set, else seeded random ones."""
     return load_inputs(path, model) if path else random_inputs(model, seed)

@@ -13,6 +13,7 @@ import math
 import os
 import time
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import tvm
 from tvm import relax
@@ -22,6 +23,9 @@ from tvm_explorer.errors import ExplorerError
 from tvm_explorer.provenance import OriginTable
 from tvm_explorer.provenance.spans import read_span
 from tvm_explorer.tuning.request import TuneRequest
+
+if TYPE_CHECKING:
+    from tvm_explorer.capture.schedules import ScheduleRecorder
 
 MAX_ERRORS_KEPT = 3  # builder/runner errors kept per kernel (the text of each, not a count)
 
@@ -61,10 +65,17 @@ class KernelTuning:
     scheduled: object = field(default=None, repr=False)  # the PrimFunc the database gave
 
 
-def tuning_target(target: tvm.target.Target) -> tvm.target.Target:
+def tuning_target(target: tvm.target.Target, gpu=None) -> tvm.target.Target:
     """The target MetaSchedule tunes for: the compile's, with the number of physical cores
-    (MetaSchedule refuses a CPU target without ``num-cores``)."""
+    (MetaSchedule refuses a CPU target without ``num-cores``); for cuda, with the GPU's limits
+    (``tuning/cuda.py``; ``gpu``: this machine's GPU, costs.gpu.CudaPlan, or None)."""
     config = dict(target.export())
+    if config.get("kind") == "cuda":
+        from tvm_explorer.tuning import cuda
+
+        return cuda.tuning_target(target, gpu)
+    if config.get("kind") == "c":  # MetaSchedule knows no "c": the host's CPU, the C's (tuning/c_build.py)
+        config = {"kind": "llvm"}
     if config.get("kind") != "llvm" or config.get("num-cores"):
         return target
     try:
@@ -82,8 +93,10 @@ def tuning_target(target: tvm.target.Target) -> tvm.target.Target:
 class TuningRun:
     """One ``--tune`` compile: the pipeline to run and what it found, per kernel."""
 
-    def __init__(self, request: TuneRequest, target_name: str, origins: OriginTable, layers, progress=None):
+    def __init__(self, request: TuneRequest, target_name: str, origins: OriginTable, layers, progress=None, gpu=None):
         self.request = request
+        self.gpu = gpu  # cuda: this machine's GPU (costs.gpu.CudaPlan), None without one
+        self.target: tvm.target.Target | None = None  # the target MetaSchedule tuned for
         self.target_name = target_name
         self.origins = origins
         self.layers = list(layers)
@@ -91,7 +104,7 @@ class TuningRun:
         self.kernels: dict[str, KernelTuning] = {}
         self.tuning_seconds = 0.0
         self.only_layers = self._resolve_only()
-        self.schedules = None  # a capture.schedules.ScheduleRecorder told each tuned kernel's trace
+        self.schedules: ScheduleRecorder | None = None  # told each tuned kernel's trace
 
     def _resolve_only(self) -> set[int] | None:
         if not self.request.only:
@@ -113,17 +126,24 @@ class TuningRun:
     # -- the pipeline ---------------------------------------------------------------------
 
     def pipeline(self, target: tvm.target.Target) -> tvm.transform.Pass:
-        """TVM's CPU pipeline with ``MetaScheduleTune`` and ``MetaScheduleApplyDatabase``
-        after FuseTIR, preceded by our rewrites of what TVM cannot build."""
+        """TVM's pipeline for the target (the fusing CPU one, or the CUDA backend's) with
+        ``MetaScheduleTune`` and ``MetaScheduleApplyDatabase`` after FuseTIR, preceded by our
+        rewrites of what TVM cannot build. On cuda, dlight's default schedules (TVM's own
+        pass) then schedule the kernels the database did not."""
         from tvm.relax.backend.cpu_generic import pipeline as cpu
+        from tvm.relax.backend.cuda import pipeline as gpu_pipeline
 
         from tvm_explorer.capture.workarounds import with_workarounds
+        from tvm_explorer.tuning import cuda
 
         run = self
+        on_gpu = cuda.is_cuda(self.target_name)
+        backend = gpu_pipeline if on_gpu else cpu
 
         @tvm.transform.module_pass(opt_level=0, name="MetaScheduleTune")
         def tune(mod, _ctx):
-            return run._tune(mod, tuning_target(target))
+            run.target = tuning_target(target, run.gpu)
+            return run._tune(mod, run.target)
 
         @tvm.transform.module_pass(opt_level=0, name="TuningLedger")
         def note(mod, _ctx):
@@ -132,13 +152,15 @@ class TuningRun:
 
         @tvm.transform.module_pass(opt_level=0, name="_pipeline")
         def _pipeline(mod, _ctx):
+            legalize, after = cuda.split_legalize(target) if on_gpu else (cpu.legalize_passes(target), [])
             with target:
                 seq = tvm.transform.Sequential(
-                    cpu.library_dispatch_passes(target)
-                    + cpu.legalize_passes(target)
+                    backend.library_dispatch_passes(target)
+                    + legalize
                     + [tune, relax.transform.MetaScheduleApplyDatabase(self.request.database, False), note]
-                    + cpu.dataflow_lower_passes(target)
-                    + cpu.finalize_passes(target)
+                    + after
+                    + backend.dataflow_lower_passes(target)
+                    + backend.finalize_passes(target)
                 )
                 return seq(mod)
 
@@ -195,9 +217,18 @@ class TuningRun:
 
     def _run_tuner(self, ms, todo, database) -> None:
         require_metaschedule()
+        c_target = self.target_name.split()[0] == "c"
+        from tvm_explorer.tuning import c_build, cuda, intrinsics
+
+        cuda.use_compiler(self.gpu)
+        intrinsics.preload()
         contexts, weights = ms.relax_integration.extracted_tasks_to_tune_contexts(
-            todo, self.request.database, seed=self.request.seed
+            todo,
+            self.request.database,
+            space=c_build.c_space(ms) if c_target else "post-order-apply",
+            seed=self.request.seed,
         )
+        builder_args = {"f_build": c_build.build_c, "f_export": c_build.export_c} if c_target else {}
         per_task = max(1, math.ceil(self.request.trials / max(1, len(contexts))))
         callbacks = list(ms.measure_callback.MeasureCallback.create("default")) + [
             _ledger_callback(ms, self, [t.task_name for t in todo])
@@ -214,13 +245,39 @@ class TuningRun:
                 max_trials_per_task=per_task,
                 # at least two batches per kernel past 8 trials: progress, and records kept on Ctrl-C
                 num_trials_per_iter=per_task if per_task <= 8 else min(64, math.ceil(per_task / 2)),
-                builder=ms.builder.LocalBuilder(timeout_sec=self.request.builder_timeout, max_workers=1),
-                runner=ms.runner.LocalRunner(timeout_sec=max(30.0, self.request.builder_timeout)),
+                builder=ms.builder.LocalBuilder(
+                    timeout_sec=self.request.builder_timeout,
+                    max_workers=1,
+                    initializer=intrinsics.preload,
+                    **builder_args,
+                ),
+                runner=self._runner(ms),
                 database=database,
                 measure_callbacks=callbacks,
             )
         finally:
             self.tuning_seconds = time.monotonic() - started
+
+    def _runner(self, ms):
+        """Where the candidates run: here, or on the tracker's devices (``--rpc-tracker``) through
+        MetaSchedule's own RPCRunner (it uploads each built candidate and times it there)."""
+        remote = self.request.remote
+        timeout = max(30.0, self.request.builder_timeout)
+        if remote is None:
+            if self.gpu is None and self.target is not None and self.target.kind.name == "cuda":
+                raise ExplorerError(
+                    "--tune for cuda times each candidate on a GPU: none here; give --rpc-tracker HOST:PORT "
+                    "--rpc-key KEY of a device with one, or --tune 0 to apply an existing database"
+                )
+            return ms.runner.LocalRunner(timeout_sec=timeout)
+        assert remote.tracker is not None and remote.key is not None  # tuning/request.py refuses --rpc
+        config = ms.runner.RPCConfig(
+            tracker_host=remote.tracker[0],
+            tracker_port=remote.tracker[1],
+            tracker_key=remote.key,
+            session_timeout_sec=int(max(timeout, remote.timeout)),
+        )
+        return ms.runner.RPCRunner(rpc_config=config, max_workers=remote.devices)
 
     def _note_applied(self, mod) -> None:
         from tvm.s_tir import meta_schedule as ms

@@ -4,62 +4,27 @@
  * every test knows where to click and what to expect without hard-coded line numbers.
  */
 import { execFileSync } from 'node:child_process';
-import { createHash } from 'node:crypto';
-import { cpSync, existsSync, mkdirSync, readdirSync, readFileSync, realpathSync, renameSync, rmSync } from 'node:fs';
+import { cpSync, existsSync, mkdirSync, readFileSync } from 'node:fs';
 import { dirname, isAbsolute, join } from 'node:path';
 import { ARTIFACTS, MODELS, PYTHON, REPO } from './paths.mjs';
 
-/**
- * The store key of a compile (tests/bundle_store.py computes the same, and the pytest session
- * fills the same store): the model's bytes and path, the target and options, the interpreter,
- * every .py file of server/tvm_explorer and pyproject.toml, in code-point order of their paths.
- */
-export function compileKey(modelPath, target, extra) {
-  const hash = createHash('sha256');
-  hash.update(readFileSync(modelPath));
-  hash.update(realpathSync(modelPath));
-  hash.update(JSON.stringify([target, extra.map(String)]));
-  hash.update(realpathSync(PYTHON));
-  const files = ['pyproject.toml'];
-  const walk = (d) => {
-    for (const e of readdirSync(join(REPO, d), { withFileTypes: true })) {
-      const rel = `${d}/${e.name}`;
-      if (e.isDirectory() && e.name !== '__pycache__') walk(rel);
-      else if (e.isFile() && e.name.endsWith('.py')) files.push(rel);
-    }
-  };
-  walk('server/tvm_explorer');
-  files.sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
-  for (const rel of files) hash.update(rel).update(readFileSync(join(REPO, rel)));
-  return hash.digest('hex').slice(0, 16);
-}
-
 /** Compiles `model` into `<dir>/<name>.bundle` and returns the bundle path. With `cache`, a
- * bundle compiled before with the same key (compileKey) is copied instead, from the store in
- * test-artifacts/bundle-cache that the pytest session fills too. A suite gets its own copy,
+ * bundle compiled before with the same model, target and options is copied instead, from the
+ * store in test-artifacts/bundle-cache (tests/bundle_store.py) that the pytest session fills too. A suite gets its own copy,
  * which it may change or compile again. */
 export function compileBundle(dir, { model = 'small_cnn_fp32.tflite', name = 'small_cnn', target = 'c', extra = [], cache = false } = {}) {
   mkdirSync(dir, { recursive: true });
   const out = join(dir, `${name}.bundle`);
   if (cache && process.env.TVM_EXPLORER_E2E_BUNDLE !== 'fake') {
+    // tests/bundle_store.py keys, locks and fills the store (one implementation for both sides).
     const modelPath = isAbsolute(model) ? model : join(MODELS, model);
-    const cacheDir = join(ARTIFACTS, '..', 'bundle-cache');
-    // Not the bundle's name: it is only the folder's (a bundle does not know where it lies).
-    const key = compileKey(modelPath, target, extra);
-    const cached = join(cacheDir, `${key}.bundle`);
-    if (!existsSync(join(cached, 'manifest.json'))) {
-      const tmpName = `${key}.tmp-${process.pid}`;
-      rmSync(join(cacheDir, `${tmpName}.bundle`), { recursive: true, force: true });
-      const built = compileBundle(cacheDir, { model: modelPath, name: tmpName, target, extra });
-      rmSync(cached, { recursive: true, force: true }); // a half-written one from a stopped run
-      try {
-        renameSync(built, cached);
-      } catch (err) {
-        // another run stored the same key meanwhile: theirs is as good
-        rmSync(built, { recursive: true, force: true });
-        if (!existsSync(join(cached, 'manifest.json'))) throw err;
-      }
-    }
+    const cached = execFileSync(PYTHON, ['-m', 'tests.bundle_store', modelPath, target, ...extra.map(String)], {
+      cwd: REPO,
+      env: { ...process.env, TVM_EXPLORER_ARTIFACTS: join(ARTIFACTS, '..') },
+      stdio: ['ignore', 'pipe', 'inherit'],
+      timeout: 900000,
+      encoding: 'utf8',
+    }).trim();
     cpSync(cached, out, { recursive: true });
     return out;
   }
@@ -165,6 +130,12 @@ export class BundleView {
       return { ...r, word: m[0], ...pos, lineText, layers: r.origins.map(([id]) => this.layer(id)) };
     }
     throw new Error(`no ${opcode} statement${inLoop ? ' inside a loop' : ''} in ${path} (that was asked for)`);
+  }
+
+  /** The CONV_2D statement (statementOf) of the generated C file, whose path is `path`. */
+  cConv() {
+    const path = this.documents('code').find((p) => p.endsWith('.c'));
+    return { ...this.statementOf(path, 'CONV_2D'), path };
   }
 
   /** The first pass that changed the IR and has a document before it. */

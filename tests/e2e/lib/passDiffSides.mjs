@@ -1,20 +1,31 @@
 /**
  * What the two sides of a pass diff hold, worked out by the extension's own passDiffAlign.ts
- * (built here with esbuild): between two IR documents the functions the pass changed, aligned
- * by name; otherwise the whole documents. Tests compare what VS Code renders against it.
+ * (built here with esbuild) from the server's alignment (tests/pass_diff_alignment.py: the
+ * answer of tvmExplorer/passDiffAlignment, without a server): between two IR documents the
+ * functions the pass changed, aligned by name; otherwise the whole documents. Tests compare what
+ * VS Code renders against it.
  */
+import { execFileSync } from 'node:child_process';
 import { buildSync } from 'esbuild';
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { REPO } from './paths.mjs';
+import { PYTHON, REPO } from './paths.mjs';
 
 const out = join(mkdtempSync(join(tmpdir(), 'tvmx-align-')), 'passDiffAlign.mjs');
 buildSync({ entryPoints: [join(REPO, 'vscode-extension', 'src', 'passDiffAlign.ts')], bundle: true, format: 'esm', platform: 'node', outfile: out, logLevel: 'error' });
 const align = await import(pathToFileURL(out).href);
 
-const IR = /\.(relax|tir)$/;
+/** The server's alignments of a bundle's passes, by `<before>|<after>` (asked once a bundle). */
+const alignments = new Map();
+function alignmentOf(bundle, pass) {
+  if (!alignments.has(bundle.root)) {
+    const out = execFileSync(PYTHON, ['-m', 'tests.pass_diff_alignment', bundle.root], { cwd: REPO, encoding: 'utf8', maxBuffer: 1 << 30 });
+    alignments.set(bundle.root, JSON.parse(out));
+  }
+  return alignments.get(bundle.root)[`${pass.before}|${pass.after}`] ?? null;
+}
 
 /** `{left, right}` (lines), the right side's line map (`toSide(fileLine)` → side line or
  * undefined), `firstChange` and `firstColumn` (0-based), `page` and `pages` of page `page` of
@@ -23,9 +34,8 @@ export function diffSides(bundle, pass, page = 0) {
   const text = (p) => (p ? bundle.codePoints(p).join('') : '');
   const before = text(pass.before);
   const after = text(pass.after);
-  const ext = (p) => (p ?? '').split('.').pop();
-  const aligned = pass.before && IR.test(pass.before) && IR.test(pass.after) && ext(pass.before) === ext(pass.after)
-    ? align.alignByFunction(before, after, { page }) : undefined;
+  const alignment = pass.before ? alignmentOf(bundle, pass) : null;
+  const aligned = alignment ? align.alignByFunction(before, after, alignment, { page }) : undefined;
   if (!aligned) {
     const left = before.split('\n');
     const right = after.split('\n');

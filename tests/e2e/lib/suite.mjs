@@ -38,29 +38,49 @@ export function bundleSuite({ compile = { cache: true }, shots = '', prepare = u
   // small_cnn.test.mjs): the first registers the hooks, the others get its state.
   const shareKey = prepare ? undefined : JSON.stringify({ compile, settings });
   if (shareKey !== undefined && SHARED.has(shareKey)) return SHARED.get(shareKey);
-  const suite = { session: undefined, bundle: undefined, folder: undefined };
+  const suite = workspaceSuite({
+    fill: (folder, runDir, state) => {
+      state.bundle = new BundleView(compileBundle(folder, compile));
+      state.planted = plantPackage(folder, runDir);
+      prepare?.(folder); // more content for the workspace (e.g. a second bundle)
+    },
+    shots,
+    settings,
+  });
   if (shareKey !== undefined) SHARED.set(shareKey, suite);
+  return suite;
+}
 
+/**
+ * Registers the hooks of a suite on a workspace of its own and returns its state: `session` and
+ * `folder` are set once the session runs. `fill(folder, runDir, state)` puts what the tests need
+ * into the empty workspace (and may keep more in the state: node:test may run the hook before
+ * this returns); `settings` are added to the user settings; with `shots`, each test ends
+ * with a screenshot named after it (`shots` prefixes the name). At the end, nothing may be left
+ * running.
+ */
+export function workspaceSuite({ fill, shots = undefined, settings = {} }) {
+  const suite = { session: undefined, folder: undefined };
   before(async () => {
     suite.session = await Session.start({
       workspace: (runDir) => {
         suite.folder = emptyWorkspace(runDir);
-        suite.bundle = new BundleView(compileBundle(suite.folder, compile));
-        suite.planted = plantPackage(suite.folder, runDir);
-        prepare?.(suite.folder); // more content for the workspace (e.g. a second bundle)
+        fill(suite.folder, runDir, suite);
         return suite.folder;
       },
       settings: { 'tvmExplorer.pythonPath': PYTHON, ...settings },
     });
   });
 
-  let step = 0;
-  afterEach(async (t) => {
-    // The state each test ends in (also on failure), for a person to look at.
-    step += 1;
-    const name = t.name.replace(/[^A-Za-z0-9]+/g, '-').slice(0, 40);
-    await screenshot(suite.session.page, `${shots}end-${step}-${name}`).catch(() => {});
-  });
+  if (shots !== undefined) {
+    let step = 0;
+    afterEach(async (t) => {
+      // The state each test ends in (also on failure), for a person to look at.
+      step += 1;
+      const name = t.name.replace(/[^A-Za-z0-9]+/g, '-').slice(0, 40);
+      await screenshot(suite.session.page, `${shots}end-${step}-${name}`).catch(() => {});
+    });
+  }
 
   after(async () => {
     const leftovers = await suite.session?.close();
@@ -89,6 +109,12 @@ function plantPackage(folder, runDir) {
 export async function openAt(suite, path, line, character) {
   await openFile(suite.session.page, relative(suite.folder, join(suite.bundle.root, path)));
   await goToLine(suite.session.page, line + 1, character === undefined ? undefined : character + 1);
+}
+
+/** Opens the model document on the opcode of `layer`'s entry (whitespace answers nothing). */
+export async function openOnLayerEntry(suite, layer) {
+  const entry = suite.bundle.layerEntry(layer.id);
+  await openAt(suite, entry.path, entry.line, entry.character + entry.text.indexOf(layer.opcode) + 1);
 }
 
 /**

@@ -79,6 +79,13 @@ async function focusEditorArea(page) {
 /** Moves the cursor to a 1-based line (and column) with Ctrl+G. */
 export async function goToLine(page, line, column) {
   await page.locator('.editor-instance .monaco-editor textarea').first().focus();
+  await goToLineInFocused(page, line, column);
+  await sleep(200);
+}
+
+/** Moves the cursor of the editor that has the focus (a diff's side, an editor column) to a
+ * 1-based line (and column) with Ctrl+G. */
+export async function goToLineInFocused(page, line, column) {
   await page.keyboard.press('Control+G');
   const input = page.locator('.quick-input-widget input');
   await input.waitFor({ state: 'visible' });
@@ -86,7 +93,6 @@ export async function goToLine(page, line, column) {
   await sleep(150);
   await page.keyboard.press('Enter');
   await page.locator('.quick-input-widget').waitFor({ state: 'hidden' });
-  await sleep(200);
 }
 
 /**
@@ -151,6 +157,18 @@ export async function ctrlClickRect(page, rect) {
 /** Text of the active editor tab. */
 export async function activeTabTitle(page) {
   return ((await page.locator('.tab.active').first().textContent()) ?? '').trim();
+}
+
+/**
+ * Does `act` (a ctrl-click, F12) until the active tab's title holds `title`, waiting up to
+ * `settleMs` after each for the tab to open: true once it has, a falsy value if it never did.
+ */
+export async function actUntilTab(page, title, act, { timeoutMs, intervalMs, settleMs }) {
+  return poll(async () => {
+    if ((await activeTabTitle(page)).includes(title)) return true;
+    await act();
+    return poll(async () => (await activeTabTitle(page)).includes(title), { timeoutMs: settleMs });
+  }, { timeoutMs, intervalMs });
 }
 
 /** The pass the pass diff's status bar item names ("FuseOps · relax pass #12"), or undefined. */

@@ -15,7 +15,7 @@ import { COLLAPSED_HEIGHT, IO_HEIGHT, Layouter, NODE_HEIGHT, nodeWidth, type Box
 import { renderGroupPanel, renderPanel } from './panel';
 import { PassSlider, type PassState } from './passSlider';
 import { MAX_ITEMS, ViewTree } from './tree';
-import type { GraphDocument, GraphNode, Host } from './types';
+import type { GraphDocument, GraphNode, Host, SavedLayouts } from './types';
 
 const MIN_SCALE = 0.02;
 const MAX_SCALE = 4;
@@ -30,7 +30,12 @@ const READABLE = 1;
 
 function shortName(name: string): string {
   const first = name.split(';')[0];
-  return first.split('/').filter((p) => p).pop() ?? first;
+  return (
+    first
+      .split('/')
+      .filter((p) => p)
+      .pop() ?? first
+  );
 }
 /** An operator as a node shows it: PyTorch's ``aten.expand.default`` as ``expand`` (the panel
  * and the tooltip keep the full name). */
@@ -41,6 +46,11 @@ function shapeOf(node: GraphNode): string {
   const t = node.outputs[0]?.type ?? '';
   const i = t.indexOf('[');
   return i >= 0 ? t.slice(i) : t;
+}
+/** A graph's identity for the layout cache: its model file (hash), compile and size. */
+function layoutKey(doc: GraphDocument): string {
+  const m = doc.model;
+  return [m.file, m.sha256, m.created, m.target, doc.nodes.length, doc.edges.length, doc.groups.length].join('|');
 }
 function plural(n: number, word: string): string {
   return `${n.toLocaleString('en-US')} ${word}${n === 1 ? '' : 's'}`;
@@ -56,6 +66,9 @@ export class GraphApp {
   private fold = true;
   private layout: Layout | undefined;
   private layouter: Layouter | undefined;
+  /** The graph's identity for the host's layout cache, and how many layouts it was last given. */
+  private layoutKey = '';
+  private savedShapes = 0;
   private readonly runner: Promise<ElkRunner>;
   private overlay = '';
   private coloring: Coloring | undefined;
@@ -100,9 +113,12 @@ export class GraphApp {
   private readonly slider: PassSlider;
   private passState: PassState | null = null;
 
-  constructor(container: HTMLElement, private readonly host: Host) {
-    this.runner = host.workerScript().then(
-      (script) => new ElkRunner(script),
+  constructor(
+    container: HTMLElement,
+    private readonly host: Host,
+  ) {
+    this.runner = host.elkScript.then(
+      (script) => new ElkRunner(script, host.nonce),
       () => new ElkRunner(null),
     );
     this.search = el('input', { type: 'search', class: 'search', placeholder: 'Find layer by name or op…', 'aria-label': 'Find layer' });
@@ -110,9 +126,25 @@ export class GraphApp {
     const fit = el('button', { class: 'fit', title: 'Fit the graph in the view' }, 'Fit');
     const collapseAll = el('button', { class: 'collapse-all', title: 'Collapse every group' }, 'Collapse all');
     const expandAll = el('button', { class: 'expand-all', title: 'Expand every group (slow on thousands of layers)' }, 'Expand all');
-    const tidy = el('button', { class: 'tidy', title: 'Lay the open groups out afresh (opening and closing groups keeps everything else in place; this tidies up)' }, 'Tidy');
+    const tidy = el(
+      'button',
+      {
+        class: 'tidy',
+        title: 'Lay the open groups out afresh (opening and closing groups keeps everything else in place; this tidies up)',
+      },
+      'Tidy',
+    );
     this.foldBox = el('input', { type: 'checkbox', class: 'show-weights' });
-    const foldLabel = el('label', { class: 'weights', title: 'Show the nodes that only prepare weights and constants (DEQUANTIZE of a weight, shape plumbing), folded into their consumer by default' }, this.foldBox, ' weights');
+    const foldLabel = el(
+      'label',
+      {
+        class: 'weights',
+        title:
+          'Show the nodes that only prepare weights and constants (DEQUANTIZE of a weight, shape plumbing), folded into their consumer by default',
+      },
+      this.foldBox,
+      ' weights',
+    );
     this.panelButton = el('button', { class: 'panel-toggle', title: 'Show or hide the layer panel' }, 'Details');
     this.status = el('span', { class: 'status', role: 'status' });
     this.svgEl = svg('svg', { class: 'graph', role: 'img', 'aria-label': 'Model graph' });
@@ -121,7 +153,11 @@ export class GraphApp {
     const defs = svg(
       'defs',
       {},
-      svg('marker', { id: 'tvmx-arrow', viewBox: '0 0 10 10', refX: 9, refY: 5, markerWidth: 7, markerHeight: 7, orient: 'auto-start-reverse' }, svg('path', { d: 'M0,0L10,5L0,10z', class: 'arrow' })),
+      svg(
+        'marker',
+        { id: 'tvmx-arrow', viewBox: '0 0 10 10', refX: 9, refY: 5, markerWidth: 7, markerHeight: 7, orient: 'auto-start-reverse' },
+        svg('path', { d: 'M0,0L10,5L0,10z', class: 'arrow' }),
+      ),
     );
     this.slider = new PassSlider((state) => {
       this.passState = state;
@@ -138,7 +174,20 @@ export class GraphApp {
     this.root = el(
       'div',
       { class: 'tvmx-graph' },
-      el('div', { class: 'toolbar' }, this.search, el('label', {}, 'Overlay ', this.overlaySelect), fit, collapseAll, expandAll, tidy, foldLabel, this.panelButton, this.slider.control, this.status),
+      el(
+        'div',
+        { class: 'toolbar' },
+        this.search,
+        el('label', {}, 'Overlay ', this.overlaySelect),
+        fit,
+        collapseAll,
+        expandAll,
+        tidy,
+        foldLabel,
+        this.panelButton,
+        this.slider.control,
+        this.status,
+      ),
       el('div', { class: 'main' }, this.canvas, this.resizer, this.panel),
     );
     container.append(this.root);
@@ -188,23 +237,43 @@ export class GraphApp {
     this.byId = new Map(doc.nodes.map((n) => [n.id, n]));
     this.labels = new Map(doc.nodes.map((n) => [n.id, [opLabel(n.opcode), cut(`${shortName(n.name)} ${shapeOf(n)}`.trim(), 34)]]));
     this.tree = new ViewTree(doc, this.fold);
-    if (!this.layouter || !known) {
-      this.layouter = new Layouter(await this.runner);
-    }
-    this.collapsed = known ? new Set([...this.collapsed].filter((g) => this.tree.groups.has(g))) : this.tree.initialCollapsed(OPEN_BUDGET);
+    performance.mark('tvmx:tree');
+    // A new model forgets the old one's selection before waiting for the layout worker: the
+    // editor's highlight may arrive during that wait, and is kept.
     if (!known) {
       this.selected = null;
       this.selectedGroup = null;
       this.highlighted.clear();
     }
-    this.overlaySelect.replaceChildren(el('option', { value: '' }, 'None'), ...doc.overlays.map((o) => el('option', { value: o.id }, o.available ? o.label : `${o.label} (no data)`)));
+    if (!this.layouter || !known) {
+      this.layouter = new Layouter(await this.runner);
+      // layouts ELK made in an earlier session of this graph: drawn without waiting for ELK
+      this.layoutKey = layoutKey(doc);
+      this.layouter.restore(this.loadLayouts(this.layoutKey));
+      this.savedShapes = this.layouter.shapeCount;
+    }
+    this.collapsed = known ? new Set([...this.collapsed].filter((g) => this.tree.groups.has(g))) : this.tree.initialCollapsed(OPEN_BUDGET);
+    this.overlaySelect.replaceChildren(
+      el('option', { value: '' }, 'None'),
+      ...doc.overlays.map((o) => el('option', { value: o.id }, o.available ? o.label : `${o.label} (no data)`)),
+    );
     const wanted = overlay ?? this.overlay ?? '';
-    const first = doc.overlays.find((o) => o.id === wanted) ?? doc.overlays.find((o) => o.available && o.id === 'time') ?? doc.overlays.find((o) => o.available && o.id === 'code');
+    // The overlay chosen last (in another bundle, maybe) when this bundle has its data; else
+    // measured time or code size, rather than a grey graph whose legend says what is missing.
+    const first =
+      doc.overlays.find((o) => o.available && o.id === wanted) ??
+      doc.overlays.find((o) => o.available && o.id === 'time') ??
+      doc.overlays.find((o) => o.available && o.id === 'code') ??
+      doc.overlays.find((o) => o.id === wanted);
     this.overlay = first?.id ?? '';
     this.overlaySelect.value = this.overlay;
     this.opening = !known || this.opening;
     const shown = this.relayout({ opening: !known });
     this.slider.load(doc.pipeline?.passes);
+    if (!known) {
+      // a highlight that came while the worker started: revealed (groups opened) now it is drawn
+      void shown.then(() => (this.highlighted.size ? this.highlight([...this.highlighted]) : undefined)).catch(() => undefined);
+    }
     return shown;
   }
 
@@ -216,20 +285,29 @@ export class GraphApp {
     this.painted = new Promise((r) => (resolve = r));
     let layout: Layout;
     try {
-      layout = await this.layouter!.layout(this.tree, this.collapsed, (id) => this.leafSize(id), (done, of) => {
-        if (run === this.layoutRun && of > 3) {
-          this.status.textContent = `Laying out ${done} of ${of} groups…`;
-        }
-      });
+      layout = await this.layouter!.layout(
+        this.tree,
+        this.collapsed,
+        (id) => this.leafSize(id),
+        (done, of) => {
+          if (run === this.layoutRun && of > 3) {
+            this.status.textContent = `Laying out ${done} of ${of} groups…`;
+          }
+        },
+      );
     } catch (err) {
       // Never a blank page: say what failed, keep whatever was drawn before.
-      this.say(`The graph could not be laid out: ${String((err as Error)?.message ?? err)}. Collapse groups (Collapse all) or use the layer tables.`, true);
+      this.say(
+        `The graph could not be laid out: ${String((err as Error)?.message ?? err)}. Collapse groups (Collapse all) or use the layer tables.`,
+        true,
+      );
       this.status.textContent = 'layout failed';
       throw err;
     }
     if (run !== this.layoutRun) {
       return layout;
     }
+    performance.mark('tvmx:laid-out');
     this.layout = layout;
     this.draw();
     this.setOverlay(this.overlay);
@@ -242,6 +320,7 @@ export class GraphApp {
     }
     this.renderPanel();
     this.applyPanel();
+    performance.mark('tvmx:drawn');
     await new Promise((r) => requestAnimationFrame(() => r(undefined)));
     this.lastPaintMs = performance.now() - t0;
     if (this.firstPaint) {
@@ -251,8 +330,31 @@ export class GraphApp {
     }
     this.describe(layout);
     resolve(layout);
-    void this.warmRepetitions(run);
+    void this.warmRepetitions(run).then(() => this.saveLayouts());
     return layout;
+  }
+
+  private loadLayouts(key: string): SavedLayouts | null {
+    try {
+      return this.host.layouts?.load(key) ?? null;
+    } catch {
+      return null; // no storage here (a sandboxed page): ELK lays out as usual
+    }
+  }
+
+  /** Hands the layouts made so far to the host (when ELK made new ones), to be kept for the next
+   * session of this graph. */
+  private saveLayouts(): void {
+    const layouter = this.layouter;
+    if (!layouter || !this.host.layouts || layouter.shapeCount === this.savedShapes) {
+      return;
+    }
+    this.savedShapes = layouter.shapeCount;
+    try {
+      this.host.layouts.save(this.layoutKey, layouter.save());
+    } catch {
+      // storage full or refused: nothing is kept, nothing else changes
+    }
   }
 
   /** In the background, lays out one collapsed repetition of each repeated module as a click would
@@ -277,7 +379,7 @@ export class GraphApp {
     const n = this.doc.nodes.length;
     const drawn = layout.nodes.size - this.doc.io.length;
     const folded = this.tree.foldedInto.size;
-    const parts = [...this.tree.groups.values()].filter((g) => g.part).length;
+    const parts = [...this.tree.groups.values()].filter((g) => g.part && !g.run).length;
     const hidden = [...layout.collapsed.keys()].reduce((s, g) => s + this.tree.membersOf(g).length, 0);
     this.status.textContent =
       `${plural(n, 'layer')} · ${drawn} drawn` +
@@ -286,8 +388,13 @@ export class GraphApp {
       ` · layout ${Math.round(layout.ms)} ms`;
     const notes: string[] = [];
     if (parts) {
-      const where = this.tree.partsMade.map((c) => (c ? `"${this.tree.labelOf(c)}"` : 'the top level')).slice(0, 3).join(', ');
-      notes.push(`${plural(n, 'layer')}: ${where} held too many boxes to lay out at once, so it is drawn in ${plural(parts, 'part')} of at most ${MAX_ITEMS}; click a part to open it.`);
+      const where = this.tree.partsMade
+        .map((c) => (c ? `"${this.tree.labelOf(c)}"` : 'the top level'))
+        .slice(0, 3)
+        .join(', ');
+      notes.push(
+        `${plural(n, 'layer')}: ${where} held too many boxes to lay out at once, so it is drawn in ${plural(parts, 'part')} of at most ${MAX_ITEMS}; click a part to open it.`,
+      );
     } else if (hidden && this.opening) {
       const families = new Map<string, number>();
       for (const gid of layout.collapsed.keys()) {
@@ -507,7 +614,12 @@ export class GraphApp {
         this.layers.nodes.append(g);
       } else {
         const header = svg('text', { class: 'group-label', x: 8, y: 16 }, `▾ ${label}`);
-        g = svg('g', { class: `group${info.repeat ? ' repeat' : ''}${info.part ? ' part' : ''}`, 'data-group': gid }, svg('rect', { rx: 6 }), header);
+        g = svg(
+          'g',
+          { class: `group${info.repeat ? ' repeat' : ''}${info.part ? ' part' : ''}`, 'data-group': gid },
+          svg('rect', { rx: 6 }),
+          header,
+        );
         header.addEventListener('click', (ev) => {
           ev.stopPropagation();
           this.toggle(gid);
@@ -549,7 +661,13 @@ export class GraphApp {
         }
       }
       for (const gid of layout.collapsed.keys()) {
-        this.values.set(gid, rollup(this.tree.membersOf(gid).map((m) => this.byId.get(m)!), overlay));
+        this.values.set(
+          gid,
+          rollup(
+            this.tree.membersOf(gid).map((m) => this.byId.get(m)!),
+            overlay,
+          ),
+        );
       }
     }
     this.coloring = colorBy(this.values, overlay?.available ? overlay : overlay);
@@ -585,7 +703,10 @@ export class GraphApp {
       const g = this.groupEls.get(gid)!;
       paint(g, gid);
       const v = this.values.get(gid);
-      g.querySelector('.rollup')!.textContent = overlay && v !== null && v !== undefined ? `${overlay.id === 'error' ? 'max ' : overlay.scale === 'category' ? '' : 'Σ '}${formatValue(v, overlay)}` : '';
+      g.querySelector('.rollup')!.textContent =
+        overlay && v !== null && v !== undefined
+          ? `${overlay.id === 'error' ? 'max ' : overlay.scale === 'category' ? '' : 'Σ '}${formatValue(v, overlay)}`
+          : '';
     }
     this.renderLegend();
     if (this.selectedGroup) {
@@ -595,14 +716,23 @@ export class GraphApp {
 
   private renderLegend(): void {
     const c = this.coloring!;
-    const swatch = (color: string) => svg('svg', { width: 14, height: 14, class: 'swatch' }, svg('rect', { width: 14, height: 14, rx: 2, fill: color }));
+    const swatch = (color: string) =>
+      svg('svg', { width: 14, height: 14, class: 'swatch' }, svg('rect', { width: 14, height: 14, rx: 2, fill: color }));
     const overlay = this.doc.overlays.find((o) => o.id === this.overlay);
     // A scale is one strip of colors between its ends; categories are named one by one.
     const body =
       overlay?.scale === 'category' || overlay?.scale === 'budget'
         ? c.legend.map((e) => el('span', { class: 'legend-row' }, swatch(e.color), el('span', {}, e.label)))
         : c.legend.length
-          ? [el('span', { class: 'legend-row' }, el('span', {}, c.legend[0].label), ...c.legend.map((e) => swatch(e.color)), el('span', {}, c.legend[c.legend.length - 1].label))]
+          ? [
+              el(
+                'span',
+                { class: 'legend-row' },
+                el('span', {}, c.legend[0].label),
+                ...c.legend.map((e) => swatch(e.color)),
+                el('span', {}, c.legend[c.legend.length - 1].label),
+              ),
+            ]
           : [];
     this.legend.replaceChildren(el('div', { class: 'legend-rows' }, ...body), el('div', { class: 'legend-caption' }, c.caption));
   }
@@ -610,11 +740,68 @@ export class GraphApp {
   private toggle(gid: string): void {
     this.opening = false;
     if (this.collapsed.has(gid)) {
+      // the view follows a box the user sees (not one opened off screen, by a script)
+      const box = this.layout?.collapsed.get(gid);
+      const seen = !!box && this.onScreen(box);
       this.tree.openBelow(gid, this.collapsed, OPEN_BUDGET / 2);
+      void this.relayout().then(
+        (layout) => seen && layout === this.layout && this.showOpened(gid),
+        () => undefined,
+      );
     } else {
       this.collapsed.add(gid);
+      void this.relayout();
     }
-    void this.relayout();
+  }
+
+  /** Whether a box (in graph coordinates) is on screen: wholly, or in part. */
+  private onScreen(b: Box, wholly = false): boolean {
+    const r = this.viewRect();
+    const { k, x, y } = this.view;
+    const [left, top, right, bottom] = [b.x * k + x, b.y * k + y, (b.x + b.width) * k + x, (b.y + b.height) * k + y];
+    return wholly
+      ? left >= 0 && top >= 0 && right <= r.width && bottom <= r.height
+      : right > 0 && bottom > 0 && left < r.width && top < r.height;
+  }
+
+  /** A group the user just opened (its box on screen), when none of its first row of boxes is on screen (an opened
+   * decoder layer is wider than its box was, and opened off screen): the view pans, at the same
+   * zoom, as far as needed to show that row and as much of the group below it as fits. */
+  private showOpened(gid: string): void {
+    const layout = this.layout!;
+    const frame = layout.groups.get(gid);
+    if (!frame) {
+      return;
+    }
+    const inside = [...layout.nodes.values(), ...layout.collapsed.values()].filter(
+      (b) => b.x >= frame.x && b.y >= frame.y && b.x + b.width <= frame.x + frame.width && b.y + b.height <= frame.y + frame.height,
+    );
+    const r = this.viewRect();
+    const w = Math.max(r.width, 200);
+    const h = Math.max(r.height, 200);
+    const { k } = this.view;
+    const top = Math.min(...inside.map((b) => b.y));
+    const row = inside.filter((b) => b.y < top + NODE_HEIGHT);
+    if (!row.length || row.some((b) => this.onScreen(b, true))) {
+      return; // its first row is on screen already: nothing moves
+    }
+    // what to show, in graph coordinates: the frame where it fits, else its first row centred
+    let x0 = frame.x;
+    let x1 = frame.x + frame.width;
+    if ((x1 - x0) * k > w - 40 && row.length) {
+      const cx = (Math.min(...row.map((b) => b.x)) + Math.max(...row.map((b) => b.x + b.width))) / 2;
+      x0 = cx - (w - 40) / k / 2;
+      x1 = cx + (w - 40) / k / 2;
+    }
+    const y0 = frame.y;
+    const y1 = Math.min(frame.y + frame.height, frame.y + (h - 40) / k);
+    const pan = (lo: number, hi: number, size: number) => (lo < 20 ? 20 - lo : hi > size - 20 ? Math.max(size - 20 - hi, 20 - lo) : 0);
+    const dx = pan(x0 * k + this.view.x, x1 * k + this.view.x, w);
+    const dy = pan(y0 * k + this.view.y, y1 * k + this.view.y, h);
+    if (dx || dy) {
+      this.view = { k, x: this.view.x + dx, y: this.view.y + dy };
+      this.applyView();
+    }
   }
 
   /** Opens every group holding ``ids`` (and shows folded weights' hosts); true if any opened. */
@@ -695,12 +882,15 @@ export class GraphApp {
     if (direct) {
       return direct;
     }
-    const outer = this.tree.ancestors(host).reverse().find((g) => layout.collapsed.has(g));
+    const outer = this.tree
+      .ancestors(host)
+      .reverse()
+      .find((g) => layout.collapsed.has(g));
     return outer ? layout.collapsed.get(outer) : undefined;
   }
 
   private markSelection(): void {
-    const selectedHost = this.selected ? this.tree.foldedInto.get(this.selected) ?? this.selected : null;
+    const selectedHost = this.selected ? (this.tree.foldedInto.get(this.selected) ?? this.selected) : null;
     const lit = new Set([...this.highlighted].map((i) => this.tree.foldedInto.get(i) ?? i));
     for (const [id, g] of this.nodeEls) {
       g.classList.toggle('selected', id === selectedHost);
@@ -720,9 +910,25 @@ export class GraphApp {
 
   private renderPanel(): void {
     if (this.selectedGroup && this.tree.groups.has(this.selectedGroup)) {
-      renderGroupPanel(this.panel, this.doc, this.tree, this.selectedGroup, this.overlay, (gid) => this.goToGroup(gid), (gid) => this.toggle(gid), this.collapsed.has(this.selectedGroup));
+      renderGroupPanel(
+        this.panel,
+        this.doc,
+        this.tree,
+        this.selectedGroup,
+        this.overlay,
+        (gid) => this.goToGroup(gid),
+        (gid) => this.toggle(gid),
+        this.collapsed.has(this.selectedGroup),
+      );
     } else {
-      renderPanel(this.panel, this.doc, this.selected ? this.byId.get(this.selected) ?? null : null, this.host, this.tree, (id) => void this.reveal(id));
+      renderPanel(
+        this.panel,
+        this.doc,
+        this.selected ? (this.byId.get(this.selected) ?? null) : null,
+        this.host,
+        this.tree,
+        (id) => void this.reveal(id),
+      );
     }
   }
 
@@ -737,12 +943,16 @@ export class GraphApp {
   // -- search -------------------------------------------------------------------------------
   find(query: string): string[] {
     const q = query.trim().toLowerCase();
-    this.matches = q ? this.doc.nodes.filter((n) => n.name.toLowerCase().includes(q) || n.opcode.toLowerCase().includes(q) || n.id === q).map((n) => n.id) : [];
+    this.matches = q
+      ? this.doc.nodes.filter((n) => n.name.toLowerCase().includes(q) || n.opcode.toLowerCase().includes(q) || n.id === q).map((n) => n.id)
+      : [];
     this.matchAt = -1;
     this.svgEl.classList.toggle('searching', q.length > 0);
     this.markMatches();
     const inside = this.matches.filter((m) => !this.nodeEls.has(m)).length;
-    this.status.textContent = q ? `${plural(this.matches.length, 'match')}${inside ? ` (${inside} in collapsed groups or folded)` : ''} · Enter: next` : '';
+    this.status.textContent = q
+      ? `${plural(this.matches.length, 'match')}${inside ? ` (${inside} in collapsed groups or folded)` : ''} · Enter: next`
+      : '';
     if (this.matches.length) {
       // the first match, without opening anything: Enter opens the groups that hold it
       const id = this.matches[0];
@@ -794,10 +1004,12 @@ export class GraphApp {
   private applyPanel(): void {
     const open = this.isPanelOpen();
     const main = this.root.querySelector('.main') as HTMLElement;
-    const limit = Math.max(160, Math.floor(main.clientWidth / 2));
-    this.panel.style.width = `${Math.min(this.panelWidth, limit)}px`;
     this.panel.classList.toggle('closed', !open);
     this.resizer.classList.toggle('closed', !open);
+    // at most half of what the panel and the graph share (the resizer's few pixels apart): the
+    // graph keeps at least as much as the panel takes
+    const limit = Math.max(160, Math.floor((main.clientWidth - this.resizer.offsetWidth) / 2));
+    this.panel.style.width = `${Math.min(this.panelWidth, limit)}px`;
     this.panelButton.textContent = open ? 'Details ▸' : '◂ Details';
     this.panelButton.setAttribute('aria-pressed', String(open));
   }
@@ -843,7 +1055,14 @@ export class GraphApp {
     if (node) {
       const n = this.byId.get(node.getAttribute('data-layer')!)!;
       const folded = (this.tree.folded.get(n.id) ?? []).map((f) => this.byId.get(f)!).map((f) => `${f.opcode} ${cut(f.name, 60)}`);
-      return [`${n.opcode} ${n.name}`, n.cost ?? '', n.numerics?.summary ?? '', folded.length ? `weights and constants folded in (${folded.length}):\n  ${folded.slice(0, 8).join('\n  ')}${folded.length > 8 ? '\n  …' : ''}` : '']
+      return [
+        `${n.opcode} ${n.name}`,
+        n.cost ?? '',
+        n.numerics?.summary ?? '',
+        folded.length
+          ? `weights and constants folded in (${folded.length}):\n  ${folded.slice(0, 8).join('\n  ')}${folded.length > 8 ? '\n  …' : ''}`
+          : '',
+      ]
         .filter((s) => s)
         .join('\n');
     }
@@ -855,7 +1074,10 @@ export class GraphApp {
       const rep = g.repeat ? `\nrepetition ${g.repeat.index + 1} of ${g.repeat.count}: ${g.repeat.pattern}` : '';
       const v = this.values.get(gid);
       const overlay = this.doc.overlays.find((o) => o.id === this.overlay);
-      const fig = overlay && v !== null && v !== undefined ? `\n${overlay.label}: ${formatValue(v, overlay)} (${overlay.id === 'error' ? 'largest' : overlay.scale === 'category' ? 'all' : 'sum'} over its layers)` : '';
+      const fig =
+        overlay && v !== null && v !== undefined
+          ? `\n${overlay.label}: ${formatValue(v, overlay)} (${overlay.id === 'error' ? 'largest' : overlay.scale === 'category' ? 'all' : 'sum'} over its layers)`
+          : '';
       const how = group.classList.contains('collapsed') ? 'click to open' : 'click its name to collapse';
       return `${g.path} — ${count} layers${rep}${fig}\n(${how})`;
     }
@@ -957,7 +1179,10 @@ export class GraphApp {
       }
       this.svgEl.style.transform = '';
       this.committed = { ...this.view };
-      this.viewport.setAttribute('transform', `translate(${this.view.x.toFixed(1)},${this.view.y.toFixed(1)}) scale(${this.view.k.toFixed(4)})`);
+      this.viewport.setAttribute(
+        'transform',
+        `translate(${this.view.x.toFixed(1)},${this.view.y.toFixed(1)}) scale(${this.view.k.toFixed(4)})`,
+      );
       // Level of detail: text too small to read is not drawn (11 px shape text below 0.6×, all
       // node text below 0.32×), which also keeps zooming out a large graph smooth.
       this.svgEl.classList.toggle('far', this.view.k < 0.6);
@@ -977,16 +1202,20 @@ export class GraphApp {
       this.fit();
       return;
     }
-    const start = this.mainPathStart();
-    const box = start ? layout.nodes.get(start) ?? layout.collapsed.get(start) : undefined;
-    const cx = box ? box.x + box.width / 2 : layout.width / 2;
-    const top = box ? Math.max(0, box.y - 20) : 0;
+    // Centred on the boxes of the main path the first screen shows, not on its first box: a
+    // path that turns aside after the input (a MediaPipe model's residual stem) stays in view.
+    const path = this.mainPath()
+      .map((id) => layout.nodes.get(id) ?? layout.collapsed.get(id))
+      .filter((b): b is Box => !!b);
+    const top = path.length ? Math.max(0, path[0].y - 20) : 0;
+    const first = path.filter((b) => b === path[0] || b.y + b.height <= top + (h - 16) / READABLE);
+    const cx = first.length ? (Math.min(...first.map((b) => b.x)) + Math.max(...first.map((b) => b.x + b.width))) / 2 : layout.width / 2;
     this.view = { k: READABLE, x: w / 2 - cx * READABLE, y: 16 - top * READABLE };
     this.applyView();
   }
 
-  /** The first box of the longest path through the boxes shown. */
-  private mainPathStart(): string | null {
+  /** The longest path through the boxes shown, from its first box. */
+  private mainPath(): string[] {
     const layout = this.layout!;
     const succ = new Map<string, string[]>();
     const indegree = new Map<string, number>();
@@ -1022,11 +1251,11 @@ export class GraphApp {
         end = id;
       }
     }
-    let start = end;
-    while (start && from.has(start)) {
-      start = from.get(start)!;
+    const path: string[] = [];
+    for (let at = end; at !== null; at = from.get(at) ?? null) {
+      path.push(at);
     }
-    return start;
+    return path.reverse();
   }
 
   /** The whole graph in view. */
@@ -1076,7 +1305,12 @@ export class GraphApp {
 
   /** Where things are drawn, for tests and the bench: boxes in graph coordinates, and the view
    * (screen = graph × k + x, y). */
-  geometry(): { view: { x: number; y: number; k: number }; nodes: Record<string, Box>; collapsed: Record<string, Box>; groups: Record<string, Box> } {
+  geometry(): {
+    view: { x: number; y: number; k: number };
+    nodes: Record<string, Box>;
+    collapsed: Record<string, Box>;
+    groups: Record<string, Box>;
+  } {
     const l = this.layout;
     return {
       view: { ...this.view },
@@ -1093,7 +1327,10 @@ export class GraphApp {
     if (this.nodeEls.has(host)) {
       return `[data-layer="${host}"]`;
     }
-    const outer = this.tree.ancestors(host).reverse().find((g) => this.layout?.collapsed.has(g));
+    const outer = this.tree
+      .ancestors(host)
+      .reverse()
+      .find((g) => this.layout?.collapsed.has(g));
     return outer ? `[data-group="${outer}"]` : null;
   }
 
@@ -1101,6 +1338,12 @@ export class GraphApp {
   setPass(at: number | null): { name: string; touched: string[]; fused: string[][]; lowered: string[] } | null {
     const s = this.slider.set(at);
     return s && { name: s.pass.name, touched: [...s.touched], fused: s.fused, lowered: [...s.lowered] };
+  }
+
+  /** The layout cache, for tests: container structures with a layout now, and how many of them
+   * the host holds (handed to it to keep, or given back by it when the graph was shown). */
+  keptLayouts(): { shapes: number; kept: number } {
+    return { shapes: this.layouter?.shapeCount ?? 0, kept: this.savedShapes };
   }
 
   /** Where layouts run (``worker`` or ``page``, with why). */

@@ -1,11 +1,12 @@
 /**
- * elkjs off the page's thread: the app's own script, started again as a web worker (it knows it
- * is one: no ``document``), runs ELK and answers one layout per message. Where no worker can
- * start (no script text, a Content-Security-Policy without ``worker-src blob:``), ELK runs on the
- * page, one container at a time, and the status line says so.
+ * elkjs off the page's thread. ELK is not part of the app's script: it is its own script
+ * (out/elk.js: elkjs's worker script, wrapped), handed over as text by the host and started as a
+ * web worker from a blob, so the page never compiles it. The worker speaks ELK's own protocol
+ * (``{id, cmd: 'layout', graph}`` in, ``{id, data}`` or ``{id, error}`` out). Where no worker can
+ * start (a Content-Security-Policy without ``worker-src blob:``), the same text runs on the page
+ * (an inline script, with the page's nonce) and leaves ELK's in-page stand-in for a worker: the
+ * layouts run there, one container at a time, and the status line says so.
  */
-import ELK from 'elkjs/lib/elk.bundled.js';
-
 export interface ElkGraph {
   id: string;
   layoutOptions: Record<string, string>;
@@ -20,90 +21,153 @@ export interface ElkResult {
   width: number;
   height: number;
   children: { id: string; x: number; y: number; width: number; height: number }[];
-  edges: { id: string; sources: string[]; targets: string[]; sections?: { startPoint: ElkPoint; endPoint: ElkPoint; bendPoints?: ElkPoint[] }[] }[];
+  edges: {
+    id: string;
+    sources: string[];
+    targets: string[];
+    sections?: { startPoint: ElkPoint; endPoint: ElkPoint; bendPoints?: ElkPoint[] }[];
+  }[];
 }
 
 type Pending = { graph: ElkGraph; resolve: (r: ElkResult) => void; reject: (e: Error) => void };
+/** A web worker, or ELK's stand-in for one on the page: the same two members. */
+type ElkPort = { onmessage: ((ev: MessageEvent) => void) | null; postMessage(msg: unknown): void };
+
+declare global {
+  interface Window {
+    /** What out/elk.js leaves when it runs on a page (not in a worker). */
+    tvmxElkFakeWorker?: new () => ElkPort;
+    /** The layout worker the report started before the app's script (report.py), with the error
+     * it met before the app listened, if any. */
+    tvmxElkWorker?: Worker & { tvmxError?: string };
+  }
+}
+
+/** ELK's script text, then one layout: the worker compiles ELK and warms it up while the page
+ * still reads its graph. */
+const WARM_UP: ElkGraph = {
+  id: 'warm',
+  layoutOptions: { 'elk.algorithm': 'layered' },
+  children: [
+    { id: 'a', width: 10, height: 10 },
+    { id: 'b', width: 10, height: 10 },
+  ],
+  edges: [{ id: 'e', sources: ['a'], targets: ['b'] }],
+};
+
+/** The algorithms the app asks for: layered (every layout), rectpacking (a grid where layered fails). */
+const ALGORITHMS = ['layered', 'rectpacking'];
 
 export class ElkRunner {
   /** Where layouts run: ``worker`` or ``page``. */
   mode: 'worker' | 'page' = 'page';
   /** Why layouts run on the page, when they do. */
   note = '';
+  private port: ElkPort | undefined;
   private worker: Worker | undefined;
-  private page: InstanceType<typeof ELK> | undefined;
   private readonly pending = new Map<number, Pending>();
   private next = 0;
 
-  constructor(script: string | null) {
+  /** ``script``: ELK's script text (null: none to run, every layout fails); ``nonce``: the
+   * page's script nonce, for running it on the page. */
+  constructor(
+    private readonly script: string | null,
+    private readonly nonce = '',
+  ) {
     if (!script) {
-      this.note = 'no worker script';
+      this.note = 'no ELK script';
       return;
     }
+    const early = window.tvmxElkWorker;
+    window.tvmxElkWorker = undefined;
     try {
-      const url = URL.createObjectURL(new Blob([script], { type: 'text/javascript' }));
-      this.worker = new Worker(url);
+      if (!early) {
+        performance.mark('tvmx:worker-start');
+      }
+      this.worker = early ?? new Worker(URL.createObjectURL(new Blob([script], { type: 'text/javascript' })));
       this.mode = 'worker';
-      this.worker.onmessage = (ev: MessageEvent<{ id: number; graph?: ElkResult; error?: string }>) => {
-        const job = this.pending.get(ev.data.id);
-        this.pending.delete(ev.data.id);
-        if (job && ev.data.graph) {
-          job.resolve(ev.data.graph);
-        } else if (job) {
-          job.reject(new Error(ev.data.error ?? 'layout failed'));
-        }
-      };
+      this.listen(this.worker);
       this.worker.onerror = (ev: ErrorEvent) => {
         ev.preventDefault?.();
         this.toPage(`the layout worker failed: ${ev.message || 'it could not start'}`);
       };
-      // ELK's code is compiled and warmed up in the worker while the page reads its graph
-      void this.layout({ id: 'warm', layoutOptions: { 'elk.algorithm': 'layered' }, children: [{ id: 'a', width: 10, height: 10 }, { id: 'b', width: 10, height: 10 }], edges: [{ id: 'e', sources: ['a'], targets: ['b'] }] }).catch(() => undefined);
+      if (early?.tvmxError) {
+        this.toPage(`the layout worker failed: ${early.tvmxError}`);
+      }
+      void this.layout(WARM_UP).then(
+        () => performance.mark('tvmx:worker-warm'),
+        () => undefined,
+      );
     } catch (err) {
       this.worker = undefined;
-      this.note = `no web worker here (${String((err as Error).message ?? err)})`;
+      this.toPage(`no web worker here (${String((err as Error).message ?? err)})`);
     }
   }
 
-  /** The worker is gone: every job waiting on it runs on the page. */
+  private listen(port: ElkPort): void {
+    this.port = port;
+    // ELK knows no algorithm until told (elkjs's API does this in its constructor); the answer
+    // carries an id no job has
+    port.postMessage({ id: -1, cmd: 'register', algorithms: ALGORITHMS });
+    port.onmessage = (ev: MessageEvent<{ id: number; data?: ElkResult; error?: unknown }>) => {
+      if (ev.data.id === -1) {
+        performance.mark('tvmx:worker-ready');
+      }
+      const job = this.pending.get(ev.data.id);
+      this.pending.delete(ev.data.id);
+      if (job && ev.data.data && ev.data.error === undefined) {
+        job.resolve(ev.data.data);
+      } else if (job) {
+        const err = ev.data.error as { message?: string } | undefined;
+        job.reject(new Error(String(err?.message ?? err ?? 'layout failed')));
+      }
+    };
+  }
+
+  /** The worker is gone: ELK runs on the page, and every job waiting on the worker with it. */
   private toPage(why: string): void {
     this.worker?.terminate();
     this.worker = undefined;
+    this.port = undefined;
     this.mode = 'page';
     this.note = why;
-    const jobs = [...this.pending.values()];
-    this.pending.clear();
-    for (const job of jobs) {
-      this.onPage(job.graph).then(job.resolve, job.reject);
+    try {
+      if (!window.tvmxElkFakeWorker) {
+        const run = document.createElement('script');
+        if (this.nonce) {
+          run.nonce = this.nonce;
+        }
+        run.textContent = this.script;
+        document.head.append(run);
+      }
+      if (window.tvmxElkFakeWorker) {
+        this.listen(new window.tvmxElkFakeWorker());
+      } else {
+        this.note += '; ELK could not run on the page either (Content-Security-Policy)';
+      }
+    } catch (err) {
+      this.note += `; ELK could not run on the page either (${String((err as Error).message ?? err)})`;
+    }
+    for (const [id, job] of this.pending) {
+      this.send(id, job);
     }
   }
 
-  private onPage(graph: ElkGraph): Promise<ElkResult> {
-    this.page ??= new ELK();
-    return this.page.layout(graph as never) as unknown as Promise<ElkResult>;
+  private send(id: number, job: Pending): void {
+    if (!this.port) {
+      this.pending.delete(id);
+      job.reject(new Error(`no layout engine: ${this.note}`));
+      return;
+    }
+    this.port.postMessage({ id, cmd: 'layout', graph: job.graph });
   }
 
   layout(graph: ElkGraph): Promise<ElkResult> {
-    if (!this.worker) {
-      return this.onPage(graph);
-    }
     const id = this.next++;
     return new Promise((resolve, reject) => {
-      this.pending.set(id, { graph, resolve, reject });
-      this.worker!.postMessage({ id, graph });
+      const job = { graph, resolve, reject };
+      this.pending.set(id, job);
+      this.send(id, job);
     });
   }
-}
-
-/** The worker's side: lays out each graph it is sent and posts the result (or the error). */
-export function serveLayouts(scope: { onmessage: unknown; postMessage(msg: unknown): void }): void {
-  const elk = new ELK();
-  // ELK's own worker code claims onmessage when it loads (in new ELK()): this handler replaces it.
-  scope.onmessage = (ev: MessageEvent<{ id: number; graph: ElkGraph }>) => {
-    const { id, graph } = ev.data;
-    elk.layout(graph as never).then(
-      (out) => scope.postMessage({ id, graph: out }),
-      (err: unknown) => scope.postMessage({ id, error: String((err as Error)?.message ?? err) }),
-    );
-  };
 }

@@ -16,6 +16,7 @@
  */
 import type { ElkGraph, ElkResult, ElkRunner } from './elk';
 import type { ViewTree } from './tree';
+import type { SavedLayouts } from './types';
 
 export interface Box {
   id: string;
@@ -95,10 +96,16 @@ interface Shape {
   height: number;
 }
 
+/** Bumped whenever what ELK is asked (options, sizes, the entry and exit) changes: a saved layout
+ * of another version is not used. */
+export const LAYOUT_VERSION = 1;
+
 export class Layouter {
   /** Container (by its boxes) -> the structure its kept layout was made for. */
   private readonly pinned = new Map<string, string>();
   private readonly shapes = new Map<string, Shape>();
+  /** Structures being laid out now (by signature): another container of the same waits for it. */
+  private readonly making = new Map<string, Promise<void>>();
 
   constructor(private readonly runner: ElkRunner) {}
 
@@ -106,6 +113,43 @@ export class Layouter {
   forget(): void {
     this.pinned.clear();
     this.shapes.clear();
+  }
+
+  /** How many container structures have a kept layout. */
+  get shapeCount(): number {
+    return this.shapes.size;
+  }
+
+  /** Every kept layout, for a cache (the host keeps it by the graph's identity). */
+  save(): SavedLayouts {
+    return {
+      version: LAYOUT_VERSION,
+      shapes: [...this.shapes].map(([sig, s]) => ({
+        sig,
+        pos: Array.from(s.pos, (p) => p ?? null),
+        edges: [...s.edges],
+        width: s.width,
+        height: s.height,
+      })),
+    };
+  }
+
+  /** Layouts kept before (by ELK, in an earlier session of the same graph): a container whose
+   * structure has one is drawn at once, without ELK. Shapes are found by structure, never by
+   * name, so a layout saved for another graph cannot misplace a box; sizes that differ are moved
+   * around as when a group opens. */
+  restore(saved: SavedLayouts | null | undefined): number {
+    if (!saved || saved.version !== LAYOUT_VERSION || !Array.isArray(saved.shapes)) {
+      return 0;
+    }
+    for (const s of saved.shapes) {
+      if (!this.shapes.has(s.sig)) {
+        const pos: Placed[] = [];
+        s.pos.forEach((p, i) => p && (pos[i] = p));
+        this.shapes.set(s.sig, { pos, edges: new Map(s.edges), width: s.width, height: s.height });
+      }
+    }
+    return saved.shapes.length;
   }
 
   /** A container's kept layout (by its boxes' ids), or undefined. */
@@ -179,7 +223,12 @@ export class Layouter {
    * size of a node, graph input/output or collapsed group; ``progress`` hears how many
    * containers are laid out of how many.
    */
-  async layout(tree: ViewTree, collapsed: Set<string>, leafSize: (id: string) => [number, number], progress?: (done: number, of: number) => void): Promise<Layout> {
+  async layout(
+    tree: ViewTree,
+    collapsed: Set<string>,
+    leafSize: (id: string) => [number, number],
+    progress?: (done: number, of: number) => void,
+  ): Promise<Layout> {
     const t0 = performance.now();
     const open = (id: string) => tree.groups.has(id) && !collapsed.has(id);
     // The containers shown: the root and every open group whose ancestors are open.
@@ -204,7 +253,7 @@ export class Layouter {
     const failed: string[] = [];
     const todo = containers.filter((c) => !this.shapes.has(this.pinned.get(baseKey(c, levels.get(c)!)) ?? signature(levels.get(c)!, open)));
     let done = 0;
-    for (let i = 0; i < byDepth.length; ) {
+    for (let i = 0; i < byDepth.length;) {
       const d = depth(byDepth[i]);
       const same: (string | null)[] = [];
       while (i < byDepth.length && depth(byDepth[i]) === d) {
@@ -214,11 +263,25 @@ export class Layouter {
         same.map(async (c) => {
           const level = levels.get(c)!;
           let base = this.kept(c, level, open);
+          const sig = signature(level, open);
+          const other = base ? undefined : this.making.get(sig);
+          if (other) {
+            // a container of the same structure is being laid out: its layout serves this one
+            await other;
+            base = this.kept(c, level, open);
+          }
           if (!base) {
-            const t = performance.now();
-            base = await this.arrange(level, sizeOf, (why) => failed.push(`${c === null ? 'the top level' : tree.labelOf(c)} (${why})`));
-            elkMs += performance.now() - t;
-            this.keep(c, level, open, base);
+            let made!: () => void;
+            this.making.set(sig, new Promise<void>((r) => (made = r)));
+            try {
+              const t = performance.now();
+              base = await this.arrange(level, sizeOf, (why) => failed.push(`${c === null ? 'the top level' : tree.labelOf(c)} (${why})`));
+              elkMs += performance.now() - t;
+              this.keep(c, level, open, base);
+            } finally {
+              this.making.delete(sig);
+              made();
+            }
             laidOut++;
             progress?.(++done, todo.length);
           }
@@ -227,7 +290,18 @@ export class Layouter {
       );
     }
     // Top-down: absolute positions.
-    const layout: Layout = { width: 0, height: 0, nodes: new Map(), groups: new Map(), collapsed: new Map(), edges: [], ms: 0, elkMs, laidOut, failed };
+    const layout: Layout = {
+      width: 0,
+      height: 0,
+      nodes: new Map(),
+      groups: new Map(),
+      collapsed: new Map(),
+      edges: [],
+      ms: 0,
+      elkMs,
+      laidOut,
+      failed,
+    };
     const origin = new Map<string | null, Point>([[null, { x: 0, y: 0 }]]);
     for (const c of containers) {
       const o = origin.get(c)!;
@@ -272,9 +346,19 @@ export class Layouter {
       const ends = [layout.nodes.get(a) ?? layout.collapsed.get(a), layout.nodes.get(b) ?? layout.collapsed.get(b)];
       if (points.length < 2 && ends[0] && ends[1]) {
         // no route (a container packed without ELK's edge routing): a straight line
-        points.splice(0, points.length, { x: ends[0].x + ends[0].width / 2, y: ends[0].y + ends[0].height }, { x: ends[1].x + ends[1].width / 2, y: ends[1].y });
+        points.splice(
+          0,
+          points.length,
+          { x: ends[0].x + ends[0].width / 2, y: ends[0].y + ends[0].height },
+          { x: ends[1].x + ends[1].width / 2, y: ends[1].y },
+        );
       }
-      layout.edges.push({ source: a, target: b, tensors, points: points.filter((p, i) => i === 0 || p.x !== points[i - 1].x || p.y !== points[i - 1].y) });
+      layout.edges.push({
+        source: a,
+        target: b,
+        tensors,
+        points: points.filter((p, i) => i === 0 || p.x !== points[i - 1].x || p.y !== points[i - 1].y),
+      });
     }
     layout.ms = performance.now() - t0;
     return layout;
@@ -313,7 +397,15 @@ export class Layouter {
     const graph: ElkGraph = { id: 'c', layoutOptions: options, children, edges };
     let out: ElkResult | undefined;
     let why = '';
-    for (const attempt of [options, { ...options, 'elk.layered.thoroughness': '1', 'elk.layered.layering.strategy': 'LONGEST_PATH', 'elk.layered.nodePlacement.strategy': 'SIMPLE' }]) {
+    for (const attempt of [
+      options,
+      {
+        ...options,
+        'elk.layered.thoroughness': '1',
+        'elk.layered.layering.strategy': 'LONGEST_PATH',
+        'elk.layered.nodePlacement.strategy': 'SIMPLE',
+      },
+    ]) {
       try {
         out = await this.runner.layout({ ...graph, layoutOptions: attempt });
         break;
@@ -323,7 +415,16 @@ export class Layouter {
     }
     if (!out) {
       fail(why || 'ELK failed');
-      out = await this.runner.layout({ id: 'c', layoutOptions: { 'elk.algorithm': 'rectpacking', 'elk.padding': '[top=10,left=12,bottom=12,right=12]', 'elk.spacing.nodeNode': '20' }, children: children.filter((c) => c.id !== IN && c.id !== OUT), edges: [] });
+      out = await this.runner.layout({
+        id: 'c',
+        layoutOptions: {
+          'elk.algorithm': 'rectpacking',
+          'elk.padding': '[top=10,left=12,bottom=12,right=12]',
+          'elk.spacing.nodeNode': '20',
+        },
+        children: children.filter((c) => c.id !== IN && c.id !== OUT),
+        edges: [],
+      });
     }
     const pos = new Map<string, Placed>();
     for (const c of out.children ?? []) {
@@ -342,7 +443,11 @@ export class Layouter {
 
 /** The boxes of each container shown and the edges between them, through its entry and exit;
  * and the edges drawn, between the boxes standing for their ends. ``shown``: the open groups. */
-function levelsOf(tree: ViewTree, containers: (string | null)[], shown: Set<string>): { levels: Map<string | null, Level>; visible: Map<string, { a: string; b: string; tensors: string[] }> } {
+function levelsOf(
+  tree: ViewTree,
+  containers: (string | null)[],
+  shown: Set<string>,
+): { levels: Map<string | null, Level>; visible: Map<string, { a: string; b: string; tensors: string[] }> } {
   const parentOf = (id: string): string | null => tree.parentOf.get(id) ?? null;
   // The box standing for a node: itself, its host when folded, or its outermost collapsed group.
   const repOf = new Map<string, string | null>();
@@ -363,7 +468,9 @@ function levelsOf(tree: ViewTree, containers: (string | null)[], shown: Set<stri
     }
     return r;
   };
-  const levels = new Map<string | null, Level>(containers.map((c) => [c, { items: tree.itemsOf(c), edges: new Map(), entries: new Set(), exits: new Set() }]));
+  const levels = new Map<string | null, Level>(
+    containers.map((c) => [c, { items: tree.itemsOf(c), edges: new Map(), entries: new Set(), exits: new Set() }]),
+  );
   const visible = new Map<string, { a: string; b: string; tensors: string[] }>();
   for (const e of tree.doc.edges) {
     if (tree.foldedInto.has(e.source) || tree.foldedInto.has(e.target)) {
@@ -425,10 +532,26 @@ function baseKey(c: string | null, level: Level): string {
  * edge enters or leaves by. Sizes are not part of it (a box of another size is moved around). */
 function signature(level: Level, open: (id: string) => boolean): string {
   const index = new Map(level.items.map((id, i) => [id, i]));
-  const kinds = level.items.map((id) => (id.startsWith('in:') ? 'i' : id.startsWith('out:') ? 'o' : open(id) ? 'G' : /^\d+$/.test(id) ? 'n' : 'g')).join('');
-  const edges = [...level.edges.keys()].map((k) => k.split('\u0000').map((id) => index.get(id)).join('>')).sort().join(',');
-  const entries = [...level.entries].map((id) => index.get(id)).sort().join(',');
-  const exits = [...level.exits].map((id) => index.get(id)).sort().join(',');
+  const kinds = level.items
+    .map((id) => (id.startsWith('in:') ? 'i' : id.startsWith('out:') ? 'o' : open(id) ? 'G' : /^\d+$/.test(id) ? 'n' : 'g'))
+    .join('');
+  const edges = [...level.edges.keys()]
+    .map((k) =>
+      k
+        .split('\u0000')
+        .map((id) => index.get(id))
+        .join('>'),
+    )
+    .sort()
+    .join(',');
+  const entries = [...level.entries]
+    .map((id) => index.get(id))
+    .sort()
+    .join(',');
+  const exits = [...level.exits]
+    .map((id) => index.get(id))
+    .sort()
+    .join(',');
   return `${kinds}|${edges}|${entries}|${exits}`;
 }
 

@@ -1,16 +1,17 @@
 /**
- * Entry point of the graph app (bundled by esbuild into one script). Started as a web worker
- * (no ``document``), the same script lays graphs out with ELK (elk.ts). Two hosts:
- * - the static report (`tvm-explorer report`): the graph document and the report's sections
- *   are JSON blocks of the page (`#tvmx-graph-data`, `#tvmx-report-data`);
- * - a VS Code webview: the extension posts the document (`{type: 'graph'}`) and the layers
- *   under the editor's cursor (`{type: 'highlight'}`); clicks are posted back.
+ * Entry point of the graph app (bundled by esbuild into one script; ELK is a script of its own,
+ * out/elk.js, run as the layout worker: elk.ts). Two hosts:
+ * - the static report (`tvm-explorer report`): ELK's text is a block of the page that is not run
+ *   (`#tvmx-elk`, before the app), the graph document and the report's sections are JSON blocks
+ *   (`#tvmx-graph-data`, `#tvmx-report-data`, after it);
+ * - a VS Code webview: ELK is fetched from the extension (the script's `data-elk`); the
+ *   extension posts the document (`{type: 'graph'}`) and the layers under the editor's cursor
+ *   (`{type: 'highlight'}`); clicks are posted back.
  */
 import { GraphApp } from './app';
 import { el } from './dom';
-import { serveLayouts } from './elk';
 import { renderReport } from './report';
-import type { GraphDocument, GraphNode, Host, Place, ReportSections } from './types';
+import type { GraphDocument, GraphNode, Host, Place, ReportSections, SavedLayouts } from './types';
 
 declare function acquireVsCodeApi(): { postMessage(msg: unknown): void; getState(): unknown; setState(s: unknown): void };
 
@@ -20,14 +21,56 @@ declare global {
   }
 }
 
-/** This script's element, while it runs: its text (the report) or its address (the webview) is
- * what the layout worker is started from. */
-const ownScript = typeof document !== 'undefined' ? (document.currentScript as HTMLScriptElement | null) : null;
+/** This script's element, while it runs: in the webview, it names ELK's script (`data-elk`) and
+ * carries the page's nonce. */
+const ownScript = document.currentScript as HTMLScriptElement | null;
+
+/** ELK's script text, asked for before anything else, so that the layout worker starts (and
+ * compiles ELK) while the page still reads its graph or waits for it. */
+const elkScript: Promise<string | null> = ownScript?.dataset.elk
+  ? fetch(ownScript.dataset.elk).then((r) => r.text())
+  : Promise.resolve(document.getElementById('tvmx-elk')?.textContent || null);
 
 function readJson<T>(id: string): T | null {
   const node = document.getElementById(id);
   return node?.textContent ? (JSON.parse(node.textContent) as T) : null;
 }
+
+/** The report's layout cache: the browser's storage for the page's origin (every report opened
+ * from disk shares it), one entry per graph, the most recently saved few kept. */
+const STORED = 'tvmx-layouts:';
+const STORED_INDEX = 'tvmx-layouts';
+const STORED_KEEP = 12;
+/** A graph's layouts larger than this are not kept (the storage holds a few MiB in all). */
+const STORED_MAX = 1_500_000;
+
+const browserLayouts: NonNullable<Host['layouts']> = {
+  load(key) {
+    const text = localStorage.getItem(STORED + key);
+    return text ? (JSON.parse(text) as SavedLayouts) : null;
+  },
+  save(key, data) {
+    const text = JSON.stringify(data);
+    if (text.length > STORED_MAX) {
+      return;
+    }
+    const keys = (JSON.parse(localStorage.getItem(STORED_INDEX) ?? '[]') as string[]).filter((k) => k !== key);
+    keys.push(key);
+    for (const old of keys.splice(0, Math.max(0, keys.length - STORED_KEEP))) {
+      localStorage.removeItem(STORED + old);
+    }
+    try {
+      localStorage.setItem(STORED + key, text);
+    } catch {
+      // full: the oldest entries go, then one more try
+      for (const old of keys.splice(0, Math.floor(keys.length / 2))) {
+        localStorage.removeItem(STORED + old);
+      }
+      localStorage.setItem(STORED + key, text);
+    }
+    localStorage.setItem(STORED_INDEX, JSON.stringify(keys));
+  },
+};
 
 function startStatic(): void {
   const host: Host = {
@@ -35,7 +78,8 @@ function startStatic(): void {
     openLayer: () => undefined,
     openPlace: () => undefined,
     overlayChanged: () => undefined,
-    workerScript: async () => (ownScript && !ownScript.src ? ownScript.textContent : null),
+    elkScript,
+    layouts: browserLayouts,
   };
   const mount = document.getElementById('tvmx-graph') ?? document.body;
   // The app (and its layout worker) first: the report's script comes before its data, so that
@@ -44,16 +88,21 @@ function startStatic(): void {
   window.tvmxGraph = app;
   const start = () => {
     const doc = readJson<GraphDocument>('tvmx-graph-data');
+    performance.mark('tvmx:doc-read');
     if (!doc) {
       mount.append(el('p', { class: 'message' }, 'This report holds no graph document.'));
       return;
     }
-    const sections = readJson<ReportSections>('tvmx-report-data');
-    const extra = document.getElementById('tvmx-report');
-    if (sections && extra) {
-      renderReport(extra, app, doc, sections);
-    }
-    void app.show(doc);
+    // The report's sections (tables, the memory timeline) after the graph's first paint: until
+    // then the page's thread is the layout worker's rival for the CPU.
+    const sections = () => {
+      const data = readJson<ReportSections>('tvmx-report-data');
+      const extra = document.getElementById('tvmx-report');
+      if (data && extra) {
+        renderReport(extra, app, doc, data);
+      }
+    };
+    app.show(doc).then(sections, sections);
   };
   if (document.readyState === 'loading') {
     document.addEventListener('DOMContentLoaded', start, { once: true });
@@ -70,17 +119,32 @@ interface BundleChoice {
 function startVscode(): void {
   const vscode = acquireVsCodeApi();
   const saved = (vscode.getState() as { overlay?: string } | undefined) ?? {};
+  /** The layouts the extension kept for the graph it sent last (its workspace state). */
+  let stored: { key: string; data: SavedLayouts } | null = null;
   const host: Host = {
     kind: 'vscode',
     openLayer: (node: GraphNode) => vscode.postMessage({ type: 'openLayer', layer: node.id }),
     openPlace: (node: GraphNode, place: Place) =>
-      vscode.postMessage({ type: 'openPlace', layer: node.id, path: place.path, line: place.line, character: place.character, endLine: place.end_line, endCharacter: place.end_character }),
+      vscode.postMessage({
+        type: 'openPlace',
+        layer: node.id,
+        path: place.path,
+        line: place.line,
+        character: place.character,
+        endLine: place.end_line,
+        endCharacter: place.end_character,
+      }),
     overlayChanged: (id: string) => {
       vscode.setState({ overlay: id });
       vscode.postMessage({ type: 'overlay', id });
     },
-    // the webview's script is a resource of the extension: read back (CSP connect-src) for the worker
-    workerScript: async () => (ownScript?.src ? (await fetch(ownScript.src)).text() : null),
+    // ELK's script is a resource of the extension: read (CSP connect-src) to start the worker from
+    elkScript,
+    nonce: ownScript?.nonce,
+    layouts: {
+      load: (key) => (stored?.key === key ? stored.data : null),
+      save: (key, data) => vscode.postMessage({ type: 'layouts', key, data }),
+    },
   };
   const app = new GraphApp(document.getElementById('tvmx-graph') ?? document.body, host);
   window.tvmxGraph = app;
@@ -96,6 +160,7 @@ function startVscode(): void {
       const choices = (msg.bundles as BundleChoice[]) ?? [];
       bundles.replaceChildren(...choices.map((b) => el('option', { value: b.uri }, b.label)));
       bundles.value = String(msg.current ?? '');
+      stored = (msg.layouts as typeof stored) ?? null;
       void app.show(msg.doc as GraphDocument, (msg.overlay as string | undefined) ?? saved.overlay);
     } else if (msg.type === 'highlight') {
       void app.highlight((msg.layers as string[]) ?? []);
@@ -108,12 +173,8 @@ function startVscode(): void {
   vscode.postMessage({ type: 'ready' });
 }
 
-if (typeof document === 'undefined') {
-  serveLayouts(self as unknown as { onmessage: unknown; postMessage(msg: unknown): void });
-} else {
-  if (typeof acquireVsCodeApi === 'function') {
-    startVscode();
-  } else if (document.getElementById('tvmx-graph')) {
-    startStatic();
-  }
+if (typeof acquireVsCodeApi === 'function') {
+  startVscode();
+} else if (document.getElementById('tvmx-graph')) {
+  startStatic();
 }

@@ -19,6 +19,7 @@ const CATEGORY_COLORS: Record<string, string> = {
   untuned: '#8da0cb',
   'database miss': '#e41a1c',
   'build failed': '#7f0000',
+  'run failed': '#984ea3',
 };
 const EXTRA = ['#66c2a5', '#fc8d62', '#a6d854', '#e5c494', '#b3b3b3', '#8dd3c7', '#bebada', '#80b1d3'];
 
@@ -61,8 +62,8 @@ function budgetColors(values: Map<string, number | string | null>): Coloring {
     fill,
     legend: BUDGET_BINS.map(([, color, label]) => ({ color, label })),
     caption:
-      "Error relative to each layer's own budget (set by the reference's own spread where measured): "
-      + 'red layers exceed theirs; grey: not observed or not judged.',
+      "Error relative to each layer's own budget (set by the reference's own spread where measured): " +
+      'red layers exceed theirs; grey: not observed or not judged.',
   };
 }
 
@@ -79,7 +80,12 @@ const MAXED = new Set(['error', 'registers']);
  * ``mixed``). */
 export function rollup(nodes: GraphNode[], overlay: Overlay): number | string | null {
   if (overlay.scale === 'category') {
-    const seen = new Set(nodes.map((n) => value(n, overlay)).filter((v) => v !== null).map(String));
+    const seen = new Set(
+      nodes
+        .map((n) => value(n, overlay))
+        .filter((v) => v !== null)
+        .map(String),
+    );
     return seen.size === 0 ? null : seen.size === 1 ? [...seen][0] : 'mixed';
   }
   let out: number | null = null;
@@ -100,7 +106,11 @@ export function format(v: number, unit: string): string {
     return v >= 2 ** 20 ? `${(v / 2 ** 20).toFixed(1)} MiB` : v >= 1024 ? `${(v / 1024).toFixed(0)} KiB` : `${v.toFixed(0)} B`;
   }
   if (unit === 'FLOP') {
-    for (const [u, s] of [['G', 1e9], ['M', 1e6], ['k', 1e3]] as const) {
+    for (const [u, s] of [
+      ['G', 1e9],
+      ['M', 1e6],
+      ['k', 1e3],
+    ] as const) {
       if (v >= s) {
         return `${(v / s).toPrecision(3)} ${u}FLOP`;
       }
@@ -191,7 +201,11 @@ export function colorBy(values: Map<string, number | string | null>, overlay: Ov
     return { fill, legend: [], caption: 'No layer has a value.' };
   }
   const scale = log ? 'log scale' : 'linear scale';
-  return { fill, legend, caption: `${overlay.label}: 0 – ${format(max, overlay.unit)} (${scale}; a collapsed group: ${overlay.id === 'error' ? 'largest' : 'sum'} of its layers; grey: none)` };
+  return {
+    fill,
+    legend,
+    caption: `${overlay.label}: 0 – ${format(max, overlay.unit)} (${scale}; a collapsed group: ${overlay.id === 'error' ? 'largest' : 'sum'} of its layers; grey: none)`,
+  };
 }
 
 /** Black or white text, whichever reads on ``color``. */

@@ -28,7 +28,14 @@ function layerLink(doc: GraphDocument, id: string, go: (id: string) => void): HT
   return a;
 }
 
-export function renderPanel(panel: HTMLElement, doc: GraphDocument, node: GraphNode | null, host: Host, tree: ViewTree, go: (id: string) => void): void {
+export function renderPanel(
+  panel: HTMLElement,
+  doc: GraphDocument,
+  node: GraphNode | null,
+  host: Host,
+  tree: ViewTree,
+  go: (id: string) => void,
+): void {
   panel.replaceChildren();
   if (!node) {
     panel.append(
@@ -57,11 +64,24 @@ export function renderPanel(panel: HTMLElement, doc: GraphDocument, node: GraphN
   panel.append(table(facts));
   const into = tree.foldedInto.get(node.id);
   if (into) {
-    panel.append(el('p', { class: 'hint folded-into' }, 'Prepares a constant only: drawn folded into ', layerLink(doc, into, go), ' (tick "weights" in the toolbar to draw it).'));
+    panel.append(
+      el(
+        'p',
+        { class: 'hint folded-into' },
+        'Prepares a constant only: drawn folded into ',
+        layerLink(doc, into, go),
+        ' (tick "weights" in the toolbar to draw it).',
+      ),
+    );
   }
   const folded = tree.folded.get(node.id) ?? [];
   if (folded.length) {
-    panel.append(section(`Weights and constants folded in (${folded.length})`, el('ul', { class: 'folded' }, ...folded.map((f) => el('li', {}, layerLink(doc, f, go))))));
+    panel.append(
+      section(
+        `Weights and constants folded in (${folded.length})`,
+        el('ul', { class: 'folded' }, ...folded.map((f) => el('li', {}, layerLink(doc, f, go)))),
+      ),
+    );
   }
   if (host.kind === 'vscode') {
     const button = el('button', { class: 'open-layer' }, 'Show Layer Places');
@@ -96,7 +116,15 @@ export function renderPanel(panel: HTMLElement, doc: GraphDocument, node: GraphN
     panel.append(section('Attributes', table(attrs)));
   }
   const tensors = (label: string, list: GraphNode['inputs']) =>
-    list.map((t) => el('tr', {}, el('th', {}, label), el('td', { class: 'tensor', title: t.name }, cut(t.name, 60)), el('td', { class: 'type' }, `${t.type}${t.const ? ' const' : ''}`)));
+    list.map((t) =>
+      el(
+        'tr',
+        {},
+        el('th', {}, label),
+        el('td', { class: 'tensor', title: t.name }, cut(t.name, 60)),
+        el('td', { class: 'type' }, `${t.type}${t.const ? ' const' : ''}`),
+      ),
+    );
   panel.append(section('Tensors', el('table', { class: 'tensors' }, ...tensors('in', node.inputs), ...tensors('out', node.outputs))));
   if (node.kernels.length) {
     panel.append(
@@ -180,7 +208,14 @@ export function renderGroupPanel(
     table([
       ['layers', String(tree.membersOf(gid).length)],
       ...(g.repeat ? ([['repetition', `${g.repeat.index + 1} of ${g.repeat.count} (${g.repeat.pattern})`]] as [string, string][]) : []),
-      ...(g.part ? ([['part', 'made to lay out a large container in pieces']] as [string, string][]) : []),
+      ...(g.part
+        ? ([
+            [
+              'part',
+              g.run ? `repetitions of ${g.run}, drawn in parts that share one layout` : 'made to lay out a large container in pieces',
+            ],
+          ] as [string, string][])
+        : []),
     ]),
     toggleButton,
   );
@@ -196,7 +231,9 @@ export function renderGroupPanel(
   if (!g.repeat) {
     return;
   }
-  const family = [...tree.groups.values()].filter((x) => x.parent === g.parent && x.repeat?.pattern === g.repeat!.pattern).sort((a, b) => a.repeat!.index - b.repeat!.index);
+  const family = [...tree.groups.values()]
+    .filter((x) => x.parent === g.parent && x.repeat?.pattern === g.repeat!.pattern)
+    .sort((a, b) => a.repeat!.index - b.repeat!.index);
   const shown = ROLLUPS.filter((o) => overlays.get(o)?.available && family.some((f) => figure(f.id, o) !== null));
   const barOf = shown.includes(overlayId as (typeof ROLLUPS)[number]) ? overlayId : shown[0];
   const numbers = family.map((f) => figure(f.id, barOf));
@@ -221,8 +258,17 @@ export function renderGroupPanel(
   panel.append(
     section(
       `Compare repetitions (${family.length})`,
-      el('p', { class: 'hint' }, `${g.repeat.pattern}: each repetition's layers summed (error: the largest); the bar is ${overlays.get(barOf)?.label ?? barOf}.`),
-      el('table', { class: 'grid compare-table' }, el('thead', {}, el('tr', {}, el('th', {}, ''), ...shown.map((o) => el('th', {}, overlays.get(o)!.label)), el('th', {}, ''))), el('tbody', {}, ...body)),
+      el(
+        'p',
+        { class: 'hint' },
+        `${g.repeat.pattern}: each repetition's layers summed (error: the largest); the bar is ${overlays.get(barOf)?.label ?? barOf}.`,
+      ),
+      el(
+        'table',
+        { class: 'grid compare-table' },
+        el('thead', {}, el('tr', {}, el('th', {}, ''), ...shown.map((o) => el('th', {}, overlays.get(o)!.label)), el('th', {}, ''))),
+        el('tbody', {}, ...body),
+      ),
     ),
   );
 }

@@ -46,7 +46,15 @@ export class PassSlider {
     this.caption = el('span', { class: 'pass-caption', role: 'status' });
     const key = el('span', { class: 'pass-key' }, 'outlined: touched · dashed: not lowered yet · frame: fused together');
     const off = el('button', { class: 'pass-off', title: 'Back to the compiled graph (no pass marked)' }, '×');
-    this.control = el('label', { class: 'passes', title: 'Scrub the pipeline: what each pass touched, fused and lowered' }, 'Pass ', this.input, this.caption, key, off);
+    this.control = el(
+      'label',
+      { class: 'passes', title: 'Scrub the pipeline: what each pass touched, fused and lowered' },
+      'Pass ',
+      this.input,
+      this.caption,
+      key,
+      off,
+    );
     this.input.addEventListener('input', () => this.set(Number(this.input.value)));
     off.addEventListener('click', (ev) => {
       ev.preventDefault();

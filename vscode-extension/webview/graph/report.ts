@@ -35,8 +35,16 @@ function memorySection(app: GraphApp, data: Timeline | { error: string }): { sec
     return { section: el('section', { id: 'memory' }, heading, el('p', { class: 'tvmx-mem-error' }, data.error)), draw: () => undefined };
   }
   const mount = el('div', { class: 'tvmx-memory in-report' });
-  const where = el('p', { class: 'hint', 'data-alloc': '' }, 'Click a band: its layer is selected in the graph, its allocation line in Relax is named here.');
-  const hint = el('p', { class: 'hint' }, `Bytes held at each call of ${data.function} (as planned by StaticPlanBlockMemory; docs/memory.md), stacked by storage: the ${data.bands.length} largest, each named by the layers whose tensors it holds, the kernels' scratch, and the rest summed as other.`);
+  const where = el(
+    'p',
+    { class: 'hint', 'data-alloc': '' },
+    'Click a band: its layer is selected in the graph, its allocation line in Relax is named here.',
+  );
+  const hint = el(
+    'p',
+    { class: 'hint' },
+    `Bytes held at each call of ${data.function} (as planned by StaticPlanBlockMemory; docs/memory.md), stacked by storage: ${data.other_storages > 0 ? `the ${data.bands.length} largest` : `all ${data.bands.length}`}, each named by the layers whose tensors it holds, the kernels' scratch${data.other_storages > 0 ? ', and the rest summed as other' : ''}.`,
+  );
   const view = new MemoryTimeline(mount, {
     open: (pick) => {
       const line = pick.alloc?.path !== undefined && pick.alloc.line !== undefined ? `${pick.alloc.path}:${pick.alloc.line + 1}` : '';
@@ -51,6 +59,16 @@ function memorySection(app: GraphApp, data: Timeline | { error: string }): { sec
   return { section: el('section', { id: 'memory' }, heading, hint, mount, where), draw: () => view.show(data) };
 }
 
+/** A section of the report: its heading, then `children`. */
+function reportSection(id: string, title: string, ...children: (HTMLElement | string | null)[]): HTMLElement {
+  return el('section', { id }, el('h2', {}, title), ...children);
+}
+
+/** A table of the report: a row of `headers`, then `rows`. */
+function gridTable(headers: string[], rows: HTMLElement[]): HTMLElement {
+  return el('table', { class: 'grid' }, el('thead', {}, el('tr', {}, ...headers.map((h) => el('th', {}, h)))), el('tbody', {}, ...rows));
+}
+
 function num(v: number | null, digits = 3): string {
   return v === null ? '—' : v.toFixed(digits);
 }
@@ -59,7 +77,9 @@ export function renderReport(container: HTMLElement, app: GraphApp, doc: GraphDo
   const unit = doc.model.unit;
   const parts: HTMLElement[] = [];
   if (sections.problems.length) {
-    parts.push(el('section', { class: 'problems' }, el('h2', {}, 'Problems'), el('ul', {}, ...sections.problems.map((p) => el('li', {}, p)))));
+    parts.push(
+      el('section', { class: 'problems' }, el('h2', {}, 'Problems'), el('ul', {}, ...sections.problems.map((p) => el('li', {}, p)))),
+    );
   }
   const memory = sections.memory ? memorySection(app, sections.memory) : null;
   if (memory) {
@@ -67,32 +87,25 @@ export function renderReport(container: HTMLElement, app: GraphApp, doc: GraphDo
   }
   const hot = sections.hot_layers;
   parts.push(
-    el(
-      'section',
-      { id: 'hot-layers' },
-      el('h2', {}, 'Hot layers'),
+    reportSection(
+      'hot-layers',
+      'Hot layers',
       el('p', { class: 'hint' }, doc.costs_note),
       hot.length
-        ? el(
-            'table',
-            { class: 'grid' },
-            el('thead', {}, el('tr', {}, ...['#', 'layer', 'name', 'time ms', 'share', 'code lines', 'workspace', 'kernels'].map((h) => el('th', {}, h)))),
-            el(
-              'tbody',
-              {},
-              ...hot.map((r, i) =>
-                el(
-                  'tr',
-                  { 'data-layer-row': r.id },
-                  el('td', {}, String(i + 1)),
-                  el('td', {}, layerLink(app, r.id, `${r.opcode} ${unit} ${r.id}`)),
-                  el('td', { title: r.name }, cut(r.name, 60)),
-                  el('td', { class: 'n' }, num(r.time_ms)),
-                  el('td', { class: 'n' }, r.share === null ? '—' : `${(100 * r.share).toFixed(0)} %`),
-                  el('td', { class: 'n' }, String(r.code_lines)),
-                  el('td', { class: 'n' }, r.workspace),
-                  el('td', {}, cut(r.kernels.join(', '), 60)),
-                ),
+        ? gridTable(
+            ['#', 'layer', 'name', 'time ms', 'share', 'code lines', 'workspace', 'kernels'],
+            hot.map((r, i) =>
+              el(
+                'tr',
+                { 'data-layer-row': r.id },
+                el('td', {}, String(i + 1)),
+                el('td', {}, layerLink(app, r.id, `${r.opcode} ${unit} ${r.id}`)),
+                el('td', { title: r.name }, cut(r.name, 60)),
+                el('td', { class: 'n' }, num(r.time_ms)),
+                el('td', { class: 'n' }, r.share === null ? '—' : `${(100 * r.share).toFixed(0)} %`),
+                el('td', { class: 'n' }, String(r.code_lines)),
+                el('td', { class: 'n' }, r.workspace),
+                el('td', {}, cut(r.kernels.join(', '), 60)),
               ),
             ),
           )
@@ -101,26 +114,32 @@ export function renderReport(container: HTMLElement, app: GraphApp, doc: GraphDo
   );
   const n = sections.numerics;
   parts.push(
-    el(
-      'section',
-      { id: 'numerics' },
-      el('h2', {}, 'Numerics'),
+    reportSection(
+      'numerics',
+      'Numerics',
       n
         ? el(
             'div',
             {},
-            el('p', {}, `Against ${n.reference} (${n.mode} build; inputs: ${n.inputs}). `, n.first_divergence !== null ? el('span', { class: 'diverges' }, 'First divergence: ', layerLink(app, n.first_divergence, `layer ${n.first_divergence}`)) : 'No layer diverges.'),
+            el(
+              'p',
+              {},
+              `Against ${n.reference} (${n.mode} build; inputs: ${n.inputs}). `,
+              n.first_divergence !== null
+                ? el('span', { class: 'diverges' }, 'First divergence: ', layerLink(app, n.first_divergence, `layer ${n.first_divergence}`))
+                : 'No layer diverges.',
+            ),
             n.headline ? el('p', {}, n.headline) : null,
             ...(n.budgets ?? []).map((line) => el('p', { class: 'hint' }, line)),
-            el(
-              'table',
-              { class: 'grid' },
-              el('thead', {}, el('tr', {}, ...['layer', 'name', 'error'].map((h) => el('th', {}, h)))),
-              el(
-                'tbody',
-                {},
-                ...n.layers.map((r) =>
-                  el('tr', { class: r.diverges ? 'diverges' : r.observed ? '' : 'unobserved' }, el('td', {}, layerLink(app, r.id, `${r.opcode} ${r.id ?? ''}`)), el('td', { title: r.name }, cut(r.name, 60)), el('td', {}, r.summary)),
+            gridTable(
+              ['layer', 'name', 'error'],
+              n.layers.map((r) =>
+                el(
+                  'tr',
+                  { class: r.diverges ? 'diverges' : r.observed ? '' : 'unobserved' },
+                  el('td', {}, layerLink(app, r.id, `${r.opcode} ${r.id ?? ''}`)),
+                  el('td', { title: r.name }, cut(r.name, 60)),
+                  el('td', {}, r.summary),
                 ),
               ),
             ),
@@ -132,30 +151,27 @@ export function renderReport(container: HTMLElement, app: GraphApp, doc: GraphDo
   const changed = passes.filter((p) => p.changed);
   const totalMs = passes.reduce((s, p) => s + (p.ms ?? 0), 0);
   parts.push(
-    el(
-      'section',
-      { id: 'passes' },
-      el('h2', {}, 'Passes'),
-      el('p', { class: 'hint' }, `${passes.length} passes, ${changed.length} changed the module; compile time of the passes ${totalMs.toFixed(0)} ms. Coverage: the share of a pass's units (bindings, statements) that know their layer.`),
+    reportSection(
+      'passes',
+      'Passes',
       el(
-        'table',
-        { class: 'grid' },
-        el('thead', {}, el('tr', {}, ...['#', 'stage', 'pass', 'ms', 'units', 'with origin', 'coverage'].map((h) => el('th', {}, h)))),
-        el(
-          'tbody',
-          {},
-          ...changed.map((p) =>
-            el(
-              'tr',
-              {},
-              el('td', { class: 'n' }, String(p.index)),
-              el('td', {}, p.stage),
-              el('td', {}, p.name),
-              el('td', { class: 'n' }, num(p.ms, 1)),
-              el('td', { class: 'n' }, String(p.units)),
-              el('td', { class: 'n' }, String(p.attributed)),
-              el('td', { class: 'n' }, p.units ? `${((100 * p.attributed) / p.units).toFixed(1)} %` : '—'),
-            ),
+        'p',
+        { class: 'hint' },
+        `${passes.length} passes, ${changed.length} changed the module; compile time of the passes ${totalMs.toFixed(0)} ms. Coverage: the share of a pass's units (bindings, statements) that know their layer.`,
+      ),
+      gridTable(
+        ['#', 'stage', 'pass', 'ms', 'units', 'with origin', 'coverage'],
+        changed.map((p) =>
+          el(
+            'tr',
+            {},
+            el('td', { class: 'n' }, String(p.index)),
+            el('td', {}, p.stage),
+            el('td', {}, p.name),
+            el('td', { class: 'n' }, num(p.ms, 1)),
+            el('td', { class: 'n' }, String(p.units)),
+            el('td', { class: 'n' }, String(p.attributed)),
+            el('td', { class: 'n' }, p.units ? `${((100 * p.attributed) / p.units).toFixed(1)} %` : '—'),
           ),
         ),
       ),

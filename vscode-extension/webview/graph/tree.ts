@@ -9,6 +9,9 @@ import type { GraphDocument, GraphNode, Repeat } from './types';
 /** At most this many boxes (nodes and groups) are laid out together: ELK's layered layout grows
  * faster than linearly with them, and its recursion overflowed the stack on a 4 500-layer graph. */
 export const MAX_ITEMS = 240;
+/** Repetitions in a row beyond which they are drawn in parts, and how many a part holds. */
+export const REPEAT_RUN = 64;
+export const REPEAT_PART = 32;
 
 export interface ViewGroup {
   id: string;
@@ -22,6 +25,9 @@ export interface ViewGroup {
   /** A part made to keep a container small (not a scope of the model). */
   part: boolean;
   repeat: Repeat | null;
+  /** A part holding repetitions of this repeated module (``model.layers.{0..169}``), not made
+   * for size. */
+  run?: string | null;
 }
 
 export class ViewTree {
@@ -47,7 +53,16 @@ export class ViewTree {
     doc.nodes.forEach((n, i) => this.order.set(n.id, i));
     const known = new Set(doc.nodes.map((n) => n.id));
     for (const g of doc.groups) {
-      this.groups.set(g.id, { id: g.id, label: g.label, path: g.path, parent: g.parent, items: [], size: g.size, part: false, repeat: g.repeat ?? null });
+      this.groups.set(g.id, {
+        id: g.id,
+        label: g.label,
+        path: g.path,
+        parent: g.parent,
+        items: [],
+        size: g.size,
+        part: false,
+        repeat: g.repeat ?? null,
+      });
     }
     for (const g of doc.groups) {
       const parent = g.parent ? this.groups.get(g.parent) : undefined;
@@ -120,6 +135,7 @@ export class ViewTree {
    * parts when even those are too many). */
   private cut(container: string | null, items: string[]): void {
     if (items.length <= MAX_ITEMS) {
+      this.cutRun(container, items);
       return;
     }
     const isIO = (i: string) => i.startsWith('in:') || i.startsWith('out:');
@@ -133,35 +149,64 @@ export class ViewTree {
       const id = `${container ?? 'root'}/part${parts.length}`;
       const lo = this.firstLayer(chunk[0]);
       const hi = this.lastLayer(chunk[chunk.length - 1]);
-      const size = chunk.reduce((s, i) => s + this.sizeOf(i), 0);
-      this.groups.set(id, {
-        id,
-        label: `layers ${lo}–${hi}`,
-        path: `${base ? `${base.path} ` : ''}layers ${lo}–${hi}`,
-        parent: container,
-        items: chunk,
-        size,
-        part: true,
-        repeat: null,
-      });
-      this.parentOf.set(id, container);
-      for (const i of chunk) {
-        this.parentOf.set(i, id);
-        const g = this.groups.get(i);
-        if (g) {
-          g.parent = id;
-        }
-        for (const f of this.folded.get(i) ?? []) {
-          if (this.parentOf.get(f) === container) {
-            this.parentOf.set(f, id); // a weight of the same scope goes with its consumer
-          }
-        }
-      }
+      this.makePart(container, id, `layers ${lo}–${hi}`, `${base ? `${base.path} ` : ''}layers ${lo}–${hi}`, chunk, null);
       parts.push(id);
     }
     this.partsMade.push(container ?? '');
-    items.splice(0, items.length, ...(keep.filter((i) => i.startsWith('in:'))), ...parts, ...keep.filter((i) => i.startsWith('out:')));
+    items.splice(0, items.length, ...keep.filter((i) => i.startsWith('in:')), ...parts, ...keep.filter((i) => i.startsWith('out:')));
     this.cut(container, items);
+  }
+
+  /** A run of more than REPEAT_RUN repetitions of a module (170 decoder layers) is drawn in parts
+   * of REPEAT_PART (``layers.0–31``): parts of the same structure share one layout (layout.ts),
+   * so ELK lays out 32 repetitions once instead of 170 in one container. */
+  private cutRun(container: string | null, items: string[]): void {
+    const isRep = (i: string) => !!this.groups.get(i)?.repeat;
+    let first = items.findIndex(isRep);
+    while (first >= 0 && first < items.length) {
+      let end = first;
+      while (end < items.length && isRep(items[end])) {
+        end++;
+      }
+      if (end - first > REPEAT_RUN) {
+        const run = items.slice(first, end);
+        const parts: string[] = [];
+        const base = container ? this.groups.get(container)! : null;
+        for (let at = 0; at < run.length; at += REPEAT_PART) {
+          const chunk = run.slice(at, at + REPEAT_PART);
+          const lo = this.groups.get(chunk[0])!.repeat!.index;
+          const hi = this.groups.get(chunk[chunk.length - 1])!.repeat!.index;
+          const label = `${base && !base.part ? `${base.label}.` : ''}${lo}–${hi}`;
+          const id = `${container ?? 'root'}/run${first}.${parts.length}`;
+          this.makePart(container, id, label, `${base ? `${base.path} ` : ''}${label}`, chunk, this.groups.get(chunk[0])!.repeat!.pattern);
+          parts.push(id);
+        }
+        items.splice(first, end - first, ...parts);
+        end = first + parts.length;
+      }
+      const next = items.slice(end).findIndex(isRep);
+      first = next < 0 ? -1 : end + next;
+    }
+  }
+
+  /** A group made of consecutive boxes of a container (``run``: the repeated module whose
+   * repetitions it holds). */
+  private makePart(container: string | null, id: string, label: string, path: string, chunk: string[], run: string | null): void {
+    const size = chunk.reduce((s, i) => s + this.sizeOf(i), 0);
+    this.groups.set(id, { id, label, path, parent: container, items: chunk, size, part: true, repeat: null, run });
+    this.parentOf.set(id, container);
+    for (const i of chunk) {
+      this.parentOf.set(i, id);
+      const g = this.groups.get(i);
+      if (g) {
+        g.parent = id;
+      }
+      for (const f of this.folded.get(i) ?? []) {
+        if (this.parentOf.get(f) === container) {
+          this.parentOf.set(f, id); // a weight of the same scope goes with its consumer
+        }
+      }
+    }
   }
 
   private firstLayer(id: string): number {
@@ -180,7 +225,7 @@ export class ViewTree {
 
   /** The items of a container (null: the root). */
   itemsOf(container: string | null): string[] {
-    return container === null ? this.rootItems : this.groups.get(container)?.items ?? [];
+    return container === null ? this.rootItems : (this.groups.get(container)?.items ?? []);
   }
 
   /** Every layer of a group's scope (at any depth), folded ones included: what its rollups sum. */
@@ -213,7 +258,10 @@ export class ViewTree {
   /** The shown name of a group: a repetition's index with its family (``layers.7``). */
   labelOf(gid: string): string {
     const g = this.groups.get(gid)!;
-    const parent = g.parent ? this.groups.get(g.parent) : undefined;
+    let parent = g.parent ? this.groups.get(g.parent) : undefined;
+    if (parent?.run) {
+      parent = parent.parent ? this.groups.get(parent.parent) : undefined; // the module the run is of
+    }
     return /^\d+$/.test(g.label) && parent && !parent.part ? `${parent.label}.${g.label}` : g.label;
   }
 

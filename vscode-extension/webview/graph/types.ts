@@ -24,6 +24,8 @@ export interface Metrics {
   share: number | null;
   code: number | null;
   workspace: number | null;
+  /** Bytes of the layer's tensors held at the memory peak. */
+  memory: number | null;
   flops: number | null;
   error: number | 'inf' | null;
   kernels: number | null;
@@ -38,6 +40,9 @@ export interface Numerics {
   observed: boolean;
   diverges: boolean;
   first: boolean;
+  max_abs: number | null;
+  max_rel: number | null;
+  cosine: number | null;
   hint: string | null;
   reference: string;
 }
@@ -140,7 +145,17 @@ export interface GraphDocument {
 export interface ReportSections {
   /** The memory timeline (webview/memory/types.ts); absent or null without memory.json. */
   memory?: import('../memory/types').Timeline | { error: string } | null;
-  hot_layers: { id: string; opcode: string; name: string; time_ms: number | null; share: number | null; code_lines: number; workspace: string; kernels: string[]; summary: string }[];
+  hot_layers: {
+    id: string;
+    opcode: string;
+    name: string;
+    time_ms: number | null;
+    share: number | null;
+    code_lines: number;
+    workspace: string;
+    kernels: string[];
+    summary: string;
+  }[];
   passes: { index: number; stage: string; name: string; changed: boolean; ms: number | null; units: number; attributed: number }[];
   numerics: {
     reference: string;
@@ -164,6 +179,27 @@ export interface Host {
   openPlace(node: GraphNode, place: Place): void;
   /** The overlay the user chose (remembered by the host). */
   overlayChanged(id: string): void;
-  /** The app's own script as text, to start the layout worker from (null: lay out on the page). */
-  workerScript(): Promise<string | null>;
+  /** ELK's script as text (out/elk.js), to start the layout worker from (null: none). */
+  elkScript: Promise<string | null>;
+  /** The page's script nonce, where its Content-Security-Policy names scripts by nonce. */
+  nonce?: string;
+  /** Where layouts are kept across sessions, by the graph's identity (a report: the browser's
+   * storage; VS Code: the extension's workspace state): reopening a graph draws it without ELK. */
+  layouts?: {
+    load(key: string): SavedLayouts | null;
+    save(key: string, data: SavedLayouts): void;
+  };
+}
+
+/** Kept layouts as JSON carries them (the layout cache across sessions, layout.ts): each container
+ * structure's layout by its signature; positions by the place of the boxes. */
+export interface SavedLayouts {
+  version: number;
+  shapes: {
+    sig: string;
+    pos: ({ x: number; y: number; w: number; h: number } | null)[];
+    edges: [string, { x: number; y: number }[]][];
+    width: number;
+    height: number;
+  }[];
 }

@@ -48,6 +48,25 @@ export interface TimelineStep {
   other: number;
 }
 
+/** What a run allocated (`compile --profile`), drawn over the static bands: `steps` are the bytes
+ * in use after each step's kernel call in the run with the VM's naive allocator (the one that
+ * frees as the plan does; null where no kernel is called, empty when nothing was measured);
+ * `replayed`: what TVM's naive allocator and workspace pool hold after each step, replayed on the
+ * plan (the static figure the run is checked against; above the bands where the pool keeps
+ * scratch pages); `caption` says where, the peak beside the static one and the verdict, or why there is none. */
+export interface TimelineMeasured {
+  status: string;
+  allocator: string | null;
+  where: string | null;
+  steps: (number | null)[];
+  replayed: number[];
+  peak_step: number | null;
+  peak_bytes: number | null;
+  static_bytes: number | null;
+  within: boolean | null;
+  caption: string;
+}
+
 export interface Timeline {
   root?: string;
   function: string;
@@ -60,6 +79,7 @@ export interface Timeline {
   constants_bytes: number;
   layers: TimelineLayer[];
   notes: string[];
+  measured: TimelineMeasured;
 }
 
 /** What a click on the picture asks its host to show: the layer (its model location) and the

@@ -300,13 +300,7 @@ def _check_pass(p, where: str) -> None:
 def validate(data, layer_count: int) -> None:
     """Raise ValueError saying which field of a ``costs.json`` document is wrong: every
     value a reader formats or adds up has its type and range checked here, once."""
-    if not isinstance(data, dict):
-        raise ValueError("not a JSON object")
-    if data.get("schema_version") != SCHEMA_VERSION:
-        raise ValueError(
-            f"schema version {data.get('schema_version')!r} is not supported "
-            f"(this tvm-explorer reads version {SCHEMA_VERSION})"
-        )
+    f.document(data, SCHEMA_VERSION)
     f.number(data.get("total_ms"), "'total_ms'")
     f.string(data.get("code_kind"), "'code_kind'", nullable=True)
     f.string(data.get("target"), "'target'", nullable=True)

@@ -133,6 +133,7 @@ class _MeasuredRequired(TypedDict):
 
 class MemoryMeasured(_MeasuredRequired, total=False):
     method: str | None
+    where: str  # "this machine", or the remote device's description and address
     naive_peak_bytes: int
     pooled_bytes: int
     naive_within: bool | None
@@ -208,6 +209,16 @@ def _ids(value, where: str, high: int) -> None:
             raise E(f"{where}[{i}] names something the file does not have")
 
 
+def _objects(value, where: str, key: str, what: str):
+    """The objects of the list ``key`` of an entry, each with how messages name it
+    (``tensor entry 3: view 0``)."""
+    if not isinstance(value, list):
+        raise E(f"{where}: '{key}' must be a list")
+    for j, item in enumerate(value):
+        f.obj(item, f"{where}: {what} {j}", E)
+        yield item, f"{where}: {what} {j}"
+
+
 def _shape(value, where: str) -> None:
     if not isinstance(value, list) or not all(
         (isinstance(d, int) and not isinstance(d, bool) and 0 <= d <= f.MAX_INT) or isinstance(d, str) for d in value
@@ -223,11 +234,7 @@ def _step_range(first, last, where: str, steps: int) -> None:
 
 
 def _check_storage(st, i: int, steps: int, tensors: int, layers: int) -> None:
-    where = f"storage entry {i}"
-    f.obj(st, where, E)
-    _int(st.get("id"), f"{where}: 'id'")
-    if st["id"] != i:
-        raise E(f"{where}: 'id' must be {i}")
+    where = f.entry(st, "storage", i, E)
     for key in ("var", "size", "scope", "kind"):
         f.string(st.get(key), f"{where}: '{key}'", E)
     _int(st.get("ordinal"), f"{where}: 'ordinal'")
@@ -240,11 +247,7 @@ def _check_storage(st, i: int, steps: int, tensors: int, layers: int) -> None:
 
 
 def _check_tensor(t, i: int, steps: int, storages: int, layers: int) -> None:
-    where = f"tensor entry {i}"
-    f.obj(t, where, E)
-    _int(t.get("id"), f"{where}: 'id'")
-    if t["id"] != i:
-        raise E(f"{where}: 'id' must be {i}")
+    where = f.entry(t, "tensor", i, E)
     for key in ("var", "dtype"):
         f.string(t.get(key), f"{where}: '{key}'", E)
     _shape(t.get("shape"), f"{where}: 'shape'")
@@ -265,14 +268,10 @@ def _check_tensor(t, i: int, steps: int, storages: int, layers: int) -> None:
     _step_range(t.get("first_step"), t.get("last_step"), where, steps)
     for key in ("to_end", "output"):
         f.boolean(t.get(key), f"{where}: '{key}'", E)
-    views = t.get("views")
-    if not isinstance(views, list):
-        raise E(f"{where}: 'views' must be a list")
-    for j, v in enumerate(views):
-        f.obj(v, f"{where}: view {j}", E)
-        f.string(v.get("var"), f"{where}: view {j}: 'var'", E)
-        _int(v.get("step"), f"{where}: view {j}: 'step'", high=max(steps - 1, 0))
-        _ids(v.get("layers"), f"{where}: view {j}: 'layers'", layers)
+    for v, at in _objects(t.get("views"), where, "views", "view"):
+        f.string(v.get("var"), f"{at}: 'var'", E)
+        _int(v.get("step"), f"{at}: 'step'", high=max(steps - 1, 0))
+        _ids(v.get("layers"), f"{at}: 'layers'", layers)
 
 
 _STEP_BYTES = ("live_bytes", "scratch_bytes", "stack_bytes", "total_bytes", "runtime_bytes", "pooled_bytes")
@@ -298,14 +297,10 @@ def _check_kernel(k, i: int) -> None:
     _int(k.get("workspace_bytes"), f"{where}: 'workspace_bytes'", nullable=True)
     _int(k.get("stack_bytes"), f"{where}: 'stack_bytes'")
     f.boolean(k.get("per_thread"), f"{where}: 'per_thread'", E)
-    buffers = k.get("buffers")
-    if not isinstance(buffers, list):
-        raise E(f"{where}: 'buffers' must be a list")
-    for j, b in enumerate(buffers):
-        f.obj(b, f"{where}: buffer {j}", E)
-        f.string(b.get("name"), f"{where}: buffer {j}: 'name'", E)
-        f.string(b.get("where"), f"{where}: buffer {j}: 'where'", E)
-        _int(b.get("bytes"), f"{where}: buffer {j}: 'bytes'", nullable=True)
+    for b, at in _objects(k.get("buffers"), where, "buffers", "buffer"):
+        f.string(b.get("name"), f"{at}: 'name'", E)
+        f.string(b.get("where"), f"{at}: 'where'", E)
+        _int(b.get("bytes"), f"{at}: 'bytes'", nullable=True)
 
 
 def _check_measured(m, steps: int) -> None:
@@ -314,6 +309,8 @@ def _check_measured(m, steps: int) -> None:
     f.string(m.get("reason"), "'measured': 'reason'", E, nullable=True)
     if "method" in m:
         f.string(m["method"], "'measured': 'method'", E, nullable=True)
+    if "where" in m:
+        f.string(m["where"], "'measured': 'where'", E)
     for key in ("naive_peak_bytes", "pooled_bytes"):
         if key in m:
             f.integer(m[key], f"'measured': '{key}'", E, low=-f.MAX_INT)
@@ -347,13 +344,7 @@ def _check_reference(r, where: str = "'reference'") -> None:
 def validate(data, layer_count: int) -> MemoryDocument:
     """Check the documented shape (docs/bundle-format.md): the type and range of every value
     a reader formats or adds up, and every reference between entries; returns ``data``."""
-    if not isinstance(data, dict):
-        raise E("not a JSON object")
-    if data.get("schema_version") != SCHEMA_VERSION:
-        raise E(
-            f"schema version {data.get('schema_version')!r} is not supported "
-            f"(this tvm-explorer reads version {SCHEMA_VERSION})"
-        )
+    f.document(data, SCHEMA_VERSION, E)
     f.string(data.get("function"), "'function'", E)
     f.string(data.get("target"), "'target'", E, nullable=True)
     f.number(data.get("analysis_ms"), "'analysis_ms'", E, nullable=False)

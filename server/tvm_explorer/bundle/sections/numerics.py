@@ -5,7 +5,7 @@ No TVM here: the language server and ``tvm-explorer numerics`` read it.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Literal, TypedDict, cast
 
 from tvm_explorer.bundle import fields as f
@@ -206,9 +206,10 @@ def validate(data: object, layer_keys: set[tuple[int, int]] | None = None) -> Nu
     return cast(NumericsDocument, data)
 
 
-def unit(data: NumericsDocument) -> str:
+def unit(data: Mapping[str, object]) -> str:
     """What a layer is called in the model document: ``op`` (a TFLite operator) or ``node``
-    (an ONNX or PyTorch graph node)."""
+    (an ONNX or PyTorch graph node). ``data``: any document with the model's file name under
+    ``model`` (``numerics.json``, ``bisect.json``)."""
     model = str(data.get("model", "")).lower()
     return "node" if model.endswith((".onnx", ".pt2")) else "op"
 

@@ -68,11 +68,7 @@ def validate(data: object, n_layers: int) -> SassDocument:
         raise SassError("must be an object with schema_version 1")
     for key in ("arch", "nvcc", "document", "source"):
         f.string(data.get(key), f"'{key}'", SassError)
-    kernels = data.get("kernels")
-    if not isinstance(kernels, list):
-        raise SassError("'kernels' must be a list")
-    for i, k in enumerate(kernels):
-        f.obj(k, f"kernel {i}", SassError)
+    for i, k in f.objects(data.get("kernels"), "'kernels'", "kernel", SassError):
         f.string(k.get("name"), f"kernel {i}: 'name'", SassError)
         f.integer(k.get("registers"), f"kernel {i}: 'registers'", SassError, high=65536)
         f.integer(k.get("instructions"), f"kernel {i}: 'instructions'", SassError)

@@ -18,6 +18,7 @@ from tvm_explorer.bundle.sections import Section
 TUNING_FILE = "tuning.json"
 SCHEMA_VERSION = 1
 STATES = ("tuned", "untuned", "miss", "build_failed")
+NO_RECORD = "holds no candidate that built and ran"  # a miss's reason (tuning/ledger.py)
 
 
 class TuningError(ValueError):
@@ -46,14 +47,19 @@ class Verdict(TypedDict):
     message: str
 
 
-class TuningDocument(TypedDict):
+class _TuningOptional(TypedDict, total=False):
+    candidates_ran_on: str  # where MetaSchedule ran the candidates (absent in older bundles)
+    times_not_measured: str  # why no kernel was timed (cuda without a GPU): no time is made up
+
+
+class TuningDocument(_TuningOptional):
     version: int
     target: str
     database: str
     trials_requested: int
     tuning_seconds: float
     builder_timeout: float
-    timed_with: str
+    timed_with: str  # where the ledger timed the kernels: "llvm" (here) or the device
     kernels: list[TunedKernel]
     verdict: Verdict
 
@@ -72,10 +78,12 @@ def likely_cause(doc: TuningDocument) -> Verdict:
         and len(failed) + len(missed) == len([k for k in kernels if k["state"] != "untuned"])
     ):
         errors = " ".join(e for k in failed for e in k["errors"]).lower()
+        if not any(k["build_failures"] for k in failed):
+            return {"level": "error", "message": _nothing_ran(doc, failed)}
         if "timeout" in errors:
             cause = (
-                f"the builder timed out (--tune-builder-timeout, {doc['builder_timeout']:g} s here): each builder "
-                "worker imports TVM's tensor intrinsics before it builds, 30-40 s on a loaded machine"
+                f"the builder timed out (--tune-builder-timeout, {doc['builder_timeout']:g} s here): "
+                "a candidate took longer than that to build; give it more seconds"
             )
         elif "no module named" in errors:
             cause = "a package the builder needs is missing: pip install 'tvm-explorer[tune]'"
@@ -86,10 +94,19 @@ def likely_cause(doc: TuningDocument) -> Verdict:
             "message": f"every candidate of {len(failed)} kernel(s) failed to build; likely cause: {cause}",
         }
     if kernels and missed and not tuned:
+        known = [k for k in missed if NO_RECORD in (k["reason"] or "")]
+        cause = (
+            "it was built for another shape or model, or tuned before FuseOps/FuseTIR (tvm-explorer tunes after them)"
+        )
+        if known:
+            cause = (
+                f"it knows {len(known)} of them but holds no candidate of theirs that ran (every one tuned into it "
+                "failed: see the compile that tuned them)"
+                + ("" if len(known) == len(missed) else f"; the others: {cause}")
+            )
         return {
             "level": "error",
-            "message": f"the database {doc['database']} matched none of the {len(kernels)} kernels; likely cause: it was "
-            "built for another shape or model, or tuned before FuseOps/FuseTIR (tvm-explorer tunes after them)",
+            "message": f"the database {doc['database']} matched none of the {len(kernels)} kernels; likely cause: {cause}",
         }
     if failed or missed:
         return {
@@ -101,6 +118,21 @@ def likely_cause(doc: TuningDocument) -> Verdict:
     return {"level": "ok", "message": f"{len(tuned)} of {len(kernels)} kernels tuned"}
 
 
+def _nothing_ran(doc: TuningDocument, failed: list[TunedKernel]) -> str:
+    """Every candidate built and none ran: tuning did nothing; the device's own words."""
+    where = doc.get("candidates_ran_on") or "the device"
+    said = next((e.removeprefix("run: ").strip().splitlines()[-1] for k in failed for e in k["errors"] if e), "")
+    low = " ".join(e for k in failed for e in k["errors"]).lower()
+    if doc["target"].split()[:1] == ["cuda"] and "cuda" in low:
+        cause = "the device cannot run CUDA (no GPU or no CUDA runtime there): give the --rpc-key of devices with a GPU"
+    else:
+        cause = "see each kernel's errors below"
+    return (
+        f"tuning did nothing: every candidate of {len(failed)} kernel(s) was built here and failed to run on {where}; "
+        f"the device said: {said[:300]}; likely cause: {cause}"
+    )
+
+
 def validate(data, layer_count: int) -> TuningDocument:
     """``data`` checked against the documented shape (``layer_count``: layer ids are below it)."""
     E = TuningError
@@ -108,6 +140,9 @@ def validate(data, layer_count: int) -> TuningDocument:
     f.integer(data.get("version"), "'version'", E, low=SCHEMA_VERSION, high=SCHEMA_VERSION)
     for key in ("target", "database", "timed_with"):
         f.string(data.get(key), f"'{key}'", E)
+    for key in ("candidates_ran_on", "times_not_measured"):
+        if key in data:
+            f.string(data.get(key), f"'{key}'", E)
     f.integer(data.get("trials_requested"), "'trials_requested'", E)
     f.number(data.get("tuning_seconds"), "'tuning_seconds'", E, nullable=False)
     f.number(data.get("builder_timeout"), "'builder_timeout'", E, nullable=False)
@@ -143,9 +178,17 @@ def validate(data, layer_count: int) -> TuningDocument:
 STATE_WORDS = {"tuned": "tuned", "untuned": "untuned", "miss": "database miss", "build_failed": "build failed"}
 
 
+def state_word(kernel: TunedKernel) -> str:
+    """What tuning did to a kernel, in words: ``build_failed`` where every candidate built and
+    none ran (a device that refused them all) is ``run failed``."""
+    if kernel["state"] == "build_failed" and not kernel["build_failures"] and kernel["run_failures"]:
+        return "run failed"
+    return STATE_WORDS[kernel["state"]]
+
+
 def layer_states(doc: TuningDocument) -> dict[int, tuple[str, float | None]]:
     """Layer id -> what tuning did to its kernels (``tuned``, ``untuned``, ``database miss``,
-    ``build failed``, or ``mixed`` when its kernels differ) and, tuned, the smallest speedup
+    ``build failed``, ``run failed``, or ``mixed`` when its kernels differ) and, tuned, the smallest speedup
     of its kernels (default time ÷ tuned time, measured side by side)."""
     kernels_of: dict[int, list[TunedKernel]] = {}
     for k in doc["kernels"]:
@@ -153,13 +196,13 @@ def layer_states(doc: TuningDocument) -> dict[int, tuple[str, float | None]]:
             kernels_of.setdefault(lid, []).append(k)
     out: dict[int, tuple[str, float | None]] = {}
     for lid, kernels in kernels_of.items():
-        states = {k["state"] for k in kernels}
-        if len(states) > 1:
+        words = {state_word(k) for k in kernels}
+        if len(words) > 1:
             out[lid] = ("mixed", None)
             continue
         speedups = [k["speedup"] for k in kernels if k["speedup"] is not None]
-        state = states.pop()
-        out[lid] = (STATE_WORDS[state], min(speedups) if state == "tuned" and speedups else None)
+        word = words.pop()
+        out[lid] = (word, min(speedups) if word == "tuned" and speedups else None)
     return out
 
 

@@ -6,64 +6,25 @@ framework of its own to compare with: ``--numerics`` says so."""
 
 from __future__ import annotations
 
-import os
-
-from tvm_explorer.errors import ExplorerError, ModelError
-from tvm_explorer.frontends.base import Frontend, ReferenceEngine
+from tvm_explorer.frontends.base import Frontend, ReferenceEngine, lazy, no_quantization
+from tvm_explorer.frontends.graph import render_graph_document
 
 SUFFIX = ".py"
-
-
-def _load(path):
-    from tvm_explorer.frontends.nn.export import describe_nn, sha256_of
-    from tvm_explorer.frontends.nn.factory import run_factory, split_factory
-
-    module, spec = run_factory(os.fspath(path))
-    parts = split_factory(os.fspath(path))
-    assert parts is not None  # run_factory accepted the path
-    file, factory = parts
-    return describe_nn(module, spec, os.fspath(path), sha256_of(file, factory))
-
-
-def _preview(path):
-    raise ModelError(
-        f"{path}: a Python model is code; it is shown only after you compile it "
-        "(tvm-explorer compile FILE.py:FACTORY -o BUNDLE)"
-    )
-
-
-def _import(model, origins, *, fill_spans: bool = True):
-    from tvm_explorer.frontends.nn.importer import import_nn
-
-    return import_nn(model, origins, fill_spans=fill_spans)
-
-
-def _render(model, origins):
-    from tvm_explorer.frontends.graph_document import render_graph_document
-
-    return (model.document_path, *render_graph_document(model, origins))
-
-
-def _no_reference(path, _inputs=None):
-    raise ExplorerError(
-        f"{path}: --numerics compares with the model's own framework; a tvm.relax.frontend.nn "
-        "module has none besides TVM (use --profile, or compile the PyTorch original as a .pt2)"
-    )
-
-
-def _no_quantization(path) -> dict:
-    return {}
-
+_FACTORY = "tvm_explorer.frontends.nn.factory"
 
 FRONTEND = Frontend(
     kind="nn",
     suffix=SUFFIX,
     unit="node",
-    load=_load,
-    preview=_preview,
-    import_model=_import,
-    render_document=_render,
+    load=lazy("tvm_explorer.frontends.nn.export", "load_nn"),
+    preview=lazy(_FACTORY, "refuse_preview"),
+    import_model=lazy("tvm_explorer.frontends.nn.importer", "import_nn"),
+    render_document=render_graph_document,
+    from_memory=lazy("tvm_explorer.frontends.nn.export", "describe_in_memory"),
     reference=ReferenceEngine(
-        describe=_no_reference, run=_no_reference, quantization_of=_no_quantization, check_same_graph=_no_reference
+        describe=lazy(_FACTORY, "no_reference"),
+        run=lazy(_FACTORY, "no_reference"),
+        quantization_of=no_quantization,
+        check_same_graph=lazy(_FACTORY, "no_reference"),
     ),
 )

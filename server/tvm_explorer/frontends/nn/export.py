@@ -20,7 +20,7 @@ import numpy as np
 
 from tvm_explorer.errors import ModelError
 from tvm_explorer.frontends.graph import GraphModel, GraphNode
-from tvm_explorer.frontends.tflite.loader import SubgraphInfo, TensorInfo
+from tvm_explorer.frontends.model import SubgraphInfo, TensorInfo
 
 DOCUMENT_PATH = "model.nngraph"
 PARAM_SEED = 0
@@ -326,3 +326,22 @@ def fingerprint(model: GraphModel) -> str:
     """A model built in memory has no file: its nodes (ops, names, types) stand in for one."""
     text = "\n".join(f"{n.opcode} {n.name} {[(t.shape, t.dtype) for t in n.inputs + n.outputs]}" for n in model.layers)
     return hashlib.sha256(text.encode()).hexdigest()
+
+
+def load_nn(path) -> GraphModel:
+    """Run ``FILE.py:FACTORY`` (``factory.run_factory``) and describe the module it builds."""
+    from tvm_explorer.frontends.nn.factory import run_factory, split_factory
+
+    module, spec = run_factory(os.fspath(path))
+    parts = split_factory(os.fspath(path))
+    assert parts is not None  # run_factory accepted the path
+    file, factory = parts
+    return describe_nn(module, spec, os.fspath(path), sha256_of(file, factory))
+
+
+def describe_in_memory(module, spec, label: str) -> GraphModel:
+    """An ``nn.Module`` and its spec, built in this process: described under ``label``, its
+    fingerprint standing for a file's SHA-256."""
+    model = describe_nn(module, spec, label, None)
+    model.sha256 = fingerprint(model)
+    return model

@@ -64,3 +64,21 @@ def run_factory(text: str):
     if not (isinstance(made, tuple) and len(made) == 2 and isinstance(made[0], nn.Module)):
         raise ModelError(f"{text}: {factory}() must return (nn.Module, spec), not {type(made).__name__}")
     return made
+
+
+def refuse_preview(path):
+    """A Python model is never run to be shown (see above): ModelError saying how to see it."""
+    raise ModelError(
+        f"{path}: a Python model is code; it is shown only after you compile it "
+        "(tvm-explorer compile FILE.py:FACTORY -o BUNDLE)"
+    )
+
+
+def no_reference(path, _inputs=None):
+    """``--numerics`` has no framework of its own to compare an nn module with."""
+    from tvm_explorer.errors import ExplorerError
+
+    raise ExplorerError(
+        f"{path}: --numerics compares with the model's own framework; a tvm.relax.frontend.nn "
+        "module has none besides TVM (use --profile, or compile the PyTorch original as a .pt2)"
+    )

@@ -13,9 +13,9 @@ import os
 
 from tvm_explorer.errors import ModelError
 from tvm_explorer.frontends.graph import GraphModel, GraphNode, source_and_stack
+from tvm_explorer.frontends.model import SubgraphInfo, TensorInfo
+from tvm_explorer.frontends.model_file import read_model_bytes as read_bytes
 from tvm_explorer.frontends.onnx.external_data import embed_external_data
-from tvm_explorer.frontends.tflite.loader import SubgraphInfo, TensorInfo
-from tvm_explorer.frontends.tflite.loader import read_model_bytes as read_bytes
 
 DOCUMENT_PATH = "model.onnxgraph"
 
@@ -347,3 +347,8 @@ def _attributes(node) -> dict:
             value = "[" + ",".join(items) + (",…" if len(value) > 8 else "") + "]"
         out[attr.name] = str(value).replace(" ", "")
     return out
+
+
+def describe_proto(proto, name: str = "model.onnx") -> GraphModel:
+    """An ``onnx.ModelProto`` already in memory, described as if read from ``name``."""
+    return load_onnx(name, proto=proto)

@@ -13,7 +13,7 @@ import os
 import numpy as np
 
 from tvm_explorer.errors import ExplorerError
-from tvm_explorer.frontends.reference_run import Quantization, ReferenceRun
+from tvm_explorer.frontends.reference_run import Quantization, ReferenceRun, engine_on
 
 ORT_PIN = "onnxruntime==1.31.1"
 
@@ -104,3 +104,8 @@ def _quantization(proto) -> dict[str, Quantization]:
         axis = next((a.i for a in node.attribute if a.name == "axis"), 1)
         out[node.output[0]] = Quantization(scale, zp.astype(np.int64), int(axis))
     return out
+
+
+def describe(path) -> str:
+    """What ``--numerics`` compares an ONNX model with (``ReferenceEngine.describe``)."""
+    return engine_on(engine(), path)

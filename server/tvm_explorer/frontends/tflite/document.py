@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import re
 
+from tvm_explorer.bundle.format import MODEL_DOCUMENT
 from tvm_explorer.bundle.index import Range
+from tvm_explorer.bundle.sections.structure import quantization_text
 from tvm_explorer.frontends.input_shapes import input_note
 from tvm_explorer.frontends.tflite.loader import LayerInfo, LoadedModel, TensorInfo, declared_inputs
 from tvm_explorer.inert.text import one_line
@@ -33,25 +35,29 @@ def _snake(name: str) -> str:
     return re.sub(r"(?<!^)(?=[A-Z])", "_", name).lower()
 
 
-def _format_options(options: dict) -> str:
-    parts = []
+def shown_options(options: dict) -> dict[str, str]:
+    """An operator's scalar options as people read them: snake_case names, enums by name
+    (``padding=SAME``), floats short; in the order of the options' own names."""
+    shown = {}
     for key, value in sorted(options.items()):
         key = _snake(key)
         value = _ENUMS.get(key, {}).get(value, value)
         if isinstance(value, float):
             value = f"{value:g}"
-        parts.append(f"{key}={value}")
-    return " ".join(parts)
+        shown[key] = str(value)
+    return shown
+
+
+def _format_options(options: dict) -> str:
+    return " ".join(f"{key}={value}" for key, value in shown_options(options).items())
 
 
 def _quantization(t: TensorInfo) -> str:
     """`` quantized scale=0.0235 zero_point=-128`` (per-channel: the first and the count)."""
     if not t.scales:
         return " quantized"
-    if len(t.scales) == 1:
-        zp = f" zero_point={t.zero_points[0]}" if t.zero_points else ""
-        return f" quantized scale={t.scales[0]:.6g}{zp}"
-    return f" quantized scale={t.scales[0]:.6g}..({len(t.scales)} per-channel)"
+    zero_point = t.zero_points[0] if t.zero_points else None
+    return f" quantized {quantization_text(t.scales[0], zero_point, len(t.scales))}"
 
 
 def _type(t: TensorInfo) -> str:
@@ -137,3 +143,8 @@ def render_model_document(model: LoadedModel, origins: OriginTable) -> tuple[str
                 Range(start, w.offset - 1, layer_sets[lay.id], "layer", f"layer:{lay.subgraph}:{lay.op_index}")
             )
     return "".join(w.parts), w.ranges
+
+
+def render_document(model: LoadedModel, origins: OriginTable) -> tuple[str, str, list[Range]]:
+    """``(path, text, ranges)`` of the model document in the bundle (``Frontend.render_document``)."""
+    return (MODEL_DOCUMENT, *render_model_document(model, origins))

@@ -27,7 +27,7 @@ import warnings
 import numpy as np
 
 from tvm_explorer.errors import ExplorerError
-from tvm_explorer.frontends.reference_run import Quantization, ReferenceRun, Spread, measure_spread
+from tvm_explorer.frontends.reference_run import Quantization, ReferenceRun, Spread, engine_on, measure_spread
 from tvm_explorer.frontends.tflite.loader import LoadedModel
 
 BUILTIN = "BUILTIN_WITHOUT_DEFAULT_DELEGATES"
@@ -52,10 +52,13 @@ def _interpreter(path: str, resolver: str = BUILTIN, content: bytes | None = Non
             )
             it.allocate_tensors()
         except (ValueError, RuntimeError) as err:
-            raise ExplorerError(
-                f"{path}: the LiteRT interpreter cannot load the model ({' '.join(str(err).split())[:300]})"
-            ) from None
+            raise _failed(path, "cannot load the model", err) from None
     return it
+
+
+def _failed(path: str, what: str, err: BaseException) -> ExplorerError:
+    """``PATH: the LiteRT interpreter WHAT (its message, on one line)``."""
+    return ExplorerError(f"{path}: the LiteRT interpreter {what} ({' '.join(str(err).split())[:300]})")
 
 
 def _details(it) -> list[dict]:
@@ -101,10 +104,7 @@ def _invoke(path: str, inputs: dict[str, np.ndarray], resolver: str, content: by
         try:
             it.allocate_tensors()
         except (ValueError, RuntimeError) as err:
-            raise ExplorerError(
-                f"{path}: the LiteRT interpreter cannot run the model at the input sizes given "
-                f"({' '.join(str(err).split())[:300]})"
-            ) from None
+            raise _failed(path, "cannot run the model at the input sizes given", err) from None
     for d in it.get_input_details():
         if d["name"] not in inputs:
             raise ExplorerError(f"{path}: input '{d['name']}' has no value")
@@ -113,9 +113,7 @@ def _invoke(path: str, inputs: dict[str, np.ndarray], resolver: str, content: by
         with contextlib.redirect_stderr(io.StringIO()):
             it.invoke()
     except (ValueError, RuntimeError) as err:
-        raise ExplorerError(
-            f"{path}: the LiteRT interpreter failed to run the model ({' '.join(str(err).split())[:300]})"
-        ) from None
+        raise _failed(path, "failed to run the model", err) from None
     return it
 
 
@@ -136,17 +134,7 @@ def run_reference(path: str | os.PathLike, inputs: dict[str, np.ndarray]) -> Ref
     path = os.fspath(path)
     it = _invoke(path, inputs, BUILTIN)
     tensors = _tensors(it)
-    quant: dict[str, Quantization] = {}
-    for d in _details(it):
-        q = d.get("quantization_parameters") or {}
-        scales = np.asarray(q.get("scales", []))
-        if scales.size:
-            quant.setdefault(
-                d["name"],
-                Quantization(
-                    scales, np.asarray(q.get("zero_points", [0] * scales.size)), int(q.get("quantized_dimension", 0))
-                ),
-            )
+    quant = _quantization(it)
     spread, engines = _spread(path, inputs, tensors, quant)
     return ReferenceRun(path, tensors, quant, spread, engines)
 
@@ -205,7 +193,7 @@ def _every_output_a_graph_output(path: str) -> bytes:
     import flatbuffers
     from ai_edge_litert import schema_py_generated as schema
 
-    from tvm_explorer.frontends.tflite.loader import read_model_bytes
+    from tvm_explorer.frontends.model_file import read_model_bytes
 
     try:
         model = schema.ModelT.InitFromPackedBuf(read_model_bytes(path, "a TFLite model"), 0)
@@ -224,7 +212,11 @@ def _every_output_a_graph_output(path: str) -> bytes:
 
 def quantization_of(path: str | os.PathLike) -> dict[str, Quantization]:
     """Every quantized tensor's parameters in the model at ``path`` (nothing is run)."""
-    it = _interpreter(os.fspath(path))
+    return _quantization(_interpreter(os.fspath(path)))
+
+
+def _quantization(it) -> dict[str, Quantization]:
+    """Every quantized tensor's parameters the interpreter ``it`` reports, by tensor name."""
     out: dict[str, Quantization] = {}
     for d in _details(it):
         q = d.get("quantization_parameters") or {}
@@ -237,3 +229,8 @@ def quantization_of(path: str | os.PathLike) -> dict[str, Quantization]:
                 ),
             )
     return out
+
+
+def describe(path) -> str:
+    """What ``--numerics`` compares a TFLite model with (``ReferenceEngine.describe``)."""
+    return engine_on("LiteRT interpreter", path)

@@ -13,6 +13,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tvm_explorer.errors import ModelError
+from tvm_explorer.frontends.model import SubgraphInfo, TensorInfo
+from tvm_explorer.frontends.model_file import MAX_MODEL_BYTES, read_model_bytes
 
 TFLITE_IDENTIFIER = b"TFL3"
 
@@ -36,20 +38,6 @@ _DTYPES = {
     16: "uint16",
     17: "int4",
 }
-
-
-@dataclass(frozen=True)
-class TensorInfo:
-    """A tensor as the model document shows it."""
-
-    index: int
-    name: str
-    shape: tuple[int | str, ...]  # str: a symbolic dimension (ONNX, PyTorch)
-    dtype: str
-    is_constant: bool
-    quantized: bool = False
-    scales: tuple[float, ...] = ()  # quantization scale(s): one, or one per channel
-    zero_points: tuple[int, ...] = ()
 
 
 @dataclass
@@ -84,18 +72,8 @@ class LayerInfo:
 
 
 @dataclass
-class SubgraphInfo:
-    """A subgraph's name, inputs and outputs."""
-
-    index: int
-    name: str
-    inputs: list[TensorInfo]
-    outputs: list[TensorInfo]
-
-
-@dataclass
 class LoadedModel:
-    """A parsed TFLite model with its layer table."""
+    """A parsed TFLite model with its layer table (a ``frontends.model.Model``)."""
 
     path: str
     data: bytes
@@ -105,6 +83,10 @@ class LoadedModel:
     layers: list[LayerInfo]
     pinned: dict = field(default_factory=dict)
     """``--input-shape``: input name -> the sizes it is imported with (``frontends/input_shapes.py``)."""
+
+    @property
+    def kind(self) -> str:
+        return "tflite"
 
     @property
     def name(self) -> str:
@@ -280,63 +262,6 @@ def _options(op) -> dict:
         if isinstance(value, numbers.Real):  # numpy's integers and floats too
             out[attr] = value.item() if hasattr(value, "item") else value
     return out
-
-
-MAX_MODEL_BYTES = 2 * 1024**3
-"""Largest model file read (a flatbuffer cannot address more; ONNX keeps big weights in
-external data files)."""
-
-
-def open_model_file(path: str, what: str, limit: int = MAX_MODEL_BYTES) -> int:
-    """A descriptor of the model file at ``path``, or ModelError naming the file (``what``: "a
-    TFLite model", …). Only a regular file of at most ``limit`` bytes is accepted, checked on
-    the open descriptor (a FIFO named ``m.tflite`` must not block the reader, a symlink to
-    ``/dev/zero`` must not fill the memory)."""
-    import stat
-
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
-    except FileNotFoundError:
-        raise ModelError(f"{path}: no such file") from None
-    except IsADirectoryError:
-        raise ModelError(f"{path}: is a directory, not {what}") from None
-    except OSError as err:
-        raise ModelError(f"{path}: cannot read ({err.strerror})") from None
-    try:
-        info = os.fstat(fd)
-        if stat.S_ISDIR(info.st_mode):
-            raise ModelError(f"{path}: is a directory, not {what}")
-        if not stat.S_ISREG(info.st_mode):
-            raise ModelError(f"{path}: is not a regular file (a FIFO, a device or a socket), not {what}")
-        if info.st_size > limit:
-            raise ModelError(
-                f"{path}: is {info.st_size / 2**20:.0f} MiB, more than the {limit // 2**20} MiB {what} may have here"
-            )
-    except BaseException:
-        os.close(fd)
-        raise
-    return fd
-
-
-def read_model_bytes(path: str, what: str, limit: int = MAX_MODEL_BYTES) -> bytes:
-    """A model file's bytes (at most ``limit`` of a regular file: ``open_model_file``), or
-    ModelError naming the file."""
-    fd = open_model_file(path, what, limit)
-    try:
-        chunks, total = [], 0
-        while chunk := os.read(fd, min(1 << 24, limit + 1 - total)):
-            total += len(chunk)
-            if total > limit:
-                raise ModelError(f"{path}: grew past {limit // 2**20} MiB while read")
-            chunks.append(chunk)
-        data = b"".join(chunks)
-    except OSError as err:
-        raise ModelError(f"{path}: cannot read ({err.strerror})") from None
-    finally:
-        os.close(fd)
-    if not data:
-        raise ModelError(f"{path}: file is empty, not {what}")
-    return data
 
 
 def load_model(path: str | os.PathLike, limit: int = MAX_MODEL_BYTES) -> LoadedModel:
@@ -542,3 +467,10 @@ def _check_layer(path: str, layer: LayerInfo, defined: set[int]) -> None:
                 f"{where}: input tensor {t.index} '{t.name}' is produced by no earlier "
                 "operator and is not an input, a constant or a variable"
             )
+
+
+def preview_model(path: str | os.PathLike) -> LoadedModel:
+    """A model read only to show its document: at most ``preview.MAX_PREVIEW_BYTES``."""
+    from tvm_explorer.frontends.preview import MAX_PREVIEW_BYTES
+
+    return load_model(path, MAX_PREVIEW_BYTES)

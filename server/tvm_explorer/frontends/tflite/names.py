@@ -77,11 +77,6 @@ def layer_name(opcode: str, output_names: list[str]) -> str:
     return scopes[0] if scopes else _scope(parts[0])
 
 
-def name_of(layer) -> str:
-    """A bundle or model layer's name: the one it carries, else the one its outputs give."""
-    return getattr(layer, "name", "") or layer_name(layer.opcode, list(layer.outputs))
-
-
 def _filter_source(layer, producer: dict):
     """The constant tensor ``layer`` reads its filter from (through DEQUANTIZE/DENSIFY), or None
     when the filter is computed (an activation, as in attention's BATCH_MATMUL)."""

@@ -28,7 +28,7 @@ def _schema():
 
 
 def _unpack(path):
-    from tvm_explorer.frontends.tflite.loader import read_model_bytes
+    from tvm_explorer.frontends.model_file import read_model_bytes
 
     data = read_model_bytes(os.fspath(path), "a TFLite model")
     try:

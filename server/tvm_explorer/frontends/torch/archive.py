@@ -19,7 +19,8 @@ from typing import Any
 
 from tvm_explorer.errors import ModelError
 from tvm_explorer.frontends.graph import GraphModel, GraphNode, source_and_stack
-from tvm_explorer.frontends.tflite.loader import SubgraphInfo, TensorInfo, open_model_file
+from tvm_explorer.frontends.model import SubgraphInfo, TensorInfo
+from tvm_explorer.frontends.model_file import open_model_file
 from tvm_explorer.frontends.torch.loader import DOCUMENT_PATH, _clean_path
 from tvm_explorer.frontends.torch.program_check import check_program, short_name
 

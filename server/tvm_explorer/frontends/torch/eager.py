@@ -16,7 +16,7 @@ import os
 import numpy as np
 
 from tvm_explorer.errors import ExplorerError
-from tvm_explorer.frontends.reference_run import ReferenceRun
+from tvm_explorer.frontends.reference_run import ReferenceRun, engine_on
 
 
 def engine() -> str:
@@ -79,3 +79,8 @@ def run_eager(path: str | os.PathLike, inputs: dict[str, np.ndarray]) -> Referen
             f"{path}: PyTorch failed to run the program eagerly ({' '.join(str(err).split())[:300]})"
         ) from None
     return ReferenceRun(path, tensors, {})
+
+
+def describe(path) -> str:
+    """What ``--numerics`` compares a PyTorch program with (``ReferenceEngine.describe``)."""
+    return engine_on(engine(), path)

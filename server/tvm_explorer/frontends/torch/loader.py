@@ -13,7 +13,7 @@ import warnings
 
 from tvm_explorer.errors import ModelError
 from tvm_explorer.frontends.graph import GraphModel, GraphNode, source_and_stack
-from tvm_explorer.frontends.tflite.loader import SubgraphInfo, TensorInfo
+from tvm_explorer.frontends.model import SubgraphInfo, TensorInfo
 
 DOCUMENT_PATH = "model.fxgraph"
 TORCH_PIN = "torch==2.13.0"
@@ -211,3 +211,14 @@ def _text(value) -> str:
     if isinstance(value, float):
         return f"{value:g}"
     return str(value).replace(" ", "").replace("torch.", "")
+
+
+def describe_in_memory(program, example_args=None, name: str = "model.pt2") -> GraphModel:
+    """A ``torch.export.ExportedProgram``, or an ``nn.Module`` exported here with
+    ``example_args`` (a tuple of tensors), described as a program saved as ``name``."""
+    torch = require_torch(name)
+    if isinstance(program, torch.nn.Module):
+        if example_args is None:
+            raise TypeError("Capture.from_torch(module, example_args, bundle): example_args needed")
+        program = torch.export.export(program, tuple(example_args))
+    return describe_program(program, name)

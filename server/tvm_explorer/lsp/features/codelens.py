@@ -6,17 +6,14 @@ from lsprotocol import types
 
 from tvm_explorer.lsp.features.costs import cost_lenses, module_cost_lenses
 from tvm_explorer.lsp.protocol import SHOW_LAYER_HISTORY_COMMAND, SHOW_REFERENCES_COMMAND
-from tvm_explorer.lsp.shared import Session
+from tvm_explorer.lsp.shared import Feature
 from tvm_explorer.navigation.places import lens_summary
 from tvm_explorer.navigation.provenance import reach
 
 
-class CodeLenses:
+class CodeLenses(Feature):
     """ "4 places in generated code · 9 in IR" and "Pass history" above every layer of the
     model document."""
-
-    def __init__(self, session: Session):
-        self.session = session
 
     def code_lenses(self, params: types.CodeLensParams) -> list[types.CodeLens]:
         """One lens per layer entry; its command asks the client to show the references."""

@@ -7,10 +7,18 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from pygls.exceptions import JsonRpcInvalidParams
+
 from tvm_explorer.bundle.format import MANIFEST
 from tvm_explorer.compare.compare import Comparison, compare
+from tvm_explorer.compare.types import ComparisonJson
 from tvm_explorer.errors import ExplorerError
-from tvm_explorer.lsp.protocol import CompareBundlesParams, CompareLayerCodeParams
+from tvm_explorer.lsp.protocol import (
+    CompareBundlesParams,
+    CompareLayerCodeParams,
+    CompareLayerCodeResult,
+    RequestFailed,
+)
 from tvm_explorer.lsp.shared import Session, uri_to_path
 from tvm_explorer.navigation.registry import enclosing_root
 
@@ -49,32 +57,34 @@ class BundleComparisons:
         self._kept[(a, b)] = (stamp, result)
         return result
 
-    def compare_bundles(self, params: CompareBundlesParams) -> dict:
-        """``compare --json`` of the two bundles, or ``{"error": message}``."""
+    def _compared(self, a_uri: str, b_uri: str) -> Comparison:
         try:
-            return self._comparison(params.a, params.b).to_json()
+            return self._comparison(a_uri, b_uri)
         except ExplorerError as err:
-            return {"error": str(err)}
+            raise RequestFailed(str(err)) from None
 
-    def layer_code(self, params: CompareLayerCodeParams) -> dict:
-        """One side's generated code of one matched layer: ``{"text", "language"}``."""
-        try:
-            result = self._comparison(params.a, params.b)
-        except ExplorerError as err:
-            return {"error": str(err), "text": f"// {err}\n", "language": "plaintext"}
+    def compare_bundles(self, params: CompareBundlesParams) -> ComparisonJson:
+        """``compare --json`` of the two bundles (``RequestFailed``: why they cannot be)."""
+        return self._compared(params.a, params.b).to_json()
+
+    def layer_code(self, params: CompareLayerCodeParams) -> CompareLayerCodeResult:
+        """One side's generated code of one matched layer (``RequestFailed``: why there is
+        none: no such layer, code of different kinds on the two sides)."""
+        if params.side not in ("a", "b"):
+            raise JsonRpcInvalidParams(f"side {params.side!r}: 'a' or 'b'")
+        result = self._compared(params.a, params.b)
         pair = result.pair(params.subgraph, params.op_index)
         if pair is None:
-            return {"error": "no such matched layer", "text": "// no such matched layer\n", "language": "plaintext"}
+            raise RequestFailed(f"no matched layer with A side op {params.subgraph}:{params.op_index}")
         if not result.same_code_kind:
-            why = (
+            raise RequestFailed(
                 f"different code kinds ({result.code_kinds_text()}): the layer diff is shown only "
                 "between code of one language; compare kernels, time and workspace"
             )
-            return {"error": why, "text": f"// {why}\n", "language": "plaintext"}
         side = pair[0] if params.side == "a" else pair[1]
         bundle = result.a if params.side == "a" else result.b
         target = str(bundle.manifest.get("target", ""))
         language = _LANGUAGES.get(target, "plaintext")
         if all(p.endswith(".ll") for p, _, _ in side.pieces) and side.pieces:
             language = "llvm"
-        return {"text": side.text(), "language": language}
+        return CompareLayerCodeResult(text=side.text(), language=language)

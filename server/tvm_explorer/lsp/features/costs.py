@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from lsprotocol import types
 
+from tvm_explorer.bundle.index import Range
 from tvm_explorer.costs.rollup import parse_by
 from tvm_explorer.lsp.protocol import (
     SHOW_REFERENCES_COMMAND,
@@ -13,9 +14,10 @@ from tvm_explorer.lsp.protocol import (
     CostsResult,
     HeatMark,
     KernelHeatResult,
+    KernelStartResult,
     LayerCostInfo,
 )
-from tvm_explorer.lsp.shared import Session
+from tvm_explorer.lsp.shared import Feature, Session
 from tvm_explorer.navigation.costs import CostIndex, cost_index, module_labels, module_lenses
 from tvm_explorer.navigation.provenance import reach
 from tvm_explorer.navigation.view import BundleView
@@ -61,11 +63,8 @@ def module_cost_lenses(session: Session, view: BundleView, path: str) -> list[ty
     return out
 
 
-class CostRequests:
+class CostRequests(Feature):
     """``tvmExplorer/costs`` and ``tvmExplorer/kernelHeat`` (docs/lsp-protocol.md)."""
-
-    def __init__(self, session: Session):
-        self.session = session
 
     def _view(self, uri: str) -> BundleView | None:
         return self.session.bundle_view(uri)
@@ -174,6 +173,41 @@ class CostRequests:
                 )
             )
         return out
+
+    def kernel_start(self, params: types.TextDocumentIdentifier | None) -> KernelStartResult | None:
+        """Where a generated-code document opens (a freshly compiled bundle): its hottest kernel
+        when the bundle was profiled, else its first; in C at the kernel's first loop, past the
+        argument checks. None: no costs, or none of their kernels is defined in the document."""
+        found = self.session.locate(params.uri) if params is not None else None
+        if found is None:
+            return None
+        view, path = found
+        doc = view.bundle.document(path)
+        idx = cost_index(view.bundle)
+        if idx is None or doc is None or doc.stage != "code":
+            return None
+        ranges = view.bundle.index(path).ranges
+        defined: dict[str, Range] = {}  # kernel -> its first definition in the document
+        for rng in ranges:
+            if rng.kind == "primfunc" and rng.key.startswith("prim:"):
+                name = rng.key[len("prim:") :]
+                kernel = name[: -len("_kernel")] if path.endswith(".cu") and name.endswith("_kernel") else name
+                if kernel in idx.kernels and kernel not in defined:
+                    defined[kernel] = rng
+        if not defined:
+            return None
+        timed = {k: idx.kernels[k]["time_ms"] for k in defined if idx.kernels[k].get("time_ms") is not None}
+        profiled = idx.measured and bool(timed)
+        kernel = max(timed, key=lambda k: timed[k] or 0.0) if profiled else min(defined, key=lambda k: defined[k].start)
+        rng = defined[kernel]
+        start = rng.start
+        if path.endswith(".c"):
+            loops = [r.start for r in ranges if r.kind == "loop" and rng.start <= r.start < rng.end]
+            start = min(loops, default=start)
+        where = self.session.range(view, path, start, start)
+        if where is None:
+            return None
+        return KernelStartResult(kernel=kernel, range=where, profiled=profiled)
 
     def kernel_heat(self, params: types.TextDocumentIdentifier | None) -> KernelHeatResult:
         """Per kernel defined in a TIR or code document: its range and heat (0..1)."""

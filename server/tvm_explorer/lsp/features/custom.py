@@ -13,17 +13,14 @@ from tvm_explorer.lsp.protocol import (
     OriginsResult,
     PassInfo,
 )
-from tvm_explorer.lsp.shared import Session
+from tvm_explorer.lsp.shared import Feature
 from tvm_explorer.navigation import provenance
 from tvm_explorer.navigation.costs import pass_times
 from tvm_explorer.navigation.view import BundleView
 
 
-class ExplorerRequests:
+class ExplorerRequests(Feature):
     """``listBundles``, ``listPasses`` and ``origins`` (see docs/lsp-protocol.md)."""
-
-    def __init__(self, session: Session):
-        self.session = session
 
     def list_bundles(self, _params) -> ListBundlesResult:
         """Every loaded bundle, sorted by directory."""

@@ -4,15 +4,12 @@ from __future__ import annotations
 
 from lsprotocol import types
 
-from tvm_explorer.lsp.shared import Session
+from tvm_explorer.lsp.shared import Feature
 from tvm_explorer.navigation.stages import previous_stage
 
 
-class PreviousStage:
+class PreviousStage(Feature):
     """Go to the same computation one IR level back (code -> TIR -> Relax -> model)."""
-
-    def __init__(self, session: Session):
-        self.session = session
 
     def previous_stage(self, params: types.TextDocumentPositionParams) -> list[types.Location]:
         """Locations one stage back (see docs/navigation.md); [] when there is none."""

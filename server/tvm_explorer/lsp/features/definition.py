@@ -6,17 +6,14 @@ from __future__ import annotations
 from lsprotocol import types
 
 from tvm_explorer.lsp.features.sources import source_locations
-from tvm_explorer.lsp.shared import OffLoop, Session
+from tvm_explorer.lsp.shared import Feature, OffLoop
 from tvm_explorer.navigation import provenance
 from tvm_explorer.navigation.irsymbols.navigate import symbol_definition
 from tvm_explorer.navigation.sources import source_refs, stack_refs
 
 
-class Definition:
+class Definition(Feature):
     """Go to the model layer(s) a piece of IR or code came from, and their source lines."""
-
-    def __init__(self, session: Session):
-        self.session = session
 
     def definition(self, params: types.DefinitionParams) -> list[types.Location] | OffLoop:
         """A use of a name: its definition (producers first for a read); elsewhere one

@@ -4,15 +4,12 @@ from __future__ import annotations
 
 from lsprotocol import types
 
-from tvm_explorer.lsp.shared import Session
+from tvm_explorer.lsp.shared import Feature
 from tvm_explorer.navigation.irsymbols.navigate import highlights
 
 
-class DocumentHighlights:
+class DocumentHighlights(Feature):
     """Mark every occurrence of the name under the cursor (Write for definitions and stores)."""
-
-    def __init__(self, session: Session):
-        self.session = session
 
     def highlights(self, params: types.DocumentHighlightParams) -> list[types.DocumentHighlight]:
         """Highlights of the name at the position ([] when it is not on a known name)."""

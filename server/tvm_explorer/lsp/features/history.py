@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from lsprotocol import types
 
-from tvm_explorer.frontends.tflite.names import name_of
 from tvm_explorer.history.code import LayerCode
 from tvm_explorer.history.steps import layer_history
 from tvm_explorer.lsp.protocol import (
@@ -17,18 +16,15 @@ from tvm_explorer.lsp.protocol import (
     PassRef,
     StageLayer,
 )
-from tvm_explorer.lsp.shared import OffLoop, Session
+from tvm_explorer.lsp.shared import Feature, OffLoop
 from tvm_explorer.navigation.places import layers_of
 from tvm_explorer.navigation.sources import layer_labels
 from tvm_explorer.navigation.view import BundleView
 
 
-class LayerHistory:
+class LayerHistory(Feature):
     """The history of the layer(s) a position stands for: one layer on a model entry or one
     of its statements, the whole fused group on a fused kernel's header."""
-
-    def __init__(self, session: Session):
-        self.session = session
 
     def layer_history(self, params: types.TextDocumentPositionParams | None) -> LayerHistoryResult | OffLoop:
         """The steps of the layers at the position (none: no layer there); a history asked for
@@ -58,7 +54,7 @@ class LayerHistory:
                 )
             )
         return LayerHistoryResult(
-            [StageLayer(lay.id, lay.subgraph, lay.op_index, lay.opcode, name_of(lay)) for lay in history.layers],
+            [StageLayer(lay.id, lay.subgraph, lay.op_index, lay.opcode, lay.display_name) for lay in history.layers],
             steps,
             history.passes,
             max(0, history.passes - len(steps)),

@@ -4,15 +4,12 @@ from __future__ import annotations
 
 from lsprotocol import types
 
-from tvm_explorer.lsp.shared import Session
+from tvm_explorer.lsp.shared import Feature
 from tvm_explorer.navigation.hover import hover
 
 
-class Hover:
+class Hover(Feature):
     """Say where the text under the mouse came from."""
-
-    def __init__(self, session: Session):
-        self.session = session
 
     def hover(self, params: types.HoverParams) -> types.Hover | None:
         """Markdown hover over the innermost indexed range, or None."""

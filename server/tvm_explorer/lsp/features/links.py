@@ -4,15 +4,12 @@ from __future__ import annotations
 
 from lsprotocol import types
 
-from tvm_explorer.lsp.shared import Session
+from tvm_explorer.lsp.shared import Feature
 from tvm_explorer.navigation.links import document_links
 
 
-class DocumentLinks:
+class DocumentLinks(Feature):
     """Clickable PrimFunc names and schedule-trace links."""
-
-    def __init__(self, session: Session):
-        self.session = session
 
     def links(self, params: types.DocumentLinkParams) -> list[types.DocumentLink]:
         """Links of a bundle document; a target position is given as ``#L<line>,<col>``."""

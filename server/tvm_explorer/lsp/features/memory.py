@@ -6,17 +6,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from tvm_explorer.lsp.protocol import MemoryTimelineParams
-from tvm_explorer.lsp.shared import Session
-from tvm_explorer.navigation.memory_timeline import DEFAULT_BANDS, timeline
+from tvm_explorer.lsp.protocol import MemoryTimelineParams, RequestFailed
+from tvm_explorer.lsp.shared import Feature
+from tvm_explorer.navigation.memory_timeline import DEFAULT_BANDS, NoTimeline, Timeline, timeline
 from tvm_explorer.navigation.view import BundleView, Place
 
 
-class MemoryTimeline:
+class MemoryTimeline(Feature):
     """Answers ``tvmExplorer/memoryTimeline``."""
-
-    def __init__(self, session: Session):
-        self.session = session
 
     def _locate(self, view: BundleView):
         def locate(place: Place) -> dict[str, Any] | None:
@@ -34,13 +31,17 @@ class MemoryTimeline:
 
         return locate
 
-    def memory_timeline(self, params: MemoryTimelineParams | None) -> dict[str, Any]:
-        """``{"root": bundle URI, ...timeline}``, or ``{"error": why}``."""
+    def memory_timeline(self, params: MemoryTimelineParams | None) -> Timeline:
+        """``{"root": bundle URI, ...timeline}`` (``RequestFailed``: why there is none)."""
         view = self.session.bundle_view(params.bundle) if params else None
         if view is None:
-            return {"error": "no loaded bundle holds this file"}
+            raise RequestFailed(f"no loaded bundle holds {params.bundle if params else 'this file'}")
         root = self.session.uri_of_root(view.root)
         bands = params.bands if params and isinstance(params.bands, int) else DEFAULT_BANDS
         locate = self._locate(view)
-        got = timeline(view, locate, bands=bands)
-        return got if "error" in got else {"root": root, **got}
+        try:
+            got = timeline(view, locate, bands=bands)
+        except NoTimeline as err:  # the report shows the same sentence in place of the picture
+            raise RequestFailed(str(err)) from None
+        got["root"] = root
+        return got

@@ -6,20 +6,26 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
-from pygls.exceptions import JsonRpcException
 from pygls.uris import to_fs_path
 
 from tvm_explorer.errors import ExplorerError
 from tvm_explorer.frontends.preview import model_document_text
-from tvm_explorer.lsp.protocol import ModelDocumentParams, ModelDocumentResult
+from tvm_explorer.lsp.protocol import (
+    ModelDocumentParams,
+    ModelDocumentResult,
+    ModelKindInfo,
+    ModelKindsResult,
+    RequestFailed,
+)
 from tvm_explorer.lsp.shared import uri_to_path
 
 
-class ModelDocumentFailed(JsonRpcException):
-    """The model cannot be shown; the message names the file and what is wrong (LSP
-    RequestFailed)."""
+def model_kinds() -> ModelKindsResult:
+    """The model kinds the compiler reads (``frontends.FRONTENDS``), for the editor to decide
+    nothing from file suffixes of its own."""
+    from tvm_explorer.frontends import FRONTENDS  # when asked: the frontends' tables only, no TVM
 
-    CODE = -32803
+    return ModelKindsResult([ModelKindInfo(f.kind, f.suffix, f.unit, f.subgraph_writer is not None) for f in FRONTENDS])
 
 
 class ModelDocument:
@@ -30,12 +36,12 @@ class ModelDocument:
         uri = params.uri if params else None
         path = uri_to_path(uri) if uri else None
         if uri is None or path is None:
-            raise ModelDocumentFailed(f"{uri!r}: not a file URI of a model")
+            raise RequestFailed(f"{uri!r}: not a file URI of a model")
         fs_path = to_fs_path(uri)
         assert fs_path  # uri_to_path made a path of it
         shown = Path(fs_path)  # as the editor named it (messages), not resolved
         try:
             text = await asyncio.to_thread(model_document_text, shown)
         except ExplorerError as err:
-            raise ModelDocumentFailed(str(err)) from None
+            raise RequestFailed(str(err)) from None
         return ModelDocumentResult(text)

@@ -5,19 +5,15 @@ from __future__ import annotations
 
 from lsprotocol import types
 
-from tvm_explorer.frontends.tflite.names import name_of
 from tvm_explorer.lsp.protocol import LayerPlaceInfo, LayerPlacesResult, LayerRef, PassRef
-from tvm_explorer.lsp.shared import Session
+from tvm_explorer.lsp.shared import Feature
 from tvm_explorer.navigation.passes import next_pass, previous_pass
 from tvm_explorer.navigation.places import layer_places, layers_of, places_summary
 from tvm_explorer.navigation.sources import layer_labels
 
 
-class PassSteps:
+class PassSteps(Feature):
     """Step the computation at a position to the previous or next pass that changed it."""
-
-    def __init__(self, session: Session):
-        self.session = session
 
     def previous_pass(self, params: types.TextDocumentPositionParams | None) -> list[types.Location]:
         """Locations in the nearest earlier pass document where the text differs ([] at the
@@ -42,7 +38,7 @@ class PassSteps:
         if q is None:
             return LayerPlacesResult([], [])
         layers = layers_of(q.view, q.path, q.offset, q.keep)
-        refs = [LayerRef(lay.subgraph, lay.op_index, lay.opcode, name_of(lay)) for lay in layers]
+        refs = [LayerRef(lay.subgraph, lay.op_index, lay.opcode, lay.display_name) for lay in layers]
         out = []
         for sp in layer_places(q.view, [lay.id for lay in layers]):
             loc = self.session.location(q.view, sp.place)

@@ -5,16 +5,13 @@ from __future__ import annotations
 
 from lsprotocol import types
 
-from tvm_explorer.lsp.shared import Session
+from tvm_explorer.lsp.shared import Feature
 from tvm_explorer.navigation.irsymbols.navigate import symbol_references
 from tvm_explorer.navigation.places import layers_at_position, reference_map
 
 
-class References:
+class References(Feature):
     """List every range sharing the origins of a position."""
-
-    def __init__(self, session: Session):
-        self.session = session
 
     def references(self, params: types.ReferenceParams) -> list[types.Location]:
         """On a name: its uses (its definition too with ``includeDeclaration``). Elsewhere:

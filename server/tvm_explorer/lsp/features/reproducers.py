@@ -12,17 +12,14 @@ from pygls.uris import from_fs_path
 
 from tvm_explorer.errors import ExplorerError
 from tvm_explorer.lsp.protocol import EXTRACT_REPRODUCER_COMMAND
-from tvm_explorer.lsp.shared import Session, uri_to_path
+from tvm_explorer.lsp.shared import Feature, uri_to_path
 from tvm_explorer.reproducers.at_position import request_at
 
 logger = logging.getLogger(__name__)
 
 
-class Reproducers:
+class Reproducers(Feature):
     """Code actions on PrimFuncs, kernels, Relax functions and model layers."""
-
-    def __init__(self, session: Session):
-        self.session = session
 
     def code_actions(self, params: types.CodeActionParams) -> list[types.CodeAction]:
         """One "Extract Reproducer" action for what is at the start of the range."""

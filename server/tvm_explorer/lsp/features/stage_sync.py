@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from lsprotocol import types
 
-from tvm_explorer.frontends.tflite.names import name_of
 from tvm_explorer.lsp.protocol import (
     StageDocumentInfo,
     StageDocumentsParams,
@@ -15,15 +14,12 @@ from tvm_explorer.lsp.protocol import (
     StageRangesInDocument,
     StageRangesResult,
 )
-from tvm_explorer.lsp.shared import Session
+from tvm_explorer.lsp.shared import Feature
 from tvm_explorer.navigation.stage_sync import stage_documents, stage_ranges
 
 
-class StageSync:
+class StageSync(Feature):
     """The stage documents of a bundle, and what of them a position corresponds to."""
-
-    def __init__(self, session: Session):
-        self.session = session
 
     def stage_documents(self, params: StageDocumentsParams | None) -> StageDocumentsResult:
         """Model document, last Relax, final TIR, generated code (empty for no bundle)."""
@@ -63,5 +59,5 @@ class StageSync:
                 )
             )
         return StageRangesResult(
-            [StageLayer(lay.id, lay.subgraph, lay.op_index, lay.opcode, name_of(lay)) for lay in layers], out
+            [StageLayer(lay.id, lay.subgraph, lay.op_index, lay.opcode, lay.display_name) for lay in layers], out
         )

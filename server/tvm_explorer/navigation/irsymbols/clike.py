@@ -8,7 +8,7 @@ compound assignments). Member names after ``.`` or ``->`` are not names.
 
 from __future__ import annotations
 
-from tvm_explorer.navigation.irsymbols.lexer import Token, clike_tokens
+from tvm_explorer.navigation.irsymbols.lexer import Token, clike_tokens, matching
 from tvm_explorer.navigation.irsymbols.table import READ, WRITE, Builder, Occurrence, SymbolTable
 
 _NOT_TYPES = {
@@ -30,20 +30,6 @@ _ASSIGN = {"=", "+=", "-=", "*=", "/=", "%=", "&=", "|=", "^=", "<<=", ">>="}
 _QUALIFIED_CALL = {"alignas", "__launch_bounds__", "__align__", "__attribute__"}
 
 
-def _matching(tokens: list[Token], i: int) -> int:
-    """Index of the bracket closing the one at ``i`` (or the last token)."""
-    depth = 0
-    for j in range(i, len(tokens)):
-        t = tokens[j].text
-        if t in "([{":
-            depth += 1
-        elif t in ")]}":
-            depth -= 1
-            if depth == 0:
-                return j
-    return len(tokens) - 1
-
-
 def _is_type_prefix(tokens: list[Token], lo: int, hi: int) -> bool:
     """True if ``tokens[lo:hi]`` reads like a declaration's type (``const float*``,
     ``__shared__ alignas(64) float``)."""
@@ -55,7 +41,7 @@ def _is_type_prefix(tokens: list[Token], lo: int, hi: int) -> bool:
             if tok.text in _NOT_TYPES:
                 return False
             if tok.text in _QUALIFIED_CALL and i + 1 < hi and tokens[i + 1].text == "(":
-                i = _matching(tokens, i + 1) + 1
+                i = matching(tokens, i + 1) + 1
                 continue
             words += 1
         elif tok.text not in ("*", "&"):
@@ -141,7 +127,7 @@ def _definitions(b: Builder, tokens: list[Token], text: str, depth: int = 0, sco
             and at.depth == 0
             and t not in _QUALIFIED_CALL
         ):
-            close = _matching(tokens, i + 1)
+            close = matching(tokens, i + 1)
             after = tokens[close + 1].text if close + 1 < n else ""
             if after in ("{", ";") and _is_type_prefix(tokens, at.stmt, i):
                 line_start = text.rfind("\n", 0, tok.start) + 1
@@ -188,7 +174,7 @@ def _uses(b: Builder, tokens: list[Token], text: str, defined: set[int], depth: 
         for i in defined
         if i + 1 < len(tokens)
         and tokens[i + 1].text == "("
-        and tokens[min(_matching(tokens, i + 1) + 1, len(tokens) - 1)].text == "{"
+        and tokens[min(matching(tokens, i + 1) + 1, len(tokens) - 1)].text == "{"
     }
     for i, tok in enumerate(tokens):
         t = tok.text
@@ -205,7 +191,7 @@ def _uses(b: Builder, tokens: list[Token], text: str, defined: set[int], depth: 
         if i == stmt or (i == stmt + 2 and tokens[stmt].text == "for"):
             after = nxt
             if nxt == "[":
-                close = _matching(tokens, i + 1)
+                close = matching(tokens, i + 1)
                 after = tokens[close + 1].text if close + 1 < len(tokens) else ""
             if after in _ASSIGN:
                 role = WRITE

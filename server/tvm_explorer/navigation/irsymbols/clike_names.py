@@ -58,7 +58,7 @@ class ClikeStretch(NameLookup):
     def __init__(self, text: str, lo: int, hi: int, module: list[Occurrence]):
         self._lo, self._hi, self._module = lo, hi, module  # the text is not kept: the reader's cache bounds texts
         functions = sorted((d for d in module if lo <= d.start < hi and d.kind == "function"), key=lambda d: d.start)
-        self._cuts, self._depths, self._scopes = array("q", [lo]), array("l", [0]), [""]
+        self._starts, self._depths, self._scopes = array("q", [lo]), array("l", [0]), [""]
         self._skipped = array("q")  # start, end, start, end, … of comments and strings
         depth, scope, f = 0, "", 0
         for n, (start, end, punct) in enumerate(clike_statements(text, lo, hi)):
@@ -79,17 +79,10 @@ class ClikeStretch(NameLookup):
                     depth, scope = 0, ""
             elif depth == 0:
                 scope = ""
-            self._cuts.append(end)
+            self._starts.append(end)
             self._depths.append(depth)
             self._scopes.append(scope)
         self.open_at_end = depth > 0
-
-    def __len__(self) -> int:
-        """Statements (a measure of what it holds)."""
-        return len(self._cuts)
-
-    def _unit(self, offset: int) -> int:
-        return bisect_right(self._cuts, offset) - 1
 
     def _use(self, text: str, at: int, k: int) -> tuple[str, int, int]:
         line_start = text.rfind("\n", 0, at) + 1
@@ -108,9 +101,9 @@ class ClikeStretch(NameLookup):
         if self._depths[k] == 0:
             return DEFINE
         if text[start - 1] == "." or text[start - 2 : start] == "->":
-            return self._member(text, start - 1, self._cuts[k])
-        before = text[self._cuts[k] : start].rstrip()
-        last = self._cuts[k] + len(before) - 1  # where what stands before it ends
+            return self._member(text, start - 1, self._starts[k])
+        before = text[self._starts[k] : start].rstrip()
+        last = self._starts[k] + len(before) - 1  # where what stands before it ends
         before = before.lstrip()
         if not before or _FOR_OPEN.fullmatch(before):
             # First in its statement (or ``for (i = …``): nothing before it to make it a
@@ -119,7 +112,7 @@ class ClikeStretch(NameLookup):
         if self._in_skipped(last):
             return DEFINE
         if before.endswith("->") or before.endswith("."):
-            return self._member(text, last, self._cuts[k])
+            return self._member(text, last, self._starts[k])
         after = text[end : end + 64].lstrip()
         if not after or after[0] in _MAY_DEFINE:
             # ``NAME =``/``NAME;``/``NAME[`` define it only after a type (``float2 v =``).
@@ -141,8 +134,7 @@ class ClikeStretch(NameLookup):
         return i % 2 == 1  # after a start, before its end
 
     def _lex(self, text: str, b: Builder, k: int) -> None:
-        start = self._cuts[k]
-        end = self._cuts[k + 1] if k + 1 < len(self._cuts) else self._hi
+        start, end = self._span(k)
         tokens = clike_statement(b, text, start, end, self._depths[k], self._scopes[k])
         ends = [i for i, t in enumerate(tokens) if t.kind == "op" and t.text in _BOUNDARY]
         if ends and ends != [len(tokens) - 1]:

@@ -166,3 +166,17 @@ def script_line_end(text: str, start: int) -> int:
                 depth -= 1
             last = m.end()
     return last
+
+
+def matching(tokens: list[Token], i: int) -> int:
+    """Index of the bracket closing the one at ``i`` (or the last token)."""
+    depth = 0
+    for j in range(i, len(tokens)):
+        t = tokens[j].text
+        if t in "([{":
+            depth += 1
+        elif t in ")]}":
+            depth -= 1
+            if depth == 0:
+                return j
+    return len(tokens) - 1

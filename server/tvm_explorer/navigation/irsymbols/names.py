@@ -12,6 +12,8 @@ can read are lexed, and every other occurrence is a plain read or write.
 from __future__ import annotations
 
 import re
+from array import array
+from bisect import bisect_right
 
 from tvm_explorer.navigation.irsymbols.lexer import word_starts
 from tvm_explorer.navigation.irsymbols.table import READ, WRITE, Builder, Occurrence, SymbolTable
@@ -65,13 +67,26 @@ def role_after(text: str, end: int, hi: int, space: re.Pattern = SPACE, hidden: 
 
 class NameLookup:
     """One function ``[lo, hi)`` of a document, asked about one name at a time. Subclasses
-    scan its structure and say how an occurrence stands (``_plain``), which unit holds it
-    (``_unit``), how to lex a unit into a builder (``_lex``) and where a plain use's
+    scan its structure into units (``_starts``: where each begins) and say how an occurrence
+    stands (``_plain``), how to lex a unit into a builder (``_lex``) and where a plain use's
     statement is (``_use``)."""
 
     _lo: int
     _hi: int
     _module: list[Occurrence]
+    _starts: array  # where each unit (a statement, a logical line) begins, in order
+
+    def __len__(self) -> int:
+        """Units (a measure of what it holds)."""
+        return len(self._starts)
+
+    def _unit(self, offset: int) -> int:
+        """The unit that holds ``offset``."""
+        return bisect_right(self._starts, offset) - 1
+
+    def _span(self, k: int) -> tuple[int, int]:
+        """Where unit ``k`` begins and ends."""
+        return self._starts[k], self._starts[k + 1] if k + 1 < len(self._starts) else self._hi
 
     def table(self, text: str, name: str) -> SymbolTable:
         """Every definition and resolved use of ``name`` in the function, as a table of the
@@ -107,9 +122,6 @@ class NameLookup:
         return SymbolTable(
             {s: d for s, d in built.defs.items() if d.name == name}, [o for o in built.occurrences if o.name == name]
         )
-
-    def _unit(self, offset: int) -> int:
-        raise NotImplementedError
 
     def _plain(self, text: str, start: int, end: int, k: int) -> str:
         raise NotImplementedError

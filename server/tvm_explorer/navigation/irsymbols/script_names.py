@@ -70,20 +70,10 @@ class ScriptStretch(NameLookup):
             pos = end
         self.open_at_end = depth > 0
 
-    def __len__(self) -> int:
-        """Logical lines (a measure of what it holds)."""
-        return len(self._starts)
-
-    def _unit(self, offset: int) -> int:
-        return bisect_right(self._starts, offset) - 1
-
     def _use(self, text: str, at: int, k: int) -> tuple[str, int, int]:
         start, end = self._span(k)
         line = text[start:end]
         return self._scope, start + len(line) - len(line.lstrip()), start + len(line.rstrip())
-
-    def _span(self, k: int) -> tuple[int, int]:
-        return self._starts[k], self._starts[k + 1] if k + 1 < len(self._starts) else self._hi
 
     def _plain(self, text: str, start: int, end: int, k: int) -> str:
         """How the name at ``[start, end)`` in logical line ``k`` stands (``names``): READ, or

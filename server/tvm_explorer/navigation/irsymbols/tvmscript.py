@@ -11,7 +11,7 @@ are not names.
 
 from __future__ import annotations
 
-from tvm_explorer.navigation.irsymbols.lexer import Token, script_tokens
+from tvm_explorer.navigation.irsymbols.lexer import Token, matching, script_tokens
 from tvm_explorer.navigation.irsymbols.table import READ, WRITE, Builder, SymbolTable
 
 
@@ -57,17 +57,9 @@ def _assigned(line: list[Token]) -> tuple[list[Token], bool] | None:
     if nxt == ":" and len(names) == 1:
         return names, False
     if nxt == "[" and len(names) == 1:
-        depth = 0
-        for j in range(i + 1, len(line)):
-            t = line[j].text
-            if t in "([{":
-                depth += 1
-            elif t in ")]}":
-                depth -= 1
-                if depth == 0:
-                    if j + 1 < len(line) and line[j + 1].text in ("=", "+=", "-=", "*=", "/="):
-                        return names, True
-                    return None
+        j = matching(line, i + 1)  # the last token when the bracket is not closed: no store
+        if j + 1 < len(line) and line[j + 1].text in ("=", "+=", "-=", "*=", "/="):
+            return names, True
     return None
 
 

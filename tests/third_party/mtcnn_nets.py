@@ -56,7 +56,7 @@ class PNet(nn.Module):
         self.training = False
 
         if pretrained:
-            state_dict_path = os.path.join(os.path.dirname(__file__), '../data/pnet.pt')
+            state_dict_path = os.path.join(os.path.dirname(__file__), "../data/pnet.pt")
             state_dict = torch.load(state_dict_path)
             self.load_state_dict(state_dict)
 
@@ -101,7 +101,7 @@ class RNet(nn.Module):
         self.training = False
 
         if pretrained:
-            state_dict_path = os.path.join(os.path.dirname(__file__), '../data/rnet.pt')
+            state_dict_path = os.path.join(os.path.dirname(__file__), "../data/rnet.pt")
             state_dict = torch.load(state_dict_path)
             self.load_state_dict(state_dict)
 
@@ -154,7 +154,7 @@ class ONet(nn.Module):
         self.training = False
 
         if pretrained:
-            state_dict_path = os.path.join(os.path.dirname(__file__), '../data/onet.pt')
+            state_dict_path = os.path.join(os.path.dirname(__file__), "../data/onet.pt")
             state_dict = torch.load(state_dict_path)
             self.load_state_dict(state_dict)
 
@@ -178,4 +178,3 @@ class ONet(nn.Module):
         b = self.dense6_2(x)
         c = self.dense6_3(x)
         return b, c, a
-
