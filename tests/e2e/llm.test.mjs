@@ -14,7 +14,7 @@ import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, renameSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { basename, join } from 'node:path';
 import { test } from 'node:test';
 import { BundleView, compileBundle } from './lib/bundle.mjs';
 import { PYTHON, REPO } from './lib/paths.mjs';
@@ -167,6 +167,9 @@ test('a click on a node of the graph shows its Layer Places (no "no layer is kno
   const toasts = await page.locator('.notifications-toasts').allTextContents();
   assert.ok(!toasts.some((t) => t.includes('no layer is known')), `a click said: ${toasts.join(' | ')}`);
   assert.ok(titled, `Layer Places does not show ${layer.opcode} (node ${id})`);
+  // Whose layer it is: several bundles can be loaded, and the graph can switch between them.
+  const whose = (await places.locator('.pane-header .description').first().textContent().catch(() => '')) ?? '';
+  assert.equal(whose.trim(), basename(suite.bundle.root), 'Layer Places does not name the bundle of its layer');
 });
 
 /** The graph app inside the webview (code-server nests it in two iframes). */

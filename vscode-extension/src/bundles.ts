@@ -57,6 +57,13 @@ export class BundleRegistry implements vscode.Disposable {
     return this.bundles.find((b) => file === b.dir || file.startsWith(b.dir + path.sep));
   }
 
+  /** The folder name of the loaded bundle a result's file URI (as the server sends it) is in,
+   * for a view to say whose layer it shows; undefined when that bundle is no longer loaded. */
+  nameOf(uri: string): string | undefined {
+    const bundle = this.bundleOf(vscode.Uri.parse(uri));
+    return bundle && path.basename(bundle.dir);
+  }
+
   /** The passes of a bundle, asked of the server once per refresh. */
   async passes(bundle: Bundle): Promise<ext.PassInfo[]> {
     if (!bundle.passes) {

@@ -64,12 +64,12 @@ export class Ctx {
     this.diffs = new PassDiffs(this.registry, this.passTree, this.passView as vscode.TreeView<unknown>, this.sides, this.largeFiles);
     this.hotLayers = new HotLayersProvider(this.registry, this.server);
     this.hotLayers.view = vscode.window.createTreeView('tvmExplorer.hotLayers', { treeDataProvider: this.hotLayers });
-    this.layerPlaces = new LayerPlacesProvider(this.server, this.sides, this.largeFiles, extCtx.workspaceState);
+    this.layerPlaces = new LayerPlacesProvider(this.server, this.sides, this.largeFiles, extCtx.workspaceState, this.registry);
     this.layerPlaces.view = vscode.window.createTreeView<PlaceNode>('tvmExplorer.layerPlaces', {
       treeDataProvider: this.layerPlaces,
       showCollapseAll: true,
     });
-    this.layerHistory = new LayerHistoryProvider(this.server, this.sides);
+    this.layerHistory = new LayerHistoryProvider(this.server, this.sides, this.registry);
     this.layerHistory.view = vscode.window.createTreeView('tvmExplorer.layerHistory', { treeDataProvider: this.layerHistory });
     this.comparisons = new Comparisons(this.server, this.registry);
     this.graph = new GraphView(this);

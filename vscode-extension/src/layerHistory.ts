@@ -10,6 +10,7 @@
 import * as path from 'path';
 import * as vscode from 'vscode';
 import { commandPosition } from './activeCursor';
+import { BundleRegistry } from './bundles';
 import { ServerManager } from './client';
 import type { Cmd, Ctx } from './ctx';
 import * as ext from './lsp_ext';
@@ -73,11 +74,26 @@ export class LayerHistoryProvider implements vscode.TreeDataProvider<HistoryNode
   result: ext.LayerHistoryResult | undefined;
   view: vscode.TreeView<HistoryNode> | undefined;
   private generation = 0;
+  private readonly registryChange: vscode.Disposable;
 
   constructor(
     private readonly server: ServerManager,
     private readonly sides: PassDiffSides,
-  ) {}
+    private readonly registry: BundleRegistry,
+  ) {
+    // The history of a layer of a bundle no longer loaded leads nowhere: the view empties.
+    this.registryChange = registry.onDidChange(() => {
+      if (this.result && !registry.nameOf(this.result.bundle)) {
+        this.result = undefined;
+        this.generation += 1;
+        if (this.view) {
+          this.view.message = undefined;
+          this.view.description = undefined;
+        }
+        this.changed.fire(undefined);
+      }
+    });
+  }
 
   /** Asks the server for the history of the layer(s) at a position and shows it. */
   async showAt(uri: vscode.Uri, position: vscode.Position): Promise<boolean> {
@@ -90,6 +106,7 @@ export class LayerHistoryProvider implements vscode.TreeDataProvider<HistoryNode
     if (this.view) {
       const who = result.labels.length ? result.labels.join(', ') : result.layers.map((l) => `${l.opcode} op ${l.op_index}`).join(', ');
       this.view.message = `${who} — ${result.steps.length} of ${result.passes} passes changed its code`;
+      this.view.description = this.registry.nameOf(result.bundle);
     }
     this.changed.fire(undefined);
     await vscode.commands.executeCommand('tvmExplorer.layerHistory.focus');
@@ -160,6 +177,7 @@ export class LayerHistoryProvider implements vscode.TreeDataProvider<HistoryNode
   }
 
   dispose(): void {
+    this.registryChange.dispose();
     this.changed.dispose();
   }
 }

@@ -8,6 +8,7 @@
 import * as fs from 'fs';
 import * as vscode from 'vscode';
 import { commandPosition } from './activeCursor';
+import { BundleRegistry } from './bundles';
 import { ServerManager } from './client';
 import type { Cmd, Ctx } from './ctx';
 import { openInPreview } from './jumps';
@@ -76,6 +77,7 @@ export class LayerPlacesProvider implements vscode.TreeDataProvider<PlaceNode>, 
    * new list shows expanded (VS Code would keep the old list's collapsed state). */
   private generation = 0;
   private readonly lines = new Map<string, string[]>();
+  private readonly registryChange: vscode.Disposable;
   view: vscode.TreeView<PlaceNode> | undefined;
 
   constructor(
@@ -83,7 +85,23 @@ export class LayerPlacesProvider implements vscode.TreeDataProvider<PlaceNode>, 
     private readonly sides: PassDiffSides,
     private readonly largeFiles: LargeFiles,
     private readonly state: vscode.Memento,
-  ) {}
+    private readonly registry: BundleRegistry,
+  ) {
+    // The places of a bundle no longer loaded lead nowhere: the view empties.
+    this.registryChange = registry.onDidChange(() => {
+      if (this.result && !this.bundleName()) {
+        this.result = undefined;
+        this.update();
+      }
+    });
+  }
+
+  /** The folder of the bundle whose layer the view shows (several may be loaded, and the graph
+   * can switch between them while the view keeps its layer). */
+  private bundleName(): string | undefined {
+    const first = this.result?.places[0];
+    return first && this.registry.nameOf(first.uri);
+  }
 
   get filter(): PlacesFilter {
     return this.state.get<PlacesFilter>(STATE_KEY, 'last');
@@ -127,6 +145,12 @@ export class LayerPlacesProvider implements vscode.TreeDataProvider<PlaceNode>, 
 
   private update(): void {
     this.generation += 1;
+    if (this.view) {
+      this.view.description = this.bundleName();
+    }
+    if (this.view && !this.result) {
+      this.view.message = undefined;
+    }
     if (this.view && this.result) {
       const layers = this.result.labels?.length
         ? this.result.labels
@@ -285,6 +309,7 @@ export class LayerPlacesProvider implements vscode.TreeDataProvider<PlaceNode>, 
   }
 
   dispose(): void {
+    this.registryChange.dispose();
     this.changed.dispose();
   }
 
