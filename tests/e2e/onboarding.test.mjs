@@ -58,9 +58,15 @@ async function chooseCompileInContextMenu(page, label = 'Compile Model…') {
   if (!shown && await item.isVisible().catch(() => false)) await page.keyboard.press('Enter');
 }
 
-/** The explorer row of a workspace file. */
-function explorerRow(page, name) {
-  return page.locator('.explorer-folders-view .monaco-list-row', { hasText: name }).first();
+/** The explorer row of a file at the workspace's top, in view: the explorer shown with its
+ * folders collapsed (opening a bundle's files expands their folders, and the rows the explorer's
+ * list does not show are not in the page). */
+async function explorerRow(page, name) {
+  await runCommand(page, 'View: Show Explorer');
+  await runCommand(page, 'Collapse Folders in Explorer');
+  const row = page.locator('.explorer-folders-view .monaco-list-row', { hasText: name }).first();
+  await row.scrollIntoViewIfNeeded();
+  return row;
 }
 
 /** Answers the three questions of Compile Model…: target, options (labels to tick; with
@@ -130,8 +136,7 @@ test('with no bundle yet the pass view offers to compile', async () => {
 
 test('opening a .tflite shows its model document with a Compile action', async () => {
   const { page } = suite.session;
-  await runCommand(page, 'View: Show Explorer');
-  await explorerRow(page, 'small_cnn_fp32.tflite').dblclick();
+  await (await explorerRow(page, 'small_cnn_fp32.tflite')).dblclick();
   const conv = page.locator('.editor-instance .view-line', { hasText: 'op 0 CONV_2D' });
   await conv.waitFor({ timeout: 60000 });
   assert.match(await activeTabTitle(page), /small_cnn_fp32\.tflite/);
@@ -183,8 +188,7 @@ test('Compile Model… shows progress, then opens the bundle and lists it in the
 
 test('a model TVM cannot import fails with one message naming the operator and Show Output', async () => {
   const { page } = suite.session;
-  await runCommand(page, 'View: Show Explorer');
-  await explorerRow(page, 'okay_nabu.tflite').click({ button: 'right' });
+  await (await explorerRow(page, 'okay_nabu.tflite')).click({ button: 'right' });
   await chooseCompileInContextMenu(page);
   await answerCompileQuestions(page, { target: 'c' });
   const toast = page.locator('.notifications-toasts .notification-toast', { hasText: 'compile failed' });
@@ -204,11 +208,10 @@ test('Cancel stops a compile at once, inside a long pass, and keeps the previous
   const previous = join(suite.folder, 'small_cnn_fp32.bundle');
   const before = readFileSync(join(previous, 'manifest.json'), 'utf8');
   const mtime = statSync(join(previous, 'manifest.json')).mtimeMs;
-  await runCommand(page, 'View: Show Explorer');
   // chain.tflite's FoldConstant folds 120 constant ops, a kernel built and run for each, for
   // many seconds in C++ that takes no Python signal: issue 38 saw a Cancel there let the
   // compile run on and write its bundle ("too late").
-  await explorerRow(page, 'chain.tflite').click({ button: 'right' });
+  await (await explorerRow(page, 'chain.tflite')).click({ button: 'right' });
   await chooseCompileInContextMenu(page);
   await answerCompileQuestions(page, { target: 'c', output: previous }); // over the previous one
   const toast = page.locator('.notifications-toasts .notification-toast', { hasText: 'Compiling chain.tflite for c' });
@@ -246,8 +249,7 @@ test('Cancel stops a compile at once, inside a long pass, and keeps the previous
 
 test('an ONNX model compiles from the explorer context menu with Profile, Numerics and given inputs', async () => {
   const { page } = suite.session;
-  await runCommand(page, 'View: Show Explorer');
-  await explorerRow(page, 'block.onnx').click({ button: 'right' });
+  await (await explorerRow(page, 'block.onnx')).click({ button: 'right' });
   await screenshot(page, 'onboarding-10-onnx-context-menu');
   await chooseCompileInContextMenu(page);
   const proposed = await answerCompileQuestions(page, {
@@ -296,8 +298,7 @@ test('an ONNX model compiles from the explorer context menu with Profile, Numeri
 
 test('Bisect Model… with a planted pipeline names the culprit pass and opens its diff', async () => {
   const { page } = suite.session;
-  await runCommand(page, 'View: Show Explorer');
-  await explorerRow(page, 'block.onnx').click({ button: 'right' });
+  await (await explorerRow(page, 'block.onnx')).click({ button: 'right' });
   await chooseCompileInContextMenu(page, 'Bisect Model…');
   const input = page.locator('.quick-input-widget input');
   const answer = async (title, text) => {
@@ -336,8 +337,7 @@ for (const [file, kind, expected] of [
 ]) {
   test(`opening ${file} shows its model document with a Compile action`, async () => {
     const { page } = suite.session;
-    await runCommand(page, 'View: Show Explorer');
-    await explorerRow(page, file).dblclick();
+    await (await explorerRow(page, file)).dblclick();
     const head = page.locator('.editor-instance .view-line', { hasText: `# ${kind} ${file}` });
     await head.waitFor({ timeout: 60000 });
     assert.match(await activeTabTitle(page), new RegExp(file.replace('.', '\\.')));

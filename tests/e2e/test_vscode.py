@@ -100,7 +100,7 @@ def node_results(request) -> dict[str, str | None]:
             f"node --test wrote no report (exit {proc.returncode}):\n{proc.stdout[-4000:]}\n{proc.stderr[-4000:]}"
         )
     results: dict[str, str | None] = {}
-    for case in ET.parse(junit).iter("testcase"):
+    for case in _junit_cases(junit):
         # node's junit reporter escapes quotes twice: unescape what XML parsing left.
         case.set("name", html.unescape(case.get("name", "")))
         failure = case.find("failure")
@@ -114,6 +114,18 @@ def node_results(request) -> dict[str, str | None]:
     if proc.returncode != 0 and all(v is None for v in results.values()):
         pytest.fail(f"node --test failed outside the tests (exit {proc.returncode}):\n{proc.stdout[-4000:]}")
     return results
+
+
+# Characters XML 1.0 does not allow, which node's junit reporter writes as they are: a failure
+# message with playwright's colours (ESC) made the whole report unreadable, and every e2e test
+# an error instead of the one failure.
+NOT_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff]")
+
+
+def _junit_cases(junit: Path) -> list[ET.Element]:
+    """The ``testcase`` elements of node's junit report, its characters XML forbids dropped."""
+    text = NOT_XML.sub("", junit.read_text(encoding="utf-8", errors="replace"))
+    return list(ET.fromstring(text).iter("testcase"))
 
 
 def _shared_inputs(request) -> dict[str, str]:
