@@ -161,7 +161,16 @@ def test_costs_and_the_graph_show_what_tuning_did_per_layer(tuned):
     graph = graph_document(BundleView(Bundle(tuned.bundle)), places=False)
     overlay = next(o for o in graph["overlays"] if o["id"] == "tuning")
     assert overlay["available"] and overlay["scale"] == "category"
-    assert {n["metrics"]["tuning"] for n in graph["nodes"]} == {"tuned"}
+    # Each layer: tuned, told apart when its kernel was measured slower than the default
+    # schedule (a tuned tiny matmul's thread pool can cost more than its work), and its panel
+    # line naming the kernel with both times.
+    ledger = json.loads((tuned.bundle / "tuning.json").read_text())
+    for node in graph["nodes"]:
+        (kernel,) = [k for k in ledger["kernels"] if int(node["id"]) in k["layers"]]
+        slower = kernel["speedup"] is not None and kernel["speedup"] < 1
+        assert node["metrics"]["tuning"] == ("tuned, slower than default" if slower else "tuned"), (node, kernel)
+        assert node["tuning"].startswith(f"{kernel['kernel']} tuned (reused): {kernel['tuned_us']:.2f} µs, default")
+        assert f"({kernel['speedup']:.2f}×, measured side by side)" in node["tuning"]
     assert {k["schedule"] for k in graph["kernels"].values()} == {"MetaSchedule (tuned)"}
 
 

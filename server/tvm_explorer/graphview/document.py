@@ -125,6 +125,8 @@ def graph_document(view: BundleView, places: bool = True, encoding: str = "utf-1
             else None,
             "numerics": _numerics(view, numerics, entry) if entry else None,
         }
+        if layer.id in tuning:
+            node["tuning"] = tuning[layer.id][1]
         if places:
             node["places"] = layer_place_entries(view, layer.id, encoding)
         nodes.append(node)
@@ -382,14 +384,18 @@ def _live_at_peak(bundle) -> tuple[dict[int, int], str | None]:
     return out, None
 
 
-def _tuning(bundle) -> tuple[dict[int, tuple[str, float | None]], str | None]:
-    """Each layer's tuning state (``tuning.json``), and why there are none."""
-    from tvm_explorer.bundle.sections.tuning import layer_states
+def _tuning(bundle) -> tuple[dict[int, tuple[str, str]], str | None]:
+    """Each layer's tuning (``tuning.json``): its overlay category and its kernels' lines; and
+    why there are none."""
+    from tvm_explorer.bundle.sections.tuning import layer_category, layer_lines, layer_states
 
     doc, why = _section(bundle.tuning, "not tuned: compile with --target llvm --tune TRIALS (docs/tuning.md)")
     if doc is None:
         return {}, why
-    return layer_states(doc), None
+    lines = layer_lines(doc)
+    return {
+        lid: (layer_category(word, speedup), lines.get(lid, "")) for lid, (word, speedup) in layer_states(doc).items()
+    }, None
 
 
 def _section(read: Callable[[], T | None], missing: str) -> tuple[T | None, str | None]:

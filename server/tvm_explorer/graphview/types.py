@@ -73,10 +73,12 @@ class _GraphNodeFields(TypedDict):
 
 
 class GraphNode(_GraphNodeFields, total=False):
-    """A layer (``places``: only when asked for; ``fold``: the node it is drawn folded into)."""
+    """A layer (``places``: only when asked for; ``fold``: the node it is drawn folded into;
+    ``tuning``: its kernels' tuning, a line each, in a ``--tune`` bundle)."""
 
     places: list[PlaceEntry]
     fold: str | None
+    tuning: str
 
 
 class IONode(TypedDict):

@@ -15,6 +15,7 @@ const CATEGORY_COLORS: Record<string, string> = {
   default: '#8da0cb',
   mixed: '#e78ac3',
   tuned: '#1b9e77',
+  'tuned, slower than default': '#d95f02',
   'MetaSchedule (tuned)': '#1b9e77',
   untuned: '#8da0cb',
   'database miss': '#e41a1c',

@@ -99,6 +99,9 @@ export function renderPanel(
   if (m.coverage) {
     costRows.push(['provenance', m.coverage]);
   }
+  if (node.tuning) {
+    costRows.push(['tuning', node.tuning]);
+  }
   panel.append(section('Cost', costRows.length ? table(costRows) : el('p', { class: 'hint' }, doc.costs_note)));
   if (node.numerics) {
     const n = node.numerics;

@@ -68,6 +68,9 @@ export interface GraphNode {
   /** A node that only prepares a constant (a weight's DEQUANTIZE, shape plumbing) or checks one
    * (an assert): the node it is drawn folded into; absent or null for every other node. */
   fold?: string | null;
+  /** In a `--tune` bundle: its kernels' tuning, a line each ("matmul1 tuned (reused): 5.33 µs,
+   * default 0.10 µs (0.02×, measured side by side)"). */
+  tuning?: string;
 }
 
 export interface IONode {
