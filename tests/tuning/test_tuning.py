@@ -134,15 +134,23 @@ def test_a_tuned_loop_hovers_with_the_trace_step_that_made_it(tuned):
     view = BundleView(bundle)
     applied = next(p for p in bundle.manifest["passes"] if p["name"] == "MetaScheduleApplyDatabase")
     text = (tuned.bundle / applied["after"]).read_text()
-    steps = []
+    steps, measured = [], set()
+    ledger = {k["kernel"]: k for k in json.loads((tuned.bundle / "tuning.json").read_text())["kernels"]}
     for loop in re.finditer(r"for (\w+)", text):
         value, _ = hover(view, applied["after"], loop.start(1))
+        # and what tuning measured for its kernel, beside the default schedule
+        for name, tuned_us in re.findall(
+            r"Tuning ledger: (\w+) tuned \(reused\): (\d+\.\d\d) µs, default", value.replace("\\", "")
+        ):
+            assert tuned_us == f"{ledger[name]['tuned_us']:.2f}", value
+            measured.add(name)
         steps += re.findall(
             r"Loop created by schedule step (\d+) of `(\w+)` in `(traces/\w+\.py)`, "
             r"tuned by MetaSchedule: `(.*)`",
             value,
         )
     assert {kernel for _, kernel, _, _ in steps} == {"fused_matmul_relu", "matmul1"}, steps
+    assert measured == set(ledger), measured
     for _, _, path, text_of_step in steps:
         assert text_of_step.replace("\\", "") in (tuned.bundle / path).read_text()
 

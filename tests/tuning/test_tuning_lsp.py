@@ -43,7 +43,7 @@ async def test_a_tuned_loop_links_to_the_trace_step_that_made_it(client, workspa
         offset = sum(len(x) + 1 for x in lines[: link.range.start.line]) + link.range.start.character
         hover = await client.text_document_hover_async(types.HoverParams(td(bundle, path), pos(text, offset)))
         step = re.search(
-            r"created by schedule step \d+ of `\w+` in `[^`]+`, tuned by MetaSchedule: `(.*)`$",
+            r"created by schedule step \d+ of `\w+` in `[^`]+`, tuned by MetaSchedule: `(.*)` *$",  # (a line break: the tuning ledger's line follows)
             hover.contents.value,
             re.M,
         )

@@ -49,6 +49,10 @@ def hover(view: BundleView, path: str, offset: int, keep: Keep = keep_all) -> tu
     if step:
         lines[-1] += "  "  # a line break in Markdown: the stage and the schedule are two lines
         lines.append(step)
+        tuning = _tuning_line(view, ranges)
+        if tuning:
+            lines[-1] += "  "
+            lines.append(tuning)
     machine = machine_line(view.bundle, ranges)
     if machine:
         lines.append("\n" + machine)
@@ -96,6 +100,27 @@ def _schedule_step(view: BundleView, ranges: list[Range]) -> str | None:
                 text = f": {md.code(trace['step_text'][step])}"
             return f"{what} created by schedule step {md.text(step)} of {md.code(primfunc)}{where}{rule}{text}"
     return None
+
+
+def _tuning_line(view: BundleView, ranges: list[Range]) -> str | None:
+    """What the tuning ledger measured for the tuned kernel a loop belongs to: its time beside
+    the default schedule's (``tuning.json``; nothing when it is damaged: costs say so)."""
+    from tvm_explorer.bundle.sections.tuning import kernel_line
+    from tvm_explorer.errors import BundleError
+
+    link = next((r.link for r in ranges if r.link and r.link.startswith("trace:")), None)
+    if link is None:
+        return None
+    primfunc = link[len("trace:") :].rpartition(":")[0]
+    trace = trace_entry(view, primfunc)
+    if trace is None or trace.get("rule") != "MetaSchedule":
+        return None
+    try:
+        doc = view.bundle.tuning()
+    except BundleError:
+        return None
+    kernel = next((k for k in doc["kernels"] if k["kernel"] == primfunc), None) if doc else None
+    return f"Tuning ledger: {md.text(kernel_line(kernel))}" if kernel else None
 
 
 def trace_entry(view: BundleView, primfunc: str) -> dict | None:
