@@ -147,18 +147,18 @@ export class LayerPlacesProvider implements vscode.TreeDataProvider<PlaceNode>, 
     this.generation += 1;
     if (this.view) {
       this.view.description = this.bundleName();
-    }
-    if (this.view && !this.result) {
-      this.view.message = undefined;
-    }
-    if (this.view && this.result) {
-      const layers = this.result.labels?.length
-        ? this.result.labels
-        : this.result.layers.map((l) => `${l.opcode} op ${l.op_index}${l.name ? ` ${l.name}` : ''}`);
-      const filter = FILTERS.find((f) => f.id === this.filter)?.label.toLowerCase();
-      this.view.message = `${layers.join(', ')} — ${this.result.summary || `${this.result.places.length} places`} (${filter})`;
+      this.view.message = this.result && this.message(this.result);
     }
     this.changed.fire(undefined);
+  }
+
+  /** The view's message: the layers, what the code lens says of their places, the filter. */
+  private message(result: ext.LayerPlacesResult): string {
+    const layers = result.labels?.length
+      ? result.labels
+      : result.layers.map((l) => `${l.opcode} op ${l.op_index}${l.name ? ` ${l.name}` : ''}`);
+    const filter = FILTERS.find((f) => f.id === this.filter)?.label.toLowerCase();
+    return `${layers.join(', ')} — ${result.summary || `${result.places.length} places`} (${filter})`;
   }
 
   getChildren(node?: PlaceNode): PlaceNode[] {

@@ -45,14 +45,10 @@ def hover(view: BundleView, path: str, offset: int, keep: Keep = keep_all) -> tu
         lines.extend(memory_lines(view.bundle, path, ranges))
     lines.extend(bisect_lines(view, path, origins[:MAX_LAYERS]))
     lines.append("\n---\n" + stage_line(view, doc))
-    step = _schedule_step(view, ranges)
-    if step:
+    schedule = _schedule_lines(view, ranges)
+    if schedule:
         lines[-1] += "  "  # a line break in Markdown: the stage and the schedule are two lines
-        lines.append(step)
-        tuning = _tuning_line(view, ranges)
-        if tuning:
-            lines[-1] += "  "
-            lines.append(tuning)
+        lines.append("  \n".join(schedule))
     machine = machine_line(view.bundle, ranges)
     if machine:
         lines.append("\n" + machine)
@@ -80,7 +76,9 @@ def stage_line(view: BundleView, doc: Document) -> str:
     return f"{stage} after pass {md.text(last.get('index'))} {md.code(last.get('name'))}"
 
 
-def _schedule_step(view: BundleView, ranges: list[Range]) -> str | None:
+def _schedule_lines(view: BundleView, ranges: list[Range]) -> list[str]:
+    """The schedule step that made the innermost traced loop, and for a kernel MetaSchedule
+    tuned, what the tuning ledger measured for it; empty where no loop is traced."""
     for rng in ranges:
         if rng.link and rng.link.startswith("trace:"):
             primfunc, _, step = rng.link[len("trace:") :].rpartition(":")
@@ -88,38 +86,34 @@ def _schedule_step(view: BundleView, ranges: list[Range]) -> str | None:
             rule = f", rule {md.code(trace['rule'])}" if trace and trace.get("rule") else ""
             where = f" in {md.code(trace['path'])}" if trace and trace.get("path") else ""
             tuned = trace is not None and trace.get("rule") == "MetaSchedule"
+            ledger = _ledger_line(view, primfunc) if tuned else None
             if tuned:
                 rule = ", tuned by MetaSchedule"
-            if not step:
-                if tuned:
-                    return f"Tuned by MetaSchedule (the tuning database's best schedule); trace{where}"
-                return f"Scheduled by dlight{rule.replace(', rule', ' rule')}; trace{where}"
-            what = "Loop" if rng is ranges[0] else "Enclosing loop"
-            text = ""
-            if trace and isinstance(trace.get("step_text"), dict) and trace["step_text"].get(step):
-                text = f": {md.code(trace['step_text'][step])}"
-            return f"{what} created by schedule step {md.text(step)} of {md.code(primfunc)}{where}{rule}{text}"
-    return None
+            if not step and tuned:
+                made = f"Tuned by MetaSchedule (the tuning database's best schedule); trace{where}"
+            elif not step:
+                made = f"Scheduled by dlight{rule.replace(', rule', ' rule')}; trace{where}"
+            else:
+                what = "Loop" if rng is ranges[0] else "Enclosing loop"
+                text = ""
+                if trace and isinstance(trace.get("step_text"), dict) and trace["step_text"].get(step):
+                    text = f": {md.code(trace['step_text'][step])}"
+                made = f"{what} created by schedule step {md.text(step)} of {md.code(primfunc)}{where}{rule}{text}"
+            return [made, ledger] if ledger else [made]
+    return []
 
 
-def _tuning_line(view: BundleView, ranges: list[Range]) -> str | None:
-    """What the tuning ledger measured for the tuned kernel a loop belongs to: its time beside
-    the default schedule's (``tuning.json``; nothing when it is damaged: costs say so)."""
+def _ledger_line(view: BundleView, kernel_name: str) -> str | None:
+    """What the tuning ledger measured for a tuned kernel: its time beside the default
+    schedule's (``tuning.json``; nothing when it is damaged: costs say so)."""
     from tvm_explorer.bundle.sections.tuning import kernel_line
     from tvm_explorer.errors import BundleError
 
-    link = next((r.link for r in ranges if r.link and r.link.startswith("trace:")), None)
-    if link is None:
-        return None
-    primfunc = link[len("trace:") :].rpartition(":")[0]
-    trace = trace_entry(view, primfunc)
-    if trace is None or trace.get("rule") != "MetaSchedule":
-        return None
     try:
         doc = view.bundle.tuning()
     except BundleError:
         return None
-    kernel = next((k for k in doc["kernels"] if k["kernel"] == primfunc), None) if doc else None
+    kernel = next((k for k in doc["kernels"] if k["kernel"] == kernel_name), None) if doc else None
     return f"Tuning ledger: {md.text(kernel_line(kernel))}" if kernel else None
 
 

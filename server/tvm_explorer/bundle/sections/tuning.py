@@ -186,16 +186,20 @@ def state_word(kernel: TunedKernel) -> str:
     return STATE_WORDS[kernel["state"]]
 
 
-def layer_states(doc: TuningDocument) -> dict[int, tuple[str, float | None]]:
-    """Layer id -> what tuning did to its kernels (``tuned``, ``untuned``, ``database miss``,
-    ``build failed``, ``run failed``, or ``mixed`` when its kernels differ) and, tuned, the smallest speedup
-    of its kernels (default time ÷ tuned time, measured side by side)."""
+def _kernels_by_layer(doc: TuningDocument) -> dict[int, list[TunedKernel]]:
     kernels_of: dict[int, list[TunedKernel]] = {}
     for k in doc["kernels"]:
         for lid in k["layers"]:
             kernels_of.setdefault(lid, []).append(k)
+    return kernels_of
+
+
+def layer_states(doc: TuningDocument) -> dict[int, tuple[str, float | None]]:
+    """Layer id -> what tuning did to its kernels (``tuned``, ``untuned``, ``database miss``,
+    ``build failed``, ``run failed``, or ``mixed`` when its kernels differ) and, tuned, the smallest speedup
+    of its kernels (default time ÷ tuned time, measured side by side)."""
     out: dict[int, tuple[str, float | None]] = {}
-    for lid, kernels in kernels_of.items():
+    for lid, kernels in _kernels_by_layer(doc).items():
         words = {state_word(k) for k in kernels}
         if len(words) > 1:
             out[lid] = ("mixed", None)
@@ -231,11 +235,7 @@ def kernel_line(kernel: TunedKernel) -> str:
 
 def layer_lines(doc: TuningDocument) -> dict[int, str]:
     """Layer id -> its kernels' tuning, a line each (``kernel_line``), for a layer's panel."""
-    out: dict[int, list[str]] = {}
-    for k in doc["kernels"]:
-        for lid in k["layers"]:
-            out.setdefault(lid, []).append(kernel_line(k))
-    return {lid: "\n".join(lines) for lid, lines in out.items()}
+    return {lid: "\n".join(map(kernel_line, kernels)) for lid, kernels in _kernels_by_layer(doc).items()}
 
 
 SECTION = Section(TUNING_FILE, "tuning ledger", lambda data, layers: validate(data, len(layers)), damage_raises=True)
